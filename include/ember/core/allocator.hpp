@@ -1,0 +1,50 @@
+#pragma once
+/// Per-device caching allocators. Blocks are 64-byte aligned and binned by size class
+/// (four classes per power of two, so at most 25% slack); freed blocks go back to their
+/// bin and are reused, so a warmed-up training loop never calls the system allocator.
+///
+/// The CPU cache is per thread (no lock on the op path); a block freed on another thread
+/// joins that thread's cache. Statistics are global per device.
+
+#include <ember/core/device.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ember {
+
+/// Counters of one device's allocator.
+struct AllocatorStats {
+  int64_t bytes_in_use = 0;       ///< bytes held by live storages (block capacity)
+  int64_t bytes_cached = 0;       ///< bytes held in free bins, ready for reuse
+  int64_t allocation_count = 0;   ///< blocks handed out so far (cache hits included)
+  int64_t system_allocations = 0; ///< blocks obtained from the system (cache misses)
+  int64_t peak_bytes_in_use = 0;  ///< high-water mark of bytes_in_use
+};
+
+/// Current counters of `device`'s allocator.
+AllocatorStats allocator_stats(Device device = kCPU);
+
+/// Returns the cached free blocks of `device` to the system (for the CPU: the calling
+/// thread's cache). Blocks in use are untouched.
+void empty_cache(Device device = kCPU);
+
+/// Resets peak_bytes_in_use to the current bytes_in_use.
+void reset_peak_stats(Device device = kCPU);
+
+namespace detail {
+
+/// A block handed out by an allocator: where it is and how large it really is.
+struct Block {
+  void* ptr = nullptr;
+  size_t capacity = 0;
+};
+
+/// Size class for a request of `nbytes` (>= nbytes, a multiple of 64).
+size_t size_class(size_t nbytes);
+
+Block cpu_allocate(size_t nbytes);
+void cpu_deallocate(Block block) noexcept;
+
+}  // namespace detail
+}  // namespace ember

@@ -1,0 +1,40 @@
+#pragma once
+/// Where a tensor's memory lives. A runtime value, as in libtorch: Device::cuda(1).
+
+#include <fmt/core.h>
+
+#include <cstdint>
+#include <string>
+
+namespace ember {
+
+enum class DeviceType : uint8_t { Cpu = 0, Cuda = 1 };
+inline constexpr int kNumDeviceTypes = 2;
+
+struct Device {
+  DeviceType type = DeviceType::Cpu;
+  int8_t index = 0;
+
+  static constexpr Device cpu() { return {DeviceType::Cpu, 0}; }
+  static constexpr Device cuda(int index = 0) { return {DeviceType::Cuda, static_cast<int8_t>(index)}; }
+
+  constexpr bool is_cpu() const { return type == DeviceType::Cpu; }
+  constexpr bool is_cuda() const { return type == DeviceType::Cuda; }
+  friend constexpr bool operator==(Device a, Device b) { return a.type == b.type && a.index == b.index; }
+
+  /// "cpu" or "cuda:0".
+  std::string str() const { return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index); }
+};
+
+inline constexpr Device kCPU = Device::cpu();
+
+}  // namespace ember
+
+template <>
+struct fmt::formatter<ember::Device> {
+  constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
+  template <class Ctx>
+  auto format(const ember::Device& v, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(), "{}", v.str());
+  }
+};

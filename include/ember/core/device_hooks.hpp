@@ -1,0 +1,24 @@
+#pragma once
+/// The few per-device services the core needs (memory and copies). The CPU's are built
+/// in; a non-CPU backend installs its own the first time the policy uses it, so that the
+/// core never references CUDA symbols and a CPU-only binary links none.
+
+#include <ember/core/allocator.hpp>
+
+#include <cstddef>
+
+namespace ember::detail {
+
+struct DeviceHooks {
+  Block (*allocate)(size_t nbytes, int index) = nullptr;
+  void (*deallocate)(Block block, int index) = nullptr;
+  /// Copies nbytes between host and this device (either direction) or within it.
+  void (*memcpy)(void* dst, Device dst_dev, const void* src, Device src_dev, size_t nbytes) = nullptr;
+  AllocatorStats (*stats)(int index) = nullptr;
+  void (*empty_cache)(int index) = nullptr;
+};
+
+/// Hooks of a device type; all null until its backend installed them.
+DeviceHooks& device_hooks(DeviceType type);
+
+}  // namespace ember::detail

@@ -1,0 +1,38 @@
+#pragma once
+/// Index expressions for `t.index({Slice(0, 10, 2), 3, None, Ellipsis})`, as in libtorch.
+
+#include <cstdint>
+#include <limits>
+
+namespace ember {
+
+/// A Python-style slice start:stop:step; omitted bounds are Slice::kNone.
+struct Slice {
+  static constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
+  int64_t start = kNone, stop = kNone, step = 1;
+  constexpr Slice() = default;
+  constexpr Slice(int64_t start_, int64_t stop_ = kNone, int64_t step_ = 1)
+      : start(start_), stop(stop_), step(step_) {}
+};
+
+struct NoneIndex {};
+struct EllipsisIndex {};
+/// Inserts a new dim of size 1 (numpy's newaxis).
+inline constexpr NoneIndex None{};
+/// Stands for as many full slices as needed.
+inline constexpr EllipsisIndex Ellipsis{};
+
+/// One entry of an index expression.
+struct TensorIndex {
+  enum class Kind : uint8_t { Integer, Slice, None, Ellipsis };
+  Kind kind;
+  int64_t integer = 0;
+  Slice slice{};
+  TensorIndex(int64_t i) : kind(Kind::Integer), integer(i) {}  // NOLINT: implicit
+  TensorIndex(int i) : kind(Kind::Integer), integer(i) {}      // NOLINT
+  TensorIndex(Slice s) : kind(Kind::Slice), slice(s) {}        // NOLINT
+  TensorIndex(NoneIndex) : kind(Kind::None) {}                 // NOLINT
+  TensorIndex(EllipsisIndex) : kind(Kind::Ellipsis) {}         // NOLINT
+};
+
+}  // namespace ember

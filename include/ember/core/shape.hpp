@@ -1,0 +1,174 @@
+#pragma once
+/// Shapes and strides: a small vector of int64 with EMBER_MAX_INLINE_DIMS entries inline,
+/// spilling to the heap only above that rank.
+
+#include <ember/core/config.hpp>
+#include <ember/core/error.hpp>
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <span>
+#include <string>
+
+namespace ember {
+
+/// A read-only view of dims, accepted wherever a shape is taken (`{2, 3}`, a Shape, a span).
+using IntArrayRef = std::span<const int64_t>;
+
+class Shape {
+ public:
+  static constexpr int kInline = EMBER_MAX_INLINE_DIMS;
+
+  Shape() = default;
+  Shape(std::initializer_list<int64_t> dims) { assign(dims.begin(), dims.size()); }
+  Shape(IntArrayRef dims) { assign(dims.data(), dims.size()); }  // NOLINT: implicit
+  explicit Shape(size_t n, int64_t value = 0) {
+    resize(n);
+    std::fill(begin(), end(), value);
+  }
+  Shape(const Shape& o) { assign(o.data(), o.size()); }
+  Shape(Shape&& o) noexcept { steal(o); }
+  Shape& operator=(const Shape& o) {
+    if (this != &o) assign(o.data(), o.size());
+    return *this;
+  }
+  Shape& operator=(Shape&& o) noexcept {
+    if (this != &o) {
+      release();
+      steal(o);
+    }
+    return *this;
+  }
+  ~Shape() { release(); }
+
+  size_t size() const { return size_; }
+  int64_t ndim() const { return static_cast<int64_t>(size_); }
+  bool empty() const { return size_ == 0; }
+  int64_t* data() { return heap_ ? heap_ : inline_; }
+  const int64_t* data() const { return heap_ ? heap_ : inline_; }
+  int64_t* begin() { return data(); }
+  int64_t* end() { return data() + size_; }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + size_; }
+  int64_t& operator[](size_t i) { return data()[i]; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  int64_t back() const { return data()[size_ - 1]; }
+  operator IntArrayRef() const { return {data(), size_}; }  // NOLINT
+
+  void resize(size_t n) {
+    if (n > capacity()) grow(n);
+    if (n > size_) std::fill(data() + size_, data() + n, 0);
+    size_ = static_cast<uint32_t>(n);
+  }
+  void push_back(int64_t v) {
+    if (size_ == capacity()) grow(size_ * 2);
+    data()[size_++] = v;
+  }
+  void insert(size_t pos, int64_t v) {
+    push_back(0);
+    int64_t* d = data();
+    std::memmove(d + pos + 1, d + pos, (size_ - 1 - pos) * sizeof(int64_t));
+    d[pos] = v;
+  }
+  void erase(size_t pos) {
+    int64_t* d = data();
+    std::memmove(d + pos, d + pos + 1, (size_ - pos - 1) * sizeof(int64_t));
+    --size_;
+  }
+
+  friend bool operator==(const Shape& a, const Shape& b) {
+    return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+  }
+
+  /// "[2, 3, 4]"
+  std::string str() const {
+    std::string s = "[";
+    for (size_t i = 0; i < size_; ++i) {
+      if (i) s += ", ";
+      s += std::to_string(data()[i]);
+    }
+    return s + "]";
+  }
+
+ private:
+  size_t capacity() const { return heap_ ? cap_ : kInline; }
+  void assign(const int64_t* src, size_t n) {
+    resize(n);
+    if (n) std::memmove(data(), src, n * sizeof(int64_t));
+  }
+  void grow(size_t n) {
+    n = std::max<size_t>(n, kInline * 2);
+    auto* p = static_cast<int64_t*>(std::malloc(n * sizeof(int64_t)));
+    if (!p) detail::raise_error_cstr("[shape] out of memory");
+    if (size_) std::memcpy(p, data(), size_ * sizeof(int64_t));
+    release();
+    heap_ = p;
+    cap_ = static_cast<uint32_t>(n);
+  }
+  void release() {
+    std::free(heap_);
+    heap_ = nullptr;
+  }
+  void steal(Shape& o) {
+    size_ = o.size_;
+    if (o.heap_) {
+      heap_ = o.heap_;
+      cap_ = o.cap_;
+      o.heap_ = nullptr;
+    } else {
+      heap_ = nullptr;
+      std::memcpy(inline_, o.inline_, size_ * sizeof(int64_t));
+    }
+    o.size_ = 0;
+  }
+
+  int64_t inline_[kInline];
+  int64_t* heap_ = nullptr;
+  uint32_t size_ = 0;
+  uint32_t cap_ = 0;
+};
+
+/// Product of dims; fails naming `op` when it overflows int64 or a dim is negative.
+inline int64_t checked_numel(IntArrayRef dims, const char* op) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    EMBER_CHECK(d >= 0, "[{}] negative dimension {} in shape {}", op, d, Shape(dims).str());
+    EMBER_CHECK(!__builtin_mul_overflow(n, d, &n), "[{}] shape {} has more elements than int64 can count",
+                op, Shape(dims).str());
+  }
+  return n;
+}
+
+/// Contiguous (row-major) strides for `dims`.
+inline Shape contiguous_strides(IntArrayRef dims) {
+  Shape s(dims.size());
+  int64_t acc = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= std::max<int64_t>(dims[i], 1);
+  }
+  return s;
+}
+
+/// Wraps a possibly negative dim into [0, ndim); fails naming `op`.
+inline int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  int64_t n = ndim == 0 ? 1 : ndim;  // 0-d tensors accept dim 0 and -1, as in PyTorch
+  EMBER_CHECK(dim >= -n && dim < n, "[{}] dim {} out of range for a tensor of rank {}", op, dim, ndim);
+  return dim < 0 ? dim + n : dim;
+}
+
+}  // namespace ember
+
+template <>
+struct fmt::formatter<ember::Shape> {
+  constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
+  template <class Ctx>
+  auto format(const ember::Shape& v, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(), "{}", v.str());
+  }
+};

@@ -1,0 +1,36 @@
+#pragma once
+/// The memory behind one or more tensors (views share it). It comes from the device's
+/// caching allocator, or is user memory (`from_blob`) released by a user deleter.
+
+#include <ember/core/allocator.hpp>
+#include <ember/core/device.hpp>
+#include <ember/core/intrusive_ptr.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace ember::detail {
+
+struct Storage {
+  std::atomic<int32_t> refcount_{1};
+  /// Bumped by every in-place write; autograd compares it with what it saved.
+  /// Shared by all views of this storage, as in PyTorch. See Note [Version counter].
+  std::atomic<uint32_t> version{0};
+  void* data = nullptr;
+  size_t nbytes = 0;
+  size_t capacity = 0;  ///< allocator block size; 0 for user memory
+  Device device = kCPU;
+  /// For user memory: called as deleter(ctx, data) when the last reference goes.
+  void (*deleter)(void* ctx, void* data) = nullptr;
+  void* deleter_ctx = nullptr;
+};
+
+/// A storage of `nbytes` from `device`'s caching allocator.
+Ref<Storage> make_storage(size_t nbytes, Device device);
+/// A storage over user memory; `deleter` (may be null) runs when it is released.
+Ref<Storage> make_user_storage(void* data, size_t nbytes, Device device,
+                               void (*deleter)(void*, void*), void* ctx);
+void release(Storage* s) noexcept;
+
+}  // namespace ember::detail

@@ -1,0 +1,323 @@
+#pragma once
+/// BasicTensor<Policy>: a cheap, reference-counted handle to a TensorImpl. Every op goes
+/// through the policy's layer chain (ember::dispatch). `Tensor` is BasicTensor<DefaultPolicy>.
+
+#include <ember/core/indexing.hpp>
+#include <ember/core/scalar.hpp>
+#include <ember/core/tensor_impl.hpp>
+#include <ember/core/tensor_options.hpp>
+#include <ember/dispatch/policy.hpp>
+#include <ember/ops/descriptors.hpp>
+#include <ember/ops/reduction_ops.hpp>
+#include <ember/ops/view_ops.hpp>
+
+#include <initializer_list>
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ember {
+
+namespace detail {
+std::string format_tensor(const TensorImpl& t);  // src/print.cpp: PyTorch-style text
+TensorImpl* nested_list_tensor(const void* data, DType dtype, IntArrayRef shape);
+Shape apply_index(const TensorImpl& x, std::span<const TensorIndex> idx, std::vector<ops::ViewOp>& steps);
+}  // namespace detail
+
+template <class P>
+class BasicTensor {
+ public:
+  using policy = P;
+  using Impl = detail::TensorImpl;
+  using ImplRef = detail::Ref<Impl>;
+
+  BasicTensor() = default;
+  explicit BasicTensor(ImplRef impl) : impl_(std::move(impl)) {}
+
+  // ---- properties ----------------------------------------------------------------------------
+  bool defined() const { return static_cast<bool>(impl_); }
+  const Shape& sizes() const { return impl().sizes; }
+  const Shape& shape() const { return impl().sizes; }
+  const Shape& strides() const { return impl().strides; }
+  int64_t size(int64_t d) const { return impl().sizes[wrap_dim(d, dim(), "size")]; }
+  int64_t stride(int64_t d) const { return impl().strides[wrap_dim(d, dim(), "stride")]; }
+  int64_t dim() const { return impl().ndim(); }
+  int64_t ndimension() const { return dim(); }
+  int64_t numel() const { return impl().numel; }
+  int64_t storage_offset() const { return impl().offset; }
+  DType dtype() const { return impl().dtype; }
+  DType scalar_type() const { return impl().dtype; }
+  Device device() const { return impl().device(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  bool is_contiguous() const { return impl().contiguous; }
+  bool is_floating_point() const { return ember::is_floating(dtype()); }
+  int64_t element_size() const { return itemsize(dtype()); }
+  int64_t nbytes() const { return numel() * element_size(); }
+  /// The version of the storage, bumped by every in-place write (shared by views).
+  uint32_t version() const { return impl().storage->version.load(std::memory_order_relaxed); }
+  bool is_same(const BasicTensor& o) const { return impl_.get() == o.impl_.get(); }
+  Impl& impl() const {
+    EMBER_CHECK(impl_, "[tensor] use of an undefined tensor");
+    return *impl_;
+  }
+  const ImplRef& impl_ref() const { return impl_; }
+  int use_count() const { return impl_.use_count(); }
+
+  /// Pointer to the first element; T must match dtype(). CPU tensors only.
+  template <class T>
+  T* data_ptr() const {
+    EMBER_CHECK(dtype_of_v<T> == dtype(), "[data_ptr] requested {} from a {} tensor", dtype_of_v<T>, dtype());
+    return static_cast<T*>(impl().data());
+  }
+  void* raw_data() const { return impl().data(); }
+
+  /// The single value of a one-element tensor, converted to T.
+  template <class T>
+  T item() const;
+
+  // ---- views ----------------------------------------------------------------------------------
+  BasicTensor view(const Shape& shape) const { return vop(ops::ViewKind::View, shape); }
+  BasicTensor reshape(const Shape& shape) const;
+  BasicTensor transpose(int64_t d0, int64_t d1) const;
+  BasicTensor t() const;
+  BasicTensor mT() const { return transpose(-2, -1); }
+  BasicTensor permute(const Shape& dims) const { return vop(ops::ViewKind::Permute, dims); }
+  BasicTensor expand(const Shape& sizes) const { return vop(ops::ViewKind::Expand, sizes); }
+  BasicTensor expand_as(const BasicTensor& o) const { return expand(o.sizes()); }
+  BasicTensor squeeze() const {
+    ops::ViewOp v{ops::ViewKind::Squeeze};
+    v.all_dims = true;
+    return apply(v);
+  }
+  BasicTensor squeeze(int64_t d) const {
+    ops::ViewOp v{ops::ViewKind::Squeeze};
+    v.dim = d;
+    return apply(v);
+  }
+  BasicTensor unsqueeze(int64_t d) const {
+    ops::ViewOp v{ops::ViewKind::Unsqueeze};
+    v.dim = d;
+    return apply(v);
+  }
+  BasicTensor flatten(int64_t start = 0, int64_t end = -1) const;
+  BasicTensor unflatten(int64_t d, const Shape& sizes) const;
+  BasicTensor narrow(int64_t d, int64_t start, int64_t length) const {
+    ops::ViewOp v{ops::ViewKind::Narrow};
+    v.dim = d, v.start = start, v.length = length;
+    return apply(v);
+  }
+  BasicTensor select(int64_t d, int64_t index) const {
+    ops::ViewOp v{ops::ViewKind::Select};
+    v.dim = d, v.start = index;
+    return apply(v);
+  }
+  BasicTensor slice(int64_t d, int64_t start, int64_t stop, int64_t step = 1) const {
+    ops::ViewOp v{ops::ViewKind::Slice};
+    v.dim = d, v.start = start, v.length = stop, v.step = step;
+    return apply(v);
+  }
+  BasicTensor as_strided(const Shape& sizes, const Shape& strides, int64_t offset = -1) const {
+    ops::ViewOp v{ops::ViewKind::AsStrided, sizes, strides};
+    v.start = offset < 0 ? impl().offset : offset;
+    return apply(v);
+  }
+  BasicTensor diagonal(int64_t offset = 0, int64_t d0 = 0, int64_t d1 = 1) const {
+    ops::ViewOp v{ops::ViewKind::Diagonal};
+    v.start = offset, v.dim = d0, v.length = d1;
+    return apply(v);
+  }
+  /// Basic indexing with integers, slices, None and Ellipsis; always a view.
+  BasicTensor index(std::initializer_list<TensorIndex> idx) const;
+  /// Assigns through basic indexing: t.index_put_({Slice(), 0}, 1.0).
+  BasicTensor& index_put_(std::initializer_list<TensorIndex> idx, Scalar v);
+  BasicTensor& index_put_(std::initializer_list<TensorIndex> idx, const BasicTensor& v);
+  BasicTensor operator[](int64_t i) const { return select(0, i); }
+
+  // ---- copies and conversions -----------------------------------------------------------------
+  BasicTensor contiguous() const { return is_contiguous() ? *this : clone(); }
+  BasicTensor clone() const { return wrap(dispatch<P>(ops::To{dtype(), device()}, impl())); }
+  BasicTensor to(DType t) const { return t == dtype() ? *this : wrap(dispatch<P>(ops::To{t, device()}, impl())); }
+  BasicTensor to(Device d) const;
+  BasicTensor to(Device d, DType t) const { return to(d).to(t); }
+  BasicTensor cpu() const { return to(kCPU); }
+  BasicTensor cuda(int index = 0) const { return to(Device::cuda(index)); }
+  BasicTensor& copy_(const BasicTensor& src) {
+    dispatch<P>(ops::CopyInto{}, impl(), src.impl());
+    return *this;
+  }
+  BasicTensor& fill_(Scalar v) {
+    dispatch<P>(ops::Fill{v}, impl());
+    return *this;
+  }
+  BasicTensor& zero_() { return fill_(0); }
+
+  // ---- elementwise (out of place, in place) ---------------------------------------------------
+#define EMBER_UNARY_OP(E, n, r)                                                                       \
+  BasicTensor n() const { return unary(ops::UnaryOp::E); }                                           \
+  BasicTensor& n##_() { return unary_inplace(ops::UnaryOp::E); }
+#include <ember/ops/unary_list.def>
+#undef EMBER_UNARY_OP
+  BasicTensor leaky_relu(double slope) const { return unary(ops::UnaryOp::LeakyRelu, {slope}); }
+  BasicTensor elu(double alpha) const { return unary(ops::UnaryOp::Elu, {alpha}); }
+  BasicTensor celu(double alpha) const { return unary(ops::UnaryOp::Celu, {alpha}); }
+  BasicTensor logit(double eps) const { return unary(ops::UnaryOp::Logit, {eps}); }
+  BasicTensor softplus(double beta, double threshold = 20.0) const {
+    return unary(ops::UnaryOp::Softplus, {beta, threshold});
+  }
+  BasicTensor hardtanh(double lo, double hi) const { return unary(ops::UnaryOp::Hardtanh, {lo, hi}); }
+  BasicTensor gelu(bool tanh_approx) const { return tanh_approx ? gelu_tanh() : gelu(); }
+  BasicTensor clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const {
+    return unary(ops::UnaryOp::Clamp, clamp_params(lo, hi));
+  }
+  BasicTensor& clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
+    return unary_inplace(ops::UnaryOp::Clamp, clamp_params(lo, hi));
+  }
+  BasicTensor clamp_min(Scalar lo) const { return clamp(lo, std::nullopt); }
+  BasicTensor clamp_max(Scalar hi) const { return clamp(std::nullopt, hi); }
+  BasicTensor clamp(const BasicTensor& lo, const BasicTensor& hi) const { return maximum(lo).minimum(hi); }
+  BasicTensor nan_to_num(double nan, std::optional<double> posinf = {}, std::optional<double> neginf = {}) const;
+  BasicTensor round(int64_t decimals) const;
+
+#define EMBER_BINARY_OP(E, n, r)                                                                      \
+  BasicTensor n(const BasicTensor& o) const { return binary(ops::BinaryOp::E, o); }                  \
+  BasicTensor n(Scalar o) const { return binary(ops::BinaryOp::E, scalar_like(o)); }                 \
+  BasicTensor& n##_(const BasicTensor& o) { return binary_inplace(ops::BinaryOp::E, o); }            \
+  BasicTensor& n##_(Scalar o) { return binary_inplace(ops::BinaryOp::E, scalar_like(o)); }
+#include <ember/ops/binary_list.def>
+#undef EMBER_BINARY_OP
+  BasicTensor add(const BasicTensor& o, Scalar alpha) const { return add(alpha_scaled(o, alpha)); }
+  BasicTensor sub(const BasicTensor& o, Scalar alpha) const { return sub(alpha_scaled(o, alpha)); }
+  BasicTensor div(const BasicTensor& o, const std::string& rounding_mode) const;
+  BasicTensor lerp(const BasicTensor& end, const BasicTensor& weight) const { return add(weight.mul(end.sub(*this))); }
+  BasicTensor lerp(const BasicTensor& end, Scalar weight) const { return add(end.sub(*this).mul(weight)); }
+  BasicTensor addcmul(const BasicTensor& t1, const BasicTensor& t2, Scalar value = 1) const {
+    return add(t1.mul(t2).mul(value));
+  }
+  BasicTensor addcdiv(const BasicTensor& t1, const BasicTensor& t2, Scalar value = 1) const {
+    return add(t1.div(t2).mul(value));
+  }
+  BasicTensor where(const BasicTensor& cond, const BasicTensor& other) const {
+    return wrap(dispatch<P>(ops::Where{}, cond.impl(), impl(), other.impl()));
+  }
+  BasicTensor masked_fill(const BasicTensor& mask, Scalar v) const { return scalar_like(v).where(mask, *this).to(dtype()); }
+
+  // ---- reductions -----------------------------------------------------------------------------
+#define EMBER_REDUCE_OP(E, n, r)                                                                      \
+  BasicTensor n() const { return reduce(ops::ReduceOp::E, {}, false); }                              \
+  BasicTensor n(const Shape& dims, bool keepdim = false) const { return reduce(ops::ReduceOp::E, dims, keepdim); }
+#include <ember/ops/reduce_list.def>
+#undef EMBER_REDUCE_OP
+  BasicTensor sum(const Shape& dims, bool keepdim, DType t) const {
+    return wrap(dispatch<P>(ops::Reduce{ops::ReduceOp::Sum, dims, keepdim, t}, impl()));
+  }
+  BasicTensor max() const { return amax(); }
+  BasicTensor min() const { return amin(); }
+  std::pair<BasicTensor, BasicTensor> max(int64_t d, bool keepdim = false) const {
+    return arg(detail::ArgReduceOp::Max, d, keepdim, true);
+  }
+  std::pair<BasicTensor, BasicTensor> min(int64_t d, bool keepdim = false) const {
+    return arg(detail::ArgReduceOp::Min, d, keepdim, true);
+  }
+  BasicTensor argmax(std::optional<int64_t> d = {}, bool keepdim = false) const;
+  BasicTensor argmin(std::optional<int64_t> d = {}, bool keepdim = false) const;
+  BasicTensor var(const Shape& dims = {}, double correction = 1, bool keepdim = false) const;
+  BasicTensor std(const Shape& dims = {}, double correction = 1, bool keepdim = false) const {
+    return var(dims, correction, keepdim).sqrt();
+  }
+  std::pair<BasicTensor, BasicTensor> var_mean(const Shape& dims = {}, double correction = 1,
+                                               bool keepdim = false) const;
+  BasicTensor logsumexp(const Shape& dims, bool keepdim = false) const;
+  /// p-norm over dims (all if empty): p = 1, 2, inf (INFINITY) or "fro" (= 2).
+  BasicTensor norm(double p = 2, const Shape& dims = {}, bool keepdim = false) const;
+  BasicTensor softmax(int64_t d) const { return wrap(dispatch<P>(ops::Softmax{d, false}, impl())); }
+  BasicTensor log_softmax(int64_t d) const { return wrap(dispatch<P>(ops::Softmax{d, true}, impl())); }
+  BasicTensor cumsum(int64_t d) const { return cum(detail::CumOp::Sum, d).first; }
+  BasicTensor cumprod(int64_t d) const { return cum(detail::CumOp::Prod, d).first; }
+  BasicTensor logcumsumexp(int64_t d) const { return cum(detail::CumOp::Logsumexp, d).first; }
+  std::pair<BasicTensor, BasicTensor> cummax(int64_t d) const { return cum(detail::CumOp::Max, d); }
+  std::pair<BasicTensor, BasicTensor> cummin(int64_t d) const { return cum(detail::CumOp::Min, d); }
+
+  // ---- linear algebra -------------------------------------------------------------------------
+  BasicTensor matmul(const BasicTensor& o) const { return mat(ops::MatmulKind::Matmul, o); }
+  BasicTensor mm(const BasicTensor& o) const { return mat(ops::MatmulKind::Mm, o); }
+  BasicTensor bmm(const BasicTensor& o) const { return mat(ops::MatmulKind::Bmm, o); }
+  BasicTensor dot(const BasicTensor& o) const { return mat(ops::MatmulKind::Dot, o); }
+  BasicTensor outer(const BasicTensor& o) const { return mat(ops::MatmulKind::Outer, o); }
+  BasicTensor addmm(const BasicTensor& m1, const BasicTensor& m2, Scalar beta = 1, Scalar alpha = 1) const {
+    return wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Addmm, beta.to_double(), alpha.to_double()}, m1.impl(),
+                            m2.impl(), &impl()));
+  }
+  BasicTensor baddbmm(const BasicTensor& b1, const BasicTensor& b2, Scalar beta = 1, Scalar alpha = 1) const {
+    return wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Baddbmm, beta.to_double(), alpha.to_double()},
+                            b1.impl(), b2.impl(), &impl()));
+  }
+
+  // ---- operators ------------------------------------------------------------------------------
+  BasicTensor operator-() const { return neg(); }
+  BasicTensor operator~() const { return dtype() == DType::Bool ? logical_not() : bitwise_not(); }
+  BasicTensor& operator+=(const BasicTensor& o) { return add_(o); }
+  BasicTensor& operator-=(const BasicTensor& o) { return sub_(o); }
+  BasicTensor& operator*=(const BasicTensor& o) { return mul_(o); }
+  BasicTensor& operator/=(const BasicTensor& o) { return div_(o); }
+  BasicTensor& operator+=(Scalar o) { return add_(o); }
+  BasicTensor& operator-=(Scalar o) { return sub_(o); }
+  BasicTensor& operator*=(Scalar o) { return mul_(o); }
+  BasicTensor& operator/=(Scalar o) { return div_(o); }
+
+  /// A 0-d tensor holding `v`, on this tensor's device, marked as a wrapped number so that
+  /// it promotes like a Python scalar.
+  BasicTensor scalar_like(Scalar v) const;
+
+  /// Runs descriptor `op` through the policy on this tensor's impl and wraps the result.
+  template <class Op>
+  BasicTensor apply(const Op& op) const {
+    return wrap(dispatch<P>(op, impl()));
+  }
+  static BasicTensor wrap(ImplRef r) { return BasicTensor(std::move(r)); }
+
+ private:
+  BasicTensor vop(ops::ViewKind k, const Shape& s) const { return apply(ops::ViewOp{k, s}); }
+  BasicTensor unary(ops::UnaryOp op, ops::UnaryParams p = {}) const { return apply(ops::Unary{op, p}); }
+  BasicTensor& unary_inplace(ops::UnaryOp op, ops::UnaryParams p = {}) {
+    dispatch<P>(ops::Unary{op, p}, impl(), impl_.get());
+    return *this;
+  }
+  BasicTensor binary(ops::BinaryOp op, const BasicTensor& o) const {
+    return wrap(dispatch<P>(ops::Binary{op}, impl(), o.impl()));
+  }
+  BasicTensor& binary_inplace(ops::BinaryOp op, const BasicTensor& o) {
+    dispatch<P>(ops::Binary{op}, impl(), o.impl(), impl_.get());
+    return *this;
+  }
+  BasicTensor alpha_scaled(const BasicTensor& o, Scalar alpha) const {
+    return alpha.to_double() == 1.0 ? o : o.mul(alpha);
+  }
+  static ops::UnaryParams clamp_params(std::optional<Scalar> lo, std::optional<Scalar> hi) {
+    ops::UnaryParams p;
+    p.has_a = lo.has_value();
+    p.has_b = hi.has_value();
+    p.a = lo ? lo->to_double() : 0.0;
+    p.b = hi ? hi->to_double() : 0.0;
+    return p;
+  }
+  BasicTensor reduce(ops::ReduceOp op, const Shape& dims, bool keepdim) const {
+    return wrap(dispatch<P>(ops::Reduce{op, dims, keepdim, std::nullopt}, impl()));
+  }
+  std::pair<BasicTensor, BasicTensor> arg(detail::ArgReduceOp op, int64_t d, bool keepdim, bool values) const {
+    auto [v, i] = dispatch<P>(ops::ArgReduce{op, d, keepdim, values}, impl());
+    return {wrap(std::move(v)), wrap(std::move(i))};
+  }
+  std::pair<BasicTensor, BasicTensor> cum(detail::CumOp op, int64_t d) const {
+    auto [v, i] = dispatch<P>(ops::Cumulative{op, d}, impl());
+    return {wrap(std::move(v)), i ? wrap(std::move(i)) : BasicTensor()};
+  }
+  BasicTensor mat(ops::MatmulKind k, const BasicTensor& o) const {
+    return wrap(dispatch<P>(ops::Matmul{k}, impl(), o.impl(), static_cast<const Impl*>(nullptr)));
+  }
+
+  ImplRef impl_;
+};
+
+}  // namespace ember

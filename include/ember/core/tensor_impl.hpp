@@ -1,0 +1,45 @@
+#pragma once
+/// What a Tensor handle points at: storage, element offset, shape, strides and dtype.
+/// Pooled per thread, so creating a tensor in a warm loop does not call operator new.
+
+#include <ember/core/dtype.hpp>
+#include <ember/core/shape.hpp>
+#include <ember/core/storage.hpp>
+
+namespace ember::detail {
+
+struct AutogradMeta;  // defined by the Autograd layer; null when a tensor needs no grad
+
+struct TensorImpl {
+  std::atomic<int32_t> refcount_{1};
+  DType dtype = DType::F32;
+  bool contiguous = true;  ///< cached: strides are row-major for sizes
+  /// A 0-d tensor made from a C++ number (t + 2.5): promotes like a Python scalar.
+  bool wrapped_number = false;
+  Ref<Storage> storage;
+  int64_t offset = 0;  ///< in elements
+  int64_t numel = 0;
+  Shape sizes;
+  Shape strides;
+  AutogradMeta* autograd = nullptr;
+
+  int64_t ndim() const { return sizes.ndim(); }
+  Device device() const { return storage->device; }
+  void* data() const { return static_cast<char*>(storage->data) + offset * itemsize(dtype); }
+  /// Recomputes numel and the contiguity flag after sizes/strides changed.
+  void refresh();
+};
+
+/// A new tensor of `sizes` (contiguous) with fresh storage on `device`.
+Ref<TensorImpl> make_tensor(IntArrayRef sizes, DType dtype, Device device, const char* op = "empty");
+/// A view: shares `storage`, with the given geometry.
+Ref<TensorImpl> make_view(const Ref<Storage>& storage, DType dtype, IntArrayRef sizes,
+                          IntArrayRef strides, int64_t offset);
+void release(TensorImpl* t) noexcept;
+
+/// Hook the Autograd layer installs to free AutogradMeta (keeps core free of autograd).
+extern void (*g_autograd_meta_deleter)(AutogradMeta*);
+
+bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides);
+
+}  // namespace ember::detail

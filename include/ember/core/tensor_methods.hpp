@@ -1,0 +1,194 @@
+#pragma once
+/// Out-of-class members of BasicTensor: composites written with other ops, and the few
+/// members with more than one line of logic.
+
+#include <ember/core/tensor.hpp>
+
+#include <cmath>
+#include <limits>
+
+namespace ember {
+
+namespace detail {
+/// Element 0 of a one-element CPU tensor as a Scalar of its category (src/tensor_api.cpp).
+Scalar read_scalar(const TensorImpl& t, const char* op);
+/// A 0-d CPU or device tensor holding v with dtype t, flagged as a wrapped number.
+Ref<TensorImpl> make_scalar_tensor(Scalar v, DType t, Device device);
+/// Number of elements selected by `dims` of x (all if empty).
+int64_t reduced_count(const TensorImpl& x, IntArrayRef dims, const char* op);
+/// x's shape with `dims` (all if empty) removed, or set to 1 when keepdim.
+Shape reduced_shape(const TensorImpl& x, IntArrayRef dims, bool keepdim, const char* op);
+}  // namespace detail
+
+template <class P>
+template <class T>
+T BasicTensor<P>::item() const {
+  EMBER_CHECK(numel() == 1, "[item] a tensor of shape {} has {} elements, not 1", sizes(), numel());
+  BasicTensor host = is_cpu() ? *this : cpu();
+  return detail::read_scalar(host.impl(), "item").template to<T>();
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::reshape(const Shape& shape) const {
+  Shape target = ops::infer_shape(shape, numel(), "reshape");
+  Shape st;
+  if (ops::view_strides(impl(), target, st)) return view(target);
+  return clone().view(target);
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::transpose(int64_t d0, int64_t d1) const {
+  int64_t n = dim();
+  if (n == 0) return apply(ops::ViewOp{ops::ViewKind::Alias});
+  d0 = wrap_dim(d0, n, "transpose");
+  d1 = wrap_dim(d1, n, "transpose");
+  Shape perm(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) perm[i] = i;
+  std::swap(perm[d0], perm[d1]);
+  return permute(perm);
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::t() const {
+  EMBER_CHECK(dim() <= 2, "[t] expects a tensor of rank <= 2, got shape {}", sizes());
+  return dim() < 2 ? apply(ops::ViewOp{ops::ViewKind::Alias}) : transpose(0, 1);
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::flatten(int64_t start, int64_t end) const {
+  int64_t n = dim();
+  if (n == 0) return reshape({1});
+  start = wrap_dim(start, n, "flatten");
+  end = wrap_dim(end, n, "flatten");
+  EMBER_CHECK(start <= end, "[flatten] start dim {} is after end dim {}", start, end);
+  Shape s;
+  for (int64_t i = 0; i < start; ++i) s.push_back(size(i));
+  int64_t m = 1;
+  for (int64_t i = start; i <= end; ++i) m *= size(i);
+  s.push_back(m);
+  for (int64_t i = end + 1; i < n; ++i) s.push_back(size(i));
+  return reshape(s);
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::unflatten(int64_t d, const Shape& sizes_in) const {
+  d = wrap_dim(d, dim(), "unflatten");
+  Shape inner = ops::infer_shape(sizes_in, size(d), "unflatten");
+  Shape s;
+  for (int64_t i = 0; i < d; ++i) s.push_back(size(i));
+  for (int64_t v : inner) s.push_back(v);
+  for (int64_t i = d + 1; i < dim(); ++i) s.push_back(size(i));
+  return view(s);
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::index(std::initializer_list<TensorIndex> idx) const {
+  std::vector<ops::ViewOp> steps;
+  detail::apply_index(impl(), std::span<const TensorIndex>(idx.begin(), idx.size()), steps);
+  BasicTensor r = *this;
+  for (const auto& s : steps) r = r.apply(s);
+  if (steps.empty()) r = apply(ops::ViewOp{ops::ViewKind::Alias});
+  return r;
+}
+
+template <class P>
+BasicTensor<P>& BasicTensor<P>::index_put_(std::initializer_list<TensorIndex> idx, Scalar v) {
+  index(idx).fill_(v);
+  return *this;
+}
+
+template <class P>
+BasicTensor<P>& BasicTensor<P>::index_put_(std::initializer_list<TensorIndex> idx, const BasicTensor& v) {
+  BasicTensor dst = index(idx);
+  dst.copy_(v);
+  return *this;
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::to(Device d) const {
+  if (d == device()) return *this;
+  if constexpr (P::backends::has(DeviceType::Cuda)) {
+    if (d.is_cuda() || is_cuda()) detail::cuda_ensure_initialized();
+  }
+  EMBER_CHECK(P::backends::has(d.type), "[to] device {} is not served by this policy's backends", d);
+  return wrap(dispatch<P>(ops::To{dtype(), d}, impl()));
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::scalar_like(Scalar v) const {
+  return wrap(detail::make_scalar_tensor(v, v.default_dtype(), device()));
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::div(const BasicTensor& o, const std::string& mode) const {
+  if (mode == "trunc") return div_trunc(o);
+  if (mode == "floor") return div_floor(o);
+  EMBER_CHECK(mode.empty() || mode == "true", "[div] rounding_mode must be 'trunc', 'floor' or empty, got '{}'",
+              mode);
+  return div(o);
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::nan_to_num(double nan, std::optional<double> posinf,
+                                          std::optional<double> neginf) const {
+  ops::UnaryParams p;
+  p.a = nan;
+  p.b = posinf.value_or(std::numeric_limits<double>::infinity());
+  p.c = neginf.value_or(-std::numeric_limits<double>::infinity());
+  p.has_a = posinf.has_value();  // not given: the dtype's largest finite value
+  p.has_b = neginf.has_value();
+  return unary(ops::UnaryOp::NanToNum, p);
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::round(int64_t decimals) const {
+  if (decimals == 0) return round();
+  double scale = std::pow(10.0, static_cast<double>(decimals));
+  return mul(scale).round().div(scale);
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::argmax(std::optional<int64_t> d, bool keepdim) const {
+  if (!d) return flatten().arg(detail::ArgReduceOp::Max, 0, false, false).second;
+  return arg(detail::ArgReduceOp::Max, *d, keepdim, false).second;
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::argmin(std::optional<int64_t> d, bool keepdim) const {
+  if (!d) return flatten().arg(detail::ArgReduceOp::Min, 0, false, false).second;
+  return arg(detail::ArgReduceOp::Min, *d, keepdim, false).second;
+}
+
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> BasicTensor<P>::var_mean(const Shape& dims, double correction,
+                                                                   bool keepdim) const {
+  BasicTensor m = mean(dims, true);
+  int64_t n = detail::reduced_count(impl(), dims, "var");
+  BasicTensor v = sub(m).square().sum(dims, keepdim).div(std::max(0.0, static_cast<double>(n) - correction));
+  return {v, keepdim ? m : m.reshape(detail::reduced_shape(impl(), dims, false, "var_mean"))};
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::var(const Shape& dims, double correction, bool keepdim) const {
+  return var_mean(dims, correction, keepdim).first;
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::logsumexp(const Shape& dims, bool keepdim) const {
+  BasicTensor x = is_floating_point() ? *this : to(kDefaultFloat);
+  BasicTensor m = x.amax(dims, true);
+  BasicTensor safe_m = m.where(m.isfinite(), m.scalar_like(0.0).to(m.dtype()));  // all -inf rows stay -inf
+  BasicTensor r = x.sub(safe_m).exp().sum(dims, true).log().add(safe_m);
+  return keepdim ? r : r.reshape(detail::reduced_shape(impl(), dims, false, "logsumexp"));
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::norm(double p, const Shape& dims, bool keepdim) const {
+  if (p == 1) return norm1(dims, keepdim);
+  if (p == 2) return norm2(dims, keepdim);
+  if (std::isinf(p) && p > 0) return norm_inf(dims, keepdim);
+  BasicTensor x = is_floating_point() ? *this : to(kDefaultFloat);
+  return x.abs().pow(p).sum(dims, keepdim).pow(1.0 / p);
+}
+
+}  // namespace ember

@@ -1,0 +1,57 @@
+#pragma once
+/// The kernel entry points each backend provides. Kernels see only TensorImpl geometry
+/// (data, sizes, strides, dtype): no autograd, no allocation of outputs, no checks beyond
+/// what the op layer already did. Outputs are preallocated by the op (src/ops/).
+/// A backend lacking a kernel defines it as a clear error (kernels_cuda/unsupported.cpp),
+/// the pattern MLX uses for its no-GPU build.
+
+#include <ember/core/scalar.hpp>
+#include <ember/core/tensor_impl.hpp>
+#include <ember/dispatch/policy.hpp>
+#include <ember/ops/op_kinds.hpp>
+
+namespace ember::detail {
+
+enum class CumOp : uint8_t { Sum, Prod, Max, Min, Logsumexp };
+enum class ArgReduceOp : uint8_t { Max, Min };
+
+template <class Backend>
+struct Kernels;
+
+#define EMBER_DECLARE_KERNELS                                                                          \
+  /* out = op(x); out and x have the same shape; x already has the compute dtype */                    \
+  static void unary(ops::UnaryOp op, const ops::UnaryParams& p, TensorImpl& out, const TensorImpl& x); \
+  /* out = op(a, b); a and b are broadcast views of out's shape with the compute dtype */              \
+  static void binary(ops::BinaryOp op, TensorImpl& out, const TensorImpl& a, const TensorImpl& b);     \
+  /* out = cond ? a : b, all broadcast views of out's shape */                                         \
+  static void where(TensorImpl& out, const TensorImpl& cond, const TensorImpl& a, const TensorImpl& b); \
+  /* dst = src (same shape; any strides; converts dtype; either may be on host for copies across) */   \
+  static void copy(TensorImpl& dst, const TensorImpl& src);                                            \
+  static void fill(TensorImpl& dst, Scalar value);                                                     \
+  /* out has x's shape with reduced dims set to 1 (keepdim layout); reduce_mask bit d = reduce dim d */ \
+  static void reduce(ops::ReduceOp op, TensorImpl& out, const TensorImpl& x, uint64_t reduce_mask);    \
+  /* values and indices along one dim (keepdim layout) */                                              \
+  static void arg_reduce(ArgReduceOp op, TensorImpl* values, TensorImpl& indices, const TensorImpl& x, \
+                         int64_t dim);                                                                 \
+  static void softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log);                   \
+  static void cumulative(CumOp op, TensorImpl& out, TensorImpl* indices, const TensorImpl& x,         \
+                         int64_t dim);                                                                 \
+  /* out[b] = alpha * a[b] @ b[b] + beta * out[b] for 3-d (batch, m, k) x (batch, k, n) views */       \
+  static void gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta);
+
+template <>
+struct Kernels<Cpu> {
+  EMBER_DECLARE_KERNELS
+  /// Philox-based uniform [lo, hi) or normal(mean, std) fill at counter `offset`.
+  static void fill_random(TensorImpl& dst, bool normal, double p0, double p1, uint64_t seed, uint64_t offset);
+};
+
+template <>
+struct Kernels<Cuda> {
+  EMBER_DECLARE_KERNELS
+};
+
+/// Installs the CUDA device hooks (allocator, copies) once; the Cuda backend calls this.
+void cuda_ensure_initialized();
+
+}  // namespace ember::detail

@@ -1,0 +1,18 @@
+#pragma once
+/// The umbrella header: everything a user of Ember's tensor core needs.
+///   #include <ember/ember.hpp>
+///   ember::Tensor x = ember::randn({2, 3});
+
+#include <ember/core/allocator.hpp>
+#include <ember/core/error.hpp>
+#include <ember/dispatch/default_policy.hpp>
+#include <ember/core/tensor.hpp>
+#include <ember/core/tensor_methods.hpp>
+#include <ember/core/factories.hpp>
+#include <ember/ops/functions.hpp>
+#include <ember/runtime/threading.hpp>
+
+namespace ember {
+/// Ember's version, as major * 10000 + minor * 100 + patch.
+inline constexpr int kVersion = 100;  // 0.1.0
+}  // namespace ember

@@ -1,0 +1,151 @@
+#pragma once
+/// Op descriptors: the value that travels down a policy's layer chain. Each names its op,
+/// carries its parameters, and `run<Backends>(inputs...)` checks the inputs, allocates the
+/// output (src/ops/, compiled once) and calls the backend kernel through the backend switch.
+/// Layers see the descriptor and the input TensorImpls; see docs/design.md.
+
+#include <ember/core/tensor_impl.hpp>
+#include <ember/dispatch/kernels.hpp>
+#include <ember/dispatch/policy.hpp>
+#include <ember/ops/op_kinds.hpp>
+
+#include <span>
+#include <utility>
+
+namespace ember::ops {
+
+using detail::Ref;
+using detail::TensorImpl;
+using TensorRef = Ref<TensorImpl>;
+
+/// Inputs cast to the compute dtype and an allocated output (or the in-place target).
+struct Prepared {
+  TensorRef out;
+  TensorRef in[3];
+  int n_in = 0;
+  DType want[3] = {DType::F32, DType::F32, DType::F32};  ///< input i is cast to want[i] first
+  TensorRef result;  ///< what the op returns: out, or for in-place ops with a dtype cast, the target
+  bool cast_back = false;
+};
+
+/// Broadcasts the (already cast) inputs to out's shape.
+void broadcast_inputs(Prepared& p, const char* op);
+
+/// Casts inputs to p.want with backend B's copy kernel, then broadcasts them.
+template <class B>
+void finalize_inputs(Prepared& p, const char* op) {
+  for (int i = 0; i < p.n_in; ++i) {
+    if (p.in[i]->dtype != p.want[i]) {
+      TensorRef c = detail::make_tensor(p.in[i]->sizes, p.want[i], p.in[i]->device(), op);
+      detail::Kernels<B>::copy(*c, *p.in[i]);
+      p.in[i] = std::move(c);
+    }
+  }
+  broadcast_inputs(p, op);
+}
+
+// ---- prepare functions (src/ops/*.cpp): checks, shape and dtype rules, allocation ------------
+struct Unary;
+struct Binary;
+Prepared prepare_unary(const Unary& op, const TensorImpl& x, TensorImpl* out);
+Prepared prepare_binary(const Binary& op, const TensorImpl& a, const TensorImpl& b, TensorImpl* out);
+Prepared prepare_where(const TensorImpl& c, const TensorImpl& a, const TensorImpl& b);
+/// Finishes an op whose output had to be computed in another dtype than its target.
+void finish_cast_back(Prepared& p, void (*copy)(TensorImpl&, const TensorImpl&));
+
+/// Runs f.template operator()<B>() on the backend of `device` among BL.
+template <class BL, class F>
+inline void on_backend(Device device, const char* op, F&& f) {
+  detail::visit_backend<BL>(device, op, std::forward<F>(f));
+}
+
+// ---- elementwise --------------------------------------------------------------------------
+struct Unary {
+  UnaryOp op;
+  UnaryParams p{};
+  const char* name() const { return ops::name(op); }
+
+  template <class BL>
+  TensorRef run(const TensorImpl& x, TensorImpl* out = nullptr) const {
+    Prepared pr = prepare_unary(*this, x, out);
+    on_backend<BL>(x.device(), name(), [&]<class B>() {
+      finalize_inputs<B>(pr, name());
+      detail::Kernels<B>::unary(op, p, *pr.out, *pr.in[0]);
+      if (pr.cast_back) finish_cast_back(pr, &detail::Kernels<B>::copy);
+    });
+    return std::move(pr.result);
+  }
+};
+
+struct Binary {
+  BinaryOp op;
+  const char* name() const { return ops::name(op); }
+
+  template <class BL>
+  TensorRef run(const TensorImpl& a, const TensorImpl& b, TensorImpl* out = nullptr) const {
+    Prepared pr = prepare_binary(*this, a, b, out);
+    on_backend<BL>(a.device(), name(), [&]<class B>() {
+      finalize_inputs<B>(pr, name());
+      detail::Kernels<B>::binary(op, *pr.out, *pr.in[0], *pr.in[1]);
+      if (pr.cast_back) finish_cast_back(pr, &detail::Kernels<B>::copy);
+    });
+    return std::move(pr.result);
+  }
+};
+
+struct Where {
+  const char* name() const { return "where"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& c, const TensorImpl& a, const TensorImpl& b) const {
+    Prepared pr = prepare_where(c, a, b);
+    on_backend<BL>(a.device(), name(), [&]<class B>() {
+      finalize_inputs<B>(pr, name());
+      detail::Kernels<B>::where(*pr.out, *pr.in[0], *pr.in[1], *pr.in[2]);
+    });
+    return std::move(pr.result);
+  }
+};
+
+// ---- copies, conversions, fills ---------------------------------------------------------------
+/// dst.copy_(src): broadcasts src to dst's shape, converts dtype, crosses devices.
+struct CopyInto {
+  const char* name() const { return "copy_"; }
+  template <class BL>
+  void run(TensorImpl& dst, const TensorImpl& src) const;
+};
+/// A new tensor on `device` with `dtype` holding x's values (contiguous).
+struct To {
+  DType dtype;
+  Device device;
+  const char* name() const { return "to"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& x) const {
+    TensorRef out = detail::make_tensor(x.sizes, dtype, device, "to");
+    CopyInto{}.run<BL>(*out, x);
+    return out;
+  }
+};
+struct Fill {
+  Scalar value;
+  const char* name() const { return "fill_"; }
+  template <class BL>
+  void run(TensorImpl& dst) const {
+    dst.storage->version.fetch_add(1, std::memory_order_relaxed);
+    on_backend<BL>(dst.device(), name(), [&]<class B>() { detail::Kernels<B>::fill(dst, value); });
+  }
+};
+
+void check_copy(const TensorImpl& dst, const TensorImpl& src);
+TensorRef broadcast_to(const TensorImpl& x, IntArrayRef shape, const char* op);
+
+template <class BL>
+void CopyInto::run(TensorImpl& dst, const TensorImpl& src) const {
+  check_copy(dst, src);
+  TensorRef s = broadcast_to(src, dst.sizes, "copy_");
+  dst.storage->version.fetch_add(1, std::memory_order_relaxed);
+  // A copy across devices runs on the non-CPU side (it owns the transfer).
+  Device d = dst.device().is_cpu() ? src.device() : dst.device();
+  on_backend<BL>(d, name(), [&]<class B>() { detail::Kernels<B>::copy(dst, *s); });
+}
+
+}  // namespace ember::ops

@@ -1,0 +1,171 @@
+#pragma once
+/// Free-function forms of the ops (ember::exp(t), ember::add(a, b)) and the C++ operators.
+
+#include <ember/core/tensor_methods.hpp>
+
+#include <fmt/core.h>
+
+#include <ostream>
+#include <vector>
+
+namespace ember {
+
+#define EMBER_UNARY_OP(E, n, r)                         \
+  template <class P>                                    \
+  BasicTensor<P> n(const BasicTensor<P>& x) {           \
+    return x.n();                                       \
+  }
+#include <ember/ops/unary_list.def>
+#undef EMBER_UNARY_OP
+
+#define EMBER_BINARY_OP(E, n, r)                                        \
+  template <class P>                                                    \
+  BasicTensor<P> n(const BasicTensor<P>& a, const BasicTensor<P>& b) {  \
+    return a.n(b);                                                      \
+  }                                                                     \
+  template <class P>                                                    \
+  BasicTensor<P> n(const BasicTensor<P>& a, Scalar b) {                 \
+    return a.n(b);                                                      \
+  }                                                                     \
+  template <class P>                                                    \
+  BasicTensor<P> n(Scalar a, const BasicTensor<P>& b) {                 \
+    return b.scalar_like(a).n(b);                                       \
+  }
+#include <ember/ops/binary_list.def>
+#undef EMBER_BINARY_OP
+
+#define EMBER_OPERATOR(sym, fn)                                              \
+  template <class P>                                                         \
+  BasicTensor<P> operator sym(const BasicTensor<P>& a, const BasicTensor<P>& b) { \
+    return a.fn(b);                                                          \
+  }                                                                          \
+  template <class P>                                                         \
+  BasicTensor<P> operator sym(const BasicTensor<P>& a, Scalar b) {           \
+    return a.fn(b);                                                          \
+  }                                                                          \
+  template <class P>                                                         \
+  BasicTensor<P> operator sym(Scalar a, const BasicTensor<P>& b) {           \
+    return b.scalar_like(a).fn(b);                                           \
+  }
+EMBER_OPERATOR(+, add)
+EMBER_OPERATOR(-, sub)
+EMBER_OPERATOR(*, mul)
+EMBER_OPERATOR(/, div)
+EMBER_OPERATOR(%, remainder)
+EMBER_OPERATOR(==, eq)
+EMBER_OPERATOR(!=, ne)
+EMBER_OPERATOR(<, lt)
+EMBER_OPERATOR(<=, le)
+EMBER_OPERATOR(>, gt)
+EMBER_OPERATOR(>=, ge)
+EMBER_OPERATOR(&, bitwise_and)
+EMBER_OPERATOR(|, bitwise_or)
+EMBER_OPERATOR(^, bitwise_xor)
+EMBER_OPERATOR(<<, bitwise_left_shift)
+EMBER_OPERATOR(>>, bitwise_right_shift)
+#undef EMBER_OPERATOR
+
+/// div with rounding_mode "trunc" or "floor" (empty: true division).
+template <class P>
+BasicTensor<P> div(const BasicTensor<P>& a, const BasicTensor<P>& b, const std::string& rounding_mode) {
+  return a.div(b, rounding_mode);
+}
+template <class P>
+BasicTensor<P> where(const BasicTensor<P>& cond, const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  return a.where(cond, b);
+}
+template <class P>
+BasicTensor<P> where(const BasicTensor<P>& cond, const BasicTensor<P>& a, Scalar b) {
+  return a.where(cond, a.scalar_like(b));
+}
+template <class P>
+BasicTensor<P> where(const BasicTensor<P>& cond, Scalar a, const BasicTensor<P>& b) {
+  return b.scalar_like(a).where(cond, b);
+}
+template <class P>
+BasicTensor<P> lerp(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& w) {
+  return a.lerp(b, w);
+}
+template <class P>
+BasicTensor<P> lerp(const BasicTensor<P>& a, const BasicTensor<P>& b, Scalar w) {
+  return a.lerp(b, w);
+}
+template <class P>
+BasicTensor<P> addcmul(const BasicTensor<P>& x, const BasicTensor<P>& t1, const BasicTensor<P>& t2, Scalar v = 1) {
+  return x.addcmul(t1, t2, v);
+}
+template <class P>
+BasicTensor<P> addcdiv(const BasicTensor<P>& x, const BasicTensor<P>& t1, const BasicTensor<P>& t2, Scalar v = 1) {
+  return x.addcdiv(t1, t2, v);
+}
+template <class P>
+BasicTensor<P> clamp(const BasicTensor<P>& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  return x.clamp(lo, hi);
+}
+template <class P>
+BasicTensor<P> softmax(const BasicTensor<P>& x, int64_t dim) {
+  return x.softmax(dim);
+}
+template <class P>
+BasicTensor<P> log_softmax(const BasicTensor<P>& x, int64_t dim) {
+  return x.log_softmax(dim);
+}
+template <class P>
+BasicTensor<P> matmul(const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  return a.matmul(b);
+}
+template <class P>
+BasicTensor<P> mm(const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  return a.mm(b);
+}
+template <class P>
+BasicTensor<P> bmm(const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  return a.bmm(b);
+}
+template <class P>
+BasicTensor<P> dot(const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  return a.dot(b);
+}
+template <class P>
+BasicTensor<P> outer(const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  return a.outer(b);
+}
+template <class P>
+BasicTensor<P> addmm(const BasicTensor<P>& c, const BasicTensor<P>& a, const BasicTensor<P>& b, Scalar beta = 1,
+                     Scalar alpha = 1) {
+  return c.addmm(a, b, beta, alpha);
+}
+template <class P>
+BasicTensor<P> baddbmm(const BasicTensor<P>& c, const BasicTensor<P>& a, const BasicTensor<P>& b, Scalar beta = 1,
+                       Scalar alpha = 1) {
+  return c.baddbmm(a, b, beta, alpha);
+}
+/// x @ w^T + b, as torch.nn.functional.linear (w: [out, in]).
+template <class P>
+BasicTensor<P> linear(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {}) {
+  if (b.defined() && x.dim() == 2) return b.addmm(x, w.t());
+  BasicTensor<P> y = x.matmul(w.t());
+  return b.defined() ? y.add(b) : y;
+}
+
+/// PyTorch-style text: tensor([[1., 2.], [3., 4.]]), with dtype/device when not default.
+template <class P>
+std::string to_string(const BasicTensor<P>& t) {
+  if (!t.defined()) return "tensor(undefined)";
+  return detail::format_tensor(t.is_cpu() ? t.impl() : t.cpu().impl());
+}
+template <class P>
+std::ostream& operator<<(std::ostream& os, const BasicTensor<P>& t) {
+  return os << to_string(t);
+}
+
+}  // namespace ember
+
+template <class P>
+struct fmt::formatter<ember::BasicTensor<P>> {
+  constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
+  template <class Ctx>
+  auto format(const ember::BasicTensor<P>& t, Ctx& ctx) const {
+    return fmt::format_to(ctx.out(), "{}", ember::to_string(t));
+  }
+};

@@ -1,0 +1,101 @@
+#pragma once
+/// The closed lists of elementwise and reduction ops (from the *_list.def tables), their
+/// names and dtype rules. One enum per family keeps each kernel switch small.
+
+#include <cstdint>
+
+namespace ember::ops {
+
+enum class UnaryRule : uint8_t { Float, Same, Pred, Int, Logical };
+enum class BinaryRule : uint8_t { Arith, TrueDiv, Float, Compare, Logical, Bitwise };
+enum class ReduceRule : uint8_t { Sum, Float, Same, Bool, Count };
+
+enum class UnaryOp : uint8_t {
+#define EMBER_UNARY_OP(E, n, r) E,
+#include <ember/ops/unary_list.def>
+#undef EMBER_UNARY_OP
+};
+enum class BinaryOp : uint8_t {
+#define EMBER_BINARY_OP(E, n, r) E,
+#include <ember/ops/binary_list.def>
+#undef EMBER_BINARY_OP
+};
+enum class ReduceOp : uint8_t {
+#define EMBER_REDUCE_OP(E, n, r) E,
+#include <ember/ops/reduce_list.def>
+#undef EMBER_REDUCE_OP
+};
+
+inline constexpr int kNumUnaryOps = 0
+#define EMBER_UNARY_OP(E, n, r) +1
+#include <ember/ops/unary_list.def>
+#undef EMBER_UNARY_OP
+    ;
+inline constexpr int kNumBinaryOps = 0
+#define EMBER_BINARY_OP(E, n, r) +1
+#include <ember/ops/binary_list.def>
+#undef EMBER_BINARY_OP
+    ;
+inline constexpr int kNumReduceOps = 0
+#define EMBER_REDUCE_OP(E, n, r) +1
+#include <ember/ops/reduce_list.def>
+#undef EMBER_REDUCE_OP
+    ;
+
+constexpr const char* name(UnaryOp op) {
+  constexpr const char* names[] = {
+#define EMBER_UNARY_OP(E, n, r) #n,
+#include <ember/ops/unary_list.def>
+#undef EMBER_UNARY_OP
+  };
+  return names[static_cast<int>(op)];
+}
+constexpr const char* name(BinaryOp op) {
+  constexpr const char* names[] = {
+#define EMBER_BINARY_OP(E, n, r) #n,
+#include <ember/ops/binary_list.def>
+#undef EMBER_BINARY_OP
+  };
+  return names[static_cast<int>(op)];
+}
+constexpr const char* name(ReduceOp op) {
+  constexpr const char* names[] = {
+#define EMBER_REDUCE_OP(E, n, r) #n,
+#include <ember/ops/reduce_list.def>
+#undef EMBER_REDUCE_OP
+  };
+  return names[static_cast<int>(op)];
+}
+constexpr UnaryRule rule(UnaryOp op) {
+  constexpr UnaryRule rules[] = {
+#define EMBER_UNARY_OP(E, n, r) UnaryRule::r,
+#include <ember/ops/unary_list.def>
+#undef EMBER_UNARY_OP
+  };
+  return rules[static_cast<int>(op)];
+}
+constexpr BinaryRule rule(BinaryOp op) {
+  constexpr BinaryRule rules[] = {
+#define EMBER_BINARY_OP(E, n, r) BinaryRule::r,
+#include <ember/ops/binary_list.def>
+#undef EMBER_BINARY_OP
+  };
+  return rules[static_cast<int>(op)];
+}
+constexpr ReduceRule rule(ReduceOp op) {
+  constexpr ReduceRule rules[] = {
+#define EMBER_REDUCE_OP(E, n, r) ReduceRule::r,
+#include <ember/ops/reduce_list.def>
+#undef EMBER_REDUCE_OP
+  };
+  return rules[static_cast<int>(op)];
+}
+
+/// Extra parameters of parametric unary ops (leaky_relu slope, clamp bounds, ...).
+/// Which field means what is stated next to each op's functor.
+struct UnaryParams {
+  double a = 0, b = 0, c = 0;
+  bool has_a = true, has_b = true;  ///< clamp: whether min / max were given
+};
+
+}  // namespace ember::ops

@@ -1,0 +1,134 @@
+#pragma once
+/// Descriptors of reductions, scans, softmax and matrix products.
+
+#include <ember/ops/descriptors.hpp>
+
+#include <optional>
+
+namespace ember::ops {
+
+struct ReducePlan {
+  TensorRef out;    ///< keepdim layout (reduced dims have size 1)
+  TensorRef input;  ///< cast to the accumulation dtype where needed
+  uint64_t mask = 0;
+  Shape final_shape;  ///< shape returned (keepdim or squeezed)
+  std::optional<DType> cast_to;  ///< f16/bf16 results accumulate in f32 and are cast at the end
+};
+ReducePlan prepare_reduce(ReduceOp op, const TensorImpl& x, IntArrayRef dims, bool keepdim,
+                          std::optional<DType> dtype);
+TensorRef finish_reduce(ReducePlan& plan);
+
+struct Reduce {
+  ReduceOp op;
+  Shape dims;  ///< empty: all dims
+  bool keepdim = false;
+  std::optional<DType> dtype;
+  const char* name() const { return ops::name(op); }
+
+  template <class BL>
+  TensorRef run(const TensorImpl& x) const {
+    ReducePlan plan = prepare_reduce(op, x, dims, keepdim, dtype);
+    on_backend<BL>(x.device(), name(),
+                   [&]<class B>() { detail::Kernels<B>::reduce(op, *plan.out, *plan.input, plan.mask); });
+    return finish_reduce(plan);
+  }
+};
+
+struct ArgPlan {
+  TensorRef values, indices, input;
+  int64_t dim = 0;
+  bool keepdim = false;
+};
+ArgPlan prepare_arg_reduce(const char* op, const TensorImpl& x, int64_t dim, bool keepdim, bool values);
+std::pair<TensorRef, TensorRef> finish_arg_reduce(ArgPlan& plan);
+
+/// max/min along a dim with indices, and argmax/argmin (values not materialised).
+struct ArgReduce {
+  detail::ArgReduceOp op;
+  int64_t dim;
+  bool keepdim = false;
+  bool want_values = true;
+  const char* name() const {
+    if (op == detail::ArgReduceOp::Max) return want_values ? "max" : "argmax";
+    return want_values ? "min" : "argmin";
+  }
+  template <class BL>
+  std::pair<TensorRef, TensorRef> run(const TensorImpl& x) const {
+    ArgPlan plan = prepare_arg_reduce(name(), x, dim, keepdim, want_values);
+    on_backend<BL>(x.device(), name(), [&]<class B>() {
+      detail::Kernels<B>::arg_reduce(op, plan.values.get(), *plan.indices, *plan.input, plan.dim);
+    });
+    return finish_arg_reduce(plan);
+  }
+};
+
+std::pair<TensorRef, int64_t> prepare_softmax(const char* op, const TensorImpl& x, int64_t dim);
+
+struct Softmax {
+  int64_t dim;
+  bool log = false;
+  const char* name() const { return log ? "log_softmax" : "softmax"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& x) const {
+    auto [in, d] = prepare_softmax(name(), x, dim);
+    TensorRef out = detail::make_tensor(in->sizes, in->dtype, in->device(), name());
+    on_backend<BL>(x.device(), name(), [&]<class B>() { detail::Kernels<B>::softmax(*out, *in, d, log); });
+    return out;
+  }
+};
+
+struct Cumulative {
+  detail::CumOp op;
+  int64_t dim;
+  const char* name() const {
+    constexpr const char* n[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
+    return n[static_cast<int>(op)];
+  }
+  template <class BL>
+  std::pair<TensorRef, TensorRef> run(const TensorImpl& x) const;
+};
+struct CumPlan {
+  TensorRef out, indices, input;
+  int64_t dim;
+};
+CumPlan prepare_cumulative(const Cumulative& op, const TensorImpl& x);
+
+template <class BL>
+std::pair<TensorRef, TensorRef> Cumulative::run(const TensorImpl& x) const {
+  CumPlan plan = prepare_cumulative(*this, x);
+  on_backend<BL>(x.device(), name(), [&]<class B>() {
+    detail::Kernels<B>::cumulative(op, *plan.out, plan.indices.get(), *plan.input, plan.dim);
+  });
+  return {std::move(plan.out), std::move(plan.indices)};
+}
+
+// ---- matrix products ----------------------------------------------------------------------------
+/// What a matrix product was reduced to: out(batch, m, n) = alpha * a(batch, m, k) @ b(batch, k, n)
+/// + beta * out, then viewed as `result`.
+struct GemmPlan {
+  TensorRef out, a, b, result;
+  double alpha = 1, beta = 0;
+};
+enum class MatmulKind : uint8_t { Matmul, Mm, Bmm, Addmm, Baddbmm, Dot, Outer };
+GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b, const TensorImpl* c,
+                      double beta, double alpha);
+TensorRef finish_gemm(GemmPlan& plan);
+
+struct Matmul {
+  MatmulKind kind = MatmulKind::Matmul;
+  double beta = 1, alpha = 1;
+  const char* name() const {
+    constexpr const char* n[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "outer"};
+    return n[static_cast<int>(kind)];
+  }
+  template <class BL>
+  TensorRef run(const TensorImpl& a, const TensorImpl& b, const TensorImpl* c = nullptr) const {
+    GemmPlan plan = prepare_gemm(kind, a, b, c, beta, alpha);
+    on_backend<BL>(a.device(), name(), [&]<class B>() {
+      detail::Kernels<B>::gemm(*plan.out, *plan.a, *plan.b, plan.alpha, plan.beta);
+    });
+    return finish_gemm(plan);
+  }
+};
+
+}  // namespace ember::ops

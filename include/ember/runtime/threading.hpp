@@ -1,0 +1,36 @@
+#pragma once
+/// Intra-op parallelism. Ember starts no thread until asked: by default ops run on the
+/// calling thread. `set_num_threads(n)` starts a pool of n-1 workers (the caller is the n-th);
+/// or hand Ember your engine's executor with `set_executor`, and it will start none.
+
+#include <cstdint>
+
+namespace ember {
+
+/// Number of threads intra-op work may use (1 = the calling thread only).
+void set_num_threads(int n);
+int get_num_threads();
+
+/// A user executor: run(ctx, task, n) must call task(task_ctx, i) for every i in [0, n),
+/// possibly concurrently, and return when all have finished.
+struct Executor {
+  void* ctx = nullptr;
+  void (*run)(void* ctx, void (*task)(void* task_ctx, int64_t i), void* task_ctx, int64_t n) = nullptr;
+  int concurrency = 1;  ///< how many tasks it can run at once
+};
+/// Installs `e` (or, with a default Executor{}, goes back to Ember's own pool).
+void set_executor(Executor e);
+
+namespace detail {
+/// Runs fn(begin, end) over [0, n) split into chunks of at least `grain`, in parallel when
+/// more than one thread is configured. Chunk boundaries depend only on n and grain
+/// (not on the thread count), so reductions built on it are deterministic.
+void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void* ctx, int64_t begin, int64_t end));
+
+template <class F>
+void parallel_for(int64_t n, int64_t grain, F&& f) {
+  parallel_for(n, grain, &f, [](void* c, int64_t b, int64_t e) { (*static_cast<F*>(c))(b, e); });
+}
+}  // namespace detail
+
+}  // namespace ember

@@ -1,0 +1,27 @@
+#pragma once
+// Declarations of the kernels each instruction-set build of kernels_cpu/ provides, in its
+// namespace (ember::cpu::base, ember::cpu::avx2, ...).
+
+#include <ember/core/scalar.hpp>
+#include <ember/core/tensor_impl.hpp>
+#include <ember/dispatch/kernels.hpp>
+
+#define EMBER_DECLARE_ARCH_KERNELS(ns)                                                                          \
+  namespace ember::cpu::ns {                                                                                    \
+  void unary(ops::UnaryOp, const ops::UnaryParams&, detail::TensorImpl&, const detail::TensorImpl&);            \
+  void binary(ops::BinaryOp, detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&);        \
+  void where(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&); \
+  void copy(detail::TensorImpl&, const detail::TensorImpl&);                                                    \
+  void fill(detail::TensorImpl&, Scalar);                                                                       \
+  void reduce(ops::ReduceOp, detail::TensorImpl&, const detail::TensorImpl&, uint64_t);                        \
+  void arg_reduce(detail::ArgReduceOp, detail::TensorImpl*, detail::TensorImpl&, const detail::TensorImpl&, int64_t); \
+  void softmax(detail::TensorImpl&, const detail::TensorImpl&, int64_t, bool);                                  \
+  void cumulative(detail::CumOp, detail::TensorImpl&, detail::TensorImpl*, const detail::TensorImpl&, int64_t); \
+  void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double);         \
+  }
+
+EMBER_DECLARE_ARCH_KERNELS(base)
+#if defined(__x86_64__)
+EMBER_DECLARE_ARCH_KERNELS(avx2)
+#define EMBER_HAVE_AVX2_BUILD 1
+#endif

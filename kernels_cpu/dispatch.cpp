@@ -1,0 +1,82 @@
+// Kernels<Cpu>: picks, once, the widest instruction-set build of the kernels that this CPU
+// runs (AVX2+FMA, else the baseline), then forwards every call to it with a switch.
+
+#include "arch_kernels.hpp"
+
+#include <ember/dispatch/kernels.hpp>
+
+namespace ember::detail {
+namespace {
+
+enum class Isa : uint8_t { Base, Avx2 };
+
+Isa detect() {
+#if defined(EMBER_HAVE_AVX2_BUILD)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::Avx2;
+#endif
+  return Isa::Base;
+}
+
+inline Isa isa() {
+  static const Isa value = detect();
+  return value;
+}
+
+}  // namespace
+
+#if defined(EMBER_HAVE_AVX2_BUILD)
+#define EMBER_CPU_FORWARD(fn, ...) \
+  return isa() == Isa::Avx2 ? cpu::avx2::fn(__VA_ARGS__) : cpu::base::fn(__VA_ARGS__)
+#else
+#define EMBER_CPU_FORWARD(fn, ...) return cpu::base::fn(__VA_ARGS__)
+#endif
+
+void Kernels<Cpu>::unary(ops::UnaryOp op, const ops::UnaryParams& p, TensorImpl& out, const TensorImpl& x) {
+  EMBER_CPU_FORWARD(unary, op, p, out, x);
+}
+void Kernels<Cpu>::binary(ops::BinaryOp op, TensorImpl& out, const TensorImpl& a, const TensorImpl& b) {
+  EMBER_CPU_FORWARD(binary, op, out, a, b);
+}
+void Kernels<Cpu>::where(TensorImpl& out, const TensorImpl& c, const TensorImpl& a, const TensorImpl& b) {
+  EMBER_CPU_FORWARD(where, out, c, a, b);
+}
+void Kernels<Cpu>::copy(TensorImpl& dst, const TensorImpl& src) {
+  if (!src.device().is_cpu() || !dst.device().is_cpu()) {
+    // Only reached for non-CPU tensors when their backend is absent from the policy.
+    EMBER_FAIL("[copy_] the CPU backend cannot copy {} -> {}", src.device(), dst.device());
+  }
+  EMBER_CPU_FORWARD(copy, dst, src);
+}
+void Kernels<Cpu>::fill(TensorImpl& dst, Scalar v) { EMBER_CPU_FORWARD(fill, dst, v); }
+void Kernels<Cpu>::reduce(ops::ReduceOp op, TensorImpl& out, const TensorImpl& x, uint64_t mask) {
+  EMBER_CPU_FORWARD(reduce, op, out, x, mask);
+}
+void Kernels<Cpu>::arg_reduce(ArgReduceOp op, TensorImpl* values, TensorImpl& indices, const TensorImpl& x,
+                              int64_t dim) {
+  EMBER_CPU_FORWARD(arg_reduce, op, values, indices, x, dim);
+}
+void Kernels<Cpu>::softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
+  EMBER_CPU_FORWARD(softmax, out, x, dim, log);
+}
+void Kernels<Cpu>::cumulative(CumOp op, TensorImpl& out, TensorImpl* indices, const TensorImpl& x, int64_t dim) {
+  EMBER_CPU_FORWARD(cumulative, op, out, indices, x, dim);
+}
+
+void Kernels<Cpu>::gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta) {
+  if (is_reduced_float(out.dtype)) {
+    // f16/bf16: compute in f32 (as storage types, see docs/design.md), then round once.
+    auto up = [](const TensorImpl& t) {
+      Ref<TensorImpl> f = make_tensor(t.sizes, DType::F32, t.device(), "matmul");
+      Kernels<Cpu>::copy(*f, t);
+      return f;
+    };
+    Ref<TensorImpl> fa = up(a), fb = up(b), fo = up(out);
+    gemm(*fo, *fa, *fb, alpha, beta);
+    copy(out, *fo);
+    return;
+  }
+  EMBER_CPU_FORWARD(gemm, out, a, b, alpha, beta);
+}
+
+}  // namespace ember::detail

@@ -1,0 +1,442 @@
+#pragma once
+// One functor per elementwise op. Each is written once over V, which is either a scalar
+// (float, double, integers) or an xsimd batch; the driver in elementwise.cpp runs the batch
+// form on contiguous runs when the functor sets kSimd. Math goes through the vm:: wrappers so
+// one body serves both. Reduced floats (f16, bf16) are computed in float.
+
+#include <ember/ops/op_kinds.hpp>
+
+#include <xsimd/xsimd.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace ember::cpu::EMBER_CPU_ARCH {
+
+template <class V>
+inline constexpr bool is_batch_v = xsimd::is_batch<V>::value;
+
+// ---- math over scalars and batches ----------------------------------------------------------
+namespace vm {
+#define EMBER_VM1(name)                                 \
+  template <class V>                                    \
+  inline V name(const V& x) {                           \
+    if constexpr (is_batch_v<V>) return xsimd::name(x); \
+    else return std::name(x);                           \
+  }
+EMBER_VM1(exp)
+EMBER_VM1(exp2)
+EMBER_VM1(expm1)
+EMBER_VM1(log)
+EMBER_VM1(log2)
+EMBER_VM1(log10)
+EMBER_VM1(log1p)
+EMBER_VM1(sqrt)
+EMBER_VM1(sin)
+EMBER_VM1(cos)
+EMBER_VM1(tan)
+EMBER_VM1(asin)
+EMBER_VM1(acos)
+EMBER_VM1(atan)
+EMBER_VM1(sinh)
+EMBER_VM1(cosh)
+EMBER_VM1(tanh)
+EMBER_VM1(erf)
+EMBER_VM1(erfc)
+EMBER_VM1(floor)
+EMBER_VM1(ceil)
+EMBER_VM1(trunc)
+EMBER_VM1(abs)
+#undef EMBER_VM1
+template <class V>
+inline V round_even(const V& x) {  // torch.round: half to even
+  if constexpr (is_batch_v<V>) return xsimd::nearbyint(x);
+  else return std::nearbyint(x);
+}
+template <class V, class C>
+inline V select(const C& c, const V& a, const V& b) {
+  if constexpr (is_batch_v<V>) return xsimd::select(c, a, b);
+  else return c ? a : b;
+}
+template <class V>
+inline V max(const V& a, const V& b) {  // b wins when equal; NaN handling by callers
+  if constexpr (is_batch_v<V>) return xsimd::max(a, b);
+  else return a > b ? a : b;
+}
+template <class V>
+inline V min(const V& a, const V& b) {
+  if constexpr (is_batch_v<V>) return xsimd::min(a, b);
+  else return a < b ? a : b;
+}
+template <class V>
+inline auto isnan(const V& x) {
+  return x != x;
+}
+}  // namespace vm
+
+template <class V>
+using elem_t = typename std::conditional_t<is_batch_v<V>, V, xsimd::batch<float>>::value_type;
+
+template <class V>
+struct scalar_of { using type = V; };
+template <class T, class A>
+struct scalar_of<xsimd::batch<T, A>> { using type = T; };
+template <class V>
+using scalar_t = typename scalar_of<V>::type;
+
+template <class V>
+inline V splat(double v) {
+  return V(static_cast<scalar_t<V>>(v));
+}
+
+// ---- unary ------------------------------------------------------------------------------------
+template <ops::UnaryOp Op>
+struct UnaryFn;
+
+#define EMBER_UNARY_FN(E, simd, ...)                           \
+  template <>                                                   \
+  struct UnaryFn<ops::UnaryOp::E> {                             \
+    static constexpr bool kSimd = simd;                         \
+    ops::UnaryParams p;                                         \
+    template <class V>                                          \
+    V operator()(const V& x) const {                            \
+      using S = scalar_t<V>;                                    \
+      (void)sizeof(S);                                          \
+      __VA_ARGS__                                               \
+    }                                                           \
+  };
+
+EMBER_UNARY_FN(Neg, true, { return V(S(0)) - x; })
+EMBER_UNARY_FN(Abs, true, {
+  if constexpr (std::is_unsigned_v<S>) return x;
+  else if constexpr (is_batch_v<V>) return xsimd::abs(x);
+  else return x < S(0) ? S(-x) : x;
+})
+EMBER_UNARY_FN(Sign, false, {
+  if constexpr (std::is_unsigned_v<S>) return x > S(0) ? S(1) : S(0);
+  else if constexpr (std::is_floating_point_v<S>) return x != x ? x : S((x > 0) - (x < 0));
+  else return S((x > 0) - (x < 0));
+})
+EMBER_UNARY_FN(Exp, true, { return vm::exp(x); })
+EMBER_UNARY_FN(Exp2, true, { return vm::exp2(x); })
+EMBER_UNARY_FN(Expm1, true, { return vm::expm1(x); })
+EMBER_UNARY_FN(Log, true, { return vm::log(x); })
+EMBER_UNARY_FN(Log2, true, { return vm::log2(x); })
+EMBER_UNARY_FN(Log10, true, { return vm::log10(x); })
+EMBER_UNARY_FN(Log1p, true, { return vm::log1p(x); })
+EMBER_UNARY_FN(Sqrt, true, { return vm::sqrt(x); })
+EMBER_UNARY_FN(Rsqrt, true, { return V(S(1)) / vm::sqrt(x); })
+EMBER_UNARY_FN(Reciprocal, true, { return V(S(1)) / x; })
+EMBER_UNARY_FN(Square, true, { return x * x; })
+EMBER_UNARY_FN(Sin, true, { return vm::sin(x); })
+EMBER_UNARY_FN(Cos, true, { return vm::cos(x); })
+EMBER_UNARY_FN(Tan, true, { return vm::tan(x); })
+EMBER_UNARY_FN(Asin, true, { return vm::asin(x); })
+EMBER_UNARY_FN(Acos, true, { return vm::acos(x); })
+EMBER_UNARY_FN(Atan, true, { return vm::atan(x); })
+EMBER_UNARY_FN(Sinh, true, { return vm::sinh(x); })
+EMBER_UNARY_FN(Cosh, true, { return vm::cosh(x); })
+EMBER_UNARY_FN(Tanh, true, { return vm::tanh(x); })
+EMBER_UNARY_FN(Sigmoid, true, { return V(S(1)) / (V(S(1)) + vm::exp(-x)); })
+// p.a = eps (0: none): log(z / (1 - z)) with z clamped to [eps, 1 - eps]
+EMBER_UNARY_FN(Logit, false, {
+  V z = p.a > 0 ? vm::min(vm::max(x, splat<V>(p.a)), splat<V>(1 - p.a)) : x;
+  return vm::log(z / (V(S(1)) - z));
+})
+EMBER_UNARY_FN(Relu, true, {
+  if constexpr (std::is_floating_point_v<S>) return vm::select(x > V(S(0)), x, vm::select(x != x, x, V(S(0))));
+  else return x > S(0) ? x : S(0);
+})
+EMBER_UNARY_FN(Relu6, false, { return x != x ? x : (x < S(0) ? S(0) : (x > S(6) ? S(6) : x)); })
+// p.a = negative slope
+EMBER_UNARY_FN(LeakyRelu, true, { return vm::select(x > V(S(0)), x, x * splat<V>(p.a)); })
+// p.a = alpha
+EMBER_UNARY_FN(Elu, false, { return x > S(0) ? x : S(p.a) * vm::expm1(x); })
+EMBER_UNARY_FN(Selu, false, {
+  constexpr double kAlpha = 1.6732632423543772848170429916717, kScale = 1.0507009873554804934193349852946;
+  return S(kScale) * (x > S(0) ? x : S(kAlpha) * vm::expm1(x));
+})
+EMBER_UNARY_FN(Celu, false, { return x > S(0) ? x : S(p.a) * vm::expm1(x / S(p.a)); })
+EMBER_UNARY_FN(Gelu, true, { return V(S(0.5)) * x * (V(S(1)) + vm::erf(x * V(S(0.70710678118654752440)))); })
+EMBER_UNARY_FN(GeluTanh, true, {
+  const V k0(S(0.7978845608028654)), k1(S(0.044715));
+  return V(S(0.5)) * x * (V(S(1)) + vm::tanh(k0 * (x + k1 * x * x * x)));
+})
+EMBER_UNARY_FN(Silu, true, { return x / (V(S(1)) + vm::exp(-x)); })
+EMBER_UNARY_FN(Mish, false, {
+  S sp = x > S(20) ? x : std::log1p(std::exp(x));
+  return x * std::tanh(sp);
+})
+// p.a = beta, p.b = threshold: x when beta * x > threshold, else log1p(exp(beta x)) / beta
+EMBER_UNARY_FN(Softplus, false, {
+  S bx = S(p.a) * x;
+  return bx > S(p.b) ? x : std::log1p(std::exp(bx)) / S(p.a);
+})
+EMBER_UNARY_FN(Softsign, true, { return x / (V(S(1)) + vm::abs(x)); })
+// p.a = min, p.b = max
+EMBER_UNARY_FN(Hardtanh, false, { return x != x ? x : (x < S(p.a) ? S(p.a) : (x > S(p.b) ? S(p.b) : x)); })
+EMBER_UNARY_FN(Hardsigmoid, true, { return vm::min(vm::max(x / V(S(6)) + V(S(0.5)), V(S(0))), V(S(1))); })
+EMBER_UNARY_FN(Hardswish, true, { return x * vm::min(vm::max(x + V(S(3)), V(S(0))), V(S(6))) / V(S(6)); })
+EMBER_UNARY_FN(Erf, true, { return vm::erf(x); })
+EMBER_UNARY_FN(Erfc, true, { return vm::erfc(x); })
+EMBER_UNARY_FN(Erfinv, false, {
+  // Giles' single-precision approximation refined by two Newton steps on erf.
+  if (x <= S(-1)) return x == S(-1) ? -std::numeric_limits<S>::infinity() : std::numeric_limits<S>::quiet_NaN();
+  if (x >= S(1)) return x == S(1) ? std::numeric_limits<S>::infinity() : std::numeric_limits<S>::quiet_NaN();
+  if (x != x) return x;
+  double xd = static_cast<double>(x);
+  double w = -std::log((1.0 - xd) * (1.0 + xd)), r;
+  if (w < 5.0) {
+    w -= 2.5;
+    r = 2.81022636e-08;
+    r = 3.43273939e-07 + r * w;
+    r = -3.5233877e-06 + r * w;
+    r = -4.39150654e-06 + r * w;
+    r = 0.00021858087 + r * w;
+    r = -0.00125372503 + r * w;
+    r = -0.00417768164 + r * w;
+    r = 0.246640727 + r * w;
+    r = 1.50140941 + r * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    r = -0.000200214257;
+    r = 0.000100950558 + r * w;
+    r = 0.00134934322 + r * w;
+    r = -0.00367342844 + r * w;
+    r = 0.00573950773 + r * w;
+    r = -0.0076224613 + r * w;
+    r = 0.00943887047 + r * w;
+    r = 1.00167406 + r * w;
+    r = 2.83297682 + r * w;
+  }
+  r *= xd;
+  for (int i = 0; i < 2; ++i) r -= (std::erf(r) - xd) / (1.1283791670955126 * std::exp(-r * r));
+  return static_cast<S>(r);
+})
+EMBER_UNARY_FN(Floor, true, {
+  if constexpr (std::is_integral_v<S>) return x;
+  else return vm::floor(x);
+})
+EMBER_UNARY_FN(Ceil, true, {
+  if constexpr (std::is_integral_v<S>) return x;
+  else return vm::ceil(x);
+})
+EMBER_UNARY_FN(Round, true, {
+  if constexpr (std::is_integral_v<S>) return x;
+  else return vm::round_even(x);
+})
+EMBER_UNARY_FN(Trunc, true, {
+  if constexpr (std::is_integral_v<S>) return x;
+  else return vm::trunc(x);
+})
+EMBER_UNARY_FN(Frac, true, { return x - vm::trunc(x); })
+// p.a/p.has_a = min, p.b/p.has_b = max; NaN propagates
+EMBER_UNARY_FN(Clamp, false, {
+  if constexpr (std::is_same_v<S, bool>) {
+    bool r = x;
+    if (p.has_a) r = r || (p.a != 0);
+    if (p.has_b) r = r && (p.b != 0);
+    return r;
+  } else {
+    if constexpr (std::is_floating_point_v<S>) {
+      if (x != x) return x;
+    }
+    S r = x;
+    if (p.has_a && r < static_cast<S>(p.a)) r = static_cast<S>(p.a);
+    if (p.has_b && r > static_cast<S>(p.b)) r = static_cast<S>(p.b);
+    return r;
+  }
+})
+// p.a = nan value, p.b = +inf value (p.has_a: given), p.c = -inf value (p.has_b: given)
+EMBER_UNARY_FN(NanToNum, false, {
+  if constexpr (std::is_floating_point_v<S>) {
+    if (x != x) return S(p.a);
+    if (x == std::numeric_limits<S>::infinity()) return p.has_a ? S(p.b) : std::numeric_limits<S>::max();
+    if (x == -std::numeric_limits<S>::infinity()) return p.has_b ? S(p.c) : std::numeric_limits<S>::lowest();
+  }
+  return x;
+})
+#undef EMBER_UNARY_FN
+
+/// bitwise_not over integers and bool.
+struct BitwiseNotFn {
+  static constexpr bool kSimd = false;
+  template <class S>
+  S operator()(S v) const {
+    if constexpr (std::is_same_v<S, bool>) return !v;
+    else return static_cast<S>(~v);
+  }
+};
+
+// Ops whose result type differs from the input (bool out) are handled in the kernel directly.
+
+// ---- binary -----------------------------------------------------------------------------------
+/// Integer ops that have no answer (division by zero, negative powers) set this flag; the
+/// kernel turns it into an ember::Error after the loop.
+inline thread_local bool t_integer_fault = false;
+
+template <ops::BinaryOp Op>
+struct BinaryFn;
+
+#define EMBER_BINARY_FN(E, simd, ...)            \
+  template <>                                     \
+  struct BinaryFn<ops::BinaryOp::E> {             \
+    static constexpr bool kSimd = simd;           \
+    template <class V>                            \
+    V operator()(const V& a, const V& b) const {  \
+      using S = scalar_t<V>;                      \
+      (void)sizeof(S);                            \
+      __VA_ARGS__                                 \
+    }                                             \
+  };
+
+template <class S>
+inline S int_div_trunc(S a, S b) {
+  if (b == 0) {
+    t_integer_fault = true;
+    return 0;
+  }
+  if constexpr (std::is_signed_v<S>) {
+    if (b == S(-1)) return static_cast<S>(-static_cast<std::make_unsigned_t<S>>(a));  // no overflow trap
+  }
+  return static_cast<S>(a / b);
+}
+template <class S>
+inline S int_mod_trunc(S a, S b) {
+  if (b == 0) {
+    t_integer_fault = true;
+    return 0;
+  }
+  if constexpr (std::is_signed_v<S>) {
+    if (b == S(-1)) return 0;
+  }
+  return static_cast<S>(a % b);
+}
+
+EMBER_BINARY_FN(Add, true, {
+  if constexpr (std::is_same_v<S, bool>) return a || b;
+  else return a + b;
+})
+EMBER_BINARY_FN(Sub, true, { return a - b; })
+EMBER_BINARY_FN(Mul, true, {
+  if constexpr (std::is_same_v<S, bool>) return a && b;
+  else return a * b;
+})
+EMBER_BINARY_FN(Div, true, { return a / b; })
+EMBER_BINARY_FN(DivTrunc, false, {
+  if constexpr (std::is_integral_v<S>) return int_div_trunc(a, b);
+  else return std::trunc(a / b);
+})
+EMBER_BINARY_FN(DivFloor, false, {
+  if constexpr (std::is_integral_v<S>) {
+    S q = int_div_trunc(a, b);
+    if constexpr (std::is_signed_v<S>) {
+      if (b != 0 && (a % (b == -1 ? 1 : b)) != 0 && ((a < 0) != (b < 0))) --q;
+    }
+    return q;
+  } else {
+    if (b == S(0)) return a / b;
+    S m = std::fmod(a, b);
+    S d = (a - m) / b;
+    if (m != S(0) && ((b < S(0)) != (m < S(0)))) d -= S(1);
+    S f = std::floor(d);
+    if (d - f > S(0.5)) f += S(1);
+    return d == S(0) ? std::copysign(S(0), a / b) : f;
+  }
+})
+EMBER_BINARY_FN(Remainder, false, {
+  if constexpr (std::is_integral_v<S>) {
+    S r = int_mod_trunc(a, b);
+    if constexpr (std::is_signed_v<S>) {
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    }
+    return r;
+  } else {
+    S r = std::fmod(a, b);
+    if (r != S(0) && ((r < S(0)) != (b < S(0)))) r += b;
+    return r;
+  }
+})
+EMBER_BINARY_FN(Fmod, false, {
+  if constexpr (std::is_integral_v<S>) return int_mod_trunc(a, b);
+  else return std::fmod(a, b);
+})
+EMBER_BINARY_FN(Pow, false, {
+  if constexpr (std::is_same_v<S, bool>) return a || !b;
+  else if constexpr (std::is_integral_v<S>) {
+    if constexpr (std::is_signed_v<S>) {
+      if (b < 0) {
+        if (a == 1) return S(1);
+        if (a == -1) return (b & 1) ? S(-1) : S(1);
+        t_integer_fault = true;
+        return S(0);
+      }
+    }
+    using U = std::make_unsigned_t<S>;
+    U r = 1, base = static_cast<U>(a);
+    for (S e = b; e > 0; e >>= 1) {
+      if (e & 1) r = static_cast<U>(r * base);
+      base = static_cast<U>(base * base);
+    }
+    return static_cast<S>(r);
+  } else {
+    return std::pow(a, b);
+  }
+})
+EMBER_BINARY_FN(Atan2, false, { return std::atan2(a, b); })
+EMBER_BINARY_FN(Maximum, false, {
+  if constexpr (std::is_floating_point_v<S>) {
+    if (a != a || b != b) return std::numeric_limits<S>::quiet_NaN();
+  }
+  return a > b ? a : b;
+})
+EMBER_BINARY_FN(Minimum, false, {
+  if constexpr (std::is_floating_point_v<S>) {
+    if (a != a || b != b) return std::numeric_limits<S>::quiet_NaN();
+  }
+  return a < b ? a : b;
+})
+EMBER_BINARY_FN(Fmax, false, {
+  if constexpr (std::is_floating_point_v<S>) return std::fmax(a, b);
+  else return a > b ? a : b;
+})
+EMBER_BINARY_FN(Fmin, false, {
+  if constexpr (std::is_floating_point_v<S>) return std::fmin(a, b);
+  else return a < b ? a : b;
+})
+EMBER_BINARY_FN(Hypot, false, { return std::hypot(a, b); })
+EMBER_BINARY_FN(Copysign, false, { return std::copysign(a, b); })
+EMBER_BINARY_FN(BitwiseAnd, false, { return static_cast<S>(a & b); })
+EMBER_BINARY_FN(BitwiseOr, false, { return static_cast<S>(a | b); })
+EMBER_BINARY_FN(BitwiseXor, false, { return static_cast<S>(a ^ b); })
+EMBER_BINARY_FN(ShiftLeft, false, {
+  using U = std::make_unsigned_t<S>;
+  if (b < 0 || b >= S(sizeof(S) * 8)) return S(0);
+  return static_cast<S>(static_cast<U>(a) << b);
+})
+EMBER_BINARY_FN(ShiftRight, false, {
+  if (b < 0 || b >= S(sizeof(S) * 8)) return (std::is_signed_v<S> && a < 0) ? S(-1) : S(0);
+  return static_cast<S>(a >> b);
+})
+#undef EMBER_BINARY_FN
+
+/// Comparison and logical ops: bool result from two operands of the compute type.
+template <class S>
+inline bool compare(ops::BinaryOp op, S a, S b) {
+  switch (op) {
+    case ops::BinaryOp::Eq: return a == b;
+    case ops::BinaryOp::Ne: return a != b;
+    case ops::BinaryOp::Lt: return a < b;
+    case ops::BinaryOp::Le: return a <= b;
+    case ops::BinaryOp::Gt: return a > b;
+    case ops::BinaryOp::Ge: return a >= b;
+    case ops::BinaryOp::LogicalAnd: return (a != S(0)) && (b != S(0));
+    case ops::BinaryOp::LogicalOr: return (a != S(0)) || (b != S(0));
+    case ops::BinaryOp::LogicalXor: return (a != S(0)) != (b != S(0));
+    default: return false;
+  }
+}
+
+}  // namespace ember::cpu::EMBER_CPU_ARCH

@@ -1,0 +1,103 @@
+#pragma once
+// The one shared driver of every elementwise kernel: coalesces the operands' dims, splits the
+// elements across threads above a grain size, and hands each thread runs of the innermost
+// dim as (pointers, byte strides, length). Kernels then specialise the contiguous and
+// broadcast-scalar cases of that inner loop. See Note [Elementwise loops].
+
+#include <ember/core/tensor_impl.hpp>
+#include <ember/runtime/threading.hpp>
+
+#include <cstdint>
+
+namespace ember::cpu {
+
+inline constexpr int kMaxLoopDims = 16;
+
+template <int N>
+struct Loop {
+  int ndim = 0;
+  int64_t numel = 1;
+  int64_t sizes[kMaxLoopDims];
+  int64_t strides[N][kMaxLoopDims];  // bytes
+  char* base[N];
+
+  /// ops[0] is the output; all ops have ops[0]'s shape (inputs already broadcast).
+  explicit Loop(const detail::TensorImpl* const* ops) {
+    const detail::TensorImpl& out = *ops[0];
+    int nd = static_cast<int>(out.ndim());
+    EMBER_CHECK(nd <= kMaxLoopDims, "[elementwise] rank {} exceeds the {} dims kernels support", nd, kMaxLoopDims);
+    for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->data());
+    // Keep dims of size != 1, outermost first.
+    for (int d = 0; d < nd; ++d) {
+      if (out.sizes[d] == 1) continue;
+      sizes[ndim] = out.sizes[d];
+      for (int k = 0; k < N; ++k) strides[k][ndim] = ops[k]->strides[d] * itemsize(ops[k]->dtype);
+      ++ndim;
+    }
+    numel = out.numel;
+    // Merge dim i into i+1 when every operand steps through them as one.
+    int w = 0;
+    for (int d = 1; d < ndim; ++d) {
+      bool merge = true;
+      for (int k = 0; k < N; ++k) merge &= strides[k][w] == strides[k][d] * sizes[d];
+      if (merge) {
+        sizes[w] *= sizes[d];
+        for (int k = 0; k < N; ++k) strides[k][w] = strides[k][d];
+      } else {
+        ++w;
+        sizes[w] = sizes[d];
+        for (int k = 0; k < N; ++k) strides[k][w] = strides[k][d];
+      }
+    }
+    ndim = ndim ? w + 1 : 0;
+    if (ndim == 0) {  // a single element
+      ndim = 1;
+      sizes[0] = 1;
+      for (int k = 0; k < N; ++k) strides[k][0] = 0;
+    }
+  }
+
+  /// Calls inner(ptrs, inner_strides, n) over the linear element range [begin, end).
+  template <class Inner>
+  void run_range(int64_t begin, int64_t end, Inner& inner) const {
+    int last = ndim - 1;
+    int64_t idx[kMaxLoopDims];
+    int64_t rem = begin;
+    for (int d = last; d >= 0; --d) {
+      idx[d] = rem % sizes[d];
+      rem /= sizes[d];
+    }
+    char* ptrs[N];
+    int64_t inner_strides[N];
+    for (int k = 0; k < N; ++k) inner_strides[k] = strides[k][last];
+    int64_t pos = begin;
+    while (pos < end) {
+      for (int k = 0; k < N; ++k) {
+        char* p = base[k];
+        for (int d = 0; d <= last; ++d) p += idx[d] * strides[k][d];
+        ptrs[k] = p;
+      }
+      int64_t n = std::min(sizes[last] - idx[last], end - pos);
+      inner(ptrs, inner_strides, n);
+      pos += n;
+      idx[last] += n;
+      for (int d = last; d > 0 && idx[d] >= sizes[d]; --d) {
+        idx[d] = 0;
+        ++idx[d - 1];
+      }
+    }
+  }
+
+  /// Runs the whole loop, in parallel above `grain` elements.
+  template <class Inner>
+  void run(Inner&& inner, int64_t grain = EMBER_GRAIN_SIZE) const {
+    if (numel == 0) return;
+    if (numel <= grain) {
+      run_range(0, numel, inner);
+      return;
+    }
+    detail::parallel_for(numel, grain, [&](int64_t b, int64_t e) { run_range(b, e, inner); });
+  }
+};
+
+}  // namespace ember::cpu

@@ -1,0 +1,431 @@
+// Reductions, arg-reductions, softmax and scans. Compiled once per instruction set, like
+// elementwise.cpp. Every output element is produced by one thread in a fixed order, and a
+// full reduction splits into fixed-size chunks combined in order, so results do not depend
+// on the thread count.
+
+#include "functors.hpp"
+
+#include <ember/core/tensor_impl.hpp>
+#include <ember/dispatch/kernels.hpp>
+#include <ember/runtime/threading.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace ember::cpu::EMBER_CPU_ARCH {
+namespace {
+
+using detail::TensorImpl;
+
+template <class T>
+inline constexpr bool is_reduced_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+template <class T>
+using compute_t = std::conditional_t<is_reduced_v<T>, float, T>;
+
+/// Geometry split into kept (outer) and reduced (inner) dims, each coalesced.
+struct Split {
+  std::vector<int64_t> ksize, kstride, ostride, rsize, rstride;  // element strides
+  int64_t kept = 1, reduced = 1;
+};
+
+Split split_dims(const TensorImpl& x, const TensorImpl& out, uint64_t mask) {
+  Split s;
+  for (int64_t d = 0; d < x.ndim(); ++d) {
+    if (x.sizes[d] == 1) continue;
+    if (mask >> d & 1) {
+      if (!s.rsize.empty() && s.rstride.back() == x.strides[d] * x.sizes[d]) {
+        s.rsize.back() *= x.sizes[d];
+        s.rstride.back() = x.strides[d];
+      } else {
+        s.rsize.push_back(x.sizes[d]);
+        s.rstride.push_back(x.strides[d]);
+      }
+      s.reduced *= x.sizes[d];
+    } else {
+      s.ksize.push_back(x.sizes[d]);
+      s.kstride.push_back(x.strides[d]);
+      s.ostride.push_back(out.strides[d]);
+      s.kept *= x.sizes[d];
+    }
+  }
+  if (x.numel == 0) {
+    s.reduced = 0;
+    s.kept = out.numel;
+  }
+  return s;
+}
+
+/// Offsets (input, output) of kept index `i`.
+inline void kept_offsets(const Split& s, int64_t i, int64_t& in, int64_t& out) {
+  in = 0, out = 0;
+  for (size_t d = s.ksize.size(); d-- > 0;) {
+    int64_t idx = i % s.ksize[d];
+    i /= s.ksize[d];
+    in += idx * s.kstride[d];
+    out += idx * s.ostride[d];
+  }
+}
+
+/// Calls f(ptr_offset, n, stride) over the reduced region as runs of its innermost dim.
+template <class F>
+inline void for_runs(const Split& s, F&& f) {
+  if (s.rsize.empty()) {
+    f(int64_t{0}, s.reduced == 0 ? int64_t{0} : int64_t{1}, int64_t{1});
+    return;
+  }
+  size_t nd = s.rsize.size();
+  int64_t inner = s.rsize[nd - 1], istride = s.rstride[nd - 1];
+  int64_t outer = s.reduced / std::max<int64_t>(inner, 1);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t off = 0, rem = o;
+    for (size_t d = nd - 1; d-- > 0;) {
+      off += (rem % s.rsize[d]) * s.rstride[d];
+      rem /= s.rsize[d];
+    }
+    f(off, inner, istride);
+  }
+}
+
+// ---- reducers ---------------------------------------------------------------------------------
+template <class C, ops::ReduceOp Op>
+struct Reducer {
+  using Acc = std::conditional_t<Op == ops::ReduceOp::CountNonzero, int64_t,
+                                 std::conditional_t<std::is_same_v<C, bool>, int64_t, C>>;
+  static Acc init() {
+    if constexpr (Op == ops::ReduceOp::Prod || Op == ops::ReduceOp::All) return Acc(1);
+    else if constexpr (Op == ops::ReduceOp::Amax) {
+      if constexpr (std::is_floating_point_v<Acc>) return -std::numeric_limits<Acc>::infinity();
+      else return std::numeric_limits<Acc>::lowest();
+    } else if constexpr (Op == ops::ReduceOp::Amin) {
+      if constexpr (std::is_floating_point_v<Acc>) return std::numeric_limits<Acc>::infinity();
+      else return std::numeric_limits<Acc>::max();
+    } else return Acc(0);
+  }
+  static Acc step(Acc a, C v) {
+    using R = ops::ReduceOp;
+    if constexpr (Op == R::Sum || Op == R::Mean) return a + Acc(v);
+    else if constexpr (Op == R::Nansum) {
+      if constexpr (std::is_floating_point_v<C>) return v != v ? a : a + Acc(v);
+      else return a + Acc(v);
+    } else if constexpr (Op == R::Prod) return a * Acc(v);
+    else if constexpr (Op == R::Amax) {
+      if constexpr (std::is_floating_point_v<C>) {
+        if (v != v || a != a) return std::numeric_limits<Acc>::quiet_NaN();
+      }
+      return Acc(v) > a ? Acc(v) : a;
+    } else if constexpr (Op == R::Amin) {
+      if constexpr (std::is_floating_point_v<C>) {
+        if (v != v || a != a) return std::numeric_limits<Acc>::quiet_NaN();
+      }
+      return Acc(v) < a ? Acc(v) : a;
+    } else if constexpr (Op == R::All) return Acc(a && v != C(0));
+    else if constexpr (Op == R::Any) return Acc(a || v != C(0));
+    else if constexpr (Op == R::CountNonzero) return a + (v != C(0) ? 1 : 0);
+    else if constexpr (Op == R::Norm1) return a + Acc(v < C(0) ? -v : v);
+    else if constexpr (Op == R::Norm2) return a + Acc(v) * Acc(v);
+    else if constexpr (Op == R::NormInf) {
+      Acc m = Acc(v < C(0) ? -v : v);
+      if constexpr (std::is_floating_point_v<C>) {
+        if (v != v || a != a) return std::numeric_limits<Acc>::quiet_NaN();
+      }
+      return m > a ? m : a;
+    }
+  }
+  static Acc merge(Acc a, Acc b) {
+    using R = ops::ReduceOp;
+    if constexpr (Op == R::Prod) return a * b;
+    else if constexpr (Op == R::Amax || Op == R::Amin || Op == R::NormInf || Op == R::All || Op == R::Any)
+      return step(a, static_cast<C>(b));
+    else return a + b;
+  }
+  static Acc finish(Acc a, int64_t n) {
+    if constexpr (Op == ops::ReduceOp::Mean) return n == 0 ? std::numeric_limits<Acc>::quiet_NaN() : a / Acc(n);
+    else if constexpr (Op == ops::ReduceOp::Norm2) {
+      if constexpr (std::is_floating_point_v<Acc>) return std::sqrt(a);
+      else return a;
+    } else return a;
+  }
+};
+
+/// Sum of n contiguous floats with several SIMD accumulators.
+template <class T>
+T simd_sum(const T* p, int64_t n) {
+  using B = xsimd::batch<T>;
+  constexpr int64_t W = B::size;
+  B a0(T(0)), a1(T(0)), a2(T(0)), a3(T(0));
+  int64_t k = 0;
+  for (; k + 4 * W <= n; k += 4 * W) {
+    a0 += B::load_unaligned(p + k);
+    a1 += B::load_unaligned(p + k + W);
+    a2 += B::load_unaligned(p + k + 2 * W);
+    a3 += B::load_unaligned(p + k + 3 * W);
+  }
+  for (; k + W <= n; k += W) a0 += B::load_unaligned(p + k);
+  T s = xsimd::hadd((a0 + a1) + (a2 + a3));
+  for (; k < n; ++k) s += p[k];
+  return s;
+}
+
+template <class T, ops::ReduceOp Op>
+void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
+  using C = compute_t<T>;
+  using Rd = Reducer<C, Op>;
+  using Acc = typename Rd::Acc;
+  Split s = split_dims(x, out, mask);
+  const T* xp = static_cast<const T*>(x.data());
+  char* op = static_cast<char*>(out.data());
+  const DType od = out.dtype;
+  auto store = [&](int64_t off, Acc v) {
+    visit_dtype(od, [&]<class O>() {
+      if constexpr (std::is_same_v<O, bool>) reinterpret_cast<O*>(op)[off] = v != Acc(0);
+      else reinterpret_cast<O*>(op)[off] = static_cast<O>(v);
+    });
+  };
+  constexpr bool kSimdSum = (Op == ops::ReduceOp::Sum || Op == ops::ReduceOp::Mean) &&
+                            (std::is_same_v<T, float> || std::is_same_v<T, double>);
+  auto reduce_region = [&](int64_t base) -> Acc {
+    Acc acc = Rd::init();
+    for_runs(s, [&](int64_t off, int64_t n, int64_t stride) {
+      const T* p = xp + base + off;
+      if constexpr (kSimdSum) {
+        if (stride == 1) {
+          acc += simd_sum(p, n);
+          return;
+        }
+      }
+      for (int64_t k = 0; k < n; ++k) acc = Rd::step(acc, static_cast<C>(p[k * stride]));
+    });
+    return acc;
+  };
+  if (s.kept == 1 && s.rsize.size() == 1 && s.rstride[0] == 1 && s.reduced > 2 * EMBER_GRAIN_SIZE) {
+    // One output over a long contiguous run: fixed chunks in parallel, merged in order.
+    constexpr int64_t kChunk = 1 << 15;
+    int64_t n = s.reduced, nchunks = (n + kChunk - 1) / kChunk;
+    std::vector<Acc> partial(static_cast<size_t>(nchunks));
+    detail::parallel_for(nchunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        const T* p = xp + c * kChunk;
+        int64_t len = std::min(kChunk, n - c * kChunk);
+        Acc acc = Rd::init();
+        if constexpr (kSimdSum) acc = simd_sum(p, len);
+        else
+          for (int64_t k = 0; k < len; ++k) acc = Rd::step(acc, static_cast<C>(p[k]));
+        partial[static_cast<size_t>(c)] = acc;
+      }
+    });
+    Acc acc = partial[0];
+    for (size_t c = 1; c < partial.size(); ++c) acc = Rd::merge(acc, partial[c]);
+    store(0, Rd::finish(acc, n));
+    return;
+  }
+  int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(s.reduced, 1));
+  detail::parallel_for(s.kept, grain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      int64_t in_off, out_off;
+      kept_offsets(s, i, in_off, out_off);
+      store(out_off, Rd::finish(reduce_region(in_off), s.reduced));
+    }
+  });
+}
+
+}  // namespace
+
+void reduce(ops::ReduceOp op, TensorImpl& out, const TensorImpl& x, uint64_t mask) {
+  using R = ops::ReduceOp;
+  switch (op) {
+#define EMBER_REDUCE_OP(E, n, r)                                                              \
+  case R::E:                                                                                  \
+    return visit_dtype(x.dtype, [&]<class T>() {                                               \
+      if constexpr (std::is_same_v<T, bool> && R::E != R::All && R::E != R::Any &&            \
+                    R::E != R::CountNonzero && R::E != R::Amax && R::E != R::Amin)            \
+        EMBER_FAIL("[{}] is not defined for bool tensors", #n);                                \
+      else reduce_typed<T, R::E>(out, x, mask);                                                \
+    });
+#include <ember/ops/reduce_list.def>
+#undef EMBER_REDUCE_OP
+  }
+}
+
+// ---- along one dim: arg-reduce, softmax, scans ------------------------------------------------
+namespace {
+
+/// Calls f(in_offset, out_offset) for every position of the other dims; `dim` is walked by f.
+template <class F>
+void along_dim(const TensorImpl& x, const TensorImpl& out, int64_t dim, int64_t grain, F&& f) {
+  int64_t n = x.ndim();
+  int64_t outer = 1;
+  for (int64_t d = 0; d < n; ++d)
+    if (d != dim) outer *= x.sizes[d];
+  detail::parallel_for(outer, grain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      int64_t rem = i, io = 0, oo = 0;
+      for (int64_t d = n - 1; d >= 0; --d) {
+        if (d == dim) continue;
+        int64_t idx = rem % x.sizes[d];
+        rem /= x.sizes[d];
+        io += idx * x.strides[d];
+        oo += idx * out.strides[d];
+      }
+      f(io, oo);
+    }
+  });
+}
+
+}  // namespace
+
+void arg_reduce(detail::ArgReduceOp op, TensorImpl* values, TensorImpl& indices, const TensorImpl& x, int64_t dim) {
+  visit_dtype(x.dtype, [&]<class T>() {
+    using C = compute_t<T>;
+    int64_t len = x.ndim() ? x.sizes[dim] : 1, xs = x.ndim() ? x.strides[dim] : 0;
+    const T* xp = static_cast<const T*>(x.data());
+    int64_t* ip = static_cast<int64_t*>(indices.data());
+    T* vp = values ? static_cast<T*>(values->data()) : nullptr;
+    bool is_max = op == detail::ArgReduceOp::Max;
+    along_dim(x, indices, x.ndim() ? dim : 0, std::max<int64_t>(1, 4096 / std::max<int64_t>(len, 1)),
+              [&](int64_t io, int64_t oo) {
+                C best = static_cast<C>(xp[io]);
+                int64_t bi = 0;
+                for (int64_t k = 1; k < len; ++k) {
+                  C v = static_cast<C>(xp[io + k * xs]);
+                  if constexpr (std::is_floating_point_v<C>) {
+                    if (best != best) break;  // NaN wins, first occurrence
+                    if (v != v) {
+                      best = v, bi = k;
+                      break;
+                    }
+                  }
+                  if (is_max ? (v > best) : (v < best)) best = v, bi = k;
+                }
+                ip[oo] = bi;
+                if (vp) vp[oo] = static_cast<T>(best);
+              });
+  });
+}
+
+void softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
+  visit_dtype(x.dtype, [&]<class T>() {
+    if constexpr (!std::is_floating_point_v<compute_t<T>>) {
+      EMBER_FAIL("[softmax] needs a floating tensor, got {}", x.dtype);
+    } else {
+      using C = compute_t<T>;
+      int64_t len = x.sizes[dim], xs = x.strides[dim], os = out.strides[dim];
+      const T* xp = static_cast<const T*>(x.data());
+      T* op = static_cast<T*>(out.data());
+      along_dim(x, out, dim, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)), [&](int64_t io, int64_t oo) {
+        if constexpr (std::is_same_v<T, C>) {
+          if (xs == 1 && os == 1) {
+            // Contiguous row: vectorised max, exp-sum and scale.
+            using B = xsimd::batch<C>;
+            constexpr int64_t W = B::size;
+            const C* r = xp + io;
+            C* w = op + oo;
+            int64_t k = 0;
+            B mb(-std::numeric_limits<C>::infinity());
+            for (; k + W <= len; k += W) mb = xsimd::max(mb, B::load_unaligned(r + k));
+            alignas(64) C lanes[W];
+            mb.store_aligned(lanes);
+            C m = lanes[0];
+            for (int64_t j = 1; j < W; ++j) m = std::max(m, lanes[j]);
+            for (; k < len; ++k) m = std::max(m, r[k]);
+            bool has_nan = false;
+            for (int64_t j = 0; j < len; ++j) has_nan |= r[j] != r[j];
+            if (has_nan || std::isinf(m)) goto scalar_path;
+            {
+              B mv(m), sb(C(0));
+              k = 0;
+              for (; k + W <= len; k += W) {
+                B e = xsimd::exp(B::load_unaligned(r + k) - mv);
+                if (!log) e.store_unaligned(w + k);
+                sb += e;
+              }
+              C sum = xsimd::hadd(sb);
+              for (; k < len; ++k) {
+                C e = std::exp(r[k] - m);
+                if (!log) w[k] = e;
+                sum += e;
+              }
+              if (log) {
+                B sub(m + std::log(sum));
+                k = 0;
+                for (; k + W <= len; k += W) (B::load_unaligned(r + k) - sub).store_unaligned(w + k);
+                for (; k < len; ++k) w[k] = r[k] - (m + std::log(sum));
+              } else {
+                B inv(C(1) / sum);
+                k = 0;
+                for (; k + W <= len; k += W) (B::load_unaligned(w + k) * inv).store_unaligned(w + k);
+                for (; k < len; ++k) w[k] *= C(1) / sum;
+              }
+              return;
+            }
+          }
+        }
+      scalar_path:
+        C m = -std::numeric_limits<C>::infinity();
+        for (int64_t k = 0; k < len; ++k) {
+          C v = static_cast<C>(xp[io + k * xs]);
+          if (v != v) m = v;
+          else if (!(m != m)) m = std::max(m, v);
+        }
+        C safe = std::isinf(m) ? C(0) : m;
+        C sum = 0;
+        for (int64_t k = 0; k < len; ++k) sum += std::exp(static_cast<C>(xp[io + k * xs]) - safe);
+        for (int64_t k = 0; k < len; ++k) {
+          C v = static_cast<C>(xp[io + k * xs]) - safe;
+          op[oo + k * os] = static_cast<T>(log ? v - std::log(sum) : std::exp(v) / sum);
+        }
+      });
+    }
+  });
+}
+
+void cumulative(detail::CumOp op, TensorImpl& out, TensorImpl* indices, const TensorImpl& x, int64_t dim) {
+  visit_dtype(x.dtype, [&]<class T>() {
+    using C = compute_t<T>;
+    int64_t n = x.ndim();
+    int64_t len = n ? x.sizes[dim] : 1, xs = n ? x.strides[dim] : 0, os = n ? out.strides[dim] : 0;
+    int64_t is = indices && n ? indices->strides[dim] : 0;
+    const T* xp = static_cast<const T*>(x.data());
+    T* outp = static_cast<T*>(out.data());
+    int64_t* ip = indices ? static_cast<int64_t*>(indices->data()) : nullptr;
+    along_dim(x, out, n ? dim : 0, 64, [&](int64_t io, int64_t oo) {
+      C acc{};
+      int64_t best = 0;
+      for (int64_t k = 0; k < len; ++k) {
+        C v = static_cast<C>(xp[io + k * xs]);
+        if (k == 0) {
+          acc = v;
+        } else {
+          switch (op) {
+            case detail::CumOp::Sum:
+              if constexpr (std::is_same_v<C, bool>) acc = acc || v;
+              else acc = static_cast<C>(acc + v);
+              break;
+            case detail::CumOp::Prod:
+              if constexpr (std::is_same_v<C, bool>) acc = acc && v;
+              else acc = static_cast<C>(acc * v);
+              break;
+            case detail::CumOp::Max:
+            case detail::CumOp::Min: {
+              bool nan_v = false, nan_acc = false;
+              if constexpr (std::is_floating_point_v<C>) nan_v = v != v, nan_acc = acc != acc;
+              bool take = nan_v || (!nan_acc && (op == detail::CumOp::Max ? v >= acc : v <= acc));
+              if (take) acc = v, best = k;
+              break;
+            }
+            case detail::CumOp::Logsumexp:
+              if constexpr (std::is_floating_point_v<C>) {
+                C hi = std::max(acc, v), lo = std::min(acc, v);
+                acc = std::isinf(hi) && hi < 0 ? hi : hi + std::log1p(std::exp(lo - hi));
+              }
+              break;
+          }
+        }
+        outp[oo + k * os] = static_cast<T>(acc);
+        if (ip) ip[oo + k * is] = best;  // indices share out's (contiguous) layout
+      }
+    });
+  });
+}
+
+}  // namespace ember::cpu::EMBER_CPU_ARCH

@@ -1,0 +1,109 @@
+#pragma once
+// The binned cache shared by the CPU and CUDA allocators. Free blocks wait in a vector
+// per size class; the vectors keep their capacity, so steady state allocates nothing.
+
+#include <ember/core/allocator.hpp>
+#include <ember/core/error.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+namespace ember::detail {
+
+struct DeviceCounters {
+  std::atomic<int64_t> in_use{0}, cached{0}, count{0}, system{0}, peak{0};
+
+  void on_use(int64_t n) {
+    int64_t now = in_use.fetch_add(n, std::memory_order_relaxed) + n;
+    int64_t p = peak.load(std::memory_order_relaxed);
+    while (now > p && !peak.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
+    }
+    count.fetch_add(1, std::memory_order_relaxed);
+  }
+  AllocatorStats snapshot() const {
+    return {in_use.load(), cached.load(), count.load(), system.load(), peak.load()};
+  }
+};
+
+size_t size_class(size_t nbytes);
+
+class CachingAllocator {
+ public:
+  using SysAlloc = void* (*)(size_t);
+  using SysFree = void (*)(void*, size_t);
+
+  CachingAllocator(SysAlloc a, SysFree f, DeviceCounters* c) : alloc_(a), free_(f), counters_(c) {}
+  ~CachingAllocator() { release_cached(); }
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  Block allocate(size_t nbytes, const char* device_name) {
+    size_t cap = size_class(nbytes == 0 ? 1 : nbytes);
+    size_t bin = bin_index(cap);
+    if (bin < bins_.size() && !bins_[bin].empty()) {
+      void* p = bins_[bin].back();
+      bins_[bin].pop_back();
+      counters_->cached.fetch_sub(static_cast<int64_t>(cap), std::memory_order_relaxed);
+      counters_->on_use(static_cast<int64_t>(cap));
+      return {p, cap};
+    }
+    void* p = alloc_(cap);
+    if (!p) {
+      release_cached();  // retry once with the cache given back
+      p = alloc_(cap);
+    }
+    EMBER_CHECK(p != nullptr, "[allocator] out of memory on {} allocating {} bytes", device_name, cap);
+    counters_->system.fetch_add(1, std::memory_order_relaxed);
+    counters_->on_use(static_cast<int64_t>(cap));
+    return {p, cap};
+  }
+
+  void deallocate(Block b) noexcept {
+    counters_->in_use.fetch_sub(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
+    size_t bin = bin_index(b.capacity);
+    try {
+      if (bin >= bins_.size()) bins_.resize(bin + 1);
+      bins_[bin].push_back(b.ptr);
+    } catch (...) {  // could not grow the bin: give the block back instead
+      free_(b.ptr, b.capacity);
+      return;
+    }
+    counters_->cached.fetch_add(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
+  }
+
+  void release_cached() noexcept {
+    for (size_t bin = 0; bin < bins_.size(); ++bin) {
+      size_t cap = bin_capacity(bin);
+      for (void* p : bins_[bin]) {
+        free_(p, cap);
+        counters_->cached.fetch_sub(static_cast<int64_t>(cap), std::memory_order_relaxed);
+      }
+      bins_[bin].clear();
+    }
+  }
+
+ private:
+  // Bin index from a size class: classes <= 256 are multiples of 64 (bins 0..3); above,
+  // four classes per power of two.
+  static size_t bin_index(size_t cap) {
+    if (cap <= 256) return cap / 64 - 1;
+    size_t lg = 63 - __builtin_clzll(cap - 1);  // cap in (2^lg, 2^(lg+1)]
+    size_t step = size_t{1} << (lg - 2);
+    size_t k = (cap - (size_t{1} << lg)) / step;  // 1..4
+    return 4 + (lg - 8) * 4 + (k - 1);
+  }
+  static size_t bin_capacity(size_t bin) {
+    if (bin < 4) return (bin + 1) * 64;
+    size_t lg = 8 + (bin - 4) / 4;
+    size_t k = (bin - 4) % 4 + 1;
+    return (size_t{1} << lg) + k * (size_t{1} << (lg - 2));
+  }
+
+  SysAlloc alloc_;
+  SysFree free_;
+  DeviceCounters* counters_;
+  std::vector<std::vector<void*>> bins_;
+};
+
+}  // namespace ember::detail

@@ -1,0 +1,193 @@
+// Checks, dtype rules and output allocation of the elementwise ops (see ops/descriptors.hpp).
+
+#include <ember/ops/descriptors.hpp>
+
+namespace ember::ops {
+namespace {
+
+int category(DType t) { return t == DType::Bool ? 0 : is_floating(t) ? 2 : 1; }
+int priority(const TensorImpl& t) { return t.wrapped_number ? 0 : t.ndim() == 0 ? 1 : 2; }
+
+/// PyTorch's result_type for two operands: dimensioned tensors outrank 0-d tensors, which
+/// outrank wrapped numbers; a lower-ranked operand only raises the category.
+DType result_type(const TensorImpl& a, const TensorImpl& b) {
+  int pa = priority(a), pb = priority(b);
+  if (pa == pb) return promote_types(a.dtype, b.dtype);
+  const TensorImpl& hi = pa > pb ? a : b;
+  const TensorImpl& lo = pa > pb ? b : a;
+  if (category(lo.dtype) <= category(hi.dtype)) return hi.dtype;
+  if (!lo.wrapped_number) return lo.dtype;
+  return category(lo.dtype) == 2 ? kDefaultFloat : DType::I64;
+}
+
+/// PyTorch's can_cast: no float -> integer, no non-bool -> bool.
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  if (from != DType::Bool && to == DType::Bool) return false;
+  return true;
+}
+
+Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    EMBER_CHECK(da == db || da == 1 || db == 1, "[{}] shapes {} and {} cannot be broadcast together", op,
+                Shape(a).str(), Shape(b).str());
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+void check_same_device(const TensorImpl& a, const TensorImpl& b, const char* op) {
+  EMBER_CHECK(a.device() == b.device() || b.wrapped_number || a.wrapped_number,
+              "[{}] expected tensors on one device, got {} and {}", op, a.device(), b.device());
+}
+
+/// Sets up the output: a new tensor, or the in-place target (with a temporary when the
+/// result dtype differs from the target's).
+void make_output(Prepared& p, IntArrayRef shape, DType result, TensorImpl* out, const char* op) {
+  if (!out) {
+    p.out = detail::make_tensor(shape, result, p.in[0]->device(), op);
+    p.result = p.out;
+    return;
+  }
+  EMBER_CHECK(Shape(shape) == out->sizes, "[{}_] in-place op would broadcast its output of shape {} to shape {}",
+              op, out->sizes, Shape(shape));
+  EMBER_CHECK(can_cast(result, out->dtype), "[{}_] result type {} can't be cast to the in-place output type {}", op,
+              result, out->dtype);
+  out->storage->version.fetch_add(1, std::memory_order_relaxed);
+  p.result = Ref<TensorImpl>::share(out);
+  if (result == out->dtype && out->contiguous) {
+    p.out = p.result;
+  } else {
+    p.out = detail::make_tensor(shape, result, out->device(), op);
+    p.cast_back = true;
+  }
+}
+
+}  // namespace
+
+void broadcast_inputs(Prepared& p, const char* op) {
+  for (int i = 0; i < p.n_in; ++i)
+    if (!(p.in[i]->sizes == p.out->sizes)) p.in[i] = broadcast_to(*p.in[i], p.out->sizes, op);
+}
+
+void finish_cast_back(Prepared& p, void (*copy)(TensorImpl&, const TensorImpl&)) { copy(*p.result, *p.out); }
+
+TensorRef broadcast_to(const TensorImpl& x, IntArrayRef shape, const char* op) {
+  EMBER_CHECK(shape.size() >= x.sizes.size(), "[{}] cannot broadcast shape {} to {}", op, x.sizes,
+              Shape(shape).str());
+  size_t lead = shape.size() - x.sizes.size();
+  Shape strides(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i < lead) {
+      strides[i] = 0;
+      continue;
+    }
+    int64_t d = x.sizes[i - lead];
+    EMBER_CHECK(d == shape[i] || d == 1, "[{}] cannot broadcast shape {} to {}", op, x.sizes, Shape(shape).str());
+    strides[i] = (d == shape[i]) ? x.strides[i - lead] : 0;
+  }
+  return detail::make_view(x.storage, x.dtype, shape, strides, x.offset);
+}
+
+Prepared prepare_unary(const Unary& u, const TensorImpl& x, TensorImpl* out) {
+  const char* op = u.name();
+  Prepared p;
+  p.n_in = 1;
+  p.in[0] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&x));
+  DType compute = x.dtype, result = x.dtype;
+  switch (rule(u.op)) {
+    case UnaryRule::Float:
+      if (!is_floating(x.dtype)) compute = result = kDefaultFloat;
+      break;
+    case UnaryRule::Same:
+      EMBER_CHECK(x.dtype != DType::Bool || u.op == UnaryOp::Abs || u.op == UnaryOp::Clamp,
+                  "[{}] is not defined for bool tensors", op);
+      if (u.op == UnaryOp::Clamp) {
+        EMBER_CHECK(u.p.has_a || u.p.has_b, "[clamp] at least one of min and max must be given");
+      }
+      break;
+    case UnaryRule::Pred:
+      result = DType::Bool;
+      break;
+    case UnaryRule::Int:
+      EMBER_CHECK(is_integral(x.dtype, true), "[{}] needs an integer or bool tensor, got {}", op, x.dtype);
+      break;
+    case UnaryRule::Logical:
+      result = DType::Bool;
+      break;
+  }
+  if (u.op == UnaryOp::Logit) EMBER_CHECK(u.p.a >= 0 && u.p.a < 0.5, "[logit] eps must be in [0, 0.5), got {}", u.p.a);
+  p.want[0] = compute;
+  make_output(p, x.sizes, result, out, op);
+  return p;
+}
+
+Prepared prepare_binary(const Binary& b, const TensorImpl& x, const TensorImpl& y, TensorImpl* out) {
+  const char* op = b.name();
+  check_same_device(x, y, op);
+  Prepared p;
+  p.n_in = 2;
+  p.in[0] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&x));
+  p.in[1] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&y));
+  DType compute = result_type(x, y), result = compute;
+  switch (rule(b.op)) {
+    case BinaryRule::Arith:
+      EMBER_CHECK(compute != DType::Bool || b.op == BinaryOp::Add || b.op == BinaryOp::Mul ||
+                      b.op == BinaryOp::Maximum || b.op == BinaryOp::Minimum,
+                  "[{}] is not defined for bool tensors", op);
+      if (b.op == BinaryOp::Sub) EMBER_CHECK(compute != DType::Bool, "[sub] is not defined for bool tensors");
+      break;
+    case BinaryRule::TrueDiv:
+    case BinaryRule::Float:
+      if (!is_floating(compute)) compute = result = kDefaultFloat;
+      break;
+    case BinaryRule::Compare:
+    case BinaryRule::Logical:
+      result = DType::Bool;
+      break;
+    case BinaryRule::Bitwise:
+      EMBER_CHECK(is_integral(compute, true), "[{}] needs integer or bool tensors, got {} and {}", op, x.dtype,
+                  y.dtype);
+      if (b.op == BinaryOp::ShiftLeft || b.op == BinaryOp::ShiftRight)
+        EMBER_CHECK(compute != DType::Bool, "[{}] is not defined for bool tensors", op);
+      break;
+  }
+  p.want[0] = p.want[1] = compute;
+  Shape shape = x.sizes == y.sizes ? x.sizes : broadcast_shapes(x.sizes, y.sizes, op);
+  make_output(p, shape, result, out, op);
+  return p;
+}
+
+Prepared prepare_where(const TensorImpl& c, const TensorImpl& a, const TensorImpl& b) {
+  check_same_device(a, b, "where");
+  EMBER_CHECK(c.device() == a.device() || c.wrapped_number, "[where] condition is on {} but values on {}", c.device(),
+              a.device());
+  EMBER_CHECK(c.dtype == DType::Bool, "[where] condition must be bool, got {}", c.dtype);
+  Prepared p;
+  p.n_in = 3;
+  p.in[0] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&c));
+  p.in[1] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&a));
+  p.in[2] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&b));
+  DType t = result_type(a, b);
+  p.want[0] = DType::Bool;
+  p.want[1] = p.want[2] = t;
+  Shape shape = broadcast_shapes(broadcast_shapes(c.sizes, a.sizes, "where"), b.sizes, "where");
+  make_output(p, shape, t, nullptr, "where");
+  return p;
+}
+
+void check_copy(const TensorImpl& dst, const TensorImpl& src) {
+  (void)broadcast_shapes(dst.sizes, src.sizes, "copy_");
+  EMBER_CHECK(dst.device().is_cpu() || src.device().is_cpu() || dst.device() == src.device(),
+              "[copy_] copies between two accelerators ({} and {}) are not supported", dst.device(), src.device());
+  // Writing through a view with overlapping elements (an expanded tensor) is ambiguous.
+  for (size_t i = 0; i < dst.sizes.size(); ++i)
+    EMBER_CHECK(dst.strides[i] != 0 || dst.sizes[i] <= 1,
+                "[copy_] destination of shape {} has stride 0 in dim {}: it overlaps itself", dst.sizes, i);
+}
+
+}  // namespace ember::ops

@@ -1,0 +1,157 @@
+// Shape rules of the matrix products. Everything reduces to a batched GEMM over 3-d views
+// (batch, m, k) x (batch, k, n); batch dims broadcast exactly as torch.matmul does.
+
+#include <ember/ops/reduction_ops.hpp>
+
+namespace ember::ops {
+namespace {
+
+Ref<TensorImpl> view3(const TensorImpl& x, int64_t batch, int64_t r, int64_t c, int64_t sb, int64_t sr, int64_t sc) {
+  const int64_t sizes[3] = {batch, r, c};
+  const int64_t strides[3] = {sb, sr, sc};
+  return detail::make_view(x.storage, x.dtype, sizes, strides, x.offset);
+}
+
+/// A contiguous copy when the (m, k) strides cannot be expressed to GEMM (neither dim unit).
+Ref<TensorImpl> gemm_ready(const TensorImpl& x) {
+  if (x.contiguous) return Ref<TensorImpl>::share(const_cast<TensorImpl*>(&x));
+  Ref<TensorImpl> c = detail::make_tensor(x.sizes, x.dtype, x.device(), "matmul");
+  detail::Kernels<Cpu>::copy(*c, x);
+  return c;
+}
+
+}  // namespace
+
+GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b, const TensorImpl* c, double beta,
+                      double alpha) {
+  constexpr const char* names[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "outer"};
+  const char* op = names[static_cast<int>(kind)];
+  EMBER_CHECK(a.device() == b.device(), "[{}] expected tensors on one device, got {} and {}", op, a.device(),
+              b.device());
+  EMBER_CHECK(a.dtype == b.dtype, "[{}] expected one dtype, got {} and {}", op, a.dtype, b.dtype);
+  EMBER_CHECK(is_floating(a.dtype), "[{}] supports floating dtypes, got {}", op, a.dtype);
+  int64_t na = a.ndim(), nb = b.ndim();
+  switch (kind) {
+    case MatmulKind::Mm:
+    case MatmulKind::Addmm:
+      EMBER_CHECK(na == 2 && nb == 2, "[{}] expects 2-d matrices, got shapes {} and {}", op, a.sizes, b.sizes);
+      break;
+    case MatmulKind::Bmm:
+    case MatmulKind::Baddbmm:
+      EMBER_CHECK(na == 3 && nb == 3, "[{}] expects 3-d batches, got shapes {} and {}", op, a.sizes, b.sizes);
+      EMBER_CHECK(a.sizes[0] == b.sizes[0], "[{}] batch sizes differ: shapes {} and {}", op, a.sizes, b.sizes);
+      break;
+    case MatmulKind::Dot:
+      EMBER_CHECK(na == 1 && nb == 1, "[dot] expects 1-d tensors, got shapes {} and {}", a.sizes, b.sizes);
+      break;
+    case MatmulKind::Outer:
+      EMBER_CHECK(na == 1 && nb == 1, "[outer] expects 1-d tensors, got shapes {} and {}", a.sizes, b.sizes);
+      break;
+    case MatmulKind::Matmul:
+      EMBER_CHECK(na >= 1 && nb >= 1, "[matmul] both arguments need at least 1 dim, got shapes {} and {}", a.sizes,
+                  b.sizes);
+      break;
+  }
+  GemmPlan plan;
+  plan.alpha = alpha;
+  if (kind == MatmulKind::Outer) {
+    int64_t m = a.sizes[0], n = b.sizes[0];
+    plan.a = view3(a, 1, m, 1, 0, a.strides[0], 1);
+    plan.b = view3(b, 1, 1, n, 0, 1, b.strides[0]);
+    plan.out = detail::make_tensor(Shape{1, m, n}, a.dtype, a.device(), op);
+    const int64_t rs[2] = {m, n};
+    plan.result = detail::make_view(plan.out->storage, a.dtype, rs, contiguous_strides(rs), 0);
+    return plan;
+  }
+  // Promote 1-d operands: a (k) -> (1, k); b (k) -> (k, 1); removed from the result later.
+  int64_t k = a.sizes[na - 1];
+  int64_t kb = nb == 1 ? b.sizes[0] : b.sizes[nb - 2];
+  EMBER_CHECK(k == kb, "[{}] shapes {} and {} cannot be multiplied ({} != {})", op, a.sizes, b.sizes, k, kb);
+  int64_t m = na == 1 ? 1 : a.sizes[na - 2];
+  int64_t n = nb == 1 ? 1 : b.sizes[nb - 1];
+  // Batch dims broadcast.
+  Shape ba, bb;
+  for (int64_t i = 0; i + 2 < na; ++i) ba.push_back(a.sizes[i]);
+  for (int64_t i = 0; i + 2 < nb; ++i) bb.push_back(b.sizes[i]);
+  size_t nbatch = std::max(ba.size(), bb.size());
+  Shape batch(nbatch);
+  for (size_t i = 0; i < nbatch; ++i) {
+    int64_t da = i < nbatch - ba.size() ? 1 : ba[i - (nbatch - ba.size())];
+    int64_t db = i < nbatch - bb.size() ? 1 : bb[i - (nbatch - bb.size())];
+    EMBER_CHECK(da == db || da == 1 || db == 1, "[{}] batch dims of shapes {} and {} cannot be broadcast", op,
+                a.sizes, b.sizes);
+    batch[i] = da == 1 ? db : da;
+  }
+  int64_t nb_total = 1;
+  for (int64_t d : batch) nb_total *= d;
+  // Materialise broadcast batches as contiguous (batch, m, k) / (batch, k, n).
+  auto as3 = [&](const TensorImpl& x, bool is_a) -> Ref<TensorImpl> {
+    Shape full = batch;
+    if (is_a) {
+      full.push_back(m), full.push_back(k);
+    } else {
+      full.push_back(k), full.push_back(n);
+    }
+    Shape xs = x.sizes;
+    if (x.ndim() == 1) {
+      if (is_a) xs = Shape{1, k};
+      else xs = Shape{k, 1};
+    }
+    Ref<TensorImpl> xv = x.ndim() == 1 ? detail::make_view(x.storage, x.dtype, xs,
+                                                           is_a ? Shape{0, x.strides[0]} : Shape{x.strides[0], 0},
+                                                           x.offset)
+                                       : Ref<TensorImpl>::share(const_cast<TensorImpl*>(&x));
+    Ref<TensorImpl> bx = broadcast_to(*xv, full, op);
+    int64_t r = full[full.size() - 2], cc = full[full.size() - 1];
+    // A batch that is one strided (r, c) matrix repeated or laid out uniformly keeps its strides.
+    bool uniform = true;
+    int64_t sb = 0;
+    if (!batch.empty()) {
+      // Check that batch dims collapse into one stride.
+      Shape bs(batch.size());
+      for (size_t i = 0; i < batch.size(); ++i) bs[i] = bx->strides[i];
+      int64_t expect = -1;
+      for (size_t i = batch.size(); i-- > 0;) {
+        if (batch[i] == 1) continue;
+        if (expect == -1) {
+          sb = bs[i];
+          expect = bs[i] * batch[i];
+        } else if (bs[i] != expect) {
+          uniform = false;
+        } else {
+          expect = bs[i] * batch[i];
+        }
+      }
+    }
+    int64_t sr = bx->strides[full.size() - 2], sc = bx->strides[full.size() - 1];
+    if (uniform && (sr == 1 || sc == 1 || r == 1 || cc == 1)) return view3(*bx, nb_total, r, cc, sb, sr, sc);
+    Ref<TensorImpl> c = gemm_ready(*bx);
+    return view3(*c, nb_total, r, cc, r * cc, cc, 1);
+  };
+  plan.a = as3(a, true);
+  plan.b = as3(b, false);
+  Shape out_shape = batch;
+  if (na > 1) out_shape.push_back(m);
+  if (nb > 1) out_shape.push_back(n);
+  if (c) {
+    EMBER_CHECK(c->dtype == a.dtype, "[{}] input dtype {} differs from the matrices' {}", op, c->dtype, a.dtype);
+    Shape full = batch;
+    full.push_back(m), full.push_back(n);
+    Ref<TensorImpl> bc = broadcast_to(*c, full, op);
+    plan.out = detail::make_tensor(Shape{nb_total, m, n}, a.dtype, a.device(), op);
+    const int64_t fs[3] = {nb_total, m, n};
+    Ref<TensorImpl> dst = detail::make_view(plan.out->storage, a.dtype, full, contiguous_strides(full), 0);
+    detail::Kernels<Cpu>::copy(*dst, *bc);
+    (void)fs;
+    plan.beta = beta;
+  } else {
+    plan.out = detail::make_tensor(Shape{nb_total, m, n}, a.dtype, a.device(), op);
+    plan.beta = 0;
+  }
+  plan.result = detail::make_view(plan.out->storage, a.dtype, out_shape, contiguous_strides(out_shape), 0);
+  return plan;
+}
+
+TensorRef finish_gemm(GemmPlan& plan) { return std::move(plan.result); }
+
+}  // namespace ember::ops

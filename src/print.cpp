@@ -1,0 +1,116 @@
+// PyTorch-style printing: tensor([[1.0000, 2.5000], [3.0000, 4.0000]]), summarised with
+// "..." beyond 1000 elements, dtype shown unless f32/i64/bool, device unless cpu.
+
+#include <ember/core/tensor_impl.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace ember::detail {
+namespace {
+
+constexpr int64_t kThreshold = 1000, kEdge = 3;
+
+double load(const TensorImpl& t, int64_t off) {
+  return visit_dtype(t.dtype, [&]<class T>() {
+    const T* p = static_cast<const T*>(t.storage->data) + off;
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return static_cast<double>(static_cast<float>(*p));
+    else return static_cast<double>(*p);
+  });
+}
+
+struct Formatter {
+  bool floating = false, ints_only = true, sci = false;
+  int width = 1;
+
+  std::string fmt_one(double v, DType t) const {
+    if (t == DType::Bool) return v != 0 ? "True" : "False";
+    if (!floating) return fmt::format("{}", static_cast<int64_t>(v));
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (sci) return fmt::format("{:.4e}", v);
+    if (ints_only) return fmt::format("{:.0f}.", v);
+    return fmt::format("{:.4f}", v);
+  }
+};
+
+void collect(const TensorImpl& t, int64_t dim, int64_t off, bool summarize, std::vector<double>& out) {
+  if (dim == t.ndim()) {
+    out.push_back(load(t, off));
+    return;
+  }
+  int64_t n = t.sizes[dim];
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 2 * kEdge && i == kEdge) i = n - kEdge;
+    collect(t, dim + 1, off + i * t.strides[dim], summarize, out);
+  }
+}
+
+void render(const TensorImpl& t, const Formatter& f, int64_t dim, int64_t off, bool summarize, int indent,
+            std::string& s) {
+  if (dim == t.ndim()) {
+    std::string v = f.fmt_one(load(t, off), t.dtype);
+    s += std::string(static_cast<size_t>(std::max<int>(0, f.width - static_cast<int>(v.size()))), ' ') + v;
+    return;
+  }
+  s += '[';
+  int64_t n = t.sizes[dim];
+  bool last = dim == t.ndim() - 1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 2 * kEdge && i == kEdge) {
+      s += last ? "..., " : "...,\n" + std::string(static_cast<size_t>(indent + 1), ' ');
+      if (!last) s += std::string(static_cast<size_t>(t.ndim() - dim - 2), '\n');
+      i = n - kEdge;
+    }
+    render(t, f, dim + 1, off + i * t.strides[dim], summarize, indent + 1, s);
+    if (i + 1 < n) {
+      if (last) {
+        s += ", ";
+      } else {
+        s += ',';
+        s += std::string(static_cast<size_t>(t.ndim() - dim - 1), '\n');
+        s += std::string(static_cast<size_t>(indent + 1), ' ');
+      }
+    }
+  }
+  s += ']';
+}
+
+}  // namespace
+
+std::string format_tensor(const TensorImpl& t) {
+  std::string s = "tensor(";
+  bool summarize = t.numel > kThreshold;
+  std::vector<double> vals;
+  if (t.numel > 0) collect(t, 0, t.offset, summarize, vals);
+  Formatter f;
+  f.floating = is_floating(t.dtype);
+  double max_abs = 0, min_abs = INFINITY;
+  for (double v : vals) {
+    if (!std::isfinite(v)) continue;
+    if (v != std::floor(v)) f.ints_only = false;
+    double a = std::fabs(v);
+    max_abs = std::max(max_abs, a);
+    if (a > 0) min_abs = std::min(min_abs, a);
+  }
+  if (f.floating && (max_abs >= 1e8 || (!f.ints_only && min_abs < 1e-4) || (min_abs > 0 && max_abs / min_abs > 1000 && !f.ints_only)))
+    f.sci = true;
+  for (double v : vals) f.width = std::max<int>(f.width, static_cast<int>(f.fmt_one(v, t.dtype).size()));
+  if (t.numel == 0) {
+    s += "[]";
+  } else {
+    render(t, f, 0, t.offset, summarize, 7, s);
+  }
+  if (t.numel == 0 && t.ndim() != 1) s += ", size=" + t.sizes.str();
+  if (t.dtype != DType::F32 && t.dtype != DType::I64 && t.dtype != DType::Bool)
+    s += fmt::format(", dtype={}", dtype_name(t.dtype));
+  else if (t.numel == 0 && t.dtype != DType::F32)
+    s += fmt::format(", dtype={}", dtype_name(t.dtype));
+  if (!t.device().is_cpu()) s += fmt::format(", device='{}'", t.device());
+  return s + ")";
+}
+
+}  // namespace ember::detail

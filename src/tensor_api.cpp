@@ -1,0 +1,103 @@
+// Small non-template helpers behind BasicTensor and the factories.
+
+#include <ember/core/device_hooks.hpp>
+#include <ember/core/factories.hpp>
+#include <ember/dispatch/default_policy.hpp>
+
+#include <atomic>
+
+namespace ember::detail {
+
+Scalar read_scalar(const TensorImpl& t, const char* op) {
+  EMBER_CHECK(t.device().is_cpu(), "[{}] reads CPU tensors only, got {}", op, t.device());
+  return visit_dtype(t.dtype, [&]<class T>() -> Scalar {
+    T v = *static_cast<const T*>(t.data());
+    if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return Scalar(static_cast<float>(v));
+    else return Scalar(v);
+  });
+}
+
+Ref<TensorImpl> make_scalar_tensor(Scalar v, DType t, Device device) {
+  Ref<TensorImpl> out = make_tensor(Shape{}, t, kCPU, "scalar");
+  visit_dtype(t, [&]<class T>() { *static_cast<T*>(out->data()) = v.to<T>(); });
+  out->wrapped_number = true;
+  if (device.is_cpu()) return out;
+  // A wrapped number is promoted on its own device; keep it on the tensor's device.
+  Ref<TensorImpl> dev = make_tensor(Shape{}, t, device, "scalar");
+  DeviceHooks& h = device_hooks(device.type);
+  h.memcpy(dev->data(), device, out->data(), kCPU, static_cast<size_t>(itemsize(t)));
+  dev->wrapped_number = true;
+  return dev;
+}
+
+int64_t reduced_count(const TensorImpl& x, IntArrayRef dims, const char* op) {
+  if (dims.empty()) return x.numel;
+  int64_t n = 1;
+  for (int64_t d : dims) n *= x.sizes[wrap_dim(d, x.ndim(), op)];
+  return n;
+}
+
+Shape reduced_shape(const TensorImpl& x, IntArrayRef dims, bool keepdim, const char* op) {
+  uint64_t mask = 0;
+  for (int64_t d : dims) mask |= uint64_t{1} << wrap_dim(d, x.ndim(), op);
+  if (dims.empty()) mask = ~uint64_t{0};
+  Shape s;
+  for (int64_t d = 0; d < x.ndim(); ++d) {
+    if (!(mask >> d & 1)) s.push_back(x.sizes[d]);
+    else if (keepdim) s.push_back(1);
+  }
+  return s;
+}
+
+void fill_arange(TensorImpl& t, double start, double step) {
+  visit_dtype(t.dtype, [&]<class T>() {
+    T* p = static_cast<T*>(t.data());
+    for (int64_t i = 0; i < t.numel; ++i) {
+      double v = start + step * static_cast<double>(i);
+      if constexpr (std::is_same_v<T, bool>) p[i] = v != 0;
+      else if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(v);
+      else p[i] = static_cast<T>(static_cast<float>(v)), p[i] = T(static_cast<float>(v));
+    }
+  });
+  // Floating results: compute in double and store, for precision on long ranges.
+  if (t.dtype == DType::F64) {
+    auto* p = static_cast<double*>(t.data());
+    for (int64_t i = 0; i < t.numel; ++i) p[i] = start + step * static_cast<double>(i);
+  }
+}
+
+void fill_eye(TensorImpl& t) {
+  Kernels<Cpu>::fill(t, 0);
+  int64_t n = std::min(t.sizes[0], t.sizes[1]);
+  visit_dtype(t.dtype, [&]<class T>() {
+    T* p = static_cast<T*>(t.data());
+    for (int64_t i = 0; i < n; ++i) p[i * t.sizes[1] + i] = static_cast<T>(1.0f);
+  });
+}
+
+namespace {
+std::atomic<uint64_t> g_seed{0x853c49e6748fea9bULL};
+std::atomic<uint64_t> g_offset{0};
+}  // namespace
+
+RandomState reserve_random(uint64_t n) {
+  // Each element uses one Philox counter; round to blocks of 4 so fills stay aligned.
+  uint64_t take = (n + 3) / 4 * 4;
+  return {g_seed.load(), g_offset.fetch_add(take)};
+}
+
+}  // namespace ember::detail
+
+namespace ember {
+
+void manual_seed(uint64_t seed) {
+  detail::g_seed = seed;
+  detail::g_offset = 0;
+}
+detail::RandomState get_rng_state() { return {detail::g_seed.load(), detail::g_offset.load()}; }
+void set_rng_state(detail::RandomState s) {
+  detail::g_seed = s.seed;
+  detail::g_offset = s.offset;
+}
+
+}  // namespace ember

@@ -1,0 +1,108 @@
+#include <ember/core/device_hooks.hpp>
+#include <ember/core/tensor_impl.hpp>
+
+#include "object_pool.hpp"
+
+namespace ember::detail {
+
+void (*g_autograd_meta_deleter)(AutogradMeta*) = nullptr;
+
+DeviceHooks& device_hooks(DeviceType type) {
+  static DeviceHooks hooks[kNumDeviceTypes];
+  return hooks[static_cast<int>(type)];
+}
+
+Ref<Storage> make_storage(size_t nbytes, Device device) {
+  Block b;
+  if (device.is_cpu()) {
+    b = cpu_allocate(nbytes);
+  } else {
+    DeviceHooks& h = device_hooks(device.type);
+    EMBER_CHECK(h.allocate != nullptr,
+                "[allocate] device {} requested, but no backend for it is compiled into this policy/build",
+                device);
+    b = h.allocate(nbytes, device.index);
+  }
+  Storage* s = ObjectPool<Storage>::create();
+  s->data = b.ptr;
+  s->nbytes = nbytes;
+  s->capacity = b.capacity;
+  s->device = device;
+  return Ref<Storage>::adopt(s);
+}
+
+Ref<Storage> make_user_storage(void* data, size_t nbytes, Device device, void (*deleter)(void*, void*),
+                               void* ctx) {
+  Storage* s = ObjectPool<Storage>::create();
+  s->data = data;
+  s->nbytes = nbytes;
+  s->capacity = 0;
+  s->device = device;
+  s->deleter = deleter;
+  s->deleter_ctx = ctx;
+  return Ref<Storage>::adopt(s);
+}
+
+void release(Storage* s) noexcept {
+  if (s->capacity == 0) {
+    if (s->deleter) s->deleter(s->deleter_ctx, s->data);
+  } else if (s->device.is_cpu()) {
+    cpu_deallocate({s->data, s->capacity});
+  } else {
+    device_hooks(s->device.type).deallocate({s->data, s->capacity}, s->device.index);
+  }
+  ObjectPool<Storage>::destroy(s);
+}
+
+bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides) {
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 1) continue;
+    if (sizes[i] == 0) return true;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+void TensorImpl::refresh() {
+  int64_t n = 1;
+  for (int64_t d : sizes) n *= d;
+  numel = n;
+  contiguous = compute_contiguous(sizes, strides);
+}
+
+Ref<TensorImpl> make_tensor(IntArrayRef sizes, DType dtype, Device device, const char* op) {
+  int64_t n = checked_numel(sizes, op);
+  int64_t nbytes;
+  EMBER_CHECK(!__builtin_mul_overflow(n, itemsize(dtype), &nbytes), "[{}] shape {} of {} is too large", op,
+              Shape(sizes).str(), dtype);
+  TensorImpl* t = ObjectPool<TensorImpl>::create();
+  Ref<TensorImpl> ref = Ref<TensorImpl>::adopt(t);
+  t->storage = make_storage(static_cast<size_t>(nbytes), device);
+  t->dtype = dtype;
+  t->sizes = Shape(sizes);
+  t->strides = contiguous_strides(sizes);
+  t->numel = n;
+  t->contiguous = true;
+  return ref;
+}
+
+Ref<TensorImpl> make_view(const Ref<Storage>& storage, DType dtype, IntArrayRef sizes, IntArrayRef strides,
+                          int64_t offset) {
+  TensorImpl* t = ObjectPool<TensorImpl>::create();
+  t->storage = storage;
+  t->dtype = dtype;
+  t->sizes = Shape(sizes);
+  t->strides = Shape(strides);
+  t->offset = offset;
+  t->refresh();
+  return Ref<TensorImpl>::adopt(t);
+}
+
+void release(TensorImpl* t) noexcept {
+  if (t->autograd && g_autograd_meta_deleter) g_autograd_meta_deleter(t->autograd);
+  ObjectPool<TensorImpl>::destroy(t);
+}
+
+}  // namespace ember::detail

@@ -1,0 +1,151 @@
+// The intra-op thread pool: a fixed set of workers woken per parallel region. Work is split
+// into chunks claimed with an atomic counter; the caller works too.
+
+#include <ember/core/error.hpp>
+#include <ember/runtime/threading.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ember {
+namespace {
+
+// True on pool workers and on a thread inside a region: nested regions run serially.
+thread_local bool t_in_region = false;
+
+struct Region {
+  void* ctx;
+  void (*fn)(void*, int64_t, int64_t);
+  int64_t n, chunk, nchunks;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+};
+
+void run_chunks(Region& r) {
+  int64_t c;
+  while ((c = r.next.fetch_add(1, std::memory_order_relaxed)) < r.nchunks) {
+    int64_t b = c * r.chunk, e = std::min(r.n, b + r.chunk);
+    r.fn(r.ctx, b, e);
+    r.done.fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+class Pool {
+ public:
+  explicit Pool(int workers) {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { loop(); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  void run(Region& r) {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      region_ = &r;
+      ++generation_;
+    }
+    cv_.notify_all();
+    run_chunks(r);
+    while (r.done.load(std::memory_order_acquire) < r.nchunks) std::this_thread::yield();
+    std::unique_lock<std::mutex> l(m_);
+    // Wait until no worker still holds a pointer to the region.
+    idle_cv_.wait(l, [&] { return active_ == 0; });
+    region_ = nullptr;
+  }
+  int size() const { return static_cast<int>(threads_.size()) + 1; }
+
+ private:
+  void loop() {
+    t_in_region = true;
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> l(m_);
+    for (;;) {
+      cv_.wait(l, [&] { return stop_ || (generation_ != seen && region_); });
+      if (stop_) return;
+      seen = generation_;
+      Region* r = region_;
+      ++active_;
+      l.unlock();
+      run_chunks(*r);
+      l.lock();
+      if (--active_ == 0) idle_cv_.notify_all();
+    }
+  }
+  std::vector<std::thread> threads_;
+  std::mutex m_;
+  std::condition_variable cv_, idle_cv_;
+  Region* region_ = nullptr;
+  uint64_t generation_ = 0;
+  int active_ = 0;
+  bool stop_ = false;
+};
+
+std::atomic<int> g_threads{1};
+std::mutex g_region_mutex;  // one region at a time; a second concurrent caller runs serially
+std::mutex g_pool_mutex;
+std::unique_ptr<Pool> g_pool;
+Executor g_executor;
+
+}  // namespace
+
+void set_num_threads(int n) {
+  EMBER_CHECK(n >= 1, "[set_num_threads] need at least 1 thread, got {}", n);
+  std::lock_guard<std::mutex> l(g_pool_mutex);
+  g_threads = n;
+  if (!g_pool || g_pool->size() != n) g_pool = n > 1 ? std::make_unique<Pool>(n - 1) : nullptr;
+}
+
+int get_num_threads() { return g_executor.run ? g_executor.concurrency : g_threads.load(); }
+
+void set_executor(Executor e) {
+  std::lock_guard<std::mutex> l(g_pool_mutex);
+  g_executor = e;
+}
+
+namespace detail {
+
+void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void*, int64_t, int64_t)) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  int threads = get_num_threads();
+  if (threads <= 1 || n <= grain) {
+    fn(ctx, 0, n);
+    return;
+  }
+  Region r;
+  r.ctx = ctx;
+  r.fn = fn;
+  r.n = n;
+  // Chunks are a fixed multiple of the grain, so the split never depends on the thread count.
+  r.chunk = grain;
+  r.nchunks = (n + r.chunk - 1) / r.chunk;
+  if (g_executor.run) {
+    g_executor.run(g_executor.ctx, [](void* c, int64_t i) {
+      auto* rr = static_cast<Region*>(c);
+      int64_t b = i * rr->chunk, e = std::min(rr->n, b + rr->chunk);
+      rr->fn(rr->ctx, b, e);
+    }, &r, r.nchunks);
+    return;
+  }
+  std::unique_lock<std::mutex> region_lock(g_region_mutex, std::try_to_lock);
+  if (t_in_region || !g_pool || !region_lock.owns_lock()) {
+    for (int64_t c = 0; c < r.nchunks; ++c) fn(ctx, c * r.chunk, std::min(n, (c + 1) * r.chunk));
+    return;
+  }
+  t_in_region = true;
+  g_pool->run(r);
+  t_in_region = false;
+}
+
+}  // namespace detail
+}  // namespace ember
