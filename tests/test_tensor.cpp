@@ -1,13 +1,150 @@
+// Tensor core: factories, views, strides, indexing, conversions, printing, random numbers.
+
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
 
+#include <cmath>
+#include <vector>
+
 using namespace ember;
 
-TEST_CASE("basic add") {
-  Tensor a = ones({2, 3});
-  Tensor b = arange(3).to(DType::F32);
-  Tensor c = a + b;
-  CHECK(c.sizes() == Shape{2, 3});
-  CHECK(c.index({1, 2}).item<float>() == 3.0f);
-  MESSAGE(to_string(c));
+namespace {
+std::vector<float> values(const Tensor& t) {
+  Tensor c = t.to(DType::F32).contiguous();
+  const float* p = c.data_ptr<float>();
+  return std::vector<float>(p, p + c.numel());
+}
+}  // namespace
+
+TEST_CASE("factories make the right shapes, dtypes and values") {
+  CHECK(zeros({2, 3}).sizes() == Shape{2, 3});
+  CHECK(zeros({2, 3}).dtype() == DType::F32);
+  CHECK(ones({4}, DType::F64).dtype() == DType::F64);
+  CHECK(values(full({2}, 7.5)) == std::vector<float>{7.5f, 7.5f});
+  CHECK(arange(5).dtype() == DType::I64);
+  CHECK(values(arange(5)) == std::vector<float>{0, 1, 2, 3, 4});
+  CHECK(arange(0.0, 1.0, 0.25).numel() == 4);
+  CHECK(values(linspace(0, 1, 5)) == std::vector<float>{0, 0.25f, 0.5f, 0.75f, 1});
+  CHECK(values(eye(2, 3)) == std::vector<float>{1, 0, 0, 0, 1, 0});
+  Tensor t = tensor({{1.f, 2.f}, {3.f, 4.f}});
+  CHECK(t.sizes() == Shape{2, 2});
+  CHECK(values(t) == std::vector<float>{1, 2, 3, 4});
+  CHECK(tensor({1, 2, 3}).dtype() == DType::I64);
+  CHECK(zeros_like(t).sizes() == t.sizes());
+  CHECK(full_like(t, 3).dtype() == DType::F32);
+  CHECK_THROWS_AS(tensor({{1.f, 2.f}, {3.f}}), Error);
+}
+
+TEST_CASE("random numbers are reproducible and independent of the thread count") {
+  manual_seed(42);
+  Tensor a = rand({100000});
+  manual_seed(42);
+  set_num_threads(2);
+  Tensor b = rand({100000});
+  set_num_threads(1);
+  CHECK(values(a) == values(b));
+  float mn = a.min().item<float>(), mx = a.max().item<float>();
+  CHECK(mn >= 0.0f);
+  CHECK(mx < 1.0f);
+  CHECK(std::abs(a.mean().item<float>() - 0.5f) < 0.01f);
+  Tensor n = randn({200000});
+  CHECK(std::abs(n.mean().item<float>()) < 0.01f);
+  CHECK(std::abs(n.std().item<float>() - 1.0f) < 0.01f);
+  Tensor i = randint(3, 7, {1000});
+  CHECK(i.dtype() == DType::I64);
+  CHECK(i.min().item<int64_t>() >= 3);
+  CHECK(i.max().item<int64_t>() <= 6);
+  CHECK_FALSE(values(rand({8})) == values(rand({8})));  // the counter advances
+}
+
+TEST_CASE("views share storage and have the expected strides") {
+  Tensor x = arange(24).to(DType::F32).view({2, 3, 4});
+  Tensor t = x.transpose(0, 2);
+  CHECK(t.sizes() == Shape{4, 3, 2});
+  CHECK(t.strides() == Shape{1, 4, 12});
+  CHECK_FALSE(t.is_contiguous());
+  CHECK(t.index({1, 2, 1}).item<float>() == x.index({1, 2, 1}).item<float>());
+  Tensor p = x.permute({1, 0, 2});
+  CHECK(p.sizes() == Shape{3, 2, 4});
+  CHECK(x.narrow(2, 1, 2).sizes() == Shape{2, 3, 2});
+  CHECK(x.select(1, 2).sizes() == Shape{2, 4});
+  CHECK(x.unsqueeze(0).sizes() == Shape{1, 2, 3, 4});
+  CHECK(x.unsqueeze(-1).sizes() == Shape{2, 3, 4, 1});
+  CHECK(x.unsqueeze(0).squeeze(0).sizes() == x.sizes());
+  CHECK(x.flatten().sizes() == Shape{24});
+  CHECK(x.flatten(1).sizes() == Shape{2, 12});
+  CHECK(x.unflatten(2, {2, 2}).sizes() == Shape{2, 3, 2, 2});
+  CHECK(x.view({-1, 4}).sizes() == Shape{6, 4});
+  CHECK_THROWS_AS(t.view({24}), Error);  // non-viewable: use reshape
+  CHECK(values(t.reshape({24})) == values(t.contiguous().view({24})));
+  Tensor e = tensor({1.f, 2.f, 3.f}).expand({2, 3});
+  CHECK(e.strides() == Shape{0, 1});
+  // writes through a view reach the base
+  x.select(0, 1).fill_(-1);
+  CHECK(x.index({1, 0, 0}).item<float>() == -1.0f);
+  CHECK(x.index({0, 0, 0}).item<float>() == 0.0f);
+  Tensor s = arange(10).as_strided({3, 2}, {3, 1}, 1);
+  CHECK(values(s) == std::vector<float>{1, 2, 4, 5, 7, 8});
+  CHECK_THROWS_AS(arange(10).as_strided({5, 5}, {5, 1}), Error);
+  CHECK(values(x.diagonal(0, 1, 2).select(0, 0)) == std::vector<float>{0, 5, 10});
+}
+
+TEST_CASE("index with slices, None and Ellipsis") {
+  Tensor x = arange(60).view({3, 4, 5});
+  CHECK(x.index({Slice(0, 3, 2)}).sizes() == Shape{2, 4, 5});
+  CHECK(x.index({Slice(), 1}).sizes() == Shape{3, 5});
+  CHECK(x.index({None, Ellipsis, 0}).sizes() == Shape{1, 3, 4});
+  CHECK(x.index({Ellipsis, Slice(1, None)}).sizes() == Shape{3, 4, 4});
+  CHECK(x.index({-1, -1, -1}).item<int64_t>() == 59);
+  CHECK(x.index({Slice(-2)}).sizes() == Shape{2, 4, 5});
+  CHECK_THROWS_AS(x.index({3}), Error);
+  CHECK_THROWS_AS(x.index({0, 0, 0, 0}), Error);
+  Tensor y = zeros({3, 3});
+  y.index_put_({Slice(), 1}, 2.0);
+  CHECK(y.sum().item<float>() == 6.0f);
+}
+
+TEST_CASE("copy_, to(dtype) and conversions") {
+  Tensor a = tensor({1.5f, -2.5f, 3.7f});
+  CHECK(a.to(DType::I32).dtype() == DType::I32);
+  CHECK(values(a.to(DType::I32)) == std::vector<float>{1, -2, 3});
+  CHECK(values(a.to(DType::F16)) == std::vector<float>{1.5f, -2.5f, static_cast<float>(Half(3.7f))});
+  CHECK(static_cast<float>(Half(65520.f)) == INFINITY);  // rounds to inf like IEEE
+  CHECK(static_cast<float>(BFloat16(1.00390625f)) == 1.0f);  // tie to even
+  CHECK(static_cast<float>(BFloat16(1.01171875f)) == 1.015625f);
+  Tensor b = zeros({2, 3});
+  b.copy_(tensor({1.f, 2.f, 3.f}));  // broadcasts
+  CHECK(b.sum().item<float>() == 12.0f);
+  CHECK(a.to(DType::Bool).sum().item<int64_t>() == 3);
+  Tensor c = a.clone();
+  c.fill_(0);
+  CHECK(a.sum().item<float>() != 0.0f);
+  CHECK_THROWS_AS(tensor({1.f, 2.f}).expand({3, 2}).copy_(ones({3, 2})), Error);
+}
+
+TEST_CASE("from_blob views user memory and runs the deleter") {
+  static int deleted = 0;
+  std::vector<float> data{1, 2, 3, 4, 5, 6};
+  {
+    Tensor t = from_blob(data.data(), {2, 3}, {}, [](void*, void*) { ++deleted; });
+    CHECK(t.index({1, 2}).item<float>() == 6.0f);
+    t.mul_(2);
+    CHECK(data[5] == 12.0f);
+  }
+  CHECK(deleted == 1);
+  Tensor strided = from_blob(data.data(), {3}, {2});
+  CHECK(values(strided) == std::vector<float>{2, 6, 10});
+}
+
+TEST_CASE("printing follows PyTorch") {
+  CHECK(to_string(tensor({1.f, 2.f})) == "tensor([1., 2.])");
+  CHECK(to_string(tensor({1.5f, 2.f})) == "tensor([1.5000, 2.0000])");
+  CHECK(to_string(tensor({{1, 2}, {3, 4}})) == "tensor([[1, 2],\n        [3, 4]])");
+  CHECK(to_string(tensor({1.0, 2.0})) == "tensor([1., 2.], dtype=f64)");
+  CHECK(to_string(full({}, 3.0)) == "tensor(3.)");
+  CHECK(to_string(zeros({0})) == "tensor([])");
+  CHECK(to_string(tensor({true, false})) == "tensor([ True, False])");  // padded, as PyTorch prints it
+  std::string big = to_string(arange(2000));
+  CHECK(big.find("...") != std::string::npos);
+  CHECK(fmt::format("{}", tensor({1.f})) == "tensor([1.])");
 }

@@ -10,6 +10,7 @@
 #include <ember/core/tensor_methods.hpp>
 #include <ember/core/factories.hpp>
 #include <ember/ops/functions.hpp>
+#include <ember/ops/shape_ops.hpp>
 #include <ember/runtime/threading.hpp>
 
 namespace ember {

@@ -6,17 +6,26 @@
 
 namespace ember {
 
-/// A Python-style slice start:stop:step; omitted bounds are Slice::kNone.
+struct NoneIndex {};
+struct EllipsisIndex {};
+
+/// A slice bound: an integer or None (omitted).
+struct SliceBound {
+  int64_t value;
+  constexpr SliceBound(int64_t v) : value(v) {}  // NOLINT: implicit
+  constexpr SliceBound(int v) : value(v) {}      // NOLINT
+  constexpr SliceBound(NoneIndex);                // NOLINT
+};
+
+/// A Python-style slice start:stop:step; omitted bounds are Slice::kNone (or None).
 struct Slice {
   static constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
   int64_t start = kNone, stop = kNone, step = 1;
   constexpr Slice() = default;
-  constexpr Slice(int64_t start_, int64_t stop_ = kNone, int64_t step_ = 1)
-      : start(start_), stop(stop_), step(step_) {}
+  constexpr Slice(SliceBound start_, SliceBound stop_ = SliceBound(kNone), int64_t step_ = 1)
+      : start(start_.value), stop(stop_.value), step(step_) {}
 };
-
-struct NoneIndex {};
-struct EllipsisIndex {};
+constexpr SliceBound::SliceBound(NoneIndex) : value(Slice::kNone) {}
 /// Inserts a new dim of size 1 (numpy's newaxis).
 inline constexpr NoneIndex None{};
 /// Stands for as many full slices as needed.

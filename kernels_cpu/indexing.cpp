@@ -1,0 +1,602 @@
+// CPU index kernels: they move elements by index, so most work on raw bytes of itemsize and
+// need no per-dtype code; scatter reductions, sort, topk and unique dispatch on the dtype.
+
+#include <ember/dispatch/kernels.hpp>
+#include <ember/ops/index_ops.hpp>
+#include <ember/ops/view_ops.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+namespace ember::detail {
+namespace {
+
+using Kc = Kernels<Cpu>;
+
+template <class T>
+inline constexpr bool is_reduced_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+template <class T>
+using compute_t = std::conditional_t<is_reduced_v<T>, float, T>;
+
+Ref<TensorImpl> share(const TensorImpl& t) { return Ref<TensorImpl>::share(const_cast<TensorImpl*>(&t)); }
+
+Ref<TensorImpl> select_view(const TensorImpl& t, int64_t dim, int64_t i) {
+  ops::ViewOp v{ops::ViewKind::Select};
+  v.dim = dim, v.start = i;
+  return v.make(t);
+}
+
+Ref<TensorImpl> contiguous(const TensorImpl& t) {
+  if (t.contiguous) return share(t);
+  Ref<TensorImpl> c = make_tensor(t.sizes, t.dtype, t.device(), "contiguous");
+  Kc::copy(*c, t);
+  return c;
+}
+
+Ref<TensorImpl> clone(const TensorImpl& t) {
+  Ref<TensorImpl> c = make_tensor(t.sizes, t.dtype, t.device(), "clone");
+  Kc::copy(*c, t);
+  return c;
+}
+
+/// Reads index tensor element `k` (contiguous i32/i64) as int64.
+struct IndexReader {
+  Ref<TensorImpl> t;
+  explicit IndexReader(const TensorImpl& idx, const char* op) {
+    EMBER_CHECK(idx.dtype == DType::I64 || idx.dtype == DType::I32, "[{}] index must be i64 or i32, got {}", op,
+                idx.dtype);
+    t = contiguous(idx);
+  }
+  int64_t operator[](int64_t k) const {
+    return t->dtype == DType::I64 ? static_cast<const int64_t*>(t->data())[k]
+                                  : static_cast<const int32_t*>(t->data())[k];
+  }
+  int64_t size() const { return t->numel; }
+};
+
+/// Calls f(offset_in_elements_per_operand...) for every position of `sizes` (row-major order).
+template <size_t N, class F>
+void for_each_index(IntArrayRef sizes, const std::array<const Shape*, N>& strides, F&& f) {
+  int64_t nd = static_cast<int64_t>(sizes.size());
+  int64_t total = 1;
+  for (int64_t s : sizes) total *= s;
+  if (total == 0) return;
+  std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
+  std::array<int64_t, N> off{};
+  for (int64_t k = 0; k < total; ++k) {
+    f(idx.data(), off);
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      ++idx[d];
+      for (size_t o = 0; o < N; ++o) off[o] += (*strides[o])[d];
+      if (idx[d] < sizes[d]) break;
+      for (size_t o = 0; o < N; ++o) off[o] -= (*strides[o])[d] * sizes[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+int64_t check_index(int64_t i, int64_t size, const char* op, int64_t dim) {
+  EMBER_CHECK(i >= -size && i < size, "[{}] index {} is out of bounds for dim {} with size {}", op, i, dim, size);
+  return i < 0 ? i + size : i;
+}
+
+}  // namespace
+
+Ref<TensorImpl> IndexKernels<Cpu>::cat(std::span<const TensorImpl* const> xs, int64_t dim) {
+  // PyTorch skips legacy empty 1-d tensors of shape [0] when the others have more dims.
+  const TensorImpl* ref = nullptr;
+  DType t = xs[0]->dtype;
+  for (const TensorImpl* x : xs) {
+    if (!(x->ndim() == 1 && x->numel == 0) && !ref) ref = x;
+    t = promote_types(t, x->dtype);
+  }
+  if (!ref) ref = xs[0];
+  EMBER_CHECK(ref->ndim() > 0, "[cat] zero-dimensional tensors cannot be concatenated");
+  int64_t d = wrap_dim(dim, ref->ndim(), "cat");
+  Shape out_shape = ref->sizes;
+  int64_t total = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const TensorImpl* x = xs[i];
+    if (x->ndim() == 1 && x->numel == 0 && ref->ndim() != 1) continue;
+    EMBER_CHECK(x->device() == ref->device(), "[cat] tensors on {} and {}", ref->device(), x->device());
+    EMBER_CHECK(x->ndim() == ref->ndim(), "[cat] tensor {} has rank {} but tensor 0 has rank {} (shapes {} and {})",
+                i, x->ndim(), ref->ndim(), x->sizes, ref->sizes);
+    for (int64_t k = 0; k < ref->ndim(); ++k)
+      EMBER_CHECK(k == d || x->sizes[k] == ref->sizes[k],
+                  "[cat] sizes must match except in dim {}: shapes {} and {} differ in dim {}", d, ref->sizes,
+                  x->sizes, k);
+    total += x->sizes[d];
+  }
+  out_shape[d] = total;
+  Ref<TensorImpl> out = make_tensor(out_shape, t, ref->device(), "cat");
+  int64_t pos = 0;
+  for (const TensorImpl* x : xs) {
+    if (x->ndim() == 1 && x->numel == 0 && ref->ndim() != 1) continue;
+    ops::ViewOp v{ops::ViewKind::Narrow};
+    v.dim = d, v.start = pos, v.length = x->sizes[d];
+    Ref<TensorImpl> dst = v.make(*out);
+    Kc::copy(*dst, *x);
+    pos += x->sizes[d];
+  }
+  return out;
+}
+
+Ref<TensorImpl> IndexKernels<Cpu>::index_select(const TensorImpl& x, int64_t dim, const TensorImpl& index) {
+  EMBER_CHECK(index.ndim() <= 1, "[index_select] index must be 0-d or 1-d, got shape {}", index.sizes);
+  int64_t d = wrap_dim(dim, x.ndim(), "index_select");
+  IndexReader idx(index, "index_select");
+  Shape out_shape = x.sizes;
+  int64_t size = x.ndim() ? x.sizes[d] : 1;
+  if (x.ndim()) out_shape[d] = idx.size();
+  Ref<TensorImpl> out = make_tensor(out_shape, x.dtype, x.device(), "index_select");
+  if (x.ndim() == 0) {
+    for (int64_t k = 0; k < idx.size(); ++k) check_index(idx[k], 1, "index_select", 0);
+    Kc::copy(*out, x);
+    return out;
+  }
+  for (int64_t k = 0; k < idx.size(); ++k) {
+    int64_t i = idx[k];
+    EMBER_CHECK(i >= 0 && i < size, "[index_select] index {} is out of range for dim {} of size {}", i, d, size);
+    Kc::copy(*select_view(*out, d, k), *select_view(x, d, i));
+  }
+  return out;
+}
+
+Ref<TensorImpl> IndexKernels<Cpu>::gather(const TensorImpl& x, int64_t dim, const TensorImpl& index) {
+  int64_t d = wrap_dim(dim, x.ndim(), "gather");
+  EMBER_CHECK(index.ndim() == x.ndim() || (x.ndim() == 0 && index.ndim() <= 1),
+              "[gather] index rank {} must equal input rank {} (shapes {} and {})", index.ndim(), x.ndim(),
+              index.sizes, x.sizes);
+  for (int64_t k = 0; k < x.ndim(); ++k)
+    EMBER_CHECK(k == d || index.sizes[k] <= x.sizes[k],
+                "[gather] index shape {} exceeds input shape {} in dim {}", index.sizes, x.sizes, k);
+  IndexReader idx(index, "gather");
+  Ref<TensorImpl> out = make_tensor(index.sizes, x.dtype, x.device(), "gather");
+  int64_t es = itemsize(x.dtype), size = x.ndim() ? x.sizes[d] : 1, xs = x.ndim() ? x.strides[d] : 0;
+  const char* xp = static_cast<const char*>(x.data());
+  char* op = static_cast<char*>(out->data());
+  Shape xstr = x.ndim() ? x.strides : Shape{};
+  if (x.ndim() == 0) xstr = Shape(index.sizes.size(), 0);
+  int64_t k = 0;
+  for_each_index<1>(index.sizes, {&xstr}, [&](const int64_t* pos, const std::array<int64_t, 1>& off) {
+    int64_t i = check_index(idx[k], size, "gather", d);
+    int64_t base = off[0] - (x.ndim() ? pos[d] * xs : 0);
+    std::memcpy(op + k * es, xp + (base + i * xs) * es, static_cast<size_t>(es));
+    ++k;
+  });
+  return out;
+}
+
+Ref<TensorImpl> IndexKernels<Cpu>::scatter(const TensorImpl& x, int64_t dim, const TensorImpl& index,
+                                           const TensorImpl& src, ScatterReduce reduce, bool include_self) {
+  const char* op = reduce == ScatterReduce::None ? "scatter" : "scatter_reduce";
+  int64_t d = wrap_dim(dim, x.ndim(), op);
+  EMBER_CHECK(index.ndim() == x.ndim(), "[{}] index rank {} must equal input rank {}", op, index.ndim(), x.ndim());
+  bool src_scalar = src.ndim() == 0;
+  if (!src_scalar) {
+    EMBER_CHECK(src.ndim() == x.ndim(), "[{}] src rank {} must equal input rank {}", op, src.ndim(), x.ndim());
+    for (int64_t k = 0; k < x.ndim(); ++k) {
+      EMBER_CHECK(index.sizes[k] <= src.sizes[k], "[{}] index shape {} exceeds src shape {} in dim {}", op,
+                  index.sizes, src.sizes, k);
+      EMBER_CHECK(k == d || index.sizes[k] <= x.sizes[k], "[{}] index shape {} exceeds input shape {} in dim {}", op,
+                  index.sizes, x.sizes, k);
+    }
+  }
+  EMBER_CHECK(src.dtype == x.dtype, "[{}] src dtype {} differs from input dtype {}", op, src.dtype, x.dtype);
+  IndexReader idx(index, op);
+  Ref<TensorImpl> out = clone(x);
+  int64_t size = x.ndim() ? x.sizes[d] : 1;
+  const Shape& ostr = out->strides;
+  Shape sstr = src_scalar ? Shape(index.sizes.size(), 0) : src.strides;
+  std::vector<int64_t> counts;
+  if (reduce != ScatterReduce::None) counts.assign(static_cast<size_t>(out->numel), include_self ? 1 : 0);
+  visit_dtype(x.dtype, [&]<class T>() {
+    using C = compute_t<T>;
+    T* o = static_cast<T*>(out->data());
+    const T* s = static_cast<const T*>(src.data());
+    int64_t k = 0;
+    for_each_index<2>(index.sizes, {&ostr, &sstr}, [&](const int64_t* pos, const std::array<int64_t, 2>& off) {
+      int64_t i = check_index(idx[k++], size, op, d);
+      int64_t at = off[0] + (i - pos[d]) * ostr[d];
+      C v = static_cast<C>(s[off[1]]);
+      if (reduce == ScatterReduce::None) {
+        o[at] = static_cast<T>(v);
+        return;
+      }
+      int64_t& cnt = counts[static_cast<size_t>(at)];
+      C cur = static_cast<C>(o[at]);
+      if (cnt == 0) {
+        o[at] = static_cast<T>(v);
+      } else if constexpr (std::is_same_v<C, bool>) {
+        if (reduce == ScatterReduce::Prod || reduce == ScatterReduce::Amin) o[at] = cur && v;
+        else o[at] = cur || v;
+      } else {
+        switch (reduce) {
+          case ScatterReduce::Sum:
+          case ScatterReduce::Mean: o[at] = static_cast<T>(cur + v); break;
+          case ScatterReduce::Prod: o[at] = static_cast<T>(cur * v); break;
+          case ScatterReduce::Amax: o[at] = static_cast<T>((v > cur || v != v) ? v : cur); break;
+          case ScatterReduce::Amin: o[at] = static_cast<T>((v < cur || v != v) ? v : cur); break;
+          case ScatterReduce::None: break;
+        }
+      }
+      ++cnt;
+    });
+    if (reduce == ScatterReduce::Mean) {
+      // Positions were written in place contiguously (out is a fresh clone), so offsets are linear.
+      for (int64_t p = 0; p < out->numel; ++p) {
+        int64_t c = counts[static_cast<size_t>(p)];
+        if (c > 1) {
+          if constexpr (std::is_integral_v<C>) o[p] = static_cast<T>(static_cast<C>(o[p]) / static_cast<C>(c));
+          else o[p] = static_cast<T>(static_cast<C>(o[p]) / static_cast<C>(c));
+        }
+      }
+    }
+  });
+  return out;
+}
+
+Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, const TensorImpl& index,
+                                             const TensorImpl& src, double alpha, bool copy) {
+  const char* op = copy ? "index_copy" : "index_add";
+  int64_t d = wrap_dim(dim, x.ndim(), op);
+  EMBER_CHECK(index.ndim() <= 1, "[{}] index must be 1-d, got shape {}", op, index.sizes);
+  EMBER_CHECK(src.dtype == x.dtype, "[{}] src dtype {} differs from input dtype {}", op, src.dtype, x.dtype);
+  IndexReader idx(index, op);
+  Shape expect = x.sizes;
+  if (x.ndim()) expect[d] = idx.size();
+  EMBER_CHECK(src.sizes == expect, "[{}] src shape {} must be {} (input shape {} with dim {} = index length {})", op,
+              src.sizes, expect, x.sizes, d, idx.size());
+  Ref<TensorImpl> out = clone(x);
+  int64_t size = x.ndim() ? x.sizes[d] : 1;
+  for (int64_t k = 0; k < idx.size(); ++k) {
+    int64_t i = check_index(idx[k], size, op, d);
+    Ref<TensorImpl> dst = x.ndim() ? select_view(*out, d, i) : out;
+    Ref<TensorImpl> s = x.ndim() ? select_view(src, d, k) : share(src);
+    if (copy) {
+      Kc::copy(*dst, *s);
+      continue;
+    }
+    visit_dtype(x.dtype, [&]<class T>() {
+      using C = compute_t<T>;
+      T* o = static_cast<T*>(dst->data());
+      const T* sp = static_cast<const T*>(s->data());
+      for_each_index<2>(dst->sizes, {&dst->strides, &s->strides}, [&](const int64_t*, const std::array<int64_t, 2>& off) {
+        if constexpr (std::is_same_v<C, bool>) o[off[0]] = o[off[0]] || (sp[off[1]] && alpha != 0);
+        else o[off[0]] = static_cast<T>(static_cast<C>(o[off[0]]) + static_cast<C>(static_cast<C>(sp[off[1]]) * static_cast<C>(alpha)));
+      });
+    });
+  }
+  return out;
+}
+
+Ref<TensorImpl> IndexKernels<Cpu>::masked_select(const TensorImpl& x, const TensorImpl& mask) {
+  EMBER_CHECK(mask.dtype == DType::Bool, "[masked_select] mask must be bool, got {}", mask.dtype);
+  size_t n = std::max(x.sizes.size(), mask.sizes.size());
+  Shape shape(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t a = i < n - x.sizes.size() ? 1 : x.sizes[i - (n - x.sizes.size())];
+    int64_t b = i < n - mask.sizes.size() ? 1 : mask.sizes[i - (n - mask.sizes.size())];
+    EMBER_CHECK(a == b || a == 1 || b == 1, "[masked_select] shapes {} and {} cannot be broadcast", x.sizes,
+                mask.sizes);
+    shape[i] = a == 1 ? b : a;
+  }
+  Ref<TensorImpl> bx = ops::broadcast_to(x, shape, "masked_select");
+  Ref<TensorImpl> bm = ops::broadcast_to(mask, shape, "masked_select");
+  int64_t es = itemsize(x.dtype);
+  std::vector<int64_t> picks;
+  const bool* mp = static_cast<const bool*>(bm->data());
+  for_each_index<2>(shape, {&bx->strides, &bm->strides}, [&](const int64_t*, const std::array<int64_t, 2>& off) {
+    if (mp[off[1]]) picks.push_back(off[0]);
+  });
+  Ref<TensorImpl> out = make_tensor(Shape{static_cast<int64_t>(picks.size())}, x.dtype, x.device(), "masked_select");
+  const char* xp = static_cast<const char*>(bx->data());
+  char* op = static_cast<char*>(out->data());
+  for (size_t k = 0; k < picks.size(); ++k) std::memcpy(op + k * es, xp + picks[k] * es, static_cast<size_t>(es));
+  return out;
+}
+
+Ref<TensorImpl> IndexKernels<Cpu>::nonzero(const TensorImpl& x) {
+  std::vector<int64_t> coords;
+  int64_t nd = x.ndim(), count = 0;
+  visit_dtype(x.dtype, [&]<class T>() {
+    const T* p = static_cast<const T*>(x.data());
+    for_each_index<1>(x.sizes, {&x.strides}, [&](const int64_t* pos, const std::array<int64_t, 1>& off) {
+      if (static_cast<compute_t<T>>(p[off[0]]) != compute_t<T>(0)) {
+        coords.insert(coords.end(), pos, pos + nd);
+        ++count;
+      }
+    });
+    if (nd == 0 && static_cast<compute_t<T>>(p[0]) != compute_t<T>(0)) ++count;
+  });
+  Ref<TensorImpl> out = make_tensor(Shape{count, nd}, DType::I64, x.device(), "nonzero");
+  if (!coords.empty()) std::memcpy(out->data(), coords.data(), coords.size() * sizeof(int64_t));
+  return out;
+}
+
+namespace {
+/// NaN sorts as the largest value, as in PyTorch.
+template <class C>
+inline bool less_nan_last(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (b != b) return a == a;
+    if (a != a) return false;
+  }
+  return a < b;
+}
+
+/// Runs f(values_row_in, stride_in, values_out, indices_out, stride_out, len) for each row along dim.
+template <class F>
+void rows_along(const TensorImpl& x, int64_t dim, TensorImpl& vals, TensorImpl& idxs, F&& f) {
+  int64_t nd = x.ndim();
+  Shape outer_sizes, xs, vs, is;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (d == dim) continue;
+    outer_sizes.push_back(x.sizes[d]);
+    xs.push_back(x.strides[d]);
+    vs.push_back(vals.strides[d]);
+    is.push_back(idxs.strides[d]);
+  }
+  for_each_index<3>(outer_sizes, {&xs, &vs, &is}, [&](const int64_t*, const std::array<int64_t, 3>& off) {
+    f(off[0], off[1], off[2]);
+  });
+}
+}  // namespace
+
+std::pair<Ref<TensorImpl>, Ref<TensorImpl>> IndexKernels<Cpu>::sort(const TensorImpl& x, int64_t dim, bool descending,
+                                                                    bool stable) {
+  (void)stable;  // std::stable_sort is always used: ties keep their order (PyTorch's stable=True)
+  int64_t d = x.ndim() ? wrap_dim(dim, x.ndim(), "sort") : 0;
+  Ref<TensorImpl> vals = make_tensor(x.sizes, x.dtype, x.device(), "sort");
+  Ref<TensorImpl> idxs = make_tensor(x.sizes, DType::I64, x.device(), "sort");
+  if (x.ndim() == 0) {
+    Kc::copy(*vals, x);
+    *static_cast<int64_t*>(idxs->data()) = 0;
+    return {vals, idxs};
+  }
+  int64_t len = x.sizes[d];
+  visit_dtype(x.dtype, [&]<class T>() {
+    using C = compute_t<T>;
+    const T* xp = static_cast<const T*>(x.data());
+    T* vp = static_cast<T*>(vals->data());
+    int64_t* ip = static_cast<int64_t*>(idxs->data());
+    std::vector<int64_t> order(static_cast<size_t>(len));
+    rows_along(x, d, *vals, *idxs, [&](int64_t xo, int64_t vo, int64_t io) {
+      std::iota(order.begin(), order.end(), 0);
+      auto key = [&](int64_t i) { return static_cast<C>(xp[xo + i * x.strides[d]]); };
+      if (descending)
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return less_nan_last(key(b), key(a)); });
+      else
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return less_nan_last(key(a), key(b)); });
+      for (int64_t k = 0; k < len; ++k) {
+        vp[vo + k * vals->strides[d]] = xp[xo + order[static_cast<size_t>(k)] * x.strides[d]];
+        ip[io + k * idxs->strides[d]] = order[static_cast<size_t>(k)];
+      }
+    });
+  });
+  return {vals, idxs};
+}
+
+std::pair<Ref<TensorImpl>, Ref<TensorImpl>> IndexKernels<Cpu>::topk(const TensorImpl& x, int64_t k, int64_t dim,
+                                                                    bool largest, bool sorted) {
+  (void)sorted;  // results are always sorted, which also satisfies sorted=false
+  int64_t d = x.ndim() ? wrap_dim(dim, x.ndim(), "topk") : 0;
+  int64_t len = x.ndim() ? x.sizes[d] : 1;
+  EMBER_CHECK(k >= 0 && k <= len, "[topk] k ({}) is out of range for dim {} of size {}", k, d, len);
+  Shape shape = x.sizes;
+  if (x.ndim()) shape[d] = k;
+  Ref<TensorImpl> vals = make_tensor(shape, x.dtype, x.device(), "topk");
+  Ref<TensorImpl> idxs = make_tensor(shape, DType::I64, x.device(), "topk");
+  if (x.ndim() == 0) {
+    if (k == 1) Kc::copy(*vals, x), *static_cast<int64_t*>(idxs->data()) = 0;
+    return {vals, idxs};
+  }
+  visit_dtype(x.dtype, [&]<class T>() {
+    using C = compute_t<T>;
+    const T* xp = static_cast<const T*>(x.data());
+    T* vp = static_cast<T*>(vals->data());
+    int64_t* ip = static_cast<int64_t*>(idxs->data());
+    std::vector<int64_t> order(static_cast<size_t>(len));
+    rows_along(x, d, *vals, *idxs, [&](int64_t xo, int64_t vo, int64_t io) {
+      std::iota(order.begin(), order.end(), 0);
+      auto key = [&](int64_t i) { return static_cast<C>(xp[xo + i * x.strides[d]]); };
+      auto cmp = [&](int64_t a, int64_t b) {
+        C ka = key(a), kb = key(b);
+        bool before = largest ? less_nan_last(kb, ka) : less_nan_last(ka, kb);
+        if (!before && !(largest ? less_nan_last(ka, kb) : less_nan_last(kb, ka))) return a < b;  // ties: lower index
+        return before;
+      };
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), cmp);
+      for (int64_t j = 0; j < k; ++j) {
+        vp[vo + j * vals->strides[d]] = xp[xo + order[static_cast<size_t>(j)] * x.strides[d]];
+        ip[io + j * idxs->strides[d]] = order[static_cast<size_t>(j)];
+      }
+    });
+  });
+  return {vals, idxs};
+}
+
+std::vector<Ref<TensorImpl>> IndexKernels<Cpu>::unique(const TensorImpl& x, bool return_inverse,
+                                                       bool return_counts) {
+  Ref<TensorImpl> flat = contiguous(x);
+  int64_t n = x.numel;
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<Ref<TensorImpl>> result;
+  visit_dtype(x.dtype, [&]<class T>() {
+    using C = compute_t<T>;
+    const T* p = static_cast<const T*>(flat->data());
+    auto key = [&](int64_t i) { return static_cast<C>(p[i]); };
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return less_nan_last(key(a), key(b)); });
+    std::vector<int64_t> inverse(static_cast<size_t>(n)), counts;
+    std::vector<int64_t> firsts;
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t i = order[static_cast<size_t>(k)];
+      bool is_new = firsts.empty() || less_nan_last(key(firsts.back()), key(i));
+      if constexpr (std::is_floating_point_v<C>) {
+        if (key(i) != key(i)) is_new = true;  // every NaN is its own value, as in PyTorch
+      }
+      if (is_new) {
+        firsts.push_back(i);
+        counts.push_back(0);
+      }
+      ++counts.back();
+      inverse[static_cast<size_t>(i)] = static_cast<int64_t>(firsts.size()) - 1;
+    }
+    Ref<TensorImpl> vals = make_tensor(Shape{static_cast<int64_t>(firsts.size())}, x.dtype, x.device(), "unique");
+    T* vp = static_cast<T*>(vals->data());
+    for (size_t k = 0; k < firsts.size(); ++k) vp[k] = p[firsts[k]];
+    result.push_back(vals);
+    if (return_inverse) {
+      Ref<TensorImpl> inv = make_tensor(x.sizes, DType::I64, x.device(), "unique");
+      if (n) std::memcpy(inv->data(), inverse.data(), inverse.size() * sizeof(int64_t));
+      result.push_back(inv);
+    }
+    if (return_counts) {
+      Ref<TensorImpl> cnt = make_tensor(Shape{static_cast<int64_t>(counts.size())}, DType::I64, x.device(), "unique");
+      if (!counts.empty()) std::memcpy(cnt->data(), counts.data(), counts.size() * sizeof(int64_t));
+      result.push_back(cnt);
+    }
+  });
+  return result;
+}
+
+namespace {
+/// Turns bool masks into index tensors and broadcasts all index tensors to one shape.
+struct AdvancedIndex {
+  std::vector<Ref<TensorImpl>> idx;  // broadcast, i64
+  Shape bshape;                      // broadcast index shape
+  int64_t ndims_indexed = 0;
+
+  AdvancedIndex(const TensorImpl& x, std::span<const TensorImpl* const> indices, const char* op) {
+    std::vector<Ref<TensorImpl>> raw;
+    for (const TensorImpl* t : indices) {
+      if (t->dtype == DType::Bool) {
+        EMBER_CHECK(ndims_indexed + t->ndim() <= x.ndim(), "[{}] bool mask of shape {} indexes too many dims of {}",
+                    op, t->sizes, x.sizes);
+        for (int64_t k = 0; k < t->ndim(); ++k)
+          EMBER_CHECK(t->sizes[k] == x.sizes[ndims_indexed + k],
+                      "[{}] mask shape {} does not match the indexed dims of shape {}", op, t->sizes, x.sizes);
+        Ref<TensorImpl> nz = IndexKernels<Cpu>::nonzero(*t);
+        for (int64_t k = 0; k < t->ndim(); ++k) {
+          ops::ViewOp v{ops::ViewKind::Select};
+          v.dim = 1, v.start = k;
+          raw.push_back(contiguous(*v.make(*nz)));
+        }
+        ndims_indexed += t->ndim();
+      } else {
+        EMBER_CHECK(t->dtype == DType::I64 || t->dtype == DType::I32, "[{}] index tensors must be i64, i32 or bool, got {}",
+                    op, t->dtype);
+        raw.push_back(share(*t));
+        ++ndims_indexed;
+      }
+    }
+    EMBER_CHECK(ndims_indexed <= x.ndim(), "[{}] too many indices ({}) for a tensor of shape {}", op, ndims_indexed,
+                x.sizes);
+    for (auto& r : raw) {
+      size_t n = std::max(bshape.size(), r->sizes.size());
+      Shape s(n);
+      for (size_t i = 0; i < n; ++i) {
+        int64_t a = i < n - bshape.size() ? 1 : bshape[i - (n - bshape.size())];
+        int64_t b = i < n - r->sizes.size() ? 1 : r->sizes[i - (n - r->sizes.size())];
+        EMBER_CHECK(a == b || a == 1 || b == 1, "[{}] index shapes {} and {} cannot be broadcast", op, bshape,
+                    r->sizes);
+        s[i] = a == 1 ? b : a;
+      }
+      bshape = s;
+    }
+    for (auto& r : raw) {
+      Ref<TensorImpl> b = ops::broadcast_to(*r, bshape, op);
+      Ref<TensorImpl> c = make_tensor(bshape, DType::I64, x.device(), op);
+      Kc::copy(*c, *b);
+      idx.push_back(c);
+    }
+  }
+  /// Element offset in x of index position k (flat over bshape).
+  int64_t offset(const TensorImpl& x, int64_t k, const char* op) const {
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      int64_t i = static_cast<const int64_t*>(idx[d]->data())[k];
+      i = check_index(i, x.sizes[d], op, static_cast<int64_t>(d));
+      off += i * x.strides[d];
+    }
+    return off;
+  }
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t s : bshape) n *= s;
+    return n;
+  }
+};
+
+Ref<TensorImpl> trailing_view(const TensorImpl& x, int64_t skip, int64_t offset) {
+  Shape s, st;
+  for (int64_t d = skip; d < x.ndim(); ++d) s.push_back(x.sizes[d]), st.push_back(x.strides[d]);
+  return make_view(x.storage, x.dtype, s, st, x.offset + offset);
+}
+}  // namespace
+
+Ref<TensorImpl> IndexKernels<Cpu>::index_tensor(const TensorImpl& x, std::span<const TensorImpl* const> indices) {
+  AdvancedIndex ai(x, indices, "index");
+  Shape out_shape = ai.bshape;
+  for (int64_t d = ai.ndims_indexed; d < x.ndim(); ++d) out_shape.push_back(x.sizes[d]);
+  Ref<TensorImpl> out = make_tensor(out_shape, x.dtype, x.device(), "index");
+  int64_t n = ai.count();
+  for (int64_t k = 0; k < n; ++k) {
+    Ref<TensorImpl> src = trailing_view(x, ai.ndims_indexed, ai.offset(x, k, "index"));
+    Shape flat_b{n};
+    for (int64_t d = ai.ndims_indexed; d < x.ndim(); ++d) flat_b.push_back(x.sizes[d]);
+    Ref<TensorImpl> outv = make_view(out->storage, out->dtype, flat_b, contiguous_strides(flat_b), 0);
+    Kc::copy(*select_view(*outv, 0, k), *src);
+  }
+  return out;
+}
+
+Ref<TensorImpl> IndexKernels<Cpu>::index_put(const TensorImpl& x, std::span<const TensorImpl* const> indices,
+                                             const TensorImpl& values, bool accumulate) {
+  AdvancedIndex ai(x, indices, "index_put");
+  EMBER_CHECK(values.dtype == x.dtype, "[index_put] values dtype {} differs from the tensor's {}", values.dtype,
+              x.dtype);
+  Shape target = ai.bshape;
+  for (int64_t d = ai.ndims_indexed; d < x.ndim(); ++d) target.push_back(x.sizes[d]);
+  Ref<TensorImpl> vals = ops::broadcast_to(values, target, "index_put");
+  Ref<TensorImpl> out = clone(x);
+  int64_t n = ai.count();
+  Shape flat_b{n};
+  for (int64_t d = ai.ndims_indexed; d < x.ndim(); ++d) flat_b.push_back(x.sizes[d]);
+  // Values viewed as [n, trailing...]: broadcast index dims collapse only when contiguous, so
+  // walk them with a multi-index instead.
+  std::vector<int64_t> voff(static_cast<size_t>(n));
+  {
+    Shape bstr;
+    for (size_t d = 0; d < ai.bshape.size(); ++d) bstr.push_back(vals->strides[d]);
+    int64_t k = 0;
+    for_each_index<1>(ai.bshape, {&bstr}, [&](const int64_t*, const std::array<int64_t, 1>& off) {
+      voff[static_cast<size_t>(k++)] = off[0];
+    });
+    if (ai.bshape.empty()) voff[0] = 0;
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    Ref<TensorImpl> dst = trailing_view(*out, ai.ndims_indexed, ai.offset(*out, k, "index_put"));
+    Ref<TensorImpl> src = trailing_view(*vals, static_cast<int64_t>(ai.bshape.size()), voff[static_cast<size_t>(k)]);
+    if (!accumulate) {
+      Kc::copy(*dst, *src);
+      continue;
+    }
+    visit_dtype(x.dtype, [&]<class T>() {
+      using C = compute_t<T>;
+      T* o = static_cast<T*>(dst->data());
+      const T* s = static_cast<const T*>(src->data());
+      for_each_index<2>(dst->sizes, {&dst->strides, &src->strides}, [&](const int64_t*, const std::array<int64_t, 2>& off) {
+        if constexpr (std::is_same_v<C, bool>) o[off[0]] = o[off[0]] || s[off[1]];
+        else o[off[0]] = static_cast<T>(static_cast<C>(o[off[0]]) + static_cast<C>(s[off[1]]));
+      });
+    });
+  }
+  return out;
+}
+
+}  // namespace ember::detail

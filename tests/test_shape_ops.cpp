@@ -1,0 +1,141 @@
+// Shape and indexing ops, checked against hand-computed results (PyTorch semantics).
+
+#include <doctest/doctest.h>
+#include <ember/ember.hpp>
+
+#include <vector>
+
+using namespace ember;
+
+namespace {
+template <class T = float>
+std::vector<T> vals(const Tensor& t) {
+  Tensor c = t.to(dtype_of_v<T>).contiguous();
+  const T* p = c.data_ptr<T>();
+  return std::vector<T>(p, p + c.numel());
+}
+using I = std::vector<int64_t>;
+using F = std::vector<float>;
+}  // namespace
+
+TEST_CASE("cat, stack, split, chunk, unbind") {
+  Tensor a = arange(6).view({2, 3}).to(DType::F32), b = arange(3).view({1, 3}).to(DType::F32);
+  Tensor c = cat(std::vector<Tensor>{a, b}, 0);
+  CHECK(c.sizes() == Shape{3, 3});
+  CHECK(vals(c) == F{0, 1, 2, 3, 4, 5, 0, 1, 2});
+  CHECK(cat(std::vector<Tensor>{a, a}, 1).sizes() == Shape{2, 6});
+  CHECK_THROWS_AS(cat(std::vector<Tensor>{a, b.t()}, 0), Error);
+  CHECK(cat(std::vector<Tensor>{a, a.to(DType::F64)}, 0).dtype() == DType::F64);
+  CHECK(stack(std::vector<Tensor>{a, a}, 1).sizes() == Shape{2, 2, 3});
+  CHECK(hstack(std::vector<Tensor>{a, a}).sizes() == Shape{2, 6});
+  CHECK(vstack(std::vector<Tensor>{arange(3), arange(3)}).sizes() == Shape{2, 3});
+  auto parts = split(arange(7), 3);
+  CHECK(parts.size() == 3);
+  CHECK(parts[2].numel() == 1);
+  auto sized = split(arange(7), std::vector<int64_t>{2, 5});
+  CHECK(sized[1].numel() == 5);
+  CHECK_THROWS_AS(split(arange(7), std::vector<int64_t>{2, 2}), Error);
+  CHECK(chunk(arange(10), 3).size() == 3);
+  CHECK(unbind(a, 1).size() == 3);
+}
+
+TEST_CASE("flip, roll, repeat, tile, repeat_interleave") {
+  Tensor x = arange(6).view({2, 3});
+  CHECK(vals<int64_t>(flip(x, {1})) == I{2, 1, 0, 5, 4, 3});
+  CHECK(vals<int64_t>(flip(x, {0, 1})) == I{5, 4, 3, 2, 1, 0});
+  CHECK(vals<int64_t>(roll(arange(5), 2)) == I{3, 4, 0, 1, 2});
+  CHECK(vals<int64_t>(roll(x, -1, 1)) == I{1, 2, 0, 4, 5, 3});
+  CHECK(vals<int64_t>(repeat(tensor({1, 2}), {2, 2})) == I{1, 2, 1, 2, 1, 2, 1, 2});
+  CHECK(repeat(x, {2, 1, 1}).sizes() == Shape{2, 2, 3});
+  CHECK(tile(x, {2}).sizes() == Shape{2, 6});
+  CHECK(vals<int64_t>(repeat_interleave(tensor({1, 2}), 2)) == I{1, 1, 2, 2});
+}
+
+TEST_CASE("pad modes") {
+  Tensor x = arange(3).to(DType::F32).view({1, 3});
+  CHECK(vals(pad(x, {1, 2})) == F{0, 0, 1, 2, 0, 0});
+  CHECK(vals(pad(x, {1, 1}, "constant", 9)) == F{9, 0, 1, 2, 9});
+  CHECK(vals(pad(x, {2, 2}, "reflect")) == F{2, 1, 0, 1, 2, 1, 0});
+  CHECK(vals(pad(x, {2, 1}, "replicate")) == F{0, 0, 0, 1, 2, 2});
+  CHECK(vals(pad(x, {1, 2}, "circular")) == F{2, 0, 1, 2, 0, 1});
+  CHECK(vals(pad(x, {-1, 0})) == F{1, 2});
+  CHECK_THROWS_AS(pad(x, {3, 0}, "reflect"), Error);
+  CHECK_THROWS_AS(pad(x, {1}), Error);
+}
+
+TEST_CASE("gather, scatter, scatter_add, scatter_reduce") {
+  Tensor x = tensor({{1.f, 2.f}, {3.f, 4.f}});
+  Tensor idx = tensor({{0, 0}, {1, 0}});
+  CHECK(vals(gather(x, 1, idx)) == F{1, 1, 4, 3});
+  CHECK_THROWS_AS(gather(x, 1, tensor({{0, 2}, {0, 0}})), Error);
+  Tensor z = zeros({2, 3});
+  Tensor src = tensor({{1.f, 2.f, 3.f}, {4.f, 5.f, 6.f}});
+  Tensor s = scatter(z, 1, tensor({{2, 1, 0}, {0, 1, 2}}), src);
+  CHECK(vals(s) == F{3, 2, 1, 4, 5, 6});
+  Tensor sa = scatter_add(zeros({3}), 0, tensor({0, 1, 0, 2}), tensor({1.f, 2.f, 3.f, 4.f}));
+  CHECK(vals(sa) == F{4, 2, 4});
+  Tensor sm = scatter_reduce(ones({3}), 0, tensor({0, 0, 2}), tensor({2.f, 4.f, 6.f}), "mean");
+  CHECK(vals(sm) == F{7.f / 3, 1, 3.5f});
+  Tensor sx = scatter_reduce(zeros({2}), 0, tensor({0, 0}), tensor({-2.f, -1.f}), "amax", false);
+  CHECK(vals(sx) == F{-1, 0});
+  CHECK(vals(scatter(zeros({3}), 0, tensor({1}), 5.0)) == F{0, 5, 0});
+}
+
+TEST_CASE("index_select, index_add, index_copy, index_put, advanced index") {
+  Tensor x = arange(6).view({3, 2}).to(DType::F32);
+  CHECK(vals(index_select(x, 0, tensor({2, 0}))) == F{4, 5, 0, 1});
+  CHECK_THROWS_AS(index_select(x, 0, tensor({3})), Error);
+  CHECK_THROWS_AS(index_select(x, 0, tensor({0.5f})), Error);
+  CHECK(vals(index_add(zeros({3}), 0, tensor({0, 0, 2}), tensor({1.f, 2.f, 3.f}))) == F{3, 0, 3});
+  CHECK(vals(index_copy(zeros({3}), 0, tensor({2, 0}), tensor({1.f, 2.f}))) == F{2, 0, 1});
+  Tensor p = index_put(zeros({3}), std::vector<Tensor>{tensor({0, 0, 2})}, tensor({1.f, 2.f, 3.f}), true);
+  CHECK(vals(p) == F{3, 0, 3});
+  Tensor m = index_put(x, std::vector<Tensor>{x.gt(2.5)}, full({}, -1.f));
+  CHECK(vals(m) == F{0, 1, 2, -1, -1, -1});
+  CHECK(vals(index(x, std::vector<Tensor>{tensor({2, 0}), tensor({1, 0})})) == F{5, 0});
+  CHECK(index(x, std::vector<Tensor>{tensor({2, 0})}).sizes() == Shape{2, 2});
+}
+
+TEST_CASE("masked ops, nonzero, where") {
+  Tensor x = tensor({{1.f, -2.f}, {-3.f, 4.f}});
+  CHECK(vals(masked_select(x, x.gt(0))) == F{1, 4});
+  CHECK(vals(masked_fill(x, x.lt(0), 0.0)) == F{1, 0, 0, 4});
+  CHECK(vals<int64_t>(nonzero(x.gt(0))) == I{0, 0, 1, 1});
+  CHECK(nonzero(x.gt(0)).sizes() == Shape{2, 2});
+  CHECK(vals(where(x.gt(0), x, 0.0)) == F{1, 0, 0, 4});
+}
+
+TEST_CASE("sort, argsort, topk, kthvalue, unique") {
+  Tensor x = tensor({3.f, 1.f, NAN, 2.f, 1.f});
+  auto [v, i] = sort(x);
+  CHECK(vals<int64_t>(i) == I{1, 4, 3, 0, 2});  // stable, NaN last
+  auto [vd, id] = sort(x, -1, true);
+  CHECK(vals<int64_t>(id) == I{2, 0, 3, 1, 4});
+  auto [tv, ti] = topk(tensor({1.f, 5.f, 3.f, 5.f}), 2);
+  CHECK(vals(tv) == F{5, 5});
+  CHECK(vals<int64_t>(ti) == I{1, 3});
+  auto [kv, ki] = kthvalue(tensor({{3.f, 1.f, 2.f}}), 2, 1);
+  CHECK(vals(kv) == F{2});
+  CHECK(vals<int64_t>(ki) == I{2});
+  auto [u, inv, cnt] = unique(tensor({2, 1, 2, 3}), true, true);
+  CHECK(vals<int64_t>(u) == I{1, 2, 3});
+  CHECK(vals<int64_t>(inv) == I{1, 0, 1, 2});
+  CHECK(vals<int64_t>(cnt) == I{1, 2, 1});
+  CHECK_THROWS_AS(topk(x, 6), Error);
+}
+
+TEST_CASE("one_hot, tril, triu, diag, meshgrid") {
+  CHECK(vals<int64_t>(one_hot(tensor({0, 2}), 3)) == I{1, 0, 0, 0, 0, 1});
+  CHECK_THROWS_AS(one_hot(tensor({3}), 3), Error);
+  Tensor m = ones({3, 3});
+  CHECK(vals(tril(m)) == F{1, 0, 0, 1, 1, 0, 1, 1, 1});
+  CHECK(vals(triu(m, 1)) == F{0, 1, 1, 0, 0, 1, 0, 0, 0});
+  CHECK(vals(diag(tensor({1.f, 2.f}))) == F{1, 0, 0, 2});
+  CHECK(vals(diag(tensor({1.f, 2.f}), 1)) == F{0, 1, 0, 0, 0, 2, 0, 0, 0});
+  CHECK(vals(diag(arange(9).view({3, 3}).to(DType::F32))) == F{0, 4, 8});
+  auto g = meshgrid(std::vector<Tensor>{arange(2), arange(3)});
+  CHECK(g[0].sizes() == Shape{2, 3});
+  CHECK(vals<int64_t>(g[1]) == I{0, 1, 2, 0, 1, 2});
+  auto gx = meshgrid(std::vector<Tensor>{arange(2), arange(3)}, "xy");
+  CHECK(gx[0].sizes() == Shape{3, 2});
+}
