@@ -25,7 +25,7 @@ using compute_t = std::conditional_t<is_reduced_v<T>, float, T>;
 
 /// Geometry split into kept (outer) and reduced (inner) dims, each coalesced.
 struct Split {
-  std::vector<int64_t> ksize, kstride, ostride, rsize, rstride;  // element strides
+  Shape ksize, kstride, ostride, rsize, rstride;  // element strides; inline, so no heap
   int64_t kept = 1, reduced = 1;
 };
 
@@ -35,8 +35,8 @@ Split split_dims(const TensorImpl& x, const TensorImpl& out, uint64_t mask) {
     if (x.sizes[d] == 1) continue;
     if (mask >> d & 1) {
       if (!s.rsize.empty() && s.rstride.back() == x.strides[d] * x.sizes[d]) {
-        s.rsize.back() *= x.sizes[d];
-        s.rstride.back() = x.strides[d];
+        s.rsize[s.rsize.size() - 1] *= x.sizes[d];
+        s.rstride[s.rstride.size() - 1] = x.strides[d];
       } else {
         s.rsize.push_back(x.sizes[d]);
         s.rstride.push_back(x.strides[d]);
@@ -202,7 +202,8 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
     // One output over a long contiguous run: fixed chunks in parallel, merged in order.
     constexpr int64_t kChunk = 1 << 15;
     int64_t n = s.reduced, nchunks = (n + kChunk - 1) / kChunk;
-    std::vector<Acc> partial(static_cast<size_t>(nchunks));
+    static thread_local std::vector<Acc> partial;  // reused: a warm loop allocates nothing
+    partial.assign(static_cast<size_t>(nchunks), Rd::init());
     detail::parallel_for(nchunks, 1, [&](int64_t b, int64_t e) {
       for (int64_t c = b; c < e; ++c) {
         const T* p = xp + c * kChunk;

@@ -4,6 +4,7 @@
 /// CPU only, no layers, so no tape code is compiled at all.
 
 #include <ember/dispatch/policy.hpp>
+#include <ember/profiler/profile.hpp>
 
 namespace ember {
 
@@ -13,7 +14,8 @@ using DefaultBackends = Backends<Cpu, Cuda>;
 using DefaultBackends = Backends<Cpu>;
 #endif
 
-using DefaultPolicy = Policy<DefaultBackends, Layers<>>;
+/// The Profile layer costs one relaxed load and a predictable branch outside a Profile scope.
+using DefaultPolicy = Policy<DefaultBackends, Layers<profiler::ProfileLayer>>;
 using InferencePolicy = Policy<Backends<Cpu>, Layers<>>;
 
 template <class P>

@@ -1,0 +1,69 @@
+// A warmed-up loop of ops performs no call to the global allocation functions: tensors,
+// storages and blocks all come from Ember's pools and caches. This binary replaces
+// operator new/delete and malloc-family counters to check it.
+
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
+#include <ember/ember.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+namespace {
+std::atomic<long> g_news{0};
+}
+
+void* operator new(std::size_t n) {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) {
+  g_news.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+using namespace ember;
+
+TEST_CASE("a warm loop of ops does not call operator new") {
+  Tensor w = randn({16, 16}), x = randn({8, 16}), b = randn({16});
+  auto step = [&] {
+    Tensor h = x.matmul(w).add(b).relu();
+    Tensor y = h.mul(h).sub(1.0).exp().sum(Shape{1});
+    Tensor z = y.softmax(0).log().neg().mean();
+    (void)z;
+    Tensor v = x.transpose(0, 1).contiguous().view({-1});
+    (void)v;
+  };
+  for (int i = 0; i < 3; ++i) step();  // warm up pools, caches and bins
+  AllocatorStats before = allocator_stats();
+  long news = g_news.load();
+  for (int i = 0; i < 100; ++i) step();
+  CHECK(g_news.load() - news == 0);
+  AllocatorStats after = allocator_stats();
+  CHECK(after.system_allocations == before.system_allocations);
+  CHECK(after.bytes_in_use == before.bytes_in_use);
+  CHECK(after.allocation_count > before.allocation_count);
+}
+
+TEST_CASE("allocator statistics and empty_cache") {
+  empty_cache();
+  AllocatorStats s0 = allocator_stats();
+  {
+    Tensor t = empty({1024});
+    AllocatorStats s1 = allocator_stats();
+    CHECK(s1.bytes_in_use >= s0.bytes_in_use + 4096);
+    CHECK(s1.peak_bytes_in_use >= s1.bytes_in_use);
+    CHECK(reinterpret_cast<uintptr_t>(t.raw_data()) % 64 == 0);
+  }
+  AllocatorStats s2 = allocator_stats();
+  CHECK(s2.bytes_cached >= 4096);
+  empty_cache();
+  CHECK(allocator_stats().bytes_cached == 0);
+}

@@ -1,0 +1,96 @@
+// The compile-time policy: a user-defined layer composed into a policy, the Profile layer,
+// and static checks on what each shipped policy contains.
+
+#include <doctest/doctest.h>
+#include <ember/ember.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <type_traits>
+
+using namespace ember;
+
+namespace {
+
+// A layer written in user code: counts the ops that pass through it, by name.
+int g_ops_seen = 0;
+int g_adds_seen = 0;
+struct CountingLayer {
+  template <class Next>
+  struct Impl {
+    template <class Op, class... A>
+    static decltype(auto) call(const Op& op, A&&... a) {
+      ++g_ops_seen;
+      if (std::string_view(op.name()) == "add") ++g_adds_seen;
+      return Next::call(op, std::forward<A>(a)...);
+    }
+  };
+};
+using CountingPolicy = Policy<Backends<Cpu>, Layers<CountingLayer>>;
+using CTensor = BasicTensor<CountingPolicy>;
+
+}  // namespace
+
+static_assert(detail::has_layer<profiler::ProfileLayer, DefaultPolicy::layers>::value);
+static_assert(std::is_same_v<InferencePolicy::layers, Layers<>>);
+static_assert(!InferencePolicy::backends::has(DeviceType::Cuda));
+static_assert(std::is_same_v<detail::chain_t<InferencePolicy>, detail::BackendCall<Backends<Cpu>>>);
+
+TEST_CASE("a user-defined layer sees every op of its policy") {
+  g_ops_seen = g_adds_seen = 0;
+  CTensor a = ones<CountingPolicy>({2, 2});  // fill_
+  CTensor b = a + a;                          // add
+  CTensor c = b.exp().sum();                  // exp, sum
+  CHECK(c.item<float>() == doctest::Approx(4 * std::exp(2.0f)));
+  CHECK(g_adds_seen == 1);
+  CHECK(g_ops_seen >= 4);
+  // The default policy is untouched by it.
+  int before = g_ops_seen;
+  Tensor d = ones({2}) + ones({2});
+  CHECK(g_ops_seen == before);
+}
+
+TEST_CASE("InferencePolicy tensors work without layers") {
+  BasicTensor<InferencePolicy> x = randn<InferencePolicy>({3, 4});
+  auto y = x.matmul(x.t()).relu();
+  CHECK(y.sizes() == Shape{3, 3});
+}
+
+TEST_CASE("Profile records ops, summarises them and writes a Chrome trace") {
+  Tensor a = randn({64, 64});
+  std::string path = "ember_test_trace.json";
+  {
+    profiler::Profile prof;
+    Tensor b = a.matmul(a).relu().add(a);
+    (void)b;
+    auto events = prof.events();
+    REQUIRE(events.size() >= 3);
+    CHECK(std::string(events[0].name) == "matmul");
+    CHECK(events[0].shapes == "[64, 64], [64, 64]");
+    CHECK(events[0].duration_ns > 0);
+    std::string summary = prof.summary();
+    CHECK(summary.find("matmul") != std::string::npos);
+    CHECK(summary.find("relu") != std::string::npos);
+    prof.write_chrome_trace(path);
+  }
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string json = ss.str();
+  CHECK(json.find("\"traceEvents\"") != std::string::npos);
+  CHECK(json.find("\"name\": \"matmul\"") != std::string::npos);
+  CHECK(json.find("\"ph\": \"X\"") != std::string::npos);
+  std::remove(path.c_str());
+  // Outside the scope nothing is recorded.
+  profiler::Profile later;
+  CHECK(later.events().empty());
+}
+
+TEST_CASE("a failed trace write leaves no partial file and names the path") {
+  profiler::Profile prof;
+  Tensor x = ones({2}) + 1;
+  (void)x;
+  CHECK_THROWS_WITH_AS(prof.write_chrome_trace("/nonexistent-dir/trace.json"),
+                       doctest::Contains("/nonexistent-dir/trace.json"), Error);
+}
