@@ -4,6 +4,7 @@
 #include "arch_kernels.hpp"
 
 #include <ember/dispatch/kernels.hpp>
+#include <ember/runtime/log.hpp>
 
 namespace ember::detail {
 namespace {
@@ -13,8 +14,12 @@ enum class Isa : uint8_t { Base, Avx2 };
 Isa detect() {
 #if defined(EMBER_HAVE_AVX2_BUILD)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::Avx2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    log(LogLevel::Info, "CPU kernels: AVX2+FMA build");
+    return Isa::Avx2;
+  }
 #endif
+  log(LogLevel::Info, "CPU kernels: baseline build");
   return Isa::Base;
 }
 

@@ -31,45 +31,94 @@ inline void st(char* p, T v) {
   std::memcpy(p, &v, sizeof(T));
 }
 
-// ---- unary --------------------------------------------------------------------------------------
-template <class T, class F>
-void unary_loop(TensorImpl& out, const TensorImpl& x, const F& f) {
-  const TensorImpl* ops[2] = {&out, &x};
-  Loop<2> loop(ops);
-  loop.run([&](char** p, const int64_t* s, int64_t n) {
-    char* o = p[0];
-    const char* i = p[1];
-    if constexpr (is_simd_float_v<T> && F::kSimd) {
-      if (s[0] == sizeof(T) && s[1] == sizeof(T)) {
-        using B = xsimd::batch<T>;
-        constexpr int64_t W = B::size;
-        auto* op = reinterpret_cast<T*>(o);
-        auto* ip = reinterpret_cast<const T*>(i);
-        int64_t k = 0;
-        for (; k + W <= n; k += W) f(B::load_unaligned(ip + k)).store_unaligned(op + k);
-        for (; k < n; ++k) op[k] = f(ip[k]);
+// Note [Elementwise drivers]
+// Op-specific code is only a contiguous "run" function over compute types (SIMD where the
+// functor has a batch form). One driver per storage/compute dtype pair, shared by every op,
+// adapts any geometry to it: runs whose output is contiguous and whose inputs are contiguous
+// or broadcast (step 1 or 0) go straight to the run; anything else, and every f16/bf16 run,
+// is gathered into chunks of kChunk compute-type elements, run, and scattered back. This keeps
+// each op instantiated once per compute type (small binaries, quick builds).
+constexpr int64_t kChunk = 256;
+
+template <class SO, class SI, class CO, class CI, int NIN>
+struct Driver {
+  using Fn = void (*)(CO* out, const CI* const* in, const int64_t* step, int64_t n, const void* ctx);
+  Fn fn;
+  const void* ctx;
+  static constexpr bool kDirect = std::is_same_v<SO, CO> && std::is_same_v<SI, CI>;
+
+  void operator()(char** p, const int64_t* s, int64_t n) const {
+    if constexpr (kDirect) {
+      bool direct = s[0] == sizeof(SO);
+      int64_t step[NIN];
+      const CI* in[NIN];
+      for (int i = 0; i < NIN; ++i) {
+        step[i] = s[i + 1] == sizeof(SI) ? 1 : 0;
+        direct &= s[i + 1] == sizeof(SI) || s[i + 1] == 0;
+        in[i] = reinterpret_cast<const CI*>(p[i + 1]);
+      }
+      if (direct) {
+        fn(reinterpret_cast<CO*>(p[0]), in, step, n, ctx);
         return;
       }
     }
-    if (s[0] == sizeof(T) && s[1] == sizeof(T)) {  // contiguous scalar: let the compiler vectorise
-      auto* op = reinterpret_cast<T*>(o);
-      auto* ip = reinterpret_cast<const T*>(i);
-      for (int64_t k = 0; k < n; ++k) op[k] = static_cast<T>(f(static_cast<compute_t<T>>(ip[k])));
-      return;
+    CI buf[NIN][kChunk];
+    CO obuf[kChunk];
+    const CI* in[NIN];
+    int64_t ones[NIN];
+    for (int i = 0; i < NIN; ++i) in[i] = buf[i], ones[i] = 1;
+    for (int64_t base = 0; base < n; base += kChunk) {
+      int64_t m = std::min(kChunk, n - base);
+      for (int i = 0; i < NIN; ++i)
+        for (int64_t k = 0; k < m; ++k) buf[i][k] = static_cast<CI>(ld<SI>(p[i + 1] + (base + k) * s[i + 1]));
+      fn(obuf, in, ones, m, ctx);
+      for (int64_t k = 0; k < m; ++k) st<SO>(p[0] + (base + k) * s[0], static_cast<SO>(obuf[k]));
     }
-    for (int64_t k = 0; k < n; ++k)
-      st<T>(o + k * s[0], static_cast<T>(f(static_cast<compute_t<T>>(ld<T>(i + k * s[1])))));
-  });
+  }
+};
+
+template <class T>
+using widen_t = compute_t<T>;
+
+// ---- unary --------------------------------------------------------------------------------------
+template <class C, class F>
+void unary_run(C* out, const C* const* in, const int64_t* step, int64_t n, const void* ctx) {
+  const F& f = *static_cast<const F*>(ctx);
+  const C* x = in[0];
+  int64_t k = 0;
+  if (step[0] == 0) {  // a broadcast input: one value for the whole run
+    C v = static_cast<C>(f(*x));
+    for (; k < n; ++k) out[k] = v;
+    return;
+  }
+  if constexpr (is_simd_float_v<C> && F::kSimd) {
+    using B = xsimd::batch<C>;
+    constexpr int64_t W = B::size;
+    for (; k + W <= n; k += W) f(B::load_unaligned(x + k)).store_unaligned(out + k);
+  }
+  for (; k < n; ++k) out[k] = static_cast<C>(f(x[k]));
+}
+
+template <class T, class F>
+void unary_loop(TensorImpl& out, const TensorImpl& x, const F& f) {
+  using C = widen_t<T>;
+  const TensorImpl* ops[2] = {&out, &x};
+  Driver<T, T, C, C, 1> d{&unary_run<C, F>, &f};
+  Loop<2>(ops).run(d);
+}
+
+template <class C, class Pred>
+void predicate_run(bool* out, const C* const* in, const int64_t* step, int64_t n, const void* ctx) {
+  const Pred& pred = *static_cast<const Pred*>(ctx);
+  for (int64_t k = 0; k < n; ++k) out[k] = pred(in[0][k * step[0]]);
 }
 
 template <class T, class P>
 void predicate_loop(TensorImpl& out, const TensorImpl& x, P pred) {
+  using C = widen_t<T>;
   const TensorImpl* ops[2] = {&out, &x};
-  Loop<2> loop(ops);
-  loop.run([&](char** p, const int64_t* s, int64_t n) {
-    for (int64_t k = 0; k < n; ++k)
-      st<bool>(p[0] + k * s[0], pred(static_cast<compute_t<T>>(ld<T>(p[1] + k * s[1]))));
-  });
+  Driver<bool, T, bool, C, 1> d{&predicate_run<C, P>, &pred};
+  Loop<2>(ops).run(d);
 }
 
 template <class F>
@@ -101,6 +150,15 @@ template <ops::UnaryOp Op>
 void unary_dispatch(const ops::UnaryParams& p, TensorImpl& out, const TensorImpl& x) {
   UnaryFn<Op> f{p};
   constexpr ops::UnaryRule r = ops::rule(Op);
+  if constexpr (Op == ops::UnaryOp::NanToNum) {
+    // f16/bf16 compute in float: the default replacements for +-inf are the limits of the
+    // storage type (65504 for f16), not float's.
+    if (is_reduced_float(x.dtype)) {
+      double mx = x.dtype == DType::F16 ? 65504.0 : 3.3895313892515355e38;
+      if (!f.p.has_a) f.p.b = mx, f.p.has_a = true;
+      if (!f.p.has_b) f.p.c = -mx, f.p.has_b = true;
+    }
+  }
   if constexpr (r == ops::UnaryRule::Float) {
     visit_float(x.dtype, [&]<class T>() { unary_loop<T>(out, x, f); });
   } else if constexpr (Op == ops::UnaryOp::Abs || Op == ops::UnaryOp::Clamp) {
@@ -160,51 +218,39 @@ void unary(ops::UnaryOp op, const ops::UnaryParams& p, TensorImpl& out, const Te
 // ---- binary -------------------------------------------------------------------------------------
 namespace {
 
-template <class T, class F>
-void binary_loop(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, const F& f) {
-  const TensorImpl* ops[3] = {&out, &a, &b};
-  Loop<3> loop(ops);
-  loop.run([&](char** p, const int64_t* s, int64_t n) {
-    constexpr int64_t E = sizeof(T);
-    if constexpr (is_simd_float_v<T> && F::kSimd) {
-      using B = xsimd::batch<T>;
-      constexpr int64_t W = B::size;
-      auto* o = reinterpret_cast<T*>(p[0]);
-      auto* x = reinterpret_cast<const T*>(p[1]);
-      auto* y = reinterpret_cast<const T*>(p[2]);
-      if (s[0] == E && s[1] == E && s[2] == E) {
-        int64_t k = 0;
-        for (; k + W <= n; k += W) f(B::load_unaligned(x + k), B::load_unaligned(y + k)).store_unaligned(o + k);
-        for (; k < n; ++k) o[k] = f(x[k], y[k]);
-        return;
-      }
-      if (s[0] == E && s[1] == E && s[2] == 0) {
-        int64_t k = 0;
-        B yb(*y);
-        for (; k + W <= n; k += W) f(B::load_unaligned(x + k), yb).store_unaligned(o + k);
-        for (; k < n; ++k) o[k] = f(x[k], *y);
-        return;
-      }
-      if (s[0] == E && s[1] == 0 && s[2] == E) {
-        int64_t k = 0;
-        B xb(*x);
-        for (; k + W <= n; k += W) f(xb, B::load_unaligned(y + k)).store_unaligned(o + k);
-        for (; k < n; ++k) o[k] = f(*x, y[k]);
-        return;
-      }
+/// A run where each input is contiguous (step 1) or a broadcast scalar (step 0).
+template <class C, class F>
+void binary_run(C* o, const C* const* in, const int64_t* step, int64_t n, const void* ctx) {
+  const F& f = *static_cast<const F*>(ctx);
+  const C *x = in[0], *y = in[1];
+  int64_t sx = step[0], sy = step[1], k = 0;
+  if constexpr (is_simd_float_v<C> && F::kSimd) {
+    using B = xsimd::batch<C>;
+    constexpr int64_t W = B::size;
+    if (sx == 1 && sy == 1) {
+      for (; k + W <= n; k += W) f(B::load_unaligned(x + k), B::load_unaligned(y + k)).store_unaligned(o + k);
+    } else if (sx == 1) {
+      B yb(*y);
+      for (; k + W <= n; k += W) f(B::load_unaligned(x + k), yb).store_unaligned(o + k);
+    } else if (sy == 1) {
+      B xb(*x);
+      for (; k + W <= n; k += W) f(xb, B::load_unaligned(y + k)).store_unaligned(o + k);
     }
-    if (s[0] == E && s[1] == E && s[2] == E) {
-      auto* o = reinterpret_cast<T*>(p[0]);
-      auto* x = reinterpret_cast<const T*>(p[1]);
-      auto* y = reinterpret_cast<const T*>(p[2]);
-      for (int64_t k = 0; k < n; ++k)
-        o[k] = static_cast<T>(f(static_cast<compute_t<T>>(x[k]), static_cast<compute_t<T>>(y[k])));
+  } else {
+    if (sx == 1 && sy == 1) {  // the common case, kept separate so the compiler vectorises it
+      for (; k < n; ++k) o[k] = static_cast<C>(f(x[k], y[k]));
       return;
     }
-    for (int64_t k = 0; k < n; ++k)
-      st<T>(p[0] + k * s[0], static_cast<T>(f(static_cast<compute_t<T>>(ld<T>(p[1] + k * s[1])),
-                                              static_cast<compute_t<T>>(ld<T>(p[2] + k * s[2])))));
-  });
+  }
+  for (; k < n; ++k) o[k] = static_cast<C>(f(x[k * sx], y[k * sy]));
+}
+
+template <class T, class F>
+void binary_loop(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, const F& f) {
+  using C = widen_t<T>;
+  const TensorImpl* ops[3] = {&out, &a, &b};
+  Driver<T, T, C, C, 2> d{&binary_run<C, F>, &f};
+  Loop<3>(ops).run(d);
 }
 
 template <ops::BinaryOp Op>
@@ -227,15 +273,26 @@ void binary_dispatch(TensorImpl& out, const TensorImpl& a, const TensorImpl& b) 
   }
 }
 
+template <class C, ops::BinaryOp Op>
+void compare_run(bool* o, const C* const* in, const int64_t* step, int64_t n, const void*) {
+  for (int64_t k = 0; k < n; ++k) o[k] = compare<C>(Op, in[0][k * step[0]], in[1][k * step[1]]);
+}
+
 template <class T>
 void compare_loop(ops::BinaryOp op, TensorImpl& out, const TensorImpl& a, const TensorImpl& b) {
+  using C = widen_t<T>;
+  using D = Driver<bool, T, bool, C, 2>;
+  typename D::Fn fn = nullptr;
+  switch (op) {
+#define EMBER_CMP(E) \
+  case ops::BinaryOp::E: fn = &compare_run<C, ops::BinaryOp::E>; break;
+    EMBER_CMP(Eq) EMBER_CMP(Ne) EMBER_CMP(Lt) EMBER_CMP(Le) EMBER_CMP(Gt) EMBER_CMP(Ge)
+    EMBER_CMP(LogicalAnd) EMBER_CMP(LogicalOr) EMBER_CMP(LogicalXor)
+#undef EMBER_CMP
+    default: EMBER_FAIL("[{}] is not a comparison", ops::name(op));
+  }
   const TensorImpl* ops_[3] = {&out, &a, &b};
-  Loop<3> loop(ops_);
-  loop.run([&](char** p, const int64_t* s, int64_t n) {
-    for (int64_t k = 0; k < n; ++k)
-      st<bool>(p[0] + k * s[0], compare<compute_t<T>>(op, static_cast<compute_t<T>>(ld<T>(p[1] + k * s[1])),
-                                                      static_cast<compute_t<T>>(ld<T>(p[2] + k * s[2]))));
-  });
+  Loop<3>(ops_).run(D{fn, nullptr});
 }
 
 }  // namespace
@@ -294,28 +351,47 @@ inline To convert(From v) {
 }
 }  // namespace
 
+namespace {
+template <class To, class From>
+void convert_run(To* out, const From* const* in, const int64_t* step, int64_t n, const void*) {
+  const From* x = in[0];
+  if (step[0] == 1) {
+    for (int64_t k = 0; k < n; ++k) out[k] = convert<To>(x[k]);
+  } else {
+    To v = convert<To>(*x);
+    for (int64_t k = 0; k < n; ++k) out[k] = v;
+  }
+}
+
+/// Same-dtype copies move bytes, so one routine per element size serves every dtype.
+template <class U>
+void copy_bytes(TensorImpl& dst, const TensorImpl& src) {
+  const TensorImpl* ops_[2] = {&dst, &src};
+  Loop<2>(ops_).run([](char** p, const int64_t* s, int64_t n) {
+    if (s[0] == sizeof(U) && s[1] == sizeof(U)) {
+      std::memcpy(p[0], p[1], static_cast<size_t>(n) * sizeof(U));
+      return;
+    }
+    for (int64_t k = 0; k < n; ++k) std::memcpy(p[0] + k * s[0], p[1] + k * s[1], sizeof(U));
+  });
+}
+}  // namespace
+
 void copy(TensorImpl& dst, const TensorImpl& src) {
+  if (dst.dtype == src.dtype) {
+    switch (itemsize(dst.dtype)) {
+      case 1: return copy_bytes<uint8_t>(dst, src);
+      case 2: return copy_bytes<uint16_t>(dst, src);
+      case 4: return copy_bytes<uint32_t>(dst, src);
+      default: return copy_bytes<uint64_t>(dst, src);
+    }
+  }
   visit_dtype(dst.dtype, [&]<class To>() {
     visit_dtype(src.dtype, [&]<class From>() {
-      const TensorImpl* ops_[2] = {&dst, &src};
-      Loop<2> loop(ops_);
-      loop.run([&](char** p, const int64_t* s, int64_t n) {
-        if constexpr (std::is_same_v<To, From>) {
-          if (s[0] == sizeof(To) && s[1] == sizeof(To)) {
-            std::memcpy(p[0], p[1], static_cast<size_t>(n) * sizeof(To));
-            return;
-          }
-          for (int64_t k = 0; k < n; ++k) std::memcpy(p[0] + k * s[0], p[1] + k * s[1], sizeof(To));
-        } else {
-          if (s[0] == sizeof(To) && s[1] == sizeof(From)) {
-            auto* o = reinterpret_cast<To*>(p[0]);
-            auto* i = reinterpret_cast<const From*>(p[1]);
-            for (int64_t k = 0; k < n; ++k) o[k] = convert<To>(i[k]);
-            return;
-          }
-          for (int64_t k = 0; k < n; ++k) st<To>(p[0] + k * s[0], convert<To>(ld<From>(p[1] + k * s[1])));
-        }
-      });
+      if constexpr (!std::is_same_v<To, From>) {
+        const TensorImpl* ops_[2] = {&dst, &src};
+        Loop<2>(ops_).run(Driver<To, From, To, From, 1>{&convert_run<To, From>, nullptr});
+      }
     });
   });
 }

@@ -71,8 +71,9 @@ inline V min(const V& a, const V& b) {
   else return a < b ? a : b;
 }
 template <class V>
-inline auto isnan(const V& x) {
-  return x != x;
+inline auto isnan(const V& x) {  // not `x != x`: xsimd's batch != is an ordered compare (false for NaN)
+  if constexpr (is_batch_v<V>) return xsimd::isnan(x);
+  else return x != x;
 }
 }  // namespace vm
 
@@ -85,6 +86,16 @@ template <class T, class A>
 struct scalar_of<xsimd::batch<T, A>> { using type = T; };
 template <class V>
 using scalar_t = typename scalar_of<V>::type;
+
+/// double -> S, saturating at S's range for integer S (a plain cast is UB out of range).
+template <class S>
+inline S sat_cast(double v) {
+  if constexpr (std::is_integral_v<S>) {
+    if (v <= static_cast<double>(std::numeric_limits<S>::lowest())) return std::numeric_limits<S>::lowest();
+    if (v >= static_cast<double>(std::numeric_limits<S>::max())) return std::numeric_limits<S>::max();
+  }
+  return static_cast<S>(v);
+}
 
 template <class V>
 inline V splat(double v) {
@@ -142,11 +153,11 @@ EMBER_UNARY_FN(Tanh, true, { return vm::tanh(x); })
 EMBER_UNARY_FN(Sigmoid, true, { return V(S(1)) / (V(S(1)) + vm::exp(-x)); })
 // p.a = eps (0: none): log(z / (1 - z)) with z clamped to [eps, 1 - eps]
 EMBER_UNARY_FN(Logit, false, {
-  V z = p.a > 0 ? vm::min(vm::max(x, splat<V>(p.a)), splat<V>(1 - p.a)) : x;
+  V z = p.a > 0 && !vm::isnan(x) ? vm::min(vm::max(x, splat<V>(p.a)), splat<V>(1 - p.a)) : x;
   return vm::log(z / (V(S(1)) - z));
 })
 EMBER_UNARY_FN(Relu, true, {
-  if constexpr (std::is_floating_point_v<S>) return vm::select(x > V(S(0)), x, vm::select(x != x, x, V(S(0))));
+  if constexpr (std::is_floating_point_v<S>) return vm::select(x > V(S(0)), x, vm::select(vm::isnan(x), x, V(S(0))));
   else return x > S(0) ? x : S(0);
 })
 EMBER_UNARY_FN(Relu6, false, { return x != x ? x : (x < S(0) ? S(0) : (x > S(6) ? S(6) : x)); })
@@ -176,8 +187,15 @@ EMBER_UNARY_FN(Softplus, false, {
 })
 EMBER_UNARY_FN(Softsign, true, { return x / (V(S(1)) + vm::abs(x)); })
 // p.a = min, p.b = max
-EMBER_UNARY_FN(Hardtanh, false, { return x != x ? x : (x < S(p.a) ? S(p.a) : (x > S(p.b) ? S(p.b) : x)); })
-EMBER_UNARY_FN(Hardsigmoid, true, { return vm::min(vm::max(x / V(S(6)) + V(S(0.5)), V(S(0))), V(S(1))); })
+EMBER_UNARY_FN(Hardtanh, false, {
+  // Compared in double: a bound outside an integer type's range must not be cast first (UB).
+  if (x != x) return x;
+  double v = static_cast<double>(x);
+  return v < p.a ? sat_cast<S>(p.a) : (v > p.b ? sat_cast<S>(p.b) : x);
+})
+EMBER_UNARY_FN(Hardsigmoid, true, {  // NaN propagates, as in PyTorch
+  return vm::select(vm::isnan(x), x, vm::min(vm::max(x / V(S(6)) + V(S(0.5)), V(S(0))), V(S(1))));
+})
 EMBER_UNARY_FN(Hardswish, true, { return x * vm::min(vm::max(x + V(S(3)), V(S(0))), V(S(6))) / V(S(6)); })
 EMBER_UNARY_FN(Erf, true, { return vm::erf(x); })
 EMBER_UNARY_FN(Erfc, true, { return vm::erfc(x); })
@@ -243,9 +261,9 @@ EMBER_UNARY_FN(Clamp, false, {
     if constexpr (std::is_floating_point_v<S>) {
       if (x != x) return x;
     }
-    S r = x;
-    if (p.has_a && r < static_cast<S>(p.a)) r = static_cast<S>(p.a);
-    if (p.has_b && r > static_cast<S>(p.b)) r = static_cast<S>(p.b);
+    S r = x;  // bounds compared in double: casting an out-of-range bound to S first is UB
+    if (p.has_a && static_cast<double>(r) < p.a) r = sat_cast<S>(p.a);
+    if (p.has_b && static_cast<double>(r) > p.b) r = sat_cast<S>(p.b);
     return r;
   }
 })

@@ -57,9 +57,11 @@ struct Loop {
     }
   }
 
+  /// The innermost-run callback, type-erased: one copy of the loop serves every kernel.
+  using InnerFn = void (*)(const void* ctx, char** ptrs, const int64_t* strides, int64_t n);
+
   /// Calls inner(ptrs, inner_strides, n) over the linear element range [begin, end).
-  template <class Inner>
-  void run_range(int64_t begin, int64_t end, Inner& inner) const {
+  void run_range(int64_t begin, int64_t end, InnerFn inner, const void* ctx) const {
     int last = ndim - 1;
     int64_t idx[kMaxLoopDims];
     int64_t rem = begin;
@@ -78,7 +80,7 @@ struct Loop {
         ptrs[k] = p;
       }
       int64_t n = std::min(sizes[last] - idx[last], end - pos);
-      inner(ptrs, inner_strides, n);
+      inner(ctx, ptrs, inner_strides, n);
       pos += n;
       idx[last] += n;
       for (int d = last; d > 0 && idx[d] >= sizes[d]; --d) {
@@ -88,15 +90,19 @@ struct Loop {
     }
   }
 
-  /// Runs the whole loop, in parallel above `grain` elements.
+  /// Runs the whole loop, in parallel above `grain` elements. `inner` is any callable
+  /// (ptrs, strides, n); it is called through a function pointer (see Note [Elementwise drivers]).
   template <class Inner>
-  void run(Inner&& inner, int64_t grain = EMBER_GRAIN_SIZE) const {
+  void run(const Inner& inner, int64_t grain = EMBER_GRAIN_SIZE) const {
     if (numel == 0) return;
+    InnerFn fn = [](const void* ctx, char** p, const int64_t* s, int64_t n) {
+      (*static_cast<const Inner*>(ctx))(p, s, n);
+    };
     if (numel <= grain) {
-      run_range(0, numel, inner);
+      run_range(0, numel, fn, &inner);
       return;
     }
-    detail::parallel_for(numel, grain, [&](int64_t b, int64_t e) { run_range(b, e, inner); });
+    detail::parallel_for(numel, grain, [&](int64_t b, int64_t e) { run_range(b, e, fn, &inner); });
   }
 };
 

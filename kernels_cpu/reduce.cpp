@@ -310,7 +310,9 @@ void softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
       EMBER_FAIL("[softmax] needs a floating tensor, got {}", x.dtype);
     } else {
       using C = compute_t<T>;
-      int64_t len = x.sizes[dim], xs = x.strides[dim], os = out.strides[dim];
+      // A 0-d tensor is one line of one element.
+      int64_t len = x.ndim() ? x.sizes[dim] : 1, xs = x.ndim() ? x.strides[dim] : 0,
+              os = x.ndim() ? out.strides[dim] : 0;
       const T* xp = static_cast<const T*>(x.data());
       T* op = static_cast<T*>(out.data());
       along_dim(x, out, dim, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)), [&](int64_t io, int64_t oo) {
@@ -368,7 +370,9 @@ void softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
           if (v != v) m = v;
           else if (!(m != m)) m = std::max(m, v);
         }
-        C safe = std::isinf(m) ? C(0) : m;
+        // An all -inf line shifts by 0 (and gives NaN, as PyTorch); a +inf max makes the
+        // line NaN (inf - inf), as PyTorch's x - max does.
+        C safe = std::isinf(m) && m < 0 ? C(0) : m;
         C sum = 0;
         for (int64_t k = 0; k < len; ++k) sum += std::exp(static_cast<C>(xp[io + k * xs]) - safe);
         for (int64_t k = 0; k < len; ++k) {
@@ -416,8 +420,13 @@ void cumulative(detail::CumOp op, TensorImpl& out, TensorImpl* indices, const Te
             }
             case detail::CumOp::Logsumexp:
               if constexpr (std::is_floating_point_v<C>) {
-                C hi = std::max(acc, v), lo = std::min(acc, v);
-                acc = std::isinf(hi) && hi < 0 ? hi : hi + std::log1p(std::exp(lo - hi));
+                // PyTorch's _log_add_exp_helper: NaN propagates, equal infinities stay.
+                if (acc != acc || v != v) {
+                  acc = std::numeric_limits<C>::quiet_NaN();
+                } else if (!(std::isinf(acc) && acc == v)) {
+                  C hi = std::max(acc, v), lo = std::min(acc, v);
+                  acc = hi + std::log1p(std::exp(lo - hi));
+                }
               }
               break;
           }

@@ -62,13 +62,17 @@ class CachingAllocator {
   void deallocate(Block b) noexcept {
     counters_->in_use.fetch_sub(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
     size_t bin = bin_index(b.capacity);
+#if EMBER_HAS_EXCEPTIONS
     try {
+#endif
       if (bin >= bins_.size()) bins_.resize(bin + 1);
       bins_[bin].push_back(b.ptr);
+#if EMBER_HAS_EXCEPTIONS
     } catch (...) {  // could not grow the bin: give the block back instead
       free_(b.ptr, b.capacity);
       return;
     }
+#endif  // without exceptions a failed allocation here terminates, as everywhere else
     counters_->cached.fetch_add(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
   }
 

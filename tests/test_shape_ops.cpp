@@ -139,3 +139,29 @@ TEST_CASE("one_hot, tril, triu, diag, meshgrid") {
   auto gx = meshgrid(std::vector<Tensor>{arange(2), arange(3)}, "xy");
   CHECK(gx[0].sizes() == Shape{3, 2});
 }
+
+TEST_CASE("einsum matches explicit products") {
+  Tensor a = randn({3, 4}), b = randn({4, 5}), v = randn({4});
+  CHECK(einsum("ij,jk->ik", std::vector<Tensor>{a, b}).sub(a.mm(b)).abs().max().item<float>() < 1e-5f);
+  CHECK(einsum("ij,jk", std::vector<Tensor>{a, b}).sizes() == Shape{3, 5});  // implicit output
+  CHECK(einsum("ij->ji", std::vector<Tensor>{a}).sizes() == Shape{4, 3});
+  CHECK(std::abs(einsum("i,i->", std::vector<Tensor>{v, v}).item<float>() - v.dot(v).item<float>()) < 1e-5f);
+  Tensor x = randn({2, 3, 4}), y = randn({2, 4, 5});
+  CHECK(einsum("bij,bjk->bik", std::vector<Tensor>{x, y}).sub(x.bmm(y)).abs().max().item<float>() < 1e-5f);
+  CHECK(einsum("bij,bjk->bki", std::vector<Tensor>{x, y}).sizes() == Shape{2, 5, 3});
+  CHECK(einsum("ij->", std::vector<Tensor>{a}).item<float>() == doctest::Approx(a.sum().item<float>()).epsilon(1e-4));
+  CHECK(einsum("i,j->ij", std::vector<Tensor>{v, v}).sizes() == Shape{4, 4});
+  CHECK_THROWS_AS(einsum("ii->i", std::vector<Tensor>{randn({3, 3})}), Error);
+  CHECK_THROWS_AS(einsum("ij,jk->ik", std::vector<Tensor>{a, a}), Error);
+}
+
+TEST_CASE("typed accessors") {
+  Tensor t = zeros({2, 3});
+  auto acc = t.accessor<float, 2>();
+  acc[1][2] = 5.0f;
+  CHECK(t.index({1, 2}).item<float>() == 5.0f);
+  auto tr = t.t().accessor<float, 2>();
+  CHECK(tr[2][1] == 5.0f);
+  CHECK_THROWS_AS((t.accessor<float, 3>()), Error);
+  CHECK_THROWS_AS((t.accessor<double, 2>()), Error);
+}

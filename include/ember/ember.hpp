@@ -11,6 +11,8 @@
 #include <ember/core/factories.hpp>
 #include <ember/ops/functions.hpp>
 #include <ember/ops/shape_ops.hpp>
+#include <ember/ops/einsum.hpp>
+#include <ember/runtime/log.hpp>
 #include <ember/runtime/threading.hpp>
 
 namespace ember {

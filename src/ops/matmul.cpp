@@ -124,7 +124,11 @@ GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b,
       }
     }
     int64_t sr = bx->strides[full.size() - 2], sc = bx->strides[full.size() - 1];
-    if (uniform && (sr == 1 || sc == 1 || r == 1 || cc == 1)) return view3(*bx, nb_total, r, cc, sb, sr, sc);
+    // GEMM takes a matrix whose unit stride is along rows or columns and whose other stride
+    // spans a whole row/column (so stride-0 broadcast rows are materialised).
+    bool row_major = (sc == 1 || cc == 1) && (r == 1 || sr >= cc);
+    bool col_major = (sr == 1 || r == 1) && (cc == 1 || sc >= r);
+    if (uniform && (row_major || col_major)) return view3(*bx, nb_total, r, cc, sb, sr, sc);
     Ref<TensorImpl> c = gemm_ready(*bx);
     return view3(*c, nb_total, r, cc, r * cc, cc, 1);
   };

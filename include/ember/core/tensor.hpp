@@ -25,6 +25,23 @@ TensorImpl* nested_list_tensor(const void* data, DType dtype, IntArrayRef shape)
 Shape apply_index(const TensorImpl& x, std::span<const TensorIndex> idx, std::vector<ops::ViewOp>& steps);
 }  // namespace detail
 
+/// Indexes a strided CPU tensor with a[i][j]...; bounds are the caller's (no checks, like libtorch).
+template <class T, size_t N>
+class TensorAccessor {
+ public:
+  TensorAccessor(T* data, const int64_t* sizes, const int64_t* strides) : data_(data), sizes_(sizes), strides_(strides) {}
+  decltype(auto) operator[](int64_t i) const {
+    if constexpr (N == 1) return data_[i * strides_[0]];
+    else return TensorAccessor<T, N - 1>(data_ + i * strides_[0], sizes_ + 1, strides_ + 1);
+  }
+  int64_t size(size_t d) const { return sizes_[d]; }
+
+ private:
+  T* data_;
+  const int64_t* sizes_;
+  const int64_t* strides_;
+};
+
 template <class P>
 class BasicTensor {
  public:
@@ -72,6 +89,14 @@ class BasicTensor {
     return static_cast<T*>(impl().data());
   }
   void* raw_data() const { return impl().data(); }
+
+  /// Typed element access for CPU tensors: `auto a = t.accessor<float, 2>(); a[i][j] = 1;`.
+  template <class T, size_t N>
+  TensorAccessor<T, N> accessor() const {
+    EMBER_CHECK(dim() == static_cast<int64_t>(N), "[accessor] tensor of shape {} has rank {}, not {}", sizes(), dim(), N);
+    EMBER_CHECK(is_cpu(), "[accessor] needs a CPU tensor, got one on {}", device());
+    return TensorAccessor<T, N>(data_ptr<T>(), sizes().data(), strides().data());
+  }
 
   /// The single value of a one-element tensor, converted to T.
   template <class T>
@@ -155,8 +180,8 @@ class BasicTensor {
 
   // ---- elementwise (out of place, in place) ---------------------------------------------------
 #define EMBER_UNARY_OP(E, n, r)                                                                       \
-  BasicTensor n() const { return unary(ops::UnaryOp::E); }                                           \
-  BasicTensor& n##_() { return unary_inplace(ops::UnaryOp::E); }
+  BasicTensor n() const { return unary(ops::UnaryOp::E, ops::default_params(ops::UnaryOp::E)); }     \
+  BasicTensor& n##_() { return unary_inplace(ops::UnaryOp::E, ops::default_params(ops::UnaryOp::E)); }
 #include <ember/ops/unary_list.def>
 #undef EMBER_UNARY_OP
   BasicTensor leaky_relu(double slope) const { return unary(ops::UnaryOp::LeakyRelu, {slope}); }
@@ -229,8 +254,13 @@ class BasicTensor {
   std::pair<BasicTensor, BasicTensor> var_mean(const Shape& dims = {}, double correction = 1,
                                                bool keepdim = false) const;
   BasicTensor logsumexp(const Shape& dims, bool keepdim = false) const;
-  /// p-norm over dims (all if empty): p = 1, 2, inf (INFINITY) or "fro" (= 2).
+  /// p-norm over dims (all if empty): p = 1, 2, inf (INFINITY) or any other p > 0.
   BasicTensor norm(double p = 2, const Shape& dims = {}, bool keepdim = false) const;
+  /// norm("fro"): the Frobenius norm (the 2-norm of all selected elements).
+  BasicTensor norm(std::string_view p, const Shape& dims = {}, bool keepdim = false) const {
+    EMBER_CHECK(p == "fro", "[norm] p must be a number or \"fro\", got \"{}\"", p);
+    return norm2(dims, keepdim);
+  }
   BasicTensor softmax(int64_t d) const { return wrap(dispatch<P>(ops::Softmax{d, false}, impl())); }
   BasicTensor log_softmax(int64_t d) const { return wrap(dispatch<P>(ops::Softmax{d, true}, impl())); }
   BasicTensor cumsum(int64_t d) const { return cum(detail::CumOp::Sum, d).first; }

@@ -116,7 +116,9 @@ BasicTensor<P> BasicTensor<P>::to(Device d) const {
 
 template <class P>
 BasicTensor<P> BasicTensor<P>::scalar_like(Scalar v) const {
-  return wrap(detail::make_scalar_tensor(v, v.default_dtype(), device()));
+  // Floating scalars are held in f64 (as PyTorch's wrapped numbers): result_type ignores a
+  // wrapped number's width, and holding 0.1 in f32 would round it before an f64 op.
+  return wrap(detail::make_scalar_tensor(v, v.is_floating() ? DType::F64 : v.default_dtype(), device()));
 }
 
 template <class P>

@@ -95,6 +95,8 @@ struct Gather {
   }
 };
 struct Scatter {
+  explicit Scatter(int64_t d, detail::ScatterReduce r = detail::ScatterReduce::None, bool self = true)
+      : dim(d), reduce(r), include_self(self) {}
   int64_t dim;
   detail::ScatterReduce reduce = detail::ScatterReduce::None;
   bool include_self = true;

@@ -98,4 +98,21 @@ struct UnaryParams {
   bool has_a = true, has_b = true;  ///< clamp: whether min / max were given
 };
 
+/// The parameters of an op called without any (x.leaky_relu(), x.hardtanh()): PyTorch's
+/// defaults. Ops without parameters ignore them.
+constexpr UnaryParams default_params(UnaryOp op) {
+  UnaryParams p;
+  switch (op) {
+    case UnaryOp::LeakyRelu: p.a = 0.01; break;
+    case UnaryOp::Elu:
+    case UnaryOp::Celu: p.a = 1.0; break;
+    case UnaryOp::Softplus: p.a = 1.0, p.b = 20.0; break;
+    case UnaryOp::Hardtanh: p.a = -1.0, p.b = 1.0; break;
+    case UnaryOp::Clamp: p.has_a = p.has_b = false; break;  // refused: neither bound given
+    case UnaryOp::NanToNum: p.has_a = p.has_b = false; break;  // nan -> 0, +-inf -> dtype limits
+    default: break;
+  }
+  return p;
+}
+
 }  // namespace ember::ops

@@ -115,6 +115,7 @@ GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b,
 TensorRef finish_gemm(GemmPlan& plan);
 
 struct Matmul {
+  explicit Matmul(MatmulKind k, double beta_ = 1, double alpha_ = 1) : kind(k), beta(beta_), alpha(alpha_) {}
   MatmulKind kind = MatmulKind::Matmul;
   double beta = 1, alpha = 1;
   const char* name() const {

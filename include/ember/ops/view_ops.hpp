@@ -11,6 +11,8 @@ enum class ViewKind : uint8_t {
 };
 
 struct ViewOp {
+  explicit ViewOp(ViewKind k, Shape shape_ = {}, Shape strides_ = {})
+      : kind(k), shape(std::move(shape_)), strides(std::move(strides_)) {}
   ViewKind kind;
   Shape shape;    ///< View: new shape; Permute: dims; Expand: sizes; AsStrided: sizes
   Shape strides;  ///< AsStrided: strides

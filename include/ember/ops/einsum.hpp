@@ -1,0 +1,96 @@
+#pragma once
+/// einsum for one or two operands, reduced to sums, permutes and one batched matmul:
+/// "ij,jk->ik", "bij,bjk->bik", "i,i->", "ij->ji", "ii->i" is not supported (repeated
+/// subscripts within one operand), nor ellipsis.
+
+#include <ember/ops/shape_ops.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace ember {
+
+namespace detail {
+struct EinsumPlan {
+  std::string inputs[2];
+  std::string output;
+  int n_inputs = 0;
+};
+/// Parses and validates the equation against the operand ranks (src/ops/einsum.cpp).
+EinsumPlan parse_einsum(std::string_view eq, int n_inputs, const int64_t* ranks);
+}  // namespace detail
+
+template <class P>
+BasicTensor<P> einsum(std::string_view equation, const std::vector<BasicTensor<P>>& operands) {
+  EMBER_CHECK(operands.size() == 1 || operands.size() == 2, "[einsum] supports 1 or 2 operands, got {}",
+              operands.size());
+  int64_t ranks[2] = {operands[0].dim(), operands.size() > 1 ? operands[1].dim() : 0};
+  detail::EinsumPlan plan = detail::parse_einsum(equation, static_cast<int>(operands.size()), ranks);
+  auto size_of = [&](char c) -> int64_t {
+    for (int k = 0; k < plan.n_inputs; ++k) {
+      auto pos = plan.inputs[k].find(c);
+      if (pos != std::string::npos) return operands[static_cast<size_t>(k)].size(static_cast<int64_t>(pos));
+    }
+    return 1;
+  };
+  // Sum away letters of an operand that appear nowhere else.
+  BasicTensor<P> ops_[2];
+  std::string subs[2];
+  for (int k = 0; k < plan.n_inputs; ++k) {
+    ops_[k] = operands[static_cast<size_t>(k)];
+    subs[k] = plan.inputs[k];
+    const std::string& other = plan.n_inputs == 2 ? plan.inputs[1 - k] : std::string();
+    Shape dims;
+    std::string kept;
+    for (size_t i = 0; i < subs[k].size(); ++i) {
+      char c = subs[k][i];
+      if (plan.output.find(c) == std::string::npos && other.find(c) == std::string::npos)
+        dims.push_back(static_cast<int64_t>(i));
+      else
+        kept += c;
+    }
+    if (!dims.empty()) ops_[k] = ops_[k].sum(dims);
+    subs[k] = kept;
+  }
+  if (plan.n_inputs == 1) {
+    Shape perm;
+    for (char c : plan.output) perm.push_back(static_cast<int64_t>(subs[0].find(c)));
+    return plan.output.empty() ? ops_[0] : ops_[0].permute(perm);
+  }
+  std::string batch, a_only, b_only, contract;
+  for (char c : subs[0]) {
+    bool in_b = subs[1].find(c) != std::string::npos, in_out = plan.output.find(c) != std::string::npos;
+    if (in_b && in_out) batch += c;
+    else if (in_b) contract += c;
+    else a_only += c;
+  }
+  for (char c : subs[1])
+    if (subs[0].find(c) == std::string::npos) b_only += c;
+  for (char c : batch + contract)
+    EMBER_CHECK(ops_[0].size(static_cast<int64_t>(subs[0].find(c))) == ops_[1].size(static_cast<int64_t>(subs[1].find(c))),
+                "[einsum] subscript '{}' has size {} in operand 0 but {} in operand 1", c,
+                ops_[0].size(static_cast<int64_t>(subs[0].find(c))), ops_[1].size(static_cast<int64_t>(subs[1].find(c))));
+  auto prod = [&](const std::string& s) {
+    int64_t n = 1;
+    for (char c : s) n *= size_of(c);
+    return n;
+  };
+  auto permuted = [&](int k, const std::string& order) {
+    Shape perm;
+    for (char c : order) perm.push_back(static_cast<int64_t>(subs[k].find(c)));
+    return perm.empty() ? ops_[k] : ops_[k].permute(perm);
+  };
+  int64_t nb = prod(batch), m = prod(a_only), n = prod(b_only), kk = prod(contract);
+  BasicTensor<P> a = permuted(0, batch + a_only + contract).reshape({nb, m, kk});
+  BasicTensor<P> b = permuted(1, batch + contract + b_only).reshape({nb, kk, n});
+  BasicTensor<P> r = a.bmm(b);
+  std::string have = batch + a_only + b_only;
+  Shape sizes;
+  for (char c : have) sizes.push_back(size_of(c));
+  r = r.reshape(sizes);
+  Shape perm;
+  for (char c : plan.output) perm.push_back(static_cast<int64_t>(have.find(c)));
+  return perm.empty() ? r : r.permute(perm);
+}
+
+}  // namespace ember

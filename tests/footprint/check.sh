@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# check.sh BINARY [MAX_BYTES] [SANITIZE]: runs the footprint program, then checks that it links
+# no autograd and no CUDA symbols and that its stripped size is at most MAX_BYTES (2 MiB).
+# The size limit is not applied under sanitizers (SANITIZE != none): they inflate every binary.
+set -euo pipefail
+bin=$1
+max=${2:-2097152}
+sanitize=${3:-none}
+fail=0
+
+"$bin" || { echo "FAIL: $bin exited with $?"; fail=1; }
+
+# Symbols that are part of the core and merely named after autograd: the hook through which
+# the Autograd layer, when linked, frees its metadata (null in an inference-only binary).
+allow='g_autograd_meta_deleter'
+syms=$(nm -C "$bin" 2>/dev/null; nm -C -D "$bin" 2>/dev/null)
+bad=$(grep -i 'cuda\|autograd' <<<"$syms" | grep -v -- "$allow" || true)
+if [[ -n $bad ]]; then
+  echo "FAIL: autograd/CUDA symbols in an InferencePolicy binary:"
+  head -n 40 <<<"$bad"
+  fail=1
+else
+  echo "ok: no autograd or CUDA symbols ($(wc -l <<<"$syms") symbols checked)"
+fi
+if ldd "$bin" 2>/dev/null | grep -q 'libember'; then
+  echo "FAIL: linked against a shared libember; the footprint binary must link Ember statically"
+  fail=1
+fi
+
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+strip -o "$tmp" "$bin"
+bytes=$(stat -c %s "$tmp")
+echo "stripped size: $bytes bytes ($(( (bytes + 1023) / 1024 )) KiB), limit $max bytes"
+size "$tmp" || true
+if [[ $sanitize != none ]]; then
+  echo "(size limit not applied: sanitizer build, b_sanitize=$sanitize)"
+elif (( bytes > max )); then
+  echo "FAIL: stripped binary is $bytes bytes, over the limit of $max"
+  fail=1
+fi
+exit $fail

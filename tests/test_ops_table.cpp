@@ -1,0 +1,598 @@
+// Table-driven op tests in the spirit of ggml's test-backend-ops: every row of
+// tests/support/op_table.hpp x every dtype the op accepts x a set of layouts, against the
+// plain scalar references of kernels_cpu/reference/reference.hpp. Outputs are also written
+// into test-owned buffers with guard bytes (in place where the dtype allows) and the guards
+// and gaps are checked.
+
+#include <doctest/doctest.h>
+
+#include "support/op_table.hpp"
+#include "support/tensor_io.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace ember;
+using namespace ember::test;
+
+namespace {
+
+std::string dt_name(DType t) { return std::string(dtype_name(t)); }
+
+/// One input geometry.
+struct Layout {
+  std::string name;
+  Dims shape;
+  bool transposed = false;
+  int64_t gap = 1, offset = 0;
+  bool specials = false;  ///< inject NaN, +-inf, +-0 (floating dtypes only)
+};
+
+std::vector<Layout> elementwise_layouts(bool big) {
+  std::vector<Layout> v = {
+      {"contiguous 5x7x11x3", {5, 7, 11, 3}},
+      {"transposed 5x7x11x3", {5, 7, 11, 3}, true},
+      {"strided 3x5x7 (gap 2, offset 3)", {3, 5, 7}, false, 2, 3},
+      {"1-d 37", {37}},
+      {"zero-size 3x0x4", {3, 0, 4}},
+      {"0-d", {}},
+      {"specials 4x6", {4, 6}, false, 1, 0, true},
+  };
+  if (big) v.push_back({"odd 5x7x11x13", {5, 7, 11, 13}});
+  return v;
+}
+
+const double kSpecials[] = {ref::kNaN, ref::kInf, -ref::kInf, 0.0, -0.0, ref::kNaN, 1.0, -1.0};
+
+/// Inputs for a layout: domain values, with specials first when asked.
+std::vector<double> make_values(Gen& g, DType t, const Layout& l, Domain dom, Domain idom) {
+  int64_t n = ref::numel(l.shape);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = g.value(t, dom.lo, dom.hi, idom.lo, idom.hi);
+  if (l.specials && is_floating(t))
+    for (size_t i = 0; i < std::size(kSpecials) && i < v.size(); ++i) v[i * 3 % v.size()] = kSpecials[i];
+  return v;
+}
+
+bool same_bits(const ref::Array& a, const std::vector<double>& b) {
+  for (size_t i = 0; i < b.size(); ++i) {
+    double x = a.v[i], y = b[i];
+    if (!(x == y || (std::isnan(x) && std::isnan(y)))) return false;
+  }
+  return true;
+}
+
+#define REPORT(ctx, err) CHECK_MESSAGE((err).empty(), (ctx) << ": " << (err))
+
+template <class F>
+void guarded_run(const std::string& ctx, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    FAIL_CHECK(ctx << ": threw " << e.what());
+  }
+}
+
+bool big_op(const char* name) {
+  static const char* ops[] = {"exp", "sigmoid", "gelu", "add", "mul", "div", "maximum", "eq", "sum", "mean", "amax"};
+  for (const char* o : ops)
+    if (std::string(name) == o) return true;
+  return false;
+}
+
+// ---- unary ----------------------------------------------------------------------------------------------
+ref::Array unary_reference(const UnaryRow& row, DType dt, const ref::Array& x) {
+  DType rt = result_dtype(row.op, dt);
+  return ref::map(x, [&](double v) {
+    if (is_floating(dt) || is_floating(rt)) {
+      double r = ref::unary(row.op, v, row.params, finite_max(rt));
+      return is_floating(rt) ? round_to(rt, r) : (r != 0 ? 1.0 : 0.0);
+    }
+    int64_t r = ref::unary_int(row.op, static_cast<int64_t>(v), row.params, dt == DType::Bool);
+    if (rt == DType::Bool) return r != 0 ? 1.0 : 0.0;
+    return static_cast<double>(ref::wrap_int(r, dtype_bits(rt), dtype_signed(rt)));
+  });
+}
+
+void run_unary(const UnaryRow& row, DType dt, const Layout& l) {
+  const char* name = ops::name(row.op);
+  std::string ctx = std::string(name) + " " + dt_name(dt) + " " + l.name;
+  Gen g(hash_name(ctx));
+  Guarded in = Guarded::make(dt, l.shape, l.transposed, l.gap, l.offset);
+  std::vector<double> vals = make_values(g, dt, l, row.dom, row.dom);
+  in.set(vals);
+  Tensor x = in.tensor();
+  DType rt = result_dtype(row.op, dt);
+  ref::Array want = unary_reference(row, dt, ref::Array(l.shape, vals));
+  double tol = tolerance(rt, row.tol_f32, row.tol_f64);
+
+  // Out of place.
+  Tensor y = x.apply(ops::Unary{row.op, row.params});
+  CHECK_MESSAGE(y.dtype() == rt, ctx << ": result dtype " << dt_name(y.dtype()) << ", expected " << dt_name(rt));
+  REPORT(ctx + " (out of place)", compare(read(y), want, tol));
+  CHECK_MESSAGE(same_bits(read(x), vals), ctx << ": input modified");
+  CHECK_MESSAGE(in.untouched(), ctx << ": input buffer modified outside the view");
+
+  // Into a guarded destination of the other layout: in place when the dtype allows.
+  Guarded dst = Guarded::make(rt, l.shape, !l.transposed && l.shape.size() >= 2, 1, 5);
+  Tensor d = dst.tensor();
+  if (rt == dt) {
+    d.copy_(x);
+    dst.mark();
+    dispatch<DefaultPolicy>(ops::Unary{row.op, row.params}, d.impl(), &d.impl());
+  } else {
+    d.copy_(y);
+  }
+  REPORT(ctx + (rt == dt ? " (in place)" : " (copy_ into from_blob)"), compare(dst.values(), want, tol));
+  CHECK_MESSAGE(dst.untouched(), ctx << ": guard bytes or gaps of the destination were written");
+}
+
+// ---- binary ---------------------------------------------------------------------------------------------
+struct BinLayout {
+  std::string name;
+  Layout a, b;
+  bool wrapped_scalar = false;  ///< b is a Scalar (wrapped number)
+};
+
+std::vector<BinLayout> binary_layouts(bool big) {
+  std::vector<BinLayout> v = {
+      {"contiguous", {"", {5, 7, 11, 3}}, {"", {5, 7, 11, 3}}},
+      {"a transposed, b strided", {"", {5, 7, 11, 3}, true}, {"", {5, 7, 11, 3}, false, 2, 1}},
+      {"broadcast b [7,1,3]", {"", {5, 7, 11, 3}}, {"", {7, 1, 3}}},
+      {"broadcast both [5,1,11,1] x [7,1,3]", {"", {5, 1, 11, 1}}, {"", {7, 1, 3}}},
+      {"broadcast a [11,1] transposed", {"", {11, 1}, true}, {"", {5, 11, 4}}},
+      {"0-d tensor b", {"", {4, 6}}, {"", {}}},
+      {"wrapped scalar b", {"", {4, 6}}, {"", {}}, true},
+      {"1-d 37", {"", {37}}, {"", {37}}},
+      {"zero-size", {"", {3, 0, 4}}, {"", {1, 4}}},
+      {"0-d", {"", {}}, {"", {}}},
+      {"specials", {"", {4, 6}, false, 1, 0, true}, {"", {4, 6}, false, 1, 0, true}},
+  };
+  if (big) v.push_back({"odd 5x7x11x13", {"", {5, 7, 11, 13}}, {"", {5, 7, 11, 13}}});
+  return v;
+}
+
+std::vector<double> binary_b_values(Gen& g, const BinaryRow& row, DType t, const Layout& l) {
+  int64_t n = ref::numel(l.shape);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (auto& x : v) {
+    if (row.shift && is_integral(t)) {
+      x = static_cast<double>(g.integer(0, dtype_bits(t) + 1));
+    } else if (row.nonzero_b && t != DType::Bool) {
+      x = g.value(t, row.b.lo, row.b.hi, row.ib.lo, row.ib.hi);
+      if (dtype_signed(t) && g.coin()) x = -x;
+    } else {
+      x = g.value(t, row.b.lo, row.b.hi, row.ib.lo, row.ib.hi);
+    }
+  }
+  if (l.specials && is_floating(t)) {
+    // Different positions than a's specials so that specials meet numbers and each other.
+    const double sb[] = {1.0, ref::kNaN, ref::kInf, -ref::kInf, 2.0, 0.0, -0.0, ref::kInf, -ref::kInf, ref::kNaN};
+    for (size_t i = 0; i < std::size(sb) && i < v.size(); ++i) v[i * 3 % v.size()] = sb[i];
+  }
+  return v;
+}
+
+double binary_reference_value(const BinaryRow& row, DType dt, double a, double b, bool& fault) {
+  DType rt = result_dtype(row.op, dt);
+  if (is_floating(dt) || is_floating(rt)) {
+    double r = ref::binary(row.op, a, b, dt != DType::F64);
+    return is_floating(rt) ? round_to(rt, r) : (r != 0 ? 1.0 : 0.0);
+  }
+  int64_t r = ref::binary_int(row.op, static_cast<int64_t>(a), static_cast<int64_t>(b), dtype_bits(dt),
+                              dtype_signed(dt), fault);
+  if (rt == DType::Bool) return r != 0 ? 1.0 : 0.0;
+  return static_cast<double>(ref::wrap_int(r, dtype_bits(rt), dtype_signed(rt)));
+}
+
+void run_binary(const BinaryRow& row, DType dt, const BinLayout& l) {
+  const char* name = ops::name(row.op);
+  std::string ctx = std::string(name) + " " + dt_name(dt) + " " + l.name;
+  if (l.wrapped_scalar && dt == DType::Bool) return;
+  Gen g(hash_name(ctx));
+  Guarded ga = Guarded::make(dt, l.a.shape, l.a.transposed, l.a.gap, l.a.offset);
+  Guarded gb = Guarded::make(dt, l.b.shape, l.b.transposed, l.b.gap, l.b.offset);
+  std::vector<double> av = make_values(g, dt, l.a, row.a, row.ia);
+  std::vector<double> bv = binary_b_values(g, row, dt, l.b);
+  ga.set(av);
+  gb.set(bv);
+  Tensor a = ga.tensor(), b = gb.tensor();
+  DType rt = result_dtype(row.op, dt);
+  bool fault = false;
+  ref::Array want = ref::zip(ref::Array(l.a.shape, av), ref::Array(l.b.shape, bv), [&](double x, double y) {
+    return binary_reference_value(row, dt, x, y, fault);
+  });
+  REQUIRE_MESSAGE(!fault, ctx << ": the test's inputs hit an integer fault");
+  double tol = tolerance(rt, row.tol_f32);
+  auto apply = [&](const Tensor& x) {
+    if (l.wrapped_scalar) {
+      Scalar s = is_floating(dt) ? Scalar(bv[0]) : Scalar(static_cast<int64_t>(bv[0]));
+      return Tensor::wrap(dispatch<DefaultPolicy>(ops::Binary{row.op}, x.impl(), x.scalar_like(s).impl()));
+    }
+    return Tensor::wrap(dispatch<DefaultPolicy>(ops::Binary{row.op}, x.impl(), b.impl()));
+  };
+
+  Tensor y = apply(a);
+  CHECK_MESSAGE(y.dtype() == rt, ctx << ": result dtype " << dt_name(y.dtype()) << ", expected " << dt_name(rt));
+  REPORT(ctx + " (out of place)", compare(read(y), want, tol));
+  CHECK_MESSAGE(same_bits(read(a), av), ctx << ": input a modified");
+  CHECK_MESSAGE(same_bits(read(b), bv), ctx << ": input b modified");
+  CHECK_MESSAGE(ga.untouched(), ctx << ": input buffer modified");
+
+  Guarded dst = Guarded::make(rt, want.shape, want.shape.size() >= 2, 1, 3);
+  Tensor d = dst.tensor();
+  bool inplace = rt == dt && want.shape == l.a.shape;
+  if (inplace) {
+    d.copy_(a);
+    dst.mark();
+    if (l.wrapped_scalar) {
+      Scalar s = is_floating(dt) ? Scalar(bv[0]) : Scalar(static_cast<int64_t>(bv[0]));
+      dispatch<DefaultPolicy>(ops::Binary{row.op}, d.impl(), d.scalar_like(s).impl(), &d.impl());
+    } else {
+      dispatch<DefaultPolicy>(ops::Binary{row.op}, d.impl(), b.impl(), &d.impl());
+    }
+  } else {
+    d.copy_(y);
+  }
+  REPORT(ctx + (inplace ? " (in place)" : " (copy_ into from_blob)"), compare(dst.values(), want, tol));
+  CHECK_MESSAGE(dst.untouched(), ctx << ": guard bytes or gaps of the destination were written");
+}
+
+// ---- reductions -----------------------------------------------------------------------------------------
+std::vector<std::pair<Shape, bool>> dim_sets(int64_t rank) {
+  std::vector<std::pair<Shape, bool>> v = {{Shape{}, false}, {Shape{}, true}};
+  if (rank == 0) {
+    v.push_back({Shape{0}, false});
+    v.push_back({Shape{-1}, true});
+    return v;
+  }
+  for (int64_t d = 0; d < rank; ++d) v.push_back({Shape{d}, d % 2 == 1});
+  if (rank >= 2) v.push_back({Shape{0, -1}, true});
+  if (rank >= 3) v.push_back({Shape{1, 2}, false});
+  return v;
+}
+
+uint64_t mask_of(const Shape& dims, int64_t rank) {
+  if (dims.size() == 0) return rank == 0 ? 0 : (uint64_t{1} << rank) - 1;
+  uint64_t m = 0;
+  for (int64_t d : dims) {
+    if (rank == 0) continue;
+    m |= uint64_t{1} << (d < 0 ? d + rank : d);
+  }
+  return m;
+}
+
+void run_reduce(const ReduceRow& row, DType dt, const Layout& l) {
+  const char* name = ops::name(row.op);
+  std::string ctx0 = std::string(name) + " " + dt_name(dt) + " " + l.name;
+  Gen g(hash_name(ctx0));
+  Guarded in = Guarded::make(dt, l.shape, l.transposed, l.gap, l.offset);
+  std::vector<double> vals = make_values(g, dt, l, row.dom, row.idom);
+  in.set(vals);
+  Tensor x = in.tensor();
+  ref::Array xa(l.shape, vals);
+  ref::Array absx = ref::map(xa, [](double v) { return std::fabs(v); });
+  DType rt = result_dtype(row.op, dt);
+  int64_t rank = static_cast<int64_t>(l.shape.size());
+  for (auto& [dims, keepdim] : dim_sets(rank)) {
+    std::string ctx = ctx0 + " dims " + dims.str() + (keepdim ? " keepdim" : "");
+    uint64_t mask = mask_of(dims, rank);
+    bool empty_reduced = false;
+    for (int64_t d = 0; d < rank; ++d)
+      if ((mask >> d & 1) && l.shape[static_cast<size_t>(d)] == 0) empty_reduced = true;
+    if (empty_reduced && (row.op == R::Amax || row.op == R::Amin)) continue;  // refused (test_errors)
+    guarded_run(ctx, [&] {
+      ref::Array want = ref::reduce(row.op, xa, mask, keepdim);
+      std::vector<double> scale(static_cast<size_t>(want.numel()), 0.0);
+      if (row.op == R::Sum || row.op == R::Nansum || row.op == R::Mean || row.op == R::Norm1) {
+        ref::Array s = ref::reduce(row.op == R::Mean ? R::Mean : R::Norm1, absx, mask, keepdim);
+        for (size_t i = 0; i < scale.size(); ++i) scale[i] = std::isfinite(s.v[i]) ? s.v[i] : 0;
+      }
+      for (auto& v : want.v) v = round_to(rt, v);
+      Tensor y = Tensor::wrap(dispatch<DefaultPolicy>(ops::Reduce{row.op, dims, keepdim, std::nullopt}, x.impl()));
+      CHECK_MESSAGE(y.dtype() == rt, ctx << ": result dtype " << dt_name(y.dtype()) << ", expected " << dt_name(rt));
+      REPORT(ctx, compare(read(y), want, tolerance(rt, row.tol_f32), &scale));
+      Guarded dst = Guarded::make(rt, want.shape, want.shape.size() >= 2, 1, 2);
+      dst.tensor().copy_(y);
+      REPORT(ctx + " (copy_ into from_blob)", compare(dst.values(), want, tolerance(rt, row.tol_f32), &scale));
+      CHECK_MESSAGE(dst.untouched(), ctx << ": guard bytes written");
+    });
+  }
+  CHECK_MESSAGE(same_bits(read(x), vals), ctx0 << ": input modified");
+}
+
+std::vector<Layout> reduce_layouts(bool big) {
+  std::vector<Layout> v = elementwise_layouts(false);
+  if (big) v.push_back({"odd 5x7x11x13", {5, 7, 11, 13}});
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("op table: unary ops x dtypes x layouts") {
+  for (const UnaryRow& row : kUnaryRows) {
+    const char* name = ops::name(row.op);
+    for (DType dt : kAllDTypes) {
+      if (!accepts(row.op, dt)) continue;
+      for (const Layout& l : elementwise_layouts(big_op(name) && dt == DType::F32)) {
+        if (l.specials && (!is_floating(dt) || !row.specials)) continue;
+        std::string ctx = std::string(name) + " " + dt_name(dt) + " " + l.name;
+        guarded_run(ctx, [&] { run_unary(row, dt, l); });
+      }
+    }
+  }
+}
+
+TEST_CASE("op table: binary ops x dtypes x layouts") {
+  for (const BinaryRow& row : kBinaryRows) {
+    const char* name = ops::name(row.op);
+    for (DType dt : kAllDTypes) {
+      if (!accepts(row.op, dt)) continue;
+      for (const BinLayout& l : binary_layouts(big_op(name) && dt == DType::F32)) {
+        if (l.a.specials && (!is_floating(dt) || !row.specials)) continue;
+        std::string ctx = std::string(name) + " " + dt_name(dt) + " " + l.name;
+        guarded_run(ctx, [&] { run_binary(row, dt, l); });
+      }
+    }
+  }
+}
+
+TEST_CASE("op table: reductions x dtypes x layouts x dims") {
+  for (const ReduceRow& row : kReduceRows) {
+    const char* name = ops::name(row.op);
+    for (DType dt : kAllDTypes) {
+      if (!accepts(row.op, dt)) continue;
+      for (const Layout& l : reduce_layouts(big_op(name) && dt == DType::F32)) {
+        if (l.specials && !is_floating(dt)) continue;
+        std::string ctx = std::string(name) + " " + dt_name(dt) + " " + l.name;
+        guarded_run(ctx, [&] { run_reduce(row, dt, l); });
+      }
+    }
+  }
+}
+
+// ---- softmax, scans, arg-reductions -----------------------------------------------------------------------
+namespace {
+std::vector<Layout> along_layouts() {
+  return {
+      {"contiguous 5x7x3", {5, 7, 3}},
+      {"transposed 4x6x9", {4, 6, 9}, true},
+      {"strided 3x5x7", {3, 5, 7}, false, 2, 3},
+      {"1-d 37", {37}},
+      {"zero-size 3x0x4", {3, 0, 4}},
+      {"0-d", {}},
+      {"specials 4x6", {4, 6}, false, 1, 0, true},
+  };
+}
+/// Values in multiples of 0.5 so that ties occur.
+std::vector<double> tie_values(Gen& g, DType t, const Layout& l, double lo, double hi) {
+  std::vector<double> v = make_values(g, t, l, {lo, hi}, {lo, hi});
+  if (is_floating(t))
+    for (auto& x : v)
+      if (std::isfinite(x)) x = round_to(t, std::nearbyint(x * 2) / 2);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("op table: softmax and log_softmax") {
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    for (const Layout& l : along_layouts()) {
+      int64_t rank = static_cast<int64_t>(l.shape.size());
+      for (int64_t dim = -1; dim < std::max<int64_t>(rank, 1); ++dim) {
+        for (bool log : {false, true}) {
+          std::string ctx = std::string(log ? "log_softmax " : "softmax ") + dt_name(dt) + " " + l.name +
+                            " dim " + std::to_string(dim);
+          guarded_run(ctx, [&] {
+            Gen g(hash_name(ctx));
+            Guarded in = Guarded::make(dt, l.shape, l.transposed, l.gap, l.offset);
+            std::vector<double> vals = make_values(g, dt, l, {-5, 5}, {-5, 5});
+            if (l.specials) {  // a row with +inf, a row of -inf, a row with NaN, a row with -inf
+              for (int64_t j = 0; j < 6; ++j) vals[static_cast<size_t>(6 + j)] = -ref::kInf;
+              vals[0] = ref::kInf, vals[14] = ref::kNaN, vals[19] = -ref::kInf;
+            }
+            in.set(vals);
+            int64_t d = rank == 0 ? 0 : (dim < 0 ? dim + rank : dim);
+            ref::Array want = ref::softmax(ref::Array(l.shape, vals), d, log);
+            for (auto& v : want.v) v = round_to(dt, v);
+            Tensor y = log ? in.tensor().log_softmax(dim) : in.tensor().softmax(dim);
+            REPORT(ctx, compare(read(y), want, tolerance(dt, 1e-5)));
+          });
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("op table: cumulative ops") {
+  struct CumRow {
+    const char* name;
+    ref::Cum op;
+    Domain dom;
+    bool floats_only;
+  };
+  const CumRow rows[] = {{"cumsum", ref::Cum::Sum, {-3, 3}, false},
+                         {"cumprod", ref::Cum::Prod, {0.5, 1.5}, false},
+                         {"cummax", ref::Cum::Max, {-2, 2}, false},
+                         {"cummin", ref::Cum::Min, {-2, 2}, false},
+                         {"logcumsumexp", ref::Cum::Logsumexp, {-5, 5}, true}};
+  for (const CumRow& row : rows) {
+    for (DType dt : kAllDTypes) {
+      if (row.floats_only && !is_floating(dt)) continue;
+      for (const Layout& l : along_layouts()) {
+        if (l.specials && !is_floating(dt)) continue;
+        int64_t rank = static_cast<int64_t>(l.shape.size());
+        for (int64_t dim = -1; dim < std::max<int64_t>(rank, 1); ++dim) {
+          std::string ctx = std::string(row.name) + " " + dt_name(dt) + " " + l.name + " dim " + std::to_string(dim);
+          guarded_run(ctx, [&] {
+            Gen g(hash_name(ctx));
+            Guarded in = Guarded::make(dt, l.shape, l.transposed, l.gap, l.offset);
+            std::vector<double> vals = tie_values(g, dt, l, row.dom.lo, row.dom.hi);
+            if (row.op == ref::Cum::Prod && is_integral(dt))
+              for (auto& v : vals) v = std::clamp(v, -2.0, 2.0);
+            in.set(vals);
+            Tensor x = in.tensor();
+            int64_t d = rank == 0 ? 0 : (dim < 0 ? dim + rank : dim);
+            ref::Array idx;
+            bool with_idx = row.op == ref::Cum::Max || row.op == ref::Cum::Min;
+            ref::Array want = ref::cumulative(row.op, ref::Array(l.shape, vals), d, with_idx ? &idx : nullptr);
+            DType rt = (row.op == ref::Cum::Sum || row.op == ref::Cum::Prod) && !is_floating(dt) ? DType::I64 : dt;
+            for (auto& v : want.v) v = round_to(rt, v);
+            Tensor y, yi;
+            switch (row.op) {
+              case ref::Cum::Sum: y = x.cumsum(dim); break;
+              case ref::Cum::Prod: y = x.cumprod(dim); break;
+              case ref::Cum::Max: std::tie(y, yi) = x.cummax(dim); break;
+              case ref::Cum::Min: std::tie(y, yi) = x.cummin(dim); break;
+              case ref::Cum::Logsumexp: y = x.logcumsumexp(dim); break;
+            }
+            CHECK_MESSAGE(y.dtype() == rt, ctx << ": dtype " << dt_name(y.dtype()));
+            double tol = row.op == ref::Cum::Logsumexp ? tolerance(rt, 1e-5) : tolerance(rt, 1e-6);
+            REPORT(ctx, compare(read(y), want, tol));
+            if (with_idx) REPORT(ctx + " (indices)", compare(read(yi), idx, 0));
+          });
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("op table: argmax, argmin, max and min along a dim") {
+  for (DType dt : kAllDTypes) {
+    for (const Layout& l : along_layouts()) {
+      if (l.specials && !is_floating(dt)) continue;
+      int64_t rank = static_cast<int64_t>(l.shape.size());
+      for (int64_t dim = -1; dim < std::max<int64_t>(rank, 1); ++dim) {
+        int64_t d = rank == 0 ? 0 : (dim < 0 ? dim + rank : dim);
+        if (rank > 0 && l.shape[static_cast<size_t>(d)] == 0) continue;  // refused (test_errors)
+        for (bool is_max : {true, false}) {
+          for (bool keepdim : {false, true}) {
+            std::string ctx = std::string(is_max ? "max " : "min ") + dt_name(dt) + " " + l.name + " dim " +
+                              std::to_string(dim) + (keepdim ? " keepdim" : "");
+            guarded_run(ctx, [&] {
+              Gen g(hash_name(ctx));
+              Guarded in = Guarded::make(dt, l.shape, l.transposed, l.gap, l.offset);
+              std::vector<double> vals = tie_values(g, dt, l, -2, 2);
+              in.set(vals);
+              Tensor x = in.tensor();
+              auto [wv, wi] = ref::arg_reduce(is_max, ref::Array(l.shape, vals), d, keepdim);
+              auto [v, i] = is_max ? x.max(dim, keepdim) : x.min(dim, keepdim);
+              Tensor ai = is_max ? x.argmax(dim, keepdim) : x.argmin(dim, keepdim);
+              CHECK(v.dtype() == dt);
+              CHECK(i.dtype() == DType::I64);
+              REPORT(ctx + " (values)", compare(read(v), wv, 0));
+              REPORT(ctx + " (indices)", compare(read(i), wi, 0));
+              REPORT(ctx + " (arg)", compare(read(ai), wi, 0));
+            });
+          }
+        }
+      }
+    }
+  }
+  // argmax over all elements: the flat index of the first maximum.
+  Tensor t = tensor({3.f, 7.f, 7.f, -1.f, 7.f, 2.f}).reshape({2, 3});
+  CHECK(t.argmax().item<int64_t>() == 1);
+  CHECK(t.argmin().item<int64_t>() == 3);
+  CHECK(t.t().argmax().item<int64_t>() == 2);  // t.t() = [[3, -1], [7, 7], [7, 2]]
+}
+
+TEST_CASE("op table: matmul shapes, layouts and dtypes") {
+  struct MmCase {
+    Dims a, b;
+    bool ta = false, tb = false;
+  };
+  const MmCase cases[] = {
+      {{7}, {7}},                       // dot
+      {{5, 7}, {7}},                    // matrix-vector
+      {{7}, {7, 3}},                    // vector-matrix
+      {{5, 7}, {7, 3}},
+      {{5, 7}, {7, 3}, true, false},
+      {{5, 7}, {7, 3}, false, true},
+      {{5, 7}, {7, 3}, true, true},
+      {{2, 5, 7}, {7, 3}},              // batched x matrix
+      {{5, 7}, {4, 7, 3}, true, false}, // matrix x batched
+      {{3, 1, 5, 7}, {2, 7, 6}, false, true},  // broadcast batches
+      {{1, 13}, {13, 1}},
+      {{17, 33}, {33, 19}},
+      {{5, 0}, {0, 3}},                 // k = 0: zeros
+      {{0, 4}, {4, 3}},
+      {{2, 3, 4}, {2, 4, 5}},
+  };
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    for (const MmCase& c : cases) {
+      std::string ctx = "matmul " + dt_name(dt) + " " + dims_str(c.a) + (c.ta ? "T" : "") + " @ " + dims_str(c.b) +
+                        (c.tb ? "T" : "");
+      guarded_run(ctx, [&] {
+        Gen g(hash_name(ctx));
+        Guarded ga = Guarded::make(dt, c.a, c.ta), gb = Guarded::make(dt, c.b, c.tb);
+        Layout la{"", c.a}, lb{"", c.b};
+        std::vector<double> av = make_values(g, dt, la, {-2, 2}, {-2, 2}), bv = make_values(g, dt, lb, {-2, 2}, {-2, 2});
+        ga.set(av);
+        gb.set(bv);
+        ref::Array A(c.a, av), Bm(c.b, bv);
+        ref::Array want = ref::matmul(A, Bm);
+        ref::Array scale_arr = ref::matmul(ref::map(A, [](double v) { return std::fabs(v); }),
+                                           ref::map(Bm, [](double v) { return std::fabs(v); }));
+        for (auto& v : want.v) v = round_to(dt, v);
+        Tensor y = ga.tensor().matmul(gb.tensor());
+        CHECK(y.dtype() == dt);
+        REPORT(ctx, compare(read(y), want, tolerance(dt, 1e-5), &scale_arr.v));
+      });
+    }
+  }
+}
+
+// ---- API forms ---------------------------------------------------------------------------------------------
+TEST_CASE("unary ops called without parameters use PyTorch's defaults") {
+  std::vector<double> vals = {-3.0, -1.0, -0.25, 0.0, 0.5, 2.0, 25.0};
+  Tensor x = from_blob(vals.data(), {7}, TensorOptions(DType::F64)).clone();
+  auto check = [&](const char* what, const Tensor& got, ops::UnaryOp op, ops::UnaryParams p) {
+    ref::Array want = ref::map(ref::Array({7}, vals), [&](double v) { return ref::unary(op, v, p); });
+    REPORT(std::string(what), compare(read(got), want, 1e-12));
+  };
+  check("leaky_relu() slope 0.01", x.leaky_relu(), U::LeakyRelu, P(0.01));
+  check("elu() alpha 1", x.elu(), U::Elu, P(1.0));
+  check("celu() alpha 1", x.celu(), U::Celu, P(1.0));
+  check("softplus() beta 1 threshold 20", x.softplus(), U::Softplus, P(1.0, 20.0));
+  check("hardtanh() [-1, 1]", x.hardtanh(), U::Hardtanh, P(-1.0, 1.0));
+  REPORT(std::string("logit() no eps"), compare(read(x.sigmoid().logit()), ref::Array({7}, vals), 1e-6));  // 1 - sigmoid(25) loses digits
+  CHECK_THROWS_AS(x.clamp(), Error);  // neither bound given
+  std::vector<double> sp = {ref::kNaN, ref::kInf, -ref::kInf, 1.5};
+  Tensor s = from_blob(sp.data(), {4}, TensorOptions(DType::F64)).clone();
+  ref::Array want({4}, {0.0, finite_max(DType::F64), -finite_max(DType::F64), 1.5});
+  REPORT(std::string("nan_to_num()"), compare(read(s.nan_to_num()), want, 0));
+  // The named parametric forms pass their parameters through.
+  check("leaky_relu(0.2)", x.leaky_relu(0.2), U::LeakyRelu, P(0.2));
+  check("hardtanh(-2, 0.5)", x.hardtanh(-2, 0.5), U::Hardtanh, P(-2, 0.5));
+  check("clamp(-1, 1)", x.clamp(Scalar(-1.0), Scalar(1.0)), U::Clamp, P(-1, 1));
+  check("clamp_min(0)", x.clamp_min(0.0), U::Clamp, P(0, 0, 0, true, false));
+  check("softplus(2, 1)", x.softplus(2, 1), U::Softplus, P(2, 1));
+}
+
+TEST_CASE("nan_to_num defaults use the limits of reduced float dtypes") {
+  for (DType dt : {DType::F16, DType::BF16, DType::F32}) {
+    std::vector<double> sp = {ref::kNaN, ref::kInf, -ref::kInf};
+    Tensor s = from_blob(sp.data(), {3}, TensorOptions(DType::F64)).clone().to(dt);
+    ref::Array want({3}, {0.0, finite_max(dt), -finite_max(dt)});
+    REPORT("nan_to_num() " + dt_name(dt), compare(read(s.nan_to_num(0.0)), want, 0));
+  }
+}
+
+TEST_CASE("mixed-dtype binary ops promote like PyTorch") {
+  Tensor i = tensor({1, 2, 3}).to(DType::I32);
+  Tensor f = tensor({0.5f, 1.5f, 2.5f});
+  Tensor h = tensor({1.f, 2.f, 3.f}).to(DType::F16);
+  Tensor u = tensor({1, 2, 3}).to(DType::U8);
+  Tensor s8 = tensor({-1, 2, -3}).to(DType::I8);
+  CHECK(i.add(f).dtype() == DType::F32);
+  CHECK(i.add(h).dtype() == DType::F16);
+  CHECK(h.add(tensor({1.f}).to(DType::BF16)).dtype() == DType::F32);
+  CHECK(u.add(s8).dtype() == DType::I32);
+  CHECK(i.div(i).dtype() == DType::F32);
+  CHECK(i.add(2.5).dtype() == DType::F32);           // float scalar raises the category
+  CHECK(h.mul(2.5).dtype() == DType::F16);           // but not the width
+  CHECK(u.add(int64_t{300}).dtype() == DType::U8);   // int scalar keeps the tensor's dtype
+  CHECK(i.eq(f).dtype() == DType::Bool);
+  ref::Array got = read(u.add(s8));
+  CHECK(got.v == std::vector<double>{0, 4, 0});
+}
