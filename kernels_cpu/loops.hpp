@@ -27,6 +27,17 @@ struct Loop {
     int nd = static_cast<int>(out.ndim());
     EMBER_CHECK(nd <= kMaxLoopDims, "[elementwise] rank {} exceeds the {} dims kernels support", nd, kMaxLoopDims);
     for (int k = 0; k < N; ++k) base[k] = static_cast<char*>(ops[k]->data());
+    // Fast path: every operand contiguous with the output's element count (the common
+    // case of same-shape ops) is one flat run.
+    bool flat = true;
+    for (int k = 0; k < N; ++k) flat &= ops[k]->contiguous && ops[k]->numel == out.numel;
+    if (flat) {
+      ndim = 1;
+      numel = out.numel;
+      sizes[0] = numel;
+      for (int k = 0; k < N; ++k) strides[k][0] = itemsize(ops[k]->dtype);
+      return;
+    }
     // Keep dims of size != 1, outermost first.
     for (int d = 0; d < nd; ++d) {
       if (out.sizes[d] == 1) continue;

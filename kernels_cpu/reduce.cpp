@@ -204,6 +204,9 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
     int64_t n = s.reduced, nchunks = (n + kChunk - 1) / kChunk;
     static thread_local std::vector<Acc> partial;  // reused: a warm loop allocates nothing
     partial.assign(static_cast<size_t>(nchunks), Rd::init());
+    // Workers write through this pointer: inside the lambda, `partial` would name the
+    // worker's own (empty) thread_local vector.
+    Acc* part = partial.data();
     detail::parallel_for(nchunks, 1, [&](int64_t b, int64_t e) {
       for (int64_t c = b; c < e; ++c) {
         const T* p = xp + c * kChunk;
@@ -212,7 +215,7 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
         if constexpr (kSimdSum) acc = simd_sum(p, len);
         else
           for (int64_t k = 0; k < len; ++k) acc = Rd::step(acc, static_cast<C>(p[k]));
-        partial[static_cast<size_t>(c)] = acc;
+        part[c] = acc;
       }
     });
     Acc acc = partial[0];

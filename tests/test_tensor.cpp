@@ -148,3 +148,21 @@ TEST_CASE("printing follows PyTorch") {
   CHECK(big.find("...") != std::string::npos);
   CHECK(fmt::format("{}", tensor({1.f})) == "tensor([1.])");
 }
+
+TEST_CASE("reductions and elementwise ops give identical results with 1 and 2 threads") {
+  manual_seed(7);
+  Tensor x = randn({1 << 20});
+  Tensor m = randn({512, 1024});
+  set_num_threads(1);
+  float s1 = x.sum().item<float>();
+  Tensor e1 = x.exp().mul(x), r1 = m.sum(Shape{1}), sm1 = m.softmax(1);
+  set_num_threads(2);
+  float s2 = x.sum().item<float>();
+  Tensor e2 = x.exp().mul(x), r2 = m.sum(Shape{1}), sm2 = m.softmax(1);
+  set_num_threads(1);
+  CHECK(s1 == s2);  // fixed chunking: bitwise equal
+  CHECK(e1.eq(e2).all().item<bool>());
+  CHECK(r1.eq(r2).all().item<bool>());
+  CHECK(sm1.eq(sm2).all().item<bool>());
+  CHECK(std::abs(s1 - x.to(DType::F64).sum().item<double>()) < 1e-2);
+}

@@ -50,7 +50,6 @@ void check_same_device(const TensorImpl& a, const TensorImpl& b, const char* op)
 void make_output(Prepared& p, IntArrayRef shape, DType result, TensorImpl* out, const char* op) {
   if (!out) {
     p.out = detail::make_tensor(shape, result, p.in[0]->device(), op);
-    p.result = p.out;
     return;
   }
   EMBER_CHECK(Shape(shape) == out->sizes, "[{}_] in-place op would broadcast its output of shape {} to shape {}",
@@ -58,9 +57,9 @@ void make_output(Prepared& p, IntArrayRef shape, DType result, TensorImpl* out, 
   EMBER_CHECK(can_cast(result, out->dtype), "[{}_] result type {} can't be cast to the in-place output type {}", op,
               result, out->dtype);
   out->storage->version.fetch_add(1, std::memory_order_relaxed);
-  p.result = Ref<TensorImpl>::share(out);
+  p.target = out;
   if (result == out->dtype && out->contiguous) {
-    p.out = p.result;
+    p.out = Ref<TensorImpl>::share(out);
   } else {
     p.out = detail::make_tensor(shape, result, out->device(), op);
     p.cast_back = true;
@@ -71,10 +70,13 @@ void make_output(Prepared& p, IntArrayRef shape, DType result, TensorImpl* out, 
 
 void broadcast_inputs(Prepared& p, const char* op) {
   for (int i = 0; i < p.n_in; ++i)
-    if (!(p.in[i]->sizes == p.out->sizes)) p.in[i] = broadcast_to(*p.in[i], p.out->sizes, op);
+    if (!(p.in[i]->sizes == p.out->sizes)) {
+      p.owned[i] = broadcast_to(*p.in[i], p.out->sizes, op);
+      p.in[i] = p.owned[i].get();
+    }
 }
 
-void finish_cast_back(Prepared& p, void (*copy)(TensorImpl&, const TensorImpl&)) { copy(*p.result, *p.out); }
+void finish_cast_back(Prepared& p, void (*copy)(TensorImpl&, const TensorImpl&)) { copy(*p.target, *p.out); }
 
 TensorRef broadcast_to(const TensorImpl& x, IntArrayRef shape, const char* op) {
   EMBER_CHECK(shape.size() >= x.sizes.size(), "[{}] cannot broadcast shape {} to {}", op, x.sizes,
@@ -97,7 +99,7 @@ Prepared prepare_unary(const Unary& u, const TensorImpl& x, TensorImpl* out) {
   const char* op = u.name();
   Prepared p;
   p.n_in = 1;
-  p.in[0] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&x));
+  p.in[0] = &x;
   DType compute = x.dtype, result = x.dtype;
   switch (rule(u.op)) {
     case UnaryRule::Float:
@@ -131,8 +133,8 @@ Prepared prepare_binary(const Binary& b, const TensorImpl& x, const TensorImpl& 
   check_same_device(x, y, op);
   Prepared p;
   p.n_in = 2;
-  p.in[0] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&x));
-  p.in[1] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&y));
+  p.in[0] = &x;
+  p.in[1] = &y;
   DType compute = result_type(x, y), result = compute;
   switch (rule(b.op)) {
     case BinaryRule::Arith:
@@ -169,9 +171,9 @@ Prepared prepare_where(const TensorImpl& c, const TensorImpl& a, const TensorImp
   EMBER_CHECK(c.dtype == DType::Bool, "[where] condition must be bool, got {}", c.dtype);
   Prepared p;
   p.n_in = 3;
-  p.in[0] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&c));
-  p.in[1] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&a));
-  p.in[2] = Ref<TensorImpl>::share(const_cast<TensorImpl*>(&b));
+  p.in[0] = &c;
+  p.in[1] = &a;
+  p.in[2] = &b;
   DType t = result_type(a, b);
   p.want[0] = DType::Bool;
   p.want[1] = p.want[2] = t;

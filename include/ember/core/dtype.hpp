@@ -15,21 +15,19 @@ enum class DType : uint8_t { Bool, U8, I8, I32, I64, F16, BF16, F32, F64 };
 
 inline constexpr int kNumDTypes = 9;
 
-/// Short names as used in printing and errors ("f32"), and PyTorch's ("float32").
-constexpr std::string_view dtype_name(DType t) {
-  constexpr std::string_view names[] = {"bool", "u8", "i8", "i32", "i64", "f16", "bf16", "f32", "f64"};
-  return names[static_cast<int>(t)];
-}
-constexpr std::string_view dtype_torch_name(DType t) {
-  constexpr std::string_view names[] = {"bool",    "uint8",    "int8",    "int32",  "int64",
-                                        "float16", "bfloat16", "float32", "float64"};
-  return names[static_cast<int>(t)];
-}
+namespace detail {
+// Tables at namespace scope: a table local to a constexpr function is rebuilt on every call.
+inline constexpr std::string_view kDTypeNames[] = {"bool", "u8", "i8", "i32", "i64", "f16", "bf16", "f32", "f64"};
+inline constexpr std::string_view kDTypeTorchNames[] = {"bool",    "uint8",    "int8",    "int32",  "int64",
+                                                        "float16", "bfloat16", "float32", "float64"};
+inline constexpr int64_t kItemSizes[] = {1, 1, 1, 4, 8, 2, 2, 4, 8};
+}  // namespace detail
 
-constexpr int64_t itemsize(DType t) {
-  constexpr int64_t sizes[] = {1, 1, 1, 4, 8, 2, 2, 4, 8};
-  return sizes[static_cast<int>(t)];
-}
+/// Short names as used in printing and errors ("f32"), and PyTorch's ("float32").
+constexpr std::string_view dtype_name(DType t) { return detail::kDTypeNames[static_cast<int>(t)]; }
+constexpr std::string_view dtype_torch_name(DType t) { return detail::kDTypeTorchNames[static_cast<int>(t)]; }
+
+constexpr int64_t itemsize(DType t) { return detail::kItemSizes[static_cast<int>(t)]; }
 
 constexpr bool is_floating(DType t) { return t >= DType::F16; }
 constexpr bool is_integral(DType t, bool include_bool = false) {

@@ -82,7 +82,11 @@ class Shape {
   }
 
   friend bool operator==(const Shape& a, const Shape& b) {
-    return a.size_ == b.size_ && std::equal(a.begin(), a.end(), b.begin());
+    if (a.size_ != b.size_) return false;
+    const int64_t *pa = a.data(), *pb = b.data();
+    for (uint32_t i = 0; i < a.size_; ++i)  // a plain loop: ranks are tiny, a memcmp call is not
+      if (pa[i] != pb[i]) return false;
+    return true;
   }
 
   /// "[2, 3, 4]"
@@ -98,7 +102,8 @@ class Shape {
  private:
   size_t capacity() const { return heap_ ? cap_ : kInline; }
   void assign(const int64_t* src, size_t n) {
-    resize(n);
+    if (n > capacity()) grow(n);
+    size_ = static_cast<uint32_t>(n);
     if (n) std::memmove(data(), src, n * sizeof(int64_t));
   }
   void grow(size_t n) {
@@ -146,7 +151,8 @@ inline int64_t checked_numel(IntArrayRef dims, const char* op) {
 
 /// Contiguous (row-major) strides for `dims`.
 inline Shape contiguous_strides(IntArrayRef dims) {
-  Shape s(dims.size());
+  Shape s;
+  s.resize(dims.size());
   int64_t acc = 1;
   for (size_t i = dims.size(); i-- > 0;) {
     s[i] = acc;

@@ -19,13 +19,19 @@ using detail::TensorImpl;
 using TensorRef = Ref<TensorImpl>;
 
 /// Inputs cast to the compute dtype and an allocated output (or the in-place target).
+/// Inputs are borrowed (the caller holds them for the whole call); only casts and broadcast
+/// views made on the way are owned here. No reference-count traffic on the common path.
 struct Prepared {
-  TensorRef out;
-  TensorRef in[3];
+  TensorRef out;                   ///< where the kernel writes
+  const TensorImpl* in[3] = {};    ///< the inputs as the kernel sees them
+  TensorRef owned[3];              ///< keeps casts and broadcast views of in[i] alive
   int n_in = 0;
   DType want[3] = {DType::F32, DType::F32, DType::F32};  ///< input i is cast to want[i] first
-  TensorRef result;  ///< what the op returns: out, or for in-place ops with a dtype cast, the target
-  bool cast_back = false;
+  TensorImpl* target = nullptr;    ///< in-place target (null: out is the result)
+  bool cast_back = false;          ///< out is a temporary to copy into target afterwards
+
+  /// What the op returns: the new tensor, or the in-place target.
+  TensorRef take_result() { return target ? Ref<TensorImpl>::share(target) : std::move(out); }
 };
 
 /// Broadcasts the (already cast) inputs to out's shape.
@@ -38,7 +44,8 @@ void finalize_inputs(Prepared& p, const char* op) {
     if (p.in[i]->dtype != p.want[i]) {
       TensorRef c = detail::make_tensor(p.in[i]->sizes, p.want[i], p.in[i]->device(), op);
       detail::Kernels<B>::copy(*c, *p.in[i]);
-      p.in[i] = std::move(c);
+      p.in[i] = c.get();
+      p.owned[i] = std::move(c);
     }
   }
   broadcast_inputs(p, op);
@@ -73,7 +80,7 @@ struct Unary {
       detail::Kernels<B>::unary(op, p, *pr.out, *pr.in[0]);
       if (pr.cast_back) finish_cast_back(pr, &detail::Kernels<B>::copy);
     });
-    return std::move(pr.result);
+    return pr.take_result();
   }
 };
 
@@ -89,7 +96,7 @@ struct Binary {
       detail::Kernels<B>::binary(op, *pr.out, *pr.in[0], *pr.in[1]);
       if (pr.cast_back) finish_cast_back(pr, &detail::Kernels<B>::copy);
     });
-    return std::move(pr.result);
+    return pr.take_result();
   }
 };
 
@@ -102,7 +109,7 @@ struct Where {
       finalize_inputs<B>(pr, name());
       detail::Kernels<B>::where(*pr.out, *pr.in[0], *pr.in[1], *pr.in[2]);
     });
-    return std::move(pr.result);
+    return pr.take_result();
   }
 };
 

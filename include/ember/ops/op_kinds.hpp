@@ -42,54 +42,54 @@ inline constexpr int kNumReduceOps = 0
 #undef EMBER_REDUCE_OP
     ;
 
-constexpr const char* name(UnaryOp op) {
-  constexpr const char* names[] = {
+namespace tables {
+inline constexpr const char* kUnaryNames[] = {
 #define EMBER_UNARY_OP(E, n, r) #n,
 #include <ember/ops/unary_list.def>
 #undef EMBER_UNARY_OP
-  };
-  return names[static_cast<int>(op)];
-}
-constexpr const char* name(BinaryOp op) {
-  constexpr const char* names[] = {
+};
+}  // namespace tables
+constexpr const char* name(UnaryOp op) { return tables::kUnaryNames[static_cast<int>(op)]; }
+namespace tables {
+inline constexpr const char* kBinaryNames[] = {
 #define EMBER_BINARY_OP(E, n, r) #n,
 #include <ember/ops/binary_list.def>
 #undef EMBER_BINARY_OP
-  };
-  return names[static_cast<int>(op)];
-}
-constexpr const char* name(ReduceOp op) {
-  constexpr const char* names[] = {
+};
+}  // namespace tables
+constexpr const char* name(BinaryOp op) { return tables::kBinaryNames[static_cast<int>(op)]; }
+namespace tables {
+inline constexpr const char* kReduceNames[] = {
 #define EMBER_REDUCE_OP(E, n, r) #n,
 #include <ember/ops/reduce_list.def>
 #undef EMBER_REDUCE_OP
-  };
-  return names[static_cast<int>(op)];
-}
-constexpr UnaryRule rule(UnaryOp op) {
-  constexpr UnaryRule rules[] = {
+};
+}  // namespace tables
+constexpr const char* name(ReduceOp op) { return tables::kReduceNames[static_cast<int>(op)]; }
+namespace tables {
+inline constexpr UnaryRule kUnaryRules[] = {
 #define EMBER_UNARY_OP(E, n, r) UnaryRule::r,
 #include <ember/ops/unary_list.def>
 #undef EMBER_UNARY_OP
-  };
-  return rules[static_cast<int>(op)];
-}
-constexpr BinaryRule rule(BinaryOp op) {
-  constexpr BinaryRule rules[] = {
+};
+}  // namespace tables
+constexpr UnaryRule rule(UnaryOp op) { return tables::kUnaryRules[static_cast<int>(op)]; }
+namespace tables {
+inline constexpr BinaryRule kBinaryRules[] = {
 #define EMBER_BINARY_OP(E, n, r) BinaryRule::r,
 #include <ember/ops/binary_list.def>
 #undef EMBER_BINARY_OP
-  };
-  return rules[static_cast<int>(op)];
-}
-constexpr ReduceRule rule(ReduceOp op) {
-  constexpr ReduceRule rules[] = {
+};
+}  // namespace tables
+constexpr BinaryRule rule(BinaryOp op) { return tables::kBinaryRules[static_cast<int>(op)]; }
+namespace tables {
+inline constexpr ReduceRule kReduceRules[] = {
 #define EMBER_REDUCE_OP(E, n, r) ReduceRule::r,
 #include <ember/ops/reduce_list.def>
 #undef EMBER_REDUCE_OP
-  };
-  return rules[static_cast<int>(op)];
-}
+};
+}  // namespace tables
+constexpr ReduceRule rule(ReduceOp op) { return tables::kReduceRules[static_cast<int>(op)]; }
 
 /// Extra parameters of parametric unary ops (leaky_relu slope, clamp bounds, ...).
 /// Which field means what is stated next to each op's functor.

@@ -81,7 +81,7 @@ struct Cumulative {
   detail::CumOp op;
   int64_t dim;
   const char* name() const {
-    constexpr const char* n[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
+    static constexpr const char* n[] = {"cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"};
     return n[static_cast<int>(op)];
   }
   template <class BL>
@@ -119,7 +119,7 @@ struct Matmul {
   MatmulKind kind = MatmulKind::Matmul;
   double beta = 1, alpha = 1;
   const char* name() const {
-    constexpr const char* n[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "outer"};
+    static constexpr const char* n[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "outer"};
     return n[static_cast<int>(kind)];
   }
   template <class BL>

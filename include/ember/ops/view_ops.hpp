@@ -19,7 +19,7 @@ struct ViewOp {
   int64_t dim = 0, start = 0, length = 0, step = 1;  ///< Narrow/Select/Slice/Squeeze/Unsqueeze/AsStrided offset
   bool all_dims = false;  ///< Squeeze: every size-1 dim
   const char* name() const {
-    constexpr const char* n[] = {"view",    "permute",   "expand", "as_strided", "narrow",  "select",
+    static constexpr const char* n[] = {"view",    "permute",   "expand", "as_strided", "narrow",  "select",
                                  "squeeze", "unsqueeze", "slice",  "diagonal",   "alias"};
     return n[static_cast<int>(kind)];
   }
