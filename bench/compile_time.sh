@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Wall time to compile and link a 20-line program that includes <ember/ember.hpp> at -O2
+# against the built Ember library (best of N runs, ccache bypassed), and the same for a
+# minimal libtorch program when Debian's libtorch-dev is installed (reference).
+#
+#   bench/compile_time.sh [BUILD_DIR] [RUNS]        (defaults: build-bench, 3)
+#   CXX=clang++ bench/compile_time.sh               (compiler; default g++)
+#
+# Prints one line per program: "<name>: best X.XX s of N (runs: a b c)".
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$src/build-bench}" && pwd)
+runs=${2:-3}
+CXX=${CXX:-g++}
+export CCACHE_DISABLE=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ls "$build"/src/libember.* > /dev/null 2>&1 || { echo "no libember in $build/src: build Ember first" >&2; exit 1; }
+# Ember's compile and link flags for this build directory, from Meson's uninstalled .pc file.
+ember_flags=$(PKG_CONFIG_PATH="$build/meson-uninstalled" pkg-config --cflags --libs ember-uninstalled)
+
+cat > "$tmp/ember_prog.cpp" <<'CPP'
+#include <ember/ember.hpp>
+
+#include <cstdio>
+
+int main() {
+  ember::manual_seed(0);
+  ember::Tensor x = ember::randn({64, 32});
+  ember::Tensor w = ember::randn({32, 16});
+  ember::Tensor b = ember::zeros({16});
+  ember::Tensor h = ember::mm(x, w) + b;
+  ember::Tensor y = ember::softmax(h.relu(), 1);
+  ember::Tensor s = y.sum();
+  std::printf("sum = %f\n", s.item<float>());
+  ember::Tensor z = (x * 2.0 - 1.0).exp().mean({0});
+  std::printf("numel = %lld, mean[0] = %f\n", static_cast<long long>(z.numel()),
+              z[0].item<float>());
+  std::printf("%s\n", (y.sizes() == ember::Shape{64, 16}) ? "ok" : "bad");
+  return 0;
+}
+CPP
+
+cat > "$tmp/torch_prog.cpp" <<'CPP'
+#include <torch/torch.h>
+
+#include <cstdio>
+
+int main() {
+  torch::manual_seed(0);
+  torch::Tensor x = torch::randn({64, 32});
+  torch::Tensor w = torch::randn({32, 16});
+  torch::Tensor b = torch::zeros({16});
+  torch::Tensor h = torch::mm(x, w) + b;
+  torch::Tensor y = torch::softmax(h.relu(), 1);
+  torch::Tensor s = y.sum();
+  std::printf("sum = %f\n", s.item<float>());
+  torch::Tensor z = (x * 2.0 - 1.0).exp().mean({0});
+  std::printf("numel = %lld, mean[0] = %f\n", static_cast<long long>(z.numel()),
+              z[0].item<float>());
+  std::printf("%s\n", (y.sizes() == torch::IntArrayRef{64, 16}) ? "ok" : "bad");
+  return 0;
+}
+CPP
+
+# time_best NAME RUNS CMD...: runs CMD RUNS times, prints the best wall time.
+time_best() {
+  local name=$1 n=$2 best="" all=""
+  shift 2
+  for ((i = 0; i < n; i++)); do
+    local t0 t1 t
+    t0=$(date +%s.%N)
+    "$@" > "$tmp/log" 2>&1 || { echo "$name: compile failed:" >&2; tail -20 "$tmp/log" >&2; return 1; }
+    t1=$(date +%s.%N)
+    t=$(echo "$t1 - $t0" | bc -l)
+    all="$all $(printf '%.2f' "$t")"
+    if [ -z "$best" ] || [ "$(echo "$t < $best" | bc -l)" = 1 ]; then best=$t; fi
+  done
+  printf '%s: best %.2f s of %d (runs:%s)\n' "$name" "$best" "$n" "$all"
+}
+
+echo "compiler: $($CXX --version | head -1); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+time_best "ember   (20 lines, -O2, compile+link)" "$runs" \
+  $CXX -O2 "$tmp/ember_prog.cpp" -o "$tmp/ember_prog" $ember_flags -Wl,-rpath,"$build/src"
+"$tmp/ember_prog" > /dev/null || echo "warning: the ember program did not run" >&2
+
+torch_inc=/usr/include/torch/csrc/api/include
+if [ -f "$torch_inc/torch/torch.h" ]; then
+  time_best "libtorch (20 lines, -O2, compile+link)" "$runs" \
+    $CXX -std=c++17 -O2 -isystem "$torch_inc" "$tmp/torch_prog.cpp" -o "$tmp/torch_prog" \
+    -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10 -Wl,--as-needed
+  "$tmp/torch_prog" > /dev/null || echo "warning: the libtorch program did not run" >&2
+else
+  echo "libtorch: not installed (apt-get install libtorch-dev), skipped"
+fi

@@ -1,0 +1,392 @@
+// ember-bench: fixed CPU workloads timed through Ember and, when built with
+// -Dlibtorch_compare=enabled, through libtorch in the same process run, side by side.
+//
+//   ember-bench                  readable table
+//   ember-bench --json           one JSON object per line:
+//                                {"bench": ..., "threads": T, "value": V, "unit": ..., "libtorch": V|null}
+//   ember-bench --json-out F     table on stdout, and the JSON lines into file F
+//   ember-bench --filter sgemm   only workloads whose name contains "sgemm"
+//                                (a comma-separated list matches any of them)
+//   ember-bench --quick          short time budget (smoke test; noisy figures)
+//   ember-bench --threads 1,2    thread counts (default 1,2)
+//   ember-bench --no-libtorch    skip the libtorch side even when it is built in
+//   ember-bench --budget 0.3     seconds of timed samples per (workload, threads, library)
+//
+// Timing: each (workload, threads) is warmed up, then Ember and libtorch are sampled in
+// alternating rounds (so that a burst of load from elsewhere hits both), each until its share
+// of the budget has elapsed. A sample runs the op `iters` times (iters chosen so that a sample
+// lasts >= 2 ms, or >= 0.2 ms for op_overhead) and yields time per op. op_overhead_* reports the MEDIAN sample (ns per op);
+// throughput workloads report the BEST sample (GFLOP/s, GB/s), the usual choice on a shared
+// machine where noise only ever slows a run down; the table also shows their median.
+
+#include "workloads.hpp"
+
+#include <ember/ember.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using bench::RunFn;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double time_call(const RunFn& f, int64_t iters) {
+  auto t0 = Clock::now();
+  f(iters);
+  return seconds_since(t0);
+}
+
+struct Options {
+  bool json = false, quick = false, libtorch = true;
+  std::string filter, json_out;
+  std::vector<int> threads{1, 2};
+  double budget = 0.3;       // seconds of samples per (workload, threads, library)
+  double min_sample = 2e-3;  // a sample lasts at least this long (throughput workloads)
+  // op_overhead samples are short so that most fit inside one scheduler time slice: on a
+  // loaded machine the few that span a preemption are outliers that the median ignores.
+  double min_sample_overhead = 2e-4;
+  int rounds = 2;            // Ember/libtorch alternations
+  int min_samples = 3;
+};
+
+// One library's timer for one (workload, threads): calibrated once, sampled in rounds.
+struct Sampler {
+  explicit Sampler(RunFn f) : fn(std::move(f)) {}
+  RunFn fn;
+  int64_t iters = 1;
+  std::vector<double> per_op;  // seconds per op, one entry per sample
+
+  // Warm-up, and picks iters so that one sample lasts >= min_sample.
+  void calibrate(const Options& o, double min_sample) {
+    double t = time_call(fn, 1);  // first call: page faults, lazy init, thread start-up
+    int64_t it = 1;
+    auto t0 = Clock::now();
+    for (;;) {
+      t = time_call(fn, it);
+      if (t >= min_sample || it >= (int64_t(1) << 26)) break;
+      double grow = t > 0 ? std::ceil(min_sample / t * 1.25) : 100.0;
+      it *= static_cast<int64_t>(std::clamp(grow, 2.0, 100.0));
+    }
+    iters = it;
+    // Warm-up proper: keep running for a short while (caches, clocks, allocator pools).
+    double warm = std::min(0.05, o.budget / 4);
+    while (seconds_since(t0) < warm) time_call(fn, iters);
+  }
+  void sample_for(double seconds) {
+    auto t0 = Clock::now();
+    do per_op.push_back(time_call(fn, iters) / static_cast<double>(iters));
+    while (seconds_since(t0) < seconds);
+  }
+  double median() const {
+    std::vector<double> v = per_op;
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  }
+  double best() const { return *std::min_element(per_op.begin(), per_op.end()); }
+};
+
+enum class Kind { Overhead, Throughput };
+
+struct Workload {
+  std::string name;
+  Kind kind;
+  std::string unit;   // "ns", "GFLOP/s", "GB/s"
+  double work;        // FLOPs or bytes per op (throughput workloads)
+  bool has_libtorch;  // memcpy is a reference line only
+  std::function<RunFn(int threads)> make_ember;
+};
+
+// ---- Ember's workloads ------------------------------------------------------------------------
+
+RunFn ember_add4(int) {
+  auto a = std::make_shared<ember::Tensor>(ember::randn({4}));
+  auto b = std::make_shared<ember::Tensor>(ember::randn({4}));
+  return [a, b](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      ember::Tensor c = *a + *b;
+      bench::escape(c.raw_data());
+    }
+  };
+}
+
+RunFn ember_sgemm(int64_t n) {
+  auto a = std::make_shared<ember::Tensor>(ember::randn({n, n}));
+  auto b = std::make_shared<ember::Tensor>(ember::randn({n, n}));
+  return [a, b](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      ember::Tensor c = ember::mm(*a, *b);
+      bench::escape(c.raw_data());
+    }
+  };
+}
+
+RunFn ember_softmax(int) {
+  auto x = std::make_shared<ember::Tensor>(ember::randn({4096, 1024}));
+  return [x](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      ember::Tensor y = ember::softmax(*x, 1);
+      bench::escape(y.raw_data());
+    }
+  };
+}
+
+RunFn ember_sum(int) {
+  auto x = std::make_shared<ember::Tensor>(ember::randn({int64_t(1) << 24}));
+  return [x](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      ember::Tensor s = x->sum();
+      bench::escape(s.raw_data());
+    }
+  };
+}
+
+// The reference line for sum_16M: std::memcpy of 16M floats, split across `threads` threads.
+RunFn memcpy_ref(int threads) {
+  constexpr size_t n = size_t(1) << 24;
+  auto src = std::make_shared<std::vector<float>>(n, 1.0f);
+  auto dst = std::make_shared<std::vector<float>>(n, 0.0f);
+  return [src, dst, threads](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      size_t part = n / static_cast<size_t>(threads);
+      std::vector<std::thread> ts;
+      for (int t = 1; t < threads; ++t)
+        ts.emplace_back([&, t] {
+          std::memcpy(dst->data() + t * part, src->data() + t * part,
+                      (t == threads - 1 ? n - t * part : part) * sizeof(float));
+        });
+      std::memcpy(dst->data(), src->data(), (threads == 1 ? n : part) * sizeof(float));
+      for (auto& t : ts) t.join();
+      bench::escape(dst->data());
+    }
+  };
+}
+
+std::vector<Workload> workloads() {
+  std::vector<Workload> w;
+  w.push_back({"op_overhead_add_4", Kind::Overhead, "ns", 0, true, ember_add4});
+  for (int64_t n : {64, 256, 1024, 2048})
+    w.push_back({"sgemm_" + std::to_string(n), Kind::Throughput, "GFLOP/s", 2.0 * n * n * n, true,
+                 [n](int) { return ember_sgemm(n); }});
+  // softmax: reads and writes 4096 x 1024 floats.
+  w.push_back({"softmax_4096x1024", Kind::Throughput, "GB/s", 2.0 * 4096 * 1024 * 4, true, ember_softmax});
+  // sum: reads 16M floats.
+  w.push_back({"sum_16M", Kind::Throughput, "GB/s", double(int64_t(1) << 24) * 4, true, ember_sum});
+  // memcpy: counts bytes read + bytes written, like softmax (bus traffic, comparable to sum's reads).
+  w.push_back({"memcpy_16M", Kind::Throughput, "GB/s", 2.0 * double(int64_t(1) << 24) * 4, false, memcpy_ref});
+  return w;
+}
+
+// ---- driver -----------------------------------------------------------------------------------
+
+struct Result {
+  double value = 0, median = 0;  // value: the reported statistic, in `unit`
+  int samples = 0;
+};
+
+Result summarize(const Workload& w, const Sampler& s) {
+  Result r;
+  r.samples = static_cast<int>(s.per_op.size());
+  if (w.kind == Kind::Overhead) {
+    r.value = r.median = s.median() * 1e9;
+  } else {
+    r.value = w.work / s.best() / 1e9;
+    r.median = w.work / s.median() / 1e9;
+  }
+  return r;
+}
+
+std::string read_first_line(const char* path, const char* key = nullptr) {
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line))
+    if (!key || line.rfind(key, 0) == 0) return line;
+  return {};
+}
+
+std::string cpu_model() {
+  std::string l = read_first_line("/proc/cpuinfo", "model name");
+  auto p = l.find(':');
+  return p == std::string::npos ? "unknown CPU" : l.substr(p + 2);
+}
+
+std::string loadavg() {
+  std::string l = read_first_line("/proc/loadavg");
+  auto p = l.find(' ', l.find(' ', l.find(' ') + 1) + 1);
+  return l.substr(0, p);
+}
+
+std::string fmt_value(double v) {
+  char buf[32];
+  if (v >= 100)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else if (v >= 10)
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+std::string json_number(std::optional<double> v) {
+  if (!v || !std::isfinite(*v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", *v);
+  return buf;
+}
+
+// True when `name` contains one of the comma-separated substrings of `filter` (or it is empty).
+bool matches(const std::string& filter, const std::string& name) {
+  if (filter.empty()) return true;
+  for (size_t p = 0; p <= filter.size();) {
+    size_t q = filter.find(',', p);
+    if (q == std::string::npos) q = filter.size();
+    std::string part = filter.substr(p, q - p);
+    if (!part.empty() && name.find(part) != std::string::npos) return true;
+    p = q + 1;
+  }
+  return false;
+}
+
+[[noreturn]] void usage(int rc) {
+  std::fprintf(rc ? stderr : stdout,
+               "usage: ember-bench [--json] [--quick] [--filter NAME] [--threads 1,2] [--no-libtorch] "
+               "[--budget SECONDS] [--json-out FILE] [--list]\n");
+  std::exit(rc);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  bool list = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) usage(2);
+      return argv[++i];
+    };
+    if (a == "--json") o.json = true;
+    else if (a == "--quick") o.quick = true;
+    else if (a == "--no-libtorch") o.libtorch = false;
+    else if (a == "--list") list = true;
+    else if (a == "--filter") o.filter = next();
+    else if (a == "--json-out") o.json_out = next();
+    else if (a == "--budget") o.budget = std::atof(next().c_str());
+    else if (a == "--threads") {
+      o.threads.clear();
+      std::string s = next();
+      for (size_t p = 0; p < s.size();) {
+        size_t q = s.find(',', p);
+        if (q == std::string::npos) q = s.size();
+        o.threads.push_back(std::atoi(s.substr(p, q - p).c_str()));
+        p = q + 1;
+      }
+    } else if (a == "-h" || a == "--help") usage(0);
+    else usage(2);
+  }
+  if (o.quick) {
+    o.budget = 0.05;
+    o.rounds = 1;
+    o.min_samples = 2;
+    o.min_sample = 1e-3;
+  }
+  const bool with_torch = o.libtorch && bench::libtorch::available();
+
+  std::vector<Workload> ws;
+  for (auto& w : workloads())
+    if (matches(o.filter, w.name)) ws.push_back(std::move(w));
+  if (list) {
+    for (auto& w : ws) std::printf("%s\n", w.name.c_str());
+    return 0;
+  }
+
+  FILE* json_file = nullptr;
+  if (!o.json_out.empty() && !(json_file = std::fopen(o.json_out.c_str(), "w"))) {
+    std::fprintf(stderr, "ember-bench: cannot write %s\n", o.json_out.c_str());
+    return 2;
+  }
+  FILE* info = o.json ? stderr : stdout;
+  std::fprintf(info, "ember-bench: Ember %d.%d.%d on %s, %u hardware threads, load average %s\n",
+               ember::kVersion / 10000, ember::kVersion / 100 % 100, ember::kVersion % 100, cpu_model().c_str(),
+               std::thread::hardware_concurrency(), loadavg().c_str());
+  std::fprintf(info, "libtorch: %s\n",
+               with_torch ? bench::libtorch::description().c_str()
+                          : (bench::libtorch::available() ? "skipped (--no-libtorch)"
+                                                          : "not built in (-Dlibtorch_compare=enabled to add it)"));
+  std::fprintf(info, "timing: %.2f s of samples per library in %d round(s); op_overhead = MEDIAN ns/op, "
+               "throughput = BEST sample (median in brackets)\n\n", o.budget, o.rounds);
+  if (!o.json) {
+    std::printf("%-20s %3s  %16s  %16s  %-8s %s\n", "bench", "thr", "ember", "libtorch", "unit",
+                "ember vs libtorch");
+    std::fflush(stdout);
+  }
+
+  for (const auto& w : ws) {
+    for (int t : o.threads) {
+      ember::set_num_threads(t);
+      if (with_torch) bench::libtorch::set_threads(t);
+      Sampler es(w.make_ember(t));
+      std::optional<Sampler> ts;
+      if (with_torch && w.has_libtorch) {
+        if (RunFn f = bench::libtorch::make(w.name)) ts.emplace(std::move(f));
+      }
+      double min_sample = w.kind == Kind::Overhead ? o.min_sample_overhead : o.min_sample;
+      es.calibrate(o, min_sample);
+      if (ts) ts->calibrate(o, min_sample);
+      for (int r = 0; r < o.rounds; ++r) {
+        es.sample_for(o.budget / o.rounds);
+        if (ts) ts->sample_for(o.budget / o.rounds);
+      }
+      while (static_cast<int>(es.per_op.size()) < o.min_samples) es.sample_for(0);
+      while (ts && static_cast<int>(ts->per_op.size()) < o.min_samples) ts->sample_for(0);
+
+      Result er = summarize(w, es);
+      std::optional<Result> tr;
+      if (ts) tr = summarize(w, *ts);
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "{\"bench\": \"%s\", \"threads\": %d, \"value\": %s, \"unit\": \"%s\", \"libtorch\": %s}\n",
+                    w.name.c_str(), t, json_number(er.value).c_str(), w.unit.c_str(),
+                    json_number(tr ? std::optional<double>(tr->value) : std::nullopt).c_str());
+      if (json_file) {
+        std::fputs(line, json_file);
+        std::fflush(json_file);
+      }
+      if (o.json) {
+        std::fputs(line, stdout);
+      } else {
+        auto cell = [&](const Result& r) {
+          return w.kind == Kind::Overhead ? fmt_value(r.value)
+                                          : fmt_value(r.value) + " [" + fmt_value(r.median) + "]";
+        };
+        std::string cmp = "-";
+        if (tr) {
+          double ratio = w.kind == Kind::Overhead ? tr->value / er.value : er.value / tr->value;
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "%.2fx %s", ratio >= 1 ? ratio : 1 / ratio,
+                        ratio >= 1 ? "faster" : "slower");
+          cmp = buf;
+        }
+        std::printf("%-20s %3d  %16s  %16s  %-8s %s\n", w.name.c_str(), t, cell(er).c_str(),
+                    tr ? cell(*tr).c_str() : "-", w.unit.c_str(), cmp.c_str());
+      }
+      std::fflush(stdout);
+    }
+  }
+  std::fprintf(info, "\nload average at end: %s\n", loadavg().c_str());
+  if (json_file) std::fclose(json_file);
+  return 0;
+}

@@ -1,0 +1,92 @@
+// libtorch's side of ember-bench: the same workloads as ember_bench.cpp, through the libtorch
+// C++ API. Built only with -Dlibtorch_compare=enabled, as its own translation unit (C++17,
+// libtorch's headers), so that libtorch is never needed to build Ember.
+
+#include "workloads.hpp"
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <dlfcn.h>
+
+#include <climits>
+#include <cstdlib>
+#include <memory>
+
+namespace bench::libtorch {
+
+bool available() { return true; }
+
+namespace {
+// Which library provides the BLAS sgemm_ that libtorch's CPU mm calls.
+std::string blas_library() {
+  void* sym = dlsym(RTLD_DEFAULT, "sgemm_");
+  Dl_info info{};
+  if (!sym || !dladdr(sym, &info) || !info.dli_fname) return "unknown";
+  char buf[PATH_MAX];
+  const char* real = realpath(info.dli_fname, buf);
+  return real ? std::string(real) : std::string(info.dli_fname);
+}
+}  // namespace
+
+std::string description() {
+#ifdef PIP_TORCH_VERSION
+  const char* version = PIP_TORCH_VERSION " (PyPI wheel)";
+#else
+  const char* version = TORCH_VERSION " (Debian libtorch-dev)";
+#endif
+  return std::string("libtorch ") + version + ", sgemm_ from " + blas_library();
+}
+
+void set_threads(int n) {
+  torch::set_num_threads(n);
+  // OpenBLAS (pthreads build) keeps its own pool that torch::set_num_threads does not size.
+  using SetFn = void (*)(int);
+  if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
+}
+
+RunFn make(const std::string& name) {
+  torch::manual_seed(0);
+  if (name == "op_overhead_add_4") {
+    auto a = std::make_shared<torch::Tensor>(torch::randn({4}));
+    auto b = std::make_shared<torch::Tensor>(torch::randn({4}));
+    return [a, b](int64_t iters) {
+      for (int64_t i = 0; i < iters; ++i) {
+        torch::Tensor c = *a + *b;
+        escape(c.unsafeGetTensorImpl());
+      }
+    };
+  }
+  if (name.rfind("sgemm_", 0) == 0) {
+    int64_t n = std::atoll(name.c_str() + 6);
+    auto a = std::make_shared<torch::Tensor>(torch::randn({n, n}));
+    auto b = std::make_shared<torch::Tensor>(torch::randn({n, n}));
+    return [a, b](int64_t iters) {
+      for (int64_t i = 0; i < iters; ++i) {
+        torch::Tensor c = torch::mm(*a, *b);
+        escape(c.data_ptr());
+      }
+    };
+  }
+  if (name == "softmax_4096x1024") {
+    auto x = std::make_shared<torch::Tensor>(torch::randn({4096, 1024}));
+    return [x](int64_t iters) {
+      for (int64_t i = 0; i < iters; ++i) {
+        torch::Tensor y = torch::softmax(*x, 1);
+        escape(y.data_ptr());
+      }
+    };
+  }
+  if (name == "sum_16M") {
+    auto x = std::make_shared<torch::Tensor>(torch::randn({int64_t(1) << 24}));
+    return [x](int64_t iters) {
+      for (int64_t i = 0; i < iters; ++i) {
+        torch::Tensor s = x->sum();
+        escape(s.data_ptr());
+      }
+    };
+  }
+  return {};
+}
+
+}  // namespace bench::libtorch
