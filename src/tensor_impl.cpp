@@ -5,7 +5,7 @@
 
 namespace ember::detail {
 
-void (*g_autograd_meta_deleter)(AutogradMeta*) = nullptr;
+void (*g_grad_meta_deleter)(AutogradMeta*) = nullptr;
 
 DeviceHooks& device_hooks(DeviceType type) {
   static DeviceHooks hooks[kNumDeviceTypes];
@@ -101,7 +101,7 @@ Ref<TensorImpl> make_view(const Ref<Storage>& storage, DType dtype, IntArrayRef 
 }
 
 void release(TensorImpl* t) noexcept {
-  if (t->autograd && g_autograd_meta_deleter) g_autograd_meta_deleter(t->autograd);
+  if (t->autograd && g_grad_meta_deleter) g_grad_meta_deleter(t->autograd);
   ObjectPool<TensorImpl>::destroy(t);
 }
 

@@ -10,11 +10,8 @@ fail=0
 
 "$bin" || { echo "FAIL: $bin exited with $?"; fail=1; }
 
-# Symbols that are part of the core and merely named after autograd: the hook through which
-# the Autograd layer, when linked, frees its metadata (null in an inference-only binary).
-allow='g_autograd_meta_deleter'
 syms=$(nm -C "$bin" 2>/dev/null; nm -C -D "$bin" 2>/dev/null)
-bad=$(grep -i 'cuda\|autograd' <<<"$syms" | grep -v -- "$allow" || true)
+bad=$(grep -i 'cuda\|autograd' <<<"$syms" || true)
 if [[ -n $bad ]]; then
   echo "FAIL: autograd/CUDA symbols in an InferencePolicy binary:"
   head -n 40 <<<"$bad"

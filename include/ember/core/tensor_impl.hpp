@@ -38,7 +38,7 @@ Ref<TensorImpl> make_view(const Ref<Storage>& storage, DType dtype, IntArrayRef 
 void release(TensorImpl* t) noexcept;
 
 /// Hook the Autograd layer installs to free AutogradMeta (keeps core free of autograd).
-extern void (*g_autograd_meta_deleter)(AutogradMeta*);
+extern void (*g_grad_meta_deleter)(AutogradMeta*);
 
 bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides);
 
