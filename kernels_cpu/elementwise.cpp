@@ -102,6 +102,14 @@ void unary_run(C* out, const C* const* in, const int64_t* step, int64_t n, const
 template <class T, class F>
 void unary_loop(TensorImpl& out, const TensorImpl& x, const F& f) {
   using C = widen_t<T>;
+  if constexpr (std::is_same_v<T, C>) {
+    if (out.numel <= EMBER_GRAIN_SIZE && out.contiguous && x.contiguous && x.numel == out.numel) {
+      const C* in[1] = {static_cast<const C*>(x.data())};
+      const int64_t step[1] = {1};
+      unary_run<C, F>(static_cast<C*>(out.data()), in, step, out.numel, &f);
+      return;
+    }
+  }
   const TensorImpl* ops[2] = {&out, &x};
   Driver<T, T, C, C, 1> d{&unary_run<C, F>, &f};
   Loop<2>(ops).run(d);
@@ -248,6 +256,16 @@ void binary_run(C* o, const C* const* in, const int64_t* step, int64_t n, const 
 template <class T, class F>
 void binary_loop(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, const F& f) {
   using C = widen_t<T>;
+  if constexpr (std::is_same_v<T, C>) {
+    // Small same-shape contiguous operands (the per-op-overhead case): straight to the run.
+    if (out.numel <= EMBER_GRAIN_SIZE && out.contiguous && a.contiguous && b.contiguous && a.numel == out.numel &&
+        b.numel == out.numel) {
+      const C* in[2] = {static_cast<const C*>(a.data()), static_cast<const C*>(b.data())};
+      const int64_t step[2] = {1, 1};
+      binary_run<C, F>(static_cast<C*>(out.data()), in, step, out.numel, &f);
+      return;
+    }
+  }
   const TensorImpl* ops[3] = {&out, &a, &b};
   Driver<T, T, C, C, 2> d{&binary_run<C, F>, &f};
   Loop<3>(ops).run(d);

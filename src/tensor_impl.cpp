@@ -3,6 +3,8 @@
 
 #include "object_pool.hpp"
 
+#include <algorithm>
+
 namespace ember::detail {
 
 void (*g_grad_meta_deleter)(AutogradMeta*) = nullptr;
@@ -81,8 +83,14 @@ Ref<TensorImpl> make_tensor(IntArrayRef sizes, DType dtype, Device device, const
   Ref<TensorImpl> ref = Ref<TensorImpl>::adopt(t);
   t->storage = make_storage(static_cast<size_t>(nbytes), device);
   t->dtype = dtype;
-  t->sizes = Shape(sizes);
-  t->strides = contiguous_strides(sizes);
+  // Fill the pooled impl's inline shapes in place (no temporaries to move through).
+  t->sizes.assign(sizes);
+  t->strides.resize(sizes.size());
+  int64_t acc = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    t->strides[i] = acc;
+    acc *= std::max<int64_t>(sizes[i], 1);
+  }
   t->numel = n;
   t->contiguous = true;
   return ref;

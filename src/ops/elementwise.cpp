@@ -69,6 +69,7 @@ void make_output(Prepared& p, IntArrayRef shape, DType result, TensorImpl* out, 
 }  // namespace
 
 void broadcast_inputs(Prepared& p, const char* op) {
+  if (p.same_shape) return;
   for (int i = 0; i < p.n_in; ++i)
     if (!(p.in[i]->sizes == p.out->sizes)) {
       p.owned[i] = broadcast_to(*p.in[i], p.out->sizes, op);
@@ -124,6 +125,7 @@ Prepared prepare_unary(const Unary& u, const TensorImpl& x, TensorImpl* out) {
   }
   if (u.op == UnaryOp::Logit) EMBER_CHECK(u.p.a >= 0 && u.p.a < 0.5, "[logit] eps must be in [0, 0.5), got {}", u.p.a);
   p.want[0] = compute;
+  p.same_shape = true;
   make_output(p, x.sizes, result, out, op);
   return p;
 }
@@ -159,7 +161,8 @@ Prepared prepare_binary(const Binary& b, const TensorImpl& x, const TensorImpl& 
       break;
   }
   p.want[0] = p.want[1] = compute;
-  Shape shape = x.sizes == y.sizes ? x.sizes : broadcast_shapes(x.sizes, y.sizes, op);
+  p.same_shape = x.sizes == y.sizes;
+  Shape shape = p.same_shape ? x.sizes : broadcast_shapes(x.sizes, y.sizes, op);
   make_output(p, shape, result, out, op);
   return p;
 }

@@ -81,6 +81,9 @@ class Shape {
     --size_;
   }
 
+  /// Replaces the contents with `dims` (no allocation up to kInline dims).
+  void assign(IntArrayRef dims) { assign(dims.data(), dims.size()); }
+
   friend bool operator==(const Shape& a, const Shape& b) {
     if (a.size_ != b.size_) return false;
     const int64_t *pa = a.data(), *pb = b.data();
@@ -104,7 +107,9 @@ class Shape {
   void assign(const int64_t* src, size_t n) {
     if (n > capacity()) grow(n);
     size_ = static_cast<uint32_t>(n);
-    if (n) std::memmove(data(), src, n * sizeof(int64_t));
+    int64_t* d = data();
+    if (d != src)
+      for (size_t i = 0; i < n; ++i) d[i] = src[i];  // ranks are tiny: a loop beats a memmove call
   }
   void grow(size_t n) {
     n = std::max<size_t>(n, kInline * 2);

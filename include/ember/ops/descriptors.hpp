@@ -29,6 +29,7 @@ struct Prepared {
   DType want[3] = {DType::F32, DType::F32, DType::F32};  ///< input i is cast to want[i] first
   TensorImpl* target = nullptr;    ///< in-place target (null: out is the result)
   bool cast_back = false;          ///< out is a temporary to copy into target afterwards
+  bool same_shape = false;         ///< every input already has out's shape (skip broadcasting)
 
   /// What the op returns: the new tensor, or the in-place target.
   TensorRef take_result() { return target ? Ref<TensorImpl>::share(target) : std::move(out); }
