@@ -268,7 +268,13 @@ void binary_loop(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, cons
   }
   const TensorImpl* ops[3] = {&out, &a, &b};
   Driver<T, T, C, C, 2> d{&binary_run<C, F>, &f};
-  Loop<3>(ops).run(d);
+  // Integer ops that can fault (division by zero, negative powers) report it through a
+  // thread_local flag, which only the calling thread's loop sets: run them without workers.
+  constexpr bool kMayFault = std::is_integral_v<C> && (F::kOp == ops::BinaryOp::DivTrunc ||
+                                                       F::kOp == ops::BinaryOp::DivFloor ||
+                                                       F::kOp == ops::BinaryOp::Remainder ||
+                                                       F::kOp == ops::BinaryOp::Fmod || F::kOp == ops::BinaryOp::Pow);
+  Loop<3>(ops).run(d, kMayFault ? std::numeric_limits<int64_t>::max() : EMBER_GRAIN_SIZE);
 }
 
 template <ops::BinaryOp Op>
@@ -335,7 +341,7 @@ void binary(ops::BinaryOp op, TensorImpl& out, const TensorImpl& a, const Tensor
 #include <ember/ops/binary_list.def>
 #undef EMBER_BINARY_OP
   }
-  // Workers set their own flag; integer faults are rare, so re-check serially when asked.
+  // Ops that can fault on integers run on this thread only (see binary_loop), so the flag is complete.
   if (t_integer_fault) EMBER_FAIL("[{}] integer division by zero or negative integer power", ops::name(op));
 }
 

@@ -302,6 +302,7 @@ struct BinaryFn;
   template <>                                     \
   struct BinaryFn<ops::BinaryOp::E> {             \
     static constexpr bool kSimd = simd;           \
+    static constexpr ops::BinaryOp kOp = ops::BinaryOp::E; \
     template <class V>                            \
     V operator()(const V& a, const V& b) const {  \
       using S = scalar_t<V>;                      \

@@ -166,3 +166,14 @@ TEST_CASE("reductions and elementwise ops give identical results with 1 and 2 th
   CHECK(sm1.eq(sm2).all().item<bool>());
   CHECK(std::abs(s1 - x.to(DType::F64).sum().item<double>()) < 1e-2);
 }
+
+TEST_CASE("integer division by zero is reported on large tensors with several threads") {
+  set_num_threads(2);
+  Tensor a = ones({1 << 17}, DType::I32);
+  Tensor b = ones({1 << 17}, DType::I32);
+  b.index_put_({(1 << 17) - 1}, 0);  // the last element: a worker's chunk when split
+  CHECK_THROWS_WITH_AS(a.div_floor(b), doctest::Contains("[div_floor]"), Error);
+  CHECK_THROWS_AS(a.remainder(b), Error);
+  CHECK(a.div_floor(ones({1 << 17}, DType::I32)).sum().item<int64_t>() == (1 << 17));
+  set_num_threads(1);
+}

@@ -2,7 +2,8 @@
 /// The kernel entry points each backend provides. Kernels see only TensorImpl geometry
 /// (data, sizes, strides, dtype): no autograd, no allocation of outputs, no checks beyond
 /// what the op layer already did. Outputs are preallocated by the op (src/ops/).
-/// A backend lacking a kernel defines it as a clear error (kernels_cuda/unsupported.cpp),
+/// A backend lacking a kernel defines it as a clear error (kernels_cuda/dispatch.cpp, and
+/// src/no_cuda.cpp when CUDA is not built),
 /// the pattern MLX uses for its no-GPU build.
 
 #include <ember/core/scalar.hpp>
