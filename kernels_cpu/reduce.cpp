@@ -327,15 +327,23 @@ void softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
             const C* r = xp + io;
             C* w = op + oo;
             int64_t k = 0;
+            // One pass finds the max and any NaN (SIMD max does not propagate NaN reliably).
             B mb(-std::numeric_limits<C>::infinity());
-            for (; k + W <= len; k += W) mb = xsimd::max(mb, B::load_unaligned(r + k));
+            B nan_seen(C(0));
+            for (; k + W <= len; k += W) {
+              B v = B::load_unaligned(r + k);
+              nan_seen = nan_seen + xsimd::select(xsimd::isnan(v), B(C(1)), B(C(0)));
+              mb = xsimd::max(mb, v);
+            }
             alignas(64) C lanes[W];
             mb.store_aligned(lanes);
             C m = lanes[0];
             for (int64_t j = 1; j < W; ++j) m = std::max(m, lanes[j]);
-            for (; k < len; ++k) m = std::max(m, r[k]);
-            bool has_nan = false;
-            for (int64_t j = 0; j < len; ++j) has_nan |= r[j] != r[j];
+            bool has_nan = xsimd::hadd(nan_seen) != C(0);
+            for (; k < len; ++k) {
+              has_nan |= r[k] != r[k];
+              m = std::max(m, r[k]);
+            }
             if (has_nan || std::isinf(m)) goto scalar_path;
             {
               B mv(m), sb(C(0));
