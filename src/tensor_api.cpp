@@ -50,20 +50,16 @@ Shape reduced_shape(const TensorImpl& x, IntArrayRef dims, bool keepdim, const c
 }
 
 void fill_arange(TensorImpl& t, double start, double step) {
+  // Each value is computed in double from its index (no accumulated rounding), then stored.
   visit_dtype(t.dtype, [&]<class T>() {
     T* p = static_cast<T*>(t.data());
     for (int64_t i = 0; i < t.numel; ++i) {
       double v = start + step * static_cast<double>(i);
       if constexpr (std::is_same_v<T, bool>) p[i] = v != 0;
-      else if constexpr (std::is_integral_v<T>) p[i] = static_cast<T>(v);
-      else p[i] = static_cast<T>(static_cast<float>(v)), p[i] = T(static_cast<float>(v));
+      else if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>) p[i] = static_cast<T>(v);
+      else p[i] = T(static_cast<float>(v));  // float, f16, bf16
     }
   });
-  // Floating results: compute in double and store, for precision on long ranges.
-  if (t.dtype == DType::F64) {
-    auto* p = static_cast<double*>(t.data());
-    for (int64_t i = 0; i < t.numel; ++i) p[i] = start + step * static_cast<double>(i);
-  }
 }
 
 void fill_eye(TensorImpl& t) {
