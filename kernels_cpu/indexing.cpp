@@ -275,15 +275,7 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
 
 Ref<TensorImpl> IndexKernels<Cpu>::masked_select(const TensorImpl& x, const TensorImpl& mask) {
   EMBER_CHECK(mask.dtype == DType::Bool, "[masked_select] mask must be bool, got {}", mask.dtype);
-  size_t n = std::max(x.sizes.size(), mask.sizes.size());
-  Shape shape(n);
-  for (size_t i = 0; i < n; ++i) {
-    int64_t a = i < n - x.sizes.size() ? 1 : x.sizes[i - (n - x.sizes.size())];
-    int64_t b = i < n - mask.sizes.size() ? 1 : mask.sizes[i - (n - mask.sizes.size())];
-    EMBER_CHECK(a == b || a == 1 || b == 1, "[masked_select] shapes {} and {} cannot be broadcast", x.sizes,
-                mask.sizes);
-    shape[i] = a == 1 ? b : a;
-  }
+  Shape shape = ops::broadcast_shapes(x.sizes, mask.sizes, "masked_select");
   Ref<TensorImpl> bx = ops::broadcast_to(x, shape, "masked_select");
   Ref<TensorImpl> bm = ops::broadcast_to(mask, shape, "masked_select");
   int64_t es = itemsize(x.dtype);
@@ -496,18 +488,7 @@ struct AdvancedIndex {
     }
     EMBER_CHECK(ndims_indexed <= x.ndim(), "[{}] too many indices ({}) for a tensor of shape {}", op, ndims_indexed,
                 x.sizes);
-    for (auto& r : raw) {
-      size_t n = std::max(bshape.size(), r->sizes.size());
-      Shape s(n);
-      for (size_t i = 0; i < n; ++i) {
-        int64_t a = i < n - bshape.size() ? 1 : bshape[i - (n - bshape.size())];
-        int64_t b = i < n - r->sizes.size() ? 1 : r->sizes[i - (n - r->sizes.size())];
-        EMBER_CHECK(a == b || a == 1 || b == 1, "[{}] index shapes {} and {} cannot be broadcast", op, bshape,
-                    r->sizes);
-        s[i] = a == 1 ? b : a;
-      }
-      bshape = s;
-    }
+    for (auto& r : raw) bshape = ops::broadcast_shapes(bshape, r->sizes, op);
     for (auto& r : raw) {
       Ref<TensorImpl> b = ops::broadcast_to(*r, bshape, op);
       Ref<TensorImpl> c = make_tensor(bshape, DType::I64, x.device(), op);

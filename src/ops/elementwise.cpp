@@ -27,18 +27,6 @@ bool can_cast(DType from, DType to) {
   return true;
 }
 
-Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
-  size_t n = std::max(a.size(), b.size());
-  Shape out(n);
-  for (size_t i = 0; i < n; ++i) {
-    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    EMBER_CHECK(da == db || da == 1 || db == 1, "[{}] shapes {} and {} cannot be broadcast together", op,
-                Shape(a).str(), Shape(b).str());
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
 
 void check_same_device(const TensorImpl& a, const TensorImpl& b, const char* op) {
   EMBER_CHECK(a.device() == b.device() || b.wrapped_number || a.wrapped_number,
@@ -67,6 +55,19 @@ void make_output(Prepared& p, IntArrayRef shape, DType result, TensorImpl* out, 
 }
 
 }  // namespace
+
+Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    EMBER_CHECK(da == db || da == 1 || db == 1, "[{}] shapes {} and {} cannot be broadcast together", op,
+                Shape(a).str(), Shape(b).str());
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
 
 void broadcast_inputs(Prepared& p, const char* op) {
   if (p.same_shape) return;

@@ -143,10 +143,8 @@ GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b,
     full.push_back(m), full.push_back(n);
     Ref<TensorImpl> bc = broadcast_to(*c, full, op);
     plan.out = detail::make_tensor(Shape{nb_total, m, n}, a.dtype, a.device(), op);
-    const int64_t fs[3] = {nb_total, m, n};
     Ref<TensorImpl> dst = detail::make_view(plan.out->storage, a.dtype, full, contiguous_strides(full), 0);
     detail::Kernels<Cpu>::copy(*dst, *bc);
-    (void)fs;
     plan.beta = beta;
   } else {
     plan.out = detail::make_tensor(Shape{nb_total, m, n}, a.dtype, a.device(), op);

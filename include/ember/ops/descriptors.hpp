@@ -145,6 +145,8 @@ struct Fill {
 
 void check_copy(const TensorImpl& dst, const TensorImpl& src);
 TensorRef broadcast_to(const TensorImpl& x, IntArrayRef shape, const char* op);
+/// The shape two shapes broadcast to (NumPy rules); fails naming `op` and both shapes.
+Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op);
 
 template <class BL>
 void CopyInto::run(TensorImpl& dst, const TensorImpl& src) const {
