@@ -118,6 +118,7 @@ void initialize() {
   h.allocate = &cuda_allocate;
   h.deallocate = &cuda_deallocate;
   h.memcpy = &cuda_memcpy;
+  h.copy = &detail::Kernels<Cuda>::copy;
   h.stats = &cuda_stats;
   h.empty_cache = &cuda_empty_cache;
 }

@@ -1,5 +1,6 @@
 #include <ember/core/device_hooks.hpp>
 #include <ember/core/tensor_impl.hpp>
+#include <ember/dispatch/kernels.hpp>
 
 #include "object_pool.hpp"
 
@@ -12,6 +13,15 @@ void (*g_grad_meta_deleter)(AutogradMeta*) = nullptr;
 DeviceHooks& device_hooks(DeviceType type) {
   static DeviceHooks hooks[kNumDeviceTypes];
   return hooks[static_cast<int>(type)];
+}
+
+void copy_on_device(TensorImpl& dst, const TensorImpl& src) {
+  Device d = dst.device().is_cpu() ? src.device() : dst.device();
+  if (d.is_cpu()) return Kernels<Cpu>::copy(dst, src);
+  DeviceHooks& h = device_hooks(d.type);
+  EMBER_CHECK(h.copy != nullptr, "[copy_] device {} requested, but no backend for it is compiled into this policy/build",
+              d);
+  h.copy(dst, src);
 }
 
 Ref<Storage> make_storage(size_t nbytes, Device device) {

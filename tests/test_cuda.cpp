@@ -220,6 +220,25 @@ TEST_CASE("cuda: matmul through cuBLAS matches the CPU") {
   }
 }
 
+TEST_CASE("cuda: addmm, baddbmm and matmul of operands GEMM cannot take as they are stay on the device") {
+  EMBER_REQUIRE_GPU();
+  for (DType t : {DType::F32, DType::F64}) {
+    CAPTURE(t);
+    double tol = t == DType::F32 ? 1e-5 : 1e-12;
+    Tensor c = sample({5, 3}, t).mul(0.1), a = sample({5, 7}, t).mul(0.1), b = sample({7, 3}, t).mul(0.1);
+    check_close(addmm(c.to(kGpu), a.to(kGpu), b.to(kGpu), 0.5, 2.0), addmm(c, a, b, 0.5, 2.0), tol);
+    Tensor bias = sample({3}, t);  // broadcast input of addmm
+    check_close(addmm(bias.to(kGpu), a.to(kGpu), b.to(kGpu)), addmm(bias, a, b), tol);
+    Tensor ba = sample({2, 5, 7}, t).mul(0.1), bb = sample({2, 7, 3}, t).mul(0.1), bc = sample({2, 5, 3}, t);
+    check_close(baddbmm(bc.to(kGpu), ba.to(kGpu), bb.to(kGpu), 1.0, 0.25), baddbmm(bc, ba, bb, 1.0, 0.25), tol);
+    // Both strides > 1 (every other row and column): staged through a contiguous copy.
+    Tensor big = sample({10, 14}, t).mul(0.1);
+    Tensor gs = big.to(kGpu).slice(0, 0, 10, 2).slice(1, 0, 14, 2);
+    Tensor cs = big.slice(0, 0, 10, 2).slice(1, 0, 14, 2);
+    check_close(gs.matmul(b.to(kGpu)), cs.matmul(b), tol);
+  }
+}
+
 TEST_CASE("cuda: ops without a CUDA kernel fail clearly instead of computing garbage") {
   EMBER_REQUIRE_GPU();
   Tensor g = ones({3, 3}).to(kGpu);

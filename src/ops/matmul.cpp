@@ -1,6 +1,7 @@
 // Shape rules of the matrix products. Everything reduces to a batched GEMM over 3-d views
 // (batch, m, k) x (batch, k, n); batch dims broadcast exactly as torch.matmul does.
 
+#include <ember/core/device_hooks.hpp>
 #include <ember/ops/reduction_ops.hpp>
 
 namespace ember::ops {
@@ -16,7 +17,7 @@ Ref<TensorImpl> view3(const TensorImpl& x, int64_t batch, int64_t r, int64_t c, 
 Ref<TensorImpl> gemm_ready(const TensorImpl& x) {
   if (x.contiguous) return Ref<TensorImpl>::share(const_cast<TensorImpl*>(&x));
   Ref<TensorImpl> c = detail::make_tensor(x.sizes, x.dtype, x.device(), "matmul");
-  detail::Kernels<Cpu>::copy(*c, x);
+  detail::copy_on_device(*c, x);
   return c;
 }
 
@@ -144,7 +145,7 @@ GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b,
     Ref<TensorImpl> bc = broadcast_to(*c, full, op);
     plan.out = detail::make_tensor(Shape{nb_total, m, n}, a.dtype, a.device(), op);
     Ref<TensorImpl> dst = detail::make_view(plan.out->storage, a.dtype, full, contiguous_strides(full), 0);
-    detail::Kernels<Cpu>::copy(*dst, *bc);
+    detail::copy_on_device(*dst, *bc);
     plan.beta = beta;
   } else {
     plan.out = detail::make_tensor(Shape{nb_total, m, n}, a.dtype, a.device(), op);

@@ -1,5 +1,6 @@
 // Checks, dtype rules and output allocation of reductions, scans and softmax.
 
+#include <ember/core/device_hooks.hpp>
 #include <ember/ops/reduction_ops.hpp>
 
 namespace ember::ops {
@@ -20,10 +21,8 @@ uint64_t dims_mask(const TensorImpl& x, IntArrayRef dims, const char* op) {
 
 Ref<TensorImpl> cast(const TensorImpl& x, DType t) {
   if (x.dtype == t) return Ref<TensorImpl>::share(const_cast<TensorImpl*>(&x));
-  // Casting happens on the CPU here only for CPU tensors; device tensors are cast by the
-  // caller's backend. Reductions on CUDA tensors do not reach this point (no CUDA kernels yet).
   Ref<TensorImpl> out = detail::make_tensor(x.sizes, t, x.device(), "reduce");
-  detail::Kernels<Cpu>::copy(*out, x);
+  detail::copy_on_device(*out, x);
   return out;
 }
 
@@ -85,7 +84,7 @@ TensorRef finish_reduce(ReducePlan& plan) {
   TensorRef r = plan.out;
   if (plan.cast_to) {
     TensorRef c = detail::make_tensor(r->sizes, *plan.cast_to, r->device(), "reduce");
-    detail::Kernels<Cpu>::copy(*c, *r);
+    detail::copy_on_device(*c, *r);
     r = c;
   }
   return detail::make_view(r->storage, r->dtype, fin, contiguous_strides(fin), r->offset);
