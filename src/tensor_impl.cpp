@@ -40,6 +40,7 @@ Ref<Storage> make_storage(size_t nbytes, Device device) {
   s->nbytes = nbytes;
   s->capacity = b.capacity;
   s->device = device;
+  s->versioned = !t_inference_mode;
   return Ref<Storage>::adopt(s);
 }
 
@@ -52,6 +53,7 @@ Ref<Storage> make_user_storage(void* data, size_t nbytes, Device device, void (*
   s->device = device;
   s->deleter = deleter;
   s->deleter_ctx = ctx;
+  s->versioned = !t_inference_mode;
   return Ref<Storage>::adopt(s);
 }
 
@@ -119,7 +121,10 @@ Ref<TensorImpl> make_view(const Ref<Storage>& storage, DType dtype, IntArrayRef 
 }
 
 void release(TensorImpl* t) noexcept {
-  if (t->autograd && g_grad_meta_deleter) g_grad_meta_deleter(t->autograd);
+  if (t->autograd) {
+    if (g_grad_meta_deleter) g_grad_meta_deleter(t->autograd);
+    t->autograd = nullptr;
+  }
   ObjectPool<TensorImpl>::destroy(t);
 }
 

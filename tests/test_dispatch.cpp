@@ -17,7 +17,7 @@ namespace {
 int g_ops_seen = 0;
 int g_adds_seen = 0;
 struct CountingLayer {
-  template <class Next>
+  template <class P, class Next>
   struct Impl {
     template <class Op, class... A>
     static decltype(auto) call(const Op& op, A&&... a) {

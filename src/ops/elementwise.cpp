@@ -44,7 +44,7 @@ void make_output(Prepared& p, IntArrayRef shape, DType result, TensorImpl* out, 
               op, out->sizes, Shape(shape));
   EMBER_CHECK(can_cast(result, out->dtype), "[{}_] result type {} can't be cast to the in-place output type {}", op,
               result, out->dtype);
-  out->storage->version.fetch_add(1, std::memory_order_relaxed);
+  detail::bump_version(*out->storage);
   p.target = out;
   if (result == out->dtype && out->contiguous) {
     p.out = Ref<TensorImpl>::share(out);

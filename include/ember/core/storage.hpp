@@ -17,6 +17,9 @@ struct Storage {
   /// Bumped by every in-place write; autograd compares it with what it saved.
   /// Shared by all views of this storage, as in PyTorch. See Note [Version counter].
   std::atomic<uint32_t> version{0};
+  /// False for storage created under InferenceModeGuard: its writes are never versioned and
+  /// autograd refuses to save it for backward.
+  bool versioned = true;
   void* data = nullptr;
   size_t nbytes = 0;
   size_t capacity = 0;  ///< allocator block size; 0 for user memory
@@ -25,6 +28,14 @@ struct Storage {
   void (*deleter)(void* ctx, void* data) = nullptr;
   void* deleter_ctx = nullptr;
 };
+
+/// Set by autograd::InferenceModeGuard on its thread; storage made meanwhile is unversioned.
+inline thread_local bool t_inference_mode = false;
+
+/// Records an in-place write (see Note [Version counter] in docs/design.md).
+inline void bump_version(Storage& s) {
+  if (s.versioned) s.version.fetch_add(1, std::memory_order_relaxed);
+}
 
 /// A storage of `nbytes` from `device`'s caching allocator.
 Ref<Storage> make_storage(size_t nbytes, Device device);

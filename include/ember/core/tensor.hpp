@@ -12,12 +12,18 @@
 #include <ember/ops/view_ops.hpp>
 
 #include <initializer_list>
+#include <memory>
+#include <optional>
 #include <iosfwd>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace ember {
+
+namespace autograd {
+struct Node;
+}  // namespace autograd
 
 namespace detail {
 std::string format_tensor(const TensorImpl& t);  // src/print.cpp: PyTorch-style text
@@ -283,6 +289,34 @@ class BasicTensor {
     return wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Baddbmm, beta.to_double(), alpha.to_double()},
                             b1.impl(), b2.impl(), &impl()));
   }
+
+  // ---- autograd (defined in autograd/tensor_autograd.hpp; policies with the Autograd layer) ----
+  /// Marks a floating-point leaf as needing .grad() (or unmarks it).
+  BasicTensor& requires_grad_(bool on = true);
+  bool requires_grad() const;
+  /// The accumulated gradient of a leaf (or of a non-leaf after retain_grad()); undefined if none.
+  BasicTensor grad() const;
+  /// Replaces .grad() (undefined clears it).
+  void set_grad(const BasicTensor& g);
+  /// Clears .grad(): set_to_none drops it, otherwise it is zeroed in place.
+  void zero_grad(bool set_to_none = true);
+  /// The node that produced this tensor (null for leaves), e.g. its name() is "MulBackward".
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  bool is_leaf() const;
+  /// Keep .grad() of this non-leaf after backward.
+  void retain_grad();
+  bool retains_grad() const;
+  /// The same values (shared storage) without history.
+  BasicTensor detach() const;
+  BasicTensor& detach_();
+  /// Gradients of this tensor with respect to the leaves of its graph, accumulated into their
+  /// .grad(). `grad` defaults to ones for one-element tensors; retain_graph defaults to
+  /// create_graph.
+  void backward(const BasicTensor& grad = {}, std::optional<bool> retain_graph = {}, bool create_graph = false) const;
+  /// Calls hook(grad) when this tensor's gradient is computed; a hook returning a tensor
+  /// replaces the gradient.
+  template <class F>
+  void register_hook(F&& hook) const;
 
   // ---- operators ------------------------------------------------------------------------------
   BasicTensor operator-() const { return neg(); }

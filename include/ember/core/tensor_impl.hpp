@@ -6,9 +6,13 @@
 #include <ember/core/shape.hpp>
 #include <ember/core/storage.hpp>
 
+namespace ember::autograd {
+struct AutogradMeta;  // defined by the Autograd layer (autograd/node.hpp); null when a tensor needs no grad
+}  // namespace ember::autograd
+
 namespace ember::detail {
 
-struct AutogradMeta;  // defined by the Autograd layer; null when a tensor needs no grad
+using autograd::AutogradMeta;
 
 struct TensorImpl {
   std::atomic<int32_t> refcount_{1};

@@ -1,8 +1,9 @@
 #pragma once
-/// The policies Ember ships. DefaultPolicy serves every compiled-in backend; layers are
-/// added here as they land (Autograd, Autocast). InferencePolicy is the smallest build:
-/// CPU only, no layers, so no tape code is compiled at all.
+/// The policies Ember ships. DefaultPolicy serves every compiled-in backend and records the
+/// autograd tape; InferencePolicy is the smallest build: CPU only, no layers, so no tape code
+/// is compiled at all.
 
+#include <ember/autograd/layer.hpp>
 #include <ember/dispatch/policy.hpp>
 #include <ember/profiler/profile.hpp>
 
@@ -14,9 +15,15 @@ using DefaultBackends = Backends<Cpu, Cuda>;
 using DefaultBackends = Backends<Cpu>;
 #endif
 
-/// The Profile layer costs one relaxed load and a predictable branch outside a Profile scope.
-using DefaultPolicy = Policy<DefaultBackends, Layers<profiler::ProfileLayer>>;
+/// The Profile layer costs one relaxed load and a predictable branch outside a Profile scope;
+/// Autograd one thread-local load and a look at each input when grad mode is on.
+using DefaultPolicy = Policy<DefaultBackends, Layers<profiler::ProfileLayer, autograd::Autograd>>;
 using InferencePolicy = Policy<Backends<Cpu>, Layers<>>;
+
+// The derivative formulas of the default policy are compiled once, in the library.
+namespace autograd {
+extern template struct Recorder<DefaultPolicy>;
+}  // namespace autograd
 
 template <class P>
 class BasicTensor;

@@ -2,8 +2,9 @@
 /// Policy = Backends x Layers, resolved at compile time. See docs/design.md, "The dispatcher".
 ///
 /// An op call enters the policy's layer chain: each layer is a class with a nested
-/// `template <class Next> struct Impl` whose static `call(op, args...)` does its work and
-/// calls `Next::call(op, args...)`. The last link is the backend switch: it picks, from
+/// `template <class P, class Next> struct Impl` (P: the whole policy, for layers that call
+/// ops themselves, as Autograd's formulas do) whose static `call(op, args...)` does its work
+/// and calls `Next::call(op, args...)`. The last link is the backend switch: it picks, from
 /// the runtime device, one of the compiled-in backends (a `switch`, no function-pointer
 /// table) and runs the op's kernel there. No virtual call, no lookup, no lock.
 
@@ -70,20 +71,20 @@ struct BackendCall {
   }
 };
 
-template <class LayerList, class Last>
+template <class P, class LayerList, class Last>
 struct ChainOf;
-template <class Last>
-struct ChainOf<Layers<>, Last> {
+template <class P, class Last>
+struct ChainOf<P, Layers<>, Last> {
   using type = Last;
 };
-template <class L, class... Rest, class Last>
-struct ChainOf<Layers<L, Rest...>, Last> {
-  using type = typename L::template Impl<typename ChainOf<Layers<Rest...>, Last>::type>;
+template <class P, class L, class... Rest, class Last>
+struct ChainOf<P, Layers<L, Rest...>, Last> {
+  using type = typename L::template Impl<P, typename ChainOf<P, Layers<Rest...>, Last>::type>;
 };
 
 /// The full chain of a policy: Layers..., then the backend switch.
 template <class P>
-using chain_t = typename ChainOf<typename P::layers, BackendCall<typename P::backends>>::type;
+using chain_t = typename ChainOf<P, typename P::layers, BackendCall<typename P::backends>>::type;
 
 /// Does the policy's layer list contain layer L?
 template <class L, class LayerList>

@@ -138,7 +138,7 @@ struct Fill {
   const char* name() const { return "fill_"; }
   template <class BL>
   void run(TensorImpl& dst) const {
-    dst.storage->version.fetch_add(1, std::memory_order_relaxed);
+    detail::bump_version(*dst.storage);
     on_backend<BL>(dst.device(), name(), [&]<class B>() { detail::Kernels<B>::fill(dst, value); });
   }
 };
@@ -152,7 +152,7 @@ template <class BL>
 void CopyInto::run(TensorImpl& dst, const TensorImpl& src) const {
   check_copy(dst, src);
   TensorRef s = broadcast_to(src, dst.sizes, "copy_");
-  dst.storage->version.fetch_add(1, std::memory_order_relaxed);
+  detail::bump_version(*dst.storage);
   // A copy across devices runs on the non-CPU side (it owns the transfer).
   Device d = dst.device().is_cpu() ? src.device() : dst.device();
   on_backend<BL>(d, name(), [&]<class B>() { detail::Kernels<B>::copy(dst, *s); });

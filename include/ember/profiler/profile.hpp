@@ -77,7 +77,7 @@ class Profile {
 
 /// The layer itself. It sits first in DefaultPolicy's chain.
 struct ProfileLayer {
-  template <class Next>
+  template <class P, class Next>
   struct Impl {
     template <class Op, class... A>
     static decltype(auto) call(const Op& op, A&&... a) {

@@ -1,0 +1,409 @@
+#pragma once
+/// The derivative of every differentiable op, as members of Recorder<P> (autograd/layer.hpp).
+/// Each formula is written with Ember ops, so it is itself differentiable. Conventions at
+/// kinks follow PyTorch: abs'(0) = 0, relu'(0) = 0, clamp passes the gradient at its bounds,
+/// max/min/amax split the gradient evenly between ties, maximum/minimum halve it on ties.
+///
+/// Compiled once for DefaultPolicy in src/autograd/derivatives*.cpp; see layer.hpp for other
+/// policies.
+
+#include <ember/autograd/function_node.hpp>
+#include <ember/autograd/layer.hpp>
+#include <ember/ops/functions.hpp>
+#include <ember/ops/shape_ops.hpp>
+
+#include <cmath>
+#include <numbers>
+
+namespace ember::autograd {
+
+namespace detail {
+
+/// Binds a policy's ops for the engine.
+template <class P>
+struct PolicyOpsOf {
+  static TensorRef add(const TensorRef& a, const TensorRef& b) { return (T<P>(a) + T<P>(b)).impl_ref(); }
+  static void add_inplace(const TensorRef& a, const TensorRef& b) {
+    T<P> t(a);
+    t.add_(T<P>(b));
+  }
+  static TensorRef zeros(const OutputInfo& i) {
+    return ember::zeros<P>(i.sizes, TensorOptions(i.dtype).device(i.device)).impl_ref();
+  }
+  static TensorRef ones(const OutputInfo& i) {
+    return ember::ones<P>(i.sizes, TensorOptions(i.dtype).device(i.device)).impl_ref();
+  }
+  static TensorRef clone(const TensorRef& t) { return T<P>(t).clone().impl_ref(); }
+  static TensorRef to_dtype(const TensorRef& t, DType d) { return T<P>(t).to(d).impl_ref(); }
+  static TensorRef sum_to_shape(const TensorRef& t, IntArrayRef s) { return sum_to<P>(T<P>(t), Shape(s)).impl_ref(); }
+  static bool all_finite(const TensorRef& t) {
+    NoGradGuard ng;
+    return T<P>(t).isfinite().all().template item<bool>();
+  }
+  static constexpr PolicyOps table{&add, &add_inplace, &zeros, &ones, &clone, &to_dtype, &sum_to_shape, &all_finite};
+};
+
+/// The storage offset of every element of a tensor of geometry (sizes, strides, offset),
+/// in row-major order.
+inline std::vector<int64_t> element_offsets(const Shape& sizes, const Shape& strides, int64_t offset) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  size_t nd = sizes.size();
+  std::vector<int64_t> idx(nd, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t o = offset;
+    for (size_t d = 0; d < nd; ++d) o += idx[d] * strides[d];
+    out[static_cast<size_t>(i)] = o;
+    for (size_t d = nd; d-- > 0;) {
+      if (++idx[d] < sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+/// For a view `v` of `base` (same storage): the row-major index in `base` of each element of
+/// `v`, as an i64 tensor of v's shape on base's device. Fails when v reaches storage that is
+/// not part of base.
+template <class P>
+T<P> view_positions(const TensorImpl& base, const TensorImpl& v, const char* op) {
+  std::vector<int64_t> bo = element_offsets(base.sizes, base.strides, base.offset);
+  int64_t lo = 0, hi = -1;
+  if (!bo.empty()) {
+    lo = *std::min_element(bo.begin(), bo.end());
+    hi = *std::max_element(bo.begin(), bo.end());
+  }
+  std::vector<int64_t> inverse(static_cast<size_t>(hi - lo + 1), -1);
+  for (size_t i = 0; i < bo.size(); ++i) inverse[static_cast<size_t>(bo[i] - lo)] = static_cast<int64_t>(i);
+  std::vector<int64_t> vo = element_offsets(v.sizes, v.strides, v.offset);
+  T<P> pos = empty<P>(v.sizes, TensorOptions(DType::I64));
+  int64_t* p = pos.template data_ptr<int64_t>();
+  for (size_t i = 0; i < vo.size(); ++i) {
+    int64_t o = vo[i];
+    int64_t b = o >= lo && o <= hi ? inverse[static_cast<size_t>(o - lo)] : -1;
+    EMBER_CHECK(b >= 0, "[{}] backward: the view (shape {}, strides {}, offset {}) reaches storage outside its input "
+                "(shape {}, strides {}, offset {})", op, v.sizes, v.strides, v.offset, base.sizes, base.strides,
+                base.offset);
+    p[i] = b;
+  }
+  return base.device().is_cpu() ? pos : pos.to(base.device());
+}
+
+/// Gradient of a view from the gradient of its elements: zeros of base's shape with g added
+/// at the positions (sums where view elements alias, as for expand).
+template <class P>
+T<P> scatter_view_grad(const T<P>& g, const T<P>& positions, const Shape& base_sizes) {
+  int64_t n = 1;
+  for (int64_t s : base_sizes) n *= s;
+  T<P> flat = zeros<P>({n}, TensorOptions(g.dtype()).device(g.device()));
+  return index_add(flat, 0, positions.reshape({-1}), g.reshape({-1})).view(base_sizes);
+}
+
+template <class P>
+const PolicyOps* ops_of() {
+  return &PolicyOpsOf<P>::table;
+}
+
+inline double pi() { return std::numbers::pi; }
+
+}  // namespace detail
+
+template <class P>
+const PolicyOps& Recorder<P>::policy_ops() {
+  return detail::PolicyOpsOf<P>::table;
+}
+
+// ---- elementwise ---------------------------------------------------------------------------
+
+template <class P>
+void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const TensorImpl& xi) {
+  using U = ops::UnaryOp;
+  using detail::Saved;
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  const U u = op.op;
+  const ops::UnaryParams p = op.p;
+  bool uses_y = false, uses_x = true;
+  switch (u) {
+    case U::Exp: case U::Exp2: case U::Expm1: case U::Sqrt: case U::Rsqrt: case U::Reciprocal: case U::Tan:
+    case U::Tanh: case U::Sigmoid: case U::Relu: case U::Erfinv:
+      uses_y = true, uses_x = false;
+      break;
+    case U::Neg: case U::Frac: case U::Sign: case U::Floor: case U::Ceil: case U::Round: case U::Trunc:
+      uses_x = false;
+      break;
+    default: break;
+  }
+  Saved<P> x = uses_x ? Saved<P>(xi) : Saved<P>(), y = uses_y ? Saved<P>(*out, true) : Saved<P>();
+  Shape shape = xi.sizes;
+  auto f = [u, p, x, y, shape](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    auto X = [&] { return x.get(n); };
+    auto Y = [&] { return y.get(n); };
+    const double sqrt2 = std::sqrt(2.0), inv_sqrt_pi = 1.0 / std::sqrt(detail::pi());
+    switch (u) {
+      case U::Neg: return {g.neg()};
+      case U::Abs: return {g * X().sign()};
+      case U::Sign: case U::Floor: case U::Ceil: case U::Round: case U::Trunc: return {g.mul(0.0)};
+      case U::Frac: return {g};
+      case U::Exp: return {g * Y()};
+      case U::Exp2: return {g * Y() * std::log(2.0)};
+      case U::Expm1: return {g * (Y() + 1.0)};
+      case U::Log: return {g / X()};
+      case U::Log2: return {g / (X() * std::log(2.0))};
+      case U::Log10: return {g / (X() * std::log(10.0))};
+      case U::Log1p: return {g / (X() + 1.0)};
+      case U::Sqrt: return {g / (Y() * 2.0)};
+      case U::Rsqrt: return {g * Y().pow(3.0) * -0.5};
+      case U::Reciprocal: return {g * Y().square() * -1.0};
+      case U::Square: return {g * X() * 2.0};
+      case U::Sin: return {g * X().cos()};
+      case U::Cos: return {g * X().sin().neg()};
+      case U::Tan: return {g * (Y().square() + 1.0)};
+      case U::Asin: return {g / (X().square().neg() + 1.0).sqrt()};
+      case U::Acos: return {g.neg() / (X().square().neg() + 1.0).sqrt()};
+      case U::Atan: return {g / (X().square() + 1.0)};
+      case U::Sinh: return {g * X().cosh()};
+      case U::Cosh: return {g * X().sinh()};
+      case U::Tanh: return {g * (Y().square().neg() + 1.0)};
+      case U::Sigmoid: {
+        TP s = Y();
+        return {g * s * (s.neg() + 1.0)};
+      }
+      case U::Logit: {
+        TP xv = X();
+        TP d = g / (xv * (xv.neg() + 1.0));
+        if (p.a > 0) return {where(xv.lt(p.a).logical_or(xv.gt(1.0 - p.a)), 0.0, d)};
+        return {d};
+      }
+      case U::Relu: return {where(Y().gt(0.0), g, 0.0)};
+      case U::Relu6: {
+        TP xv = X();
+        return {where(xv.gt(0.0).logical_and(xv.lt(6.0)), g, 0.0)};
+      }
+      case U::LeakyRelu: return {where(X().gt(0.0), g, g * p.a)};
+      case U::Elu: {
+        TP xv = X();
+        return {where(xv.gt(0.0), g, g * xv.exp() * p.a)};
+      }
+      case U::Selu: {
+        constexpr double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
+        TP xv = X();
+        return {where(xv.gt(0.0), g * scale, g * xv.exp() * (alpha * scale))};
+      }
+      case U::Celu: {
+        TP xv = X();
+        return {where(xv.gt(0.0), g, g * (xv / p.a).exp())};
+      }
+      case U::Gelu: {
+        TP xv = X();
+        TP cdf = ((xv / sqrt2).erf() + 1.0) * 0.5;
+        TP pdf = (xv.square() * -0.5).exp() * (inv_sqrt_pi / sqrt2);
+        return {g * (cdf + xv * pdf)};
+      }
+      case U::GeluTanh: {
+        const double k = std::sqrt(2.0 / detail::pi()), c = 0.044715;
+        TP xv = X();
+        TP t = ((xv + xv.pow(3.0) * c) * k).tanh();
+        TP d = (t + 1.0) * 0.5 + xv * 0.5 * (t.square().neg() + 1.0) * ((xv.square() * (3.0 * c) + 1.0) * k);
+        return {g * d};
+      }
+      case U::Silu: {
+        TP xv = X();
+        TP s = xv.sigmoid();
+        return {g * s * (xv * (s.neg() + 1.0) + 1.0)};
+      }
+      case U::Mish: {
+        TP xv = X();
+        TP t = xv.softplus(1.0, 20.0).tanh();
+        return {g * (t + xv * xv.sigmoid() * (t.square().neg() + 1.0))};
+      }
+      case U::Softplus: {
+        TP z = X() * p.a;
+        return {where(z.gt(p.b), g, g * z.sigmoid())};
+      }
+      case U::Softsign: return {g / (X().abs() + 1.0).square()};
+      case U::Hardtanh: {
+        TP xv = X();
+        return {where(xv.gt(p.a).logical_and(xv.lt(p.b)), g, 0.0)};
+      }
+      case U::Hardsigmoid: {
+        TP xv = X();
+        return {where(xv.gt(-3.0).logical_and(xv.lt(3.0)), g / 6.0, 0.0)};
+      }
+      case U::Hardswish: {
+        TP xv = X();
+        return {where(xv.lt(-3.0), 0.0, where(xv.le(3.0), g * (xv / 3.0 + 0.5), g))};
+      }
+      case U::Erf: return {g * (X().square().neg().exp() * (2.0 * inv_sqrt_pi))};
+      case U::Erfc: return {g * (X().square().neg().exp() * (-2.0 * inv_sqrt_pi))};
+      case U::Erfinv: return {g * (Y().square().exp() * (std::sqrt(detail::pi()) / 2.0))};
+      case U::Clamp: {
+        TP xv = X();
+        TP keep = xv.isnan().logical_not();
+        if (p.has_a) keep = keep.logical_and(xv.ge(p.a));
+        if (p.has_b) keep = keep.logical_and(xv.le(p.b));
+        return {where(keep, g, 0.0)};
+      }
+      case U::NanToNum: return {where(X().isfinite(), g, 0.0)};
+      default:
+        EMBER_FAIL("[{}] has no derivative", ops::name(u));
+    }
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&xi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const TensorImpl& ai, const TensorImpl& bi) {
+  using B = ops::BinaryOp;
+  using detail::Saved;
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  const B o = op.op;
+  const bool need_a = requires_grad(ai), need_b = requires_grad(bi);
+  Saved<P> a, b, y;
+  switch (o) {
+    case B::Add: case B::Sub: case B::DivTrunc: case B::DivFloor: break;
+    case B::Mul:
+      if (need_b) a = Saved<P>(ai);
+      if (need_a) b = Saved<P>(bi);
+      break;
+    case B::Div:
+      b = Saved<P>(bi);
+      if (need_b) a = Saved<P>(ai);
+      break;
+    case B::Pow: case B::Hypot: case B::Copysign:
+      a = Saved<P>(ai), b = Saved<P>(bi), y = Saved<P>(*out, true);
+      break;
+    default:
+      a = Saved<P>(ai), b = Saved<P>(bi);
+      break;
+  }
+  Shape sa = ai.sizes, sb = bi.sizes;
+  auto f = [o, a, b, y, sa, sb](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    auto A = [&] { return a.get(n); };
+    auto Bv = [&] { return b.get(n); };
+    auto to_a = [&](const TP& t) { return detail::sum_to<P>(t, sa); };
+    auto to_b = [&](const TP& t) { return detail::sum_to<P>(t, sb); };
+    const bool na = n.needs_input_grad(0), nb = n.needs_input_grad(1);
+    TP ga, gb;
+    switch (o) {
+      case B::Add:
+        if (na) ga = to_a(g);
+        if (nb) gb = to_b(g);
+        break;
+      case B::Sub:
+        if (na) ga = to_a(g);
+        if (nb) gb = to_b(g.neg());
+        break;
+      case B::Mul:
+        if (na) ga = to_a(g * Bv());
+        if (nb) gb = to_b(g * A());
+        break;
+      case B::Div: {
+        TP bv = Bv();
+        if (na) ga = to_a(g / bv);
+        if (nb) gb = to_b(g.neg() * A() / bv.square());
+        break;
+      }
+      case B::DivTrunc: case B::DivFloor:
+        if (na) ga = to_a(g.mul(0.0));
+        if (nb) gb = to_b(g.mul(0.0));
+        break;
+      case B::Remainder:
+        if (na) ga = to_a(g);
+        if (nb) gb = to_b(g.neg() * A().div_floor(Bv()));
+        break;
+      case B::Fmod:
+        if (na) ga = to_a(g);
+        if (nb) gb = to_b(g.neg() * A().div_trunc(Bv()));
+        break;
+      case B::Pow: {
+        TP av = A(), bv = Bv();
+        if (na) ga = to_a(where(bv.eq(0.0), 0.0, g * bv * av.pow(bv - 1.0)));
+        if (nb) gb = to_b(where(av.eq(0.0).logical_and(bv.ge(0.0)), 0.0, g * y.get(n) * av.log()));
+        break;
+      }
+      case B::Atan2: {
+        TP av = A(), bv = Bv();
+        TP r = av.square() + bv.square();
+        if (na) ga = to_a(g * bv / r);
+        if (nb) gb = to_b(g * av.neg() / r);
+        break;
+      }
+      case B::Maximum: case B::Minimum: {
+        TP av = A(), bv = Bv();
+        TP half = g * 0.5;
+        TP a_wins = o == B::Maximum ? av.gt(bv) : av.lt(bv);
+        TP b_wins = o == B::Maximum ? av.lt(bv) : av.gt(bv);
+        TP tie = av.eq(bv);
+        if (na) ga = to_a(where(tie, half, where(a_wins, g, 0.0)));
+        if (nb) gb = to_b(where(tie, half, where(b_wins, g, 0.0)));
+        break;
+      }
+      case B::Fmax: case B::Fmin: {
+        TP av = A(), bv = Bv();
+        TP a_taken = (o == B::Fmax ? av.ge(bv) : av.le(bv)).logical_or(bv.isnan());
+        if (na) ga = to_a(where(a_taken, g, 0.0));
+        if (nb) gb = to_b(where(a_taken, 0.0, g));
+        break;
+      }
+      case B::Hypot: {
+        TP yv = y.get(n);
+        if (na) ga = to_a(g * A() / yv);
+        if (nb) gb = to_b(g * Bv() / yv);
+        break;
+      }
+      case B::Copysign: {
+        TP av = A();
+        if (na) ga = to_a(where(av.eq(0.0), 0.0, g * (y.get(n) / av)));
+        if (nb) gb = to_b(g.mul(0.0));
+        break;
+      }
+      default:
+        EMBER_FAIL("[{}] has no derivative", ops::name(o));
+    }
+    return {ga, gb};
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&ai, &bi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::Where&, const TensorRef& out, const TensorImpl& ci, const TensorImpl& ai,
+                         const TensorImpl& bi) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> c(ci);
+  Shape sa = ai.sizes, sb = bi.sizes;
+  auto f = [c, sa, sb](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    TP cv = c.get(n);
+    TP ga, gb;
+    if (n.needs_input_grad(1)) ga = detail::sum_to<P>(where(cv, g, 0.0), sa);
+    if (n.needs_input_grad(2)) gb = detail::sum_to<P>(where(cv, 0.0, g), sb);
+    return {TP(), ga, gb};
+  };
+  set_history(*out, detail::make_node<P>("where", {nullptr, &ai, &bi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::To&, const TensorRef& out, const TensorImpl& xi) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  DType dt = xi.dtype;
+  Device dev = xi.device();
+  auto f = [dt, dev](const Node&, detail::Grads<P>& gs) -> detail::Grads<P> {
+    TP g = gs[0];
+    if (g.device() != dev) g = g.to(dev);
+    return {g.to(dt)};
+  };
+  set_history(*out, detail::make_node<P>("to", {&xi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+}  // namespace ember::autograd
+
+#include <ember/autograd/derivatives_reduce.hpp>
+#include <ember/autograd/derivatives_shape.hpp>
+#include <ember/autograd/inplace.hpp>

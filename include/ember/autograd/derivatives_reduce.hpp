@@ -1,0 +1,233 @@
+#pragma once
+/// Derivatives of reductions, arg-reductions, softmax, scans and matrix products.
+/// Included by autograd/derivatives.hpp.
+
+#include <ember/autograd/function_node.hpp>
+#include <ember/autograd/layer.hpp>
+#include <ember/ops/functions.hpp>
+#include <ember/ops/shape_ops.hpp>
+
+namespace ember::autograd {
+
+template <class P>
+void Recorder<P>::record(const ops::Reduce& op, const TensorRef& out, const TensorImpl& xi) {
+  using R = ops::ReduceOp;
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype) || !is_floating(xi.dtype)) return;
+  const R r = op.op;
+  detail::Saved<P> x, y;
+  if (r != R::Sum && r != R::Mean) x = detail::Saved<P>(xi);
+  if (r == R::Prod || r == R::Amax || r == R::Amin || r == R::Norm2 || r == R::NormInf) y = detail::Saved<P>(*out, true);
+  Shape in = xi.sizes, dims = op.dims;
+  bool keepdim = op.keepdim;
+  int64_t count = 1;
+  if (dims.empty()) {
+    count = xi.numel;
+  } else {
+    for (int64_t d : dims) count *= xi.sizes[wrap_dim(d, xi.ndim(), op.name())];
+  }
+  auto f = [r, x, y, in, dims, keepdim, count](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    auto expand = [&](const TP& t) { return detail::expand_reduced<P>(t, in, dims, keepdim); };
+    auto restore = [&](const TP& t) {  // reduced dims back as size 1, not expanded
+      if (keepdim) return t;
+      Shape k = in;
+      if (dims.empty()) {
+        for (size_t i = 0; i < k.size(); ++i) k[i] = 1;
+      } else {
+        for (int64_t d : dims) k[wrap_dim(d, static_cast<int64_t>(in.size()), "backward")] = 1;
+      }
+      return t.reshape(k);
+    };
+    const TP& g = gs[0];
+    switch (r) {
+      case R::Sum: return {expand(g)};
+      case R::Nansum: {
+        TP xv = x.get(n);
+        return {where(xv.isnan(), 0.0, expand(g))};
+      }
+      case R::Mean: return {expand(g) / static_cast<double>(count)};
+      case R::Prod: {
+        // d prod / d x_i = prod of the others: y / x_i where x_i != 0; where one element of a
+        // slice is zero, the product of the rest; where two or more are, zero.
+        TP xv = x.get(n);
+        TP zero = xv.eq(0.0);
+        Shape rd = dims;
+        if (rd.empty())
+          for (int64_t d = 0; d < xv.dim(); ++d) rd.push_back(d);
+        TP zeros_in_slice = zero.to(xv.dtype()).sum(rd, true);
+        TP prod_nonzero = where(zero, 1.0, xv).prod(rd, true);
+        TP yv = restore(y.get(n));
+        TP at_nonzero = where(zeros_in_slice.gt(0.0), 0.0, yv / where(zero, 1.0, xv));
+        TP at_zero = where(zeros_in_slice.eq(1.0), prod_nonzero, 0.0);
+        return {expand(g) * where(zero, at_zero, at_nonzero)};
+      }
+      case R::Amax: case R::Amin: case R::NormInf: {
+        TP xv = x.get(n);
+        TP src = r == R::NormInf ? xv.abs() : xv;
+        TP mask = src.eq(restore(y.get(n))).to(xv.dtype());
+        Shape rd = dims;
+        if (rd.empty())
+          for (int64_t d = 0; d < xv.dim(); ++d) rd.push_back(d);
+        TP share = mask / mask.sum(rd, true);
+        TP gx = expand(g) * share;
+        return {r == R::NormInf ? gx * xv.sign() : gx};
+      }
+      case R::Norm1: return {expand(g) * x.get(n).sign()};
+      case R::Norm2: {
+        TP yv = restore(y.get(n));
+        return {where(yv.eq(0.0), 0.0, expand(g) * x.get(n) / yv)};
+      }
+      default:
+        EMBER_FAIL("[{}] has no derivative", ops::name(r));
+    }
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&xi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::ArgReduce& op, const RefPair& out, const TensorImpl& xi) {
+  using TP = detail::T<P>;
+  if (!out.first || !is_floating(out.first->dtype)) return;  // argmax/argmin: indices only
+  detail::Saved<P> idx(*out.second);
+  Shape in = xi.sizes;
+  int64_t dim = xi.ndim() == 0 ? 0 : wrap_dim(op.dim, xi.ndim(), op.name());
+  bool keepdim = op.keepdim;
+  auto f = [idx, in, dim, keepdim](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    TP g = gs[0], i = idx.get(n);
+    if (in.empty()) return {g};
+    if (!keepdim) g = g.unsqueeze(dim), i = i.unsqueeze(dim);
+    TP z = zeros<P>(in, TensorOptions(g.dtype()).device(g.device()));
+    return {scatter(z, dim, i, g)};
+  };
+  set_history(*out.first, detail::make_node<P>(op.name(), {&xi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::Softmax& op, const TensorRef& out, const TensorImpl& xi) {
+  using TP = detail::T<P>;
+  detail::Saved<P> y(*out, true);
+  int64_t dim = wrap_dim(op.dim, xi.ndim(), op.name());
+  bool log = op.log;
+  auto f = [y, dim, log](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    TP yv = y.get(n);
+    Shape d;
+    if (yv.dim() > 0) d.push_back(dim);
+    if (log) return {g - yv.exp() * (d.empty() ? g : g.sum(d, true))};
+    TP gy = g * yv;
+    return {gy - yv * (d.empty() ? gy : gy.sum(d, true))};
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&xi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::Cumulative& op, const RefPair& out, const TensorImpl& xi) {
+  using TP = detail::T<P>;
+  using C = ember::detail::CumOp;
+  if (!is_floating(out.first->dtype) || !is_floating(xi.dtype)) return;
+  const C c = op.op;
+  int64_t dim = xi.ndim() == 0 ? 0 : wrap_dim(op.dim, xi.ndim(), op.name());
+  detail::Saved<P> x, y, idx;
+  if (c == C::Prod || c == C::Logsumexp) x = detail::Saved<P>(xi), y = detail::Saved<P>(*out.first, true);
+  if (c == C::Max || c == C::Min) idx = detail::Saved<P>(*out.second);
+  Shape in = xi.sizes;
+  auto f = [c, dim, x, y, idx, in](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    if (in.empty()) return {g};  // a scan of a 0-d tensor is the identity
+    // Sum over positions j >= i along dim: total minus the exclusive prefix.
+    auto rev_cumsum = [&](const TP& t) { return t.sum({dim}, true) - t.cumsum(dim) + t; };
+    switch (c) {
+      case C::Sum: return {rev_cumsum(g)};
+      case C::Prod: {
+        // Valid where x has no zeros (y / x); a zero makes this NaN rather than silently wrong.
+        return {rev_cumsum(g * y.get(n)) / x.get(n)};
+      }
+      case C::Max: case C::Min: {
+        TP z = zeros<P>(in, TensorOptions(g.dtype()).device(g.device()));
+        return {scatter_add(z, dim, idx.get(n), g)};
+      }
+      case C::Logsumexp: {
+        // d y_j / d x_i = exp(x_i - y_j) for j >= i.
+        TP xv = x.get(n), yv = y.get(n);
+        return {rev_cumsum(g * yv.neg().exp()) * xv.exp()};
+      }
+    }
+    return {};
+  };
+  set_history(*out.first, detail::make_node<P>(op.name(), {&xi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::Matmul& op, const TensorRef& out, const TensorImpl& ai, const TensorImpl& bi,
+                         const TensorImpl* ci) {
+  using TP = detail::T<P>;
+  using K = ops::MatmulKind;
+  const K k = op.kind;
+  const double alpha = op.alpha, beta = op.beta;
+  const bool need_a = requires_grad(ai), need_b = requires_grad(bi);
+  detail::Saved<P> a, b;
+  if (need_b) a = detail::Saved<P>(ai);
+  if (need_a) b = detail::Saved<P>(bi);
+  Shape sa = ai.sizes, sb = bi.sizes, sc = ci ? ci->sizes : Shape{};
+  auto f = [k, alpha, beta, a, b, sa, sb, sc](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    TP ga, gb, gc;
+    const bool na = n.needs_input_grad(0), nb = n.needs_input_grad(1), nc = n.needs_input_grad(2);
+    switch (k) {
+      case K::Dot:
+        if (na) ga = g * b.get(n);
+        if (nb) gb = g * a.get(n);
+        break;
+      case K::Outer:
+        if (na) ga = g.matmul(b.get(n));
+        if (nb) gb = g.t().matmul(a.get(n));
+        break;
+      case K::Mm: case K::Addmm:
+        if (na) ga = g.mm(b.get(n).t());
+        if (nb) gb = a.get(n).t().mm(g);
+        break;
+      case K::Bmm: case K::Baddbmm:
+        if (na) ga = g.bmm(b.get(n).mT());
+        if (nb) gb = a.get(n).mT().bmm(g);
+        break;
+      case K::Matmul: {
+        // Promote 1-d operands as matmul did, then reduce broadcast batch dims.
+        TP g1 = g;
+        bool a1 = sa.size() == 1, b1 = sb.size() == 1;
+        if (a1 && b1) {
+          if (na) ga = g * b.get(n);
+          if (nb) gb = g * a.get(n);
+          break;
+        }
+        if (a1) g1 = g1.unsqueeze(-2);
+        if (b1) g1 = g1.unsqueeze(-1);
+        if (na) {
+          TP bv = b.get(n);
+          if (b1) bv = bv.unsqueeze(-1);
+          TP r = g1.matmul(bv.mT());
+          Shape sa2 = sa;
+          if (a1) sa2 = Shape{1, sa[0]};
+          ga = detail::sum_to<P>(r, sa2).reshape(sa);
+        }
+        if (nb) {
+          TP av = a.get(n);
+          if (a1) av = av.unsqueeze(0);
+          TP r = av.mT().matmul(g1);
+          Shape sb2 = sb;
+          if (b1) sb2 = Shape{sb[0], 1};
+          gb = detail::sum_to<P>(r, sb2).reshape(sb);
+        }
+        break;
+      }
+    }
+    if (alpha != 1.0) {
+      if (ga.defined()) ga = ga * alpha;
+      if (gb.defined()) gb = gb * alpha;
+    }
+    if (nc) gc = detail::sum_to<P>(beta == 1.0 ? g : g * beta, sc);
+    return {ga, gb, gc};
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&ai, &bi, ci}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+}  // namespace ember::autograd

@@ -1,0 +1,313 @@
+#pragma once
+/// Derivatives of views and of the ops that move data by index (cat, gather, scatter,
+/// index_select/add/copy/put, advanced indexing, masked_select, sort, topk).
+/// Included by autograd/derivatives.hpp.
+
+#include <ember/autograd/function_node.hpp>
+#include <ember/autograd/layer.hpp>
+#include <ember/ops/functions.hpp>
+#include <ember/ops/shape_ops.hpp>
+
+namespace ember::autograd {
+
+namespace detail {
+
+/// Marks `out` as a differentiable view of x's root, for in-place writes through it.
+inline void set_view_base(TensorImpl& out, const TensorImpl& x) {
+  AutogradMeta& m = meta_of(out);
+  const AutogradMeta* xm = x.autograd;
+  m.view_base = xm && xm->view_base ? xm->view_base : TensorRef::share(const_cast<TensorImpl*>(&x));
+}
+
+/// Indices start, start + step, ... (count of them) as an i64 tensor on `device`.
+template <class P>
+T<P> strided_range(int64_t start, int64_t count, int64_t step, Device device) {
+  T<P> r = arange<P>(start, start + count * step, step, TensorOptions(DType::I64));
+  return device.is_cpu() ? r : r.to(device);
+}
+
+template <class P>
+std::vector<T<P>> saved_list(const std::vector<Saved<P>>& s, const Node& n) {
+  std::vector<T<P>> out;
+  out.reserve(s.size());
+  for (const Saved<P>& x : s) out.push_back(x.get(n));
+  return out;
+}
+
+}  // namespace detail
+
+template <class P>
+void Recorder<P>::record(const ops::ViewOp& op, const TensorRef& out, const TensorImpl& xi) {
+  using TP = detail::T<P>;
+  using K = ops::ViewKind;
+  if (!is_floating(out->dtype)) return;
+  Shape in = xi.sizes;
+  std::shared_ptr<Node> node;
+  auto ops = detail::ops_of<P>();
+  switch (op.kind) {
+    case K::View: case K::Squeeze: case K::Unsqueeze: case K::Alias:
+      node = detail::make_node<P>(op.name(), {&xi}, [in](const Node&, detail::Grads<P>& g) -> detail::Grads<P> {
+        return {g[0].reshape(in)};
+      }, ops);
+      break;
+    case K::Permute: {
+      int64_t n = xi.ndim();
+      Shape inv(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) inv[wrap_dim(op.shape[i], n, "permute")] = i;
+      node = detail::make_node<P>(op.name(), {&xi}, [inv](const Node&, detail::Grads<P>& g) -> detail::Grads<P> {
+        return {g[0].permute(inv)};
+      }, ops);
+      break;
+    }
+    case K::Expand:
+      node = detail::make_node<P>(op.name(), {&xi}, [in](const Node&, detail::Grads<P>& g) -> detail::Grads<P> {
+        return {detail::sum_to<P>(g[0], in)};
+      }, ops);
+      break;
+    case K::Narrow: case K::Select: case K::Slice: {
+      int64_t n = xi.ndim();
+      int64_t d = wrap_dim(op.dim, n, op.name());
+      int64_t size = xi.sizes[d];
+      int64_t start = op.start, count = 1, step = 1;
+      if (op.kind == K::Select) {
+        start = start < 0 ? start + size : start;
+      } else if (op.kind == K::Narrow) {
+        start = start < 0 ? start + size : start;
+        count = op.length;
+      } else {
+        start = start == Slice::kNone ? 0 : start < 0 ? std::max<int64_t>(start + size, 0) : std::min(start, size);
+        count = out->sizes[d];
+        step = op.step;
+      }
+      bool select = op.kind == K::Select;
+      Device dev = xi.device();
+      TP idx = detail::strided_range<P>(start, count, step, dev);
+      node = detail::make_node<P>(op.name(), {&xi}, [in, d, idx, select](const Node&, detail::Grads<P>& g) -> detail::Grads<P> {
+        TP gv = select ? g[0].unsqueeze(d) : g[0];
+        return {index_add(zeros<P>(in, TensorOptions(gv.dtype()).device(gv.device())), d, idx, gv)};
+      }, ops);
+      break;
+    }
+    case K::Diagonal: case K::AsStrided: {
+      TP pos = detail::view_positions<P>(xi, *out, op.name());
+      node = detail::make_node<P>(op.name(), {&xi}, [in, pos](const Node&, detail::Grads<P>& g) -> detail::Grads<P> {
+        return {detail::scatter_view_grad<P>(g[0], pos, in)};
+      }, ops);
+      break;
+    }
+  }
+  set_history(*out, node, 0);
+  detail::set_view_base(*out, xi);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::Cat& op, const TensorRef& out, ImplSpan xs) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  int64_t d = wrap_dim(op.dim, out->ndim(), "cat");
+  std::vector<Shape> shapes;
+  for (const TensorImpl* x : xs) shapes.push_back(x->sizes);
+  int64_t rank = out->ndim();
+  auto f = [shapes, d, rank](const Node&, detail::Grads<P>& g) -> detail::Grads<P> {
+    detail::Grads<P> r;
+    int64_t off = 0;
+    for (const Shape& s : shapes) {
+      if (static_cast<int64_t>(s.size()) != rank) {  // a legacy empty 1-d input that cat skipped
+        r.push_back(zeros<P>(s, TensorOptions(g[0].dtype()).device(g[0].device())));
+        continue;
+      }
+      r.push_back(g[0].narrow(d, off, s[d]));
+      off += s[d];
+    }
+    return r;
+  };
+  set_history(*out, detail::make_node<P>("cat", xs, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::IndexSelect& op, const TensorRef& out, const TensorImpl& xi,
+                         const TensorImpl& index) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> idx(index);
+  Shape in = xi.sizes;
+  int64_t d = xi.ndim() == 0 ? 0 : wrap_dim(op.dim, xi.ndim(), op.name());
+  auto f = [idx, in, d](const Node& n, detail::Grads<P>& g) -> detail::Grads<P> {
+    TP z = zeros<P>(in, TensorOptions(g[0].dtype()).device(g[0].device()));
+    return {index_add(z, d, idx.get(n), g[0]), TP()};
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&xi, nullptr}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::Gather& op, const TensorRef& out, const TensorImpl& xi, const TensorImpl& index) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> idx(index);
+  Shape in = xi.sizes;
+  int64_t d = xi.ndim() == 0 ? 0 : wrap_dim(op.dim, xi.ndim(), op.name());
+  auto f = [idx, in, d](const Node& n, detail::Grads<P>& g) -> detail::Grads<P> {
+    TP z = zeros<P>(in, TensorOptions(g[0].dtype()).device(g[0].device()));
+    return {scatter_add(z, d, idx.get(n), g[0]), TP()};
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&xi, nullptr}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::Scatter& op, const TensorRef& out, const TensorImpl& xi, const TensorImpl& index,
+                         const TensorImpl& srci) {
+  using TP = detail::T<P>;
+  using SR = ember::detail::ScatterReduce;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> idx(index), x, src, y;
+  const SR r = op.reduce;
+  if (r == SR::Mean || r == SR::Amax || r == SR::Amin || r == SR::Prod) {
+    x = detail::Saved<P>(xi), src = detail::Saved<P>(srci), y = detail::Saved<P>(*out, true);
+  }
+  int64_t d = xi.ndim() == 0 ? 0 : wrap_dim(op.dim, xi.ndim(), op.name());
+  bool self = op.include_self;
+  auto f = [idx, x, src, y, r, d, self](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    TP i = idx.get(n);
+    switch (r) {
+      case SR::None: return {scatter(g, d, i, 0.0), TP(), gather(g, d, i)};
+      case SR::Sum: return {g, TP(), gather(g, d, i)};
+      case SR::Mean: {
+        TP sv = src.get(n);
+        TP hits = scatter_add(detail::zeros_like_t<P>(g), d, i, full_like(sv, 1.0));
+        TP count = self ? hits + 1.0 : hits.clamp_min(1.0);
+        TP gx = where(hits.gt(0.0), self ? g / count : detail::zeros_like_t<P>(g), g);
+        return {gx, TP(), gather(g / count, d, i)};
+      }
+      case SR::Amax: case SR::Amin: {
+        TP xv = x.get(n), sv = src.get(n), yv = y.get(n);
+        TP hits = scatter_add(detail::zeros_like_t<P>(g), d, i, full_like(sv, 1.0));
+        TP y_at_src = gather(yv, d, i);
+        TP src_is = sv.eq(y_at_src).to(g.dtype());
+        TP self_is = self ? xv.eq(yv).to(g.dtype()) : detail::zeros_like_t<P>(g);
+        TP ties = scatter_add(self_is, d, i, src_is);
+        TP share = g / ties.clamp_min(1.0);
+        TP gx = where(hits.gt(0.0), share * self_is, g);
+        return {gx, TP(), gather(share, d, i) * src_is};
+      }
+      case SR::Prod: {
+        // Valid where no scattered element is zero (y / value); zeros give NaN, never a
+        // silently wrong gradient.
+        TP xv = x.get(n), sv = src.get(n), yv = y.get(n);
+        TP hits = scatter_add(detail::zeros_like_t<P>(g), d, i, full_like(sv, 1.0));
+        TP gx = where(hits.gt(0.0), self ? g * yv / xv : detail::zeros_like_t<P>(g), g);
+        return {gx, TP(), gather(g * yv, d, i) / sv};
+      }
+    }
+    return {};
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&xi, nullptr, &srci}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::IndexAdd& op, const TensorRef& out, const TensorImpl& xi, const TensorImpl& index,
+                         const TensorImpl& srci) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> idx(index);
+  int64_t d = xi.ndim() == 0 ? 0 : wrap_dim(op.dim, xi.ndim(), op.name());
+  double alpha = op.alpha;
+  bool copy = op.copy;
+  Shape ss = srci.sizes;
+  auto f = [idx, d, alpha, copy, ss](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    TP i = idx.get(n);
+    TP gsrc = index_select(g, d, i);
+    if (ss.empty() && gsrc.dim() > 0) gsrc = gsrc.reshape(ss);
+    if (copy) {
+      TP z = zeros<P>(ss, TensorOptions(g.dtype()).device(g.device()));
+      return {index_copy(g, d, i, z), TP(), gsrc};
+    }
+    return {g, TP(), alpha == 1.0 ? gsrc : gsrc * alpha};
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&xi, nullptr, &srci}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::MaskedSelect&, const TensorRef& out, const TensorImpl& xi, const TensorImpl& mask) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> m(mask);
+  Shape in = xi.sizes, full = ops::broadcast_shapes(xi.sizes, mask.sizes, "masked_select");
+  auto f = [m, in, full](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    TP z = zeros<P>(full, TensorOptions(g.dtype()).device(g.device()));
+    TP put = index_put(z, std::vector<TP>{m.get(n).expand(full)}, g, false);
+    return {detail::sum_to<P>(put, in), TP()};
+  };
+  set_history(*out, detail::make_node<P>("masked_select", {&xi, nullptr}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+namespace detail {
+/// Sort and topk: the values' gradient goes back to where each value came from.
+template <class P>
+void record_selection(const char* name, const RefPair& out, const TensorImpl& xi, int64_t dim) {
+  using TP = T<P>;
+  if (!is_floating(out.first->dtype)) return;
+  Saved<P> idx(*out.second);
+  Shape in = xi.sizes;
+  int64_t d = xi.ndim() == 0 ? 0 : wrap_dim(dim, xi.ndim(), name);
+  auto f = [idx, in, d](const Node& n, Grads<P>& gs) -> Grads<P> {
+    const TP& g = gs[0];
+    if (in.empty()) return {g};
+    TP z = zeros<P>(in, TensorOptions(g.dtype()).device(g.device()));
+    return {scatter(z, d, idx.get(n), g)};
+  };
+  set_history(*out.first, make_node<P>(name, {&xi}, std::move(f), ops_of<P>()), 0);
+}
+}  // namespace detail
+
+template <class P>
+void Recorder<P>::record(const ops::Sort& op, const RefPair& out, const TensorImpl& xi) {
+  detail::record_selection<P>("sort", out, xi, op.dim);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::Topk& op, const RefPair& out, const TensorImpl& xi) {
+  detail::record_selection<P>("topk", out, xi, op.dim);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::IndexTensor&, const TensorRef& out, const TensorImpl& xi, ImplSpan indices) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  std::vector<detail::Saved<P>> idx;
+  for (const TensorImpl* t : indices) idx.emplace_back(*t);
+  Shape in = xi.sizes;
+  auto f = [idx, in](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    TP z = zeros<P>(in, TensorOptions(g.dtype()).device(g.device()));
+    return {index_put(z, detail::saved_list<P>(idx, n), g, true)};
+  };
+  set_history(*out, detail::make_node<P>("index", {&xi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::IndexPut& op, const TensorRef& out, const TensorImpl& xi, ImplSpan indices,
+                         const TensorImpl& values) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  std::vector<detail::Saved<P>> idx;
+  for (const TensorImpl* t : indices) idx.emplace_back(*t);
+  Shape vs = values.sizes;
+  bool acc = op.accumulate;
+  auto f = [idx, vs, acc](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    std::vector<TP> ix = detail::saved_list<P>(idx, n);
+    TP gx;
+    if (n.needs_input_grad(0)) {
+      gx = acc ? g : index_put(g, ix, zeros<P>({}, TensorOptions(g.dtype()).device(g.device())), false);
+    }
+    TP gv;
+    if (n.needs_input_grad(1)) gv = detail::sum_to<P>(index(g, ix), vs);
+    return {gx, gv};
+  };
+  set_history(*out, detail::make_node<P>("index_put", {&xi, &values}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+}  // namespace ember::autograd

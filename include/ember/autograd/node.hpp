@@ -1,0 +1,152 @@
+#pragma once
+/// The tape: nodes, edges, saved tensors and the per-tensor autograd metadata.
+///
+/// A differentiable op called with grad mode on and an input that requires grad creates a
+/// Node: it holds what its backward needs (saved tensors, shapes) and one Edge per input,
+/// pointing at the node that produced that input (or at the leaf's AccumulateGrad). The
+/// output's AutogradMeta points back at the node (`grad_fn`). Nothing here is templated on
+/// the policy: the formulas are (autograd/derivatives.hpp), behind Node::apply.
+
+#include <ember/core/tensor_impl.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ember::autograd {
+
+using ember::detail::TensorImpl;
+using TensorRef = ember::detail::Ref<TensorImpl>;
+
+struct Node;
+
+/// Where a gradient goes: input `input_nr` of node `fn` (null: nowhere, no grad needed).
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+  bool valid() const { return fn != nullptr; }
+};
+
+/// Shape, dtype and device an output of a node had: the engine checks incoming gradients
+/// against them and makes zeros for outputs that received none.
+struct OutputInfo {
+  Shape sizes;
+  DType dtype = DType::F32;
+  Device device = kCPU;
+};
+
+/// A hook on a tensor's gradient: returns a replacement, or an undefined ref to keep it.
+using GradHook = std::function<TensorRef(const TensorRef&)>;
+
+/// The few tensor operations the engine and AccumulateGrad need, bound to the policy that
+/// recorded the node, so that they are recorded too under create_graph.
+struct PolicyOps {
+  TensorRef (*add)(const TensorRef& a, const TensorRef& b);
+  void (*add_inplace)(const TensorRef& a, const TensorRef& b);
+  TensorRef (*zeros)(const OutputInfo& like);
+  TensorRef (*ones)(const OutputInfo& like);
+  TensorRef (*clone)(const TensorRef& t);
+  TensorRef (*to_dtype)(const TensorRef& t, DType dtype);
+  TensorRef (*sum_to)(const TensorRef& t, IntArrayRef shape);
+  bool (*all_finite)(const TensorRef& t);
+};
+
+struct Node : std::enable_shared_from_this<Node> {
+  virtual ~Node() = default;
+  /// Gradients of the inputs (one per edge in `next`; undefined where not needed) from the
+  /// gradients of the outputs (one per output, each defined: the engine fills zeros).
+  virtual std::vector<TensorRef> apply(std::vector<TensorRef>& grads) = 0;
+  /// Frees saved tensors after a backward pass that did not retain the graph.
+  virtual void release_saved() {}
+  /// e.g. "MulBackward".
+  virtual std::string name() const = 0;
+
+  std::vector<Edge> next;
+  std::vector<OutputInfo> outputs;
+  const PolicyOps* ops = nullptr;
+  /// Hooks registered on non-leaf outputs: (output index, hook), run before apply.
+  std::vector<std::pair<uint32_t, GradHook>> pre_hooks;
+  /// Creation order: the engine runs ready nodes newest first, as PyTorch does.
+  uint64_t sequence = 0;
+  /// Set by release_saved(); a second backward through this node is an error.
+  bool released = false;
+
+  bool needs_input_grad(size_t i) const { return i < next.size() && next[i].valid(); }
+};
+
+/// What a tensor that takes part in autograd carries (TensorImpl::autograd; null otherwise).
+struct AutogradMeta {
+  /// Set by requires_grad_() on a leaf. A non-leaf requires grad because it has a grad_fn.
+  bool requires_grad = false;
+  /// .grad() of a leaf, or of a non-leaf after retain_grad().
+  TensorRef grad;
+  std::shared_ptr<Node> grad_fn;
+  uint32_t output_nr = 0;
+  /// A leaf's AccumulateGrad, while some graph holds it.
+  std::weak_ptr<Node> grad_accumulator;
+  /// Hooks of a leaf: run on the incoming gradient before it is accumulated.
+  std::vector<GradHook> leaf_hooks;
+  /// retain_grad() on a non-leaf: a hook on grad_fn writes into this cell (not into the
+  /// tensor itself: the graph must not own the tensor that owns the graph).
+  std::shared_ptr<TensorRef> retained_grad;
+  /// For a differentiable view: the tensor it is a view of (the root, never a view itself)
+  /// so that in-place writes through the view update the root's history.
+  TensorRef view_base;
+};
+
+/// A tensor's metadata, created on first use.
+AutogradMeta& meta_of(TensorImpl& t);
+inline AutogradMeta* meta_if(const TensorImpl& t) { return t.autograd; }
+/// Whether t takes part in autograd: a leaf marked requires_grad, or an op result with a grad_fn.
+inline bool requires_grad(const TensorImpl& t) {
+  const AutogradMeta* m = t.autograd;
+  return m && (m->requires_grad || m->grad_fn);
+}
+inline bool is_leaf(const TensorImpl& t) { return !t.autograd || !t.autograd->grad_fn; }
+/// The edge that a gradient for t follows: its grad_fn, or its leaf accumulator (made with
+/// `ops` the first time); an invalid edge when t does not require grad.
+Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops);
+/// Makes `node` the history of output `output_nr` of an op (shape/dtype/device recorded).
+void set_history(TensorImpl& out, const std::shared_ptr<Node>& node, uint32_t output_nr);
+/// A fresh alias of t (same storage and geometry) without autograd metadata.
+TensorRef detached(const TensorImpl& t);
+/// Next creation number for a node.
+uint64_t next_sequence();
+
+/// A tensor saved for backward, with the storage version it had when saved. Unpacking a
+/// tensor modified in place since is an error naming the node and both versions. Outputs of
+/// the node itself are saved without their grad_fn (that would be a reference cycle) and get
+/// it back when unpacked under create_graph.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  SavedTensor(const TensorImpl& t, bool is_output);
+  /// The saved value; `node` is the node unpacking it (for messages and for outputs).
+  TensorRef unpack(const Node& node) const;
+  void reset() { data_.reset(); }
+  bool defined() const { return static_cast<bool>(data_) || was_undefined_; }
+
+ private:
+  TensorRef data_;
+  uint32_t version_ = 0;
+  uint32_t output_nr_ = 0;
+  bool is_output_ = false;
+  bool output_requires_grad_ = false;
+  bool was_undefined_ = false;
+};
+
+/// Node for a leaf: adds incoming gradients into the leaf's .grad().
+struct AccumulateGrad final : Node {
+  AccumulateGrad(TensorRef leaf, const PolicyOps* policy_ops) : variable(std::move(leaf)) { ops = policy_ops; }
+  std::vector<TensorRef> apply(std::vector<TensorRef>& grads) override;
+  std::string name() const override { return "AccumulateGrad"; }
+  TensorRef variable;
+};
+
+namespace detail {
+/// Installs TensorImpl's AutogradMeta deleter (done by meta_of, so once metadata exists).
+void install_meta_deleter();
+}  // namespace detail
+
+}  // namespace ember::autograd

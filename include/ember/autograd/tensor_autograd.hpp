@@ -1,0 +1,212 @@
+#pragma once
+/// The autograd members of BasicTensor and the free functions `autograd::backward` and
+/// `autograd::grad`. Usable with any policy whose layers include autograd::Autograd.
+
+#include <ember/autograd/engine.hpp>
+#include <ember/autograd/grad_mode.hpp>
+#include <ember/autograd/layer.hpp>
+#include <ember/core/tensor.hpp>
+
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+namespace ember {
+
+namespace autograd::detail {
+template <class P>
+constexpr bool has_autograd() {
+  return ember::detail::has_layer<Autograd, typename P::layers>::value;
+}
+template <class P>
+void require_autograd() {
+  static_assert(has_autograd<P>(), "this policy has no autograd::Autograd layer: it cannot record gradients");
+}
+}  // namespace autograd::detail
+
+template <class P>
+BasicTensor<P>& BasicTensor<P>::requires_grad_(bool on) {
+  autograd::detail::require_autograd<P>();
+  Impl& t = impl();
+  if (!on && !t.autograd) return *this;
+  EMBER_CHECK(!on || ember::is_floating(t.dtype),
+              "[requires_grad_] only floating-point tensors can require gradients, got {}", t.dtype);
+  EMBER_CHECK(autograd::is_leaf(t) || on,
+              "[requires_grad_] a non-leaf tensor (produced by {}) cannot be marked as not requiring grad; use "
+              "detach()",
+              t.autograd->grad_fn->name());
+  autograd::meta_of(t).requires_grad = on;
+  return *this;
+}
+
+template <class P>
+bool BasicTensor<P>::requires_grad() const {
+  return autograd::requires_grad(impl());
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::grad() const {
+  const autograd::AutogradMeta* m = impl().autograd;
+  if (!m) return {};
+  if (m->grad_fn) return m->retained_grad ? BasicTensor(*m->retained_grad) : BasicTensor();
+  return BasicTensor(m->grad);
+}
+
+template <class P>
+void BasicTensor<P>::set_grad(const BasicTensor& g) {
+  autograd::detail::require_autograd<P>();
+  if (g.defined()) {
+    EMBER_CHECK(g.sizes() == sizes() && g.dtype() == dtype() && g.device() == device(),
+                "[set_grad] the gradient ({} {} on {}) must match the tensor ({} {} on {})", g.sizes(), g.dtype(),
+                g.device(), sizes(), dtype(), device());
+  }
+  autograd::meta_of(impl()).grad = g.impl_ref();
+}
+
+template <class P>
+void BasicTensor<P>::zero_grad(bool set_to_none) {
+  autograd::AutogradMeta* m = impl().autograd;
+  if (!m || !m->grad) return;
+  if (set_to_none) {
+    m->grad.reset();
+  } else {
+    autograd::NoGradGuard ng;
+    BasicTensor(m->grad).zero_();
+  }
+}
+
+template <class P>
+std::shared_ptr<autograd::Node> BasicTensor<P>::grad_fn() const {
+  const autograd::AutogradMeta* m = impl().autograd;
+  return m ? m->grad_fn : nullptr;
+}
+
+template <class P>
+bool BasicTensor<P>::is_leaf() const {
+  return autograd::is_leaf(impl());
+}
+
+template <class P>
+void BasicTensor<P>::retain_grad() {
+  autograd::detail::require_autograd<P>();
+  autograd::AutogradMeta* m = impl().autograd;
+  EMBER_CHECK(m && (m->grad_fn || m->requires_grad),
+              "[retain_grad] called on a tensor (shape {}) that does not require grad", sizes());
+  if (!m->grad_fn || m->retained_grad) return;  // leaves keep .grad() anyway
+  auto cell = std::make_shared<autograd::TensorRef>();
+  m->retained_grad = cell;
+  const autograd::PolicyOps* ops = &autograd::Recorder<P>::policy_ops();
+  m->grad_fn->pre_hooks.push_back({m->output_nr, [cell, ops](const autograd::TensorRef& g) {
+                                     if (!*cell) {
+                                       *cell = autograd::GradMode::is_enabled() ? g : ops->clone(g);
+                                     } else {
+                                       *cell = ops->add(*cell, g);
+                                     }
+                                     return autograd::TensorRef();
+                                   }});
+}
+
+template <class P>
+bool BasicTensor<P>::retains_grad() const {
+  const autograd::AutogradMeta* m = impl().autograd;
+  return m && m->retained_grad != nullptr;
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::detach() const {
+  return BasicTensor(autograd::detached(impl()));
+}
+
+template <class P>
+BasicTensor<P>& BasicTensor<P>::detach_() {
+  autograd::AutogradMeta* m = impl().autograd;
+  if (m) {
+    m->grad_fn.reset();
+    m->requires_grad = false;
+    m->view_base.reset();
+  }
+  return *this;
+}
+
+template <class P>
+void BasicTensor<P>::backward(const BasicTensor& grad, std::optional<bool> retain_graph, bool create_graph) const {
+  autograd::detail::require_autograd<P>();
+  autograd::detail::BackwardRequest rq;
+  rq.outputs.push_back(impl_ref());
+  rq.grad_outputs.push_back(grad.impl_ref());
+  rq.retain_graph = retain_graph.value_or(create_graph);
+  rq.create_graph = create_graph;
+  rq.ops = &autograd::Recorder<P>::policy_ops();
+  autograd::detail::run_backward(rq);
+}
+
+template <class P>
+template <class F>
+void BasicTensor<P>::register_hook(F&& hook) const {
+  autograd::detail::require_autograd<P>();
+  Impl& t = impl();
+  EMBER_CHECK(autograd::requires_grad(t),
+              "[register_hook] cannot register a hook on a tensor (shape {}) that does not require grad", sizes());
+  autograd::GradHook h = [fn = std::forward<F>(hook)](const autograd::TensorRef& g) -> autograd::TensorRef {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, BasicTensor>>) {
+      fn(BasicTensor(g));
+      return {};
+    } else {
+      BasicTensor r = fn(BasicTensor(g));
+      return r.impl_ref();
+    }
+  };
+  autograd::AutogradMeta& m = autograd::meta_of(t);
+  if (m.grad_fn) {
+    m.grad_fn->pre_hooks.push_back({m.output_nr, std::move(h)});
+  } else {
+    m.leaf_hooks.push_back(std::move(h));
+  }
+}
+
+namespace autograd {
+
+/// Accumulates the gradients of `tensors` (weighted by `grad_tensors`, default ones for
+/// one-element tensors) into the leaves' .grad().
+template <class P>
+void backward(const std::vector<BasicTensor<P>>& tensors, const std::vector<BasicTensor<P>>& grad_tensors = {},
+              std::optional<bool> retain_graph = {}, bool create_graph = false) {
+  detail::require_autograd<P>();
+  detail::BackwardRequest rq;
+  for (const auto& t : tensors) rq.outputs.push_back(t.impl_ref());
+  for (const auto& g : grad_tensors) rq.grad_outputs.push_back(g.impl_ref());
+  rq.retain_graph = retain_graph.value_or(create_graph);
+  rq.create_graph = create_graph;
+  rq.ops = &Recorder<P>::policy_ops();
+  detail::run_backward(rq);
+}
+
+/// The gradients of `outputs` with respect to `inputs` (returned, not accumulated into .grad()).
+/// With create_graph they carry history, so they can be differentiated again. An input the
+/// outputs do not depend on is an error unless allow_unused (then its gradient is undefined).
+template <class P>
+std::vector<BasicTensor<P>> grad(const std::vector<BasicTensor<P>>& outputs, const std::vector<BasicTensor<P>>& inputs,
+                                 const std::vector<BasicTensor<P>>& grad_outputs = {},
+                                 std::optional<bool> retain_graph = {}, bool create_graph = false,
+                                 bool allow_unused = false) {
+  detail::require_autograd<P>();
+  EMBER_CHECK(!inputs.empty(), "[autograd::grad] needs at least one input");
+  detail::BackwardRequest rq;
+  rq.api = "autograd::grad";
+  for (const auto& t : outputs) rq.outputs.push_back(t.impl_ref());
+  for (const auto& g : grad_outputs) rq.grad_outputs.push_back(g.impl_ref());
+  for (const auto& t : inputs) rq.inputs.push_back(t.impl_ref());
+  rq.retain_graph = retain_graph.value_or(create_graph);
+  rq.create_graph = create_graph;
+  rq.allow_unused = allow_unused;
+  rq.ops = &Recorder<P>::policy_ops();
+  std::vector<TensorRef> r = detail::run_backward(rq);
+  std::vector<BasicTensor<P>> out;
+  out.reserve(r.size());
+  for (auto& g : r) out.emplace_back(std::move(g));
+  return out;
+}
+
+}  // namespace autograd
+
+}  // namespace ember

@@ -1,0 +1,123 @@
+// Per-tensor autograd metadata, saved tensors and leaf accumulation.
+
+#include <ember/autograd/grad_mode.hpp>
+#include <ember/autograd/node.hpp>
+
+#include <atomic>
+#include <mutex>
+
+namespace ember::autograd {
+namespace {
+
+void delete_meta(AutogradMeta* m) { delete m; }
+
+std::atomic<uint64_t> g_sequence{0};
+
+}  // namespace
+
+namespace detail {
+void install_meta_deleter() {
+  static std::once_flag once;
+  std::call_once(once, [] { ember::detail::g_grad_meta_deleter = &delete_meta; });
+}
+}  // namespace detail
+
+AutogradMeta& meta_of(TensorImpl& t) {
+  if (!t.autograd) {
+    detail::install_meta_deleter();
+    t.autograd = new AutogradMeta();
+  }
+  return *t.autograd;
+}
+
+uint64_t next_sequence() { return g_sequence.fetch_add(1, std::memory_order_relaxed); }
+
+Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
+  AutogradMeta* m = t.autograd;
+  if (!m) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  if (!m->requires_grad) return {};
+  std::shared_ptr<Node> acc = m->grad_accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(TensorRef::share(const_cast<TensorImpl*>(&t)), ops);
+    acc->sequence = next_sequence();
+    acc->outputs.push_back({t.sizes, t.dtype, t.device()});
+    m->grad_accumulator = acc;
+  }
+  return {std::move(acc), 0};
+}
+
+void set_history(TensorImpl& out, const std::shared_ptr<Node>& node, uint32_t output_nr) {
+  AutogradMeta& m = meta_of(out);
+  m.grad_fn = node;
+  m.output_nr = output_nr;
+  if (node->outputs.size() <= output_nr) node->outputs.resize(output_nr + 1);
+  node->outputs[output_nr] = {out.sizes, out.dtype, out.device()};
+}
+
+TensorRef detached(const TensorImpl& t) {
+  return ember::detail::make_view(t.storage, t.dtype, t.sizes, t.strides, t.offset);
+}
+
+SavedTensor::SavedTensor(const TensorImpl& t, bool is_output) : is_output_(is_output) {
+  EMBER_CHECK(t.storage->versioned,
+              "[autograd] a tensor created under InferenceModeGuard cannot be saved for backward; clone it "
+              "outside inference mode first");
+  version_ = t.storage->version.load(std::memory_order_relaxed);
+  if (is_output) {
+    // The node being built owns this output's history; keep the data only.
+    output_requires_grad_ = true;
+    output_nr_ = t.autograd ? t.autograd->output_nr : 0;
+    data_ = detached(t);
+  } else {
+    data_ = TensorRef::share(const_cast<TensorImpl*>(&t));
+  }
+}
+
+TensorRef SavedTensor::unpack(const Node& node) const {
+  EMBER_CHECK(!node.released,
+              "[backward] trying to backward through {} a second time (its saved tensors were freed after the "
+              "first backward); pass retain_graph=true to the first backward if you need to go through the "
+              "graph twice",
+              node.name());
+  if (!data_) return {};
+  uint32_t now = data_->storage->version.load(std::memory_order_relaxed);
+  EMBER_CHECK(now == version_,
+              "[backward] one of the tensors {} saved for backward (shape {}, {}) was modified by an in-place "
+              "operation: it is at version {}, expected version {}. Clone it before modifying it in place, or "
+              "modify a copy",
+              node.name(), data_->sizes, data_->dtype, now, version_);
+  if (!is_output_ || !GradMode::is_enabled()) return data_;
+  // create_graph: the output regains its history so that the formula is differentiable.
+  TensorRef t = detached(*data_);
+  AutogradMeta& m = meta_of(*t);
+  m.grad_fn = const_cast<Node&>(node).shared_from_this();
+  m.output_nr = output_nr_;
+  return t;
+}
+
+std::vector<TensorRef> AccumulateGrad::apply(std::vector<TensorRef>& grads) {
+  TensorRef g = std::move(grads[0]);
+  AutogradMeta& m = meta_of(*variable);
+  for (const GradHook& h : m.leaf_hooks) {
+    TensorRef r = h(g);
+    if (r) g = std::move(r);
+  }
+  if (!g) return {};
+  if (!m.grad) {
+    // Keep the incoming gradient when nothing else can see it (a fresh, dense result the
+    // engine holds alone); otherwise copy it, so that later accumulation in place cannot
+    // write into a tensor the user or another node holds.
+    bool exclusive = g.use_count() == 1 && g->storage.use_count() == 1 && g->contiguous && !g->autograd;
+    m.grad = GradMode::is_enabled() || exclusive ? std::move(g) : ops->clone(g);
+  } else if (GradMode::is_enabled()) {
+    m.grad = ops->add(m.grad, g);  // create_graph: out of place, recorded
+  } else if (m.grad->autograd && m.grad->autograd->grad_fn) {
+    m.grad = ops->add(m.grad, g);  // a grad with history (from create_graph) is never written in place
+  } else {
+    ops->add_inplace(m.grad, g);
+  }
+  return {};
+}
+
+}  // namespace ember::autograd
