@@ -13,7 +13,6 @@
 #include <ember/ops/shape_ops.hpp>
 #include <ember/ops/einsum.hpp>
 #include <ember/autograd/tensor_autograd.hpp>
-#include <ember/autograd/gradcheck.hpp>
 #include <ember/runtime/log.hpp>
 #include <ember/runtime/threading.hpp>
 

@@ -1,0 +1,288 @@
+// gradcheck and gradgradcheck (central differences in f64, non-uniform cotangent) over every
+// differentiable op: the .def ops from tests/support/grad_table.hpp on contiguous,
+// transposed and broadcast inputs, and the other op families (softmax, scans, matrix
+// products, views, indexing, composites) on hand-picked shapes.
+
+#include <doctest/doctest.h>
+#include <ember/autograd/gradcheck.hpp>
+#include <ember/ember.hpp>
+
+#include "support/grad_table.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace ember;
+using namespace ember::test;
+
+namespace {
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+using Inputs = std::vector<Tensor>;
+
+Tensor uniform(const Shape& s, Domain d) {
+  return (rand(s, DType::F64) * (d.hi - d.lo) + d.lo).detach().requires_grad_();
+}
+
+void check_grads(const std::string& what, const Fn& f, const Inputs& in, bool gradgrad = true) {
+  CAPTURE(what);
+  std::string why;
+  bool ok = autograd::gradcheck<DefaultPolicy>(f, in, {}, &why);
+  CHECK_MESSAGE(ok, what << ": " << why);
+  if (ok && gradgrad) {
+    why.clear();
+    bool ok2 = autograd::gradgradcheck<DefaultPolicy>(f, in, {}, &why);
+    CHECK_MESSAGE(ok2, what << " (second order): " << why);
+  }
+}
+
+Tensor binary(ops::BinaryOp op, const Tensor& a, const Tensor& b) {
+  return Tensor::wrap(dispatch<DefaultPolicy>(ops::Binary{op}, a.impl(), b.impl()));
+}
+
+}  // namespace
+
+TEST_CASE("gradcheck: unary ops on contiguous, transposed and broadcast inputs") {
+  manual_seed(11);
+  for (const UnaryGradRow& r : kUnaryGradRows) {
+    ops::Unary u{r.op, r.params};
+    std::string name = ops::name(r.op);
+    check_grads(name + " contiguous", [u](const Inputs& x) { return x[0].apply(u); }, {uniform({3, 4}, r.dom)},
+                r.gradgrad);
+    check_grads(name + " transposed", [u](const Inputs& x) { return x[0].t().apply(u); }, {uniform({4, 3}, r.dom)},
+                r.gradgrad);
+    check_grads(name + " broadcast", [u](const Inputs& x) { return x[0].expand({3, 4}).apply(u); },
+                {uniform({1, 4}, r.dom)}, r.gradgrad);
+  }
+}
+
+TEST_CASE("gradcheck: binary ops on contiguous, transposed, broadcast and scalar operands") {
+  manual_seed(12);
+  for (const BinaryGradRow& r : kBinaryGradRows) {
+    auto op = r.op;
+    std::string name = ops::name(op);
+    check_grads(name + " contiguous", [op](const Inputs& x) { return binary(op, x[0], x[1]); },
+                {uniform({3, 4}, r.a), uniform({3, 4}, r.b)}, r.gradgrad);
+    check_grads(name + " transposed", [op](const Inputs& x) { return binary(op, x[0].t(), x[1]); },
+                {uniform({4, 3}, r.a), uniform({3, 4}, r.b)}, r.gradgrad);
+    check_grads(name + " broadcast", [op](const Inputs& x) { return binary(op, x[0], x[1]); },
+                {uniform({3, 1}, r.a), uniform({1, 4}, r.b)}, r.gradgrad);
+    double s = (r.b.lo + r.b.hi) / 2 + 0.25;
+    check_grads(name + " with a scalar", [op, s](const Inputs& x) { return binary(op, x[0], x[0].scalar_like(s)); },
+                {uniform({2, 3}, r.a)}, r.gradgrad);
+  }
+}
+
+TEST_CASE("gradcheck: reductions over all dims, one dim and with keepdim") {
+  manual_seed(13);
+  for (const ReduceGradRow& r : kReduceGradRows) {
+    auto op = r.op;
+    std::string name = ops::name(op);
+    check_grads(name + " all", [op](const Inputs& x) { return x[0].apply(ops::Reduce{op, {}, false, std::nullopt}); },
+                {uniform({3, 4}, r.dom)}, r.gradgrad);
+    check_grads(name + " dim 1", [op](const Inputs& x) { return x[0].apply(ops::Reduce{op, {1}, false, std::nullopt}); },
+                {uniform({3, 4}, r.dom)}, r.gradgrad);
+    check_grads(name + " dim 0 keepdim transposed",
+                [op](const Inputs& x) { return x[0].t().apply(ops::Reduce{op, {0}, true, std::nullopt}); },
+                {uniform({4, 3}, r.dom)}, r.gradgrad);
+  }
+  // prod with one and with two zeros in a slice (derivative: the product of the others).
+  // First order only: the second derivative at a zero is not exact (see the autograd notes).
+  Tensor z = tensor<double>({{2.0, 0.0, 3.0}, {0.0, 0.0, 5.0}}).requires_grad_();
+  check_grads("prod with zeros", [](const Inputs& x) { return x[0].prod({1}); }, {z}, false);
+  check_grads("prod with zeros, all", [](const Inputs& x) { return x[0].prod(); },
+              {tensor<double>({2.0, 0.0, 3.0}).requires_grad_()}, false);
+}
+
+TEST_CASE("gradcheck: max/min ties share the gradient evenly (PyTorch's convention)") {
+  Tensor x = tensor<double>({1.0, 3.0, 3.0, 2.0}).requires_grad_();
+  x.amax().backward();
+  std::vector<double> g(x.grad().data_ptr<double>(), x.grad().data_ptr<double>() + 4);
+  CHECK(g == std::vector<double>{0, 0.5, 0.5, 0});
+  Tensor y = tensor<double>({1.0, 3.0, 3.0}).requires_grad_();
+  Tensor a = tensor<double>({3.0, 3.0, 0.0}).requires_grad_();
+  y.maximum(a).sum().backward();
+  std::vector<double> gy(y.grad().data_ptr<double>(), y.grad().data_ptr<double>() + 3);
+  CHECK(gy == std::vector<double>{0, 0.5, 1});
+  Tensor r = tensor<double>({-1.0, 0.0, 2.0}).requires_grad_();
+  r.relu().sum().backward();
+  std::vector<double> gr(r.grad().data_ptr<double>(), r.grad().data_ptr<double>() + 3);
+  CHECK(gr == std::vector<double>{0, 0, 1});  // relu'(0) = 0
+  Tensor s = tensor<double>({-1.0, 0.0, 2.0}).requires_grad_();
+  s.abs().sum().backward();
+  std::vector<double> gs(s.grad().data_ptr<double>(), s.grad().data_ptr<double>() + 3);
+  CHECK(gs == std::vector<double>{-1, 0, 1});  // abs'(0) = 0
+  Tensor c = tensor<double>({1.0, 2.0, 3.0}).requires_grad_();
+  c.clamp(1.0, 2.5).sum().backward();
+  std::vector<double> gc(c.grad().data_ptr<double>(), c.grad().data_ptr<double>() + 3);
+  CHECK(gc == std::vector<double>{1, 1, 0});  // the bound itself passes the gradient
+}
+
+TEST_CASE("gradcheck: softmax, scans, arg-reductions and matrix products") {
+  manual_seed(14);
+  Domain d{-2, 2};
+  struct Case {
+    std::string name;
+    Fn f;
+    Inputs in;
+  };
+  std::vector<Case> cases = {
+      {"softmax", [](const Inputs& x) { return x[0].softmax(1); }, {uniform({3, 4}, d)}},
+      {"softmax dim 0 transposed", [](const Inputs& x) { return x[0].t().softmax(0); }, {uniform({4, 3}, d)}},
+      {"log_softmax", [](const Inputs& x) { return x[0].log_softmax(-1); }, {uniform({3, 4}, d)}},
+      {"cumsum", [](const Inputs& x) { return x[0].cumsum(1); }, {uniform({3, 4}, d)}},
+      {"cumprod", [](const Inputs& x) { return x[0].cumprod(1); }, {uniform({3, 4}, {0.5, 1.5})}},
+      {"cummax", [](const Inputs& x) { return x[0].cummax(1).first; }, {uniform({3, 4}, d)}},
+      {"cummin", [](const Inputs& x) { return x[0].cummin(0).first; }, {uniform({3, 4}, d)}},
+      {"logcumsumexp", [](const Inputs& x) { return x[0].logcumsumexp(1); }, {uniform({3, 4}, d)}},
+      {"max dim", [](const Inputs& x) { return x[0].max(1).first; }, {uniform({3, 4}, d)}},
+      {"min dim keepdim", [](const Inputs& x) { return x[0].min(0, true).first; }, {uniform({3, 4}, d)}},
+      {"mm", [](const Inputs& x) { return x[0].mm(x[1]); }, {uniform({3, 4}, d), uniform({4, 2}, d)}},
+      {"mm transposed", [](const Inputs& x) { return x[0].t().mm(x[1].t()); }, {uniform({4, 3}, d), uniform({2, 4}, d)}},
+      {"bmm", [](const Inputs& x) { return x[0].bmm(x[1]); }, {uniform({2, 3, 4}, d), uniform({2, 4, 2}, d)}},
+      {"matmul broadcast batch", [](const Inputs& x) { return x[0].matmul(x[1]); },
+       {uniform({2, 3, 4}, d), uniform({4, 2}, d)}},
+      {"matmul 1-d @ 2-d", [](const Inputs& x) { return x[0].matmul(x[1]); }, {uniform({4}, d), uniform({4, 2}, d)}},
+      {"matmul 2-d @ 1-d", [](const Inputs& x) { return x[0].matmul(x[1]); }, {uniform({3, 4}, d), uniform({4}, d)}},
+      {"matmul 1-d @ 3-d", [](const Inputs& x) { return x[0].matmul(x[1]); },
+       {uniform({4}, d), uniform({2, 4, 3}, d)}},
+      {"dot", [](const Inputs& x) { return x[0].dot(x[1]); }, {uniform({5}, d), uniform({5}, d)}},
+      {"outer", [](const Inputs& x) { return x[0].outer(x[1]); }, {uniform({3}, d), uniform({4}, d)}},
+      {"addmm", [](const Inputs& x) { return addmm(x[0], x[1], x[2], 0.5, 2.0); },
+       {uniform({2}, d), uniform({3, 4}, d), uniform({4, 2}, d)}},
+      {"baddbmm", [](const Inputs& x) { return baddbmm(x[0], x[1], x[2], 1.0, 0.5); },
+       {uniform({2, 3, 2}, d), uniform({2, 3, 4}, d), uniform({2, 4, 2}, d)}},
+      {"linear", [](const Inputs& x) { return linear(x[0], x[1], x[2]); },
+       {uniform({3, 4}, d), uniform({2, 4}, d), uniform({2}, d)}},
+  };
+  for (auto& c : cases) check_grads(c.name, c.f, c.in);
+}
+
+TEST_CASE("gradcheck: views") {
+  manual_seed(15);
+  Domain d{-2, 2};
+  struct Case {
+    std::string name;
+    Fn f;
+    Shape shape;
+  };
+  std::vector<Case> cases = {
+      {"view", [](const Inputs& x) { return x[0].view({4, 3}); }, {3, 4}},
+      {"reshape of transposed", [](const Inputs& x) { return x[0].t().reshape({12}); }, {3, 4}},
+      {"permute", [](const Inputs& x) { return x[0].permute({2, 0, 1}); }, {2, 3, 4}},
+      {"expand", [](const Inputs& x) { return x[0].expand({2, 3, 4}); }, {3, 1}},
+      {"as_strided", [](const Inputs& x) { return x[0].as_strided({2, 2}, {3, 1}, 1); }, {3, 4}},
+      {"narrow", [](const Inputs& x) { return x[0].narrow(1, 1, 2); }, {3, 4}},
+      {"select", [](const Inputs& x) { return x[0].select(0, -1); }, {3, 4}},
+      {"slice with step", [](const Inputs& x) { return x[0].slice(1, 0, 4, 2); }, {3, 4}},
+      {"squeeze/unsqueeze", [](const Inputs& x) { return x[0].unsqueeze(1).squeeze(); }, {3, 4}},
+      {"diagonal", [](const Inputs& x) { return x[0].diagonal(1); }, {3, 4}},
+      {"transpose", [](const Inputs& x) { return x[0].transpose(0, 2); }, {2, 3, 4}},
+      {"flatten/unflatten", [](const Inputs& x) { return x[0].flatten().unflatten(0, {4, 3}); }, {3, 4}},
+      {"basic index", [](const Inputs& x) { return x[0].index({Slice(), 1, None}); }, {3, 4}},
+      {"view of a view", [](const Inputs& x) { return x[0].t().narrow(0, 1, 2).select(1, 2); }, {3, 4}},
+  };
+  for (auto& c : cases) check_grads(c.name, c.f, {uniform(c.shape, d)});
+}
+
+TEST_CASE("gradcheck: indexing, data movement and composites") {
+  manual_seed(16);
+  Domain d{-2, 2};
+  Tensor idx = tensor<int64_t>({2, 0, 2});
+  Tensor gidx = tensor<int64_t>({{0, 2}, {1, 1}, {3, 0}});
+  Tensor perm = tensor<int64_t>({{1, 0, 2, 3}, {3, 2, 1, 0}, {0, 1, 3, 2}});
+  Tensor mask = tensor<int64_t>({{1, 0, 1, 0}, {0, 0, 1, 1}, {1, 1, 0, 0}}).ne(0);
+  struct Case {
+    std::string name;
+    Fn f;
+    Inputs in;
+  };
+  std::vector<Case> cases = {
+      {"cat", [](const Inputs& x) { return cat(std::vector<Tensor>{x[0], x[1]}, 1); },
+       {uniform({3, 2}, d), uniform({3, 4}, d)}},
+      {"stack", [](const Inputs& x) { return stack(std::vector<Tensor>{x[0], x[1]}, 0); },
+       {uniform({3, 2}, d), uniform({3, 2}, d)}},
+      {"split", [](const Inputs& x) { return split(x[0], 2, 1)[1] * 2.0; }, {uniform({3, 4}, d)}},
+      {"index_select", [idx](const Inputs& x) { return index_select(x[0], 0, idx); }, {uniform({3, 4}, d)}},
+      {"gather", [gidx](const Inputs& x) { return gather(x[0], 1, gidx); }, {uniform({3, 4}, d)}},
+      {"scatter", [perm](const Inputs& x) { return scatter(x[0], 1, perm.narrow(1, 0, 2), x[1]); },
+       {uniform({3, 4}, d), uniform({3, 2}, d)}},
+      {"scatter_add", [gidx](const Inputs& x) { return scatter_add(x[0], 1, gidx, x[1]); },
+       {uniform({3, 4}, d), uniform({3, 2}, d)}},
+      {"scatter_reduce mean", [gidx](const Inputs& x) { return scatter_reduce(x[0], 1, gidx, x[1], "mean"); },
+       {uniform({3, 4}, d), uniform({3, 2}, d)}},
+      {"scatter_reduce mean exclude self",
+       [gidx](const Inputs& x) { return scatter_reduce(x[0], 1, gidx, x[1], "mean", false); },
+       {uniform({3, 4}, d), uniform({3, 2}, d)}},
+      {"scatter_reduce amax", [gidx](const Inputs& x) { return scatter_reduce(x[0], 1, gidx, x[1], "amax"); },
+       {uniform({3, 4}, d), uniform({3, 2}, d)}},
+      {"scatter_reduce amin", [gidx](const Inputs& x) { return scatter_reduce(x[0], 1, gidx, x[1], "amin", false); },
+       {uniform({3, 4}, d), uniform({3, 2}, d)}},
+      {"scatter_reduce prod", [gidx](const Inputs& x) { return scatter_reduce(x[0], 1, gidx, x[1], "prod"); },
+       {uniform({3, 4}, {0.5, 1.5}), uniform({3, 2}, {0.5, 1.5})}},
+      {"index_add", [idx](const Inputs& x) { return index_add(x[0], 0, idx, x[1], 0.5); },
+       {uniform({3, 4}, d), uniform({3, 4}, d)}},
+      {"index_copy", [](const Inputs& x) { return index_copy(x[0], 0, tensor<int64_t>({2, 0}), x[1]); },
+       {uniform({3, 4}, d), uniform({2, 4}, d)}},
+      {"masked_select", [mask](const Inputs& x) { return masked_select(x[0], mask); }, {uniform({3, 4}, d)}},
+      {"masked_select broadcast", [mask](const Inputs& x) { return masked_select(x[0], mask); }, {uniform({1, 4}, d)}},
+      {"sort", [](const Inputs& x) { return sort(x[0], 1).first; }, {uniform({3, 4}, d)}},
+      {"topk", [](const Inputs& x) { return topk(x[0], 2, 1).first; }, {uniform({3, 4}, d)}},
+      {"advanced index", [idx](const Inputs& x) { return index(x[0], {idx}); }, {uniform({3, 4}, d)}},
+      {"index_put", [](const Inputs& x) { return index_put(x[0], {tensor<int64_t>({0, 2})}, x[1]); },
+       {uniform({3, 4}, d), uniform({2, 4}, d)}},
+      {"index_put accumulate", [](const Inputs& x) { return index_put(x[0], {tensor<int64_t>({0, 0})}, x[1], true); },
+       {uniform({3, 4}, d), uniform({4}, d)}},
+      {"where", [mask](const Inputs& x) { return where(mask, x[0], x[1]); }, {uniform({3, 4}, d), uniform({1, 4}, d)}},
+      {"clone", [](const Inputs& x) { return x[0].t().clone(); }, {uniform({3, 4}, d)}},
+      {"flip", [](const Inputs& x) { return flip(x[0], {0, 1}); }, {uniform({3, 4}, d)}},
+      {"roll", [](const Inputs& x) { return roll(x[0], 1, 1); }, {uniform({3, 4}, d)}},
+      {"repeat", [](const Inputs& x) { return repeat(x[0], {2, 1}); }, {uniform({3, 4}, d)}},
+      {"pad reflect", [](const Inputs& x) { return pad(x[0], {1, 2}, "reflect"); }, {uniform({3, 4}, d)}},
+      {"tril", [](const Inputs& x) { return tril(x[0]); }, {uniform({3, 4}, d)}},
+      {"var", [](const Inputs& x) { return x[0].var({1}); }, {uniform({3, 4}, d)}},
+      {"std", [](const Inputs& x) { return x[0].std(); }, {uniform({3, 4}, d)}},
+      {"logsumexp", [](const Inputs& x) { return x[0].logsumexp({1}); }, {uniform({3, 4}, d)}},
+      {"norm p=3", [](const Inputs& x) { return x[0].norm(3.0, {1}); }, {uniform({3, 4}, d)}},
+      {"einsum", [](const Inputs& x) { return einsum("ij,jk->ik", std::vector<Tensor>{x[0], x[1]}); },
+       {uniform({3, 4}, d), uniform({4, 2}, d)}},
+      {"lerp", [](const Inputs& x) { return x[0].lerp(x[1], x[2]); },
+       {uniform({3, 4}, d), uniform({3, 4}, d), uniform({3, 4}, d)}},
+  };
+  for (auto& c : cases) check_grads(c.name, c.f, c.in);
+}
+
+TEST_CASE("gradcheck: in-place ops, also through views") {
+  manual_seed(17);
+  Domain d{-2, 2};
+  check_grads("mul_ then exp_",
+              [](const Inputs& x) {
+                Tensor h = x[0] * 1.0;
+                h.mul_(x[1]);
+                h.exp_();
+                return h;
+              },
+              {uniform({3, 4}, d), uniform({4}, d)});
+  check_grads("narrow(...).mul_",
+              [](const Inputs& x) {
+                Tensor h = x[0] * 1.0;
+                h.narrow(1, 1, 2).mul_(x[1]);
+                return h.sin();
+              },
+              {uniform({3, 4}, d), uniform({3, 1}, d)});
+  check_grads("copy_ into a strided slice",
+              [](const Inputs& x) {
+                Tensor h = x[0] * 2.0;  // (tanh would save h, and the copy_ would rightly be refused)
+                h.slice(1, 0, 4, 2).copy_(x[1]);
+                return h * h;
+              },
+              {uniform({3, 4}, d), uniform({3, 2}, d)});
+  check_grads("index_put_ with a basic index",
+              [](const Inputs& x) {
+                Tensor h = x[0] * 2.0;
+                h.index_put_({1}, x[1]);
+                return h;
+              },
+              {uniform({3, 4}, d), uniform({4}, d)});
+}
