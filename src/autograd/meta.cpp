@@ -97,6 +97,7 @@ TensorRef SavedTensor::unpack(const Node& node) const {
 }
 
 std::vector<TensorRef> AccumulateGrad::apply(std::vector<TensorRef>& grads) {
+  std::lock_guard<std::mutex> lock(mu);
   TensorRef g = std::move(grads[0]);
   AutogradMeta& m = meta_of(*variable);
   for (const GradHook& h : m.leaf_hooks) {

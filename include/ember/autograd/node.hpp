@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,8 @@ struct AccumulateGrad final : Node {
   std::vector<TensorRef> apply(std::vector<TensorRef>& grads) override;
   std::string name() const override { return "AccumulateGrad"; }
   TensorRef variable;
+  /// Graphs built on several threads may share a leaf: accumulation is serialised.
+  std::mutex mu;
 };
 
 namespace detail {

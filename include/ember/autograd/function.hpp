@@ -1,0 +1,168 @@
+#pragma once
+/// Custom differentiable operations, as libtorch's torch::autograd::Function:
+///
+///   struct ScaledTanh : ember::autograd::Function<ScaledTanh> {
+///     static constexpr const char* name = "ScaledTanh";          // optional: "ScaledTanhBackward"
+///     static Tensor forward(AutogradContext* ctx, const Tensor& x, double k) {
+///       Tensor y = (x * k).tanh();
+///       ctx->save_for_backward({y});
+///       ctx->saved_data["k"] = k;
+///       return y;
+///     }
+///     static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> grads) {
+///       Tensor y = ctx->get_saved_variables()[0];
+///       double k = std::any_cast<double>(ctx->saved_data["k"]);
+///       return {grads[0] * (1 - y * y) * k, Tensor()};   // one per forward argument
+///     }
+///   };
+///   Tensor y = ScaledTanh::apply(x, 2.0);
+///
+/// forward runs without recording; backward runs recorded under create_graph, so a custom
+/// function is twice differentiable when its backward is written with differentiable ops.
+
+#include <ember/autograd/function_node.hpp>
+#include <ember/autograd/grad_mode.hpp>
+#include <ember/autograd/layer.hpp>
+#include <ember/autograd/tensor_autograd.hpp>
+#include <ember/dispatch/default_policy.hpp>
+
+#include <any>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+namespace ember::autograd {
+
+template <class Derived, class P = DefaultPolicy>
+struct Function;
+
+template <class P = DefaultPolicy>
+class BasicAutogradContext {
+ public:
+  using TensorT = BasicTensor<P>;
+
+  /// Tensors backward needs; checked for in-place modification when unpacked.
+  void save_for_backward(std::vector<TensorT> ts) { to_save_ = std::move(ts); }
+  std::vector<TensorT> get_saved_variables() const {
+    EMBER_CHECK(node_ != nullptr, "[autograd::Function] saved tensors are available in backward only");
+    std::vector<TensorT> out;
+    for (const SavedTensor& s : saved_) out.emplace_back(s.unpack(*node_));
+    return out;
+  }
+  /// Outputs that must not require grad (indices, masks).
+  void mark_non_differentiable(const std::vector<TensorT>& ts) {
+    for (const TensorT& t : ts) non_diff_.push_back(&t.impl());
+  }
+  /// Whether backward must produce a gradient for forward argument i.
+  bool needs_input_grad(size_t i) const { return i < needs_.size() && needs_[i]; }
+  /// Anything else backward needs (numbers, shapes).
+  std::unordered_map<std::string, std::any> saved_data;
+
+ private:
+  template <class D, class Q>
+  friend struct Function;
+  std::vector<TensorT> to_save_;
+  std::vector<SavedTensor> saved_;
+  std::vector<const TensorImpl*> non_diff_;
+  std::vector<bool> needs_;
+  const Node* node_ = nullptr;
+};
+
+using AutogradContext = BasicAutogradContext<>;
+
+namespace detail {
+template <class D>
+constexpr const char* function_name() {
+  if constexpr (requires { D::name; }) return D::name;
+  else return "CustomFunction";
+}
+template <class P, class A>
+constexpr bool is_tensor_arg = std::is_same_v<std::decay_t<A>, BasicTensor<P>>;
+}  // namespace detail
+
+template <class Derived, class P>
+struct Function {
+  using TensorT = BasicTensor<P>;
+  using Ctx = BasicAutogradContext<P>;
+
+  template <class... Args>
+  static auto apply(Args&&... args) {
+    auto ctx = std::make_shared<Ctx>();
+    // Which arguments are tensors that require grad.
+    std::vector<const TensorImpl*> inputs;
+    auto note = [&](const auto& a) {
+      if constexpr (detail::is_tensor_arg<P, decltype(a)>) {
+        inputs.push_back(a.defined() ? &a.impl() : nullptr);
+        ctx->needs_.push_back(a.defined() && a.requires_grad());
+      } else {
+        inputs.push_back(nullptr);
+        ctx->needs_.push_back(false);
+      }
+    };
+    (note(args), ...);
+    bool record = GradMode::is_enabled();
+    bool any = false;
+    for (bool b : ctx->needs_) any = any || b;
+    record = record && any;
+
+    auto result = [&] {
+      NoGradGuard ng;
+      return Derived::forward(ctx.get(), std::forward<Args>(args)...);
+    }();
+    std::vector<TensorT*> outs;
+    if constexpr (std::is_same_v<decltype(result), TensorT>) {
+      outs.push_back(&result);
+    } else {
+      for (TensorT& t : result) outs.push_back(&t);
+    }
+    // An output that is an input (or its storage) is returned as a new alias, so that its
+    // history does not overwrite the input's.
+    for (TensorT* o : outs) {
+      if (!o->defined()) continue;
+      for (const TensorImpl* in : inputs)
+        if (in == &o->impl()) *o = TensorT(ember::autograd::detached(o->impl()));
+    }
+    if (!record) {
+      for (const TensorT& t : ctx->to_save_)
+        if (t.defined()) ctx->saved_.emplace_back(t.impl(), false);
+      ctx->to_save_.clear();
+      return result;
+    }
+    const size_t n_args = sizeof...(Args);
+    auto body = [ctx, n_args](const Node& self, detail::Grads<P>& grads) -> detail::Grads<P> {
+      ctx->node_ = &self;
+      std::vector<TensorT> g(grads.begin(), grads.end());
+      std::vector<TensorT> r = Derived::backward(ctx.get(), std::move(g));
+      EMBER_CHECK(r.size() == n_args,
+                  "[autograd::Function] {}::backward returned {} gradients; expected {} (one per forward argument, "
+                  "undefined for arguments without one)",
+                  detail::function_name<Derived>(), r.size(), n_args);
+      return r;
+    };
+    auto node = detail::make_node<P>(detail::function_name<Derived>(),
+                                     std::span<const TensorImpl* const>(inputs.data(), inputs.size()), std::move(body),
+                                     &Recorder<P>::policy_ops());
+    uint32_t nr = 0;
+    for (TensorT* o : outs) {
+      uint32_t this_nr = nr++;
+      if (!o->defined()) continue;
+      bool non_diff = !is_floating(o->dtype());
+      for (const TensorImpl* nd : ctx->non_diff_) non_diff = non_diff || nd == &o->impl();
+      if (node->outputs.size() <= this_nr) node->outputs.resize(this_nr + 1);
+      node->outputs[this_nr] = {o->sizes(), o->dtype(), o->device()};
+      if (!non_diff) set_history(o->impl(), node, this_nr);
+    }
+    // Saved outputs are kept without their history (no reference cycle).
+    for (const TensorT& t : ctx->to_save_) {
+      bool is_out = false;
+      for (TensorT* o : outs) is_out = is_out || (o->defined() && &o->impl() == &t.impl());
+      ctx->saved_.emplace_back(t.impl(), is_out);
+    }
+    ctx->to_save_.clear();
+    return result;
+  }
+};
+
+}  // namespace ember::autograd

@@ -1,0 +1,167 @@
+// Custom differentiable functions (autograd::Function), concurrent backward on several
+// threads, a long training-style loop whose memory must stay flat, and the engine's errors.
+
+#include <doctest/doctest.h>
+#include <ember/autograd/function.hpp>
+#include <ember/autograd/gradcheck.hpp>
+#include <ember/ember.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace ember;
+using autograd::AutogradContext;
+
+namespace {
+
+struct ScaledTanh : autograd::Function<ScaledTanh> {
+  static constexpr const char* name = "ScaledTanh";
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, double k) {
+    Tensor y = (x * k).tanh();
+    ctx->save_for_backward({y});
+    ctx->saved_data["k"] = k;
+    return y;
+  }
+  static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> g) {
+    Tensor y = ctx->get_saved_variables()[0];
+    double k = std::any_cast<double>(ctx->saved_data["k"]);
+    return {g[0] * (1.0 - y * y) * k, Tensor()};
+  }
+};
+
+/// Two outputs, one of them non-differentiable; checks needs_input_grad.
+struct MulAndSign : autograd::Function<MulAndSign> {
+  static std::vector<Tensor> forward(AutogradContext* ctx, const Tensor& a, const Tensor& b) {
+    ctx->save_for_backward({a, b});
+    Tensor s = a.sign();
+    ctx->mark_non_differentiable({s});
+    return {a * b, s};
+  }
+  static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> g) {
+    auto v = ctx->get_saved_variables();
+    Tensor ga = ctx->needs_input_grad(0) ? g[0] * v[1] : Tensor();
+    Tensor gb = ctx->needs_input_grad(1) ? g[0] * v[0] : Tensor();
+    return {ga, gb};
+  }
+};
+
+struct WrongCount : autograd::Function<WrongCount> {
+  static Tensor forward(AutogradContext*, const Tensor& x) { return x * 2.0; }
+  static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) { return {g[0], g[0]}; }
+};
+
+std::vector<double> vals(const Tensor& t) {
+  Tensor h = t.detach().to(DType::F64).contiguous();
+  return std::vector<double>(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
+}
+
+}  // namespace
+
+TEST_CASE("autograd::Function: custom forward/backward, saved tensors and saved data") {
+  Tensor x = tensor<double>({-0.5, 0.25, 1.0}).requires_grad_();
+  Tensor y = ScaledTanh::apply(x, 2.0);
+  REQUIRE(y.grad_fn());
+  CHECK(y.grad_fn()->name() == "ScaledTanhBackward");
+  y.sum().backward();
+  std::vector<double> g = vals(x.grad());
+  std::vector<double> xs = {-0.5, 0.25, 1.0};
+  for (size_t i = 0; i < 3; ++i) CHECK(g[i] == doctest::Approx(2.0 / std::pow(std::cosh(2.0 * xs[i]), 2)));
+  // Its backward is made of differentiable ops: second derivatives work too.
+  auto f = [](const std::vector<Tensor>& in) { return ScaledTanh::apply(in[0], 1.5); };
+  std::string why;
+  CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(f, {x.detach().requires_grad_()}, {}, &why), why);
+  CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(f, {x.detach().requires_grad_()}, {}, &why), why);
+}
+
+TEST_CASE("autograd::Function: several outputs, mark_non_differentiable, needs_input_grad") {
+  Tensor a = tensor<double>({1.0, -2.0}).requires_grad_();
+  Tensor b = tensor<double>({3.0, 4.0});
+  auto out = MulAndSign::apply(a, b);
+  CHECK(out[0].requires_grad());
+  CHECK(!out[1].requires_grad());
+  out[0].sum().backward();
+  CHECK(vals(a.grad()) == std::vector<double>{3.0, 4.0});
+  // Without any input requiring grad nothing is recorded.
+  auto plain = MulAndSign::apply(b, b);
+  CHECK(!plain[0].requires_grad());
+}
+
+TEST_CASE("autograd::Function: a wrong number of gradients is a clear error") {
+  Tensor x = tensor<double>({1.0}).requires_grad_();
+  Tensor y = WrongCount::apply(x);
+  CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("returned 2 gradients; expected 1"), Error);
+}
+
+TEST_CASE("autograd: independent graphs run backward concurrently on several threads") {
+  constexpr int kThreads = 4, kIters = 200;
+  Tensor shared = tensor<double>({1.0, 2.0}).requires_grad_();
+  std::atomic<int> bad{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < kIters; ++i) {
+        double k = t + 1 + i % 3;
+        Tensor x = full({3}, k, DType::F64).requires_grad_();
+        Tensor y = (x * x * x).sum() + (shared * k).sum();  // dy/dx = 3x^2
+        y.backward();
+        for (double v : vals(x.grad()))
+          if (v != 3 * k * k) ++bad;
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  CHECK(bad.load() == 0);
+  // The shared leaf accumulated every thread's contribution exactly once.
+  double expect = 0;
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kIters; ++i) expect += t + 1 + i % 3;
+  CHECK(vals(shared.grad()) == std::vector<double>{expect, expect});
+}
+
+TEST_CASE("autograd: 10,000 training steps keep the allocator's bytes in use flat") {
+  manual_seed(3);
+  Tensor w = (randn({8, 8}) * 0.1).requires_grad_();
+  Tensor b = zeros({8}).requires_grad_();
+  Tensor x = randn({4, 8}), target = randn({4, 8});
+  auto step = [&] {
+    Tensor h = x.matmul(w) + b;
+    h.register_hook([](const Tensor& g) { return g * 1.0; });  // hooks must not leak graphs
+    h.retain_grad();
+    Tensor loss = (h.tanh() - target).square().mean();
+    loss.backward();
+    {
+      autograd::NoGradGuard ng;
+      w.sub_(w.grad() * 0.01);
+      b.sub_(b.grad() * 0.01);
+    }
+    w.zero_grad();
+    b.zero_grad();
+  };
+  for (int i = 0; i < 100; ++i) step();
+  int64_t after_warmup = allocator_stats(kCPU).bytes_in_use;
+  for (int i = 0; i < 9900; ++i) step();
+  CHECK(allocator_stats(kCPU).bytes_in_use == after_warmup);
+}
+
+TEST_CASE("autograd: error messages name the op, shapes and versions") {
+  Tensor x = tensor<double>({1.0, 2.0}).requires_grad_();
+  CHECK_THROWS_WITH_AS(x.mul_(2.0), doctest::Contains("[mul_] a leaf tensor that requires grad (shape [2])"), Error);
+  CHECK_THROWS_WITH_AS((x * 2.0).requires_grad_(false), doctest::Contains("non-leaf"), Error);
+  Tensor y = x.exp();
+  {
+    autograd::NoGradGuard ng;
+    y.add_(1.0);
+  }
+  CHECK_THROWS_WITH_AS(y.sum().backward(), doctest::Contains("ExpBackward"), Error);
+  CHECK_THROWS_WITH_AS(y.sum().backward(), doctest::Contains("is at version 1, expected version 0"), Error);
+  CHECK_THROWS_WITH_AS(autograd::grad<DefaultPolicy>({(x * 2.0).sum()}, {tensor<double>({1.0})}),
+                       doctest::Contains("does not require grad"), Error);
+  CHECK_THROWS_WITH_AS((x * 2.0).backward(tensor<float>({1.0f, 1.0f})), doctest::Contains("dtype"), Error);
+  Tensor c = tensor<double>({1.0});
+  CHECK_THROWS_WITH_AS(c.retain_grad(), doctest::Contains("[retain_grad]"), Error);
+  CHECK_THROWS_WITH_AS(c.register_hook([](const Tensor&) {}), doctest::Contains("[register_hook]"), Error);
+  CHECK_THROWS_WITH_AS(c.sum().backward(), doctest::Contains("does not require grad"), Error);
+}
