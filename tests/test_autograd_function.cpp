@@ -48,6 +48,16 @@ struct MulAndSign : autograd::Function<MulAndSign> {
   }
 };
 
+/// Returns a gradient of the wrong shape or dtype (the engine must catch it).
+struct BadShape : autograd::Function<BadShape> {
+  static Tensor forward(AutogradContext*, const Tensor& x) { return x * 2.0; }
+  static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) { return {ones({5}, DType::F64)}; }
+};
+struct BadDType : autograd::Function<BadDType> {
+  static Tensor forward(AutogradContext*, const Tensor& x) { return x * 2.0; }
+  static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) { return {g[0].to(DType::I64)}; }
+};
+
 struct WrongCount : autograd::Function<WrongCount> {
   static Tensor forward(AutogradContext*, const Tensor& x) { return x * 2.0; }
   static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) { return {g[0], g[0]}; }
@@ -93,6 +103,31 @@ TEST_CASE("autograd::Function: a wrong number of gradients is a clear error") {
   Tensor x = tensor<double>({1.0}).requires_grad_();
   Tensor y = WrongCount::apply(x);
   CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("returned 2 gradients; expected 1"), Error);
+}
+
+TEST_CASE("autograd: the engine checks every gradient against the tensor it is for") {
+  Tensor x = tensor<double>({1.0, 2.0}).requires_grad_();
+  CHECK_THROWS_WITH_AS(BadShape::apply(x).sum().backward(),
+                       doctest::Contains("CustomFunctionBackward returned an invalid gradient at index 0: got shape [5]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(BadDType::apply(x).sum().backward(), doctest::Contains("of dtype i64"), Error);
+  // A broadcastable gradient is reduced with sum_to: [3, 2] for a [2] input.
+  struct Wide : autograd::Function<Wide> {
+    static Tensor forward(AutogradContext*, const Tensor& t) { return t * 1.0; }
+    static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) {
+      return {g[0].expand({3, 2}).contiguous()};
+    }
+  };
+  Wide::apply(x).sum().backward();
+  CHECK(vals(x.grad()) == std::vector<double>{3.0, 3.0});
+}
+
+TEST_CASE("autograd: factories honour TensorOptions::requires_grad") {
+  CHECK(zeros({2}, TensorOptions(DType::F64).requires_grad()).requires_grad());
+  CHECK(randn({2}, TensorOptions().requires_grad()).is_leaf());
+  CHECK(tensor<double>({1.0, 2.0}, TensorOptions().requires_grad()).requires_grad());
+  CHECK(!ones({2}).requires_grad());
+  CHECK_THROWS_WITH_AS(arange(3, TensorOptions().requires_grad()), doctest::Contains("floating-point"), Error);
 }
 
 TEST_CASE("autograd: independent graphs run backward concurrently on several threads") {

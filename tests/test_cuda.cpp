@@ -239,6 +239,27 @@ TEST_CASE("cuda: addmm, baddbmm and matmul of operands GEMM cannot take as they 
   }
 }
 
+TEST_CASE("cuda: autograd through elementwise ops and matmul matches the CPU") {
+  EMBER_REQUIRE_GPU();
+  for (DType t : {DType::F32, DType::F64}) {
+    CAPTURE(t);
+    double tol = t == DType::F32 ? 1e-5 : 1e-12;
+    Tensor a = sample({3, 4}, t).mul(0.1), b = sample({3, 4}, t).mul(0.05), w = sample({4, 2}, t).mul(0.1);
+    Tensor g = sample({3, 2}, t);
+    std::vector<Tensor> cpu_grads, gpu_grads;
+    for (bool on_gpu : {false, true}) {
+      Tensor la = (on_gpu ? a.to(kGpu) : a.clone()).requires_grad_();
+      Tensor lb = (on_gpu ? b.to(kGpu) : b.clone()).requires_grad_();
+      Tensor lw = (on_gpu ? w.to(kGpu) : w.clone()).requires_grad_();
+      Tensor y = (la * lb + la - lb * 0.5).matmul(lw);
+      y.backward(on_gpu ? g.to(kGpu) : g);
+      auto& out = on_gpu ? gpu_grads : cpu_grads;
+      out = {la.grad(), lb.grad(), lw.grad()};
+    }
+    for (size_t i = 0; i < 3; ++i) check_close(gpu_grads[i], cpu_grads[i], tol);
+  }
+}
+
 TEST_CASE("cuda: ops without a CUDA kernel fail clearly instead of computing garbage") {
   EMBER_REQUIRE_GPU();
   Tensor g = ones({3, 3}).to(kGpu);

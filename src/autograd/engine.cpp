@@ -204,7 +204,7 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
     }
     if (!rq.retain_graph) {
       node->release_saved();
-      node->released = true;
+      node->released.store(true, std::memory_order_relaxed);
     }
     for (size_t i = 0; i < node->next.size(); ++i) {
       const Edge& e = node->next[i];

@@ -12,6 +12,9 @@ namespace {
 void delete_meta(AutogradMeta* m) { delete m; }
 
 std::atomic<uint64_t> g_sequence{0};
+/// Guards the lazy creation of leaves' accumulators: graphs built on several threads may
+/// share a leaf (parameters), and each leaf must get exactly one AccumulateGrad.
+std::mutex g_accumulator_mu;
 
 }  // namespace
 
@@ -37,6 +40,7 @@ Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
   if (!m) return {};
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
   if (!m->requires_grad) return {};
+  std::lock_guard<std::mutex> lock(g_accumulator_mu);
   std::shared_ptr<Node> acc = m->grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(TensorRef::share(const_cast<TensorImpl*>(&t)), ops);
@@ -75,7 +79,7 @@ SavedTensor::SavedTensor(const TensorImpl& t, bool is_output) : is_output_(is_ou
 }
 
 TensorRef SavedTensor::unpack(const Node& node) const {
-  EMBER_CHECK(!node.released,
+  EMBER_CHECK(!node.released.load(std::memory_order_relaxed),
               "[backward] trying to backward through {} a second time (its saved tensors were freed after the "
               "first backward); pass retain_graph=true to the first backward if you need to go through the "
               "graph twice",

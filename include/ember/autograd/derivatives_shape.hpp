@@ -102,7 +102,6 @@ void Recorder<P>::record(const ops::ViewOp& op, const TensorRef& out, const Tens
 
 template <class P>
 void Recorder<P>::record(const ops::Cat& op, const TensorRef& out, ImplSpan xs) {
-  using TP = detail::T<P>;
   if (!is_floating(out->dtype)) return;
   int64_t d = wrap_dim(op.dim, out->ndim(), "cat");
   std::vector<Shape> shapes;

@@ -9,6 +9,7 @@
 
 #include <ember/core/tensor_impl.hpp>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -70,8 +71,10 @@ struct Node : std::enable_shared_from_this<Node> {
   std::vector<std::pair<uint32_t, GradHook>> pre_hooks;
   /// Creation order: the engine runs ready nodes newest first, as PyTorch does.
   uint64_t sequence = 0;
-  /// Set by release_saved(); a second backward through this node is an error.
-  bool released = false;
+  /// Set after a backward that did not retain the graph; a second backward through a node
+  /// that saved tensors is then an error. Atomic: a leaf's accumulator may be run by graphs on
+  /// several threads.
+  std::atomic<bool> released{false};
 
   bool needs_input_grad(size_t i) const { return i < next.size() && next[i].valid(); }
 };

@@ -36,18 +36,33 @@ void manual_seed(uint64_t seed);
 detail::RandomState get_rng_state();
 void set_rng_state(detail::RandomState s);
 
+namespace detail {
+/// Honours TensorOptions::requires_grad() once a factory has filled its tensor.
+template <class P>
+BasicTensor<P> with_grad_option(BasicTensor<P> t, const TensorOptions& o) {
+  if (!o.get_requires_grad()) return t;
+  if constexpr (has_layer<autograd::Autograd, typename P::layers>::value) {
+    t.requires_grad_(true);
+    return t;
+  } else {
+    EMBER_FAIL("[requires_grad] this policy has no autograd::Autograd layer: its tensors cannot require grad");
+  }
+}
+}  // namespace detail
+
 template <class P = DefaultPolicy>
 BasicTensor<P> empty(const Shape& shape, TensorOptions o = {}) {
   Device d = o.device_or(kCPU);
   detail::ensure_backend<P>(d, "empty");
-  return BasicTensor<P>(detail::make_tensor(shape, o.dtype_or(kDefaultFloat), d, "empty"));
+  return detail::with_grad_option<P>(BasicTensor<P>(detail::make_tensor(shape, o.dtype_or(kDefaultFloat), d, "empty")), o);
 }
 
 template <class P = DefaultPolicy>
 BasicTensor<P> full(const Shape& shape, Scalar value, TensorOptions o = {}) {
-  BasicTensor<P> t = empty<P>(shape, o.has_dtype() ? o : o.dtype(value.default_dtype()));
+  TensorOptions plain = o.requires_grad(false);
+  BasicTensor<P> t = empty<P>(shape, o.has_dtype() ? plain : plain.dtype(value.default_dtype()));
   t.fill_(value);
-  return t;
+  return detail::with_grad_option<P>(t, o);
 }
 template <class P = DefaultPolicy>
 BasicTensor<P> zeros(const Shape& shape, TensorOptions o = {}) {
@@ -64,7 +79,7 @@ BasicTensor<P> on_cpu_then_move(const Shape& shape, TensorOptions o, DType fallb
   BasicTensor<P> t = empty<P>(shape, TensorOptions(o.dtype_or(fallback)));
   fill(t.impl());
   Device d = o.device_or(kCPU);
-  return d.is_cpu() ? t : t.to(d);
+  return with_grad_option<P>(d.is_cpu() ? t : t.to(d), o);
 }
 }  // namespace detail
 
@@ -109,7 +124,7 @@ BasicTensor<P> random_tensor(const Shape& shape, TensorOptions o, bool normal, d
   RandomState rs = reserve_random(static_cast<uint64_t>(out.numel()));
   Kernels<Cpu>::fill_random(out.impl(), normal, p0, p1, rs.seed, rs.offset);
   Device d = o.device_or(kCPU);
-  return d.is_cpu() ? out : out.to(d);
+  return with_grad_option<P>(d.is_cpu() ? out : out.to(d), o);
 }
 }  // namespace detail
 
@@ -171,7 +186,7 @@ BasicTensor<P> from_blob(void* data, const Shape& shape, const Shape& strides, T
   EMBER_CHECK(data != nullptr || n == 0, "[from_blob] null data for shape {}", shape);
   auto storage = detail::make_user_storage(data, static_cast<size_t>(span * itemsize(t)), o.device_or(kCPU),
                                            deleter, ctx);
-  return BasicTensor<P>(detail::make_view(storage, t, shape, strides, 0));
+  return detail::with_grad_option<P>(BasicTensor<P>(detail::make_view(storage, t, shape, strides, 0)), o);
 }
 
 namespace detail {
@@ -193,12 +208,12 @@ BasicTensor<P> tensor(std::initializer_list<T> values, TensorOptions o = {}) {
   if constexpr (std::is_same_v<S, bool>) {
     std::vector<uint8_t> b(values.begin(), values.end());
     BasicTensor<P> t = from_blob<P>(b.data(), {static_cast<int64_t>(b.size())}, TensorOptions(DType::Bool)).clone();
-    return t.to(o.dtype_or(DType::Bool)).to(o.device_or(kCPU));
+    return detail::with_grad_option<P>(t.to(o.dtype_or(DType::Bool)).to(o.device_or(kCPU)), o);
   } else {
     DType natural = std::is_floating_point_v<T> ? kDefaultFloat : DType::I64;
     if constexpr (std::is_same_v<S, double>) natural = DType::F64;
     BasicTensor<P> t = from_blob<P>(buf.data(), {static_cast<int64_t>(buf.size())}, TensorOptions(dtype_of_v<S>)).clone();
-    return t.to(o.dtype_or(natural)).to(o.device_or(kCPU));
+    return detail::with_grad_option<P>(t.to(o.dtype_or(natural)).to(o.device_or(kCPU)), o);
   }
 }
 /// A 2-d tensor from nested lists: tensor({{1.f, 2.f}, {3.f, 4.f}}). Ragged rows are an error.
@@ -212,7 +227,7 @@ BasicTensor<P> tensor(std::initializer_list<std::initializer_list<T>> rows, Tens
                 cols, r.size());
     flat.insert(flat.end(), r.begin(), r.end());
   }
-  BasicTensor<P> t = tensor<T, P>(std::initializer_list<T>{}, o);
+  BasicTensor<P> t = tensor<T, P>(std::initializer_list<T>{}, o.requires_grad(false));
   if (!flat.empty()) {
     BasicTensor<P> f = from_blob<P>(flat.data(), {static_cast<int64_t>(flat.size())},
                                     TensorOptions(dtype_of_v<std::conditional_t<std::is_same_v<T, bool>, bool, T>>));
@@ -221,7 +236,7 @@ BasicTensor<P> tensor(std::initializer_list<std::initializer_list<T>> rows, Tens
   } else {
     t = t.to(o.dtype_or(t.dtype()));
   }
-  return t.reshape({static_cast<int64_t>(rows.size()), cols}).to(o.device_or(kCPU));
+  return detail::with_grad_option<P>(t.reshape({static_cast<int64_t>(rows.size()), cols}).to(o.device_or(kCPU)), o);
 }
 
 }  // namespace ember
