@@ -154,6 +154,42 @@ RunFn ember_sum(int) {
   };
 }
 
+// Autograd's fixed cost: record two ops on 4 floats, run backward, drop the gradient.
+RunFn ember_backward_overhead(int) {
+  auto x = std::make_shared<ember::Tensor>(ember::randn({4}).requires_grad_());
+  auto w = std::make_shared<ember::Tensor>(ember::randn({4}));
+  return [x, w](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      ember::Tensor y = (*x * *w).sum();
+      y.backward();
+      x->zero_grad();
+    }
+  };
+}
+
+// Forward and backward of a 64-256-256-8 ReLU MLP, batch 32, MSE loss (no optimiser step).
+RunFn ember_mlp_fwd_bwd(int) {
+  struct State {
+    ember::Tensor w1, b1, w2, b2, w3, b3, x, t;
+  };
+  ember::manual_seed(1);
+  auto s = std::make_shared<State>();
+  auto param = [](ember::Shape shape) { return (ember::randn(shape) * 0.05).requires_grad_(); };
+  s->w1 = param({256, 64}), s->b1 = param({256});
+  s->w2 = param({256, 256}), s->b2 = param({256});
+  s->w3 = param({8, 256}), s->b3 = param({8});
+  s->x = ember::randn({32, 64}), s->t = ember::randn({32, 8});
+  return [s](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      ember::Tensor h = ember::linear(s->x, s->w1, s->b1).relu();
+      h = ember::linear(h, s->w2, s->b2).relu();
+      ember::Tensor loss = (ember::linear(h, s->w3, s->b3) - s->t).square().mean();
+      loss.backward();
+      for (ember::Tensor* p : {&s->w1, &s->b1, &s->w2, &s->b2, &s->w3, &s->b3}) p->zero_grad();
+    }
+  };
+}
+
 // The reference line for sum_16M: std::memcpy of 16M floats, split across `threads` threads.
 RunFn memcpy_ref(int threads) {
   constexpr size_t n = size_t(1) << 24;
@@ -185,6 +221,8 @@ std::vector<Workload> workloads() {
   w.push_back({"softmax_4096x1024", Kind::Throughput, "GB/s", 2.0 * 4096 * 1024 * 4, true, ember_softmax});
   // sum: reads 16M floats.
   w.push_back({"sum_16M", Kind::Throughput, "GB/s", double(int64_t(1) << 24) * 4, true, ember_sum});
+  w.push_back({"backward_overhead_mul_sum_4", Kind::Overhead, "ns", 0, true, ember_backward_overhead});
+  w.push_back({"mlp_fwd_bwd_b32", Kind::Overhead, "us", 0, true, ember_mlp_fwd_bwd});
   // memcpy: counts bytes read + bytes written, like softmax (bus traffic, comparable to sum's reads).
   w.push_back({"memcpy_16M", Kind::Throughput, "GB/s", 2.0 * double(int64_t(1) << 24) * 4, false, memcpy_ref});
   return w;
@@ -201,7 +239,7 @@ Result summarize(const Workload& w, const Sampler& s) {
   Result r;
   r.samples = static_cast<int>(s.per_op.size());
   if (w.kind == Kind::Overhead) {
-    r.value = r.median = s.median() * 1e9;
+    r.value = r.median = s.median() * (w.unit == "us" ? 1e6 : 1e9);
   } else {
     r.value = w.work / s.best() / 1e9;
     r.median = w.work / s.median() / 1e9;

@@ -57,6 +57,34 @@ RunFn make(const std::string& name) {
       }
     };
   }
+  if (name == "backward_overhead_mul_sum_4") {
+    auto x = std::make_shared<torch::Tensor>(torch::randn({4}, torch::requires_grad()));
+    auto w = std::make_shared<torch::Tensor>(torch::randn({4}));
+    return [x, w](int64_t iters) {
+      for (int64_t i = 0; i < iters; ++i) {
+        torch::Tensor y = (*x * *w).sum();
+        y.backward();
+        x->mutable_grad().reset();
+      }
+    };
+  }
+  if (name == "mlp_fwd_bwd_b32") {
+    auto p = std::make_shared<std::vector<torch::Tensor>>();
+    for (auto shape : std::vector<std::vector<int64_t>>{{256, 64}, {256}, {256, 256}, {256}, {8, 256}, {8}})
+      p->push_back((torch::randn(shape) * 0.05).requires_grad_());
+    auto x = std::make_shared<torch::Tensor>(torch::randn({32, 64}));
+    auto t = std::make_shared<torch::Tensor>(torch::randn({32, 8}));
+    return [p, x, t](int64_t iters) {
+      auto& q = *p;
+      for (int64_t i = 0; i < iters; ++i) {
+        torch::Tensor h = torch::addmm(q[1], *x, q[0].t()).relu();
+        h = torch::addmm(q[3], h, q[2].t()).relu();
+        torch::Tensor loss = (torch::addmm(q[5], h, q[4].t()) - *t).pow(2).mean();
+        loss.backward();
+        for (auto& w : q) w.mutable_grad().reset();
+      }
+    };
+  }
   if (name.rfind("sgemm_", 0) == 0) {
     int64_t n = std::atoll(name.c_str() + 6);
     auto a = std::make_shared<torch::Tensor>(torch::randn({n, n}));

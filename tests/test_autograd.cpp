@@ -273,3 +273,20 @@ TEST_CASE("autograd: gradients reach leaves through views, reductions and matmul
   check_vals(a.grad(), e1, 1e-10);
   check_vals(b.grad(), e2, 1e-10);
 }
+
+TEST_CASE("autograd: autograd::backward over several outputs, set_grad, detach_ and zero_grad(false)") {
+  Tensor x = leaf({1, 2});
+  Tensor a = (x * x).sum(), b = x * 3.0;
+  autograd::backward<DefaultPolicy>({a, b}, {Tensor(), tensor<double>({1.0, 1.0})});
+  check_vals(x.grad(), {5, 7});  // 2x + 3
+  x.zero_grad(false);
+  check_vals(x.grad(), {0, 0});
+  x.set_grad(tensor<double>({1.0, 1.0}));
+  check_vals(x.grad(), {1, 1});
+  CHECK_THROWS_WITH_AS(x.set_grad(tensor<double>({1.0})), doctest::Contains("[set_grad]"), Error);
+  Tensor h = x * 2.0;
+  CHECK(h.requires_grad());
+  h.detach_();
+  CHECK(!h.requires_grad());
+  CHECK(h.is_leaf());
+}
