@@ -88,11 +88,11 @@ TEST_CASE("gradcheck: reductions over all dims, one dim and with keepdim") {
                 {uniform({4, 3}, r.dom)}, r.gradgrad);
   }
   // prod with one and with two zeros in a slice (derivative: the product of the others).
-  // First order only: the second derivative at a zero is not exact (see the autograd notes).
   Tensor z = tensor<double>({{2.0, 0.0, 3.0}, {0.0, 0.0, 5.0}}).requires_grad_();
-  check_grads("prod with zeros", [](const Inputs& x) { return x[0].prod({1}); }, {z}, false);
+  check_grads("prod with zeros", [](const Inputs& x) { return x[0].prod({1}); }, {z});
+  check_grads("prod with zeros, dim 0 keepdim", [](const Inputs& x) { return x[0].prod({0}, true); }, {z});
   check_grads("prod with zeros, all", [](const Inputs& x) { return x[0].prod(); },
-              {tensor<double>({2.0, 0.0, 3.0}).requires_grad_()}, false);
+              {tensor<double>({2.0, 0.0, 3.0}).requires_grad_()});
 }
 
 TEST_CASE("gradcheck: max/min ties share the gradient evenly (PyTorch's convention)") {
@@ -133,6 +133,10 @@ TEST_CASE("gradcheck: softmax, scans, arg-reductions and matrix products") {
       {"log_softmax", [](const Inputs& x) { return x[0].log_softmax(-1); }, {uniform({3, 4}, d)}},
       {"cumsum", [](const Inputs& x) { return x[0].cumsum(1); }, {uniform({3, 4}, d)}},
       {"cumprod", [](const Inputs& x) { return x[0].cumprod(1); }, {uniform({3, 4}, {0.5, 1.5})}},
+      {"cumprod with zeros", [](const Inputs& x) { return x[0].cumprod(1); },
+       {tensor<double>({{2.0, 0.0, 3.0, 0.5}, {0.0, 1.5, 0.0, 2.0}, {1.0, 2.0, 3.0, 0.0}}).requires_grad_()}},
+      {"cumprod with zeros, dim 0", [](const Inputs& x) { return x[0].cumprod(0); },
+       {tensor<double>({{2.0, 0.0}, {0.0, 1.5}, {3.0, 2.0}}).requires_grad_()}},
       {"cummax", [](const Inputs& x) { return x[0].cummax(1).first; }, {uniform({3, 4}, d)}},
       {"cummin", [](const Inputs& x) { return x[0].cummin(0).first; }, {uniform({3, 4}, d)}},
       {"logcumsumexp", [](const Inputs& x) { return x[0].logcumsumexp(1); }, {uniform({3, 4}, d)}},

@@ -3,6 +3,8 @@
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/autograd/node.hpp>
 
+#include "accumulate_grad.hpp"
+
 #include <atomic>
 #include <mutex>
 

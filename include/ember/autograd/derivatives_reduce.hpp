@@ -47,19 +47,37 @@ void Recorder<P>::record(const ops::Reduce& op, const TensorRef& out, const Tens
       }
       case R::Mean: return {expand(g) / static_cast<double>(count)};
       case R::Prod: {
-        // d prod / d x_i = prod of the others: y / x_i where x_i != 0; where one element of a
-        // slice is zero, the product of the rest; where two or more are, zero.
+        // d prod / d x_i = the product of the others.
         TP xv = x.get(n);
-        TP zero = xv.eq(0.0);
-        Shape rd = dims;
-        if (rd.empty())
-          for (int64_t d = 0; d < xv.dim(); ++d) rd.push_back(d);
-        TP zeros_in_slice = zero.to(xv.dtype()).sum(rd, true);
-        TP prod_nonzero = where(zero, 1.0, xv).prod(rd, true);
-        TP yv = restore(y.get(n));
-        TP at_nonzero = where(zeros_in_slice.gt(0.0), 0.0, yv / where(zero, 1.0, xv));
-        TP at_zero = where(zeros_in_slice.eq(1.0), prod_nonzero, 0.0);
-        return {expand(g) * where(zero, at_zero, at_nonzero)};
+        if (xv.dim() == 0) return {g};  // the product of one element is that element
+        bool has_zero;
+        {
+          NoGradGuard ng;
+          has_zero = xv.eq(0.0).any().template item<bool>();
+        }
+        if (!has_zero) return {expand(g) * restore(y.get(n)) / xv};
+        // With zeros, directly (exact to every order): move the reduced dims last and flatten
+        // them to one of length m, then for each i take the product of a copy of its slice
+        // with x_i replaced by 1 (O(m^2) per slice, only when a zero is present).
+        int64_t nd = xv.dim();
+        Shape perm, kept_sizes, rd_sizes;
+        std::vector<bool> reduced(static_cast<size_t>(nd), dims.empty());
+        for (int64_t d : dims) reduced[static_cast<size_t>(wrap_dim(d, nd, "prod"))] = true;
+        int64_t m = 1;
+        for (int64_t d = 0; d < nd; ++d)
+          if (!reduced[d]) perm.push_back(d), kept_sizes.push_back(xv.size(d));
+        for (int64_t d = 0; d < nd; ++d)
+          if (reduced[d]) perm.push_back(d), rd_sizes.push_back(xv.size(d)), m *= xv.size(d);
+        Shape inverse(static_cast<size_t>(nd));
+        for (int64_t i = 0; i < nd; ++i) inverse[perm[i]] = i;
+        Shape flat = kept_sizes, one = kept_sizes, back = kept_sizes;
+        flat.push_back(m), one.push_back(1);
+        for (int64_t s : rd_sizes) back.push_back(s);
+        TP xf = xv.permute(perm).reshape(flat).unsqueeze(-2);          // [..., 1, m]
+        TP diag = eye<P>(m, m, TensorOptions(DType::F64).device(xv.device())).ne(0.0);
+        TP others = where(diag, 1.0, xf).prod({-1});                    // [..., m]
+        TP gk = restore(g).permute(perm).reshape(one);                 // [..., 1]
+        return {(others * gk).reshape(back).permute(inverse)};
       }
       case R::Amax: case R::Amin: case R::NormInf: {
         TP xv = x.get(n);
@@ -139,8 +157,24 @@ void Recorder<P>::record(const ops::Cumulative& op, const RefPair& out, const Te
     switch (c) {
       case C::Sum: return {rev_cumsum(g)};
       case C::Prod: {
-        // Valid where x has no zeros (y / x); a zero makes this NaN rather than silently wrong.
-        return {rev_cumsum(g * y.get(n)) / x.get(n)};
+        TP xv = x.get(n);
+        bool has_zero;
+        {
+          NoGradGuard ng;
+          has_zero = xv.eq(0.0).any().template item<bool>();
+        }
+        // Without zeros: d y_j / d x_i = y_j / x_i for j >= i.
+        if (!has_zero) return {rev_cumsum(g * y.get(n)) / xv};
+        // With zeros, directly: grad_i = sum_{j >= i} g_j prod_{k <= j, k != i} x_k, from the
+        // scans of n copies of the slice, copy i with x_i replaced by 1 (O(n^2) per slice).
+        int64_t len = xv.size(dim);
+        TP xt = xv.transpose(dim, -1).unsqueeze(-2);                     // [..., 1, n]
+        TP diag = eye<P>(len, len, TensorOptions(DType::F64).device(xv.device())).ne(0.0);
+        TP others = where(diag, 1.0, xt);                                 // [..., n(i), n(k)]
+        TP scans = others.cumprod(-1);                                     // [..., i, j]
+        TP upper = triu(ones<P>({len, len}, TensorOptions(xv.dtype()).device(xv.device())));
+        TP gt = g.transpose(dim, -1).unsqueeze(-2);                        // [..., 1, j]
+        return {(scans * gt * upper).sum({-1}).transpose(dim, -1)};
       }
       case C::Max: case C::Min: {
         TP z = zeros<P>(in, TensorOptions(g.dtype()).device(g.device()));

@@ -12,7 +12,6 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -138,16 +137,6 @@ class SavedTensor {
   bool is_output_ = false;
   bool output_requires_grad_ = false;
   bool was_undefined_ = false;
-};
-
-/// Node for a leaf: adds incoming gradients into the leaf's .grad().
-struct AccumulateGrad final : Node {
-  AccumulateGrad(TensorRef leaf, const PolicyOps* policy_ops) : variable(std::move(leaf)) { ops = policy_ops; }
-  std::vector<TensorRef> apply(std::vector<TensorRef>& grads) override;
-  std::string name() const override { return "AccumulateGrad"; }
-  TensorRef variable;
-  /// Graphs built on several threads may share a leaf: accumulation is serialised.
-  std::mutex mu;
 };
 
 namespace detail {
