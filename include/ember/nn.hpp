@@ -1,0 +1,15 @@
+#pragma once
+/// nn: modules, functional forms, initialisers and utilities.
+///   #include <ember/nn.hpp>
+/// (kept out of <ember/ember.hpp> so that programs using only tensors compile quickly.)
+
+#include <ember/ember.hpp>
+#include <ember/nn/functional.hpp>
+#include <ember/nn/init.hpp>
+#include <ember/nn/module.hpp>
+#include <ember/nn/modules/activation.hpp>
+#include <ember/nn/modules/container.hpp>
+#include <ember/nn/modules/layers.hpp>
+#include <ember/nn/modules/linear.hpp>
+#include <ember/nn/modules/loss.hpp>
+#include <ember/nn/utils.hpp>

@@ -1,0 +1,297 @@
+#pragma once
+/// Member definitions of nn::BasicModule (included by nn/module.hpp). For DefaultPolicy they
+/// are instantiated once in src/nn/module.cpp (extern template below).
+
+#include <ember/nn/module.hpp>
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace ember::nn {
+
+namespace detail {
+/// Swaps the values of `t` for `v`'s in place, so that every handle to t sees them (module.to()).
+inline void replace_data(ember::detail::TensorImpl& t, const ember::detail::TensorImpl& v) {
+  t.storage = v.storage;
+  t.dtype = v.dtype;
+  t.offset = v.offset;
+  t.sizes = v.sizes;
+  t.strides = v.strides;
+  t.refresh();
+}
+inline void check_name(const std::string& name, const std::string& owner, const char* what) {
+  EMBER_CHECK(!name.empty() && name.find('.') == std::string::npos,
+              "[register_{}] {} name '{}' must be non-empty and contain no '.'", what, owner, name);
+}
+}  // namespace detail
+
+template <class P>
+auto BasicModule<P>::register_parameter(std::string name, TensorT t, bool requires_grad) -> TensorT& {
+  detail::check_name(name, type_name_, "parameter");
+  for (auto& [n, v] : params_)
+    EMBER_CHECK(n != name, "[register_parameter] {} already has a parameter named '{}'", type_name_, name);
+  if (t.defined()) {
+    EMBER_CHECK(!requires_grad || t.is_floating_point(),
+                "[register_parameter] parameter '{}' of {} must be floating point to require grad, got {}", name,
+                type_name_, t.dtype());
+    EMBER_CHECK(t.is_leaf(), "[register_parameter] parameter '{}' of {} must be a leaf tensor (detach it first)",
+                name, type_name_);
+    if (requires_grad != t.requires_grad()) t.requires_grad_(requires_grad);
+  }
+  params_.emplace_back(std::move(name), std::move(t));
+  return params_.back().second;
+}
+
+template <class P>
+auto BasicModule<P>::register_buffer(std::string name, TensorT t) -> TensorT& {
+  detail::check_name(name, type_name_, "buffer");
+  for (auto& [n, v] : buffers_)
+    EMBER_CHECK(n != name, "[register_buffer] {} already has a buffer named '{}'", type_name_, name);
+  buffers_.emplace_back(std::move(name), std::move(t));
+  return buffers_.back().second;
+}
+
+template <class P>
+void BasicModule<P>::add_child(std::string name, ModulePtr m) {
+  detail::check_name(name, type_name_, "module");
+  EMBER_CHECK(m != nullptr, "[register_module] submodule '{}' of {} is empty", name, type_name_);
+  for (auto& [n, c] : children_)
+    EMBER_CHECK(n != name, "[register_module] {} already has a submodule named '{}'", type_name_, name);
+  children_.emplace_back(std::move(name), std::move(m));
+}
+
+template <class P>
+void BasicModule<P>::collect(BasicTensorList<P>& out, const std::string& prefix, bool params, bool recurse) const {
+  for (const auto& [n, t] : params ? params_ : buffers_)
+    if (t.defined()) out.emplace_back(prefix + n, t);
+  if (!recurse) return;
+  for (const auto& [n, c] : children_) c->collect(out, prefix + n + ".", params, true);
+}
+
+template <class P>
+std::vector<BasicTensor<P>> BasicModule<P>::parameters(bool recurse) const {
+  std::vector<TensorT> out;
+  std::unordered_set<const void*> seen;  // a module registered twice shares its parameters
+  for (auto& [n, t] : named_parameters(recurse))
+    if (seen.insert(&t.impl()).second) out.push_back(t);
+  return out;
+}
+
+template <class P>
+BasicTensorList<P> BasicModule<P>::named_parameters(bool recurse) const {
+  BasicTensorList<P> out;
+  collect(out, "", true, recurse);
+  return out;
+}
+
+template <class P>
+std::vector<BasicTensor<P>> BasicModule<P>::buffers(bool recurse) const {
+  std::vector<TensorT> out;
+  for (auto& [n, t] : named_buffers(recurse)) out.push_back(t);
+  return out;
+}
+
+template <class P>
+BasicTensorList<P> BasicModule<P>::named_buffers(bool recurse) const {
+  BasicTensorList<P> out;
+  collect(out, "", false, recurse);
+  return out;
+}
+
+template <class P>
+auto BasicModule<P>::children() const -> std::vector<ModulePtr> {
+  std::vector<ModulePtr> out;
+  for (auto& [n, c] : children_) out.push_back(c);
+  return out;
+}
+
+template <class P>
+auto BasicModule<P>::modules(bool include_self) -> std::vector<ModulePtr> {
+  std::vector<ModulePtr> out;
+  for (auto& [n, m] : named_modules("", include_self)) out.push_back(m);
+  return out;
+}
+
+template <class P>
+auto BasicModule<P>::named_modules(const std::string& prefix, bool include_self)
+    -> std::vector<std::pair<std::string, ModulePtr>> {
+  std::vector<std::pair<std::string, ModulePtr>> out;
+  if (include_self) {
+    ModulePtr self = this->weak_from_this().lock();
+    EMBER_CHECK(self != nullptr,
+                "[modules] {} is not owned by a std::shared_ptr (make it with std::make_shared or a module handle)",
+                type_name_);
+    out.emplace_back(prefix, self);
+  }
+  for (auto& [n, c] : children_) {
+    std::string p = prefix.empty() ? n : prefix + "." + n;
+    for (auto& e : c->named_modules(p, true)) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+template <class P>
+int64_t BasicModule<P>::num_parameters(bool trainable_only) const {
+  int64_t n = 0;
+  for (const TensorT& t : parameters())
+    if (!trainable_only || t.requires_grad()) n += t.numel();
+  return n;
+}
+
+template <class P>
+void BasicModule<P>::train(bool on) {
+  training_ = on;
+  for (auto& [n, c] : children_) c->train(on);
+}
+
+template <class P>
+void BasicModule<P>::to(DType dtype) {
+  EMBER_CHECK(is_floating(dtype), "[module.to] modules convert to floating dtypes only, got {}", dtype);
+  autograd::NoGradGuard ng;
+  auto convert = [&](TensorT& t) {
+    if (!t.defined() || !t.is_floating_point() || t.dtype() == dtype) return;
+    TensorT v = t.to(dtype);
+    detail::replace_data(t.impl(), v.impl());
+    t.zero_grad();
+  };
+  for (auto& [n, t] : params_) convert(t);
+  for (auto& [n, t] : buffers_) convert(t);
+  for (auto& [n, c] : children_) c->to(dtype);
+}
+
+template <class P>
+void BasicModule<P>::to(Device device) {
+  autograd::NoGradGuard ng;
+  auto move = [&](TensorT& t) {
+    if (!t.defined() || t.device() == device) return;
+    TensorT v = t.to(device);
+    detail::replace_data(t.impl(), v.impl());
+    t.zero_grad();
+  };
+  for (auto& [n, t] : params_) move(t);
+  for (auto& [n, t] : buffers_) move(t);
+  for (auto& [n, c] : children_) c->to(device);
+}
+
+template <class P>
+void BasicModule<P>::zero_grad(bool set_to_none) {
+  for (TensorT t : parameters()) t.zero_grad(set_to_none);
+}
+
+template <class P>
+void BasicModule<P>::apply(const std::function<void(BasicModule&)>& fn) {
+  for (auto& [n, c] : children_) c->apply(fn);
+  fn(*this);
+}
+
+template <class P>
+BasicTensorList<P> BasicModule<P>::state_dict() const {
+  BasicTensorList<P> out;
+  std::function<void(const BasicModule&, const std::string&)> walk = [&](const BasicModule& m, const std::string& pre) {
+    for (const auto& [n, t] : m.params_)
+      if (t.defined()) out.emplace_back(pre + n, t.detach());
+    for (const auto& [n, t] : m.buffers_)
+      if (t.defined()) out.emplace_back(pre + n, t.detach());
+    for (const auto& [n, c] : m.children_) walk(*c, pre + n + ".");
+  };
+  walk(*this, "");
+  return out;
+}
+
+template <class P>
+LoadResult BasicModule<P>::load_state_dict(const BasicTensorList<P>& dict, bool strict) {
+  BasicTensorList<P> mine = state_dict();
+  LoadResult r;
+  std::vector<std::string> mismatches;
+  std::unordered_set<std::string> seen;
+  for (const auto& [name, src] : dict) {
+    EMBER_CHECK(seen.insert(name).second, "[load_state_dict] key '{}' appears twice in the state dict", name);
+    auto it = std::find_if(mine.begin(), mine.end(), [&](const auto& e) { return e.first == name; });
+    if (it == mine.end()) {
+      r.unexpected_keys.push_back(name);
+      continue;
+    }
+    const TensorT& dst = it->second;
+    if (!src.defined()) {
+      mismatches.push_back(fmt::format("'{}': undefined tensor in the state dict", name));
+    } else if (src.sizes() != dst.sizes()) {
+      mismatches.push_back(fmt::format("'{}': shape {} in the state dict, {} in the module", name, src.sizes(),
+                                       dst.sizes()));
+    } else if (src.dtype() != dst.dtype()) {
+      mismatches.push_back(fmt::format("'{}': dtype {} in the state dict, {} in the module", name, src.dtype(),
+                                       dst.dtype()));
+    }
+  }
+  for (const auto& [name, t] : mine)
+    if (!seen.count(name)) r.missing_keys.push_back(name);
+  if (!mismatches.empty() || (strict && (!r.missing_keys.empty() || !r.unexpected_keys.empty()))) {
+    std::string msg = fmt::format("[load_state_dict] the state dict does not fit {}:", type_name_);
+    for (const auto& k : r.missing_keys) msg += fmt::format("\n  missing key '{}'", k);
+    for (const auto& k : r.unexpected_keys) msg += fmt::format("\n  unexpected key '{}'", k);
+    for (const auto& m : mismatches) msg += "\n  mismatch " + m;
+    if (strict || !mismatches.empty()) EMBER_FAIL("{}", msg);
+  }
+  autograd::NoGradGuard ng;
+  for (const auto& [name, src] : dict) {
+    auto it = std::find_if(mine.begin(), mine.end(), [&](const auto& e) { return e.first == name; });
+    if (it != mine.end()) TensorT(it->second).copy_(src);
+  }
+  return r;
+}
+
+template <class P>
+auto BasicModule<P>::clone() const -> ModulePtr {
+  EMBER_FAIL("[clone] {} cannot be cloned: derive it from nn::Cloneable<{}Impl> and rebuild its state in reset()",
+             type_name_, type_name_);
+}
+
+template <class P>
+void BasicModule<P>::copy_state_into(BasicModule& dst) const {
+  auto copy_list = [&](const auto& from, auto& to, const char* what) {
+    for (const auto& [n, t] : from) {
+      auto it = std::find_if(to.begin(), to.end(), [&](const auto& e) { return e.first == n; });
+      EMBER_CHECK(it != to.end(), "[clone] reset() of {} did not recreate {} '{}'", type_name_, what, n);
+      if (!t.defined()) continue;
+      TensorT fresh = t.detach().clone();
+      detail::replace_data(it->second.impl(), fresh.impl());
+      if (t.requires_grad() != it->second.requires_grad()) it->second.requires_grad_(t.requires_grad());
+    }
+  };
+  copy_list(params_, dst.params_, "parameter");
+  copy_list(buffers_, dst.buffers_, "buffer");
+  dst.training_ = training_;
+  for (const auto& [n, c] : children_) {
+    auto it = std::find_if(dst.children_.begin(), dst.children_.end(), [&](const auto& e) { return e.first == n; });
+    EMBER_CHECK(it != dst.children_.end(), "[clone] reset() of {} did not recreate submodule '{}'", type_name_, n);
+    c->copy_state_into(*it->second);
+  }
+}
+
+template <class P>
+void BasicModule<P>::print_tree(std::string& out, int indent) const {
+  out += type_name_ + "(";
+  std::string extra = extra_repr();
+  if (children_.empty()) {
+    out += extra + ")";
+    return;
+  }
+  std::string pad(static_cast<size_t>(indent + 2), ' ');
+  if (!extra.empty()) out += "\n" + pad + extra;
+  for (const auto& [n, c] : children_) {
+    out += "\n" + pad + "(" + n + "): ";
+    c->print_tree(out, indent + 2);
+  }
+  out += "\n" + std::string(static_cast<size_t>(indent), ' ') + ")";
+}
+
+template <class P>
+std::string BasicModule<P>::to_string() const {
+  std::string out;
+  print_tree(out, 0);
+  out += fmt::format("\nparameters: {} ({} trainable)", num_parameters(), num_parameters(true));
+  return out;
+}
+
+extern template class BasicModule<DefaultPolicy>;
+
+}  // namespace ember::nn

@@ -1,0 +1,295 @@
+#pragma once
+/// nn::functional: the functional form of layers and losses, composed of differentiable ops.
+/// Reductions are "mean" (default), "sum" or "none", as in PyTorch.
+
+#include <ember/core/factories.hpp>
+#include <ember/core/tensor_methods.hpp>
+#include <ember/ops/functions.hpp>
+#include <ember/ops/shape_ops.hpp>
+
+#include <cmath>
+#include <optional>
+#include <string_view>
+
+namespace ember::nn::functional {
+
+namespace detail {
+template <class P>
+BasicTensor<P> reduce(const BasicTensor<P>& l, std::string_view reduction, const char* op) {
+  if (reduction == "mean") return l.mean();
+  if (reduction == "sum") return l.sum();
+  EMBER_CHECK(reduction == "none", "[{}] reduction must be 'mean', 'sum' or 'none', got '{}'", op, reduction);
+  return l;
+}
+template <class P>
+void check_same_shape(const BasicTensor<P>& a, const BasicTensor<P>& b, const char* op) {
+  EMBER_CHECK(a.sizes() == b.sizes(), "[{}] input of shape {} and target of shape {} differ", op, a.sizes(),
+              b.sizes());
+}
+/// x with dim 1 (classes) moved last: (N, C, d...) -> (N, d..., C).
+template <class P>
+BasicTensor<P> classes_last(const BasicTensor<P>& x) {
+  Shape perm{0};
+  for (int64_t d = 2; d < x.dim(); ++d) perm.push_back(d);
+  perm.push_back(1);
+  return x.permute(perm);
+}
+inline Shape last_dims(int64_t n) {
+  Shape d;
+  for (int64_t i = 0; i < n; ++i) d.push_back(-1 - i);
+  return d;
+}
+}  // namespace detail
+
+using ember::linear;
+
+/// Zeroes elements with probability p and scales the rest by 1 / (1 - p) when training.
+template <class P>
+BasicTensor<P> dropout(const BasicTensor<P>& x, double p = 0.5, bool training = true) {
+  EMBER_CHECK(p >= 0 && p <= 1, "[dropout] p must be in [0, 1], got {}", p);
+  if (!training || p == 0) return x;
+  if (p == 1) return x * 0.0;
+  BasicTensor<P> keep = rand<P>(x.sizes(), TensorOptions(DType::F32).device(x.device())).ge(p);
+  return x * keep.to(x.dtype()) * (1.0 / (1.0 - p));
+}
+/// Zeroes whole channels (dim 1) of an (N, C, ...) input.
+template <class P>
+BasicTensor<P> dropout2d(const BasicTensor<P>& x, double p = 0.5, bool training = true) {
+  EMBER_CHECK(p >= 0 && p <= 1, "[dropout2d] p must be in [0, 1], got {}", p);
+  EMBER_CHECK(x.dim() == 3 || x.dim() == 4, "[dropout2d] expects (C, H, W) or (N, C, H, W), got shape {}", x.sizes());
+  if (!training || p == 0) return x;
+  Shape s = x.sizes();
+  for (size_t i = x.dim() == 4 ? 2 : 1; i < s.size(); ++i) s[i] = 1;
+  BasicTensor<P> keep = rand<P>(s, TensorOptions(DType::F32).device(x.device())).ge(p);
+  return x * keep.to(x.dtype()) * (p == 1 ? 0.0 : 1.0 / (1.0 - p));
+}
+
+/// Normalises over the last `normalized_ndim` dims, then scales and shifts (weight/bias optional).
+template <class P>
+BasicTensor<P> layer_norm(const BasicTensor<P>& x, const Shape& normalized_shape, const BasicTensor<P>& weight = {},
+                          const BasicTensor<P>& bias = {}, double eps = 1e-5) {
+  int64_t k = static_cast<int64_t>(normalized_shape.size());
+  EMBER_CHECK(k >= 1 && x.dim() >= k, "[layer_norm] input of shape {} cannot be normalised over shape {}", x.sizes(),
+              normalized_shape);
+  for (int64_t i = 0; i < k; ++i)
+    EMBER_CHECK(x.size(x.dim() - k + i) == normalized_shape[i],
+                "[layer_norm] input of shape {} does not end with the normalized shape {}", x.sizes(),
+                normalized_shape);
+  Shape dims = detail::last_dims(k);
+  auto [var, mean] = x.var_mean(dims, 0, true);
+  BasicTensor<P> y = (x - mean) * (var + eps).rsqrt();
+  if (weight.defined()) y = y * weight;
+  if (bias.defined()) y = y + bias;
+  return y;
+}
+/// x / sqrt(mean(x^2) + eps) * weight over the last dims; eps defaults to the dtype's epsilon.
+template <class P>
+BasicTensor<P> rms_norm(const BasicTensor<P>& x, const Shape& normalized_shape, const BasicTensor<P>& weight = {},
+                        std::optional<double> eps = {}) {
+  int64_t k = static_cast<int64_t>(normalized_shape.size());
+  EMBER_CHECK(k >= 1 && x.dim() >= k, "[rms_norm] input of shape {} cannot be normalised over shape {}", x.sizes(),
+              normalized_shape);
+  double e = eps.value_or(x.dtype() == DType::F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07);
+  BasicTensor<P> y = x * (x.square().mean(detail::last_dims(k), true) + e).rsqrt();
+  return weight.defined() ? y * weight : y;
+}
+
+// ---- losses ---------------------------------------------------------------------------------
+template <class P>
+BasicTensor<P> mse_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, std::string_view reduction = "mean") {
+  detail::check_same_shape(input, target, "mse_loss");
+  return detail::reduce((input - target).square(), reduction, "mse_loss");
+}
+template <class P>
+BasicTensor<P> l1_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, std::string_view reduction = "mean") {
+  detail::check_same_shape(input, target, "l1_loss");
+  return detail::reduce((input - target).abs(), reduction, "l1_loss");
+}
+template <class P>
+BasicTensor<P> smooth_l1_loss(const BasicTensor<P>& input, const BasicTensor<P>& target,
+                              std::string_view reduction = "mean", double beta = 1.0) {
+  detail::check_same_shape(input, target, "smooth_l1_loss");
+  EMBER_CHECK(beta >= 0, "[smooth_l1_loss] beta must be non-negative, got {}", beta);
+  BasicTensor<P> d = (input - target).abs();
+  if (beta == 0) return detail::reduce(d, reduction, "smooth_l1_loss");
+  return detail::reduce(where(d.lt(beta), d.square() * (0.5 / beta), d - 0.5 * beta), reduction, "smooth_l1_loss");
+}
+template <class P>
+BasicTensor<P> huber_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, std::string_view reduction = "mean",
+                          double delta = 1.0) {
+  detail::check_same_shape(input, target, "huber_loss");
+  EMBER_CHECK(delta > 0, "[huber_loss] delta must be positive, got {}", delta);
+  BasicTensor<P> d = (input - target).abs();
+  return detail::reduce(where(d.lt(delta), d.square() * 0.5, (d - 0.5 * delta) * delta), reduction, "huber_loss");
+}
+
+/// Negative log-likelihood of log-probabilities `input` (N, C[, d...]) or (C) at class
+/// indices `target` (N[, d...]) or (); weight per class; ignore_index targets count nowhere.
+template <class P>
+BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& weight = {},
+                        int64_t ignore_index = -100, std::string_view reduction = "mean") {
+  EMBER_CHECK(input.dim() >= 1, "[nll_loss] input must have at least 1 dim, got a 0-d tensor");
+  EMBER_CHECK(target.dtype() == DType::I64 || target.dtype() == DType::I32,
+              "[nll_loss] target must hold class indices (i64), got {}", target.dtype());
+  bool batched = input.dim() >= 2;
+  int64_t c = batched ? input.size(1) : input.size(0);
+  Shape expect;
+  if (batched) {
+    expect.push_back(input.size(0));
+    for (int64_t d = 2; d < input.dim(); ++d) expect.push_back(input.size(d));
+  }
+  EMBER_CHECK(target.sizes() == expect, "[nll_loss] target of shape {} does not match input of shape {} (expected {})",
+              target.sizes(), input.sizes(), expect);
+  if (weight.defined())
+    EMBER_CHECK(weight.dim() == 1 && weight.size(0) == c, "[nll_loss] weight of shape {} must have {} elements",
+                weight.sizes(), c);
+  BasicTensor<P> t = target.to(DType::I64);
+  BasicTensor<P> valid = t.ne(ignore_index);
+  {
+    BasicTensor<P> tv = where(valid, t, int64_t{0});
+    bool ok = tv.numel() == 0 || (tv.ge(int64_t{0}).logical_and(tv.lt(c))).all().template item<bool>();
+    EMBER_CHECK(ok, "[nll_loss] a target index is outside [0, {}) (and is not ignore_index {})", c, ignore_index);
+  }
+  BasicTensor<P> safe = where(valid, t, int64_t{0});
+  // Move classes last, gather the target's log-probability.
+  BasicTensor<P> lp = batched ? detail::classes_last(input) : input;
+  BasicTensor<P> picked = gather(lp, -1, safe.unsqueeze(-1)).squeeze(-1);
+  BasicTensor<P> w = weight.defined() ? index_select(weight, 0, safe.reshape({-1})).reshape(safe.sizes())
+                                      : ones_like(picked);
+  w = where(valid, w, 0.0).to(input.dtype());
+  BasicTensor<P> losses = picked.neg() * w;
+  if (reduction == "mean") return losses.sum() / w.sum();
+  return detail::reduce(losses, reduction, "nll_loss");
+}
+
+/// Cross entropy of logits `input` (N, C[, d...]) or (C) against class indices or class
+/// probabilities (same shape as input); weight per class, ignore_index, label_smoothing.
+template <class P>
+BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& target,
+                             const BasicTensor<P>& weight = {}, int64_t ignore_index = -100,
+                             std::string_view reduction = "mean", double label_smoothing = 0.0) {
+  EMBER_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "[cross_entropy] label_smoothing must be in [0, 1], got {}",
+              label_smoothing);
+  EMBER_CHECK(input.dim() >= 1, "[cross_entropy] input must have at least 1 dim");
+  int64_t cdim = input.dim() >= 2 ? 1 : 0;
+  int64_t c = input.size(cdim);
+  BasicTensor<P> lp = input.log_softmax(cdim);
+  BasicTensor<P> wc;  // weight broadcast along the class dim
+  if (weight.defined()) {
+    EMBER_CHECK(weight.dim() == 1 && weight.size(0) == c, "[cross_entropy] weight of shape {} must have {} elements",
+                weight.sizes(), c);
+    Shape ws(static_cast<size_t>(input.dim()), 1);
+    ws[cdim] = c;
+    wc = weight.reshape(ws);
+  }
+  if (target.is_floating_point()) {  // class probabilities
+    EMBER_CHECK(target.sizes() == input.sizes(), "[cross_entropy] probability target of shape {} must match input {}",
+                target.sizes(), input.sizes());
+    BasicTensor<P> tgt = label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / c : target;
+    BasicTensor<P> per = wc.defined() ? lp * tgt * wc : lp * tgt;
+    BasicTensor<P> losses = per.sum({cdim}).neg();
+    if (reduction == "mean") return input.dim() >= 2 ? losses.sum() / static_cast<double>(losses.numel()) : losses;
+    return detail::reduce(losses, reduction, "cross_entropy");
+  }
+  BasicTensor<P> nll = nll_loss(lp, target, weight, ignore_index, label_smoothing > 0 ? "none" : reduction);
+  if (label_smoothing == 0) return nll;
+  // Smoothing: (1 - eps) * nll + eps * mean over classes of -log p (weighted as PyTorch does).
+  BasicTensor<P> t = target.to(DType::I64);
+  BasicTensor<P> valid = t.ne(ignore_index);
+  BasicTensor<P> smooth = (wc.defined() ? lp * wc : lp).sum({cdim}).neg();
+  smooth = where(valid, smooth, 0.0);
+  BasicTensor<P> losses = nll * (1 - label_smoothing) + smooth * (label_smoothing / c);
+  if (reduction == "mean") {
+    BasicTensor<P> denom;
+    if (weight.defined()) {
+      BasicTensor<P> safe = where(valid, t, int64_t{0});
+      denom = where(valid, index_select(weight, 0, safe.reshape({-1})).reshape(safe.sizes()), 0.0).sum();
+    } else {
+      denom = valid.to(input.dtype()).sum();
+    }
+    // nll (reduction none) is already weighted; the smoothing term is divided by the same total.
+    return losses.sum() / denom;
+  }
+  return detail::reduce(losses, reduction, "cross_entropy");
+}
+
+template <class P>
+BasicTensor<P> binary_cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& target,
+                                    const BasicTensor<P>& weight = {}, std::string_view reduction = "mean") {
+  detail::check_same_shape(input, target, "binary_cross_entropy");
+  {
+    autograd::NoGradGuard ng;
+    bool ok = input.numel() == 0 || input.ge(0.0).logical_and(input.le(1.0)).all().template item<bool>();
+    EMBER_CHECK(ok, "[binary_cross_entropy] input values must be probabilities in [0, 1]");
+  }
+  // PyTorch clamps the logs at -100 so that 0 and 1 give finite losses.
+  BasicTensor<P> l = (target * input.log().clamp_min(-100.0) + (1.0 - target) * (1.0 - input).log().clamp_min(-100.0)).neg();
+  if (weight.defined()) l = l * weight;
+  return detail::reduce(l, reduction, "binary_cross_entropy");
+}
+
+template <class P>
+BasicTensor<P> binary_cross_entropy_with_logits(const BasicTensor<P>& input, const BasicTensor<P>& target,
+                                                const BasicTensor<P>& weight = {}, std::string_view reduction = "mean",
+                                                const BasicTensor<P>& pos_weight = {}) {
+  detail::check_same_shape(input, target, "binary_cross_entropy_with_logits");
+  // log(1 + exp(-x)) computed stably as softplus(-x).
+  BasicTensor<P> log_sig_neg = input.neg().softplus(1.0, 20.0);  // -log sigmoid(x)
+  BasicTensor<P> l;
+  if (pos_weight.defined()) {
+    BasicTensor<P> lw = (pos_weight - 1.0) * target + 1.0;
+    l = (1.0 - target) * input + lw * log_sig_neg;
+  } else {
+    l = (1.0 - target) * input + log_sig_neg;
+  }
+  if (weight.defined()) l = l * weight;
+  return detail::reduce(l, reduction, "binary_cross_entropy_with_logits");
+}
+
+/// KL divergence with `input` as log-probabilities; target as probabilities (or log-probs).
+template <class P>
+BasicTensor<P> kl_div(const BasicTensor<P>& input, const BasicTensor<P>& target, std::string_view reduction = "mean",
+                      bool log_target = false) {
+  BasicTensor<P> l = log_target ? target.exp() * (target - input)
+                                : where(target.gt(0.0), target * (target.log() - input), 0.0);
+  if (reduction == "batchmean") return l.sum() / static_cast<double>(input.dim() > 0 ? input.size(0) : 1);
+  return detail::reduce(l, reduction, "kl_div");
+}
+
+template <class P>
+BasicTensor<P> cosine_similarity(const BasicTensor<P>& a, const BasicTensor<P>& b, int64_t dim = 1, double eps = 1e-8) {
+  BasicTensor<P> na = a.square().sum({dim}).clamp_min(eps * eps).sqrt();
+  BasicTensor<P> nb = b.square().sum({dim}).clamp_min(eps * eps).sqrt();
+  return (a * b).sum({dim}) / (na * nb);
+}
+
+template <class P>
+BasicTensor<P> cosine_embedding_loss(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y,
+                                     double margin = 0.0, std::string_view reduction = "mean") {
+  BasicTensor<P> cos = cosine_similarity(a, b, a.dim() - 1);
+  BasicTensor<P> l = where(y.eq(1.0), 1.0 - cos, (cos - margin).clamp_min(0.0));
+  return detail::reduce(l, reduction, "cosine_embedding_loss");
+}
+
+template <class P>
+BasicTensor<P> margin_ranking_loss(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y,
+                                   double margin = 0.0, std::string_view reduction = "mean") {
+  return detail::reduce((y.neg() * (a - b) + margin).clamp_min(0.0), reduction, "margin_ranking_loss");
+}
+
+template <class P>
+BasicTensor<P> triplet_margin_loss(const BasicTensor<P>& anchor, const BasicTensor<P>& pos, const BasicTensor<P>& neg,
+                                   double margin = 1.0, double p = 2.0, double eps = 1e-6, bool swap = false,
+                                   std::string_view reduction = "mean") {
+  int64_t d = anchor.dim() - 1;
+  auto dist = [&](const BasicTensor<P>& x, const BasicTensor<P>& y) { return (x - y + eps).norm(p, {d}); };
+  BasicTensor<P> dp = dist(anchor, pos), dn = dist(anchor, neg);
+  if (swap) dn = dn.minimum(dist(pos, neg));
+  return detail::reduce((dp - dn + margin).clamp_min(0.0), reduction, "triplet_margin_loss");
+}
+
+}  // namespace ember::nn::functional
+
+namespace ember::nn {
+namespace F = functional;
+}  // namespace ember::nn

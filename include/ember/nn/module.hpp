@@ -1,0 +1,217 @@
+#pragma once
+/// nn::Module: the base of layers and models, as libtorch's torch::nn::Module.
+///
+///   struct NetImpl : ember::nn::Module {
+///     NetImpl() { fc = register_module("fc", nn::Linear(4, 2)); }
+///     Tensor forward(const Tensor& x) { return fc(x).relu(); }
+///     nn::Linear fc{nullptr};
+///   };
+///   EMBER_MODULE(Net);   // Net: a shared handle to a NetImpl, Net net; net(x); net->parameters()
+///
+/// Parameters, buffers and submodules are registered by name, in order; names of nested
+/// parameters are dotted exactly as PyTorch forms them ("layers.0.weight"), so PyTorch
+/// state dicts load by name. `BasicModule<P>` takes the policy; `Module` is the default one.
+
+#include <ember/autograd/grad_mode.hpp>
+#include <ember/autograd/tensor_autograd.hpp>
+#include <ember/core/factories.hpp>
+#include <ember/core/tensor.hpp>
+#include <ember/core/tensor_methods.hpp>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace ember::nn {
+
+/// Named tensors in order (a state dict, named_parameters()).
+template <class P = DefaultPolicy>
+using BasicTensorList = std::vector<std::pair<std::string, BasicTensor<P>>>;
+using NamedTensors = BasicTensorList<>;
+
+/// What a non-strict load_state_dict did not match.
+struct LoadResult {
+  std::vector<std::string> missing_keys;     ///< in the module, not in the dict
+  std::vector<std::string> unexpected_keys;  ///< in the dict, not in the module
+};
+
+template <class P = DefaultPolicy>
+class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
+ public:
+  using TensorT = BasicTensor<P>;
+  using ModulePtr = std::shared_ptr<BasicModule>;
+
+  /// `type_name` is what printing shows ("Linear"); user modules may leave the default.
+  explicit BasicModule(std::string type_name = "Module") : type_name_(std::move(type_name)) {}
+  virtual ~BasicModule() = default;
+  BasicModule(const BasicModule&) = default;
+  BasicModule& operator=(const BasicModule&) = default;
+
+  const std::string& name() const { return type_name_; }
+
+  // ---- registration -------------------------------------------------------------------------
+  /// Adds a parameter (a leaf; requires grad unless told otherwise) and returns the stored
+  /// handle. An undefined tensor registers an absent parameter (e.g. bias=false).
+  TensorT& register_parameter(std::string name, TensorT t, bool requires_grad = true);
+  /// Adds a buffer: state that is saved and moved with the module but not trained.
+  TensorT& register_buffer(std::string name, TensorT t);
+  template <class M>
+  std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> m) {
+    static_assert(std::is_base_of_v<BasicModule, M>, "register_module needs an nn::Module");
+    add_child(std::move(name), m);
+    return m;
+  }
+  /// For module holders (nn::Linear, user types made with EMBER_MODULE).
+  template <class H>
+    requires requires(H h) { h.ptr(); }
+  H register_module(std::string name, H holder) {
+    add_child(std::move(name), holder.ptr());
+    return holder;
+  }
+  /// Replaces a registered submodule (e.g. to swap a layer); the name must exist.
+  template <class M>
+  std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> m) {
+    for (auto& [n, c] : children_)
+      if (n == name) return c = m, m;
+    EMBER_FAIL("[replace_module] {} has no submodule named '{}'", type_name_, name);
+  }
+
+  // ---- traversal ----------------------------------------------------------------------------
+  std::vector<TensorT> parameters(bool recurse = true) const;
+  BasicTensorList<P> named_parameters(bool recurse = true) const;
+  std::vector<TensorT> buffers(bool recurse = true) const;
+  BasicTensorList<P> named_buffers(bool recurse = true) const;
+  std::vector<ModulePtr> children() const;
+  const std::vector<std::pair<std::string, ModulePtr>>& named_children() const { return children_; }
+  /// This module (first, when include_self) and all its descendants, depth first.
+  std::vector<ModulePtr> modules(bool include_self = true);
+  std::vector<std::pair<std::string, ModulePtr>> named_modules(const std::string& prefix = "",
+                                                               bool include_self = true);
+  /// Number of parameter elements (all, or only those that require grad).
+  int64_t num_parameters(bool trainable_only = false) const;
+
+  // ---- state ----------------------------------------------------------------------------------
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  /// Converts floating-point parameters and buffers in place (handles stay valid).
+  void to(DType dtype);
+  void to(Device device);
+  void to(Device device, DType dtype) { to(device), to(dtype); }
+  void zero_grad(bool set_to_none = true);
+  /// Calls fn on every module of the tree, children before their parent (as PyTorch).
+  void apply(const std::function<void(BasicModule&)>& fn);
+
+  /// Parameters and buffers by dotted name.
+  BasicTensorList<P> state_dict() const;
+  /// Copies values by name. Strict: every missing key, unexpected key and shape or dtype
+  /// mismatch is reported in one error. Not strict: mismatched shapes/dtypes still fail;
+  /// missing and unexpected keys are returned.
+  LoadResult load_state_dict(const BasicTensorList<P>& dict, bool strict = true);
+
+  /// A deep copy (fresh parameters with the same values). Modules derive from
+  /// nn::Cloneable<Derived> to support it; containers implement it themselves.
+  virtual ModulePtr clone() const;
+
+  /// What follows the type name in printing, e.g. "in_features=4, out_features=2, bias=True".
+  virtual std::string extra_repr() const { return {}; }
+  /// The module tree as PyTorch prints it, then the parameter count.
+  std::string to_string() const;
+
+ protected:
+  /// Deep-copies this module's parameter and buffer values and training flag into `dst`, which
+  /// has the same structure (made by reset()), and recurses into children by name.
+  void copy_state_into(BasicModule& dst) const;
+  void clear_registrations() {
+    params_.clear();
+    buffers_.clear();
+    children_.clear();
+  }
+  void print_tree(std::string& out, int indent) const;
+  std::string type_name_;
+
+ private:
+  void add_child(std::string name, ModulePtr m);
+  void collect(BasicTensorList<P>& out, const std::string& prefix, bool params, bool recurse) const;
+  std::deque<std::pair<std::string, TensorT>> params_;
+  std::deque<std::pair<std::string, TensorT>> buffers_;
+  std::vector<std::pair<std::string, ModulePtr>> children_;
+  bool training_ = true;
+};
+
+using Module = BasicModule<>;
+
+/// Base for modules that can be deep-copied: Derived must rebuild its parameters and
+/// submodules in reset() (as libtorch's Cloneable requires); clone() copy-constructs Derived
+/// (copying its options), calls reset(), then copies the values over by name.
+template <class Derived, class P = DefaultPolicy>
+class Cloneable : public BasicModule<P> {
+ public:
+  using BasicModule<P>::BasicModule;
+  /// (Re)creates the parameters, buffers and submodules from the options.
+  virtual void reset() = 0;
+  std::shared_ptr<BasicModule<P>> clone() const override {
+    autograd::NoGradGuard ng;
+    auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
+    copy->clear_registrations();
+    copy->reset();
+    this->copy_state_into(*copy);
+    return copy;
+  }
+};
+
+/// A shared handle to a module implementation, as libtorch's ModuleHolder: `Linear fc(4, 2);
+/// fc(x); fc->weight`. `Linear fc{nullptr}` is an empty handle to assign later.
+template <class Impl>
+class ModuleHolder {
+ public:
+  using element_type = Impl;
+  ModuleHolder()
+    requires std::is_default_constructible_v<Impl>
+      : impl_(std::make_shared<Impl>()) {}
+  ModuleHolder(std::nullptr_t) {}  // NOLINT: implicit, as in libtorch
+  ModuleHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}  // NOLINT
+  template <class A0, class... A>
+    requires(!std::is_same_v<std::decay_t<A0>, ModuleHolder> && !std::is_same_v<std::decay_t<A0>, std::nullptr_t> &&
+             !std::is_same_v<std::decay_t<A0>, std::shared_ptr<Impl>> && std::is_constructible_v<Impl, A0, A...>)
+  explicit ModuleHolder(A0&& a0, A&&... a) : impl_(std::make_shared<Impl>(std::forward<A0>(a0), std::forward<A>(a)...)) {}
+
+  Impl* operator->() const { return get(); }
+  Impl& operator*() const { return *get(); }
+  Impl* get() const {
+    EMBER_CHECK(impl_ != nullptr, "[module] use of an empty module handle (constructed with nullptr)");
+    return impl_.get();
+  }
+  const std::shared_ptr<Impl>& ptr() const { return impl_; }
+  bool is_empty() const { return impl_ == nullptr; }
+  explicit operator bool() const { return impl_ != nullptr; }
+  template <class... A>
+  decltype(auto) operator()(A&&... a) const {
+    return get()->forward(std::forward<A>(a)...);
+  }
+  /// Indexing of containers: seq[0], dict["key"].
+  template <class K>
+  decltype(auto) operator[](K&& key) const {
+    return (*get())[std::forward<K>(key)];
+  }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace ember::nn
+
+/// Declares `Name`, a ModuleHolder of `NameImpl`.
+#define EMBER_MODULE(Name)                                              \
+  class Name : public ::ember::nn::ModuleHolder<Name##Impl> {           \
+   public:                                                              \
+    using ::ember::nn::ModuleHolder<Name##Impl>::ModuleHolder;          \
+    Name() = default;                                                   \
+    Name(std::nullptr_t) : ::ember::nn::ModuleHolder<Name##Impl>(nullptr) {} \
+  }
+
+#include <ember/nn/detail/module_impl.hpp>

@@ -1,0 +1,125 @@
+#pragma once
+/// Every activation as a module (ReLU, GELU, ...), plus Softmax/LogSoftmax over a dim.
+
+#include <ember/nn/module.hpp>
+
+#include <string>
+
+namespace ember::nn {
+
+/// An activation without parameters: `expr` is evaluated with `x` bound to the input.
+#define EMBER_ACTIVATION_MODULE(Name, expr)                                               \
+  template <class P = DefaultPolicy>                                                      \
+  class Basic##Name##Impl : public Cloneable<Basic##Name##Impl<P>, P> {                   \
+   public:                                                                                \
+    Basic##Name##Impl() : Cloneable<Basic##Name##Impl<P>, P>(#Name) {}                   \
+    void reset() override {}                                                              \
+    BasicTensor<P> forward(const BasicTensor<P>& x) { return expr; }                      \
+  };                                                                                      \
+  using Name##Impl = Basic##Name##Impl<>;                                                 \
+  EMBER_MODULE(Name)
+
+EMBER_ACTIVATION_MODULE(ReLU, x.relu());
+EMBER_ACTIVATION_MODULE(ReLU6, x.relu6());
+EMBER_ACTIVATION_MODULE(SELU, x.selu());
+EMBER_ACTIVATION_MODULE(SiLU, x.silu());
+EMBER_ACTIVATION_MODULE(Mish, x.mish());
+EMBER_ACTIVATION_MODULE(Sigmoid, x.sigmoid());
+EMBER_ACTIVATION_MODULE(Tanh, x.tanh());
+EMBER_ACTIVATION_MODULE(Softsign, x.softsign());
+EMBER_ACTIVATION_MODULE(Hardsigmoid, x.hardsigmoid());
+EMBER_ACTIVATION_MODULE(Hardswish, x.hardswish());
+EMBER_ACTIVATION_MODULE(LogSigmoid, x.neg().softplus(1.0, 20.0).neg());
+EMBER_ACTIVATION_MODULE(Tanhshrink, x - x.tanh());
+#undef EMBER_ACTIVATION_MODULE
+
+/// An activation with one or two numeric options, printed as PyTorch does.
+#define EMBER_PARAM_ACTIVATION_MODULE(Name, Arg, dflt, expr, repr)                              \
+  template <class P = DefaultPolicy>                                                            \
+  class Basic##Name##Impl : public Cloneable<Basic##Name##Impl<P>, P> {                         \
+   public:                                                                                      \
+    explicit Basic##Name##Impl(double Arg = dflt) : Cloneable<Basic##Name##Impl<P>, P>(#Name), Arg(Arg) {} \
+    void reset() override {}                                                                    \
+    BasicTensor<P> forward(const BasicTensor<P>& x) { return expr; }                            \
+    std::string extra_repr() const override { return fmt::format(repr, Arg); }                  \
+    double Arg;                                                                                 \
+  };                                                                                            \
+  using Name##Impl = Basic##Name##Impl<>;                                                       \
+  EMBER_MODULE(Name)
+
+EMBER_PARAM_ACTIVATION_MODULE(LeakyReLU, negative_slope, 0.01, x.leaky_relu(negative_slope), "negative_slope={}");
+EMBER_PARAM_ACTIVATION_MODULE(ELU, alpha, 1.0, x.elu(alpha), "alpha={}");
+EMBER_PARAM_ACTIVATION_MODULE(CELU, alpha, 1.0, x.celu(alpha), "alpha={}");
+#undef EMBER_PARAM_ACTIVATION_MODULE
+
+/// GELU, exact (approximate = "none") or with the tanh approximation.
+template <class P = DefaultPolicy>
+class BasicGELUImpl : public Cloneable<BasicGELUImpl<P>, P> {
+ public:
+  explicit BasicGELUImpl(std::string approximate = "none")
+      : Cloneable<BasicGELUImpl<P>, P>("GELU"), approximate(std::move(approximate)) {
+    EMBER_CHECK(this->approximate == "none" || this->approximate == "tanh",
+                "[GELU] approximate must be 'none' or 'tanh', got '{}'", this->approximate);
+  }
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return approximate == "tanh" ? x.gelu_tanh() : x.gelu(); }
+  std::string extra_repr() const override { return approximate == "none" ? "" : "approximate='tanh'"; }
+  std::string approximate;
+};
+using GELUImpl = BasicGELUImpl<>;
+EMBER_MODULE(GELU);
+
+template <class P = DefaultPolicy>
+class BasicSoftplusImpl : public Cloneable<BasicSoftplusImpl<P>, P> {
+ public:
+  explicit BasicSoftplusImpl(double beta = 1.0, double threshold = 20.0)
+      : Cloneable<BasicSoftplusImpl<P>, P>("Softplus"), beta(beta), threshold(threshold) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return x.softplus(beta, threshold); }
+  std::string extra_repr() const override { return fmt::format("beta={}, threshold={}", beta, threshold); }
+  double beta, threshold;
+};
+using SoftplusImpl = BasicSoftplusImpl<>;
+EMBER_MODULE(Softplus);
+
+template <class P = DefaultPolicy>
+class BasicHardtanhImpl : public Cloneable<BasicHardtanhImpl<P>, P> {
+ public:
+  explicit BasicHardtanhImpl(double min_val = -1.0, double max_val = 1.0)
+      : Cloneable<BasicHardtanhImpl<P>, P>("Hardtanh"), min_val(min_val), max_val(max_val) {
+    EMBER_CHECK(min_val < max_val, "[Hardtanh] min_val ({}) must be below max_val ({})", min_val, max_val);
+  }
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return x.hardtanh(min_val, max_val); }
+  std::string extra_repr() const override { return fmt::format("min_val={}, max_val={}", min_val, max_val); }
+  double min_val, max_val;
+};
+using HardtanhImpl = BasicHardtanhImpl<>;
+EMBER_MODULE(Hardtanh);
+
+/// Softmax / LogSoftmax over `dim`.
+template <class P = DefaultPolicy>
+class BasicSoftmaxImpl : public Cloneable<BasicSoftmaxImpl<P>, P> {
+ public:
+  explicit BasicSoftmaxImpl(int64_t dim) : Cloneable<BasicSoftmaxImpl<P>, P>("Softmax"), dim(dim) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return x.softmax(dim); }
+  std::string extra_repr() const override { return fmt::format("dim={}", dim); }
+  int64_t dim;
+};
+using SoftmaxImpl = BasicSoftmaxImpl<>;
+EMBER_MODULE(Softmax);
+
+template <class P = DefaultPolicy>
+class BasicLogSoftmaxImpl : public Cloneable<BasicLogSoftmaxImpl<P>, P> {
+ public:
+  explicit BasicLogSoftmaxImpl(int64_t dim) : Cloneable<BasicLogSoftmaxImpl<P>, P>("LogSoftmax"), dim(dim) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return x.log_softmax(dim); }
+  std::string extra_repr() const override { return fmt::format("dim={}", dim); }
+  int64_t dim;
+};
+using LogSoftmaxImpl = BasicLogSoftmaxImpl<>;
+EMBER_MODULE(LogSoftmax);
+
+}  // namespace ember::nn

@@ -1,0 +1,215 @@
+#pragma once
+/// Containers: Sequential (heterogeneous, modules or callables), ModuleList, ModuleDict,
+/// ParameterList. Children are named "0", "1", ... (ModuleDict: by key), as in PyTorch.
+
+#include <ember/nn/module.hpp>
+
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace ember::nn {
+
+/// Wraps a callable Tensor -> Tensor as a module (no parameters), for Sequential.
+template <class P = DefaultPolicy>
+class BasicFunctionalImpl : public Cloneable<BasicFunctionalImpl<P>, P> {
+ public:
+  using Fn = std::function<BasicTensor<P>(const BasicTensor<P>&)>;
+  explicit BasicFunctionalImpl(Fn fn) : Cloneable<BasicFunctionalImpl<P>, P>("Functional"), fn(std::move(fn)) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return fn(x); }
+  Fn fn;
+};
+using FunctionalImpl = BasicFunctionalImpl<>;
+EMBER_MODULE(Functional);
+
+template <class P = DefaultPolicy>
+class BasicSequentialImpl : public BasicModule<P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  using ModulePtr = std::shared_ptr<BasicModule<P>>;
+  BasicSequentialImpl() : BasicModule<P>("Sequential") {}
+  template <class... M>
+  explicit BasicSequentialImpl(M&&... modules) : BasicModule<P>("Sequential") {
+    (push_back(std::forward<M>(modules)), ...);
+  }
+
+  /// Appends a module (handle or shared_ptr to one with forward(Tensor) -> Tensor) or a
+  /// callable Tensor -> Tensor.
+  template <class M>
+  void push_back(M&& m) {
+    using D = std::decay_t<M>;
+    if constexpr (requires(const D& h) { h.ptr(); }) {
+      add(m.ptr());
+    } else if constexpr (requires(const D& p) { p->forward(std::declval<const TensorT&>()); }) {
+      add(m);
+    } else {
+      static_assert(std::is_invocable_r_v<TensorT, D&, const TensorT&>,
+                    "Sequential takes modules with forward(Tensor) or callables Tensor -> Tensor");
+      add(std::make_shared<BasicFunctionalImpl<P>>(typename BasicFunctionalImpl<P>::Fn(std::forward<M>(m))));
+    }
+  }
+  TensorT forward(const TensorT& x) {
+    TensorT y = x;
+    for (auto& [m, call] : entries_) y = call(m.get(), y);
+    return y;
+  }
+  size_t size() const { return entries_.size(); }
+  bool is_empty() const { return entries_.empty(); }
+  ModulePtr operator[](size_t i) const {
+    EMBER_CHECK(i < entries_.size(), "[Sequential] index {} is out of range for {} modules", i, entries_.size());
+    return entries_[i].first;
+  }
+  /// The module at i as its concrete type (checked).
+  template <class Impl>
+  std::shared_ptr<Impl> ptr(size_t i) const {
+    auto p = std::dynamic_pointer_cast<Impl>((*this)[i]);
+    EMBER_CHECK(p != nullptr, "[Sequential] module {} is a {}, not the requested type", i, (*this)[i]->name());
+    return p;
+  }
+  ModulePtr clone() const override {
+    auto copy = std::make_shared<BasicSequentialImpl>();
+    for (auto& [m, call] : entries_) copy->add_entry(m->clone(), call);
+    copy->train(this->is_training());
+    return copy;
+  }
+
+ private:
+  using Call = TensorT (*)(BasicModule<P>*, const TensorT&);
+  template <class Impl>
+  void add(const std::shared_ptr<Impl>& m) {
+    Call call = [](BasicModule<P>* b, const TensorT& x) -> TensorT { return static_cast<Impl*>(b)->forward(x); };
+    add_entry(m, call);
+  }
+  void add_entry(ModulePtr m, Call call) {
+    this->register_module(std::to_string(entries_.size()), m);
+    entries_.emplace_back(std::move(m), call);
+  }
+  std::vector<std::pair<ModulePtr, Call>> entries_;
+};
+using SequentialImpl = BasicSequentialImpl<>;
+EMBER_MODULE(Sequential);
+
+/// Holds submodules in order; has no forward (iterate it yourself).
+template <class P = DefaultPolicy>
+class BasicModuleListImpl : public BasicModule<P> {
+ public:
+  using ModulePtr = std::shared_ptr<BasicModule<P>>;
+  BasicModuleListImpl() : BasicModule<P>("ModuleList") {}
+  template <class M>
+  void push_back(M&& m) {
+    if constexpr (requires { m.ptr(); }) {
+      add(m.ptr());
+    } else {
+      add(m);
+    }
+  }
+  size_t size() const { return mods_.size(); }
+  ModulePtr operator[](size_t i) const {
+    EMBER_CHECK(i < mods_.size(), "[ModuleList] index {} is out of range for {} modules", i, mods_.size());
+    return mods_[i];
+  }
+  template <class Impl>
+  std::shared_ptr<Impl> ptr(size_t i) const {
+    auto p = std::dynamic_pointer_cast<Impl>((*this)[i]);
+    EMBER_CHECK(p != nullptr, "[ModuleList] module {} is a {}, not the requested type", i, (*this)[i]->name());
+    return p;
+  }
+  auto begin() const { return mods_.begin(); }
+  auto end() const { return mods_.end(); }
+  ModulePtr clone() const override {
+    auto copy = std::make_shared<BasicModuleListImpl>();
+    for (auto& m : mods_) copy->add(m->clone());
+    copy->train(this->is_training());
+    return copy;
+  }
+
+ private:
+  void add(ModulePtr m) {
+    this->register_module(std::to_string(mods_.size()), m);
+    mods_.push_back(std::move(m));
+  }
+  std::vector<ModulePtr> mods_;
+};
+using ModuleListImpl = BasicModuleListImpl<>;
+EMBER_MODULE(ModuleList);
+
+/// Submodules by key, in insertion order.
+template <class P = DefaultPolicy>
+class BasicModuleDictImpl : public BasicModule<P> {
+ public:
+  using ModulePtr = std::shared_ptr<BasicModule<P>>;
+  BasicModuleDictImpl() : BasicModule<P>("ModuleDict") {}
+  template <class M>
+  void insert(const std::string& key, M&& m) {
+    if constexpr (requires { m.ptr(); }) {
+      this->register_module(key, m.ptr());
+    } else {
+      this->register_module(key, m);
+    }
+  }
+  bool contains(const std::string& key) const {
+    for (auto& [n, c] : this->named_children())
+      if (n == key) return true;
+    return false;
+  }
+  ModulePtr operator[](const std::string& key) const {
+    for (auto& [n, c] : this->named_children())
+      if (n == key) return c;
+    EMBER_FAIL("[ModuleDict] no module with key '{}'", key);
+  }
+  size_t size() const { return this->named_children().size(); }
+  std::vector<std::string> keys() const {
+    std::vector<std::string> k;
+    for (auto& [n, c] : this->named_children()) k.push_back(n);
+    return k;
+  }
+  ModulePtr clone() const override {
+    auto copy = std::make_shared<BasicModuleDictImpl>();
+    for (auto& [n, c] : this->named_children()) copy->insert(n, c->clone());
+    copy->train(this->is_training());
+    return copy;
+  }
+};
+using ModuleDictImpl = BasicModuleDictImpl<>;
+EMBER_MODULE(ModuleDict);
+
+/// Parameters in order, named "0", "1", ...
+template <class P = DefaultPolicy>
+class BasicParameterListImpl : public BasicModule<P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  BasicParameterListImpl() : BasicModule<P>("ParameterList") {}
+  TensorT& append(TensorT t, bool requires_grad = true) {
+    TensorT& r = this->register_parameter(std::to_string(params_.size()), std::move(t), requires_grad);
+    params_.push_back(r);
+    return r;
+  }
+  size_t size() const { return params_.size(); }
+  const TensorT& operator[](size_t i) const {
+    EMBER_CHECK(i < params_.size(), "[ParameterList] index {} is out of range for {} parameters", i, params_.size());
+    return params_[i];
+  }
+  auto begin() const { return params_.begin(); }
+  auto end() const { return params_.end(); }
+  std::shared_ptr<BasicModule<P>> clone() const override {
+    auto copy = std::make_shared<BasicParameterListImpl>();
+    for (const TensorT& t : params_) copy->append(t.detach().clone(), t.requires_grad());
+    return copy;
+  }
+  std::string extra_repr() const override {
+    std::string s;
+    for (size_t i = 0; i < params_.size(); ++i)
+      s += fmt::format("{}({}): Parameter containing: [{} of size {}]", i ? "\n  " : "", i, params_[i].dtype(),
+                       params_[i].sizes());
+    return s;
+  }
+
+ private:
+  std::vector<TensorT> params_;
+};
+using ParameterListImpl = BasicParameterListImpl<>;
+EMBER_MODULE(ParameterList);
+
+}  // namespace ember::nn

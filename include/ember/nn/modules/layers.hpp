@@ -1,0 +1,159 @@
+#pragma once
+/// Dropout, Dropout2d, Embedding, LayerNorm, RMSNorm.
+
+#include <ember/nn/functional.hpp>
+#include <ember/nn/init.hpp>
+#include <ember/nn/module.hpp>
+#include <ember/nn/options.hpp>
+
+#include <optional>
+
+namespace ember::nn {
+
+template <class P = DefaultPolicy>
+class BasicDropoutImpl : public Cloneable<BasicDropoutImpl<P>, P> {
+ public:
+  explicit BasicDropoutImpl(double p = 0.5) : Cloneable<BasicDropoutImpl<P>, P>("Dropout"), p(p) {
+    EMBER_CHECK(p >= 0 && p <= 1, "[Dropout] p must be in [0, 1], got {}", p);
+  }
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::dropout(x, p, this->is_training()); }
+  std::string extra_repr() const override { return fmt::format("p={}, inplace=False", p); }
+  double p;
+};
+using DropoutImpl = BasicDropoutImpl<>;
+EMBER_MODULE(Dropout);
+
+template <class P = DefaultPolicy>
+class BasicDropout2dImpl : public Cloneable<BasicDropout2dImpl<P>, P> {
+ public:
+  explicit BasicDropout2dImpl(double p = 0.5) : Cloneable<BasicDropout2dImpl<P>, P>("Dropout2d"), p(p) {
+    EMBER_CHECK(p >= 0 && p <= 1, "[Dropout2d] p must be in [0, 1], got {}", p);
+  }
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::dropout2d(x, p, this->is_training()); }
+  std::string extra_repr() const override { return fmt::format("p={}, inplace=False", p); }
+  double p;
+};
+using Dropout2dImpl = BasicDropout2dImpl<>;
+EMBER_MODULE(Dropout2d);
+
+struct EmbeddingOptions {
+  EmbeddingOptions(int64_t num_embeddings, int64_t embedding_dim)
+      : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  EMBER_ARG(int64_t, num_embeddings);
+  EMBER_ARG(int64_t, embedding_dim);
+  EMBER_ARG(std::optional<int64_t>, padding_idx);
+};
+
+/// Rows of a (num_embeddings, embedding_dim) table by index; N(0, 1) init, the padding row
+/// zero and never updated (its gradient is zero), as in PyTorch.
+template <class P = DefaultPolicy>
+class BasicEmbeddingImpl : public Cloneable<BasicEmbeddingImpl<P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  BasicEmbeddingImpl(int64_t num, int64_t dim) : BasicEmbeddingImpl(EmbeddingOptions(num, dim)) {}
+  explicit BasicEmbeddingImpl(const EmbeddingOptions& o) : Cloneable<BasicEmbeddingImpl<P>, P>("Embedding"), options(o) {
+    reset();
+  }
+  void reset() override {
+    int64_t n = options.num_embeddings();
+    if (options.padding_idx()) {
+      int64_t& p = *options.padding_idx();
+      EMBER_CHECK(p >= -n && p < n, "[Embedding] padding_idx {} is out of range for {} embeddings", p, n);
+      if (p < 0) p += n;
+    }
+    weight = this->register_parameter("weight", empty<P>({n, options.embedding_dim()}));
+    init::normal_(weight);
+    if (options.padding_idx()) {
+      autograd::NoGradGuard ng;
+      weight.select(0, *options.padding_idx()).fill_(0.0);
+    }
+  }
+  TensorT forward(const TensorT& idx) {
+    EMBER_CHECK(idx.dtype() == DType::I64 || idx.dtype() == DType::I32,
+                "[Embedding] indices must be integers (i64), got {}", idx.dtype());
+    Shape out = idx.sizes();
+    out.push_back(options.embedding_dim());
+    TensorT flat = idx.to(DType::I64).reshape({-1});
+    TensorT rows = index_select(weight, 0, flat);
+    if (options.padding_idx()) {
+      // Same values, but no gradient reaches the padding row.
+      TensorT keep = flat.ne(*options.padding_idx()).unsqueeze(1);
+      rows = where(keep, rows, rows.detach());
+    }
+    return rows.reshape(out);
+  }
+  std::string extra_repr() const override {
+    std::string s = fmt::format("{}, {}", options.num_embeddings(), options.embedding_dim());
+    if (options.padding_idx()) s += fmt::format(", padding_idx={}", *options.padding_idx());
+    return s;
+  }
+  EmbeddingOptions options;
+  TensorT weight;
+};
+using EmbeddingImpl = BasicEmbeddingImpl<>;
+EMBER_MODULE(Embedding);
+
+struct LayerNormOptions {
+  LayerNormOptions(Shape normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
+  EMBER_ARG(Shape, normalized_shape);
+  EMBER_ARG(double, eps) = 1e-5;
+  EMBER_ARG(bool, elementwise_affine) = true;
+  EMBER_ARG(bool, bias) = true;
+};
+
+template <class P = DefaultPolicy>
+class BasicLayerNormImpl : public Cloneable<BasicLayerNormImpl<P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  explicit BasicLayerNormImpl(const LayerNormOptions& o) : Cloneable<BasicLayerNormImpl<P>, P>("LayerNorm"), options(o) {
+    reset();
+  }
+  void reset() override {
+    bool affine = options.elementwise_affine();
+    weight = this->register_parameter("weight", affine ? ones<P>(options.normalized_shape()) : TensorT());
+    bias = this->register_parameter("bias", affine && options.bias() ? zeros<P>(options.normalized_shape()) : TensorT());
+  }
+  TensorT forward(const TensorT& x) { return F::layer_norm(x, options.normalized_shape(), weight, bias, options.eps()); }
+  std::string extra_repr() const override {
+    return fmt::format("{}, eps={}, elementwise_affine={}", options.normalized_shape(), options.eps(),
+                       options.elementwise_affine() ? "True" : "False");
+  }
+  LayerNormOptions options;
+  TensorT weight, bias;
+};
+using LayerNormImpl = BasicLayerNormImpl<>;
+EMBER_MODULE(LayerNorm);
+
+struct RMSNormOptions {
+  RMSNormOptions(Shape normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
+  EMBER_ARG(Shape, normalized_shape);
+  EMBER_ARG(std::optional<double>, eps);
+  EMBER_ARG(bool, elementwise_affine) = true;
+};
+
+template <class P = DefaultPolicy>
+class BasicRMSNormImpl : public Cloneable<BasicRMSNormImpl<P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  explicit BasicRMSNormImpl(const RMSNormOptions& o) : Cloneable<BasicRMSNormImpl<P>, P>("RMSNorm"), options(o) {
+    reset();
+  }
+  void reset() override {
+    weight = this->register_parameter("weight", options.elementwise_affine() ? ones<P>(options.normalized_shape())
+                                                                              : TensorT());
+  }
+  TensorT forward(const TensorT& x) { return F::rms_norm(x, options.normalized_shape(), weight, options.eps()); }
+  std::string extra_repr() const override {
+    return fmt::format("{}, eps={}, elementwise_affine={}", options.normalized_shape(),
+                       options.eps() ? fmt::format("{}", *options.eps()) : "None",
+                       options.elementwise_affine() ? "True" : "False");
+  }
+  RMSNormOptions options;
+  TensorT weight;
+};
+using RMSNormImpl = BasicRMSNormImpl<>;
+EMBER_MODULE(RMSNorm);
+
+}  // namespace ember::nn

@@ -1,0 +1,225 @@
+#pragma once
+/// Loss modules over nn::functional: MSELoss, L1Loss, SmoothL1Loss, HuberLoss,
+/// CrossEntropyLoss, NLLLoss, BCELoss, BCEWithLogitsLoss, KLDivLoss, CosineEmbeddingLoss,
+/// MarginRankingLoss, TripletMarginLoss.
+
+#include <ember/nn/functional.hpp>
+#include <ember/nn/module.hpp>
+#include <ember/nn/options.hpp>
+
+#include <string>
+
+namespace ember::nn {
+
+/// A loss with a reduction (and optional extra options); forward(input, target).
+#define EMBER_SIMPLE_LOSS(Name, call)                                                     \
+  template <class P = DefaultPolicy>                                                      \
+  class Basic##Name##Impl : public Cloneable<Basic##Name##Impl<P>, P> {                   \
+   public:                                                                                \
+    explicit Basic##Name##Impl(std::string reduction = "mean")                            \
+        : Cloneable<Basic##Name##Impl<P>, P>(#Name), reduction(std::move(reduction)) {}   \
+    void reset() override {}                                                              \
+    BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {   \
+      return call;                                                                        \
+    }                                                                                     \
+    std::string reduction;                                                                \
+  };                                                                                      \
+  using Name##Impl = Basic##Name##Impl<>;                                                 \
+  EMBER_MODULE(Name)
+
+EMBER_SIMPLE_LOSS(MSELoss, F::mse_loss(input, target, reduction));
+EMBER_SIMPLE_LOSS(L1Loss, F::l1_loss(input, target, reduction));
+#undef EMBER_SIMPLE_LOSS
+
+template <class P = DefaultPolicy>
+class BasicSmoothL1LossImpl : public Cloneable<BasicSmoothL1LossImpl<P>, P> {
+ public:
+  explicit BasicSmoothL1LossImpl(std::string reduction = "mean", double beta = 1.0)
+      : Cloneable<BasicSmoothL1LossImpl<P>, P>("SmoothL1Loss"), reduction(std::move(reduction)), beta(beta) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
+    return F::smooth_l1_loss(input, target, reduction, beta);
+  }
+  std::string reduction;
+  double beta;
+};
+using SmoothL1LossImpl = BasicSmoothL1LossImpl<>;
+EMBER_MODULE(SmoothL1Loss);
+
+template <class P = DefaultPolicy>
+class BasicHuberLossImpl : public Cloneable<BasicHuberLossImpl<P>, P> {
+ public:
+  explicit BasicHuberLossImpl(std::string reduction = "mean", double delta = 1.0)
+      : Cloneable<BasicHuberLossImpl<P>, P>("HuberLoss"), reduction(std::move(reduction)), delta(delta) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
+    return F::huber_loss(input, target, reduction, delta);
+  }
+  std::string reduction;
+  double delta;
+};
+using HuberLossImpl = BasicHuberLossImpl<>;
+EMBER_MODULE(HuberLoss);
+
+struct CrossEntropyLossOptions {
+  EMBER_ARG(Tensor, weight);
+  EMBER_ARG(int64_t, ignore_index) = -100;
+  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(double, label_smoothing) = 0.0;
+};
+
+template <class P = DefaultPolicy>
+class BasicCrossEntropyLossImpl : public Cloneable<BasicCrossEntropyLossImpl<P>, P> {
+ public:
+  explicit BasicCrossEntropyLossImpl(const CrossEntropyLossOptions& o = {})
+      : Cloneable<BasicCrossEntropyLossImpl<P>, P>("CrossEntropyLoss"), options(o) {
+    reset();
+  }
+  void reset() override {
+    weight = this->register_buffer("weight", BasicTensor<P>(options.weight().impl_ref()));
+  }
+  BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
+    return F::cross_entropy(input, target, weight, options.ignore_index(), options.reduction(),
+                            options.label_smoothing());
+  }
+  CrossEntropyLossOptions options;
+  BasicTensor<P> weight;
+};
+using CrossEntropyLossImpl = BasicCrossEntropyLossImpl<>;
+EMBER_MODULE(CrossEntropyLoss);
+
+struct NLLLossOptions {
+  EMBER_ARG(Tensor, weight);
+  EMBER_ARG(int64_t, ignore_index) = -100;
+  EMBER_ARG(std::string, reduction) = "mean";
+};
+
+template <class P = DefaultPolicy>
+class BasicNLLLossImpl : public Cloneable<BasicNLLLossImpl<P>, P> {
+ public:
+  explicit BasicNLLLossImpl(const NLLLossOptions& o = {}) : Cloneable<BasicNLLLossImpl<P>, P>("NLLLoss"), options(o) {
+    reset();
+  }
+  void reset() override { weight = this->register_buffer("weight", BasicTensor<P>(options.weight().impl_ref())); }
+  BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
+    return F::nll_loss(input, target, weight, options.ignore_index(), options.reduction());
+  }
+  NLLLossOptions options;
+  BasicTensor<P> weight;
+};
+using NLLLossImpl = BasicNLLLossImpl<>;
+EMBER_MODULE(NLLLoss);
+
+template <class P = DefaultPolicy>
+class BasicBCELossImpl : public Cloneable<BasicBCELossImpl<P>, P> {
+ public:
+  explicit BasicBCELossImpl(BasicTensor<P> weight = {}, std::string reduction = "mean")
+      : Cloneable<BasicBCELossImpl<P>, P>("BCELoss"), reduction(std::move(reduction)), init_weight_(std::move(weight)) {
+    reset();
+  }
+  void reset() override { weight = this->register_buffer("weight", init_weight_); }
+  BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
+    return F::binary_cross_entropy(input, target, weight, reduction);
+  }
+  std::string reduction;
+  BasicTensor<P> weight;
+
+ private:
+  BasicTensor<P> init_weight_;
+};
+using BCELossImpl = BasicBCELossImpl<>;
+EMBER_MODULE(BCELoss);
+
+struct BCEWithLogitsLossOptions {
+  EMBER_ARG(Tensor, weight);
+  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(Tensor, pos_weight);
+};
+
+template <class P = DefaultPolicy>
+class BasicBCEWithLogitsLossImpl : public Cloneable<BasicBCEWithLogitsLossImpl<P>, P> {
+ public:
+  explicit BasicBCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& o = {})
+      : Cloneable<BasicBCEWithLogitsLossImpl<P>, P>("BCEWithLogitsLoss"), options(o) {
+    reset();
+  }
+  void reset() override {
+    weight = this->register_buffer("weight", BasicTensor<P>(options.weight().impl_ref()));
+    pos_weight = this->register_buffer("pos_weight", BasicTensor<P>(options.pos_weight().impl_ref()));
+  }
+  BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
+    return F::binary_cross_entropy_with_logits(input, target, weight, options.reduction(), pos_weight);
+  }
+  BCEWithLogitsLossOptions options;
+  BasicTensor<P> weight, pos_weight;
+};
+using BCEWithLogitsLossImpl = BasicBCEWithLogitsLossImpl<>;
+EMBER_MODULE(BCEWithLogitsLoss);
+
+template <class P = DefaultPolicy>
+class BasicKLDivLossImpl : public Cloneable<BasicKLDivLossImpl<P>, P> {
+ public:
+  explicit BasicKLDivLossImpl(std::string reduction = "mean", bool log_target = false)
+      : Cloneable<BasicKLDivLossImpl<P>, P>("KLDivLoss"), reduction(std::move(reduction)), log_target(log_target) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
+    return F::kl_div(input, target, reduction, log_target);
+  }
+  std::string reduction;
+  bool log_target;
+};
+using KLDivLossImpl = BasicKLDivLossImpl<>;
+EMBER_MODULE(KLDivLoss);
+
+/// Three-input losses: forward(a, b, y) or (anchor, positive, negative).
+template <class P = DefaultPolicy>
+class BasicCosineEmbeddingLossImpl : public Cloneable<BasicCosineEmbeddingLossImpl<P>, P> {
+ public:
+  explicit BasicCosineEmbeddingLossImpl(double margin = 0.0, std::string reduction = "mean")
+      : Cloneable<BasicCosineEmbeddingLossImpl<P>, P>("CosineEmbeddingLoss"), margin(margin),
+        reduction(std::move(reduction)) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y) {
+    return F::cosine_embedding_loss(a, b, y, margin, reduction);
+  }
+  double margin;
+  std::string reduction;
+};
+using CosineEmbeddingLossImpl = BasicCosineEmbeddingLossImpl<>;
+EMBER_MODULE(CosineEmbeddingLoss);
+
+template <class P = DefaultPolicy>
+class BasicMarginRankingLossImpl : public Cloneable<BasicMarginRankingLossImpl<P>, P> {
+ public:
+  explicit BasicMarginRankingLossImpl(double margin = 0.0, std::string reduction = "mean")
+      : Cloneable<BasicMarginRankingLossImpl<P>, P>("MarginRankingLoss"), margin(margin),
+        reduction(std::move(reduction)) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y) {
+    return F::margin_ranking_loss(a, b, y, margin, reduction);
+  }
+  double margin;
+  std::string reduction;
+};
+using MarginRankingLossImpl = BasicMarginRankingLossImpl<>;
+EMBER_MODULE(MarginRankingLoss);
+
+template <class P = DefaultPolicy>
+class BasicTripletMarginLossImpl : public Cloneable<BasicTripletMarginLossImpl<P>, P> {
+ public:
+  explicit BasicTripletMarginLossImpl(double margin = 1.0, double p = 2.0, double eps = 1e-6, bool swap = false,
+                                      std::string reduction = "mean")
+      : Cloneable<BasicTripletMarginLossImpl<P>, P>("TripletMarginLoss"), margin(margin), p(p), eps(eps), swap(swap),
+        reduction(std::move(reduction)) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& a, const BasicTensor<P>& pos, const BasicTensor<P>& neg) {
+    return F::triplet_margin_loss(a, pos, neg, margin, p, eps, swap, reduction);
+  }
+  double margin, p, eps;
+  bool swap;
+  std::string reduction;
+};
+using TripletMarginLossImpl = BasicTripletMarginLossImpl<>;
+EMBER_MODULE(TripletMarginLoss);
+
+}  // namespace ember::nn

@@ -1,0 +1,176 @@
+// Losses: values against direct formulas (plain loops over the elements), reductions,
+// PyTorch's options (weight, ignore_index, label_smoothing, pos_weight, log_target), errors,
+// and gradcheck of each.
+
+#include <doctest/doctest.h>
+#include <ember/autograd/gradcheck.hpp>
+#include <ember/nn.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace ember;
+
+namespace {
+
+std::vector<double> vals(const Tensor& t) {
+  Tensor h = t.detach().to(DType::F64).contiguous();
+  return std::vector<double>(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
+}
+
+void check_grad(const std::string& what, const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                const std::vector<Tensor>& in) {
+  std::string why;
+  CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(f, in, {}, &why), what << ": " << why);
+}
+
+// Reference cross entropy with class indices, loops only.
+double ref_cross_entropy(const std::vector<double>& logits, int64_t n, int64_t c, const std::vector<int64_t>& target,
+                         const std::vector<double>& weight, int64_t ignore, double eps) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (target[i] == ignore) continue;
+    double mx = -INFINITY;
+    for (int64_t k = 0; k < c; ++k) mx = std::max(mx, logits[i * c + k]);
+    double s = 0;
+    for (int64_t k = 0; k < c; ++k) s += std::exp(logits[i * c + k] - mx);
+    auto logp = [&](int64_t k) { return logits[i * c + k] - mx - std::log(s); };
+    double wt = weight.empty() ? 1.0 : weight[target[i]];
+    double smooth = 0;
+    for (int64_t k = 0; k < c; ++k) smooth += -(weight.empty() ? 1.0 : weight[k]) * logp(k);
+    num += (1 - eps) * -wt * logp(target[i]) + eps / c * smooth;
+    den += wt;
+  }
+  return num / den;
+}
+
+}  // namespace
+
+TEST_CASE("losses: regression losses against their formulas, every reduction") {
+  Tensor a = tensor<double>({0.5, -1.0, 2.0, 3.5}), b = tensor<double>({0.0, 1.0, 2.5, 1.0});
+  std::vector<double> av = vals(a), bv = vals(b);
+  double mse = 0, l1 = 0, sl1 = 0, hub = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    double d = std::abs(av[i] - bv[i]);
+    mse += d * d, l1 += d;
+    sl1 += d < 1.0 ? 0.5 * d * d : d - 0.5;
+    hub += d < 1.5 ? 0.5 * d * d : 1.5 * (d - 0.75);
+  }
+  CHECK(nn::F::mse_loss(a, b).item<double>() == doctest::Approx(mse / 4));
+  CHECK(nn::F::mse_loss(a, b, "sum").item<double>() == doctest::Approx(mse));
+  CHECK(nn::F::mse_loss(a, b, "none").sizes() == Shape{4});
+  CHECK(nn::F::l1_loss(a, b).item<double>() == doctest::Approx(l1 / 4));
+  CHECK(nn::F::smooth_l1_loss(a, b).item<double>() == doctest::Approx(sl1 / 4));
+  CHECK(nn::F::huber_loss(a, b, "sum", 1.5).item<double>() == doctest::Approx(hub));
+  CHECK_THROWS_WITH_AS(nn::F::mse_loss(a, b, "avg"), doctest::Contains("reduction must be"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::l1_loss(a, b.narrow(0, 0, 3)), doctest::Contains("[l1_loss] input of shape [4]"), Error);
+}
+
+TEST_CASE("losses: cross_entropy and nll_loss with weight, ignore_index and label smoothing") {
+  manual_seed(9);
+  const int64_t n = 5, c = 4;
+  Tensor logits = randn({n, c}, DType::F64);
+  std::vector<int64_t> tv = {1, 0, 3, 3, 2};
+  Tensor target = tensor<int64_t>({1, 0, 3, 3, 2});
+  std::vector<double> w = {0.5, 1.0, 2.0, 1.5};
+  Tensor weight = tensor<double>({0.5, 1.0, 2.0, 1.5});
+  std::vector<double> lv = vals(logits);
+  CHECK(nn::F::cross_entropy(logits, target).item<double>() ==
+        doctest::Approx(ref_cross_entropy(lv, n, c, tv, {}, -100, 0.0)));
+  CHECK(nn::F::cross_entropy(logits, target, weight).item<double>() ==
+        doctest::Approx(ref_cross_entropy(lv, n, c, tv, w, -100, 0.0)));
+  CHECK(nn::F::cross_entropy(logits, target, {}, 3).item<double>() ==
+        doctest::Approx(ref_cross_entropy(lv, n, c, tv, {}, 3, 0.0)));
+  CHECK(nn::F::cross_entropy(logits, target, {}, -100, "mean", 0.1).item<double>() ==
+        doctest::Approx(ref_cross_entropy(lv, n, c, tv, {}, -100, 0.1)));
+  CHECK(nn::F::cross_entropy(logits, target, weight, 0, "mean", 0.2).item<double>() ==
+        doctest::Approx(ref_cross_entropy(lv, n, c, tv, w, 0, 0.2)));
+  // Probabilities as targets: -sum p log softmax, mean over the batch.
+  Tensor probs = randn({n, c}, DType::F64).softmax(1);
+  double ref = -(probs * logits.log_softmax(1)).sum().item<double>() / n;
+  CHECK(nn::F::cross_entropy(logits, probs).item<double>() == doctest::Approx(ref));
+  // Spatial: (N, C, d) with targets (N, d) equals the flattened problem.
+  Tensor img = randn({2, c, 3}, DType::F64);
+  Tensor tt = tensor<int64_t>({{0, 1, 2}, {3, 3, 1}});
+  Tensor flat = img.permute({0, 2, 1}).reshape({6, c});
+  CHECK(nn::F::cross_entropy(img, tt).item<double>() ==
+        doctest::Approx(nn::F::cross_entropy(flat, tt.reshape({6})).item<double>()));
+  // nll on log-probs equals cross entropy on logits.
+  CHECK(nn::F::nll_loss(logits.log_softmax(1), target, weight).item<double>() ==
+        doctest::Approx(nn::F::cross_entropy(logits, target, weight).item<double>()));
+  CHECK_THROWS_WITH_AS(nn::F::cross_entropy(logits, tensor<int64_t>({1, 0, 4, 3, 2})),
+                       doctest::Contains("outside [0, 4)"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::cross_entropy(logits, tensor<int64_t>({1, 0})), doctest::Contains("does not match"),
+                       Error);
+  nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions().weight(weight).label_smoothing(0.2).ignore_index(0));
+  CHECK(ce(logits, target).item<double>() == doctest::Approx(ref_cross_entropy(lv, n, c, tv, w, 0, 0.2)));
+}
+
+TEST_CASE("losses: binary cross entropy (probabilities and logits), KL divergence") {
+  Tensor x = tensor<double>({-2.0, 0.5, 3.0}), y = tensor<double>({0.0, 1.0, 0.25});
+  std::vector<double> xv = vals(x), yv = vals(y);
+  double bce = 0, bcel = 0, bcep = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    double p = 1 / (1 + std::exp(-xv[i]));
+    bce += -(yv[i] * std::log(p) + (1 - yv[i]) * std::log(1 - p));
+    bcep += -(3.0 * yv[i] * std::log(p) + (1 - yv[i]) * std::log(1 - p));
+  }
+  bcel = bce;
+  CHECK(nn::F::binary_cross_entropy(x.sigmoid(), y).item<double>() == doctest::Approx(bce / 3));
+  CHECK(nn::F::binary_cross_entropy_with_logits(x, y).item<double>() == doctest::Approx(bcel / 3));
+  CHECK(nn::F::binary_cross_entropy_with_logits(x, y, {}, "sum", full({3}, 3.0, DType::F64)).item<double>() ==
+        doctest::Approx(bcep));
+  // Large logits stay finite (softplus form).
+  CHECK(std::isfinite(nn::F::binary_cross_entropy_with_logits(x * 1000.0, y).item<double>()));
+  CHECK_THROWS_WITH_AS(nn::F::binary_cross_entropy(x, y), doctest::Contains("probabilities in [0, 1]"), Error);
+  Tensor lp = tensor<double>({0.2, 0.3, 0.5}).log(), q = tensor<double>({0.1, 0.6, 0.3});
+  double kl = 0;
+  std::vector<double> pv = {0.2, 0.3, 0.5}, qv = {0.1, 0.6, 0.3};
+  for (size_t i = 0; i < 3; ++i) kl += qv[i] * (std::log(qv[i]) - std::log(pv[i]));
+  CHECK(nn::F::kl_div(lp, q, "sum").item<double>() == doctest::Approx(kl));
+  CHECK(nn::F::kl_div(lp, q.log(), "sum", true).item<double>() == doctest::Approx(kl));
+}
+
+TEST_CASE("losses: ranking and embedding losses") {
+  Tensor a = tensor<double>({{1.0, 0.0}, {0.0, 2.0}}), b = tensor<double>({{1.0, 1.0}, {1.0, 0.0}});
+  Tensor y = tensor<double>({1.0, -1.0});
+  // cos(a0, b0) = 1/sqrt2; cos(a1, b1) = 0 -> losses [1 - 0.7071, max(0, 0 - 0.1)].
+  CHECK(nn::F::cosine_embedding_loss(a, b, y, 0.1, "sum").item<double>() == doctest::Approx(1 - std::sqrt(0.5)));
+  Tensor s1 = tensor<double>({1.0, 2.0}), s2 = tensor<double>({2.0, 0.5});
+  CHECK(nn::F::margin_ranking_loss(s1, s2, tensor<double>({1.0, 1.0}), 0.5, "sum").item<double>() ==
+        doctest::Approx(1.5));
+  Tensor an = tensor<double>({{0.0, 0.0}}), po = tensor<double>({{3.0, 4.0}}), ne = tensor<double>({{1.0, 0.0}});
+  CHECK(nn::F::triplet_margin_loss(an, po, ne, 1.0, 2.0, 0.0).item<double>() == doctest::Approx(5.0));
+}
+
+TEST_CASE("losses: gradcheck of every loss") {
+  manual_seed(10);
+  auto r = [](Shape s) { return randn(s, DType::F64).requires_grad_(); };
+  Tensor t = randn({3, 4}, DType::F64);
+  Tensor cls = tensor<int64_t>({0, 3, 2});
+  Tensor w = tensor<double>({1.0, 0.5, 2.0, 1.5});
+  Tensor prob = (rand({3, 4}, DType::F64) * 0.8 + 0.1);
+  check_grad("mse", [&](const auto& x) { return nn::F::mse_loss(x[0], t); }, {r({3, 4})});
+  check_grad("l1", [&](const auto& x) { return nn::F::l1_loss(x[0], t); }, {r({3, 4})});
+  check_grad("smooth_l1", [&](const auto& x) { return nn::F::smooth_l1_loss(x[0], t, "mean", 0.5); }, {r({3, 4})});
+  check_grad("huber", [&](const auto& x) { return nn::F::huber_loss(x[0], t, "sum", 0.7); }, {r({3, 4})});
+  check_grad("cross_entropy", [&](const auto& x) { return nn::F::cross_entropy(x[0], cls, w, 3, "mean", 0.1); },
+             {r({3, 4})});
+  check_grad("cross_entropy probs", [&](const auto& x) { return nn::F::cross_entropy(x[0], x[1].softmax(1)); },
+             {r({3, 4}), r({3, 4})});
+  check_grad("bce", [&](const auto& x) { return nn::F::binary_cross_entropy(x[0].sigmoid(), prob); }, {r({3, 4})});
+  check_grad("bce_with_logits",
+             [&](const auto& x) { return nn::F::binary_cross_entropy_with_logits(x[0], prob, {}, "mean", x[1].exp()); },
+             {r({3, 4}), r({4})});
+  check_grad("kl_div", [&](const auto& x) { return nn::F::kl_div(x[0].log_softmax(1), prob, "batchmean"); },
+             {r({3, 4})});
+  check_grad("cosine_embedding",
+             [&](const auto& x) { return nn::F::cosine_embedding_loss(x[0], x[1], tensor<double>({1.0, -1.0, 1.0})); },
+             {r({3, 4}), r({3, 4})});
+  check_grad("triplet", [&](const auto& x) { return nn::F::triplet_margin_loss(x[0], x[1], x[2], 5.0); },
+             {r({3, 4}), r({3, 4}), r({3, 4})});
+  check_grad("layer_norm", [&](const auto& x) { return nn::F::layer_norm(x[0], {4}, x[1], x[2]); },
+             {r({3, 4}), r({4}), r({4})});
+  check_grad("rms_norm", [&](const auto& x) { return nn::F::rms_norm(x[0], {4}, x[1]); }, {r({3, 4}), r({4})});
+}

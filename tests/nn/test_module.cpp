@@ -1,0 +1,305 @@
+// nn::Module: registration, dotted names, traversal, train/eval, dtype moves, state dicts
+// (strict errors list every problem), deep clone, printing, containers and user modules.
+
+#include <doctest/doctest.h>
+#include <ember/nn.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace ember;
+
+namespace {
+
+struct BlockImpl : nn::Cloneable<BlockImpl> {
+  explicit BlockImpl(int64_t width = 4) : nn::Cloneable<BlockImpl>("Block"), width(width) { reset(); }
+  void reset() override {
+    fc = register_module("fc", nn::Linear(width, width));
+    norm = register_module("norm", nn::LayerNorm(nn::LayerNormOptions({width})));
+    scale = register_parameter("scale", ones({1}));
+    register_buffer("steps", zeros({}, DType::I64));
+  }
+  Tensor forward(const Tensor& x) { return norm(fc(x)).relu() * scale; }
+  int64_t width;
+  nn::Linear fc{nullptr};
+  nn::LayerNorm norm{nullptr};
+  Tensor scale;
+};
+EMBER_MODULE(Block);
+
+struct NetImpl : nn::Module {
+  NetImpl() : nn::Module("Net") {
+    layers = register_module("layers", nn::Sequential(nn::Linear(3, 4), nn::ReLU(), Block(4)));
+    head = register_module("head", nn::Linear(nn::LinearOptions(4, 2).bias(false)));
+  }
+  Tensor forward(const Tensor& x) { return head(layers(x)); }
+  nn::Sequential layers{nullptr};
+  nn::Linear head{nullptr};
+};
+EMBER_MODULE(Net);
+
+std::vector<std::string> names(const nn::NamedTensors& v) {
+  std::vector<std::string> n;
+  for (auto& [k, t] : v) n.push_back(k);
+  return n;
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  return (a.detach().to(DType::F64) - b.detach().to(DType::F64)).abs().amax().item<double>();
+}
+
+}  // namespace
+
+TEST_CASE("nn::Module: dotted parameter names as PyTorch forms them, buffers, children") {
+  // PyTorch's order: a module's own parameters, then each child's, depth first.
+  Net net;
+  CHECK(names(net->named_parameters()) ==
+        std::vector<std::string>{"layers.0.weight", "layers.0.bias", "layers.2.scale", "layers.2.fc.weight",
+                                 "layers.2.fc.bias", "layers.2.norm.weight", "layers.2.norm.bias", "head.weight"});
+  CHECK(names(net->named_buffers()) == std::vector<std::string>{"layers.2.steps"});
+  CHECK(net->parameters().size() == 8);
+  CHECK(net->num_parameters() == 3 * 4 + 4 + 16 + 4 + 4 + 4 + 1 + 8);
+  CHECK(net->children().size() == 2);
+  std::vector<std::string> mods;
+  for (auto& [n, m] : net->named_modules()) mods.push_back(n);
+  CHECK(mods == std::vector<std::string>{"", "layers", "layers.0", "layers.1", "layers.2", "layers.2.fc",
+                                         "layers.2.norm", "head"});
+  for (const Tensor& p : net->parameters()) CHECK(p.requires_grad());
+  CHECK_THROWS_WITH_AS(net->register_parameter("head.x", ones({1})), doctest::Contains("contain no '.'"), Error);
+  CHECK_THROWS_WITH_AS(net->register_module("head", nn::Linear(1, 1)), doctest::Contains("already has a submodule"),
+                       Error);
+}
+
+TEST_CASE("nn::Module: forward, train/eval, to(dtype) keeps handles, zero_grad, apply") {
+  manual_seed(0);
+  Net net;
+  Tensor x = randn({5, 3});
+  Tensor y = net(x);
+  CHECK(y.sizes() == Shape{5, 2});
+  y.sum().backward();
+  for (const Tensor& p : net->parameters()) CHECK(p.grad().defined());
+  net->zero_grad();
+  for (const Tensor& p : net->parameters()) CHECK(!p.grad().defined());
+  net->eval();
+  CHECK(!net->is_training());
+  CHECK(!net->layers[2]->is_training());
+  net->train();
+  CHECK(net->layers[2]->is_training());
+  Tensor w = net->head->weight;  // a handle taken before the move
+  net->to(DType::F64);
+  CHECK(w.dtype() == DType::F64);
+  CHECK(net->head->weight.dtype() == DType::F64);
+  CHECK(net(x.to(DType::F64)).dtype() == DType::F64);
+  int count = 0;
+  net->apply([&](nn::Module&) { ++count; });
+  CHECK(count == 8);
+}
+
+TEST_CASE("nn::Module: state_dict round trip; strict errors list every problem at once") {
+  manual_seed(1);
+  Net a, b;
+  auto sd = a->state_dict();
+  CHECK(names(sd).size() == 9);  // 8 parameters + 1 buffer
+  b->load_state_dict(sd);
+  Tensor x = randn({2, 3});
+  CHECK(max_abs_diff(a(x), b(x)) == 0.0);
+
+  nn::NamedTensors bad = sd;
+  bad.erase(bad.begin());                                     // missing layers.0.weight
+  bad.emplace_back("extra.weight", ones({1}));                // unexpected
+  for (auto& [k, t] : bad)
+    if (k == "head.weight") t = ones({3, 4});                 // shape mismatch
+    else if (k == "layers.0.bias") t = t.to(DType::F64);      // dtype mismatch
+  try {
+    b->load_state_dict(bad);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    std::string m = e.what();
+    CHECK(m.find("missing key 'layers.0.weight'") != std::string::npos);
+    CHECK(m.find("unexpected key 'extra.weight'") != std::string::npos);
+    CHECK(m.find("'head.weight': shape [3, 4] in the state dict, [2, 4] in the module") != std::string::npos);
+    CHECK(m.find("'layers.0.bias': dtype f64 in the state dict, f32 in the module") != std::string::npos);
+  }
+  nn::NamedTensors partial(sd.begin() + 1, sd.end());
+  partial.emplace_back("extra", ones({1}));
+  nn::LoadResult r = b->load_state_dict(partial, false);
+  CHECK(r.missing_keys == std::vector<std::string>{"layers.0.weight"});
+  CHECK(r.unexpected_keys == std::vector<std::string>{"extra"});
+}
+
+TEST_CASE("nn::Module: clone is deep; modules without Cloneable say how to get it") {
+  manual_seed(2);
+  Block blk(4);
+  auto copy = std::dynamic_pointer_cast<BlockImpl>(blk->clone());
+  REQUIRE(copy);
+  Tensor x = randn({3, 4});
+  CHECK(max_abs_diff(blk(x), copy->forward(x)) == 0.0);
+  CHECK(copy->fc->weight.raw_data() != blk->fc->weight.raw_data());
+  {
+    autograd::NoGradGuard ng;
+    copy->fc->weight.add_(1.0);
+  }
+  CHECK(max_abs_diff(blk(x), copy->forward(x)) > 0.0);
+  nn::Sequential seq(nn::Linear(4, 4), nn::Tanh());
+  auto seq2 = std::dynamic_pointer_cast<nn::SequentialImpl>(seq->clone());
+  REQUIRE(seq2);
+  CHECK(max_abs_diff(seq(x), seq2->forward(x)) == 0.0);
+  Net net;
+  CHECK_THROWS_WITH_AS(net->clone(), doctest::Contains("nn::Cloneable"), Error);
+}
+
+TEST_CASE("nn::Module: printing follows PyTorch's repr, then the parameter count") {
+  nn::Sequential seq(nn::Linear(3, 4), nn::ReLU(), nn::Dropout(0.25), nn::LeakyReLU(0.2));
+  std::string s = seq->to_string();
+  CHECK(s ==
+        "Sequential(\n"
+        "  (0): Linear(in_features=3, out_features=4, bias=True)\n"
+        "  (1): ReLU()\n"
+        "  (2): Dropout(p=0.25, inplace=False)\n"
+        "  (3): LeakyReLU(negative_slope=0.2)\n"
+        ")\n"
+        "parameters: 16 (16 trainable)");
+}
+
+TEST_CASE("nn containers: Sequential with callables, ModuleList, ModuleDict, ParameterList") {
+  manual_seed(3);
+  nn::Sequential seq(nn::Linear(2, 2), [](const Tensor& t) { return t * 2.0; });
+  Tensor x = randn({1, 2});
+  auto lin = seq->ptr<nn::LinearImpl>(0);
+  CHECK(max_abs_diff(seq(x), lin->forward(x) * 2.0) == 0.0);
+  CHECK(seq->size() == 2);
+  CHECK_THROWS_WITH_AS(seq->ptr<nn::ReLUImpl>(0), doctest::Contains("not the requested type"), Error);
+
+  nn::ModuleList list;
+  list->push_back(nn::Linear(2, 3));
+  list->push_back(nn::Linear(3, 1));
+  CHECK(names(list->named_parameters()) == std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias"});
+  nn::ModuleDict dict;
+  dict->insert("enc", nn::Linear(2, 2));
+  CHECK(dict->contains("enc"));
+  CHECK(dict->keys() == std::vector<std::string>{"enc"});
+  CHECK_THROWS_WITH_AS((*dict)["dec"], doctest::Contains("no module with key 'dec'"), Error);
+  nn::ParameterList plist;
+  plist->append(ones({2}));
+  plist->append(zeros({3}), false);
+  CHECK(names(plist->named_parameters()) == std::vector<std::string>{"0", "1"});
+  CHECK(plist->parameters()[0].requires_grad());
+  CHECK(!(*plist)[1].requires_grad());
+}
+
+TEST_CASE("nn::Linear and friends match their definitions; bad inputs name the layer") {
+  manual_seed(4);
+  nn::Linear fc(3, 2);
+  Tensor x = randn({4, 3});
+  CHECK(max_abs_diff(fc(x), x.matmul(fc->weight.t()) + fc->bias) < 1e-6);
+  CHECK_THROWS_WITH_AS(fc(randn({4, 5})), doctest::Contains("[Linear] expects inputs with 3 features"), Error);
+  // PyTorch's default init: |W| <= 1/sqrt(in) (kaiming_uniform with a = sqrt 5), |b| <= 1/sqrt(in).
+  nn::Linear big(100, 50);
+  CHECK(big->weight.abs().amax().item<double>() <= 0.1 + 1e-7);
+  CHECK(big->bias.abs().amax().item<double>() <= 0.1 + 1e-7);
+  CHECK(big->weight.abs().amax().item<double>() > 0.09);
+
+  nn::Bilinear bl(3, 2, 4);
+  Tensor a = randn({5, 3}), b = randn({5, 2});
+  Tensor ref = einsum("bi,kij->bkj", std::vector<Tensor>{a, bl->weight});
+  ref = (ref * b.unsqueeze(1)).sum({-1}) + bl->bias;
+  CHECK(max_abs_diff(bl(a, b), ref) < 1e-5);
+
+  nn::Flatten flat;
+  CHECK(flat(zeros({2, 3, 4})).sizes() == Shape{2, 12});
+  nn::Unflatten unf(1, Shape{3, 4});
+  CHECK(unf(zeros({2, 12})).sizes() == Shape{2, 3, 4});
+  nn::Identity id;
+  CHECK(id(x).is_same(x));
+}
+
+TEST_CASE("nn layers: Dropout, Embedding (padding), LayerNorm, RMSNorm") {
+  manual_seed(5);
+  nn::Dropout drop(0.5);
+  Tensor x = ones({1000});
+  Tensor y = drop(x);
+  double kept = y.gt(0.0).to(DType::F64).mean().item<double>();
+  CHECK(kept == doctest::Approx(0.5).epsilon(0.1));
+  CHECK(y.amax().item<double>() == doctest::Approx(2.0));
+  drop->eval();
+  CHECK(drop(x).is_same(x));
+
+  nn::Embedding emb(nn::EmbeddingOptions(5, 3).padding_idx(0));
+  CHECK(emb->weight.select(0, 0).abs().sum().item<double>() == 0.0);
+  Tensor idx = tensor<int64_t>({{0, 2}, {4, 0}});
+  Tensor e = emb(idx);
+  CHECK(e.sizes() == Shape{2, 2, 3});
+  e.sum().backward();
+  Tensor g = emb->weight.grad();
+  CHECK(g.select(0, 0).abs().sum().item<double>() == 0.0);  // padding row never updated
+  CHECK(g.select(0, 2).sum().item<double>() == doctest::Approx(3.0));
+  CHECK_THROWS_WITH_AS(emb(tensor<int64_t>({7})), doctest::Contains("out of range"), Error);
+
+  nn::LayerNorm ln(nn::LayerNormOptions({4}));
+  Tensor z = randn({3, 4});
+  Tensor m = z.mean({-1}, true), v = z.var({-1}, 0, true);
+  CHECK(max_abs_diff(ln(z), (z - m) / (v + 1e-5).sqrt()) < 1e-5);
+  CHECK_THROWS_WITH_AS(ln(randn({3, 5})), doctest::Contains("[layer_norm]"), Error);
+  nn::RMSNorm rms(nn::RMSNormOptions({4}).eps(1e-6));
+  CHECK(max_abs_diff(rms(z), z / (z.square().mean({-1}, true) + 1e-6).sqrt()) < 1e-5);
+}
+
+TEST_CASE("nn::init: PyTorch's bounds, gains and shapes") {
+  manual_seed(6);
+  Tensor w = empty({64, 32});
+  nn::init::xavier_uniform_(w);
+  CHECK(w.abs().amax().item<double>() <= std::sqrt(6.0 / 96) + 1e-6);
+  nn::init::kaiming_normal_(w, 0.0, "fan_out", "relu");
+  CHECK(w.std().item<double>() == doctest::Approx(std::sqrt(2.0 / 64)).epsilon(0.1));
+  nn::init::trunc_normal_(w, 0.0, 1.0, -0.5, 0.5);
+  CHECK(w.abs().amax().item<double>() <= 0.5);
+  Tensor q = empty({6, 4});
+  nn::init::orthogonal_(q);
+  CHECK(max_abs_diff(q.t().matmul(q), eye(4)) < 1e-5);
+  Tensor q2 = empty({3, 5});
+  nn::init::orthogonal_(q2, 2.0);
+  CHECK(max_abs_diff(q2.matmul(q2.t()), eye(3) * 4.0) < 1e-4);
+  nn::init::eye_(q);
+  CHECK(q.sum().item<double>() == 4.0);
+  CHECK(nn::init::calculate_gain("leaky_relu", 0.2) == doctest::Approx(std::sqrt(2.0 / 1.04)));
+  CHECK_THROWS_WITH_AS(nn::init::calculate_gain("swish"), doctest::Contains("unsupported nonlinearity"), Error);
+  Tensor p = ones({2}).requires_grad_();
+  nn::init::zeros_(p);  // under no-grad: allowed on a leaf that requires grad
+  CHECK(p.sum().item<double>() == 0.0);
+}
+
+TEST_CASE("nn::utils: clip_grad_norm_, clip_grad_value_, parameters_to_vector") {
+  Tensor a = tensor<double>({3.0, 4.0}).requires_grad_();
+  Tensor b = tensor<double>({0.0}).requires_grad_();
+  (a * a / 2.0).sum().backward();  // grad = a = [3, 4], norm 5
+  (b * 0.0).sum().backward();
+  Tensor total = nn::utils::clip_grad_norm_<DefaultPolicy>({a, b}, 1.0);
+  CHECK(total.item<double>() == doctest::Approx(5.0));
+  CHECK(a.grad().norm().item<double>() == doctest::Approx(1.0).epsilon(1e-5));
+  nn::utils::clip_grad_value_<DefaultPolicy>({a}, 0.7);
+  CHECK(a.grad().amax().item<double>() <= 0.7);
+  Tensor v = nn::utils::parameters_to_vector<DefaultPolicy>({a, b});
+  CHECK(v.sizes() == Shape{3});
+  nn::utils::vector_to_parameters<DefaultPolicy>(tensor<double>({7.0, 8.0, 9.0}), {a, b});
+  CHECK(b.item<double>() == 9.0);
+}
+
+TEST_CASE("nn: a small MLP learns a regression problem with plain SGD (loss down 20x)") {
+  manual_seed(7);
+  nn::Sequential net(nn::Linear(2, 32), nn::Tanh(), nn::Linear(32, 1));
+  Tensor x = rand({256, 2}) * 2.0 - 1.0;
+  Tensor t = (x.select(1, 0) * 3.0).sin().unsqueeze(1) * x.select(1, 1).unsqueeze(1);
+  nn::MSELoss mse;
+  double first = 0, last = 0;
+  for (int step = 0; step < 600; ++step) {
+    Tensor loss = mse(net(x), t);
+    if (step == 0) first = loss.item<double>();
+    last = loss.item<double>();
+    net->zero_grad();
+    loss.backward();
+    autograd::NoGradGuard ng;
+    for (Tensor p : net->parameters()) p.sub_(p.grad() * 0.2);
+  }
+  CHECK(last < first / 20);
+}
