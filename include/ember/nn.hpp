@@ -5,10 +5,12 @@
 
 #include <ember/ember.hpp>
 #include <ember/nn/functional.hpp>
+#include <ember/nn/functional_conv.hpp>
 #include <ember/nn/init.hpp>
 #include <ember/nn/module.hpp>
 #include <ember/nn/modules/activation.hpp>
 #include <ember/nn/modules/container.hpp>
+#include <ember/nn/modules/conv.hpp>
 #include <ember/nn/modules/layers.hpp>
 #include <ember/nn/modules/linear.hpp>
 #include <ember/nn/modules/loss.hpp>

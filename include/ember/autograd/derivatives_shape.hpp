@@ -309,4 +309,31 @@ void Recorder<P>::record(const ops::IndexPut& op, const TensorRef& out, const Te
   set_history(*out, detail::make_node<P>("index_put", {&xi, &values}, std::move(f), detail::ops_of<P>()), 0);
 }
 
+// im2col and col2im are each other's adjoint.
+template <class P>
+void Recorder<P>::record(const ops::Im2Col& op, const TensorRef& out, const TensorImpl& xi) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  ops::ConvGeometry g = op.g;
+  g.pad_value = 0.0;  // the gradient never flows into padding
+  std::array<int64_t, 3> spatial{1, 1, 1};
+  for (int d = 0; d < g.nd; ++d) spatial[d] = xi.sizes[2 + d];
+  auto f = [g, spatial](const Node&, detail::Grads<P>& gs) -> detail::Grads<P> {
+    return {TP::wrap(dispatch<P>(ops::Col2Im{g, spatial}, gs[0].impl()))};
+  };
+  set_history(*out, detail::make_node<P>("im2col", {&xi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::Col2Im& op, const TensorRef& out, const TensorImpl& ci) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  ops::ConvGeometry g = op.g;
+  g.pad_value = 0.0;
+  auto f = [g](const Node&, detail::Grads<P>& gs) -> detail::Grads<P> {
+    return {TP::wrap(dispatch<P>(ops::Im2Col{g}, gs[0].impl()))};
+  };
+  set_history(*out, detail::make_node<P>("col2im", {&ci}, std::move(f), detail::ops_of<P>()), 0);
+}
+
 }  // namespace ember::autograd

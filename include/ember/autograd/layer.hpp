@@ -13,6 +13,7 @@
 
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/autograd/node.hpp>
+#include <ember/ops/conv_ops.hpp>
 #include <ember/ops/index_ops.hpp>
 #include <ember/ops/reduction_ops.hpp>
 #include <ember/ops/view_ops.hpp>
@@ -55,6 +56,8 @@ struct Recorder {
   static void record(const ops::IndexPut& op, const TensorRef& out, const TensorImpl& x, ImplSpan indices,
                      const TensorImpl& values);
   static void record(const ops::IndexTensor& op, const TensorRef& out, const TensorImpl& x, ImplSpan indices);
+  static void record(const ops::Im2Col& op, const TensorRef& out, const TensorImpl& x);
+  static void record(const ops::Col2Im& op, const TensorRef& out, const TensorImpl& cols);
   /// Ops whose results are never differentiable (integer or boolean outputs).
   static void record(const ops::Nonzero&, const TensorRef&, const TensorImpl&) {}
   static void record(const ops::Unique&, const std::vector<TensorRef>&, const TensorImpl&) {}

@@ -1,0 +1,482 @@
+#pragma once
+/// nn::functional for convolution, pooling, normalisation over channels and resampling.
+/// Convolution = im2col + one batched GEMM per group; pooling = im2col + a reduction over the
+/// window; transposed convolution = GEMM + col2im (ops/conv_ops.hpp). Sizes follow PyTorch.
+
+#include <ember/autograd/grad_mode.hpp>
+#include <ember/core/factories.hpp>
+#include <ember/core/tensor_methods.hpp>
+#include <ember/ops/conv_ops.hpp>
+#include <ember/ops/functions.hpp>
+#include <ember/ops/shape_ops.hpp>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ember::nn::functional {
+
+/// Per-dim integer arguments: one value for all dims, or one per dim.
+using IntArgs = std::vector<int64_t>;
+
+namespace detail {
+
+inline std::array<int64_t, 3> expand_arg(const IntArgs& v, int nd, const char* op, const char* what) {
+  EMBER_CHECK(v.size() == 1 || static_cast<int>(v.size()) == nd, "[{}] {} needs 1 or {} values, got {}", op, what, nd,
+              v.size());
+  std::array<int64_t, 3> r{1, 1, 1};
+  for (int d = 0; d < nd; ++d) r[d] = v.size() == 1 ? v[0] : v[d];
+  return r;
+}
+
+inline ops::ConvGeometry geometry(int nd, const IntArgs& kernel, const IntArgs& stride, const IntArgs& padding,
+                                  const IntArgs& dilation, const char* op) {
+  ops::ConvGeometry g;
+  g.nd = nd;
+  g.kernel = expand_arg(kernel, nd, op, "kernel_size");
+  g.stride = expand_arg(stride.empty() ? kernel : stride, nd, op, "stride");
+  auto pad = expand_arg(padding, nd, op, "padding");
+  g.pad_before = pad;
+  g.pad_after = pad;
+  g.dilation = expand_arg(dilation, nd, op, "dilation");
+  ops::check_geometry(g, op);
+  return g;
+}
+
+template <class P>
+BasicTensor<P> im2col(const BasicTensor<P>& x, const ops::ConvGeometry& g) {
+  return BasicTensor<P>::wrap(dispatch<P>(ops::Im2Col{g}, x.impl()));
+}
+template <class P>
+BasicTensor<P> col2im(const BasicTensor<P>& cols, const ops::ConvGeometry& g, const std::array<int64_t, 3>& spatial) {
+  return BasicTensor<P>::wrap(dispatch<P>(ops::Col2Im{g, spatial}, cols.impl()));
+}
+
+/// (N, C, *spatial) input check; an unbatched (C, *spatial) input is given a batch of 1.
+template <class P>
+BasicTensor<P> batched(const BasicTensor<P>& x, int nd, const char* op, bool& unbatched) {
+  unbatched = x.dim() == nd + 1;
+  EMBER_CHECK(x.dim() == nd + 2 || unbatched, "[{}] expects a ({}) or (N, C, ...) input with {} spatial dims, got shape {}",
+              op, nd == 1 ? "C, L" : nd == 2 ? "C, H, W" : "C, D, H, W", nd, x.sizes());
+  return unbatched ? x.unsqueeze(0) : x;
+}
+
+template <class P>
+BasicTensor<P> conv_nd(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b, int nd,
+                       const IntArgs& stride, const IntArgs& padding, const IntArgs& dilation, int64_t groups,
+                       const char* op) {
+  bool unbatched;
+  BasicTensor<P> xb = batched(x, nd, op, unbatched);
+  EMBER_CHECK(w.dim() == nd + 2, "[{}] weight must have {} dims (out, in / groups, kernel...), got shape {}", op, nd + 2,
+              w.sizes());
+  EMBER_CHECK(groups >= 1 && xb.size(1) % groups == 0 && w.size(0) % groups == 0,
+              "[{}] groups={} must divide the input channels ({}) and the output channels ({})", op, groups, xb.size(1),
+              w.size(0));
+  EMBER_CHECK(w.size(1) * groups == xb.size(1),
+              "[{}] weight of shape {} expects {} input channels, got input of shape {}", op, w.sizes(),
+              w.size(1) * groups, x.sizes());
+  IntArgs kernel;
+  for (int d = 0; d < nd; ++d) kernel.push_back(w.size(2 + d));
+  ops::ConvGeometry g = geometry(nd, kernel, stride.empty() ? IntArgs{1} : stride, padding, dilation, op);
+  int64_t n = xb.size(0), o = w.size(0), k = w.numel() / o;
+  BasicTensor<P> cols = im2col(xb, g);  // (N, C * taps, L)
+  int64_t l = cols.size(2);
+  BasicTensor<P> out;
+  if (groups == 1) {
+    out = w.reshape({o, k}).matmul(cols);  // (N, O, L)
+  } else {
+    BasicTensor<P> cg = cols.reshape({n, groups, k, l});
+    BasicTensor<P> wg = w.reshape({groups, o / groups, k});
+    out = wg.matmul(cg).reshape({n, o, l});  // (1, G, O/G, K) @ (N, G, K, L)
+  }
+  if (b.defined()) out = out + b.reshape({1, o, 1});
+  Shape s{n, o};
+  for (int d = 0; d < nd; ++d) s.push_back(g.out_size(d, xb.size(2 + d)));
+  out = out.reshape(s);
+  return unbatched ? out.squeeze(0) : out;
+}
+
+/// Pads for padding="same": total d*(k-1) per dim, the extra element after (as PyTorch).
+inline void same_padding(ops::ConvGeometry& g) {
+  for (int d = 0; d < g.nd; ++d) {
+    int64_t total = g.dilation[d] * (g.kernel[d] - 1);
+    g.pad_before[d] = total / 2;
+    g.pad_after[d] = total - total / 2;
+  }
+}
+
+}  // namespace detail
+
+/// Convolution over 1, 2 or 3 spatial dims (cross-correlation, as PyTorch).
+template <class P>
+BasicTensor<P> conv1d(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {},
+                      IntArgs stride = {1}, IntArgs padding = {0}, IntArgs dilation = {1}, int64_t groups = 1) {
+  return detail::conv_nd(x, w, b, 1, stride, padding, dilation, groups, "conv1d");
+}
+template <class P>
+BasicTensor<P> conv2d(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {},
+                      IntArgs stride = {1}, IntArgs padding = {0}, IntArgs dilation = {1}, int64_t groups = 1) {
+  return detail::conv_nd(x, w, b, 2, stride, padding, dilation, groups, "conv2d");
+}
+template <class P>
+BasicTensor<P> conv3d(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {},
+                      IntArgs stride = {1}, IntArgs padding = {0}, IntArgs dilation = {1}, int64_t groups = 1) {
+  return detail::conv_nd(x, w, b, 3, stride, padding, dilation, groups, "conv3d");
+}
+
+/// Transposed convolution (the adjoint of conv): weight (in, out / groups, kernel...).
+template <class P>
+BasicTensor<P> conv_transpose_nd(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b, int nd,
+                                 IntArgs stride, IntArgs padding, IntArgs output_padding, int64_t groups,
+                                 IntArgs dilation, const char* op) {
+  bool unbatched;
+  BasicTensor<P> xb = detail::batched(x, nd, op, unbatched);
+  EMBER_CHECK(w.dim() == nd + 2 && w.size(0) == xb.size(1),
+              "[{}] weight of shape {} does not fit an input with {} channels (expects (in, out / groups, kernel...))",
+              op, w.sizes(), xb.size(1));
+  EMBER_CHECK(groups >= 1 && xb.size(1) % groups == 0, "[{}] groups={} must divide the input channels ({})", op,
+              groups, xb.size(1));
+  IntArgs kernel;
+  for (int d = 0; d < nd; ++d) kernel.push_back(w.size(2 + d));
+  ops::ConvGeometry g = detail::geometry(nd, kernel, stride, padding, dilation, op);
+  auto op_pad = detail::expand_arg(output_padding, nd, op, "output_padding");
+  std::array<int64_t, 3> spatial{1, 1, 1};
+  int64_t n = xb.size(0), cin = xb.size(1), cout = w.size(1) * groups, l = 1;
+  Shape s{n, cout};
+  for (int d = 0; d < nd; ++d) {
+    EMBER_CHECK(op_pad[d] >= 0 && op_pad[d] < std::max(g.stride[d], g.dilation[d]),
+                "[{}] output_padding {} must be smaller than stride or dilation", op, op_pad[d]);
+    spatial[d] = (xb.size(2 + d) - 1) * g.stride[d] - 2 * g.pad_before[d] + g.dilation[d] * (g.kernel[d] - 1) +
+                 op_pad[d] + 1;
+    // output_padding adds elements after the last window that no window reaches (they get only
+    // the bias); keep the window count equal to the input size.
+    g.pad_after[d] -= g.stride[d] * (op_pad[d] / g.stride[d]);
+    EMBER_CHECK(g.pad_after[d] >= 0, "[{}] output_padding {} with stride {} and padding {} is not supported", op,
+                op_pad[d], g.stride[d], g.pad_before[d]);
+    l *= xb.size(2 + d);
+    s.push_back(spatial[d]);
+  }
+  int64_t taps = g.kernel_numel();
+  BasicTensor<P> xf = xb.reshape({n, groups, cin / groups, l});
+  BasicTensor<P> wg = w.reshape({groups, cin / groups, (cout / groups) * taps});
+  BasicTensor<P> cols = wg.mT().matmul(xf).reshape({n, cout * taps, l});  // (N, G, Cout/G * taps, L)
+  BasicTensor<P> out = detail::col2im(cols, g, spatial);
+  if (b.defined()) {
+    Shape bs(static_cast<size_t>(nd + 2), 1);
+    bs[1] = cout;
+    out = out + b.reshape(bs);
+  }
+  return unbatched ? out.squeeze(0) : out;
+}
+template <class P>
+BasicTensor<P> conv_transpose1d(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {},
+                                IntArgs stride = {1}, IntArgs padding = {0}, IntArgs output_padding = {0},
+                                int64_t groups = 1, IntArgs dilation = {1}) {
+  return conv_transpose_nd(x, w, b, 1, stride, padding, output_padding, groups, dilation, "conv_transpose1d");
+}
+template <class P>
+BasicTensor<P> conv_transpose2d(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {},
+                                IntArgs stride = {1}, IntArgs padding = {0}, IntArgs output_padding = {0},
+                                int64_t groups = 1, IntArgs dilation = {1}) {
+  return conv_transpose_nd(x, w, b, 2, stride, padding, output_padding, groups, dilation, "conv_transpose2d");
+}
+
+namespace detail {
+/// Pads for ceil_mode: extra elements after the input so that a last partial window exists,
+/// provided it starts inside the input or the left padding (PyTorch's rule).
+inline void apply_ceil_mode(ops::ConvGeometry& g, const Shape& in, int nd) {
+  for (int d = 0; d < nd; ++d) {
+    int64_t span = g.dilation[d] * (g.kernel[d] - 1) + 1;
+    int64_t padded = in[2 + d] + 2 * g.pad_before[d];
+    int64_t out = (padded - span + g.stride[d] - 1) / g.stride[d] + 1;
+    if ((out - 1) * g.stride[d] >= in[2 + d] + g.pad_before[d]) --out;
+    int64_t need = (out - 1) * g.stride[d] + span - padded;
+    if (need > 0) g.pad_after[d] += need;
+  }
+}
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> max_pool_nd(const BasicTensor<P>& x, int nd, IntArgs kernel, IntArgs stride,
+                                                      IntArgs padding, IntArgs dilation, bool ceil_mode,
+                                                      bool want_indices, const char* op) {
+  bool unbatched;
+  BasicTensor<P> xb = batched(x, nd, op, unbatched);
+  ops::ConvGeometry g = geometry(nd, kernel, stride, padding, dilation, op);
+  for (int d = 0; d < nd; ++d)
+    EMBER_CHECK(2 * g.pad_before[d] <= g.kernel[d], "[{}] padding {} must be at most half the kernel size {}", op,
+                g.pad_before[d], g.kernel[d]);
+  if (ceil_mode) apply_ceil_mode(g, xb.sizes(), nd);
+  g.pad_value = -std::numeric_limits<double>::infinity();
+  int64_t n = xb.size(0), c = xb.size(1), taps = g.kernel_numel();
+  BasicTensor<P> cols = im2col(xb, g);
+  int64_t l = cols.size(2);
+  auto [vals, arg] = cols.reshape({n, c, taps, l}).max(2);  // (N, C, L)
+  Shape s{n, c};
+  for (int d = 0; d < nd; ++d) s.push_back(g.out_size(d, xb.size(2 + d)));
+  BasicTensor<P> out = vals.reshape(s);
+  BasicTensor<P> idx;
+  if (want_indices) {
+    // Flat index into the input plane of the winning tap, as PyTorch returns it.
+    autograd::NoGradGuard ng;
+    BasicTensor<P> flat = zeros<P>(s, TensorOptions(DType::I64));
+    BasicTensor<P> tap = arg.reshape(s);
+    int64_t rest = taps;
+    for (int d = 0; d < nd; ++d) {
+      rest /= g.kernel[d];
+      BasicTensor<P> kd = tap.div_floor(rest).remainder(g.kernel[d]);
+      Shape os(static_cast<size_t>(nd + 2), 1);
+      os[2 + d] = s[2 + d];
+      BasicTensor<P> o = arange<P>(s[2 + d]).reshape(os);
+      BasicTensor<P> pos = o * g.stride[d] - g.pad_before[d] + kd * g.dilation[d];
+      flat = flat * xb.size(2 + d) + pos;
+    }
+    idx = flat;
+  }
+  if (unbatched) {
+    out = out.squeeze(0);
+    if (idx.defined()) idx = idx.squeeze(0);
+  }
+  return {out, idx};
+}
+template <class P>
+BasicTensor<P> avg_pool_nd(const BasicTensor<P>& x, int nd, IntArgs kernel, IntArgs stride, IntArgs padding,
+                           bool ceil_mode, bool count_include_pad, const char* op) {
+  bool unbatched;
+  BasicTensor<P> xb = batched(x, nd, op, unbatched);
+  ops::ConvGeometry g = geometry(nd, kernel, stride, padding, {1}, op);
+  for (int d = 0; d < nd; ++d)
+    EMBER_CHECK(2 * g.pad_before[d] <= g.kernel[d], "[{}] padding {} must be at most half the kernel size {}", op,
+                g.pad_before[d], g.kernel[d]);
+  std::array<int64_t, 3> sym_after = g.pad_after;
+  if (ceil_mode) apply_ceil_mode(g, xb.sizes(), nd);
+  int64_t n = xb.size(0), c = xb.size(1), taps = g.kernel_numel();
+  BasicTensor<P> cols = im2col(xb, g);
+  int64_t l = cols.size(2);
+  BasicTensor<P> sum = cols.reshape({n, c, taps, l}).sum({2});
+  // Divisor per window: taps inside input + symmetric padding (count_include_pad) or inside the input only.
+  BasicTensor<P> div;
+  {
+    autograd::NoGradGuard ng;
+    Shape one{1, 1};
+    for (int d = 0; d < nd; ++d) one.push_back(xb.size(2 + d));
+    ops::ConvGeometry gc = g;
+    BasicTensor<P> ones_img = ones<P>(one, TensorOptions(x.dtype()).device(x.device()));
+    if (count_include_pad) {
+      // Padding counts, the ceil_mode overhang does not: count on an image padded with ones.
+      Shape padded = one;
+      for (int d = 0; d < nd; ++d) padded[2 + d] += g.pad_before[d] + sym_after[d];
+      ones_img = ones<P>(padded, TensorOptions(x.dtype()).device(x.device()));
+      for (int d = 0; d < nd; ++d) gc.pad_before[d] = 0, gc.pad_after[d] = g.pad_after[d] - sym_after[d];
+    }
+    div = im2col(ones_img, gc).sum({1}).reshape({1, 1, l});
+  }
+  Shape s{n, c};
+  for (int d = 0; d < nd; ++d) s.push_back(g.out_size(d, xb.size(2 + d)));
+  BasicTensor<P> out = (sum / div).reshape(s);
+  return unbatched ? out.squeeze(0) : out;
+}
+}  // namespace detail
+
+template <class P>
+BasicTensor<P> max_pool1d(const BasicTensor<P>& x, IntArgs kernel, IntArgs stride = {}, IntArgs padding = {0},
+                          IntArgs dilation = {1}, bool ceil_mode = false) {
+  return detail::max_pool_nd(x, 1, kernel, stride, padding, dilation, ceil_mode, false, "max_pool1d").first;
+}
+template <class P>
+BasicTensor<P> max_pool2d(const BasicTensor<P>& x, IntArgs kernel, IntArgs stride = {}, IntArgs padding = {0},
+                          IntArgs dilation = {1}, bool ceil_mode = false) {
+  return detail::max_pool_nd(x, 2, kernel, stride, padding, dilation, ceil_mode, false, "max_pool2d").first;
+}
+/// (values, flat indices into each input plane), as max_pool2d(..., return_indices=True).
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> max_pool2d_with_indices(const BasicTensor<P>& x, IntArgs kernel,
+                                                                  IntArgs stride = {}, IntArgs padding = {0},
+                                                                  IntArgs dilation = {1}, bool ceil_mode = false) {
+  return detail::max_pool_nd(x, 2, kernel, stride, padding, dilation, ceil_mode, true, "max_pool2d");
+}
+template <class P>
+BasicTensor<P> avg_pool1d(const BasicTensor<P>& x, IntArgs kernel, IntArgs stride = {}, IntArgs padding = {0},
+                          bool ceil_mode = false, bool count_include_pad = true) {
+  return detail::avg_pool_nd(x, 1, kernel, stride, padding, ceil_mode, count_include_pad, "avg_pool1d");
+}
+template <class P>
+BasicTensor<P> avg_pool2d(const BasicTensor<P>& x, IntArgs kernel, IntArgs stride = {}, IntArgs padding = {0},
+                          bool ceil_mode = false, bool count_include_pad = true) {
+  return detail::avg_pool_nd(x, 2, kernel, stride, padding, ceil_mode, count_include_pad, "avg_pool2d");
+}
+
+namespace detail {
+/// (out, in) matrix averaging the adaptive window of each output position
+/// (start = floor(i in / out), end = ceil((i + 1) in / out)).
+template <class P>
+BasicTensor<P> adaptive_matrix(int64_t in, int64_t out, DType t, Device dev) {
+  BasicTensor<P> m = zeros<P>({out, in}, TensorOptions(DType::F64));
+  double* p = m.template data_ptr<double>();
+  for (int64_t i = 0; i < out; ++i) {
+    int64_t s = (i * in) / out, e = ((i + 1) * in + out - 1) / out;
+    for (int64_t j = s; j < e; ++j) p[i * in + j] = 1.0 / static_cast<double>(e - s);
+  }
+  return m.to(t).to(dev);
+}
+}  // namespace detail
+
+/// Adaptive average pooling: separable, so one matrix product per spatial dim.
+template <class P>
+BasicTensor<P> adaptive_avg_pool1d(const BasicTensor<P>& x, int64_t out) {
+  EMBER_CHECK(x.dim() == 2 || x.dim() == 3, "[adaptive_avg_pool1d] expects (C, L) or (N, C, L), got shape {}",
+              x.sizes());
+  EMBER_CHECK(out > 0, "[adaptive_avg_pool1d] output size must be positive, got {}", out);
+  return x.matmul(detail::adaptive_matrix<P>(x.size(-1), out, x.dtype(), x.device()).t());
+}
+template <class P>
+BasicTensor<P> adaptive_avg_pool2d(const BasicTensor<P>& x, IntArgs out) {
+  EMBER_CHECK(x.dim() == 3 || x.dim() == 4, "[adaptive_avg_pool2d] expects (C, H, W) or (N, C, H, W), got shape {}",
+              x.sizes());
+  auto o = detail::expand_arg(out, 2, "adaptive_avg_pool2d", "output_size");
+  EMBER_CHECK(o[0] > 0 && o[1] > 0, "[adaptive_avg_pool2d] output size must be positive, got {}x{}", o[0], o[1]);
+  BasicTensor<P> ah = detail::adaptive_matrix<P>(x.size(-2), o[0], x.dtype(), x.device());
+  BasicTensor<P> aw = detail::adaptive_matrix<P>(x.size(-1), o[1], x.dtype(), x.device());
+  return ah.matmul(x).matmul(aw.t());
+}
+/// Adaptive max pooling over each output cell's window.
+template <class P>
+BasicTensor<P> adaptive_max_pool2d(const BasicTensor<P>& x, IntArgs out) {
+  EMBER_CHECK(x.dim() == 3 || x.dim() == 4, "[adaptive_max_pool2d] expects (C, H, W) or (N, C, H, W), got shape {}",
+              x.sizes());
+  auto o = detail::expand_arg(out, 2, "adaptive_max_pool2d", "output_size");
+  int64_t h = x.size(-2), w = x.size(-1);
+  if (h % o[0] == 0 && w % o[1] == 0) return max_pool2d(x, {h / o[0], w / o[1]});
+  std::vector<BasicTensor<P>> rows;
+  for (int64_t i = 0; i < o[0]; ++i) {
+    int64_t hs = (i * h) / o[0], he = ((i + 1) * h + o[0] - 1) / o[0];
+    std::vector<BasicTensor<P>> cells;
+    for (int64_t j = 0; j < o[1]; ++j) {
+      int64_t ws = (j * w) / o[1], we = ((j + 1) * w + o[1] - 1) / o[1];
+      cells.push_back(x.narrow(-2, hs, he - hs).narrow(-1, ws, we - ws).amax({-2, -1}));
+    }
+    rows.push_back(stack(cells, -1));
+  }
+  return stack(rows, -2);
+}
+
+// ---- normalisation over channels -------------------------------------------------------------
+/// Batch normalisation of (N, C, ...): batch statistics when training (updating the running
+/// ones in place with `momentum`, unbiased variance, as PyTorch), running statistics otherwise.
+template <class P>
+BasicTensor<P> batch_norm(const BasicTensor<P>& x, BasicTensor<P> running_mean, BasicTensor<P> running_var,
+                          const BasicTensor<P>& weight = {}, const BasicTensor<P>& bias = {}, bool training = false,
+                          double momentum = 0.1, double eps = 1e-5) {
+  EMBER_CHECK(x.dim() >= 2, "[batch_norm] expects (N, C, ...) input, got shape {}", x.sizes());
+  int64_t c = x.size(1);
+  Shape dims{0};
+  for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  Shape bs(static_cast<size_t>(x.dim()), 1);
+  bs[1] = c;
+  BasicTensor<P> mean, var;
+  if (training) {
+    int64_t count = x.numel() / c;
+    EMBER_CHECK(count > 1, "[batch_norm] needs more than one value per channel when training, got input shape {}",
+                x.sizes());
+    auto [v, m] = x.var_mean(dims, 0, false);
+    mean = m, var = v;
+    if (running_mean.defined()) {
+      autograd::NoGradGuard ng;
+      running_mean.mul_(1 - momentum).add_(m.detach() * momentum);
+      running_var.mul_(1 - momentum).add_(v.detach() * (momentum * count / (count - 1.0)));
+    }
+  } else {
+    EMBER_CHECK(running_mean.defined() && running_var.defined(),
+                "[batch_norm] evaluation needs running statistics (track_running_stats)");
+    mean = running_mean, var = running_var;
+  }
+  BasicTensor<P> y = (x - mean.reshape(bs)) * (var.reshape(bs) + eps).rsqrt();
+  if (weight.defined()) y = y * weight.reshape(bs);
+  if (bias.defined()) y = y + bias.reshape(bs);
+  return y;
+}
+
+template <class P>
+BasicTensor<P> group_norm(const BasicTensor<P>& x, int64_t groups, const BasicTensor<P>& weight = {},
+                          const BasicTensor<P>& bias = {}, double eps = 1e-5) {
+  EMBER_CHECK(x.dim() >= 2, "[group_norm] expects (N, C, ...) input, got shape {}", x.sizes());
+  int64_t n = x.size(0), c = x.size(1);
+  EMBER_CHECK(groups > 0 && c % groups == 0, "[group_norm] {} channels are not divisible into {} groups", c, groups);
+  BasicTensor<P> g = x.reshape({n, groups, -1});
+  auto [var, mean] = g.var_mean({2}, 0, true);
+  BasicTensor<P> y = ((g - mean) * (var + eps).rsqrt()).reshape(x.sizes());
+  Shape bs(static_cast<size_t>(x.dim()), 1);
+  bs[1] = c;
+  if (weight.defined()) y = y * weight.reshape(bs);
+  if (bias.defined()) y = y + bias.reshape(bs);
+  return y;
+}
+
+/// Normalises each (sample, channel) over its spatial dims (no running statistics).
+template <class P>
+BasicTensor<P> instance_norm(const BasicTensor<P>& x, const BasicTensor<P>& weight = {}, const BasicTensor<P>& bias = {},
+                             double eps = 1e-5) {
+  EMBER_CHECK(x.dim() >= 3, "[instance_norm] expects (N, C, ...) input with spatial dims, got shape {}", x.sizes());
+  int64_t n = x.size(0), c = x.size(1);
+  BasicTensor<P> y = group_norm(x.reshape({1, n * c, -1}), n * c, {}, {}, eps).reshape(x.sizes());
+  Shape bs(static_cast<size_t>(x.dim()), 1);
+  bs[1] = c;
+  if (weight.defined()) y = y * weight.reshape(bs);
+  if (bias.defined()) y = y + bias.reshape(bs);
+  return y;
+}
+
+// ---- resampling ----------------------------------------------------------------------------
+namespace detail {
+/// (out, in) linear interpolation matrix (PyTorch's source index rule; align_corners or not).
+template <class P>
+BasicTensor<P> linear_matrix(int64_t in, int64_t out, bool align_corners, DType t, Device dev) {
+  BasicTensor<P> m = zeros<P>({out, in}, TensorOptions(DType::F64));
+  double* p = m.template data_ptr<double>();
+  for (int64_t i = 0; i < out; ++i) {
+    double src = align_corners ? (out > 1 ? static_cast<double>(i) * (in - 1) / (out - 1) : 0.0)
+                               : std::max(0.0, (i + 0.5) * static_cast<double>(in) / out - 0.5);
+    int64_t i0 = std::min<int64_t>(static_cast<int64_t>(std::floor(src)), in - 1);
+    int64_t i1 = std::min<int64_t>(i0 + 1, in - 1);
+    double f = src - i0;
+    p[i * in + i0] += 1.0 - f;
+    p[i * in + i1] += f;
+  }
+  return m.to(t).to(dev);
+}
+}  // namespace detail
+
+/// Nearest or bilinear resizing of (N, C, H, W) to `size`.
+template <class P>
+BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_view mode = "nearest",
+                           bool align_corners = false) {
+  EMBER_CHECK(x.dim() == 4, "[interpolate] expects (N, C, H, W), got shape {}", x.sizes());
+  auto o = detail::expand_arg(size, 2, "interpolate", "size");
+  EMBER_CHECK(o[0] > 0 && o[1] > 0, "[interpolate] output size must be positive, got {}x{}", o[0], o[1]);
+  int64_t h = x.size(2), w = x.size(3);
+  if (mode == "nearest") {
+    auto index = [&](int64_t in, int64_t out) {
+      std::vector<int64_t> v(static_cast<size_t>(out));
+      for (int64_t i = 0; i < out; ++i)
+        v[i] = std::min<int64_t>(static_cast<int64_t>(std::floor(i * static_cast<double>(in) / out)), in - 1);
+      BasicTensor<P> t = from_blob<P>(v.data(), {out}, TensorOptions(DType::I64)).clone();
+      return x.is_cpu() ? t : t.to(x.device());
+    };
+    return index_select(index_select(x, 2, index(h, o[0])), 3, index(w, o[1]));
+  }
+  EMBER_CHECK(mode == "bilinear", "[interpolate] mode must be 'nearest' or 'bilinear', got '{}'", mode);
+  BasicTensor<P> ah = detail::linear_matrix<P>(h, o[0], align_corners, x.dtype(), x.device());
+  BasicTensor<P> aw = detail::linear_matrix<P>(w, o[1], align_corners, x.dtype(), x.device());
+  return ah.matmul(x).matmul(aw.t());
+}
+
+/// (N, C r^2, H, W) -> (N, C, H r, W r).
+template <class P>
+BasicTensor<P> pixel_shuffle(const BasicTensor<P>& x, int64_t r) {
+  EMBER_CHECK(x.dim() == 4 && r > 0 && x.size(1) % (r * r) == 0,
+              "[pixel_shuffle] expects (N, C * {}^2, H, W), got shape {}", r, x.sizes());
+  int64_t n = x.size(0), c = x.size(1) / (r * r), h = x.size(2), w = x.size(3);
+  return x.reshape({n, c, r, r, h, w}).permute({0, 1, 4, 2, 5, 3}).reshape({n, c, h * r, w * r});
+}
+
+}  // namespace ember::nn::functional

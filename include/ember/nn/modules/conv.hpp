@@ -1,0 +1,450 @@
+#pragma once
+/// Conv1d/2d/3d, ConvTranspose1d/2d, MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d,
+/// AdaptiveMaxPool2d, BatchNorm1d/2d, GroupNorm, InstanceNorm2d, Upsample, PixelShuffle.
+
+#include <ember/nn/functional_conv.hpp>
+#include <ember/nn/init.hpp>
+#include <ember/nn/module.hpp>
+#include <ember/nn/options.hpp>
+
+#include <cmath>
+#include <string>
+
+namespace ember::nn {
+
+using F::IntArgs;
+
+inline std::string repr_args(const IntArgs& v, int nd) {
+  std::string s = "(";
+  for (int d = 0; d < nd; ++d) s += fmt::format("{}{}", d ? ", " : "", v.size() == 1 ? v[0] : v[d]);
+  return s + (nd == 1 ? ",)" : ")");
+}
+
+struct ConvOptions {
+  ConvOptions(int64_t in_channels, int64_t out_channels, IntArgs kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(std::move(kernel_size)) {}
+  EMBER_ARG(int64_t, in_channels);
+  EMBER_ARG(int64_t, out_channels);
+  EMBER_ARG(IntArgs, kernel_size);
+  EMBER_ARG(IntArgs, stride) = {1};
+  /// Numbers per dim; or use padding_same()/"valid" via padding_str.
+  EMBER_ARG(IntArgs, padding) = {0};
+  EMBER_ARG(std::string, padding_str);  ///< "same" or "valid" (empty: use `padding`)
+  EMBER_ARG(IntArgs, dilation) = {1};
+  EMBER_ARG(int64_t, groups) = 1;
+  EMBER_ARG(bool, bias) = true;
+  EMBER_ARG(std::string, padding_mode) = "zeros";  ///< zeros, reflect, replicate, circular
+};
+
+/// Convolution over ND spatial dims with PyTorch's init (kaiming_uniform a = sqrt 5; bias
+/// U(+-1/sqrt(fan_in))), padding modes and padding="same".
+template <int ND, class P = DefaultPolicy>
+class BasicConvImpl : public Cloneable<BasicConvImpl<ND, P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  BasicConvImpl(int64_t in, int64_t out, IntArgs k) : BasicConvImpl(ConvOptions(in, out, std::move(k))) {}
+  explicit BasicConvImpl(const ConvOptions& o)
+      : Cloneable<BasicConvImpl<ND, P>, P>(ND == 1 ? "Conv1d" : ND == 2 ? "Conv2d" : "Conv3d"), options(o) {
+    reset();
+  }
+  void reset() override {
+    const char* op = this->name().c_str();
+    EMBER_CHECK(options.groups() > 0 && options.in_channels() % options.groups() == 0 &&
+                    options.out_channels() % options.groups() == 0,
+                "[{}] groups={} must divide in_channels={} and out_channels={}", op, options.groups(),
+                options.in_channels(), options.out_channels());
+    const std::string& m = options.padding_mode();
+    EMBER_CHECK(m == "zeros" || m == "reflect" || m == "replicate" || m == "circular",
+                "[{}] padding_mode must be zeros, reflect, replicate or circular, got '{}'", op, m);
+    const std::string& ps = options.padding_str();
+    EMBER_CHECK(ps.empty() || ps == "same" || ps == "valid", "[{}] padding must be 'same' or 'valid', got '{}'", op,
+                ps);
+    auto k = F::detail::expand_arg(options.kernel_size(), ND, op, "kernel_size");
+    auto s = F::detail::expand_arg(options.stride(), ND, op, "stride");
+    if (ps == "same")
+      for (int d = 0; d < ND; ++d)
+        EMBER_CHECK(s[d] == 1, "[{}] padding='same' needs stride 1, got stride {} in dim {}", op, s[d], d);
+    Shape ws{options.out_channels(), options.in_channels() / options.groups()};
+    int64_t fan_in = options.in_channels() / options.groups();
+    for (int d = 0; d < ND; ++d) ws.push_back(k[d]), fan_in *= k[d];
+    weight = this->register_parameter("weight", empty<P>(ws));
+    bias = this->register_parameter("bias", options.bias() ? empty<P>({options.out_channels()}) : TensorT());
+    init::kaiming_uniform_(weight, std::sqrt(5.0));
+    if (bias.defined()) {
+      double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+      init::uniform_(bias, -bound, bound);
+    }
+  }
+  TensorT forward(const TensorT& x) {
+    const char* op = this->name().c_str();
+    // Explicit per-side padding (in pad()'s order: last dim first), or none.
+    std::vector<int64_t> sides;
+    auto p = F::detail::expand_arg(options.padding(), ND, op, "padding");
+    auto dl = F::detail::expand_arg(options.dilation(), ND, op, "dilation");
+    bool symmetric = true;
+    for (int d = ND - 1; d >= 0; --d) {
+      int64_t lo = p[d], hi = p[d];
+      if (options.padding_str() == "valid") lo = hi = 0;
+      if (options.padding_str() == "same") {
+        int64_t total = dl[d] * (weight.size(2 + d) - 1);
+        lo = total / 2, hi = total - lo;
+      }
+      symmetric = symmetric && lo == hi;
+      sides.push_back(lo), sides.push_back(hi);
+    }
+    bool any = false;
+    for (int64_t v : sides) any = any || v != 0;
+    TensorT in = x;
+    IntArgs conv_pad{0};
+    if (any && (options.padding_mode() != "zeros" || !symmetric)) {
+      in = pad(x, sides, options.padding_mode() == "zeros" ? "constant" : options.padding_mode());
+    } else if (any) {
+      conv_pad.clear();
+      for (int d = 0; d < ND; ++d) conv_pad.push_back(sides[2 * (ND - 1 - d)]);
+    }
+    return F::detail::conv_nd(in, weight, bias, ND, options.stride(), conv_pad, options.dilation(), options.groups(),
+                              op);
+  }
+  std::string extra_repr() const override {
+    std::string s = fmt::format("{}, {}, kernel_size={}, stride={}", options.in_channels(), options.out_channels(),
+                                repr_args(options.kernel_size(), ND), repr_args(options.stride(), ND));
+    if (!options.padding_str().empty()) s += fmt::format(", padding={}", options.padding_str());
+    else if (options.padding() != IntArgs{0}) s += fmt::format(", padding={}", repr_args(options.padding(), ND));
+    if (options.dilation() != IntArgs{1}) s += fmt::format(", dilation={}", repr_args(options.dilation(), ND));
+    if (options.groups() != 1) s += fmt::format(", groups={}", options.groups());
+    if (!options.bias()) s += ", bias=False";
+    if (options.padding_mode() != "zeros") s += fmt::format(", padding_mode={}", options.padding_mode());
+    return s;
+  }
+  ConvOptions options;
+  TensorT weight, bias;
+};
+using Conv1dImpl = BasicConvImpl<1>;
+using Conv2dImpl = BasicConvImpl<2>;
+using Conv3dImpl = BasicConvImpl<3>;
+EMBER_MODULE(Conv1d);
+EMBER_MODULE(Conv2d);
+EMBER_MODULE(Conv3d);
+using Conv1dOptions = ConvOptions;
+using Conv2dOptions = ConvOptions;
+using Conv3dOptions = ConvOptions;
+
+struct ConvTransposeOptions {
+  ConvTransposeOptions(int64_t in_channels, int64_t out_channels, IntArgs kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(std::move(kernel_size)) {}
+  EMBER_ARG(int64_t, in_channels);
+  EMBER_ARG(int64_t, out_channels);
+  EMBER_ARG(IntArgs, kernel_size);
+  EMBER_ARG(IntArgs, stride) = {1};
+  EMBER_ARG(IntArgs, padding) = {0};
+  EMBER_ARG(IntArgs, output_padding) = {0};
+  EMBER_ARG(int64_t, groups) = 1;
+  EMBER_ARG(bool, bias) = true;
+  EMBER_ARG(IntArgs, dilation) = {1};
+};
+
+template <int ND, class P = DefaultPolicy>
+class BasicConvTransposeImpl : public Cloneable<BasicConvTransposeImpl<ND, P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  BasicConvTransposeImpl(int64_t in, int64_t out, IntArgs k)
+      : BasicConvTransposeImpl(ConvTransposeOptions(in, out, std::move(k))) {}
+  explicit BasicConvTransposeImpl(const ConvTransposeOptions& o)
+      : Cloneable<BasicConvTransposeImpl<ND, P>, P>(ND == 1 ? "ConvTranspose1d" : "ConvTranspose2d"), options(o) {
+    reset();
+  }
+  void reset() override {
+    const char* op = this->name().c_str();
+    EMBER_CHECK(options.groups() > 0 && options.in_channels() % options.groups() == 0 &&
+                    options.out_channels() % options.groups() == 0,
+                "[{}] groups={} must divide in_channels={} and out_channels={}", op, options.groups(),
+                options.in_channels(), options.out_channels());
+    auto k = F::detail::expand_arg(options.kernel_size(), ND, op, "kernel_size");
+    Shape ws{options.in_channels(), options.out_channels() / options.groups()};
+    // PyTorch computes fan_in from dim 1 of the weight for transposed convolutions.
+    int64_t fan_in = options.out_channels() / options.groups();
+    for (int d = 0; d < ND; ++d) ws.push_back(k[d]), fan_in *= k[d];
+    weight = this->register_parameter("weight", empty<P>(ws));
+    bias = this->register_parameter("bias", options.bias() ? empty<P>({options.out_channels()}) : TensorT());
+    init::kaiming_uniform_(weight, std::sqrt(5.0));
+    if (bias.defined()) {
+      double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+      init::uniform_(bias, -bound, bound);
+    }
+  }
+  TensorT forward(const TensorT& x) {
+    return F::conv_transpose_nd(x, weight, bias, ND, options.stride(), options.padding(), options.output_padding(),
+                                options.groups(), options.dilation(), this->name().c_str());
+  }
+  std::string extra_repr() const override {
+    return fmt::format("{}, {}, kernel_size={}, stride={}", options.in_channels(), options.out_channels(),
+                       repr_args(options.kernel_size(), ND), repr_args(options.stride(), ND));
+  }
+  ConvTransposeOptions options;
+  TensorT weight, bias;
+};
+using ConvTranspose1dImpl = BasicConvTransposeImpl<1>;
+using ConvTranspose2dImpl = BasicConvTransposeImpl<2>;
+EMBER_MODULE(ConvTranspose1d);
+EMBER_MODULE(ConvTranspose2d);
+
+struct PoolOptions {
+  PoolOptions(IntArgs kernel_size) : kernel_size_(std::move(kernel_size)) {}  // NOLINT
+  EMBER_ARG(IntArgs, kernel_size);
+  EMBER_ARG(IntArgs, stride);  ///< empty: kernel_size
+  EMBER_ARG(IntArgs, padding) = {0};
+  EMBER_ARG(IntArgs, dilation) = {1};
+  EMBER_ARG(bool, ceil_mode) = false;
+  EMBER_ARG(bool, count_include_pad) = true;  ///< average pooling only
+};
+
+template <int ND, class P = DefaultPolicy>
+class BasicMaxPoolImpl : public Cloneable<BasicMaxPoolImpl<ND, P>, P> {
+ public:
+  explicit BasicMaxPoolImpl(const PoolOptions& o)
+      : Cloneable<BasicMaxPoolImpl<ND, P>, P>(ND == 1 ? "MaxPool1d" : "MaxPool2d"), options(o) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) {
+    return F::detail::max_pool_nd(x, ND, options.kernel_size(), options.stride(), options.padding(), options.dilation(),
+                                  options.ceil_mode(), false, this->name().c_str())
+        .first;
+  }
+  /// (values, indices) as PyTorch's return_indices=True.
+  std::pair<BasicTensor<P>, BasicTensor<P>> forward_with_indices(const BasicTensor<P>& x) {
+    return F::detail::max_pool_nd(x, ND, options.kernel_size(), options.stride(), options.padding(),
+                                  options.dilation(), options.ceil_mode(), true, this->name().c_str());
+  }
+  std::string extra_repr() const override {
+    IntArgs st = options.stride().empty() ? options.kernel_size() : options.stride();
+    return fmt::format("kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
+                       options.kernel_size().size() == 1 ? fmt::format("{}", options.kernel_size()[0])
+                                                         : repr_args(options.kernel_size(), ND),
+                       st.size() == 1 ? fmt::format("{}", st[0]) : repr_args(st, ND),
+                       options.padding().size() == 1 ? fmt::format("{}", options.padding()[0])
+                                                     : repr_args(options.padding(), ND),
+                       options.dilation().size() == 1 ? fmt::format("{}", options.dilation()[0])
+                                                      : repr_args(options.dilation(), ND),
+                       options.ceil_mode() ? "True" : "False");
+  }
+  PoolOptions options;
+};
+using MaxPool1dImpl = BasicMaxPoolImpl<1>;
+using MaxPool2dImpl = BasicMaxPoolImpl<2>;
+EMBER_MODULE(MaxPool1d);
+EMBER_MODULE(MaxPool2d);
+
+template <int ND, class P = DefaultPolicy>
+class BasicAvgPoolImpl : public Cloneable<BasicAvgPoolImpl<ND, P>, P> {
+ public:
+  explicit BasicAvgPoolImpl(const PoolOptions& o)
+      : Cloneable<BasicAvgPoolImpl<ND, P>, P>(ND == 1 ? "AvgPool1d" : "AvgPool2d"), options(o) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) {
+    return F::detail::avg_pool_nd(x, ND, options.kernel_size(), options.stride(), options.padding(),
+                                  options.ceil_mode(), options.count_include_pad(), this->name().c_str());
+  }
+  PoolOptions options;
+};
+using AvgPool1dImpl = BasicAvgPoolImpl<1>;
+using AvgPool2dImpl = BasicAvgPoolImpl<2>;
+EMBER_MODULE(AvgPool1d);
+EMBER_MODULE(AvgPool2d);
+
+template <class P = DefaultPolicy>
+class BasicAdaptiveAvgPool1dImpl : public Cloneable<BasicAdaptiveAvgPool1dImpl<P>, P> {
+ public:
+  explicit BasicAdaptiveAvgPool1dImpl(int64_t out) : Cloneable<BasicAdaptiveAvgPool1dImpl<P>, P>("AdaptiveAvgPool1d"), output_size(out) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::adaptive_avg_pool1d(x, output_size); }
+  std::string extra_repr() const override { return fmt::format("output_size={}", output_size); }
+  int64_t output_size;
+};
+using AdaptiveAvgPool1dImpl = BasicAdaptiveAvgPool1dImpl<>;
+EMBER_MODULE(AdaptiveAvgPool1d);
+
+template <class P = DefaultPolicy>
+class BasicAdaptiveAvgPool2dImpl : public Cloneable<BasicAdaptiveAvgPool2dImpl<P>, P> {
+ public:
+  explicit BasicAdaptiveAvgPool2dImpl(IntArgs out) : Cloneable<BasicAdaptiveAvgPool2dImpl<P>, P>("AdaptiveAvgPool2d"), output_size(std::move(out)) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::adaptive_avg_pool2d(x, output_size); }
+  std::string extra_repr() const override { return fmt::format("output_size={}", repr_args(output_size, 2)); }
+  IntArgs output_size;
+};
+using AdaptiveAvgPool2dImpl = BasicAdaptiveAvgPool2dImpl<>;
+EMBER_MODULE(AdaptiveAvgPool2d);
+
+template <class P = DefaultPolicy>
+class BasicAdaptiveMaxPool2dImpl : public Cloneable<BasicAdaptiveMaxPool2dImpl<P>, P> {
+ public:
+  explicit BasicAdaptiveMaxPool2dImpl(IntArgs out) : Cloneable<BasicAdaptiveMaxPool2dImpl<P>, P>("AdaptiveMaxPool2d"), output_size(std::move(out)) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::adaptive_max_pool2d(x, output_size); }
+  std::string extra_repr() const override { return fmt::format("output_size={}", repr_args(output_size, 2)); }
+  IntArgs output_size;
+};
+using AdaptiveMaxPool2dImpl = BasicAdaptiveMaxPool2dImpl<>;
+EMBER_MODULE(AdaptiveMaxPool2d);
+
+struct BatchNormOptions {
+  BatchNormOptions(int64_t num_features) : num_features_(num_features) {}  // NOLINT
+  EMBER_ARG(int64_t, num_features);
+  EMBER_ARG(double, eps) = 1e-5;
+  EMBER_ARG(double, momentum) = 0.1;
+  EMBER_ARG(bool, affine) = true;
+  EMBER_ARG(bool, track_running_stats) = true;
+};
+
+/// BatchNorm over (N, C[, L]) (ND = 1) or (N, C, H, W) (ND = 2): weight 1, bias 0,
+/// running_mean 0, running_var 1, num_batches_tracked, as PyTorch.
+template <int ND, class P = DefaultPolicy>
+class BasicBatchNormImpl : public Cloneable<BasicBatchNormImpl<ND, P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  explicit BasicBatchNormImpl(const BatchNormOptions& o)
+      : Cloneable<BasicBatchNormImpl<ND, P>, P>(ND == 1 ? "BatchNorm1d" : "BatchNorm2d"), options(o) {
+    reset();
+  }
+  void reset() override {
+    int64_t c = options.num_features();
+    weight = this->register_parameter("weight", options.affine() ? ones<P>({c}) : TensorT());
+    bias = this->register_parameter("bias", options.affine() ? zeros<P>({c}) : TensorT());
+    if (options.track_running_stats()) {
+      running_mean = this->register_buffer("running_mean", zeros<P>({c}));
+      running_var = this->register_buffer("running_var", ones<P>({c}));
+      num_batches_tracked = this->register_buffer("num_batches_tracked", zeros<P>({}, TensorOptions(DType::I64)));
+    }
+  }
+  TensorT forward(const TensorT& x) {
+    const char* op = this->name().c_str();
+    if (ND == 1)
+      EMBER_CHECK(x.dim() == 2 || x.dim() == 3, "[{}] expects (N, C) or (N, C, L), got shape {}", op, x.sizes());
+    else
+      EMBER_CHECK(x.dim() == 4, "[{}] expects (N, C, H, W), got shape {}", op, x.sizes());
+    EMBER_CHECK(x.size(1) == options.num_features(), "[{}] expects {} channels, got shape {}", op,
+                options.num_features(), x.sizes());
+    // Batch statistics when training, or always without running statistics.
+    bool use_batch = this->is_training() || !options.track_running_stats();
+    if (this->is_training() && options.track_running_stats()) {
+      autograd::NoGradGuard ng;
+      num_batches_tracked.add_(int64_t{1});
+    }
+    return F::batch_norm(x, running_mean, running_var, weight, bias, use_batch, options.momentum(), options.eps());
+  }
+  std::string extra_repr() const override {
+    return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", options.num_features(),
+                       options.eps(), options.momentum(), options.affine() ? "True" : "False",
+                       options.track_running_stats() ? "True" : "False");
+  }
+  BatchNormOptions options;
+  TensorT weight, bias, running_mean, running_var, num_batches_tracked;
+};
+using BatchNorm1dImpl = BasicBatchNormImpl<1>;
+using BatchNorm2dImpl = BasicBatchNormImpl<2>;
+EMBER_MODULE(BatchNorm1d);
+EMBER_MODULE(BatchNorm2d);
+
+template <class P = DefaultPolicy>
+class BasicGroupNormImpl : public Cloneable<BasicGroupNormImpl<P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  BasicGroupNormImpl(int64_t groups, int64_t channels, double eps = 1e-5, bool affine = true)
+      : Cloneable<BasicGroupNormImpl<P>, P>("GroupNorm"), num_groups(groups), num_channels(channels), eps(eps),
+        affine(affine) {
+    EMBER_CHECK(groups > 0 && channels % groups == 0, "[GroupNorm] {} channels are not divisible into {} groups",
+                channels, groups);
+    reset();
+  }
+  void reset() override {
+    weight = this->register_parameter("weight", affine ? ones<P>({num_channels}) : TensorT());
+    bias = this->register_parameter("bias", affine ? zeros<P>({num_channels}) : TensorT());
+  }
+  TensorT forward(const TensorT& x) {
+    EMBER_CHECK(x.dim() >= 2 && x.size(1) == num_channels, "[GroupNorm] expects (N, {}, ...), got shape {}",
+                num_channels, x.sizes());
+    return F::group_norm(x, num_groups, weight, bias, eps);
+  }
+  std::string extra_repr() const override {
+    return fmt::format("{}, {}, eps={}, affine={}", num_groups, num_channels, eps, affine ? "True" : "False");
+  }
+  int64_t num_groups, num_channels;
+  double eps;
+  bool affine;
+  TensorT weight, bias;
+};
+using GroupNormImpl = BasicGroupNormImpl<>;
+EMBER_MODULE(GroupNorm);
+
+template <class P = DefaultPolicy>
+class BasicInstanceNorm2dImpl : public Cloneable<BasicInstanceNorm2dImpl<P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  explicit BasicInstanceNorm2dImpl(int64_t channels, double eps = 1e-5, bool affine = false)
+      : Cloneable<BasicInstanceNorm2dImpl<P>, P>("InstanceNorm2d"), num_features(channels), eps(eps), affine(affine) {
+    reset();
+  }
+  void reset() override {
+    weight = this->register_parameter("weight", affine ? ones<P>({num_features}) : TensorT());
+    bias = this->register_parameter("bias", affine ? zeros<P>({num_features}) : TensorT());
+  }
+  TensorT forward(const TensorT& x) {
+    EMBER_CHECK(x.dim() == 4 && x.size(1) == num_features, "[InstanceNorm2d] expects (N, {}, H, W), got shape {}",
+                num_features, x.sizes());
+    return F::instance_norm(x, weight, bias, eps);
+  }
+  std::string extra_repr() const override {
+    return fmt::format("{}, eps={}, momentum=0.1, affine={}, track_running_stats=False", num_features, eps,
+                       affine ? "True" : "False");
+  }
+  int64_t num_features;
+  double eps;
+  bool affine;
+  TensorT weight, bias;
+};
+using InstanceNorm2dImpl = BasicInstanceNorm2dImpl<>;
+EMBER_MODULE(InstanceNorm2d);
+
+template <class P = DefaultPolicy>
+class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
+ public:
+  /// size (H, W), or a scale factor when size is empty.
+  BasicUpsampleImpl(IntArgs size, double scale_factor = 0.0, std::string mode = "nearest", bool align_corners = false)
+      : Cloneable<BasicUpsampleImpl<P>, P>("Upsample"), size(std::move(size)), scale_factor(scale_factor),
+        mode(std::move(mode)), align_corners(align_corners) {
+    EMBER_CHECK(!this->size.empty() || scale_factor > 0, "[Upsample] needs a size or a positive scale_factor");
+  }
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) {
+    IntArgs s = size;
+    if (s.empty()) {
+      EMBER_CHECK(x.dim() == 4, "[Upsample] expects (N, C, H, W), got shape {}", x.sizes());
+      s = {static_cast<int64_t>(std::floor(x.size(2) * scale_factor)),
+           static_cast<int64_t>(std::floor(x.size(3) * scale_factor))};
+    }
+    return F::interpolate(x, s, mode, align_corners);
+  }
+  std::string extra_repr() const override {
+    return size.empty() ? fmt::format("scale_factor={}, mode='{}'", scale_factor, mode)
+                        : fmt::format("size={}, mode='{}'", repr_args(size, 2), mode);
+  }
+  IntArgs size;
+  double scale_factor;
+  std::string mode;
+  bool align_corners;
+};
+using UpsampleImpl = BasicUpsampleImpl<>;
+EMBER_MODULE(Upsample);
+
+template <class P = DefaultPolicy>
+class BasicPixelShuffleImpl : public Cloneable<BasicPixelShuffleImpl<P>, P> {
+ public:
+  explicit BasicPixelShuffleImpl(int64_t r) : Cloneable<BasicPixelShuffleImpl<P>, P>("PixelShuffle"), upscale_factor(r) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::pixel_shuffle(x, upscale_factor); }
+  std::string extra_repr() const override { return fmt::format("upscale_factor={}", upscale_factor); }
+  int64_t upscale_factor;
+};
+using PixelShuffleImpl = BasicPixelShuffleImpl<>;
+EMBER_MODULE(PixelShuffle);
+
+}  // namespace ember::nn

@@ -1,0 +1,265 @@
+// Convolution, pooling, channel normalisation and resampling against plain reference loops
+// (f64), and gradcheck/gradgradcheck of each (im2col and col2im are each other's adjoint).
+
+#include <doctest/doctest.h>
+#include <ember/autograd/gradcheck.hpp>
+#include <ember/nn.hpp>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace ember;
+
+namespace {
+
+using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
+
+double max_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  return (a.detach().to(DType::F64) - b.detach().to(DType::F64)).abs().amax().item<double>();
+}
+
+void check_grads(const std::string& what, const Fn& f, const std::vector<Tensor>& in, bool second = true) {
+  std::string why;
+  bool ok = autograd::gradcheck<DefaultPolicy>(f, in, {}, &why);
+  CHECK_MESSAGE(ok, what << ": " << why);
+  if (ok && second) CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(f, in, {}, &why), what << " (2nd): " << why);
+}
+
+Tensor r64(Shape s) { return randn(s, DType::F64).requires_grad_(); }
+
+/// Direct 2-d convolution: out[n][o][i][j] = b[o] + sum_{c,u,v} x[n][g*C/G + c][i*s - p + u*d][j*s - p + v*d] w[o][c][u][v].
+Tensor ref_conv2d(const Tensor& x, const Tensor& w, const Tensor& b, int64_t s, int64_t p, int64_t d, int64_t groups) {
+  auto X = x.detach().contiguous(), W = w.detach().contiguous();
+  int64_t n = X.size(0), c = X.size(1), h = X.size(2), wd = X.size(3), o = W.size(0), cg = W.size(1),
+          kh = W.size(2), kw = W.size(3);
+  int64_t oh = (h + 2 * p - d * (kh - 1) - 1) / s + 1, ow = (wd + 2 * p - d * (kw - 1) - 1) / s + 1;
+  Tensor out = zeros({n, o, oh, ow}, DType::F64);
+  auto xa = X.accessor<double, 4>();
+  auto wa = W.accessor<double, 4>();
+  auto oa = out.accessor<double, 4>();
+  int64_t opg = o / groups;
+  for (int64_t ni = 0; ni < n; ++ni)
+    for (int64_t oi = 0; oi < o; ++oi)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double acc = b.defined() ? b.detach()[oi].item<double>() : 0.0;
+          int64_t g = oi / opg;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t u = 0; u < kh; ++u)
+              for (int64_t v = 0; v < kw; ++v) {
+                int64_t y = i * s - p + u * d, xx = j * s - p + v * d;
+                if (y < 0 || y >= h || xx < 0 || xx >= wd) continue;
+                acc += xa[ni][g * cg + ci][y][xx] * wa[oi][ci][u][v];
+              }
+          oa[ni][oi][i][j] = acc;
+        }
+  (void)c;
+  return out;
+}
+
+Tensor ref_max_pool2d(const Tensor& x, int64_t k, int64_t s, int64_t p, Tensor* indices) {
+  auto X = x.detach().contiguous();
+  int64_t n = X.size(0), c = X.size(1), h = X.size(2), w = X.size(3);
+  int64_t oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
+  Tensor out = zeros({n, c, oh, ow}, DType::F64), idx = zeros({n, c, oh, ow}, DType::I64);
+  auto xa = X.accessor<double, 4>();
+  auto oa = out.accessor<double, 4>();
+  auto ia = idx.accessor<int64_t, 4>();
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t b = 0; b < c; ++b)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double m = -std::numeric_limits<double>::infinity();
+          int64_t mi = -1;
+          for (int64_t u = 0; u < k; ++u)
+            for (int64_t v = 0; v < k; ++v) {
+              int64_t y = i * s - p + u, xx = j * s - p + v;
+              if (y < 0 || y >= h || xx < 0 || xx >= w) continue;
+              if (xa[a][b][y][xx] > m) m = xa[a][b][y][xx], mi = y * w + xx;
+            }
+          oa[a][b][i][j] = m;
+          ia[a][b][i][j] = mi;
+        }
+  if (indices) *indices = idx;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d matches direct loops: stride, padding, dilation, groups, bias") {
+  manual_seed(20);
+  struct Case {
+    int64_t s, p, d, groups;
+  };
+  for (Case cs : {Case{1, 0, 1, 1}, Case{2, 1, 1, 1}, Case{1, 2, 2, 1}, Case{2, 1, 1, 2}, Case{1, 1, 1, 4}}) {
+    CAPTURE(cs.s);
+    CAPTURE(cs.p);
+    CAPTURE(cs.d);
+    CAPTURE(cs.groups);
+    Tensor x = randn({2, 4, 7, 6}, DType::F64), w = randn({8, 4 / cs.groups, 3, 3}, DType::F64),
+           b = randn({8}, DType::F64);
+    Tensor got = nn::F::conv2d(x, w, b, {cs.s}, {cs.p}, {cs.d}, cs.groups);
+    CHECK(max_diff(got, ref_conv2d(x, w, b, cs.s, cs.p, cs.d, cs.groups)) < 1e-12);
+  }
+  // Unbatched input, and conv1d / conv3d as 2-d convolutions with a size-1 dim.
+  Tensor x = randn({3, 9}, DType::F64), w = randn({2, 3, 4}, DType::F64);
+  Tensor c1 = nn::F::conv1d(x, w, {}, {2}, {1});
+  Tensor c2 = nn::F::conv2d(x.unsqueeze(1).unsqueeze(0), w.unsqueeze(2), {}, {1, 2}, {0, 1}).squeeze(2).squeeze(0);
+  CHECK(max_diff(c1, c2) < 1e-12);
+  Tensor v = randn({1, 2, 3, 5, 5}, DType::F64), k = randn({3, 2, 1, 3, 3}, DType::F64);
+  Tensor c3 = nn::F::conv3d(v, k, {}, {1}, {0, 1, 1});
+  for (int64_t t = 0; t < 3; ++t)
+    CHECK(max_diff(c3.select(2, t), nn::F::conv2d(v.select(2, t), k.select(2, 0), {}, {1}, {1})) < 1e-12);
+  CHECK_THROWS_WITH_AS(nn::F::conv2d(randn({1, 3, 5, 5}), randn({4, 2, 3, 3})),
+                       doctest::Contains("[conv2d] weight of shape [4, 2, 3, 3] expects 2 input channels"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::conv2d(randn({1, 3, 2, 2}), randn({4, 3, 3, 3})), doctest::Contains("does not fit"),
+                       Error);
+}
+
+TEST_CASE("conv modules: padding='same', padding modes, PyTorch's init bounds and printing") {
+  manual_seed(21);
+  nn::Conv2d same(nn::Conv2dOptions(2, 3, {4}).padding_str("same").dilation({2}));
+  Tensor x = randn({1, 2, 9, 8});
+  CHECK(same(x).sizes() == Shape{1, 3, 9, 8});
+  nn::Conv2d refl(nn::Conv2dOptions(2, 3, {3}).padding({1}).padding_mode("reflect"));
+  Tensor y = refl(x);
+  Tensor manual = nn::F::conv2d(pad(x, {1, 1, 1, 1}, "reflect"), refl->weight, refl->bias);
+  CHECK(max_diff(y, manual) < 1e-5);
+  nn::Conv2d big(nn::Conv2dOptions(16, 8, {3}));
+  double bound = 1.0 / std::sqrt(16.0 * 9);
+  CHECK(big->weight.abs().amax().item<double>() <= bound + 1e-7);
+  CHECK(big->bias.abs().amax().item<double>() <= bound + 1e-7);
+  CHECK(nn::Conv2d(nn::Conv2dOptions(1, 32, {3}).padding({1}))->to_string().rfind(
+            "Conv2d(1, 32, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))", 0) == 0);
+  CHECK_THROWS_WITH_AS(nn::Conv2d(nn::Conv2dOptions(3, 4, {3}).groups(2)), doctest::Contains("groups=2 must divide"),
+                       Error);
+}
+
+TEST_CASE("conv_transpose is the adjoint of conv; output sizes as PyTorch") {
+  manual_seed(22);
+  for (int64_t s : {1, 2}) {
+    for (int64_t groups : {1, 2}) {
+      CAPTURE(s);
+      CAPTURE(groups);
+      Tensor x = randn({2, 4, 6, 5}, DType::F64), w = randn({4, 6 / groups, 3, 3}, DType::F64);
+      // <conv_transpose(x), z> = <x, conv(z)>: as a conv weight, w maps 6 channels to 4.
+      Tensor y = nn::F::conv_transpose2d(x, w, {}, {s}, {1}, {0}, groups);
+      Tensor z = randn(y.sizes(), DType::F64);
+      Tensor back = nn::F::conv2d(z, w, {}, {s}, {1}, {1}, groups);
+      CHECK(std::abs((y * z).sum().item<double>() - (x * back).sum().item<double>()) < 1e-9);
+    }
+  }
+  Tensor x = randn({1, 2, 5}, DType::F64);
+  CHECK(nn::F::conv_transpose1d(x, randn({2, 3, 3}, DType::F64), {}, {2}, {1}, {1}).sizes() == Shape{1, 3, 10});
+  nn::ConvTranspose2d ct(nn::ConvTransposeOptions(2, 3, {3}).stride({2}).padding({1}).output_padding({1}));
+  CHECK(ct(randn({1, 2, 4, 4})).sizes() == Shape{1, 3, 8, 8});
+}
+
+TEST_CASE("pooling matches direct loops (values and PyTorch's indices), ceil_mode, count_include_pad") {
+  manual_seed(23);
+  Tensor x = randn({2, 3, 7, 6}, DType::F64);
+  Tensor idx_ref;
+  Tensor ref = ref_max_pool2d(x, 3, 2, 1, &idx_ref);
+  auto [v, idx] = nn::F::max_pool2d_with_indices(x, {3}, {2}, {1});
+  CHECK(max_diff(v, ref) == 0.0);
+  CHECK(max_diff(idx, idx_ref) == 0.0);
+  CHECK(nn::F::max_pool2d(x, {2}).sizes() == Shape{2, 3, 3, 3});
+  CHECK(nn::F::max_pool2d(x, {2}, {2}, {0}, {1}, true).sizes() == Shape{2, 3, 4, 3});
+  // avg with padding: include the padding in the divisor or not.
+  Tensor ones4 = ones({1, 1, 4, 4}, DType::F64);
+  CHECK(nn::F::avg_pool2d(ones4, {3}, {1}, {1}).select(2, 0).select(2, 0).item<double>() ==
+        doctest::Approx(4.0 / 9));
+  CHECK(nn::F::avg_pool2d(ones4, {3}, {1}, {1}, false, false).amin().item<double>() == doctest::Approx(1.0));
+  // ceil_mode: the overhanging window averages only what it covers.
+  Tensor ramp = arange(5).to(DType::F64).reshape({1, 1, 5});
+  Tensor a = nn::F::avg_pool1d(ramp, {2}, {2}, {0}, true);
+  CHECK(a.sizes() == Shape{1, 1, 3});
+  CHECK(a.select(2, 2).item<double>() == doctest::Approx(4.0));
+  // Adaptive pooling against direct window loops.
+  Tensor img = randn({1, 2, 7, 5}, DType::F64);
+  Tensor ad = nn::F::adaptive_avg_pool2d(img, {3, 2}), am = nn::F::adaptive_max_pool2d(img, {3, 2});
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 2; ++j) {
+      int64_t hs = i * 7 / 3, he = ((i + 1) * 7 + 2) / 3, ws = j * 5 / 2, we = ((j + 1) * 5 + 1) / 2;
+      Tensor win = img.narrow(2, hs, he - hs).narrow(3, ws, we - ws);
+      CHECK(max_diff(ad.select(2, i).select(2, j), win.mean({2, 3})) < 1e-12);
+      CHECK(max_diff(am.select(2, i).select(2, j), win.amax({2, 3})) == 0.0);
+    }
+  nn::MaxPool2d mp(nn::PoolOptions({2}));
+  CHECK(mp->to_string().rfind("MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)", 0) == 0);
+}
+
+TEST_CASE("batch/group/instance norm, interpolation and pixel shuffle") {
+  manual_seed(24);
+  nn::BatchNorm2d bn(nn::BatchNormOptions(3));
+  Tensor x = randn({4, 3, 2, 2}) * 2.0 + 1.0;
+  Tensor y = bn(x);
+  Tensor m = x.mean({0, 2, 3}), v = x.var({0, 2, 3}, 0);
+  CHECK(max_diff(y.mean({0, 2, 3}), zeros({3})) < 1e-5);
+  CHECK(max_diff(bn->running_mean, m * 0.1) < 1e-6);
+  CHECK(max_diff(bn->running_var, ones({3}) * 0.9 + x.var({0, 2, 3}, 1) * 0.1) < 1e-5);
+  CHECK(bn->num_batches_tracked.item<int64_t>() == 1);
+  bn->eval();
+  Tensor e = bn(x);
+  Tensor expect = (x - bn->running_mean.reshape({1, 3, 1, 1})) / (bn->running_var.reshape({1, 3, 1, 1}) + 1e-5).sqrt();
+  CHECK(max_diff(e, expect) < 1e-5);
+  (void)v;
+  nn::GroupNorm gn(2, 4);
+  Tensor z = randn({2, 4, 3});
+  Tensor g0 = z.narrow(1, 0, 2);
+  Tensor ref0 = (g0 - g0.mean({1, 2}, true)) / (g0.var({1, 2}, 0, true) + 1e-5).sqrt();
+  CHECK(max_diff(gn(z).narrow(1, 0, 2), ref0) < 1e-5);
+  nn::InstanceNorm2d in(4);
+  Tensor q = randn({2, 4, 3, 3});
+  CHECK(max_diff(in(q).mean({2, 3}), zeros({2, 4})) < 1e-5);
+
+  Tensor small = arange(6).to(DType::F64).reshape({1, 1, 2, 3});
+  Tensor near = nn::F::interpolate(small, {4, 6});
+  CHECK(near.select(2, 3).select(2, 5).item<double>() == 5.0);
+  CHECK(near.select(2, 1).select(2, 1).item<double>() == 0.0);
+  // Bilinear with align_corners: corners are kept, the middle of a row averages its neighbours.
+  Tensor bl = nn::F::interpolate(small, {2, 5}, "bilinear", true);
+  CHECK(bl.select(2, 0).select(2, 1).item<double>() == doctest::Approx(0.5));
+  CHECK(bl.select(2, 1).select(2, 4).item<double>() == doctest::Approx(5.0));
+  // align_corners=false: PyTorch's half-pixel rule: out (0,1) of a 2x3 -> 2x6 resize reads x = 0.25.
+  Tensor hp = nn::F::interpolate(small, {2, 6}, "bilinear", false);
+  CHECK(hp.select(2, 0).select(2, 1).item<double>() == doctest::Approx(0.25));
+  Tensor ps = nn::F::pixel_shuffle(arange(8).to(DType::F64).reshape({1, 4, 1, 2}), 2);
+  CHECK(ps.sizes() == Shape{1, 1, 2, 4});
+  // out[0,0,h*2+i, w*2+j] = in[0, i*2+j, h, w]
+  CHECK(ps.select(2, 1).select(2, 3).item<double>() == 7.0);
+  CHECK(ps.select(2, 0).select(2, 1).item<double>() == 2.0);
+}
+
+TEST_CASE("gradcheck: convolution, pooling, normalisation, resampling") {
+  manual_seed(25);
+  check_grads("conv2d stride/pad/dilation",
+              [](const auto& x) { return nn::F::conv2d(x[0], x[1], x[2], {2}, {1}, {2}); },
+              {r64({1, 2, 6, 5}), r64({3, 2, 2, 2}), r64({3})});
+  check_grads("conv2d groups", [](const auto& x) { return nn::F::conv2d(x[0], x[1], {}, {1}, {1}, {1}, 2); },
+              {r64({2, 4, 4, 4}), r64({2, 2, 3, 3})});
+  check_grads("conv1d", [](const auto& x) { return nn::F::conv1d(x[0], x[1], x[2], {1}, {2}); },
+              {r64({2, 2, 5}), r64({3, 2, 3}), r64({3})});
+  check_grads("conv_transpose2d",
+              [](const auto& x) { return nn::F::conv_transpose2d(x[0], x[1], x[2], {2}, {1}, {1}); },
+              {r64({1, 2, 3, 3}), r64({2, 3, 3, 3}), r64({3})});
+  check_grads("max_pool2d", [](const auto& x) { return nn::F::max_pool2d(x[0], {2}, {1}, {1}); },
+              {r64({1, 2, 4, 4})});
+  check_grads("avg_pool2d", [](const auto& x) { return nn::F::avg_pool2d(x[0], {3}, {2}, {1}, true, false); },
+              {r64({1, 2, 5, 5})});
+  check_grads("adaptive_avg_pool2d", [](const auto& x) { return nn::F::adaptive_avg_pool2d(x[0], {2, 3}); },
+              {r64({1, 2, 5, 4})});
+  check_grads("adaptive_max_pool2d", [](const auto& x) { return nn::F::adaptive_max_pool2d(x[0], {2, 3}); },
+              {r64({1, 2, 5, 4})});
+  check_grads("batch_norm", [](const auto& x) { return nn::F::batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); },
+              {r64({4, 3, 2}), r64({3}), r64({3})});
+  check_grads("group_norm", [](const auto& x) { return nn::F::group_norm(x[0], 2, x[1], x[2]); },
+              {r64({2, 4, 3}), r64({4}), r64({4})});
+  check_grads("bilinear", [](const auto& x) { return nn::F::interpolate(x[0], {5, 4}, "bilinear"); },
+              {r64({1, 2, 3, 3})});
+  check_grads("nearest", [](const auto& x) { return nn::F::interpolate(x[0], {5, 4}); }, {r64({1, 2, 3, 3})});
+  check_grads("pixel_shuffle", [](const auto& x) { return nn::F::pixel_shuffle(x[0], 2); }, {r64({1, 4, 2, 2})});
+}
