@@ -14,4 +14,6 @@
 #include <ember/nn/modules/layers.hpp>
 #include <ember/nn/modules/linear.hpp>
 #include <ember/nn/modules/loss.hpp>
+#include <ember/nn/modules/rnn.hpp>
+#include <ember/nn/modules/transformer.hpp>
 #include <ember/nn/utils.hpp>

@@ -1,0 +1,398 @@
+#pragma once
+/// scaled_dot_product_attention, MultiheadAttention, TransformerEncoderLayer/DecoderLayer,
+/// TransformerEncoder/Decoder and Transformer, with PyTorch's submodule names
+/// (self_attn.in_proj_weight, linear1, norm1, ...) so that PyTorch weights load by name.
+
+#include <ember/nn/functional.hpp>
+#include <ember/nn/init.hpp>
+#include <ember/nn/module.hpp>
+#include <ember/nn/modules/container.hpp>
+#include <ember/nn/modules/layers.hpp>
+#include <ember/nn/modules/linear.hpp>
+#include <ember/nn/options.hpp>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace ember::nn {
+
+namespace functional {
+
+/// softmax(q k^T * scale + mask) v over the last two dims. attn_mask: boolean (true = may
+/// attend) or additive float, broadcast to (..., L, S); is_causal masks j > i.
+template <class P>
+BasicTensor<P> scaled_dot_product_attention(const BasicTensor<P>& q, const BasicTensor<P>& k, const BasicTensor<P>& v,
+                                            const BasicTensor<P>& attn_mask = {}, double dropout_p = 0.0,
+                                            bool is_causal = false, std::optional<double> scale = {},
+                                            bool training = true) {
+  EMBER_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim() && q.size(-1) == k.size(-1) &&
+                  k.size(-2) == v.size(-2),
+              "[scaled_dot_product_attention] shapes q {}, k {}, v {} do not fit (..., L, E), (..., S, E), (..., S, Ev)",
+              q.sizes(), k.sizes(), v.sizes());
+  EMBER_CHECK(!(is_causal && attn_mask.defined()),
+              "[scaled_dot_product_attention] pass either attn_mask or is_causal, not both");
+  int64_t l = q.size(-2), s = k.size(-2);
+  double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  BasicTensor<P> scores = q.matmul(k.mT()) * sc;
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  if (is_causal) {
+    BasicTensor<P> allowed = tril(ones<P>({l, s}, TensorOptions(DType::Bool).device(q.device())));
+    scores = where(allowed, scores, neg_inf);
+  } else if (attn_mask.defined()) {
+    scores = attn_mask.dtype() == DType::Bool ? where(attn_mask, scores, neg_inf) : scores + attn_mask;
+  }
+  BasicTensor<P> w = scores.softmax(-1);
+  if (dropout_p > 0) w = dropout(w, dropout_p, training);
+  return w.matmul(v);
+}
+
+}  // namespace functional
+
+struct MultiheadAttentionOptions {
+  MultiheadAttentionOptions(int64_t embed_dim, int64_t num_heads) : embed_dim_(embed_dim), num_heads_(num_heads) {}
+  EMBER_ARG(int64_t, embed_dim);
+  EMBER_ARG(int64_t, num_heads);
+  EMBER_ARG(double, dropout) = 0.0;
+  EMBER_ARG(bool, bias) = true;
+  EMBER_ARG(bool, batch_first) = false;
+};
+
+/// Multi-head attention with packed in_proj_weight (3E, E) / in_proj_bias and out_proj, as
+/// PyTorch (xavier_uniform in_proj, zero biases). forward returns (output, averaged weights
+/// or undefined when need_weights is false).
+template <class P = DefaultPolicy>
+class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl<P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  BasicMultiheadAttentionImpl(int64_t e, int64_t h) : BasicMultiheadAttentionImpl(MultiheadAttentionOptions(e, h)) {}
+  explicit BasicMultiheadAttentionImpl(const MultiheadAttentionOptions& o)
+      : Cloneable<BasicMultiheadAttentionImpl<P>, P>("MultiheadAttention"), options(o) {
+    reset();
+  }
+  void reset() override {
+    int64_t e = options.embed_dim();
+    EMBER_CHECK(options.num_heads() > 0 && e % options.num_heads() == 0,
+                "[MultiheadAttention] embed_dim {} must be divisible by num_heads {}", e, options.num_heads());
+    in_proj_weight = this->register_parameter("in_proj_weight", empty<P>({3 * e, e}));
+    in_proj_bias = this->register_parameter("in_proj_bias", options.bias() ? zeros<P>({3 * e}) : TensorT());
+    out_proj = this->register_module("out_proj", Linear(LinearOptions(e, e).bias(options.bias())));
+    init::xavier_uniform_(in_proj_weight);
+    if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
+  }
+  /// query (L, N, E) [batch_first: (N, L, E)] or unbatched (L, E); key/value (S, N, E).
+  /// key_padding_mask (N, S): true = ignore that key. attn_mask (L, S) or (N * heads, L, S):
+  /// bool (true = not allowed, PyTorch's convention here) or additive float.
+  std::pair<TensorT, TensorT> forward(const TensorT& query, const TensorT& key, const TensorT& value,
+                                      const TensorT& key_padding_mask = {}, bool need_weights = true,
+                                      const TensorT& attn_mask = {}, bool average_attn_weights = true,
+                                      bool is_causal = false) {
+    int64_t e = options.embed_dim(), heads = options.num_heads(), hd = e / heads;
+    bool unbatched = query.dim() == 2;
+    auto to_lne = [&](const TensorT& t) {
+      if (unbatched) return t.unsqueeze(1);
+      return options.batch_first() ? t.transpose(0, 1) : t;
+    };
+    TensorT q = to_lne(query), k = to_lne(key), v = to_lne(value);
+    EMBER_CHECK(q.dim() == 3 && q.size(2) == e && k.size(2) == e && v.size(2) == e && k.size(0) == v.size(0) &&
+                    q.size(1) == k.size(1),
+                "[MultiheadAttention] expects query (L, N, {}) and key/value (S, N, {}), got {}, {}, {}", e, e,
+                query.sizes(), key.sizes(), value.sizes());
+    int64_t l = q.size(0), s = k.size(0), n = q.size(1);
+    auto proj = [&](const TensorT& x, int64_t i) {
+      TensorT w = in_proj_weight.narrow(0, i * e, e);
+      TensorT b = in_proj_bias.defined() ? in_proj_bias.narrow(0, i * e, e) : TensorT();
+      // (T, N, E) -> (N, heads, T, hd)
+      return linear(x, w, b).reshape({x.size(0), n, heads, hd}).permute({1, 2, 0, 3});
+    };
+    TensorT qh = proj(q, 0), kh = proj(k, 1), vh = proj(v, 2);
+    // Additive mask (N, heads, L, S) combining attn_mask, key_padding_mask and is_causal.
+    const double neg_inf = -std::numeric_limits<double>::infinity();
+    TensorT mask;
+    auto add_mask = [&](const TensorT& m) { mask = mask.defined() ? mask + m : m; };
+    if (attn_mask.defined()) {
+      TensorT am = attn_mask.dtype() == DType::Bool ? where(attn_mask, neg_inf, zeros_like(attn_mask, TensorOptions(q.dtype())))
+                                                     : attn_mask.to(q.dtype());
+      if (am.dim() == 3) am = am.reshape({n, heads, l, s});
+      add_mask(am);
+    }
+    if (is_causal && !attn_mask.defined()) {
+      TensorT allowed = tril(ones<P>({l, s}, TensorOptions(DType::Bool).device(q.device())));
+      add_mask(where(allowed, 0.0, full<P>({l, s}, neg_inf, TensorOptions(q.dtype()).device(q.device()))));
+    }
+    if (key_padding_mask.defined()) {
+      TensorT kpm = unbatched ? key_padding_mask.unsqueeze(0) : key_padding_mask;
+      EMBER_CHECK(kpm.sizes() == Shape({n, s}), "[MultiheadAttention] key_padding_mask must be ({}, {}), got {}", n, s,
+                  key_padding_mask.sizes());
+      TensorT kp = kpm.dtype() == DType::Bool
+                       ? where(kpm, neg_inf, zeros_like(kpm, TensorOptions(q.dtype())))
+                       : kpm.to(q.dtype());
+      add_mask(kp.reshape({n, 1, 1, s}));
+    }
+    TensorT scores = qh.matmul(kh.mT()) * (1.0 / std::sqrt(static_cast<double>(hd)));
+    if (mask.defined()) scores = scores + mask;
+    TensorT w = scores.softmax(-1);
+    TensorT wd = options.dropout() > 0 ? F::dropout(w, options.dropout(), this->is_training()) : w;
+    TensorT ctx = wd.matmul(vh).permute({2, 0, 1, 3}).reshape({l, n, e});  // (L, N, E)
+    TensorT out = out_proj(ctx);
+    if (unbatched) out = out.squeeze(1);
+    else if (options.batch_first()) out = out.transpose(0, 1);
+    TensorT weights;
+    if (need_weights) {
+      weights = average_attn_weights ? w.mean({1}) : w;
+      if (unbatched) weights = weights.squeeze(0);
+    }
+    return {out, weights};
+  }
+  MultiheadAttentionOptions options;
+  TensorT in_proj_weight, in_proj_bias;
+  Linear out_proj{nullptr};
+};
+using MultiheadAttentionImpl = BasicMultiheadAttentionImpl<>;
+EMBER_MODULE(MultiheadAttention);
+
+struct TransformerLayerOptions {
+  TransformerLayerOptions(int64_t d_model, int64_t nhead) : d_model_(d_model), nhead_(nhead) {}
+  EMBER_ARG(int64_t, d_model);
+  EMBER_ARG(int64_t, nhead);
+  EMBER_ARG(int64_t, dim_feedforward) = 2048;
+  EMBER_ARG(double, dropout) = 0.1;
+  EMBER_ARG(std::string, activation) = "relu";  ///< relu or gelu
+  EMBER_ARG(double, layer_norm_eps) = 1e-5;
+  EMBER_ARG(bool, batch_first) = false;
+  EMBER_ARG(bool, norm_first) = false;
+  EMBER_ARG(bool, bias) = true;
+};
+using TransformerEncoderLayerOptions = TransformerLayerOptions;
+using TransformerDecoderLayerOptions = TransformerLayerOptions;
+
+namespace detail {
+template <class P>
+BasicTensor<P> activate(const std::string& a, const BasicTensor<P>& x) {
+  return a == "gelu" ? x.gelu() : x.relu();
+}
+inline void check_activation(const std::string& a) {
+  EMBER_CHECK(a == "relu" || a == "gelu", "[Transformer] activation must be 'relu' or 'gelu', got '{}'", a);
+}
+}  // namespace detail
+
+template <class P = DefaultPolicy>
+class BasicTransformerEncoderLayerImpl : public Cloneable<BasicTransformerEncoderLayerImpl<P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  explicit BasicTransformerEncoderLayerImpl(const TransformerLayerOptions& o)
+      : Cloneable<BasicTransformerEncoderLayerImpl<P>, P>("TransformerEncoderLayer"), options(o) {
+    reset();
+  }
+  void reset() override {
+    detail::check_activation(options.activation());
+    int64_t d = options.d_model();
+    self_attn = this->register_module("self_attn", MultiheadAttention(MultiheadAttentionOptions(d, options.nhead())
+                                                                           .dropout(options.dropout())
+                                                                           .bias(options.bias())
+                                                                           .batch_first(options.batch_first())));
+    linear1 = this->register_module("linear1", Linear(LinearOptions(d, options.dim_feedforward()).bias(options.bias())));
+    dropout = this->register_module("dropout", Dropout(options.dropout()));
+    linear2 = this->register_module("linear2", Linear(LinearOptions(options.dim_feedforward(), d).bias(options.bias())));
+    norm1 = this->register_module("norm1", LayerNorm(LayerNormOptions({d}).eps(options.layer_norm_eps()).bias(options.bias())));
+    norm2 = this->register_module("norm2", LayerNorm(LayerNormOptions({d}).eps(options.layer_norm_eps()).bias(options.bias())));
+    dropout1 = this->register_module("dropout1", Dropout(options.dropout()));
+    dropout2 = this->register_module("dropout2", Dropout(options.dropout()));
+  }
+  TensorT forward(const TensorT& src, const TensorT& src_mask = {}, const TensorT& src_key_padding_mask = {},
+                  bool is_causal = false) {
+    auto sa = [&](const TensorT& x) {
+      return dropout1(self_attn(x, x, x, src_key_padding_mask, false, src_mask, true, is_causal).first);
+    };
+    auto ff = [&](const TensorT& x) {
+      return dropout2(linear2(dropout(detail::activate(options.activation(), linear1(x)))));
+    };
+    TensorT x = src;
+    if (options.norm_first()) {
+      x = x + sa(norm1(x));
+      x = x + ff(norm2(x));
+    } else {
+      x = norm1(x + sa(x));
+      x = norm2(x + ff(x));
+    }
+    return x;
+  }
+  TransformerLayerOptions options;
+  MultiheadAttention self_attn{nullptr};
+  Linear linear1{nullptr}, linear2{nullptr};
+  Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr};
+  LayerNorm norm1{nullptr}, norm2{nullptr};
+};
+using TransformerEncoderLayerImpl = BasicTransformerEncoderLayerImpl<>;
+EMBER_MODULE(TransformerEncoderLayer);
+
+template <class P = DefaultPolicy>
+class BasicTransformerDecoderLayerImpl : public Cloneable<BasicTransformerDecoderLayerImpl<P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  explicit BasicTransformerDecoderLayerImpl(const TransformerLayerOptions& o)
+      : Cloneable<BasicTransformerDecoderLayerImpl<P>, P>("TransformerDecoderLayer"), options(o) {
+    reset();
+  }
+  void reset() override {
+    detail::check_activation(options.activation());
+    int64_t d = options.d_model();
+    auto mha = [&] {
+      return MultiheadAttention(MultiheadAttentionOptions(d, options.nhead())
+                                    .dropout(options.dropout())
+                                    .bias(options.bias())
+                                    .batch_first(options.batch_first()));
+    };
+    auto ln = [&] { return LayerNorm(LayerNormOptions({d}).eps(options.layer_norm_eps()).bias(options.bias())); };
+    self_attn = this->register_module("self_attn", mha());
+    multihead_attn = this->register_module("multihead_attn", mha());
+    linear1 = this->register_module("linear1", Linear(LinearOptions(d, options.dim_feedforward()).bias(options.bias())));
+    dropout = this->register_module("dropout", Dropout(options.dropout()));
+    linear2 = this->register_module("linear2", Linear(LinearOptions(options.dim_feedforward(), d).bias(options.bias())));
+    norm1 = this->register_module("norm1", ln());
+    norm2 = this->register_module("norm2", ln());
+    norm3 = this->register_module("norm3", ln());
+    dropout1 = this->register_module("dropout1", Dropout(options.dropout()));
+    dropout2 = this->register_module("dropout2", Dropout(options.dropout()));
+    dropout3 = this->register_module("dropout3", Dropout(options.dropout()));
+  }
+  TensorT forward(const TensorT& tgt, const TensorT& memory, const TensorT& tgt_mask = {},
+                  const TensorT& memory_mask = {}, const TensorT& tgt_key_padding_mask = {},
+                  const TensorT& memory_key_padding_mask = {}, bool tgt_is_causal = false) {
+    auto sa = [&](const TensorT& x) {
+      return dropout1(self_attn(x, x, x, tgt_key_padding_mask, false, tgt_mask, true, tgt_is_causal).first);
+    };
+    auto ca = [&](const TensorT& x) {
+      return dropout2(multihead_attn(x, memory, memory, memory_key_padding_mask, false, memory_mask).first);
+    };
+    auto ff = [&](const TensorT& x) {
+      return dropout3(linear2(dropout(detail::activate(options.activation(), linear1(x)))));
+    };
+    TensorT x = tgt;
+    if (options.norm_first()) {
+      x = x + sa(norm1(x));
+      x = x + ca(norm2(x));
+      x = x + ff(norm3(x));
+    } else {
+      x = norm1(x + sa(x));
+      x = norm2(x + ca(x));
+      x = norm3(x + ff(x));
+    }
+    return x;
+  }
+  TransformerLayerOptions options;
+  MultiheadAttention self_attn{nullptr}, multihead_attn{nullptr};
+  Linear linear1{nullptr}, linear2{nullptr};
+  Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr}, dropout3{nullptr};
+  LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+};
+using TransformerDecoderLayerImpl = BasicTransformerDecoderLayerImpl<>;
+EMBER_MODULE(TransformerDecoderLayer);
+
+/// `num_layers` deep copies of a layer (named layers.0, layers.1, ...) and an optional final norm.
+template <class P = DefaultPolicy>
+class BasicTransformerEncoderImpl : public BasicModule<P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  BasicTransformerEncoderImpl(const TransformerEncoderLayer& layer, int64_t num_layers, LayerNorm norm = nullptr)
+      : BasicModule<P>("TransformerEncoder") {
+    EMBER_CHECK(num_layers >= 1, "[TransformerEncoder] num_layers must be positive, got {}", num_layers);
+    for (int64_t i = 0; i < num_layers; ++i)
+      layers->push_back(std::dynamic_pointer_cast<TransformerEncoderLayerImpl>(layer->clone()));
+    this->register_module("layers", layers);
+    if (!norm.is_empty()) this->norm = this->register_module("norm", norm);
+  }
+  TensorT forward(const TensorT& src, const TensorT& mask = {}, const TensorT& src_key_padding_mask = {},
+                  bool is_causal = false) {
+    TensorT x = src;
+    for (size_t i = 0; i < layers->size(); ++i)
+      x = layers->template ptr<TransformerEncoderLayerImpl>(i)->forward(x, mask, src_key_padding_mask, is_causal);
+    return norm.is_empty() ? x : norm(x);
+  }
+  ModuleList layers;
+  LayerNorm norm{nullptr};
+};
+using TransformerEncoderImpl = BasicTransformerEncoderImpl<>;
+EMBER_MODULE(TransformerEncoder);
+
+template <class P = DefaultPolicy>
+class BasicTransformerDecoderImpl : public BasicModule<P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  BasicTransformerDecoderImpl(const TransformerDecoderLayer& layer, int64_t num_layers, LayerNorm norm = nullptr)
+      : BasicModule<P>("TransformerDecoder") {
+    EMBER_CHECK(num_layers >= 1, "[TransformerDecoder] num_layers must be positive, got {}", num_layers);
+    for (int64_t i = 0; i < num_layers; ++i)
+      layers->push_back(std::dynamic_pointer_cast<TransformerDecoderLayerImpl>(layer->clone()));
+    this->register_module("layers", layers);
+    if (!norm.is_empty()) this->norm = this->register_module("norm", norm);
+  }
+  TensorT forward(const TensorT& tgt, const TensorT& memory, const TensorT& tgt_mask = {},
+                  const TensorT& memory_mask = {}, const TensorT& tgt_key_padding_mask = {},
+                  const TensorT& memory_key_padding_mask = {}, bool tgt_is_causal = false) {
+    TensorT x = tgt;
+    for (size_t i = 0; i < layers->size(); ++i)
+      x = layers->template ptr<TransformerDecoderLayerImpl>(i)->forward(
+          x, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal);
+    return norm.is_empty() ? x : norm(x);
+  }
+  ModuleList layers;
+  LayerNorm norm{nullptr};
+};
+using TransformerDecoderImpl = BasicTransformerDecoderImpl<>;
+EMBER_MODULE(TransformerDecoder);
+
+struct TransformerOptions {
+  EMBER_ARG(int64_t, d_model) = 512;
+  EMBER_ARG(int64_t, nhead) = 8;
+  EMBER_ARG(int64_t, num_encoder_layers) = 6;
+  EMBER_ARG(int64_t, num_decoder_layers) = 6;
+  EMBER_ARG(int64_t, dim_feedforward) = 2048;
+  EMBER_ARG(double, dropout) = 0.1;
+  EMBER_ARG(std::string, activation) = "relu";
+  EMBER_ARG(double, layer_norm_eps) = 1e-5;
+  EMBER_ARG(bool, batch_first) = false;
+  EMBER_ARG(bool, norm_first) = false;
+  EMBER_ARG(bool, bias) = true;
+};
+
+template <class P = DefaultPolicy>
+class BasicTransformerImpl : public BasicModule<P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  explicit BasicTransformerImpl(const TransformerOptions& o = {}) : BasicModule<P>("Transformer"), options(o) {
+    auto lo = TransformerLayerOptions(o.d_model(), o.nhead())
+                  .dim_feedforward(o.dim_feedforward())
+                  .dropout(o.dropout())
+                  .activation(o.activation())
+                  .layer_norm_eps(o.layer_norm_eps())
+                  .batch_first(o.batch_first())
+                  .norm_first(o.norm_first())
+                  .bias(o.bias());
+    auto ln = [&] { return LayerNorm(LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps()).bias(o.bias())); };
+    encoder = this->register_module("encoder", TransformerEncoder(TransformerEncoderLayer(lo), o.num_encoder_layers(), ln()));
+    decoder = this->register_module("decoder", TransformerDecoder(TransformerDecoderLayer(lo), o.num_decoder_layers(), ln()));
+    // PyTorch re-initialises every matrix parameter with xavier_uniform_.
+    for (TensorT p : this->parameters())
+      if (p.dim() > 1) init::xavier_uniform_(p);
+  }
+  TensorT forward(const TensorT& src, const TensorT& tgt, const TensorT& src_mask = {}, const TensorT& tgt_mask = {},
+                  const TensorT& memory_mask = {}, const TensorT& src_key_padding_mask = {},
+                  const TensorT& tgt_key_padding_mask = {}, const TensorT& memory_key_padding_mask = {}) {
+    TensorT memory = encoder(src, src_mask, src_key_padding_mask);
+    return decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask);
+  }
+  /// (n, n) additive mask: 0 on and below the diagonal, -inf above.
+  static TensorT generate_square_subsequent_mask(int64_t n) {
+    TensorT m = full<P>({n, n}, -std::numeric_limits<double>::infinity());
+    return triu(m, 1);
+  }
+  TransformerOptions options;
+  TransformerEncoder encoder{nullptr};
+  TransformerDecoder decoder{nullptr};
+};
+using TransformerImpl = BasicTransformerImpl<>;
+EMBER_MODULE(Transformer);
+
+}  // namespace ember::nn

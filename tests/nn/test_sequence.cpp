@@ -1,0 +1,185 @@
+// RNN/LSTM/GRU against their cells and hand-written gate equations; attention and the
+// Transformer layers against direct computations; PyTorch's parameter names; causality.
+
+#include <doctest/doctest.h>
+#include <ember/autograd/gradcheck.hpp>
+#include <ember/nn.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace ember;
+
+namespace {
+
+double max_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  return (a.detach().to(DType::F64) - b.detach().to(DType::F64)).abs().amax().item<double>();
+}
+
+std::vector<std::string> names(const nn::NamedTensors& v) {
+  std::vector<std::string> n;
+  for (auto& [k, t] : v) n.push_back(k);
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("LSTM: PyTorch's parameter names and shapes; output equals the cell unrolled by hand") {
+  manual_seed(30);
+  nn::LSTM lstm(nn::LSTMOptions(3, 5).num_layers(2).bidirectional(true));
+  CHECK(names(lstm->named_parameters()) ==
+        std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_ih_l0_reverse",
+                                 "weight_hh_l0_reverse", "bias_ih_l0_reverse", "bias_hh_l0_reverse", "weight_ih_l1",
+                                 "weight_hh_l1", "bias_ih_l1", "bias_hh_l1", "weight_ih_l1_reverse",
+                                 "weight_hh_l1_reverse", "bias_ih_l1_reverse", "bias_hh_l1_reverse"});
+  CHECK(lstm->named_parameters()[8].second.sizes() == Shape{20, 10});
+  Tensor x = randn({4, 2, 3});
+  auto [out, state] = lstm(x);
+  CHECK(out.sizes() == Shape{4, 2, 10});
+  CHECK(state.first.sizes() == Shape{4, 2, 5});
+  // Single layer, one direction: the cell by hand, with the gate order i, f, g, o.
+  nn::LSTM one(3, 4);
+  Tensor h = zeros({2, 4}), c = zeros({2, 4});
+  auto& w = one->weights[0];
+  std::vector<Tensor> hs;
+  for (int64_t t = 0; t < 4; ++t) {
+    Tensor g = x.select(0, t).matmul(w.w_ih.t()) + w.b_ih + h.matmul(w.w_hh.t()) + w.b_hh;
+    Tensor i = g.narrow(1, 0, 4).sigmoid(), f = g.narrow(1, 4, 4).sigmoid(), gg = g.narrow(1, 8, 4).tanh(),
+           o = g.narrow(1, 12, 4).sigmoid();
+    c = f * c + i * gg;
+    h = o * c.tanh();
+    hs.push_back(h);
+  }
+  auto [o1, s1] = one(x);
+  CHECK(max_diff(o1, stack(hs, 0)) < 1e-6);
+  CHECK(max_diff(s1.second.squeeze(0), c) < 1e-6);
+  // batch_first and unbatched inputs agree with the default layout.
+  nn::LSTM bf(nn::LSTMOptions(3, 4).batch_first(true));
+  bf->load_state_dict(one->state_dict());
+  CHECK(max_diff(bf(x.transpose(0, 1)).first.transpose(0, 1), o1) < 1e-6);
+  CHECK(max_diff(one(x.select(1, 0)).first, o1.select(1, 0)) < 1e-6);
+  CHECK_THROWS_WITH_AS(one(randn({4, 2, 5})), doctest::Contains("[LSTM] expects 3 input features"), Error);
+  CHECK_THROWS_WITH_AS(one->forward(x, {zeros({2, 2, 4}), zeros({2, 2, 4})}), doctest::Contains("h0 must have shape"),
+                       Error);
+}
+
+TEST_CASE("GRU and RNN: gate equations, cells, bidirectional reverse direction") {
+  manual_seed(31);
+  nn::GRU gru(3, 2);
+  Tensor x = randn({3, 1, 3});
+  auto& w = gru->weights[0];
+  Tensor h = zeros({1, 2});
+  for (int64_t t = 0; t < 3; ++t) {
+    Tensor gi = x.select(0, t).matmul(w.w_ih.t()) + w.b_ih, gh = h.matmul(w.w_hh.t()) + w.b_hh;
+    Tensor r = (gi.narrow(1, 0, 2) + gh.narrow(1, 0, 2)).sigmoid(), z = (gi.narrow(1, 2, 2) + gh.narrow(1, 2, 2)).sigmoid();
+    Tensor n = (gi.narrow(1, 4, 2) + r * gh.narrow(1, 4, 2)).tanh();
+    h = (1.0 - z) * n + z * h;
+  }
+  CHECK(max_diff(gru(x).second.squeeze(0), h) < 1e-6);
+  nn::GRUCell cell(3, 2);
+  cell->weight_ih = w.w_ih, cell->weight_hh = w.w_hh, cell->bias_ih = w.b_ih, cell->bias_hh = w.b_hh;
+  Tensor hc = zeros({1, 2});
+  for (int64_t t = 0; t < 3; ++t) hc = cell(x.select(0, t), hc);
+  CHECK(max_diff(hc, h) < 1e-6);
+  // The reverse direction of a bidirectional RNN reads the sequence backwards.
+  nn::RNN bi(nn::RNNOptions(3, 2).bidirectional(true).nonlinearity("relu"));
+  auto [out, hn] = bi(x);
+  nn::RNN fwd(nn::RNNOptions(3, 2).nonlinearity("relu"));
+  fwd->weights[0].w_ih = bi->weights[1].w_ih, fwd->weights[0].w_hh = bi->weights[1].w_hh;
+  fwd->weights[0].b_ih = bi->weights[1].b_ih, fwd->weights[0].b_hh = bi->weights[1].b_hh;
+  Tensor rev = fwd(flip(x, {0})).first;
+  CHECK(max_diff(out.narrow(2, 2, 2), flip(rev, {0})) < 1e-6);
+  CHECK_THROWS_WITH_AS(nn::RNN(nn::RNNOptions(3, 2).nonlinearity("gelu")), doctest::Contains("'tanh' or 'relu'"), Error);
+}
+
+TEST_CASE("gradcheck: LSTM and GRU (f64)") {
+  manual_seed(32);
+  nn::LSTM lstm(nn::LSTMOptions(2, 3).num_layers(2));
+  lstm->to(DType::F64);
+  nn::GRU gru(nn::GRUOptions(2, 2).bidirectional(true));
+  gru->to(DType::F64);
+  std::string why;
+  auto lf = [&](const std::vector<Tensor>& in) { return lstm(in[0]).first; };
+  CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(lf, {randn({3, 2, 2}, DType::F64).requires_grad_()}, {}, &why), why);
+  auto gf = [&](const std::vector<Tensor>& in) { return gru(in[0], in[1]).first; };
+  CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(
+                    gf, {randn({3, 1, 2}, DType::F64).requires_grad_(), randn({2, 1, 2}, DType::F64).requires_grad_()},
+                    {}, &why),
+                why);
+}
+
+TEST_CASE("scaled_dot_product_attention and MultiheadAttention against direct computation") {
+  manual_seed(33);
+  Tensor q = randn({2, 4, 3}), k = randn({2, 5, 3}), v = randn({2, 5, 6});
+  Tensor ref = (q.matmul(k.mT()) / std::sqrt(3.0)).softmax(-1).matmul(v);
+  CHECK(max_diff(nn::F::scaled_dot_product_attention(q, k, v), ref) < 1e-6);
+  // Causal: output i depends only on v[:i+1] (square case).
+  Tensor kq = randn({1, 4, 3}), vv = randn({1, 4, 2});
+  Tensor a = nn::F::scaled_dot_product_attention(kq, kq, vv, {}, 0.0, true);
+  Tensor vv2 = vv.clone();
+  vv2.select(1, 3).fill_(100.0);
+  Tensor b = nn::F::scaled_dot_product_attention(kq, kq, vv2, {}, 0.0, true);
+  CHECK(max_diff(a.narrow(1, 0, 3), b.narrow(1, 0, 3)) < 1e-6);
+  CHECK(max_diff(a.select(1, 0), vv.select(1, 0)) < 1e-6);
+
+  nn::MultiheadAttention mha(8, 2);
+  CHECK(names(mha->named_parameters()) ==
+        std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"});
+  Tensor x = randn({5, 3, 8});  // (L, N, E)
+  auto [out, w] = mha(x, x, x);
+  CHECK(out.sizes() == Shape{5, 3, 8});
+  CHECK(w.sizes() == Shape{3, 5, 5});
+  // By hand for batch element 0.
+  Tensor xb = x.select(1, 0);
+  Tensor qkv = linear(xb, mha->in_proj_weight, mha->in_proj_bias);
+  std::vector<Tensor> heads;
+  for (int64_t h = 0; h < 2; ++h) {
+    Tensor qh = qkv.narrow(1, h * 4, 4), kh = qkv.narrow(1, 8 + h * 4, 4), vh = qkv.narrow(1, 16 + h * 4, 4);
+    heads.push_back((qh.matmul(kh.t()) / 2.0).softmax(-1).matmul(vh));
+  }
+  Tensor manual = mha->out_proj(cat(heads, 1));
+  CHECK(max_diff(out.select(1, 0), manual) < 1e-5);
+  // Padded keys get no weight.
+  Tensor kpm = zeros({3, 5}, DType::Bool);
+  kpm.select(1, 4).fill_(true);
+  auto [o2, w2] = mha(x, x, x, kpm);
+  CHECK(w2.select(2, 4).abs().amax().item<double>() == 0.0);
+  CHECK_THROWS_WITH_AS(nn::MultiheadAttention(10, 3), doctest::Contains("divisible by num_heads"), Error);
+}
+
+TEST_CASE("Transformer layers: PyTorch's names, cloned layers, causality, shapes") {
+  manual_seed(34);
+  auto opts = nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(16).dropout(0.0).batch_first(true);
+  nn::TransformerEncoderLayer layer(opts);
+  CHECK(names(layer->named_parameters()) ==
+        std::vector<std::string>{"self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight",
+                                 "self_attn.out_proj.bias", "linear1.weight", "linear1.bias", "linear2.weight",
+                                 "linear2.bias", "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"});
+  nn::TransformerEncoder enc(layer, 2, nn::LayerNorm(nn::LayerNormOptions({8})));
+  auto n = names(enc->named_parameters());
+  CHECK(n.front() == "layers.0.self_attn.in_proj_weight");
+  CHECK(n.back() == "norm.bias");
+  CHECK(n.size() == 26);
+  auto p = enc->named_parameters();
+  CHECK(p[0].second.raw_data() != p[12].second.raw_data());  // deep copies, not shared
+  Tensor x = randn({2, 6, 8});
+  Tensor y = enc->forward(x, {}, {}, true);
+  Tensor x2 = x.clone();
+  x2.narrow(1, 4, 2).fill_(3.0);
+  Tensor y2 = enc->forward(x2, {}, {}, true);
+  CHECK(max_diff(y.narrow(1, 0, 4), y2.narrow(1, 0, 4)) < 1e-5);  // future tokens do not leak back
+  // norm_first and gelu run and differ from post-norm.
+  nn::TransformerEncoderLayer pre(nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(16).dropout(0.0)
+                                      .batch_first(true).norm_first(true).activation("gelu"));
+  CHECK(pre(x).sizes() == Shape{2, 6, 8});
+  nn::Transformer tr(nn::TransformerOptions().d_model(8).nhead(2).num_encoder_layers(1).num_decoder_layers(1)
+                         .dim_feedforward(16).dropout(0.0));
+  Tensor src = randn({7, 2, 8}), tgt = randn({5, 2, 8});
+  Tensor mask = nn::TransformerImpl::generate_square_subsequent_mask(5);
+  CHECK(mask.select(0, 0).select(0, 1).item<float>() == -INFINITY);
+  CHECK(mask.select(0, 1).select(0, 0).item<float>() == 0.0f);
+  CHECK(tr->forward(src, tgt, {}, mask).sizes() == Shape{5, 2, 8});
+  CHECK(names(tr->named_parameters()).back() == "decoder.norm.bias");
+}
