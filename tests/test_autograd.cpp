@@ -243,6 +243,22 @@ TEST_CASE("autograd: in-place ops on non-leaves and through views keep gradients
   check_vals(src.grad(), {10, 12});
   check_vals(q.grad(), {0});  // q's contribution: row 0 (0 + q) twice -> 2*(0+0)*2 = 0
 
+  // copy_ into a view of a plain buffer: the buffer takes the gradient path.
+  Tensor xc = leaf({1, 2});
+  Tensor buf2 = zeros({4}, DType::F64);
+  buf2.narrow(0, 1, 2).copy_(xc * 3.0);
+  CHECK(buf2.requires_grad());
+  (buf2 * buf2).sum().backward();
+  check_vals(xc.grad(), {18, 36});
+  // A later write through an older view of the same buffer replaces that history again.
+  Tensor xr = leaf({1, 2});
+  Tensor buf3 = zeros({4}, DType::F64);
+  Tensor old_view = buf3.narrow(0, 0, 2);
+  buf3.narrow(0, 0, 2).copy_(xr);
+  old_view.fill_(5.0);
+  buf3.sum().backward();
+  check_vals(xr.grad(), {0, 0});  // its values were overwritten: no gradient reaches xr
+
   // x.mul_(x): the operand aliases the target.
   Tensor s = leaf({3.0});
   Tensor t = s * 1.0;

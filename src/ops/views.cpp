@@ -202,7 +202,9 @@ TensorRef ViewOp::make(const TensorImpl& x) const {
     case ViewKind::Alias:
       break;
   }
-  return detail::make_view(x.storage, x.dtype, sizes, st, offset);
+  TensorRef out = detail::make_view(x.storage, x.dtype, sizes, st, offset);
+  out->view_of = x.view_of ? x.view_of : TensorRef::share(const_cast<TensorImpl*>(&x));
+  return out;
 }
 
 }  // namespace ember::ops

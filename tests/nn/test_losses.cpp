@@ -174,3 +174,62 @@ TEST_CASE("losses: gradcheck of every loss") {
              {r({3, 4}), r({4}), r({4})});
   check_grad("rms_norm", [&](const auto& x) { return nn::F::rms_norm(x[0], {4}, x[1]); }, {r({3, 4}), r({4})});
 }
+
+TEST_CASE("ctc_loss equals the sum over all alignments (brute force), and is differentiable") {
+  manual_seed(11);
+  const int64_t t = 4, c = 3;
+  Tensor lp = randn({t, 2, c}, DType::F64).log_softmax(2);
+  std::vector<std::vector<int64_t>> targets = {{1, 2}, {1, 1}};
+  auto brute = [&](int64_t b) {
+    double total = 0;
+    for (int64_t code = 0; code < 81; ++code) {  // every path of length 4 over 3 symbols
+      std::vector<int64_t> path;
+      int64_t k = code;
+      double logp = 0;
+      for (int64_t i = 0; i < t; ++i) {
+        path.push_back(k % c);
+        logp += lp.select(0, i).select(0, b).select(0, k % c).item<double>();
+        k /= c;
+      }
+      std::vector<int64_t> collapsed;  // merge repeats, drop blanks
+      for (size_t i = 0; i < path.size(); ++i)
+        if (path[i] != 0 && (i == 0 || path[i] != path[i - 1])) collapsed.push_back(path[i]);
+      if (collapsed == targets[b]) total += std::exp(logp);
+    }
+    return -std::log(total);
+  };
+  Tensor tg = tensor<int64_t>({{1, 2}, {1, 1}});
+  Tensor l = nn::F::ctc_loss(lp, tg, {4, 4}, {2, 2}, 0, "none");
+  CHECK(l.select(0, 0).item<double>() == doctest::Approx(brute(0)).epsilon(1e-10));
+  CHECK(l.select(0, 1).item<double>() == doctest::Approx(brute(1)).epsilon(1e-10));
+  CHECK(nn::F::ctc_loss(lp, tg, {4, 4}, {2, 2}).item<double>() == doctest::Approx((brute(0) + brute(1)) / 4));
+  // Impossible alignment (repeated label needs a blank between: 3 steps minimum for "1 1").
+  Tensor inf = nn::F::ctc_loss(lp, tg, {4, 2}, {2, 2}, 0, "none");
+  CHECK(std::isinf(inf.select(0, 1).item<double>()));
+  CHECK(nn::F::ctc_loss(lp, tg, {4, 2}, {2, 2}, 0, "none", true).select(0, 1).item<double>() == 0.0);
+  check_grad("ctc_loss", [&](const auto& x) { return nn::F::ctc_loss(x[0].log_softmax(2), tg, {4, 3}, {2, 1}); },
+             {randn({t, 2, c}, DType::F64).requires_grad_()});
+  CHECK_THROWS_WITH_AS(nn::F::ctc_loss(lp, tensor<int64_t>({{0, 1}, {1, 1}}), {4, 4}, {2, 2}),
+                       doctest::Contains("is not a valid label"), Error);
+}
+
+TEST_CASE("EmbeddingBag: sum, mean and max bags from 2-d input or offsets, per-sample weights") {
+  manual_seed(12);
+  nn::EmbeddingBag bag(nn::EmbeddingBagOptions(6, 3).mode("sum"));
+  Tensor w = bag->weight.detach();
+  Tensor in = tensor<int64_t>({1, 2, 4, 5, 4});
+  Tensor off = tensor<int64_t>({0, 2});
+  Tensor s = bag(in, off);
+  CHECK((s.select(0, 0) - (w[1] + w[2])).abs().amax().item<double>() < 1e-6);
+  CHECK((s.select(0, 1) - (w[4] + w[5] + w[4])).abs().amax().item<double>() < 1e-6);
+  Tensor psw = tensor<float>({1.0f, 2.0f, 0.5f, 1.0f, 1.0f});
+  CHECK((bag(in, off, psw).select(0, 0) - (w[1] + w[2] * 2.0)).abs().amax().item<double>() < 1e-6);
+  nn::EmbeddingBag mean(nn::EmbeddingBagOptions(6, 3).mode("mean"));
+  Tensor wm = mean->weight.detach();
+  Tensor m = mean(tensor<int64_t>({{0, 3}, {5, 5}}));
+  CHECK((m.select(0, 0) - (wm[0] + wm[3]) / 2.0).abs().amax().item<double>() < 1e-6);
+  nn::EmbeddingBag mx(nn::EmbeddingBagOptions(6, 3).mode("max"));
+  Tensor wx = mx->weight.detach();
+  CHECK((mx(tensor<int64_t>({{0, 3}})).select(0, 0) - wx[0].maximum(wx[3])).abs().amax().item<double>() < 1e-6);
+  CHECK_THROWS_WITH_AS(mean(in, off, psw), doctest::Contains("need mode 'sum'"), Error);
+}

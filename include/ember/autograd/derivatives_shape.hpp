@@ -12,13 +12,6 @@ namespace ember::autograd {
 
 namespace detail {
 
-/// Marks `out` as a differentiable view of x's root, for in-place writes through it.
-inline void set_view_base(TensorImpl& out, const TensorImpl& x) {
-  AutogradMeta& m = meta_of(out);
-  const AutogradMeta* xm = x.autograd;
-  m.view_base = xm && xm->view_base ? xm->view_base : TensorRef::share(const_cast<TensorImpl*>(&x));
-}
-
 /// Indices start, start + step, ... (count of them) as an i64 tensor on `device`.
 template <class P>
 T<P> strided_range(int64_t start, int64_t count, int64_t step, Device device) {
@@ -97,7 +90,6 @@ void Recorder<P>::record(const ops::ViewOp& op, const TensorRef& out, const Tens
     }
   }
   set_history(*out, node, 0);
-  detail::set_view_base(*out, xi);
 }
 
 template <class P>

@@ -18,17 +18,16 @@ namespace detail {
 
 inline void check_inplace_target(const TensorImpl& t, const char* op) {
   const AutogradMeta* m = t.autograd;
-  if (!m) return;
-  EMBER_CHECK(!(m->requires_grad && !m->grad_fn),
+  EMBER_CHECK(!(m && m->requires_grad && !m->grad_fn),
               "[{}_] a leaf tensor that requires grad (shape {}) is used in an in-place operation; update it "
               "under NoGradGuard (as optimisers do), or work on a clone",
               op, t.sizes);
-  if (m->view_base) {
-    const AutogradMeta* bm = m->view_base->autograd;
+  if (t.view_of) {
+    const AutogradMeta* bm = t.view_of->autograd;
     EMBER_CHECK(!(bm && bm->requires_grad && !bm->grad_fn),
                 "[{}_] a view (shape {}) of a leaf tensor that requires grad (shape {}) is used in an in-place "
                 "operation; update the leaf under NoGradGuard, or work on a clone",
-                op, t.sizes, m->view_base->sizes);
+                op, t.sizes, t.view_of->sizes);
   }
 }
 
@@ -38,7 +37,7 @@ template <class P>
 void rebase_history(TensorImpl& target, const TensorImpl* value) {
   const PolicyOps* ops = ops_of<P>();
   AutogradMeta* m = target.autograd;
-  TensorRef base = m ? m->view_base : TensorRef();
+  TensorRef base = target.view_of;
   bool value_grad = value && requires_grad(*value);
   if (!base || (!requires_grad(*base) && !value_grad)) {
     if (value_grad) {

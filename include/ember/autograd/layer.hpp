@@ -90,11 +90,11 @@ inline constexpr bool kInplaceForm = (std::is_same_v<Op, ops::Unary> && sizeof..
                                      (std::is_same_v<Op, ops::Binary> && sizeof...(A) == 3) ||
                                      std::is_same_v<Op, ops::CopyInto> || std::is_same_v<Op, ops::Fill>;
 
-/// Whether a tensor argument has autograd metadata. In-place forms are recorded when any
-/// argument has it, because the target's history must be checked and rewritten even when
-/// no other input requires grad (a view of a tensor that requires grad, say).
-inline bool has_meta(const TensorImpl& t) { return t.autograd != nullptr; }
-inline bool has_meta(const TensorImpl* t) { return t && t->autograd != nullptr; }
+/// Whether a tensor argument (or the tensor it is a view of) has autograd metadata. In-place
+/// forms are recorded when any argument has it, because the target's history (and its root's)
+/// must be checked and rewritten even when no other input requires grad.
+inline bool has_meta(const TensorImpl& t) { return t.autograd != nullptr || (t.view_of && t.view_of->autograd); }
+inline bool has_meta(const TensorImpl* t) { return t && has_meta(*t); }
 
 }  // namespace detail
 

@@ -93,9 +93,6 @@ struct AutogradMeta {
   /// retain_grad() on a non-leaf: a hook on grad_fn writes into this cell (not into the
   /// tensor itself: the graph must not own the tensor that owns the graph).
   std::shared_ptr<TensorRef> retained_grad;
-  /// For a differentiable view: the tensor it is a view of (the root, never a view itself)
-  /// so that in-place writes through the view update the root's history.
-  TensorRef view_base;
 };
 
 /// A tensor's metadata, created on first use.

@@ -123,7 +123,6 @@ BasicTensor<P>& BasicTensor<P>::detach_() {
   if (m) {
     m->grad_fn.reset();
     m->requires_grad = false;
-    m->view_base.reset();
   }
   return *this;
 }

@@ -26,6 +26,10 @@ struct TensorImpl {
   Shape sizes;
   Shape strides;
   AutogradMeta* autograd = nullptr;
+  /// For a view made by a view op (narrow, select, ...): the tensor it views, followed to the
+  /// root (never a view itself). Autograd needs it when a view is written in place: the root's
+  /// history must then include the write, whether or not the root required grad before.
+  Ref<TensorImpl> view_of;
 
   int64_t ndim() const { return sizes.ndim(); }
   Device device() const { return storage->device; }

@@ -8,7 +8,9 @@
 #include <ember/ops/shape_ops.hpp>
 
 #include <cmath>
+#include <limits>
 #include <optional>
+#include <vector>
 #include <string_view>
 
 namespace ember::nn::functional {
@@ -286,6 +288,74 @@ BasicTensor<P> triplet_margin_loss(const BasicTensor<P>& anchor, const BasicTens
   BasicTensor<P> dp = dist(anchor, pos), dn = dist(anchor, neg);
   if (swap) dn = dn.minimum(dist(pos, neg));
   return detail::reduce((dp - dn + margin).clamp_min(0.0), reduction, "triplet_margin_loss");
+}
+
+/// Connectionist temporal classification loss. log_probs (T, N, C) (log-softmax over C),
+/// targets (N, S) padded or 1-d concatenated, input_lengths (N), target_lengths (N).
+/// Computed by the forward (alpha) recursion in log space with differentiable ops, so the
+/// gradient is autograd's. reduction "mean" divides each loss by its target length first.
+template <class P>
+BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& targets,
+                        const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths,
+                        int64_t blank = 0, std::string_view reduction = "mean", bool zero_infinity = false) {
+  EMBER_CHECK(log_probs.dim() == 3, "[ctc_loss] log_probs must be (T, N, C), got shape {}", log_probs.sizes());
+  int64_t t_max = log_probs.size(0), n = log_probs.size(1), c = log_probs.size(2);
+  EMBER_CHECK(static_cast<int64_t>(input_lengths.size()) == n && static_cast<int64_t>(target_lengths.size()) == n,
+              "[ctc_loss] need {} input and target lengths, got {} and {}", n, input_lengths.size(),
+              target_lengths.size());
+  EMBER_CHECK(blank >= 0 && blank < c, "[ctc_loss] blank {} is not a class of {}", blank, c);
+  BasicTensor<P> tg = targets.to(DType::I64).contiguous();
+  const int64_t* tp = tg.template data_ptr<int64_t>();
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  std::vector<BasicTensor<P>> losses;
+  int64_t offset = 0;
+  for (int64_t b = 0; b < n; ++b) {
+    int64_t len = input_lengths[b], s = target_lengths[b];
+    EMBER_CHECK(len >= 0 && len <= t_max, "[ctc_loss] input length {} of sample {} is outside [0, {}]", len, b, t_max);
+    EMBER_CHECK(s >= 0, "[ctc_loss] target length {} of sample {} is negative", s, b);
+    std::vector<int64_t> ext(static_cast<size_t>(2 * s + 1), blank);  // blank, l1, blank, l2, ..., blank
+    for (int64_t i = 0; i < s; ++i) {
+      int64_t lab = tg.dim() == 2 ? tp[b * tg.size(1) + i] : tp[offset + i];
+      EMBER_CHECK(lab >= 0 && lab < c && lab != blank, "[ctc_loss] target {} of sample {} is not a valid label", lab, b);
+      ext[2 * i + 1] = lab;
+    }
+    EMBER_CHECK(tg.dim() == 2 ? s <= tg.size(1) : offset + s <= tg.numel(),
+                "[ctc_loss] target length {} of sample {} exceeds the targets given", s, b);
+    offset += s;
+    int64_t m = 2 * s + 1;
+    // Where the skip transition s-2 -> s is allowed (a label differing from the one two back).
+    std::vector<uint8_t> skip(static_cast<size_t>(m), 0);
+    for (int64_t i = 2; i < m; ++i) skip[i] = ext[i] != blank && ext[i] != ext[i - 2];
+    BasicTensor<P> ext_t = ember::detail::index_tensor_1d<P>(ext, log_probs.device());
+    BasicTensor<P> skip_t = ember::detail::index_tensor_1d<P>(std::vector<int64_t>(skip.begin(), skip.end()),
+                                                       log_probs.device()).ne(int64_t{0});
+    BasicTensor<P> lp = log_probs.select(1, b);  // (T, C)
+    if (len == 0) {
+      losses.push_back(s == 0 ? lp.sum() * 0.0 : lp.sum() * 0.0 + std::numeric_limits<double>::infinity());
+      continue;
+    }
+    BasicTensor<P> emit0 = index_select(lp.select(0, 0), 0, ext_t);  // (m)
+    BasicTensor<P> init = full<P>({m}, neg_inf, TensorOptions(lp.dtype()).device(lp.device()));
+    BasicTensor<P> alpha = where(arange<P>(m).lt(int64_t{2}), emit0, init);
+    for (int64_t t = 1; t < len; ++t) {
+      BasicTensor<P> a1 = pad(alpha, {1, 0}, "constant", neg_inf).narrow(0, 0, m);
+      BasicTensor<P> a2 = where(skip_t, pad(alpha, {2, 0}, "constant", neg_inf).narrow(0, 0, m), neg_inf);
+      BasicTensor<P> stacked = stack(std::vector<BasicTensor<P>>{alpha, a1, a2}, 0);
+      alpha = stacked.logsumexp({0}) + index_select(lp.select(0, t), 0, ext_t);
+    }
+    BasicTensor<P> tail = m >= 2 ? alpha.narrow(0, m - 2, 2) : alpha;
+    BasicTensor<P> l = tail.logsumexp({0}).neg();
+    if (zero_infinity) l = where(l.isinf(), 0.0, l);
+    losses.push_back(l);
+  }
+  BasicTensor<P> all = stack(losses, 0);
+  if (reduction == "mean") {
+    std::vector<double> tl;
+    for (int64_t v : target_lengths) tl.push_back(static_cast<double>(std::max<int64_t>(v, 1)));
+    BasicTensor<P> div = from_blob<P>(tl.data(), {n}, TensorOptions(DType::F64)).clone().to(all.dtype());
+    return (all / div.to(all.device())).mean();
+  }
+  return detail::reduce(all, reduction, "ctc_loss");
 }
 
 }  // namespace ember::nn::functional

@@ -6,7 +6,10 @@
 #include <ember/nn/module.hpp>
 #include <ember/nn/options.hpp>
 
+#include <cmath>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace ember::nn {
 
@@ -94,6 +97,101 @@ class BasicEmbeddingImpl : public Cloneable<BasicEmbeddingImpl<P>, P> {
 };
 using EmbeddingImpl = BasicEmbeddingImpl<>;
 EMBER_MODULE(Embedding);
+
+struct EmbeddingBagOptions {
+  EmbeddingBagOptions(int64_t num_embeddings, int64_t embedding_dim)
+      : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  EMBER_ARG(int64_t, num_embeddings);
+  EMBER_ARG(int64_t, embedding_dim);
+  EMBER_ARG(std::string, mode) = "mean";  ///< sum, mean or max
+  EMBER_ARG(std::optional<int64_t>, padding_idx);
+};
+
+/// Sums, averages or maxes the embeddings of each bag: input (B, L) (one bag per row) or 1-d
+/// input with `offsets` (bag b = input[offsets[b] : offsets[b + 1]]); per_sample_weights
+/// scale each embedding (sum mode). Entries equal to padding_idx are left out of their bag.
+template <class P = DefaultPolicy>
+class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  BasicEmbeddingBagImpl(int64_t num, int64_t dim) : BasicEmbeddingBagImpl(EmbeddingBagOptions(num, dim)) {}
+  explicit BasicEmbeddingBagImpl(const EmbeddingBagOptions& o)
+      : Cloneable<BasicEmbeddingBagImpl<P>, P>("EmbeddingBag"), options(o) {
+    reset();
+  }
+  void reset() override {
+    const std::string& m = options.mode();
+    EMBER_CHECK(m == "sum" || m == "mean" || m == "max", "[EmbeddingBag] mode must be sum, mean or max, got '{}'", m);
+    int64_t n = options.num_embeddings();
+    if (options.padding_idx()) {
+      int64_t& p = *options.padding_idx();
+      EMBER_CHECK(p >= -n && p < n, "[EmbeddingBag] padding_idx {} is out of range for {} embeddings", p, n);
+      if (p < 0) p += n;
+    }
+    weight = this->register_parameter("weight", empty<P>({n, options.embedding_dim()}));
+    init::normal_(weight);
+    if (options.padding_idx()) {
+      autograd::NoGradGuard ng;
+      weight.select(0, *options.padding_idx()).fill_(0.0);
+    }
+  }
+  TensorT forward(const TensorT& input, const TensorT& offsets = {}, const TensorT& per_sample_weights = {}) {
+    EMBER_CHECK(input.dtype() == DType::I64 || input.dtype() == DType::I32,
+                "[EmbeddingBag] indices must be integers, got {}", input.dtype());
+    EMBER_CHECK(!per_sample_weights.defined() || options.mode() == "sum",
+                "[EmbeddingBag] per_sample_weights need mode 'sum', got '{}'", options.mode());
+    TensorT flat = input.to(DType::I64).reshape({-1});
+    std::vector<int64_t> starts;
+    if (input.dim() == 2) {
+      EMBER_CHECK(!offsets.defined(), "[EmbeddingBag] offsets are only for 1-d input, got input of shape {}",
+                  input.sizes());
+      for (int64_t b = 0; b < input.size(0); ++b) starts.push_back(b * input.size(1));
+    } else {
+      EMBER_CHECK(input.dim() == 1 && offsets.defined() && offsets.dim() == 1,
+                  "[EmbeddingBag] 1-d input needs 1-d offsets (got input {}, offsets {})", input.sizes(),
+                  offsets.defined() ? offsets.sizes() : Shape{});
+      TensorT off = offsets.to(DType::I64).contiguous();
+      for (int64_t b = 0; b < off.numel(); ++b) starts.push_back(off.template data_ptr<int64_t>()[b]);
+    }
+    int64_t total = flat.numel();
+    TensorT rows = index_select(weight, 0, flat);
+    if (per_sample_weights.defined()) {
+      EMBER_CHECK(per_sample_weights.numel() == total, "[EmbeddingBag] per_sample_weights need {} values, got shape {}",
+                  total, per_sample_weights.sizes());
+      rows = rows * per_sample_weights.reshape({total, 1});
+    }
+    TensorT keep = options.padding_idx() ? flat.ne(*options.padding_idx()) : TensorT();
+    std::vector<TensorT> bags;
+    for (size_t b = 0; b < starts.size(); ++b) {
+      int64_t s = starts[b], e = b + 1 < starts.size() ? starts[b + 1] : total;
+      EMBER_CHECK(s >= 0 && s <= e && e <= total, "[EmbeddingBag] offsets {} .. {} are out of range for {} indices", s,
+                  e, total);
+      TensorT r = rows.narrow(0, s, e - s);
+      TensorT count_t;
+      if (keep.defined()) {
+        TensorT k = keep.narrow(0, s, e - s).unsqueeze(1);
+        r = options.mode() == "max" ? where(k, r, -INFINITY) : where(k, r, 0.0);
+        count_t = k.to(weight.dtype()).sum();
+      }
+      int64_t n = e - s;
+      if (options.mode() == "sum") {
+        bags.push_back(r.sum({0}));
+      } else if (options.mode() == "mean") {
+        bags.push_back(n == 0 ? zeros_like(weight.select(0, 0)) : r.sum({0}) / (count_t.defined() ? count_t.clamp_min(1.0) : r.scalar_like(static_cast<double>(n))));
+      } else {
+        bags.push_back(n == 0 ? zeros_like(weight.select(0, 0)) : r.amax({0}));
+      }
+    }
+    return stack(bags, 0);
+  }
+  std::string extra_repr() const override {
+    return fmt::format("{}, {}, mode='{}'", options.num_embeddings(), options.embedding_dim(), options.mode());
+  }
+  EmbeddingBagOptions options;
+  TensorT weight;
+};
+using EmbeddingBagImpl = BasicEmbeddingBagImpl<>;
+EMBER_MODULE(EmbeddingBag);
 
 struct LayerNormOptions {
   LayerNormOptions(Shape normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT

@@ -8,6 +8,7 @@
 #include <ember/nn/options.hpp>
 
 #include <string>
+#include <vector>
 
 namespace ember::nn {
 
@@ -221,5 +222,23 @@ class BasicTripletMarginLossImpl : public Cloneable<BasicTripletMarginLossImpl<P
 };
 using TripletMarginLossImpl = BasicTripletMarginLossImpl<>;
 EMBER_MODULE(TripletMarginLoss);
+
+template <class P = DefaultPolicy>
+class BasicCTCLossImpl : public Cloneable<BasicCTCLossImpl<P>, P> {
+ public:
+  explicit BasicCTCLossImpl(int64_t blank = 0, std::string reduction = "mean", bool zero_infinity = false)
+      : Cloneable<BasicCTCLossImpl<P>, P>("CTCLoss"), blank(blank), reduction(std::move(reduction)),
+        zero_infinity(zero_infinity) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& log_probs, const BasicTensor<P>& targets,
+                         const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths) {
+    return F::ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity);
+  }
+  int64_t blank;
+  std::string reduction;
+  bool zero_infinity;
+};
+using CTCLossImpl = BasicCTCLossImpl<>;
+EMBER_MODULE(CTCLoss);
 
 }  // namespace ember::nn
