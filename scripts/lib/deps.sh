@@ -4,6 +4,11 @@
 EMBER_APT_PACKAGES=(meson ninja-build pkg-config g++ binutils libeigen3-dev xtensor-dev libxsimd-dev
   libfmt-dev libspdlog-dev doctest-dev cmake make zlib1g-dev ccache)
 
+# Only .ci/run's fuzz stage needs these (tests/fuzz/run.sh: clang with libFuzzer and the
+# sanitizer runtimes; the parsers need fmt's headers and zlib). It installs them by calling
+# ember_install_deps with EMBER_APT_PACKAGES set to this list.
+EMBER_FUZZ_APT_PACKAGES=(clang libclang-rt-14-dev libfmt-dev zlib1g-dev pkg-config)
+
 # Installs the packages from EMBER_APT_PACKAGES that are missing (apt-get update only then).
 ember_install_deps() {
   [[ ${EMBER_NO_INSTALL:-0} == 1 ]] && return 0

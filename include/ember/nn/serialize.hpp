@@ -1,0 +1,32 @@
+#pragma once
+/// Saving and loading a module's state (parameters and buffers by dotted name) as
+/// safetensors, on top of state_dict() / load_state_dict():
+///
+///   nn::save(*model, "model.safetensors");
+///   nn::load(*model, "model.safetensors");              // strict: every mismatch in one error
+///   auto r = nn::load(*model, "partial.safetensors", false);   // r.missing_keys, r.unexpected_keys
+///
+/// The file is written atomically (a failed save leaves the previous file intact); loading
+/// maps the file and copies the values into the module's own tensors.
+
+#include <ember/io/safetensors.hpp>
+#include <ember/nn/module.hpp>
+
+#include <string>
+
+namespace ember::nn {
+
+template <class P>
+void save(const BasicModule<P>& module, const std::string& path, const io::Metadata& metadata = {}) {
+  io::BasicTensorDict<P> dict;
+  for (auto& [name, t] : module.state_dict()) dict.insert(name, t);
+  io::save_safetensors<P>(path, dict, metadata);
+}
+
+template <class P>
+LoadResult load(BasicModule<P>& module, const std::string& path, bool strict = true) {
+  io::BasicTensorDict<P> dict = io::load_safetensors<P>(path);
+  return module.load_state_dict(BasicTensorList<P>(dict.begin(), dict.end()), strict);
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,110 @@
+#include "atomic_writer.hpp"
+
+
+#include <ember/core/error.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace ember::io::detail {
+
+int (*g_write_fault)(uint64_t offset, size_t n) = nullptr;
+
+namespace {
+constexpr size_t kBufferSize = size_t{1} << 20;
+std::atomic<uint64_t> g_tmp_counter{0};
+}  // namespace
+
+AtomicWriter::AtomicWriter(std::string path, const char* op) : path_(std::move(path)), op_(op) {
+  // Not mkstemp: its files are created 0600, and a saved model should get the permissions
+  // (umask) of any other file the user writes. O_EXCL plus a per-process counter gives the
+  // uniqueness mkstemp would.
+  for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+    tmp_ = fmt::format("{}.tmp.{}.{}", path_, ::getpid(), g_tmp_counter.fetch_add(1));
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ < 0 && errno != EEXIST) break;
+  }
+  if (fd_ < 0) {
+    int err = errno;
+    tmp_.clear();
+    EMBER_FAIL("{}cannot create a temporary file next to it: {}", Source{op_, path_}.prefix(),
+               std::strerror(err));
+  }
+  buf_.reserve(kBufferSize);
+}
+
+AtomicWriter::~AtomicWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void AtomicWriter::fail_errno(const char* what, int err, uint64_t at) {
+  // Remove the temporary file now: without exceptions the error handler may not return.
+  ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  tmp_.clear();
+  EMBER_FAIL("{}{} failed at byte {}: {}; the previous file is unchanged", Source{op_, path_}.prefix(), what, at,
+             std::strerror(err ? err : EIO));
+}
+
+void AtomicWriter::write_fd(const void* data, size_t n, uint64_t at) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    if (g_write_fault) {
+      if (int err = g_write_fault(at, n)) fail_errno("writing", err, at);
+    }
+    ssize_t w = ::pwrite(fd_, p, n, static_cast<off_t>(at));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) fail_errno("writing", w < 0 ? errno : ENOSPC, at);
+    p += w;
+    at += static_cast<uint64_t>(w);
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void AtomicWriter::flush() {
+  if (buf_.empty()) return;
+  write_fd(buf_.data(), buf_.size(), flushed_);
+  flushed_ += buf_.size();
+  buf_.clear();
+}
+
+void AtomicWriter::write(const void* data, size_t n) {
+  if (buf_.size() + n <= kBufferSize) {
+    const char* p = static_cast<const char*>(data);
+    buf_.insert(buf_.end(), p, p + n);
+    return;
+  }
+  flush();
+  write_fd(data, n, flushed_);
+  flushed_ += n;
+}
+
+void AtomicWriter::write_at(uint64_t offset, const void* data, size_t n) {
+  flush();
+  write_fd(data, n, offset);
+}
+
+void AtomicWriter::commit() {
+  flush();
+  if (::fsync(fd_) != 0) fail_errno("flushing to disk", errno, flushed_);
+  int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) fail_errno("closing", errno, flushed_);
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail_errno("renaming the temporary file over it", errno, flushed_);
+  tmp_.clear();
+  // The rename is durable only once the directory entry is.
+  std::string dir = ".";
+  if (auto slash = path_.rfind('/'); slash != std::string::npos) dir = slash == 0 ? "/" : path_.substr(0, slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+}  // namespace ember::io::detail
