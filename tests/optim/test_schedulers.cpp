@@ -1,0 +1,221 @@
+// LR schedulers beyond the golden sequences: state dicts (stop, save optimiser and scheduler,
+// load both into fresh objects, continue: the same learning rates), shared initial_lr,
+// resuming with last_epoch, and error messages.
+
+#include <doctest/doctest.h>
+
+#include "support.hpp"
+
+#include <functional>
+#include <string>
+
+using namespace ember;
+
+namespace {
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("<not an ember::Error: ") + e.what() + ">";
+  }
+  return "<no error>";
+}
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+#define CHECK_ERROR(expr, ...)                                                                              \
+  do {                                                                                                      \
+    std::string msg_ = error_of([&] { (void)(expr); });                                                     \
+    for (const char* part_ : {__VA_ARGS__})                                                                 \
+      CHECK_MESSAGE(has(msg_, part_), #expr " -> '" << msg_ << "' lacks '" << part_ << "'");               \
+  } while (0)
+
+/// An SGD optimiser with momentum over two one-element groups (lr 0.1 and 0.05).
+struct Setup {
+  Tensor a = zeros({1}).requires_grad_(), b = zeros({1}).requires_grad_();
+  optim::SGD opt{{optim::ParamGroup({a}), optim::ParamGroup({b}, optim::SGDOptions(0.05).momentum(0.9))},
+                 optim::SGDOptions(0.1).momentum(0.9)};
+};
+
+using Make = std::function<std::shared_ptr<optim::LRScheduler>(optim::Optimizer&)>;
+
+}  // namespace
+
+TEST_CASE("schedulers: save optimiser and scheduler, load into fresh ones, continue: the same learning rates") {
+  using namespace optim;
+  const std::vector<std::pair<std::string, Make>> makers = {
+      {"StepLR", [](Optimizer& o) { return std::make_shared<StepLR>(o, 3, 0.5); }},
+      {"MultiStepLR", [](Optimizer& o) { return std::make_shared<MultiStepLR>(o, std::vector<int64_t>{2, 9}, 0.5); }},
+      {"ConstantLR", [](Optimizer& o) { return std::make_shared<ConstantLR>(o, 0.5, 9); }},
+      {"LinearLR", [](Optimizer& o) { return std::make_shared<LinearLR>(o, 0.2, 1.0, 12); }},
+      {"ExponentialLR", [](Optimizer& o) { return std::make_shared<ExponentialLR>(o, 0.9); }},
+      {"CosineAnnealingLR", [](Optimizer& o) { return std::make_shared<CosineAnnealingLR>(o, 7, 0.01); }},
+      {"CosineAnnealingWarmRestarts",
+       [](Optimizer& o) { return std::make_shared<CosineAnnealingWarmRestarts>(o, 3, 2, 0.001); }},
+      {"PolynomialLR", [](Optimizer& o) { return std::make_shared<PolynomialLR>(o, 14, 1.5); }},
+      {"LambdaLR", [](Optimizer& o) { return std::make_shared<LambdaLR>(o, [](int64_t e) { return 1.0 / (1 + e); }); }},
+      {"OneCycleLR", [](Optimizer& o) { return std::make_shared<OneCycleLR>(o, OneCycleLROptions({1.0, 0.5}, 20)); }},
+      {"CyclicLR",
+       [](Optimizer& o) { return std::make_shared<CyclicLR>(o, CyclicLROptions(0.01, 0.1).step_size_up(3)); }},
+      {"SequentialLR",
+       [](Optimizer& o) {
+         std::vector<std::shared_ptr<LRScheduler>> s = {std::make_shared<LinearLR>(o, 0.5, 1.0, 4),
+                                                        std::make_shared<CosineAnnealingWarmRestarts>(o, 4)};
+         return std::make_shared<SequentialLR>(o, s, std::vector<int64_t>{6});
+       }},
+  };
+  for (const auto& [name, make] : makers) {
+    CAPTURE(name);
+    Setup x;
+    auto sx = make(x.opt);
+    CHECK(std::string(sx->name()) == name);
+    for (int s = 0; s < 8; ++s) sx->step();
+    const StateDict od = x.opt.state_dict();
+    const SchedulerState ss = sx->state_dict();
+
+    Setup y;
+    auto sy = make(y.opt);
+    y.opt.load_state_dict(od);  // restores the groups' lr, momentum and initial_lr
+    sy->load_state_dict(ss);
+    CHECK(sy->last_epoch() == sx->last_epoch());
+    CHECK(sy->get_last_lr() == sx->get_last_lr());
+    for (int s = 0; s < 11; ++s) {
+      sx->step();
+      sy->step();
+      CHECK(sy->get_last_lr() == sx->get_last_lr());
+      for (size_t g = 0; g < 2; ++g) {
+        CHECK(y.opt.param_groups()[g].options().get_lr() == x.opt.param_groups()[g].options().get_lr());
+        CHECK(y.opt.param_groups()[g].options().get("momentum") == x.opt.param_groups()[g].options().get("momentum"));
+      }
+    }
+  }
+}
+
+TEST_CASE("schedulers: ReduceLROnPlateau state round trip and accessors") {
+  using namespace optim;
+  Setup x, y;
+  ReduceLROnPlateau px(x.opt, ReduceLROnPlateauOptions().patience(1).factor(0.5));
+  ReduceLROnPlateau py(y.opt, ReduceLROnPlateauOptions().patience(1).factor(0.5));
+  CHECK(px.get_last_lr() == std::vector<double>{0.1, 0.05});
+  const std::vector<double> metrics = {3, 2, 2, 2, 2, 1.5, 1.5, 1.5, 1.5, 1.5};
+  for (int i = 0; i < 4; ++i) px.step(metrics[i]);
+  CHECK(px.best() == 2);
+  CHECK(px.num_bad_epochs() == 0);  // the reduction at epoch 4 reset it
+  CHECK(px.get_last_lr() == std::vector<double>{0.05, 0.025});
+  y.opt.load_state_dict(x.opt.state_dict());
+  py.load_state_dict(px.state_dict());
+  CHECK(py.last_epoch() == 4);
+  for (size_t i = 4; i < metrics.size(); ++i) {
+    px.step(metrics[i]);
+    py.step(metrics[i]);
+    CHECK(py.get_last_lr() == px.get_last_lr());
+  }
+  CHECK(px.get_last_lr()[0] < 0.05);
+}
+
+TEST_CASE("schedulers: the first scheduler records initial_lr, later ones share it") {
+  using namespace optim;
+  Setup x;
+  LinearLR warm(x.opt, 0.5, 1.0, 4);
+  CHECK(x.opt.param_groups()[0].initial_lr == 0.1);
+  CHECK(x.opt.param_groups()[0].options().get_lr() == 0.05);
+  // A second scheduler starts from the recorded initial_lr, not the warmed-up rate.
+  ExponentialLR decay(x.opt, 0.5);
+  CHECK(decay.get_last_lr()[0] == 0.05);  // epoch 0 leaves the current rate
+  decay.step();
+  CHECK(x.opt.param_groups()[0].options().get_lr() == 0.025);
+  // initial_lr travels with the optimiser's state dict.
+  CHECK(x.opt.state_dict().param_groups[1].options.at("initial_lr") == 0.05);
+  // Resuming at a later epoch needs it: a fresh optimiser has none.
+  Setup fresh;
+  CHECK_ERROR(StepLR(fresh.opt, 3, 0.5, 5), "[StepLR]", "initial_lr", "last_epoch = 5");
+  // With it, the resumed scheduler continues where a running one would be.
+  fresh.opt.load_state_dict(x.opt.state_dict());
+  StepLR resumed(fresh.opt, 3, 0.5, 5);
+  CHECK(resumed.last_epoch() == 6);
+}
+
+TEST_CASE("schedulers: get_last_lr is what the groups hold, one per group") {
+  using namespace optim;
+  Setup x;
+  CosineAnnealingLR s(x.opt, 10);
+  for (int i = 0; i < 5; ++i) {
+    s.step();
+    REQUIRE(s.get_last_lr().size() == 2);
+    CHECK(s.get_last_lr()[0] == x.opt.param_groups()[0].options().get_lr());
+    CHECK(s.get_last_lr()[1] == x.opt.param_groups()[1].options().get_lr());
+  }
+  // The closed form at epoch 5 of 10: halfway, (0.1 + 0) / 2.
+  CHECK(s.get_last_lr()[0] == doctest::Approx(0.05).epsilon(1e-15));
+}
+
+TEST_CASE("schedulers errors: arguments and states that do not fit name the scheduler and value") {
+  using namespace optim;
+  Setup x;
+  CHECK_ERROR(StepLR(x.opt, 0), "[StepLR]", "step_size", "0");
+  CHECK_ERROR(ConstantLR(x.opt, 1.5), "[ConstantLR]", "factor", "1.5");
+  CHECK_ERROR(LinearLR(x.opt, 0.0), "[LinearLR]", "start_factor", "0");
+  CHECK_ERROR(LinearLR(x.opt, 0.5, 2.0), "[LinearLR]", "end_factor", "2");
+  CHECK_ERROR(CosineAnnealingLR(x.opt, 0), "[CosineAnnealingLR]", "T_max", "0");
+  CHECK_ERROR(CosineAnnealingWarmRestarts(x.opt, 0), "[CosineAnnealingWarmRestarts]", "T_0", "0");
+  CHECK_ERROR(CosineAnnealingWarmRestarts(x.opt, 5, 0), "[CosineAnnealingWarmRestarts]", "T_mult", "0");
+  CHECK_ERROR(PolynomialLR(x.opt, 0), "[PolynomialLR]", "total_iters", "0");
+  CHECK_ERROR(StepLR(x.opt, 3, 0.1, -2), "[StepLR]", "last_epoch", "-2");
+  CHECK_ERROR(LambdaLR(x.opt, std::vector<LambdaLR::Lambda>{[](int64_t) { return 1.0; }}), "[LambdaLR]", "2 lr_lambdas",
+              "got 1");
+  CHECK_ERROR(OneCycleLR(x.opt, OneCycleLROptions({0.1, 0.2, 0.3}, 10)), "[OneCycleLR]", "max_lr", "got 3");
+  CHECK_ERROR(OneCycleLR(x.opt, OneCycleLROptions(0.1, 0)), "[OneCycleLR]", "total_steps", "0");
+  CHECK_ERROR(OneCycleLR(x.opt, OneCycleLROptions(0.1, 10).pct_start(1.5)), "[OneCycleLR]", "pct_start", "1.5");
+  CHECK_ERROR(CyclicLR(x.opt, CyclicLROptions(0.1, 1.0).step_size_up(0)), "[CyclicLR]", "step_size_up", "0");
+  CHECK_ERROR(ReduceLROnPlateau(x.opt, ReduceLROnPlateauOptions().factor(1.0)), "[ReduceLROnPlateau]", "factor", "1");
+  CHECK_ERROR(ReduceLROnPlateau(x.opt, ReduceLROnPlateauOptions().min_lr({0.1, 0.2, 0.3})), "[ReduceLROnPlateau]",
+              "min_lr", "got 3");
+
+  // Momentum cycling needs an optimiser with momentum or beta1.
+  Tensor w = zeros({1}).requires_grad_();
+  Adagrad adagrad({w});
+  CHECK_ERROR(CyclicLR(adagrad, CyclicLROptions(0.01, 0.1)), "[CyclicLR]", "momentum or beta1", "Adagrad");
+  CyclicLR no_momentum(adagrad, CyclicLROptions(0.01, 0.1).cycle_momentum(false));
+  CHECK(no_momentum.get_last_lr()[0] == 0.01);
+  // ... and cycles beta1 for the Adam family.
+  Tensor v = zeros({1}).requires_grad_();
+  Adam adam({v});
+  CyclicLR cyc(adam, CyclicLROptions(0.01, 0.1).step_size_up(2));
+  CHECK(adam.param_groups()[0].options().get("beta1") == 0.9);  // max_momentum at the start of a cycle
+  cyc.step();
+  CHECK(adam.param_groups()[0].options().get("beta1") == doctest::Approx(0.85));
+
+  // Stepping OneCycleLR past its total is an error, as in PyTorch.
+  Setup y;
+  OneCycleLR one(y.opt, OneCycleLROptions(0.1, 3));
+  for (int i = 0; i < 3; ++i) one.step();
+  CHECK_ERROR(one.step(), "[OneCycleLR]", "tried to step 5 times", "total_steps is 3");
+
+  // SequentialLR: milestones and optimisers must fit.
+  Setup z, other;
+  auto s1 = std::make_shared<ExponentialLR>(z.opt, 0.9);
+  auto s2 = std::make_shared<StepLR>(z.opt, 2);
+  auto foreign = std::make_shared<StepLR>(other.opt, 2);
+  CHECK_ERROR(SequentialLR(z.opt, {s1, s2}, std::vector<int64_t>{}), "[SequentialLR]", "2 schedulers and 0 milestones");
+  CHECK_ERROR(SequentialLR(z.opt, {s1, foreign}, std::vector<int64_t>{3}), "[SequentialLR]", "scheduler 1");
+
+  // States from another scheduler, or over other groups.
+  StepLR step(z.opt, 2);
+  ExponentialLR expo(z.opt, 0.5);
+  CHECK_ERROR(step.load_state_dict(expo.state_dict()), "[StepLR]", "saved by ExponentialLR");
+  SchedulerState st = step.state_dict();
+  st.lists["base_lrs"].push_back(1.0);
+  CHECK_ERROR(step.load_state_dict(st), "[StepLR]", "base_lrs", "3 values", "2 parameter groups");
+  st = step.state_dict();
+  st.values["last_epoch"] = 2.5;
+  CHECK_ERROR(step.load_state_dict(st), "[StepLR]", "last_epoch", "whole number", "2.5");
+  st = step.state_dict();
+  st.values.erase("last_epoch");
+  CHECK_ERROR(step.load_state_dict(st), "[StepLR]", "lacks", "last_epoch");
+  // A group added after the scheduler was made.
+  z.opt.add_param_group(optim::ParamGroup({zeros({1}).requires_grad_()}));
+  CHECK_ERROR(step.step(), "[StepLR]", "3 parameter groups", "made for 2");
+}
