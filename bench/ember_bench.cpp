@@ -19,9 +19,12 @@
 // throughput workloads report the BEST sample (GFLOP/s, GB/s), the usual choice on a shared
 // machine where noise only ever slows a run down; the table also shows their median.
 
+#include "nn_workloads.hpp"
 #include "workloads.hpp"
 
 #include <ember/ember.hpp>
+#include <ember/io/safetensors.hpp>
+#include <ember/optim.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -190,6 +193,27 @@ RunFn ember_mlp_fwd_bwd(int) {
   };
 }
 
+// One Adam step over a group of 4 f32 parameters of 512 x 512 (1M floats), gradients present:
+// the fused update, one kernel call for the group.
+RunFn ember_adam_step(int) {
+  struct State {
+    std::vector<ember::Tensor> params;
+    std::unique_ptr<ember::optim::Adam> opt;
+  };
+  ember::manual_seed(2);
+  auto s = std::make_shared<State>();
+  for (int i = 0; i < 4; ++i) {
+    ember::Tensor p = ember::randn({512, 512}).requires_grad_();
+    p.set_grad(ember::randn({512, 512}) * 1e-3);
+    s->params.push_back(p);
+  }
+  s->opt = std::make_unique<ember::optim::Adam>(s->params, ember::optim::AdamOptions(1e-3));
+  return [s](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) s->opt->step();
+    bench::escape(s->params[0].raw_data());
+  };
+}
+
 // The reference line for sum_16M: std::memcpy of 16M floats, split across `threads` threads.
 RunFn memcpy_ref(int threads) {
   constexpr size_t n = size_t(1) << 24;
@@ -211,6 +235,70 @@ RunFn memcpy_ref(int threads) {
   };
 }
 
+// ---- model files: a 100 MB safetensors file in /tmp, written once per run ----------------------
+
+// 100 tensors of 2^18 f32 (1 MiB each): 104,857,600 bytes of data plus the header. The file
+// stays in the page cache after it is written, so these are warm-cache figures.
+struct BenchFile {
+  std::string path = "/tmp/ember-bench-100MB.safetensors";
+  BenchFile() {
+    ember::io::TensorDict d;
+    for (int i = 0; i < 100; ++i) d.insert("layer" + std::to_string(i) + ".weight", ember::randn({512, 512}));
+    ember::io::save_safetensors(path, d);
+  }
+  ~BenchFile() { std::remove(path.c_str()); }
+};
+const std::string& bench_file() {
+  static BenchFile f;
+  return f.path;
+}
+
+uint64_t sum_bytes(const uint8_t* p, size_t n) {
+  uint64_t s = 0;
+  for (size_t i = 0; i < n; ++i) s += p[i];
+  return s;
+}
+
+// Load (map + parse + 100 tensors viewing the mapping) and read one element of one tensor.
+RunFn ember_safetensors_load(int) {
+  std::string path = bench_file();
+  return [path](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      ember::io::TensorDict d = ember::io::load_safetensors(path);
+      float v = d.at("layer50.weight").data_ptr<float>()[0];
+      bench::escape(&v);
+    }
+  };
+}
+
+// Load, then read every byte of every tensor (page faults on the mapping included).
+RunFn ember_safetensors_read_all(int) {
+  std::string path = bench_file();
+  return [path](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      uint64_t s = 0;
+      for (const auto& [name, t] : ember::io::load_safetensors(path))
+        s += sum_bytes(static_cast<const uint8_t*>(t.raw_data()), static_cast<size_t>(t.nbytes()));
+      bench::escape(&s);
+    }
+  };
+}
+
+// The reference for both: fread of the whole file into a buffer allocated once.
+RunFn fread_ref(int) {
+  std::string path = bench_file();
+  auto buf = std::make_shared<std::vector<char>>(static_cast<size_t>(std::ifstream(path, std::ios::ate).tellg()));
+  return [path, buf](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      FILE* f = std::fopen(path.c_str(), "rb");
+      size_t n = f ? std::fread(buf->data(), 1, buf->size(), f) : 0;
+      if (f) std::fclose(f);
+      if (n != buf->size()) std::abort();
+      bench::escape(buf->data());
+    }
+  };
+}
+
 std::vector<Workload> workloads() {
   std::vector<Workload> w;
   w.push_back({"op_overhead_add_4", Kind::Overhead, "ns", 0, true, ember_add4});
@@ -223,8 +311,20 @@ std::vector<Workload> workloads() {
   w.push_back({"sum_16M", Kind::Throughput, "GB/s", double(int64_t(1) << 24) * 4, true, ember_sum});
   w.push_back({"backward_overhead_mul_sum_4", Kind::Overhead, "ns", 0, true, ember_backward_overhead});
   w.push_back({"mlp_fwd_bwd_b32", Kind::Overhead, "us", 0, true, ember_mlp_fwd_bwd});
+  // Training steps (steps/s: one step of work per sample) and batch-1 inference, issue "nn, optim and data".
+  for (auto [name, fn] : {std::pair{"mlp_robotics_step", &bench::nn_workloads::mlp_robotics_step},
+                          std::pair{"mlp_mnist_step", &bench::nn_workloads::mlp_mnist_step},
+                          std::pair{"cnn_small_step", &bench::nn_workloads::cnn_small_step},
+                          std::pair{"transformer_small_step", &bench::nn_workloads::transformer_small_step}})
+    w.push_back({name, Kind::Throughput, "steps/s", 1e9, true, fn});
+  w.push_back({"mlp_infer_b1", Kind::Overhead, "us", 0, true, bench::nn_workloads::mlp_infer_b1});
+  w.push_back({"adam_step_1M", Kind::Overhead, "us", 0, true, ember_adam_step});
   // memcpy: counts bytes read + bytes written, like softmax (bus traffic, comparable to sum's reads).
   w.push_back({"memcpy_16M", Kind::Throughput, "GB/s", 2.0 * double(int64_t(1) << 24) * 4, false, memcpy_ref});
+  // Model files (single-threaded; the thread count does not apply): ms per load of a 100 MB file.
+  w.push_back({"safetensors_load_100MB", Kind::Overhead, "ms", 0, false, ember_safetensors_load});
+  w.push_back({"safetensors_load_read_all_100MB", Kind::Overhead, "ms", 0, false, ember_safetensors_read_all});
+  w.push_back({"fread_100MB", Kind::Overhead, "ms", 0, false, fread_ref});
   return w;
 }
 
@@ -239,7 +339,7 @@ Result summarize(const Workload& w, const Sampler& s) {
   Result r;
   r.samples = static_cast<int>(s.per_op.size());
   if (w.kind == Kind::Overhead) {
-    r.value = r.median = s.median() * (w.unit == "us" ? 1e6 : 1e9);
+    r.value = r.median = s.median() * (w.unit == "ms" ? 1e3 : w.unit == "us" ? 1e6 : 1e9);
   } else {
     r.value = w.work / s.best() / 1e9;
     r.median = w.work / s.median() / 1e9;
@@ -367,7 +467,7 @@ int main(int argc, char** argv) {
   std::fprintf(info, "timing: %.2f s of samples per library in %d round(s); op_overhead = MEDIAN ns/op, "
                "throughput = BEST sample (median in brackets)\n\n", o.budget, o.rounds);
   if (!o.json) {
-    std::printf("%-20s %3s  %16s  %16s  %-8s %s\n", "bench", "thr", "ember", "libtorch", "unit",
+    std::printf("%-31s %3s  %16s  %16s  %-8s %s\n", "bench", "thr", "ember", "libtorch", "unit",
                 "ember vs libtorch");
     std::fflush(stdout);
   }
@@ -418,7 +518,7 @@ int main(int argc, char** argv) {
                         ratio >= 1 ? "faster" : "slower");
           cmp = buf;
         }
-        std::printf("%-20s %3d  %16s  %16s  %-8s %s\n", w.name.c_str(), t, cell(er).c_str(),
+        std::printf("%-31s %3d  %16s  %16s  %-8s %s\n", w.name.c_str(), t, cell(er).c_str(),
                     tr ? cell(*tr).c_str() : "-", w.unit.c_str(), cmp.c_str());
       }
       std::fflush(stdout);

@@ -45,7 +45,10 @@ void set_threads(int n) {
   if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
 }
 
+RunFn make_nn(const std::string& name);  // libtorch_nn_workloads.cpp
+
 RunFn make(const std::string& name) {
+  if (RunFn f = make_nn(name)) return f;
   torch::manual_seed(0);
   if (name == "op_overhead_add_4") {
     auto a = std::make_shared<torch::Tensor>(torch::randn({4}));
@@ -83,6 +86,24 @@ RunFn make(const std::string& name) {
         loss.backward();
         for (auto& w : q) w.mutable_grad().reset();
       }
+    };
+  }
+  if (name == "adam_step_1M") {
+    // One Adam step over 4 parameters of 512 x 512 f32 (1M floats), gradients present.
+    struct State {
+      std::vector<torch::Tensor> params;
+      std::unique_ptr<torch::optim::Adam> opt;
+    };
+    auto s = std::make_shared<State>();
+    for (int i = 0; i < 4; ++i) {
+      torch::Tensor p = torch::randn({512, 512}).requires_grad_();
+      p.mutable_grad() = torch::randn({512, 512}) * 1e-3;
+      s->params.push_back(p);
+    }
+    s->opt = std::make_unique<torch::optim::Adam>(s->params, torch::optim::AdamOptions(1e-3));
+    return [s](int64_t iters) {
+      for (int64_t i = 0; i < iters; ++i) s->opt->step();
+      escape(s->params[0].data_ptr());
     };
   }
   if (name.rfind("sgemm_", 0) == 0) {

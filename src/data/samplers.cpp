@@ -1,0 +1,149 @@
+// Samplers (include/ember/data/samplers.hpp). Each indices(epoch) is a pure function of the
+// sampler's settings and the epoch; random ones build a fresh Generator(seed, epoch).
+
+#include <ember/core/error.hpp>
+#include <ember/data/generator.hpp>
+#include <ember/data/samplers.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+namespace ember::data {
+
+std::vector<int64_t> random_permutation(int64_t n, uint64_t seed, int64_t epoch) {
+  EMBER_CHECK(n >= 0, "[random_permutation] n must be non-negative, got {}", n);
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  std::iota(p.begin(), p.end(), int64_t{0});
+  Generator g(seed, static_cast<uint64_t>(epoch));
+  // Fisher-Yates from the back: position i swaps with a uniform position in [0, i].
+  for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[g.below(static_cast<uint64_t>(i) + 1)]);
+  return p;
+}
+
+SequentialSampler::SequentialSampler(int64_t n) : n_(n) {
+  EMBER_CHECK(n >= 0, "[SequentialSampler] size must be non-negative, got {}", n);
+}
+
+std::vector<int64_t> SequentialSampler::indices(int64_t) const {
+  std::vector<int64_t> p(static_cast<size_t>(n_));
+  std::iota(p.begin(), p.end(), int64_t{0});
+  return p;
+}
+
+RandomSampler::RandomSampler(int64_t n, uint64_t seed) : n_(n), seed_(seed) {
+  EMBER_CHECK(n >= 0, "[RandomSampler] size must be non-negative, got {}", n);
+}
+
+std::vector<int64_t> RandomSampler::indices(int64_t epoch) const { return random_permutation(n_, seed_, epoch); }
+
+SubsetSampler::SubsetSampler(std::vector<int64_t> indices, bool shuffle, uint64_t seed)
+    : indices_(std::move(indices)), shuffle_(shuffle), seed_(seed) {
+  for (size_t i = 0; i < indices_.size(); ++i)
+    EMBER_CHECK(indices_[i] >= 0, "[SubsetSampler] index {} (at position {}) is negative", indices_[i], i);
+}
+
+std::vector<int64_t> SubsetSampler::indices(int64_t epoch) const {
+  if (!shuffle_) return indices_;
+  std::vector<int64_t> out;
+  out.reserve(indices_.size());
+  for (int64_t p : random_permutation(static_cast<int64_t>(indices_.size()), seed_, epoch))
+    out.push_back(indices_[static_cast<size_t>(p)]);
+  return out;
+}
+
+WeightedRandomSampler::WeightedRandomSampler(std::vector<double> weights, int64_t num_samples, bool replacement,
+                                             uint64_t seed)
+    : weights_(std::move(weights)), num_samples_(num_samples), replacement_(replacement), seed_(seed) {
+  EMBER_CHECK(num_samples >= 0, "[WeightedRandomSampler] num_samples must be non-negative, got {}", num_samples);
+  int64_t positive = 0;
+  double total = 0;
+  cumulative_.reserve(weights_.size());
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    double w = weights_[i];
+    EMBER_CHECK(std::isfinite(w) && w >= 0, "[WeightedRandomSampler] weight {} is {}; weights must be finite and >= 0",
+                i, w);
+    positive += w > 0;
+    total += w;
+    cumulative_.push_back(total);
+  }
+  EMBER_CHECK(num_samples == 0 || positive > 0,
+              "[WeightedRandomSampler] all {} weights are zero; nothing can be drawn", weights_.size());
+  EMBER_CHECK(replacement || num_samples <= positive,
+              "[WeightedRandomSampler] cannot draw {} samples without replacement from {} indices of positive weight",
+              num_samples, positive);
+}
+
+std::vector<int64_t> WeightedRandomSampler::indices(int64_t epoch) const {
+  Generator g(seed_, static_cast<uint64_t>(epoch));
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(num_samples_));
+  if (num_samples_ == 0) return out;
+  if (replacement_) {
+    double total = cumulative_.back();
+    // The last index of positive weight: where a draw rounded up to `total` belongs.
+    auto last = static_cast<int64_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(),
+                                                      std::nextafter(total, 0.0)) - cumulative_.begin());
+    for (int64_t k = 0; k < num_samples_; ++k) {
+      double x = g.uniform() * total;
+      // First cumulative sum above x: index i is hit with probability w_i / total, never when w_i == 0.
+      auto i = static_cast<int64_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), x) - cumulative_.begin());
+      out.push_back(std::min(i, last));
+    }
+    return out;
+  }
+  // Without replacement: give index i the key E_i / w_i with E_i ~ Exp(1); the indices in
+  // increasing key order are successive draws proportional to the weights not yet drawn
+  // (Efraimidis and Spirakis, 2006). Every index draws its key, so the list does not depend
+  // on num_samples beyond its length.
+  std::vector<std::pair<double, int64_t>> keys;
+  keys.reserve(weights_.size());
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    double e = -std::log1p(-g.uniform());  // Exp(1); uniform() < 1 keeps it finite
+    if (weights_[i] > 0) keys.emplace_back(e / weights_[i], static_cast<int64_t>(i));
+  }
+  auto mid = keys.begin() + num_samples_;
+  std::partial_sort(keys.begin(), mid, keys.end());  // ties broken by index: deterministic
+  for (auto it = keys.begin(); it != mid; ++it) out.push_back(it->second);
+  return out;
+}
+
+DistributedSampler::DistributedSampler(int64_t n, int64_t num_replicas, int64_t rank, bool shuffle, uint64_t seed,
+                                       bool drop_last)
+    : n_(n), num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), seed_(seed) {
+  EMBER_CHECK(n >= 0, "[DistributedSampler] dataset size must be non-negative, got {}", n);
+  EMBER_CHECK(num_replicas >= 1, "[DistributedSampler] num_replicas must be at least 1, got {}", num_replicas);
+  EMBER_CHECK(rank >= 0 && rank < num_replicas, "[DistributedSampler] rank {} is outside [0, {})", rank,
+              num_replicas);
+  // As PyTorch: with drop_last, the tail that cannot be split evenly is dropped; otherwise the
+  // list is padded up to the next multiple of num_replicas.
+  // ceil((n - R) / R) = (n - 1) / R for n >= 1, and 0 when n < R.
+  if (drop_last && n % num_replicas != 0)
+    num_samples_ = (n - 1) / num_replicas;
+  else
+    num_samples_ = (n + num_replicas - 1) / num_replicas;
+}
+
+std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
+  std::vector<int64_t> all;
+  if (shuffle_) {
+    all = random_permutation(n_, seed_, epoch);
+  } else {
+    all.resize(static_cast<size_t>(n_));
+    std::iota(all.begin(), all.end(), int64_t{0});
+  }
+  int64_t total = total_size();
+  if (total <= n_) {
+    all.resize(static_cast<size_t>(total));
+  } else {
+    // Pad by repeating the list from its start, as often as needed (n may be below num_replicas).
+    for (int64_t i = n_; i < total; ++i) all.push_back(all[static_cast<size_t>((i - n_) % n_)]);
+  }
+  std::vector<int64_t> mine;
+  mine.reserve(static_cast<size_t>(num_samples_));
+  for (int64_t i = rank_; i < total; i += num_replicas_) mine.push_back(all[static_cast<size_t>(i)]);
+  return mine;
+}
+
+}  // namespace ember::data
