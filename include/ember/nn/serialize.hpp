@@ -7,7 +7,8 @@
 ///   auto r = nn::load(*model, "partial.safetensors", false);   // r.missing_keys, r.unexpected_keys
 ///
 /// The file is written atomically (a failed save leaves the previous file intact); loading
-/// maps the file and copies the values into the module's own tensors.
+/// maps the file and copies the values into the module's own tensors. A load error names the
+/// file. Training checkpoints (optimiser, scheduler, step, random state) are nn/checkpoint.hpp.
 
 #include <ember/io/safetensors.hpp>
 #include <ember/nn/module.hpp>
@@ -26,7 +27,16 @@ void save(const BasicModule<P>& module, const std::string& path, const io::Metad
 template <class P>
 LoadResult load(BasicModule<P>& module, const std::string& path, bool strict = true) {
   io::BasicTensorDict<P> dict = io::load_safetensors<P>(path);
-  return module.load_state_dict(BasicTensorList<P>(dict.begin(), dict.end()), strict);
+  BasicTensorList<P> values(dict.begin(), dict.end());
+#if EMBER_HAS_EXCEPTIONS
+  try {
+    return module.load_state_dict(values, strict);
+  } catch (const Error& e) {
+    EMBER_FAIL("[nn::load] '{}': {}", path, e.what());
+  }
+#else
+  return module.load_state_dict(values, strict);
+#endif
 }
 
 }  // namespace ember::nn
