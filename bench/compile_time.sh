@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Wall time to compile and link a 20-line program that includes <ember/ember.hpp> at -O2
-# against the built Ember library (best of N runs, ccache bypassed), and the same for a
-# minimal libtorch program when Debian's libtorch-dev is installed (reference).
+# Wall time to compile and link a 20-line program that includes <ember/ember.hpp> at -O2, and
+# a 20-line nn/optim training loop, against the built Ember library (best of N runs, ccache
+# bypassed), and the same for minimal libtorch programs when Debian's libtorch-dev is installed (reference).
 #
 #   bench/compile_time.sh [BUILD_DIR] [RUNS]        (defaults: build-bench, 3)
 #   CXX=clang++ bench/compile_time.sh               (compiler; default g++)
@@ -38,6 +38,54 @@ int main() {
   std::printf("numel = %lld, mean[0] = %f\n", static_cast<long long>(z.numel()),
               z[0].item<float>());
   std::printf("%s\n", (y.sizes() == ember::Shape{64, 16}) ? "ok" : "bad");
+  return 0;
+}
+CPP
+
+# The nn/optim side: a 20-line training loop (modules are templates on the policy; the
+# default policy's heavy parts are compiled into the library, so this stays a few seconds).
+cat > "$tmp/ember_nn_prog.cpp" <<'CPP'
+#include <ember/nn.hpp>
+#include <ember/optim.hpp>
+
+#include <cstdio>
+
+int main() {
+  using namespace ember;
+  manual_seed(0);
+  nn::Sequential net{nn::Linear(4, 16), nn::ReLU(), nn::Linear(16, 1)};
+  optim::Adam opt(net->parameters(), optim::AdamOptions(1e-2));
+  Tensor x = randn({64, 4}), y = x.sum({1}, true);
+  Tensor loss;
+  for (int step = 0; step < 100; ++step) {
+    opt.zero_grad();
+    loss = nn::F::mse_loss(net(x), y);
+    loss.backward();
+    opt.step();
+  }
+  std::printf("loss = %f\n", loss.item<float>());
+  return 0;
+}
+CPP
+
+cat > "$tmp/torch_nn_prog.cpp" <<'CPP'
+#include <torch/torch.h>
+
+#include <cstdio>
+
+int main() {
+  torch::manual_seed(0);
+  torch::nn::Sequential net(torch::nn::Linear(4, 16), torch::nn::ReLU(), torch::nn::Linear(16, 1));
+  torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(1e-2));
+  torch::Tensor x = torch::randn({64, 4}), y = x.sum(1, true);
+  torch::Tensor loss;
+  for (int step = 0; step < 100; ++step) {
+    opt.zero_grad();
+    loss = torch::mse_loss(net->forward(x), y);
+    loss.backward();
+    opt.step();
+  }
+  std::printf("loss = %f\n", loss.item<float>());
   return 0;
 }
 CPP
@@ -84,6 +132,9 @@ echo "compiler: $($CXX --version | head -1); load average: $(cut -d' ' -f1-3 /pr
 time_best "ember   (20 lines, -O2, compile+link)" "$runs" \
   $CXX -O2 "$tmp/ember_prog.cpp" -o "$tmp/ember_prog" $ember_flags -Wl,-rpath,"$build/src"
 "$tmp/ember_prog" > /dev/null || echo "warning: the ember program did not run" >&2
+time_best "ember nn (20-line training loop, -O2, compile+link)" "$runs" \
+  $CXX -O2 "$tmp/ember_nn_prog.cpp" -o "$tmp/ember_nn_prog" $ember_flags -Wl,-rpath,"$build/src"
+"$tmp/ember_nn_prog" > /dev/null || echo "warning: the ember nn program did not run" >&2
 
 torch_inc=/usr/include/torch/csrc/api/include
 if [ -f "$torch_inc/torch/torch.h" ]; then
@@ -91,6 +142,10 @@ if [ -f "$torch_inc/torch/torch.h" ]; then
     $CXX -std=c++17 -O2 -isystem "$torch_inc" "$tmp/torch_prog.cpp" -o "$tmp/torch_prog" \
     -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10 -Wl,--as-needed
   "$tmp/torch_prog" > /dev/null || echo "warning: the libtorch program did not run" >&2
+  time_best "libtorch nn (20-line training loop, -O2, compile+link)" "$runs" \
+    $CXX -std=c++17 -O2 -isystem "$torch_inc" "$tmp/torch_nn_prog.cpp" -o "$tmp/torch_nn_prog" \
+    -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10 -Wl,--as-needed
+  "$tmp/torch_nn_prog" > /dev/null || echo "warning: the libtorch nn program did not run" >&2
 else
   echo "libtorch: not installed (apt-get install libtorch-dev), skipped"
 fi

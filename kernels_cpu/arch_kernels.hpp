@@ -24,4 +24,9 @@ EMBER_DECLARE_ARCH_KERNELS(base)
 #if defined(__x86_64__)
 EMBER_DECLARE_ARCH_KERNELS(avx2)
 #define EMBER_HAVE_AVX2_BUILD 1
+// Only the f32 GEMM has an AVX-512 build (kernels_cpu/meson.build says why).
+namespace ember::cpu::avx512 {
+void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double);
+}
+#define EMBER_HAVE_AVX512_GEMM_BUILD 1
 #endif

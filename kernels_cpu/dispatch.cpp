@@ -1,5 +1,6 @@
 // Kernels<Cpu>: picks, once, the widest instruction-set build of the kernels that this CPU
-// runs (AVX2+FMA, else the baseline), then forwards every call to it with a switch.
+// runs (AVX2+FMA, else the baseline), then forwards every call to it with a switch. The f32
+// GEMM alone also has an AVX-512 build, taken when the CPU has AVX-512 F/DQ/VL/BW.
 
 #include "arch_kernels.hpp"
 
@@ -27,6 +28,20 @@ inline Isa isa() {
   static const Isa value = detect();
   return value;
 }
+
+#if defined(EMBER_HAVE_AVX512_GEMM_BUILD)
+bool detect_avx512() {
+  __builtin_cpu_init();
+  bool yes = isa() == Isa::Avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+  if (yes) log(LogLevel::Info, "CPU kernels: AVX-512 GEMM");
+  return yes;
+}
+inline bool avx512_gemm() {
+  static const bool value = detect_avx512();
+  return value;
+}
+#endif
 
 }  // namespace
 
@@ -81,6 +96,9 @@ void Kernels<Cpu>::gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& 
     copy(out, *fo);
     return;
   }
+#if defined(EMBER_HAVE_AVX512_GEMM_BUILD)
+  if (out.dtype == DType::F32 && avx512_gemm()) return cpu::avx512::gemm(out, a, b, alpha, beta);
+#endif
   EMBER_CPU_FORWARD(gemm, out, a, b, alpha, beta);
 }
 

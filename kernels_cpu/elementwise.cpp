@@ -2,6 +2,7 @@
 // This file is compiled once per instruction set (see kernels_cpu/meson.build); each build
 // lives in its own namespace, EMBER_CPU_ARCH, and kernels_cpu/dispatch.cpp picks one at run time.
 
+#include <bit>
 #include "functors.hpp"
 #include "loops.hpp"
 
@@ -346,11 +347,46 @@ void binary(ops::BinaryOp op, TensorImpl& out, const TensorImpl& a, const Tensor
 }
 
 // ---- where, copy, fill ----------------------------------------------------------------------------
+namespace {
+template <size_t N> struct UIntOfSize;
+template <> struct UIntOfSize<1> { using type = uint8_t; };
+template <> struct UIntOfSize<2> { using type = uint16_t; };
+template <> struct UIntOfSize<4> { using type = uint32_t; };
+template <> struct UIntOfSize<8> { using type = uint64_t; };
+
+/// out[k] = m[k] ? x[k] : y[k] with x or y possibly a broadcast scalar (XS/YS false), as a bit
+/// select: compilers keep a ternary on floats as a branch, which mispredicts on every other
+/// element of a random mask.
+template <class T, bool XS, bool YS>
+void where_select(T* o, const uint8_t* m, const T* x, const T* y, int64_t n) {
+  using U = typename UIntOfSize<sizeof(T)>::type;
+  for (int64_t k = 0; k < n; ++k) {
+    const U a = std::bit_cast<U>(XS ? x[k] : x[0]), b = std::bit_cast<U>(YS ? y[k] : y[0]);
+    const U mask = static_cast<U>(U(0) - static_cast<U>(m[k] != 0));
+    o[k] = std::bit_cast<T>(static_cast<U>((a & mask) | (b & static_cast<U>(~mask))));
+  }
+}
+}  // namespace
+
 void where(TensorImpl& out, const TensorImpl& c, const TensorImpl& a, const TensorImpl& b) {
   visit_dtype(out.dtype, [&]<class T>() {
     const TensorImpl* ops_[4] = {&out, &c, &a, &b};
     Loop<4> loop(ops_);
     loop.run([&](char** p, const int64_t* s, int64_t n) {
+      constexpr int64_t e = sizeof(T);
+      if (s[0] == e && s[1] == 1 && (s[2] == e || s[2] == 0) && (s[3] == e || s[3] == 0)) {
+        // Contiguous output and mask, each branch contiguous or a broadcast scalar (relu's
+        // and masked_fill's derivatives).
+        T* o = reinterpret_cast<T*>(p[0]);
+        const uint8_t* m = reinterpret_cast<const uint8_t*>(p[1]);
+        const T* x = reinterpret_cast<const T*>(p[2]);
+        const T* y = reinterpret_cast<const T*>(p[3]);
+        if (s[2] && s[3]) where_select<T, true, true>(o, m, x, y, n);
+        else if (s[2]) where_select<T, true, false>(o, m, x, y, n);
+        else if (s[3]) where_select<T, false, true>(o, m, x, y, n);
+        else where_select<T, false, false>(o, m, x, y, n);
+        return;
+      }
       for (int64_t k = 0; k < n; ++k)
         st<T>(p[0] + k * s[0], ld<bool>(p[1] + k * s[1]) ? ld<T>(p[2] + k * s[2]) : ld<T>(p[3] + k * s[3]));
     });

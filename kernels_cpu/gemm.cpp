@@ -84,7 +84,9 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
 void gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta) {
   switch (out.dtype) {
     case DType::F32: return gemm_typed<float>(out, a, b, alpha, beta);
+#if !defined(EMBER_GEMM_F32_ONLY)
     case DType::F64: return gemm_typed<double>(out, a, b, alpha, beta);
+#endif
     default: EMBER_FAIL("[matmul] the CPU GEMM supports f32 and f64 directly, got {}", out.dtype);
   }
 }

@@ -1,11 +1,22 @@
 // im2col / col2im on the CPU (see include/ember/ops/conv_ops.hpp). One (n, c) plane per task:
 // im2col writes each column row (c, tap) in one pass over the output windows; col2im
 // accumulates into its own plane, so tasks never write the same element.
+//
+// Both walk "rows": a row is one tap and one position of the outer output dims, and spans the
+// innermost output dim. Each row's valid window range [lo, hi) along that dim is computed once,
+// so the inner loop is a plain strided copy (a memcpy at stride 1) with padding written only at
+// the ends; no per-element bounds test or index arithmetic.
 
 #include <ember/ops/conv_ops.hpp>
 #include <ember/runtime/threading.hpp>
 
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <type_traits>
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 namespace ember::ops {
 namespace {
@@ -31,30 +42,46 @@ Plan make_plan(const ConvGeometry& g, int64_t n, int64_t c, const std::array<int
   return p;
 }
 
-/// Calls f(tap, l, src) for every (tap, window l), src = input offset in the plane or -1 (padding).
+/// Smallest integer >= a / b for b > 0 (any sign of a).
+int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+
+/// One row: window o reads input offset `src + o * stride` for o in [lo, hi) and padding
+/// elsewhere; `inside` is false when an outer dim reads padding (the whole row is padding).
+/// `src` itself may be negative (window 0 reading the left padding).
+struct Row {
+  bool inside;
+  int64_t src, lo, hi;
+};
+
+/// Calls f(row_index, Row) for every (tap, outer output position); row_index * out[nd-1] is
+/// where the row starts in the tap-major column plane.
 template <class F>
-void for_each_tap(const ConvGeometry& g, const Plan& p, F&& f) {
+void for_each_row(const ConvGeometry& g, const Plan& p, F&& f) {
+  const int last = p.nd - 1;
+  const int64_t out_last = p.out[last], in_last = p.in[last];
   std::array<int64_t, 3> k{}, o{};
+  int64_t row = 0;
   for (int64_t tap = 0; tap < p.taps; ++tap) {
-    // tap -> (k0, k1, k2), row-major over the kernel dims
     int64_t r = tap;
-    for (int d = p.nd - 1; d >= 0; --d) k[d] = r % g.kernel[d], r /= g.kernel[d];
-    int64_t l = 0;
+    for (int d = last; d >= 0; --d) k[d] = r % g.kernel[d], r /= g.kernel[d];
+    // Innermost dim: input index = o * stride - pad + k * dilation, valid on [lo, hi).
+    const int64_t shift = k[last] * g.dilation[last] - g.pad_before[last];
+    const int64_t lo = std::clamp<int64_t>(ceil_div(-shift, g.stride[last]), 0, out_last);
+    const int64_t hi = std::clamp<int64_t>(ceil_div(in_last - shift, g.stride[last]), lo, out_last);
     o = {0, 0, 0};
     for (;;) {
-      int64_t src = 0;
+      int64_t base = 0;
       bool inside = true;
-      for (int d = 0; d < p.nd; ++d) {
+      for (int d = 0; d < last; ++d) {
         int64_t i = o[d] * g.stride[d] - g.pad_before[d] + k[d] * g.dilation[d];
         if (i < 0 || i >= p.in[d]) {
           inside = false;
           break;
         }
-        src = src * p.in[d] + i;
+        base = base * p.in[d] + i;
       }
-      f(tap, l, inside ? src : -1);
-      ++l;
-      int d = p.nd - 1;
+      f(row++, Row{inside, base * in_last + shift, lo, hi});
+      int d = last - 1;
       while (d >= 0 && ++o[d] == p.out[d]) o[d--] = 0;
       if (d < 0) break;
     }
@@ -64,15 +91,127 @@ void for_each_tap(const ConvGeometry& g, const Plan& p, F&& f) {
 template <class T>
 void im2col_plane(const ConvGeometry& g, const Plan& p, const T* in, T* cols) {
   const T pad = static_cast<T>(g.pad_value);
-  for_each_tap(g, p, [&](int64_t tap, int64_t l, int64_t src) { cols[tap * p.out_plane + l] = src >= 0 ? in[src] : pad; });
+  const int64_t width = p.out[p.nd - 1], stride = g.stride[p.nd - 1];
+  for_each_row(g, p, [&](int64_t row, Row r) {
+    T* dst = cols + row * width;
+    if (!r.inside) {
+      std::fill(dst, dst + width, pad);
+      return;
+    }
+    std::fill(dst, dst + r.lo, pad);
+    if (stride == 1) {
+      if (r.hi > r.lo) std::memcpy(dst + r.lo, in + r.src + r.lo, static_cast<size_t>(r.hi - r.lo) * sizeof(T));
+    } else {
+      for (int64_t o = r.lo; o < r.hi; ++o) dst[o] = in[r.src + o * stride];
+    }
+    std::fill(dst + r.hi, dst + width, pad);
+  });
 }
 
 template <class T>
 void col2im_plane(const ConvGeometry& g, const Plan& p, const T* cols, T* out) {
-  for (int64_t i = 0; i < p.in_plane; ++i) out[i] = T(0);
-  for_each_tap(g, p, [&](int64_t tap, int64_t l, int64_t dst) {
-    if (dst >= 0) out[dst] += cols[tap * p.out_plane + l];
+  std::fill(out, out + p.in_plane, T(0));
+  const int64_t width = p.out[p.nd - 1], stride = g.stride[p.nd - 1];
+  for_each_row(g, p, [&](int64_t row, Row r) {
+    if (!r.inside || r.hi == r.lo) return;
+    const T* src = cols + row * width;
+    if (stride == 1) {
+      T* dst = out + r.src + r.lo;  // in bounds: window lo reads the input
+      const T* s = src + r.lo;
+      for (int64_t o = 0, e = r.hi - r.lo; o < e; ++o) dst[o] += s[o];
+    } else {
+      for (int64_t o = r.lo; o < r.hi; ++o) out[r.src + o * stride] += src[o];
+    }
   });
+}
+
+/// Per output position along one dim: where its window starts in the input, and the taps
+/// [lo, hi) that land inside the input.
+struct Span {
+  int64_t start, lo, hi;
+};
+
+/// The spans of every output position along spatial dim d (dims of size 1 beyond `nd`).
+std::vector<Span> spans_of(const ConvGeometry& g, const Plan& p, int d) {
+  std::vector<Span> v(static_cast<size_t>(p.out[d]));
+  for (int64_t o = 0; o < p.out[d]; ++o) {
+    int64_t start = o * g.stride[d] - g.pad_before[d], dil = g.dilation[d];
+    int64_t lo = std::clamp<int64_t>(ceil_div(-start, dil), 0, g.kernel[d]);
+    int64_t hi = std::clamp<int64_t>(ceil_div(p.in[d] - start, dil), lo, g.kernel[d]);
+    v[static_cast<size_t>(o)] = {start, lo, hi};
+  }
+  return v;
+}
+
+/// take ? a : b without a branch (compilers turn a ternary on floats into one).
+template <class T>
+T select_if(bool take, T a, T b) {
+  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  static_assert(sizeof(T) == sizeof(U));
+  const U mask = U(0) - static_cast<U>(take);
+  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & mask) | (std::bit_cast<U>(b) & ~mask)));
+}
+
+/// Direct max pooling of one plane. Each window is scanned in PyTorch's order (row-major over
+/// the taps), so the first maximum wins ties and a NaN wins over numbers. The innermost loop
+/// runs along an output row for one tap, so neighbouring windows update independently
+/// (no serial dependency from tap to tap of one window). `cols[kw]` is the range of output
+/// columns whose tap kw lands inside the input. Returns false when some window reads only
+/// padding.
+template <class T>
+bool max_pool_plane(const ConvGeometry& g, const Plan& p, const std::array<std::vector<Span>, 3>& sp,
+                    const std::vector<Span>& cols, const T* in, T* val, int64_t* idx) {
+  const int64_t h = p.in[1], w = p.in[2], ow_n = p.out[2];
+  const int64_t dd = g.dilation[0], dh = g.dilation[1], dw = g.dilation[2], sw = g.stride[2];
+  bool ok = true;
+  for (const Span& a : sp[0])
+    for (const Span& b : sp[1]) {
+      if (a.lo == a.hi || b.lo == b.hi) {  // the whole row reads padding: refused by the caller
+        std::fill(val, val + ow_n, T(0));
+        std::fill(idx, idx + ow_n, int64_t{-1});
+        val += ow_n, idx += ow_n, ok = false;
+        continue;
+      }
+      // Start each window at its first tap inside the input.
+      const int64_t first_row = ((a.start + a.lo * dd) * h + b.start + b.lo * dh) * w;
+      for (int64_t o = 0; o < ow_n; ++o) {
+        const Span& c = sp[2][static_cast<size_t>(o)];
+        if (c.lo == c.hi) {
+          val[o] = T(0), idx[o] = -1, ok = false;
+          continue;
+        }
+        idx[o] = first_row + c.start + c.lo * dw;
+        val[o] = in[idx[o]];
+      }
+      for (int64_t kd = a.lo; kd < a.hi; ++kd)
+        for (int64_t kh = b.lo; kh < b.hi; ++kh) {
+          const int64_t row = ((a.start + kd * dd) * h + b.start + kh * dh) * w - g.pad_before[2];
+          for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+            const int64_t base = row + kw * dw;  // input index of output column 0's tap kw
+            for (int64_t o = cols[static_cast<size_t>(kw)].lo, e = cols[static_cast<size_t>(kw)].hi; o < e; ++o) {
+              const int64_t i = base + o * sw;
+              const T v = in[i];
+              const bool take = (v > val[o]) | (v != v);
+              val[o] = select_if(take, v, val[o]);
+              idx[o] = select_if(take, i, idx[o]);
+            }
+          }
+        }
+      val += ow_n, idx += ow_n;
+    }
+  return ok;
+}
+
+/// For each tap k along dim d, the output positions [lo, hi) whose tap k reads the input.
+std::vector<Span> taps_inside(const ConvGeometry& g, const Plan& p, int d) {
+  std::vector<Span> v(static_cast<size_t>(g.kernel[d]));
+  for (int64_t k = 0; k < g.kernel[d]; ++k) {
+    const int64_t shift = k * g.dilation[d] - g.pad_before[d];
+    const int64_t lo = std::clamp<int64_t>(ceil_div(-shift, g.stride[d]), 0, p.out[d]);
+    const int64_t hi = std::clamp<int64_t>(ceil_div(p.in[d] - shift, g.stride[d]), lo, p.out[d]);
+    v[static_cast<size_t>(k)] = {shift, lo, hi};
+  }
+  return v;
 }
 
 std::array<int64_t, 3> spatial_of(const TensorImpl& x, int nd) {
@@ -121,6 +260,87 @@ TensorRef im2col_cpu(const ConvGeometry& g, const TensorImpl& x) {
   };
   if (x.dtype == DType::F32) run(static_cast<float*>(nullptr));
   else run(static_cast<double*>(nullptr));
+  return out;
+}
+
+std::pair<TensorRef, TensorRef> max_pool_cpu(const ConvGeometry& g0, const TensorImpl& x) {
+  EMBER_CHECK(x.ndim() == g0.nd + 2, "[max_pool] expects (N, C) + {} spatial dims, got shape {}", g0.nd, x.sizes);
+  EMBER_CHECK(x.dtype == DType::F32 || x.dtype == DType::F64, "[max_pool] supports f32 and f64, got {}", x.dtype);
+  // Right-align the spatial dims in three (leading dims of size 1), so one loop nest serves 1-3 dims.
+  ConvGeometry g;
+  g.nd = 3;
+  std::array<int64_t, 3> in{1, 1, 1};
+  for (int d = 0; d < g0.nd; ++d) {
+    int j = 3 - g0.nd + d;
+    g.kernel[j] = g0.kernel[d], g.stride[j] = g0.stride[d], g.dilation[j] = g0.dilation[d];
+    g.pad_before[j] = g0.pad_before[d], g.pad_after[j] = g0.pad_after[d];
+    in[j] = x.sizes[2 + d];
+  }
+  Plan p = make_plan(g, x.sizes[0], x.sizes[1], in);
+  for (int d = 0; d < 3; ++d)
+    EMBER_CHECK(p.out[d] > 0, "[max_pool] a window of {} (dilation {}) does not fit input size {} with padding {}+{}",
+                g.kernel[d], g.dilation[d], p.in[d], g.pad_before[d], g.pad_after[d]);
+  const std::array<std::vector<Span>, 3> sp{spans_of(g, p, 0), spans_of(g, p, 1), spans_of(g, p, 2)};
+  const std::vector<Span> cols = taps_inside(g, p, 2);
+  TensorRef xc = contiguous_of(x);
+  Shape sizes{p.n, p.c};
+  for (int d = 0; d < g0.nd; ++d) sizes.push_back(p.out[3 - g0.nd + d]);
+  TensorRef values = detail::make_tensor(sizes, x.dtype, x.device(), "max_pool");
+  TensorRef indices = detail::make_tensor(sizes, DType::I64, x.device(), "max_pool");
+  int64_t* idx = static_cast<int64_t*>(indices->data());
+  std::atomic<bool> empty_window{false};  // checked after the parallel loop (workers must not throw)
+  auto run = [&]<class T>(T*) {
+    const T* src = static_cast<const T*>(xc->data());
+    T* val = static_cast<T*>(values->data());
+    detail::parallel_for(p.n * p.c, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        if (!max_pool_plane(g, p, sp, cols, src + i * p.in_plane, val + i * p.out_plane, idx + i * p.out_plane))
+          empty_window = true;
+    });
+  };
+  if (x.dtype == DType::F32) run(static_cast<float*>(nullptr));
+  else run(static_cast<double*>(nullptr));
+  EMBER_CHECK(!empty_window, "[max_pool] a window reads only padding (input {}, kernel {}, padding {}, dilation {})",
+              x.sizes, g0.kernel[0], g0.pad_before[0], g0.dilation[0]);
+  return {values, indices};
+}
+
+TensorRef max_pool_backward_cpu(int nd, const std::array<int64_t, 3>& spatial, const TensorImpl& grad,
+                                const TensorImpl& indices) {
+  EMBER_CHECK(grad.dtype == DType::F32 || grad.dtype == DType::F64, "[max_pool_backward] supports f32 and f64, got {}",
+              grad.dtype);
+  EMBER_CHECK(indices.dtype == DType::I64 && indices.sizes == grad.sizes && grad.ndim() == nd + 2,
+              "[max_pool_backward] expects int64 indices shaped like the (N, C) + {} spatial dims gradient, got {} "
+              "({}) and {}", nd, indices.sizes, indices.dtype, grad.sizes);
+  Shape sizes{grad.sizes[0], grad.sizes[1]};
+  int64_t in_plane = 1;
+  for (int d = 0; d < nd; ++d) sizes.push_back(spatial[d]), in_plane *= spatial[d];
+  const int64_t planes = grad.sizes[0] * grad.sizes[1], out_plane = planes ? grad.numel / planes : 0;
+  TensorRef gc = contiguous_of(grad), ic = contiguous_of(indices);
+  TensorRef out = detail::make_tensor(sizes, grad.dtype, grad.device(), "max_pool_backward");
+  const int64_t* idx = static_cast<const int64_t*>(ic->data());
+  std::atomic<int64_t> bad{-1};
+  auto run = [&]<class T>(T*) {
+    const T* g = static_cast<const T*>(gc->data());
+    T* o = static_cast<T*>(out->data());
+    detail::parallel_for(planes, 1, [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl) {
+        T* dst = o + pl * in_plane;
+        std::fill(dst, dst + in_plane, T(0));
+        for (int64_t l = pl * out_plane, end = l + out_plane; l < end; ++l) {
+          const int64_t i = idx[l];
+          if (i < 0 || i >= in_plane) {
+            bad = i;
+            continue;
+          }
+          dst[i] += g[l];
+        }
+      }
+    });
+  };
+  if (grad.dtype == DType::F32) run(static_cast<float*>(nullptr));
+  else run(static_cast<double*>(nullptr));
+  EMBER_CHECK(bad < 0, "[max_pool_backward] index {} is outside an input plane of {} elements", bad.load(), in_plane);
   return out;
 }
 

@@ -263,3 +263,103 @@ TEST_CASE("gradcheck: convolution, pooling, normalisation, resampling") {
   check_grads("nearest", [](const auto& x) { return nn::F::interpolate(x[0], {5, 4}); }, {r64({1, 2, 3, 3})});
   check_grads("pixel_shuffle", [](const auto& x) { return nn::F::pixel_shuffle(x[0], 2); }, {r64({1, 4, 2, 2})});
 }
+
+namespace {
+/// im2col by its definition, one element at a time: column (c, tap) of window l reads
+/// x[n][c][o_d * stride_d - pad_before_d + k_d * dilation_d] (pad_value outside).
+Tensor ref_im2col(const Tensor& x, const ops::ConvGeometry& g) {
+  Tensor xc = x.contiguous();
+  const double* in = xc.data_ptr<double>();
+  int nd = g.nd;
+  int64_t n = x.size(0), c = x.size(1), taps = g.kernel_numel(), l = 1, plane = 1;
+  std::array<int64_t, 3> sz{1, 1, 1}, out{1, 1, 1};
+  for (int d = 0; d < nd; ++d) sz[d] = x.size(2 + d), out[d] = g.out_size(d, sz[d]), l *= out[d], plane *= sz[d];
+  Tensor cols = zeros({n, c * taps, l}, DType::F64);
+  double* col = cols.data_ptr<double>();
+  for (int64_t ni = 0; ni < n * c; ++ni)
+    for (int64_t tap = 0; tap < taps; ++tap)
+      for (int64_t li = 0; li < l; ++li) {
+        int64_t t = tap, w = li, src = 0;
+        bool inside = true;
+        std::array<int64_t, 3> k{}, o{};
+        for (int d = nd - 1; d >= 0; --d) k[d] = t % g.kernel[d], t /= g.kernel[d], o[d] = w % out[d], w /= out[d];
+        for (int d = 0; d < nd; ++d) {
+          int64_t i = o[d] * g.stride[d] - g.pad_before[d] + k[d] * g.dilation[d];
+          inside = inside && i >= 0 && i < sz[d];
+          src = src * sz[d] + i;
+        }
+        col[(ni * taps + tap) * l + li] = inside ? in[ni * plane + src] : g.pad_value;
+      }
+  return cols;
+}
+}  // namespace
+
+TEST_CASE("im2col, col2im and the max-pool argmax match their definitions on random geometries (1-3 dims)") {
+  manual_seed(41);
+  uint64_t state = 12345;
+  auto pick = [&](int64_t lo, int64_t hi) {  // deterministic, independent of Ember's generator
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(hi - lo + 1));
+  };
+  int checked = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    ops::ConvGeometry g;
+    g.nd = static_cast<int>(pick(1, 3));
+    Shape shape{pick(1, 2), pick(1, 3)};
+    for (int d = 0; d < g.nd; ++d) {
+      g.kernel[d] = pick(1, 4);
+      g.stride[d] = pick(1, 3);
+      g.dilation[d] = pick(1, 2);
+      g.pad_before[d] = pick(0, g.kernel[d] / 2);
+      g.pad_after[d] = pick(0, g.kernel[d] / 2 + 1);  // asymmetric, as 'same' and ceil_mode make it
+      shape.push_back(pick(g.nd == 3 ? 2 : 3, g.nd == 3 ? 6 : 11));
+    }
+    bool fits = true;
+    for (int d = 0; d < g.nd; ++d) fits = fits && g.out_size(d, shape[2 + d]) > 0;
+    if (!fits) continue;
+    ++checked;
+    CAPTURE(trial);
+    Tensor x = randn(shape, DType::F64);
+    g.pad_value = trial % 2 ? 0.0 : -1.5;
+    Tensor cols = BasicTensor<DefaultPolicy>::wrap(dispatch<DefaultPolicy>(ops::Im2Col{g}, x.impl()));
+    Tensor ref = ref_im2col(x, g);
+    REQUIRE(cols.sizes() == ref.sizes());
+    CHECK(max_diff(cols, ref) == 0.0);
+    // A transposed (non-contiguous) input gives the same columns.
+    Tensor xt = x.transpose(0, 1).contiguous().transpose(0, 1);
+    CHECK(max_diff(BasicTensor<DefaultPolicy>::wrap(dispatch<DefaultPolicy>(ops::Im2Col{g}, xt.impl())), ref) == 0.0);
+    // col2im is the adjoint of im2col (with zero padding): <im2col(x), c> == <x, col2im(c)>.
+    g.pad_value = 0.0;
+    Tensor c = randn(cols.sizes(), DType::F64);
+    std::array<int64_t, 3> spatial{1, 1, 1};
+    for (int d = 0; d < g.nd; ++d) spatial[d] = shape[2 + d];
+    Tensor back = BasicTensor<DefaultPolicy>::wrap(dispatch<DefaultPolicy>(ops::Col2Im{g, spatial}, c.impl()));
+    CHECK(back.sizes() == x.sizes());
+    CHECK(std::abs((ref_im2col(x, g) * c).sum().item<double>() - (x * back).sum().item<double>()) < 1e-9);
+    // Max-pool argmax: the first largest tap that reads the input (padding never wins).
+    bool any_empty = false;
+    g.pad_value = -std::numeric_limits<double>::infinity();
+    Tensor wins = ref_im2col(x, g).reshape({shape[0], shape[1], g.kernel_numel(), -1});
+    for (int64_t t = 0; t < wins.size(3); ++t) any_empty = any_empty || std::isinf(wins.select(3, t).amax().item<double>());
+    if (any_empty) continue;  // a window of dilated taps all on padding: refused, checked below
+    auto [v, i] = dispatch<DefaultPolicy>(ops::MaxPool{g}, x.impl());
+    Tensor vals = Tensor::wrap(v), idx = Tensor::wrap(i);
+    Tensor ref_vals = std::get<0>(wins.max(2));
+    CHECK(max_diff(vals.flatten(2), ref_vals) == 0.0);
+    CHECK(max_diff(gather(x.flatten(2), 2, idx.flatten(2)), ref_vals) == 0.0);  // indices point at the maxima
+    // The backward kernel routes each gradient to its index: the adjoint of that gather.
+    std::array<int64_t, 3> sp{1, 1, 1};
+    for (int d = 0; d < g.nd; ++d) sp[d] = shape[2 + d];
+    Tensor gy = randn(vals.sizes(), DType::F64);
+    Tensor gx = Tensor::wrap(dispatch<DefaultPolicy>(ops::MaxPoolBackward{g.nd, sp}, gy.impl(), idx.impl()));
+    Tensor expect_gx = zeros({shape[0], shape[1], x.numel() / (shape[0] * shape[1])}, DType::F64);
+    expect_gx = scatter_add(expect_gx, 2, idx.flatten(2), gy.flatten(2));
+    CHECK(max_diff(gx.flatten(2), expect_gx) < 1e-12);
+  }
+  CHECK(checked > 60);
+  // Windows that read nothing but padding cannot be max-pooled.
+  ops::ConvGeometry g;
+  g.nd = 1, g.kernel[0] = 2, g.dilation[0] = 3, g.pad_before[0] = 1, g.pad_after[0] = 2;  // taps at -1 and 2
+  CHECK_THROWS_WITH_AS(dispatch<DefaultPolicy>(ops::MaxPool{g}, randn({1, 1, 1}).impl()),
+                       doctest::Contains("reads only padding"), Error);
+}

@@ -328,4 +328,34 @@ void Recorder<P>::record(const ops::Col2Im& op, const TensorRef& out, const Tens
   set_history(*out, detail::make_node<P>("col2im", {&ci}, std::move(f), detail::ops_of<P>()), 0);
 }
 
+// Max pooling routes each gradient to the element its window chose (a scatter-add through the
+// indices, done by its own kernel); that routing is linear in the gradient, and its
+// derivative gathers through the same indices.
+template <class P>
+void Recorder<P>::record(const ops::MaxPool& op, const RefPair& out, const TensorImpl& xi) {
+  using TP = detail::T<P>;
+  if (!is_floating(out.first->dtype)) return;
+  detail::Saved<P> idx(*out.second);
+  ops::MaxPoolBackward back{op.g.nd, {1, 1, 1}};
+  for (int d = 0; d < op.g.nd; ++d) back.spatial[d] = xi.sizes[2 + d];
+  auto f = [idx, back](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    return {TP::wrap(dispatch<P>(back, gs[0].impl(), idx.get(n).impl()))};
+  };
+  set_history(*out.first, detail::make_node<P>("max_pool", {&xi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::MaxPoolBackward&, const TensorRef& out, const TensorImpl& gi,
+                         const TensorImpl& indices) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> idx(indices);
+  Shape gs_shape = gi.sizes;
+  auto f = [idx, gs_shape](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& i = idx.get(n);
+    return {gather(gs[0].flatten(2), 2, i.flatten(2)).reshape(gs_shape), TP()};
+  };
+  set_history(*out, detail::make_node<P>("max_pool_backward", {&gi, nullptr}, std::move(f), detail::ops_of<P>()), 0);
+}
+
 }  // namespace ember::autograd

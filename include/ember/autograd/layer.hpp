@@ -58,6 +58,9 @@ struct Recorder {
   static void record(const ops::IndexTensor& op, const TensorRef& out, const TensorImpl& x, ImplSpan indices);
   static void record(const ops::Im2Col& op, const TensorRef& out, const TensorImpl& x);
   static void record(const ops::Col2Im& op, const TensorRef& out, const TensorImpl& cols);
+  static void record(const ops::MaxPool& op, const RefPair& out, const TensorImpl& x);
+  static void record(const ops::MaxPoolBackward& op, const TensorRef& out, const TensorImpl& grad,
+                     const TensorImpl& indices);
   /// Ops whose results are never differentiable (integer or boolean outputs).
   static void record(const ops::Nonzero&, const TensorRef&, const TensorImpl&) {}
   static void record(const ops::Unique&, const std::vector<TensorRef>&, const TensorImpl&) {}

@@ -1,7 +1,8 @@
 #pragma once
 /// nn::functional for convolution, pooling, normalisation over channels and resampling.
-/// Convolution = im2col + one batched GEMM per group; pooling = im2col + a reduction over the
-/// window; transposed convolution = GEMM + col2im (ops/conv_ops.hpp). Sizes follow PyTorch.
+/// Convolution = im2col + one batched GEMM per group; average pooling = im2col + a sum over
+/// the window; max pooling = a direct kernel; transposed convolution =
+/// GEMM + col2im (ops/conv_ops.hpp). Sizes follow PyTorch.
 
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/core/factories.hpp>
@@ -207,32 +208,9 @@ std::pair<BasicTensor<P>, BasicTensor<P>> max_pool_nd(const BasicTensor<P>& x, i
     EMBER_CHECK(2 * g.pad_before[d] <= g.kernel[d], "[{}] padding {} must be at most half the kernel size {}", op,
                 g.pad_before[d], g.kernel[d]);
   if (ceil_mode) apply_ceil_mode(g, xb.sizes(), nd);
-  g.pad_value = -std::numeric_limits<double>::infinity();
-  int64_t n = xb.size(0), c = xb.size(1), taps = g.kernel_numel();
-  BasicTensor<P> cols = im2col(xb, g);
-  int64_t l = cols.size(2);
-  auto [vals, arg] = cols.reshape({n, c, taps, l}).max(2);  // (N, C, L)
-  Shape s{n, c};
-  for (int d = 0; d < nd; ++d) s.push_back(g.out_size(d, xb.size(2 + d)));
-  BasicTensor<P> out = vals.reshape(s);
-  BasicTensor<P> idx;
-  if (want_indices) {
-    // Flat index into the input plane of the winning tap, as PyTorch returns it.
-    autograd::NoGradGuard ng;
-    BasicTensor<P> flat = zeros<P>(s, TensorOptions(DType::I64));
-    BasicTensor<P> tap = arg.reshape(s);
-    int64_t rest = taps;
-    for (int d = 0; d < nd; ++d) {
-      rest /= g.kernel[d];
-      BasicTensor<P> kd = tap.div_floor(rest).remainder(g.kernel[d]);
-      Shape os(static_cast<size_t>(nd + 2), 1);
-      os[2 + d] = s[2 + d];
-      BasicTensor<P> o = arange<P>(s[2 + d]).reshape(os);
-      BasicTensor<P> pos = o * g.stride[d] - g.pad_before[d] + kd * g.dilation[d];
-      flat = flat * xb.size(2 + d) + pos;
-    }
-    idx = flat;
-  }
+  auto [v, i] = dispatch<P>(ops::MaxPool{g}, xb.impl());  // a direct kernel, no im2col copy
+  BasicTensor<P> out = BasicTensor<P>::wrap(std::move(v)), idx;
+  if (want_indices) idx = BasicTensor<P>::wrap(std::move(i));
   if (unbatched) {
     out = out.squeeze(0);
     if (idx.defined()) idx = idx.squeeze(0);

@@ -1,14 +1,15 @@
 #pragma once
-/// im2col and col2im: the data movement behind convolution, pooling and transposed
-/// convolution, for 1 to 3 spatial dims. Convolution is im2col followed by a matrix product
-/// (GEMM does the arithmetic), and each op is the other's derivative, so every layer built
-/// on them is differentiable to any order. Kernels: src/ops/conv.cpp (CPU, f32/f64,
-/// parallel over batch x channels).
+/// im2col and col2im: the data movement behind convolution, average pooling and transposed
+/// convolution, for 1 to 3 spatial dims, plus the window argmax behind max pooling.
+/// Convolution is im2col followed by a matrix product (GEMM does the arithmetic), and each op
+/// is the other's derivative, so every layer built on them is differentiable to any order.
+/// Kernels: src/ops/conv.cpp (CPU, f32/f64, parallel over batch x channels).
 
 #include <ember/ops/descriptors.hpp>
 #include <ember/ops/index_ops.hpp>
 
 #include <array>
+#include <utility>
 
 namespace ember::ops {
 
@@ -52,8 +53,31 @@ struct Col2Im {
   TensorRef run(const TensorImpl& cols) const;
 };
 
+/// Max pooling: (N, C, *in) -> (values, int64 indices), both (N, C, *out). The index is the
+/// flat position in its input plane of the window's largest element (the first one on ties;
+/// NaN wins, as PyTorch's max_pool). Padding never wins.
+struct MaxPool {
+  ConvGeometry g;
+  const char* name() const { return "max_pool"; }
+  template <class BL>
+  std::pair<TensorRef, TensorRef> run(const TensorImpl& x) const;
+};
+
+/// Max pooling's derivative: (N, C, *out) gradient and indices -> (N, C, *spatial), each
+/// gradient added to the input element its window chose. Its own derivative is a gather.
+struct MaxPoolBackward {
+  int nd = 2;
+  std::array<int64_t, 3> spatial{1, 1, 1};
+  const char* name() const { return "max_pool_backward"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& grad, const TensorImpl& indices) const;
+};
+
 // src/ops/conv.cpp
 TensorRef im2col_cpu(const ConvGeometry& g, const TensorImpl& x);
+std::pair<TensorRef, TensorRef> max_pool_cpu(const ConvGeometry& g, const TensorImpl& x);
+TensorRef max_pool_backward_cpu(int nd, const std::array<int64_t, 3>& spatial, const TensorImpl& grad,
+                                const TensorImpl& indices);
 TensorRef col2im_cpu(const ConvGeometry& g, const std::array<int64_t, 3>& spatial, const TensorImpl& cols);
 void check_geometry(const ConvGeometry& g, const char* op);
 
@@ -67,6 +91,17 @@ template <class BL>
 TensorRef Col2Im::run(const TensorImpl& cols) const {
   check_geometry(g, name());
   return index_backend<BL>(cols.device(), name(), [&] { return col2im_cpu(g, spatial, cols); });
+}
+
+template <class BL>
+std::pair<TensorRef, TensorRef> MaxPool::run(const TensorImpl& x) const {
+  check_geometry(g, name());
+  return index_backend<BL>(x.device(), name(), [&] { return max_pool_cpu(g, x); });
+}
+
+template <class BL>
+TensorRef MaxPoolBackward::run(const TensorImpl& grad, const TensorImpl& indices) const {
+  return index_backend<BL>(grad.device(), name(), [&] { return max_pool_backward_cpu(nd, spatial, grad, indices); });
 }
 
 }  // namespace ember::ops
