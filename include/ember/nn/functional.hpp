@@ -290,6 +290,19 @@ BasicTensor<P> triplet_margin_loss(const BasicTensor<P>& anchor, const BasicTens
   return detail::reduce((dp - dn + margin).clamp_min(0.0), reduction, "triplet_margin_loss");
 }
 
+namespace detail {
+/// logsumexp over dim 0 that is -inf with a zero gradient where every term is -inf (an
+/// unreachable CTC state). The plain form's gradient there is NaN: exp(-inf - -inf), or
+/// 0 * inf through the log, and the NaN would spread to every logit through the recursion.
+template <class P>
+BasicTensor<P> logsumexp0(const BasicTensor<P>& s) {
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  BasicTensor<P> dead = s.detach().amax({0}).eq(neg_inf);
+  BasicTensor<P> safe = where(dead.unsqueeze(0), 0.0, s);
+  return where(dead, neg_inf, safe.logsumexp({0}));
+}
+}  // namespace detail
+
 /// Connectionist temporal classification loss. log_probs (T, N, C) (log-softmax over C),
 /// targets (N, S) padded or 1-d concatenated, input_lengths (N), target_lengths (N).
 /// Computed by the forward (alpha) recursion in log space with differentiable ops, so the
@@ -341,10 +354,10 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
       BasicTensor<P> a1 = pad(alpha, {1, 0}, "constant", neg_inf).narrow(0, 0, m);
       BasicTensor<P> a2 = where(skip_t, pad(alpha, {2, 0}, "constant", neg_inf).narrow(0, 0, m), neg_inf);
       BasicTensor<P> stacked = stack(std::vector<BasicTensor<P>>{alpha, a1, a2}, 0);
-      alpha = stacked.logsumexp({0}) + index_select(lp.select(0, t), 0, ext_t);
+      alpha = detail::logsumexp0(stacked) + index_select(lp.select(0, t), 0, ext_t);
     }
     BasicTensor<P> tail = m >= 2 ? alpha.narrow(0, m - 2, 2) : alpha;
-    BasicTensor<P> l = tail.logsumexp({0}).neg();
+    BasicTensor<P> l = detail::logsumexp0(tail).neg();
     if (zero_infinity) l = where(l.isinf(), 0.0, l);
     losses.push_back(l);
   }

@@ -407,13 +407,16 @@ BasicTensor<P> instance_norm(const BasicTensor<P>& x, const BasicTensor<P>& weig
 // ---- resampling ----------------------------------------------------------------------------
 namespace detail {
 /// (out, in) linear interpolation matrix (PyTorch's source index rule; align_corners or not).
+/// `scale` > 0 is a given scale factor: PyTorch then steps the source by 1 / scale, not in / out
+/// (they differ when in * scale is not a whole number).
 template <class P>
-BasicTensor<P> linear_matrix(int64_t in, int64_t out, bool align_corners, DType t, Device dev) {
+BasicTensor<P> linear_matrix(int64_t in, int64_t out, bool align_corners, DType t, Device dev, double scale = 0) {
   BasicTensor<P> m = zeros<P>({out, in}, TensorOptions(DType::F64));
   double* p = m.template data_ptr<double>();
+  const double step = scale > 0 ? 1.0 / scale : static_cast<double>(in) / out;
   for (int64_t i = 0; i < out; ++i) {
     double src = align_corners ? (out > 1 ? static_cast<double>(i) * (in - 1) / (out - 1) : 0.0)
-                               : std::max(0.0, (i + 0.5) * static_cast<double>(in) / out - 0.5);
+                               : std::max(0.0, (i + 0.5) * step - 0.5);
     int64_t i0 = std::min<int64_t>(static_cast<int64_t>(std::floor(src)), in - 1);
     int64_t i1 = std::min<int64_t>(i0 + 1, in - 1);
     double f = src - i0;
@@ -424,27 +427,29 @@ BasicTensor<P> linear_matrix(int64_t in, int64_t out, bool align_corners, DType 
 }
 }  // namespace detail
 
-/// Nearest or bilinear resizing of (N, C, H, W) to `size`.
+/// Nearest or bilinear resizing of (N, C, H, W) to `size`. `scale_factor` (H, W), when the
+/// size came from one, sets the source step to 1 / scale_factor as in PyTorch (Upsample passes it).
 template <class P>
 BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_view mode = "nearest",
-                           bool align_corners = false) {
+                           bool align_corners = false, std::array<double, 2> scale_factor = {0, 0}) {
   EMBER_CHECK(x.dim() == 4, "[interpolate] expects (N, C, H, W), got shape {}", x.sizes());
   auto o = detail::expand_arg(size, 2, "interpolate", "size");
   EMBER_CHECK(o[0] > 0 && o[1] > 0, "[interpolate] output size must be positive, got {}x{}", o[0], o[1]);
   int64_t h = x.size(2), w = x.size(3);
   if (mode == "nearest") {
-    auto index = [&](int64_t in, int64_t out) {
+    auto index = [&](int64_t in, int64_t out, double scale) {
+      const double step = scale > 0 ? 1.0 / scale : static_cast<double>(in) / out;
       std::vector<int64_t> v(static_cast<size_t>(out));
       for (int64_t i = 0; i < out; ++i)
-        v[i] = std::min<int64_t>(static_cast<int64_t>(std::floor(i * static_cast<double>(in) / out)), in - 1);
+        v[i] = std::min<int64_t>(static_cast<int64_t>(std::floor(i * step)), in - 1);
       BasicTensor<P> t = from_blob<P>(v.data(), {out}, TensorOptions(DType::I64)).clone();
       return x.is_cpu() ? t : t.to(x.device());
     };
-    return index_select(index_select(x, 2, index(h, o[0])), 3, index(w, o[1]));
+    return index_select(index_select(x, 2, index(h, o[0], scale_factor[0])), 3, index(w, o[1], scale_factor[1]));
   }
   EMBER_CHECK(mode == "bilinear", "[interpolate] mode must be 'nearest' or 'bilinear', got '{}'", mode);
-  BasicTensor<P> ah = detail::linear_matrix<P>(h, o[0], align_corners, x.dtype(), x.device());
-  BasicTensor<P> aw = detail::linear_matrix<P>(w, o[1], align_corners, x.dtype(), x.device());
+  BasicTensor<P> ah = detail::linear_matrix<P>(h, o[0], align_corners, x.dtype(), x.device(), scale_factor[0]);
+  BasicTensor<P> aw = detail::linear_matrix<P>(w, o[1], align_corners, x.dtype(), x.device(), scale_factor[1]);
   return ah.matmul(x).matmul(aw.t());
 }
 

@@ -2,6 +2,7 @@
 /// Every activation as a module (ReLU, GELU, ...), plus Softmax/LogSoftmax over a dim.
 
 #include <ember/nn/module.hpp>
+#include <ember/ops/functions.hpp>
 
 #include <string>
 
@@ -50,7 +51,73 @@ EMBER_ACTIVATION_MODULE(Tanhshrink, x - x.tanh());
 EMBER_PARAM_ACTIVATION_MODULE(LeakyReLU, negative_slope, 0.01, x.leaky_relu(negative_slope), "negative_slope={}");
 EMBER_PARAM_ACTIVATION_MODULE(ELU, alpha, 1.0, x.elu(alpha), "alpha={}");
 EMBER_PARAM_ACTIVATION_MODULE(CELU, alpha, 1.0, x.celu(alpha), "alpha={}");
+EMBER_PARAM_ACTIVATION_MODULE(Hardshrink, lambd, 0.5, where(x.abs().gt(lambd), x, 0.0), "{}");
+EMBER_PARAM_ACTIVATION_MODULE(Softshrink, lambd, 0.5, where(x.gt(lambd), x - lambd, where(x.lt(-lambd), x + lambd, 0.0)),
+                              "{}");
 #undef EMBER_PARAM_ACTIVATION_MODULE
+
+/// y = x where x > threshold, else value.
+template <class P = DefaultPolicy>
+class BasicThresholdImpl : public Cloneable<BasicThresholdImpl<P>, P> {
+ public:
+  BasicThresholdImpl(double threshold, double value)
+      : Cloneable<BasicThresholdImpl<P>, P>("Threshold"), threshold(threshold), value(value) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return where(x.gt(threshold), x, value); }
+  std::string extra_repr() const override { return fmt::format("threshold={}, value={}", threshold, value); }
+  double threshold, value;
+};
+using ThresholdImpl = BasicThresholdImpl<>;
+EMBER_MODULE(Threshold);
+
+/// PReLU: max(0, x) + weight * min(0, x), with one learned slope (init 0.25) or one per
+/// channel (dim 1 of the input), as PyTorch.
+template <class P = DefaultPolicy>
+class BasicPReLUImpl : public Cloneable<BasicPReLUImpl<P>, P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  explicit BasicPReLUImpl(int64_t num_parameters = 1, double init = 0.25)
+      : Cloneable<BasicPReLUImpl<P>, P>("PReLU"), num_parameters(num_parameters), init(init) {
+    EMBER_CHECK(num_parameters >= 1, "[PReLU] num_parameters must be positive, got {}", num_parameters);
+    reset();
+  }
+  void reset() override { weight = this->register_parameter("weight", full<P>({num_parameters}, init)); }
+  TensorT forward(const TensorT& x) {
+    TensorT w = weight;
+    if (num_parameters > 1) {
+      EMBER_CHECK(x.dim() >= 2 && x.size(1) == num_parameters, "[PReLU] expects {} channels in dim 1, got shape {}",
+                  num_parameters, x.sizes());
+      Shape s(static_cast<size_t>(x.dim()), 1);
+      s[1] = num_parameters;
+      w = weight.reshape(s);
+    }
+    return where(x.ge(0.0), x, w * x);
+  }
+  std::string extra_repr() const override { return fmt::format("num_parameters={}", num_parameters); }
+  int64_t num_parameters;
+  double init;
+  TensorT weight;
+};
+using PReLUImpl = BasicPReLUImpl<>;
+EMBER_MODULE(PReLU);
+
+/// GLU: a * sigmoid(b), where a and b are the halves of the input along `dim`.
+template <class P = DefaultPolicy>
+class BasicGLUImpl : public Cloneable<BasicGLUImpl<P>, P> {
+ public:
+  explicit BasicGLUImpl(int64_t dim = -1) : Cloneable<BasicGLUImpl<P>, P>("GLU"), dim(dim) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) {
+    EMBER_CHECK(x.dim() >= 1 && x.size(dim) % 2 == 0, "[GLU] dim {} of shape {} must have an even size", dim,
+                x.sizes());
+    int64_t h = x.size(dim) / 2;
+    return x.narrow(dim, 0, h) * x.narrow(dim, h, h).sigmoid();
+  }
+  std::string extra_repr() const override { return fmt::format("dim={}", dim); }
+  int64_t dim;
+};
+using GLUImpl = BasicGLUImpl<>;
+EMBER_MODULE(GLU);
 
 /// GELU, exact (approximate = "none") or with the tanh approximation.
 template <class P = DefaultPolicy>
@@ -121,5 +188,18 @@ class BasicLogSoftmaxImpl : public Cloneable<BasicLogSoftmaxImpl<P>, P> {
 };
 using LogSoftmaxImpl = BasicLogSoftmaxImpl<>;
 EMBER_MODULE(LogSoftmax);
+
+/// Softmin over `dim`: softmax(-x).
+template <class P = DefaultPolicy>
+class BasicSoftminImpl : public Cloneable<BasicSoftminImpl<P>, P> {
+ public:
+  explicit BasicSoftminImpl(int64_t dim) : Cloneable<BasicSoftminImpl<P>, P>("Softmin"), dim(dim) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return x.neg().softmax(dim); }
+  std::string extra_repr() const override { return fmt::format("dim={}", dim); }
+  int64_t dim;
+};
+using SoftminImpl = BasicSoftminImpl<>;
+EMBER_MODULE(Softmin);
 
 }  // namespace ember::nn

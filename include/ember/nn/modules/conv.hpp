@@ -415,13 +415,12 @@ class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
   }
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) {
-    IntArgs s = size;
-    if (s.empty()) {
-      EMBER_CHECK(x.dim() == 4, "[Upsample] expects (N, C, H, W), got shape {}", x.sizes());
-      s = {static_cast<int64_t>(std::floor(x.size(2) * scale_factor)),
-           static_cast<int64_t>(std::floor(x.size(3) * scale_factor))};
-    }
-    return F::interpolate(x, s, mode, align_corners);
+    if (!size.empty()) return F::interpolate(x, size, mode, align_corners);
+    EMBER_CHECK(x.dim() == 4, "[Upsample] expects (N, C, H, W), got shape {}", x.sizes());
+    IntArgs s = {static_cast<int64_t>(std::floor(x.size(2) * scale_factor)),
+                 static_cast<int64_t>(std::floor(x.size(3) * scale_factor))};
+    // The scale, not the rounded size ratio, places the source pixels (as PyTorch).
+    return F::interpolate(x, s, mode, align_corners, {scale_factor, scale_factor});
   }
   std::string extra_repr() const override {
     return size.empty() ? fmt::format("scale_factor={}, mode='{}'", scale_factor, mode)

@@ -1,0 +1,528 @@
+// One builder per module type of the PyTorch golden fixture (tools/gen_nn_golden.py): it makes
+// the Ember module with the case's options (PyTorch's argument names and defaults) and says how
+// to call it with the case's named inputs. Option and input helpers are at the end.
+
+#include "golden.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+
+namespace ember::nn_golden {
+
+namespace {
+
+using IntArgs = std::vector<int64_t>;
+using Outs = std::vector<Tensor>;
+
+Shape shape_of(const IntArgs& v) {
+  Shape s;
+  for (int64_t x : v) s.push_back(x);
+  return s;
+}
+
+/// A module called as m(input).
+template <class H>
+Built one(H m) {
+  return {m.ptr(), [m](Inputs& in) { return Outs{m(in["input"])}; }};
+}
+
+template <class H>
+Built conv(Opts& o) {
+  nn::ConvOptions co(o.i("in_channels"), o.i("out_channels"), o.ints("kernel_size"));
+  co.stride(o.ints("stride", IntArgs{1}))
+      .dilation(o.ints("dilation", IntArgs{1}))
+      .groups(o.i("groups", 1))
+      .bias(o.b("bias", true))
+      .padding_mode(o.s("padding_mode", "zeros"));
+  if (o.is_word("padding")) co.padding_str(o.s("padding"));
+  else co.padding(o.ints("padding", IntArgs{0}));
+  return one(H(co));
+}
+
+template <class H>
+Built conv_transpose(Opts& o) {
+  nn::ConvTransposeOptions co(o.i("in_channels"), o.i("out_channels"), o.ints("kernel_size"));
+  co.stride(o.ints("stride", IntArgs{1}))
+      .padding(o.ints("padding", IntArgs{0}))
+      .output_padding(o.ints("output_padding", IntArgs{0}))
+      .groups(o.i("groups", 1))
+      .bias(o.b("bias", true))
+      .dilation(o.ints("dilation", IntArgs{1}));
+  return one(H(co));
+}
+
+nn::PoolOptions pool_options(Opts& o, bool avg) {
+  nn::PoolOptions po(o.ints("kernel_size"));
+  po.stride(o.ints("stride", IntArgs{})).padding(o.ints("padding", IntArgs{0})).ceil_mode(o.b("ceil_mode", false));
+  if (avg) po.count_include_pad(o.b("count_include_pad", true));
+  else po.dilation(o.ints("dilation", IntArgs{1}));
+  return po;
+}
+
+template <class H>
+Built max_pool(Opts& o) {
+  H m(pool_options(o, false));
+  if (o.b("return_indices", false))
+    return {m.ptr(), [m](Inputs& in) {
+              auto [v, i] = m->forward_with_indices(in["input"]);
+              return Outs{v, i};
+            }};
+  return one(m);
+}
+
+nn::BatchNormOptions bn_options(Opts& o) {
+  return nn::BatchNormOptions(o.i("num_features"))
+      .eps(o.d("eps", 1e-5))
+      .momentum(o.d("momentum", 0.1))
+      .affine(o.b("affine", true))
+      .track_running_stats(o.b("track_running_stats", true));
+}
+
+nn::RNNOptions rnn_options(Opts& o, bool plain_rnn) {
+  nn::RNNOptions r(o.i("input_size"), o.i("hidden_size"));
+  r.num_layers(o.i("num_layers", 1))
+      .bias(o.b("bias", true))
+      .batch_first(o.b("batch_first", false))
+      .bidirectional(o.b("bidirectional", false))
+      .dropout(o.d("dropout", 0.0));
+  if (plain_rnn) r.nonlinearity(o.s("nonlinearity", "tanh"));
+  return r;
+}
+
+nn::TransformerLayerOptions layer_options(Opts& o) {
+  return nn::TransformerLayerOptions(o.i("d_model"), o.i("nhead"))
+      .dim_feedforward(o.i("dim_feedforward", 2048))
+      .dropout(o.d("dropout", 0.1))
+      .activation(o.s("activation", "relu"))
+      .layer_norm_eps(o.d("layer_norm_eps", 1e-5))
+      .batch_first(o.b("batch_first", false))
+      .norm_first(o.b("norm_first", false));
+}
+
+/// Losses called as m(input, target) with a reduction.
+template <class H>
+Built loss2(H m) {
+  return {m.ptr(), [m](Inputs& in) { return Outs{m(in["input"], in["target"])}; }};
+}
+
+/// A parameterless activation.
+template <class H>
+Builder activation() {
+  return [](Opts&) { return one(H()); };
+}
+
+// ---- composite architectures (the fixture's Arch* types) -----------------------------------
+
+/// PyTorch's ListNet: a ModuleList of two Linear layers with tanh between, then a head.
+struct ListNetImpl : nn::Module {
+  ListNetImpl() : nn::Module("ListNet") {
+    layers->push_back(nn::Linear(3, 4));
+    layers->push_back(nn::Linear(4, 4));
+    register_module("layers", layers);
+    head = register_module("head", nn::Linear(4, 2));
+  }
+  Tensor forward(const Tensor& input) {
+    Tensor x = input;
+    for (size_t i = 0; i < layers->size(); ++i) x = layers->ptr<nn::LinearImpl>(i)->forward(x).tanh();
+    return head(x);
+  }
+  nn::ModuleList layers;
+  nn::Linear head{nullptr};
+};
+EMBER_MODULE(ListNet);
+
+/// PyTorch's DictNet: a ModuleDict (encoder, norm, decoder) and a ParameterList of two scales.
+struct DictNetImpl : nn::Module {
+  DictNetImpl() : nn::Module("DictNet") {
+    blocks->insert("encoder", nn::Linear(3, 4));
+    blocks->insert("norm", nn::LayerNorm(nn::LayerNormOptions({4})));
+    blocks->insert("decoder", nn::Linear(4, 2));
+    register_module("blocks", blocks);
+    scales->append(ones({2}));
+    scales->append(zeros({2}));
+    register_module("scales", scales);
+  }
+  Tensor forward(const Tensor& x) {
+    auto enc = std::dynamic_pointer_cast<nn::LinearImpl>((*blocks)["encoder"]);
+    auto norm = std::dynamic_pointer_cast<nn::LayerNormImpl>((*blocks)["norm"]);
+    auto dec = std::dynamic_pointer_cast<nn::LinearImpl>((*blocks)["decoder"]);
+    return dec->forward(norm->forward(enc->forward(x))) * (*scales)[0] + (*scales)[1];
+  }
+  nn::ModuleDict blocks;
+  nn::ParameterList scales;
+};
+EMBER_MODULE(DictNet);
+
+std::map<std::string, Builder> make_builders() {
+  std::map<std::string, Builder> b;
+  // Linear family
+  b["Linear"] = [](Opts& o) {
+    return one(nn::Linear(nn::LinearOptions(o.i("in_features"), o.i("out_features")).bias(o.b("bias", true))));
+  };
+  b["Bilinear"] = [](Opts& o) {
+    nn::Bilinear m(nn::BilinearOptions(o.i("in1_features"), o.i("in2_features"), o.i("out_features"))
+                       .bias(o.b("bias", true)));
+    return Built{m.ptr(), [m](Inputs& in) { return Outs{m(in["input1"], in["input2"])}; }};
+  };
+  b["Identity"] = [](Opts&) { return one(nn::Identity()); };
+  b["Flatten"] = [](Opts& o) {
+    return one(nn::Flatten(nn::FlattenOptions().start_dim(o.i("start_dim", 1)).end_dim(o.i("end_dim", -1))));
+  };
+  b["Unflatten"] = [](Opts& o) {
+    IntArgs s = o.ints("unflattened_size");
+    return one(nn::Unflatten(o.i("dim"), shape_of(s)));
+  };
+  // Convolution and pooling
+  b["Conv1d"] = conv<nn::Conv1d>;
+  b["Conv2d"] = conv<nn::Conv2d>;
+  b["Conv3d"] = conv<nn::Conv3d>;
+  b["ConvTranspose1d"] = conv_transpose<nn::ConvTranspose1d>;
+  b["ConvTranspose2d"] = conv_transpose<nn::ConvTranspose2d>;
+  b["MaxPool1d"] = max_pool<nn::MaxPool1d>;
+  b["MaxPool2d"] = max_pool<nn::MaxPool2d>;
+  b["AvgPool1d"] = [](Opts& o) { return one(nn::AvgPool1d(pool_options(o, true))); };
+  b["AvgPool2d"] = [](Opts& o) { return one(nn::AvgPool2d(pool_options(o, true))); };
+  b["AdaptiveAvgPool1d"] = [](Opts& o) { return one(nn::AdaptiveAvgPool1d(o.i("output_size"))); };
+  b["AdaptiveAvgPool2d"] = [](Opts& o) { return one(nn::AdaptiveAvgPool2d(o.ints("output_size"))); };
+  b["AdaptiveMaxPool2d"] = [](Opts& o) { return one(nn::AdaptiveMaxPool2d(o.ints("output_size"))); };
+  // Normalisation
+  b["BatchNorm1d"] = [](Opts& o) { return one(nn::BatchNorm1d(bn_options(o))); };
+  b["BatchNorm2d"] = [](Opts& o) { return one(nn::BatchNorm2d(bn_options(o))); };
+  b["LayerNorm"] = [](Opts& o) {
+    IntArgs s = o.ints("normalized_shape");
+    return one(nn::LayerNorm(nn::LayerNormOptions(shape_of(s))
+                                 .eps(o.d("eps", 1e-5))
+                                 .elementwise_affine(o.b("elementwise_affine", true))));
+  };
+  b["GroupNorm"] = [](Opts& o) {
+    return one(nn::GroupNorm(o.i("num_groups"), o.i("num_channels"), o.d("eps", 1e-5), o.b("affine", true)));
+  };
+  b["RMSNorm"] = [](Opts& o) {
+    IntArgs s = o.ints("normalized_shape");
+    nn::RMSNormOptions r(shape_of(s));
+    if (o.s("eps", "none") != "none") r.eps(o.d("eps"));  // absent: the dtype's epsilon
+    return one(nn::RMSNorm(r.elementwise_affine(o.b("elementwise_affine", true))));
+  };
+  b["InstanceNorm2d"] = [](Opts& o) {
+    return one(nn::InstanceNorm2d(o.i("num_features"), o.d("eps", 1e-5), o.b("affine", false)));
+  };
+  // Embeddings
+  b["Embedding"] = [](Opts& o) {
+    nn::EmbeddingOptions e(o.i("num_embeddings"), o.i("embedding_dim"));
+    if (o.s("padding_idx", "none") != "none") e.padding_idx(o.i("padding_idx"));
+    return one(nn::Embedding(e));
+  };
+  b["EmbeddingBag"] = [](Opts& o) {
+    nn::EmbeddingBagOptions e(o.i("num_embeddings"), o.i("embedding_dim"));
+    e.mode(o.s("mode", "mean"));
+    if (o.s("padding_idx", "none") != "none") e.padding_idx(o.i("padding_idx"));
+    nn::EmbeddingBag m(e);
+    return Built{m.ptr(),
+                 [m](Inputs& in) { return Outs{m(in["input"], in.opt("offsets"), in.opt("per_sample_weights"))}; }};
+  };
+  // Recurrent layers and cells
+  b["RNN"] = [](Opts& o) {
+    nn::RNN m(rnn_options(o, true));
+    return Built{m.ptr(), [m](Inputs& in) {
+                   auto [y, h] = m(in["input"], in.opt("h0"));
+                   return Outs{y, h};
+                 }};
+  };
+  b["LSTM"] = [](Opts& o) {
+    nn::LSTM m(rnn_options(o, false));
+    return Built{m.ptr(), [m](Inputs& in) {
+                   auto [y, hc] = m(in["input"], std::make_pair(in.opt("h0"), in.opt("c0")));
+                   return Outs{y, hc.first, hc.second};
+                 }};
+  };
+  b["GRU"] = [](Opts& o) {
+    nn::GRU m(rnn_options(o, false));
+    return Built{m.ptr(), [m](Inputs& in) {
+                   auto [y, h] = m(in["input"], in.opt("h0"));
+                   return Outs{y, h};
+                 }};
+  };
+  b["RNNCell"] = [](Opts& o) {
+    nn::RNNCell m(o.i("input_size"), o.i("hidden_size"), o.b("bias", true), o.s("nonlinearity", "tanh"));
+    return Built{m.ptr(), [m](Inputs& in) { return Outs{m(in["input"], in.opt("hx"))}; }};
+  };
+  b["LSTMCell"] = [](Opts& o) {
+    nn::LSTMCell m(o.i("input_size"), o.i("hidden_size"), o.b("bias", true));
+    return Built{m.ptr(), [m](Inputs& in) {
+                   auto [h, c] = m(in["input"], std::make_pair(in.opt("hx"), in.opt("cx")));
+                   return Outs{h, c};
+                 }};
+  };
+  b["GRUCell"] = [](Opts& o) {
+    nn::GRUCell m(o.i("input_size"), o.i("hidden_size"), o.b("bias", true));
+    return Built{m.ptr(), [m](Inputs& in) { return Outs{m(in["input"], in.opt("hx"))}; }};
+  };
+  // Attention and transformers
+  b["MultiheadAttention"] = [](Opts& o) {
+    nn::MultiheadAttention m(nn::MultiheadAttentionOptions(o.i("embed_dim"), o.i("num_heads"))
+                                 .bias(o.b("bias", true))
+                                 .batch_first(o.b("batch_first", false))
+                                 .dropout(o.d("dropout", 0.0)));
+    bool need = o.b("need_weights", true), average = o.b("average_attn_weights", true);
+    return Built{m.ptr(), [m, need, average](Inputs& in) {
+                   auto [y, w] = m(in["query"], in["key"], in["value"], in.opt("key_padding_mask"), need,
+                                   in.opt("attn_mask"), average);
+                   return need ? Outs{y, w} : Outs{y};
+                 }};
+  };
+  b["TransformerEncoderLayer"] = [](Opts& o) {
+    nn::TransformerEncoderLayer m(layer_options(o));
+    return Built{m.ptr(), [m](Inputs& in) {
+                   return Outs{m(in["src"], in.opt("src_mask"), in.opt("src_key_padding_mask"))};
+                 }};
+  };
+  b["TransformerDecoderLayer"] = [](Opts& o) {
+    nn::TransformerDecoderLayer m(layer_options(o));
+    return Built{m.ptr(), [m](Inputs& in) {
+                   return Outs{m(in["tgt"], in["memory"], in.opt("tgt_mask"), in.opt("memory_mask"),
+                                 in.opt("tgt_key_padding_mask"), in.opt("memory_key_padding_mask"))};
+                 }};
+  };
+  b["TransformerEncoder"] = [](Opts& o) {
+    auto lo = layer_options(o);
+    nn::LayerNorm norm = o.b("norm", false) ? nn::LayerNorm(nn::LayerNormOptions({lo.d_model()})) : nullptr;
+    nn::TransformerEncoder m(nn::TransformerEncoderLayer(lo), o.i("num_layers"), norm);
+    return Built{m.ptr(), [m](Inputs& in) {
+                   return Outs{m(in["src"], in.opt("mask"), in.opt("src_key_padding_mask"))};
+                 }};
+  };
+  b["TransformerDecoder"] = [](Opts& o) {
+    auto lo = layer_options(o);
+    nn::LayerNorm norm = o.b("norm", false) ? nn::LayerNorm(nn::LayerNormOptions({lo.d_model()})) : nullptr;
+    nn::TransformerDecoder m(nn::TransformerDecoderLayer(lo), o.i("num_layers"), norm);
+    return Built{m.ptr(), [m](Inputs& in) {
+                   return Outs{m(in["tgt"], in["memory"], in.opt("tgt_mask"), in.opt("memory_mask"),
+                                 in.opt("tgt_key_padding_mask"), in.opt("memory_key_padding_mask"))};
+                 }};
+  };
+  b["Transformer"] = [](Opts& o) {
+    nn::Transformer m(nn::TransformerOptions()
+                          .d_model(o.i("d_model", 512))
+                          .nhead(o.i("nhead", 8))
+                          .num_encoder_layers(o.i("num_encoder_layers", 6))
+                          .num_decoder_layers(o.i("num_decoder_layers", 6))
+                          .dim_feedforward(o.i("dim_feedforward", 2048))
+                          .dropout(o.d("dropout", 0.1))
+                          .activation(o.s("activation", "relu"))
+                          .layer_norm_eps(o.d("layer_norm_eps", 1e-5))
+                          .batch_first(o.b("batch_first", false))
+                          .norm_first(o.b("norm_first", false)));
+    return Built{m.ptr(), [m](Inputs& in) {
+                   return Outs{m(in["src"], in["tgt"], in.opt("src_mask"), in.opt("tgt_mask"), in.opt("memory_mask"),
+                                 in.opt("src_key_padding_mask"), in.opt("tgt_key_padding_mask"),
+                                 in.opt("memory_key_padding_mask"))};
+                 }};
+  };
+  // Resampling
+  b["Upsample"] = [](Opts& o) {
+    return one(nn::Upsample(o.ints("size", IntArgs{}), o.d("scale_factor", 0.0), o.s("mode", "nearest"),
+                            o.b("align_corners", false)));
+  };
+  b["PixelShuffle"] = [](Opts& o) { return one(nn::PixelShuffle(o.i("upscale_factor"))); };
+  // Activations and dropout
+  b["ReLU"] = activation<nn::ReLU>();
+  b["ReLU6"] = activation<nn::ReLU6>();
+  b["SELU"] = activation<nn::SELU>();
+  b["SiLU"] = activation<nn::SiLU>();
+  b["Mish"] = activation<nn::Mish>();
+  b["Sigmoid"] = activation<nn::Sigmoid>();
+  b["Tanh"] = activation<nn::Tanh>();
+  b["Softsign"] = activation<nn::Softsign>();
+  b["Hardsigmoid"] = activation<nn::Hardsigmoid>();
+  b["Hardswish"] = activation<nn::Hardswish>();
+  b["LogSigmoid"] = activation<nn::LogSigmoid>();
+  b["Tanhshrink"] = activation<nn::Tanhshrink>();
+  b["LeakyReLU"] = [](Opts& o) { return one(nn::LeakyReLU(o.d("negative_slope", 0.01))); };
+  b["ELU"] = [](Opts& o) { return one(nn::ELU(o.d("alpha", 1.0))); };
+  b["CELU"] = [](Opts& o) { return one(nn::CELU(o.d("alpha", 1.0))); };
+  b["GELU"] = [](Opts& o) { return one(nn::GELU(o.s("approximate", "none"))); };
+  b["Softplus"] = [](Opts& o) { return one(nn::Softplus(o.d("beta", 1.0), o.d("threshold", 20.0))); };
+  b["Hardtanh"] = [](Opts& o) { return one(nn::Hardtanh(o.d("min_val", -1.0), o.d("max_val", 1.0))); };
+  b["Softmax"] = [](Opts& o) { return one(nn::Softmax(o.i("dim"))); };
+  b["LogSoftmax"] = [](Opts& o) { return one(nn::LogSoftmax(o.i("dim"))); };
+  b["Hardshrink"] = [](Opts& o) { return one(nn::Hardshrink(o.d("lambd", 0.5))); };
+  b["Softshrink"] = [](Opts& o) { return one(nn::Softshrink(o.d("lambd", 0.5))); };
+  b["Threshold"] = [](Opts& o) { return one(nn::Threshold(o.d("threshold"), o.d("value"))); };
+  b["PReLU"] = [](Opts& o) { return one(nn::PReLU(o.i("num_parameters", 1), o.d("init", 0.25))); };
+  b["GLU"] = [](Opts& o) { return one(nn::GLU(o.i("dim", -1))); };
+  b["Softmin"] = [](Opts& o) { return one(nn::Softmin(o.i("dim"))); };
+  b["Dropout"] = [](Opts& o) { return one(nn::Dropout(o.d("p", 0.5))); };
+  b["Dropout2d"] = [](Opts& o) { return one(nn::Dropout2d(o.d("p", 0.5))); };
+  // Losses
+  b["MSELoss"] = [](Opts& o) { return loss2(nn::MSELoss(o.s("reduction", "mean"))); };
+  b["L1Loss"] = [](Opts& o) { return loss2(nn::L1Loss(o.s("reduction", "mean"))); };
+  b["SmoothL1Loss"] = [](Opts& o) { return loss2(nn::SmoothL1Loss(o.s("reduction", "mean"), o.d("beta", 1.0))); };
+  b["HuberLoss"] = [](Opts& o) { return loss2(nn::HuberLoss(o.s("reduction", "mean"), o.d("delta", 1.0))); };
+  b["CrossEntropyLoss"] = [](Opts& o) {
+    return loss2(nn::CrossEntropyLoss(nn::CrossEntropyLossOptions()
+                                          .weight(o.buffer("weight"))
+                                          .ignore_index(o.i("ignore_index", -100))
+                                          .reduction(o.s("reduction", "mean"))
+                                          .label_smoothing(o.d("label_smoothing", 0.0))));
+  };
+  b["NLLLoss"] = [](Opts& o) {
+    return loss2(nn::NLLLoss(nn::NLLLossOptions()
+                                 .weight(o.buffer("weight"))
+                                 .ignore_index(o.i("ignore_index", -100))
+                                 .reduction(o.s("reduction", "mean"))));
+  };
+  b["BCELoss"] = [](Opts& o) { return loss2(nn::BCELoss(o.buffer("weight"), o.s("reduction", "mean"))); };
+  b["BCEWithLogitsLoss"] = [](Opts& o) {
+    return loss2(nn::BCEWithLogitsLoss(nn::BCEWithLogitsLossOptions()
+                                           .weight(o.buffer("weight"))
+                                           .pos_weight(o.buffer("pos_weight"))
+                                           .reduction(o.s("reduction", "mean"))));
+  };
+  b["KLDivLoss"] = [](Opts& o) { return loss2(nn::KLDivLoss(o.s("reduction", "mean"), o.b("log_target", false))); };
+  b["CosineEmbeddingLoss"] = [](Opts& o) {
+    nn::CosineEmbeddingLoss m(o.d("margin", 0.0), o.s("reduction", "mean"));
+    return Built{m.ptr(), [m](Inputs& in) { return Outs{m(in["input1"], in["input2"], in["target"])}; }};
+  };
+  b["MarginRankingLoss"] = [](Opts& o) {
+    nn::MarginRankingLoss m(o.d("margin", 0.0), o.s("reduction", "mean"));
+    return Built{m.ptr(), [m](Inputs& in) { return Outs{m(in["input1"], in["input2"], in["target"])}; }};
+  };
+  b["TripletMarginLoss"] = [](Opts& o) {
+    nn::TripletMarginLoss m(o.d("margin", 1.0), o.d("p", 2.0), o.d("eps", 1e-6), o.b("swap", false),
+                            o.s("reduction", "mean"));
+    return Built{m.ptr(), [m](Inputs& in) { return Outs{m(in["anchor"], in["positive"], in["negative"])}; }};
+  };
+  b["CTCLoss"] = [](Opts& o) {
+    nn::CTCLoss m(o.i("blank", 0), o.s("reduction", "mean"), o.b("zero_infinity", false));
+    // The fixture's input is logits: see the tool's note on PyTorch's ctc_loss gradient.
+    return Built{m.ptr(), [m](Inputs& in) {
+                   return Outs{m(in["logits"].log_softmax(2), in["targets"], in.ints("input_lengths"),
+                                 in.ints("target_lengths"))};
+                 }};
+  };
+  // Composite architectures
+  b["ArchSequentialMLP"] = [](Opts&) { return one(nn::Sequential(nn::Linear(4, 6), nn::ReLU(), nn::Linear(6, 3))); };
+  b["ArchNestedSequential"] = [](Opts&) {
+    return one(nn::Sequential(nn::Sequential(nn::Linear(3, 4), nn::Tanh()),
+                              nn::Sequential(nn::Linear(4, 4), nn::ReLU(), nn::Sequential(nn::Linear(4, 2)))));
+  };
+  b["ArchSequentialCNN"] = [](Opts&) {
+    return one(nn::Sequential(nn::Conv2d(nn::ConvOptions(2, 4, {3}).padding({1})), nn::BatchNorm2d(4), nn::ReLU(),
+                              nn::MaxPool2d(nn::PoolOptions({2})), nn::Flatten(), nn::Linear(16, 3)));
+  };
+  b["ArchModuleList"] = [](Opts&) { return one(ListNet()); };
+  b["ArchModuleDict"] = [](Opts&) { return one(DictNet()); };
+  return b;
+}
+
+[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what); }
+
+}  // namespace
+
+const std::map<std::string, Builder>& builders() {
+  static const std::map<std::string, Builder> b = make_builders();
+  return b;
+}
+
+// ---- options and inputs --------------------------------------------------------------------
+
+const std::string* Opts::raw(const std::string& k) {
+  auto it = c_.options.find(k);
+  if (it == c_.options.end()) return nullptr;
+  used_.insert(k);
+  return &it->second;
+}
+
+static double number(const std::string& k, const std::string& v) {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0') fail("option " + k + "=" + v + " is not a number");
+  return x;
+}
+
+int64_t Opts::i(const std::string& k, std::optional<int64_t> dflt) {
+  const std::string* v = raw(k);
+  if (!v) return dflt ? *dflt : (fail("missing option " + k), 0);
+  double x = number(k, *v);
+  if (x != static_cast<double>(static_cast<int64_t>(x))) fail("option " + k + "=" + *v + " is not an integer");
+  return static_cast<int64_t>(x);
+}
+double Opts::d(const std::string& k, std::optional<double> dflt) {
+  const std::string* v = raw(k);
+  if (!v) return dflt ? *dflt : (fail("missing option " + k), 0.0);
+  return number(k, *v);
+}
+bool Opts::b(const std::string& k, bool dflt) {
+  const std::string* v = raw(k);
+  if (!v) return dflt;
+  if (*v != "0" && *v != "1") fail("option " + k + "=" + *v + " is not 0 or 1");
+  return *v == "1";
+}
+std::string Opts::s(const std::string& k, std::optional<std::string> dflt) {
+  const std::string* v = raw(k);
+  if (!v) return dflt ? *dflt : (fail("missing option " + k), std::string());
+  return *v;
+}
+std::vector<int64_t> Opts::ints(const std::string& k, std::optional<std::vector<int64_t>> dflt) {
+  const std::string* v = raw(k);
+  if (!v) return dflt ? *dflt : (fail("missing option " + k), std::vector<int64_t>());
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (start <= v->size()) {
+    size_t comma = v->find(',', start);
+    std::string part = v->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    out.push_back(static_cast<int64_t>(number(k, part)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+bool Opts::is_word(const std::string& k) const {
+  auto it = c_.options.find(k);
+  if (it == c_.options.end() || it->second.empty()) return false;
+  char c = it->second[0];
+  return !(c == '-' || c == '.' || (c >= '0' && c <= '9'));
+}
+Tensor Opts::buffer(const std::string& name) const {
+  for (const Named& n : c_.buffers)
+    if (n.name == name) return n.tensor();
+  return {};
+}
+std::vector<std::string> Opts::unused() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : c_.options)
+    if (!used_.count(k)) out.push_back(k);
+  return out;
+}
+
+Tensor Inputs::operator[](const std::string& name) {
+  Tensor t = opt(name);
+  if (!t.defined()) fail("the case has no input named " + name);
+  return t;
+}
+Tensor Inputs::opt(const std::string& name) {
+  auto it = t_.find(name);
+  if (it == t_.end()) return {};
+  used_.insert(name);
+  return it->second;
+}
+std::vector<int64_t> Inputs::ints(const std::string& name) {
+  Tensor t = (*this)[name].to(DType::I64).contiguous();
+  if (t.dim() != 1) fail("input " + name + " must be 1-d");
+  const int64_t* p = t.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + t.numel());
+}
+std::vector<std::string> Inputs::unused() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : t_)
+    if (!used_.count(k)) out.push_back(k);
+  return out;
+}
+
+Tensor Named::tensor() const {
+  Tensor t = empty(shape, TensorOptions(DType::F64));
+  std::copy(values.begin(), values.end(), t.data_ptr<double>());
+  return t.to(dtype);
+}
+
+}  // namespace ember::nn_golden

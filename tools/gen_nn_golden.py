@@ -1,0 +1,740 @@
+#!/usr/bin/python3
+"""Writes tests/data/nn_golden/modules.txt: PyTorch's outputs and gradients for every nn
+module and loss Ember has, read by tests/nn/test_nn_golden.cpp.
+
+A developer tool, run by hand with Debian's python3-torch (apt-get install python3-torch);
+neither the build nor CI runs it or needs torch. Rerun it after adding or changing a case:
+
+    /usr/bin/python3 tools/gen_nn_golden.py             # writes tests/data/nn_golden/modules.txt
+    /usr/bin/python3 tools/gen_nn_golden.py -o FILE     # elsewhere
+
+Each case builds one PyTorch module (a layer, a loss, or a small composite architecture),
+overwrites every floating-point parameter and buffer with values drawn from a seed derived
+from the case name (so adding a case changes no other), runs forward on recorded inputs in
+train or eval mode, then backward with a recorded random cotangent for every floating-point
+output, and records
+  * the state_dict keys, and every parameter and buffer by its state_dict name, in
+    named_parameters() / named_buffers() order (the C++ test checks Ember's names and order);
+  * the inputs by name (the C++ builder passes each to the matching forward argument), the
+    outputs in order, the cotangents, the gradients of the inputs that require grad and of
+    every parameter (zeros where PyTorch's is None), and the buffers after the forward
+    (BatchNorm's running statistics).
+The C++ side has one builder per module type, which must read every option of the case (an
+option it ignores fails the test, so the fixture and the test cannot drift apart).
+
+Values are float64 unless the case says f32 (a few cases check the f32 path). Drawn values
+(parameters, buffers, inputs, cotangents) are rounded to 4 decimals, so they are short to write
+and the same number on both sides; computed ones (outputs, gradients, buffers after) are written
+with 13 significant digits (f32: 9), far below the test's tolerance. Inputs are continuous
+random draws, so no value sits on a kink (relu at 0, max-pool ties). Things the
+tool deliberately leaves out: dropout in train mode (a different RNG cannot match bit for
+bit; dropout is checked in eval mode, and the transformer and RNN cases use dropout 0), and
+RMSNorm's module (not in torch 1.13: its reference is the formula written here with torch
+ops, x * rsqrt(mean(x^2) + eps) * weight, eps = finfo(dtype).eps when not given).
+
+Hardsigmoid's gradient comes from the same function written with exact ops: PyTorch's own
+backward multiplies by 1/6 rounded to float even in float64 (an error of 3e-8).
+
+The CTC case feeds logits through log_softmax before the loss: PyTorch's ctc_loss backward
+returns the gradient with the softmax folded in (exp(log_probs) - posterior), which equals the
+true gradient only after a log_softmax; Ember's is the plain derivative of the recursion.
+
+File format (plain text, one record a line, '#' starts a comment line):
+    ember-nn-golden 1
+    case <case-name>
+    module <Type> [<option>=<value> ...]    values: numbers, words, comma lists (3,3)
+    dtype <f64|f32>
+    mode <train|eval>
+    state_keys : <key ...>
+    param <name> <dtype> <ndim> <dims...> : <values...>      (named_parameters order)
+    buffer <name> ...                                          (named_buffers order)
+    input <name> ...                     in the order of the forward arguments
+    output <index> ...
+    cotangent <index> ...                one per floating-point output
+    grad_input <name> ...
+    grad_param <name> ...
+    buffer_after <name> ...
+    end
+    total <number of cases>
+dtype of a tensor: f64, f32, i64 or bool; values row-major, written with Python's repr
+(the shortest text that reads back to the same double; -inf and inf as such).
+"""
+
+import argparse
+import math
+import os
+import zlib
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SEED = 20240920
+F64 = torch.float64
+
+
+# ---- helpers used by the cases ---------------------------------------------------------------
+def rn(*shape, dtype=F64, scale=1.0):
+    return torch.randn(tuple(shape), dtype=dtype) * scale
+
+
+def ri(high, *shape):
+    return torch.randint(0, high, shape, dtype=torch.int64)
+
+
+def causal_float(n):
+    return torch.triu(torch.full((n, n), float("-inf"), dtype=F64), 1)
+
+
+class RMSNorm(nn.Module):
+    """The reference for Ember's RMSNorm (torch 1.13 has none): PyTorch 2.4's definition."""
+
+    def __init__(self, shape, eps=None, elementwise_affine=True):
+        super().__init__()
+        self.shape, self.eps = tuple(shape), eps
+        self.weight = nn.Parameter(torch.ones(self.shape)) if elementwise_affine else None
+
+    def forward(self, x):
+        dims = tuple(range(-len(self.shape), 0))
+        eps = self.eps if self.eps is not None else torch.finfo(x.dtype).eps
+        y = x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps)
+        return y * self.weight if self.weight is not None else y
+
+
+class ListNet(nn.Module):
+    """A ModuleList of Linear layers (names layers.0.weight, ...) and a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3, 4), nn.Linear(4, 4)])
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.tanh(layer(x))
+        return self.head(x)
+
+
+class DictNet(nn.Module):
+    """A ModuleDict (insertion order) and a ParameterList."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleDict({"encoder": nn.Linear(3, 4), "norm": nn.LayerNorm(4), "decoder": nn.Linear(4, 2)})
+        self.scales = nn.ParameterList([nn.Parameter(torch.ones(2)), nn.Parameter(torch.zeros(2))])
+
+    def forward(self, x):
+        b = self.blocks
+        return b["decoder"](b["norm"](b["encoder"](x))) * self.scales[0] + self.scales[1]
+
+
+# ---- the cases -----------------------------------------------------------------------------
+# Case(name, Type, options, make, inputs, ...): `options` are written to the fixture for the C++
+# builder (PyTorch's argument names); `make` builds the PyTorch module; `inputs` draws the
+# forward arguments (name -> tensor, in order); `grads` names the inputs that require grad
+# (default: the first input, when it is floating point); `fwd` calls the module.
+CASES = []
+
+
+def case(name, typ, opts, make, inputs, grads=None, train=True, fwd=None, dtype="f64", init=None):
+    CASES.append(dict(name=name, type=typ, opts=opts, make=make, inputs=inputs, grads=grads, train=train,
+                      fwd=fwd, dtype=dtype, init=init))
+
+
+def simple(name, typ, opts, make, shape, **kw):
+    case(name, typ, opts, make, lambda: {"input": rn(*shape)}, **kw)
+
+
+# Linear family
+case("linear", "Linear", dict(in_features=5, out_features=3), lambda: nn.Linear(5, 3), lambda: {"input": rn(2, 4, 5)})
+case("linear_nobias", "Linear", dict(in_features=4, out_features=2, bias=0), lambda: nn.Linear(4, 2, bias=False),
+     lambda: {"input": rn(3, 4)})
+case("linear_f32", "Linear", dict(in_features=6, out_features=4), lambda: nn.Linear(6, 4), lambda: {"input": rn(3, 6)},
+     dtype="f32")
+case("bilinear", "Bilinear", dict(in1_features=3, in2_features=4, out_features=2), lambda: nn.Bilinear(3, 4, 2),
+     lambda: {"input1": rn(5, 3), "input2": rn(5, 4)}, grads=["input1", "input2"])
+case("bilinear_nobias", "Bilinear", dict(in1_features=2, in2_features=3, out_features=2, bias=0),
+     lambda: nn.Bilinear(2, 3, 2, bias=False), lambda: {"input1": rn(2, 3, 2), "input2": rn(2, 3, 3)},
+     grads=["input1", "input2"])
+simple("identity", "Identity", {}, lambda: nn.Identity(), (2, 3))
+simple("flatten", "Flatten", {}, lambda: nn.Flatten(), (2, 3, 2, 2))
+simple("flatten_range", "Flatten", dict(start_dim=0, end_dim=2), lambda: nn.Flatten(0, 2), (2, 3, 2, 2))
+simple("unflatten", "Unflatten", dict(dim=1, unflattened_size=[2, 3]), lambda: nn.Unflatten(1, (2, 3)), (2, 6, 2))
+
+# Convolutions
+def conv(name, typ, shape, **o):
+    cls = getattr(nn, typ)
+    opts = dict(o)
+    simple(name, typ, opts, lambda: cls(**o), shape)
+
+
+conv("conv1d", "Conv1d", (2, 3, 9), in_channels=3, out_channels=4, kernel_size=3)
+conv("conv1d_stride_pad_dil", "Conv1d", (2, 2, 11), in_channels=2, out_channels=3, kernel_size=3, stride=2, padding=2,
+     dilation=2)
+conv("conv1d_same_even", "Conv1d", (1, 2, 7), in_channels=2, out_channels=2, kernel_size=4, padding="same")
+conv("conv1d_valid", "Conv1d", (1, 2, 7), in_channels=2, out_channels=2, kernel_size=3, padding="valid")
+conv("conv1d_reflect", "Conv1d", (2, 2, 6), in_channels=2, out_channels=3, kernel_size=3, padding=2,
+     padding_mode="reflect")
+conv("conv1d_circular", "Conv1d", (2, 2, 6), in_channels=2, out_channels=2, kernel_size=3, padding=1,
+     padding_mode="circular")
+conv("conv2d", "Conv2d", (2, 3, 6, 5), in_channels=3, out_channels=4, kernel_size=3, padding=1)
+conv("conv2d_rect_stride", "Conv2d", (2, 2, 7, 8), in_channels=2, out_channels=3, kernel_size=[3, 2], stride=[2, 3],
+     padding=[1, 0])
+conv("conv2d_dilation_nobias", "Conv2d", (1, 2, 7, 7), in_channels=2, out_channels=2, kernel_size=3, dilation=2,
+     bias=False)
+conv("conv2d_groups", "Conv2d", (1, 4, 5, 5), in_channels=4, out_channels=6, kernel_size=3, groups=2, padding=1)
+conv("conv2d_depthwise", "Conv2d", (2, 3, 5, 6), in_channels=3, out_channels=6, kernel_size=3, groups=3)
+conv("conv2d_same_dil", "Conv2d", (1, 2, 6, 6), in_channels=2, out_channels=3, kernel_size=[3, 4], padding="same",
+     dilation=[2, 1])
+conv("conv2d_reflect", "Conv2d", (1, 2, 5, 5), in_channels=2, out_channels=2, kernel_size=3, padding=1,
+     padding_mode="reflect")
+conv("conv2d_replicate", "Conv2d", (1, 2, 5, 4), in_channels=2, out_channels=2, kernel_size=3, padding=[2, 1],
+     padding_mode="replicate")
+conv("conv2d_circular", "Conv2d", (1, 2, 4, 5), in_channels=2, out_channels=2, kernel_size=3, padding=1,
+     padding_mode="circular")
+conv("conv2d_same_replicate", "Conv2d", (1, 1, 5, 5), in_channels=1, out_channels=2, kernel_size=4, padding="same",
+     padding_mode="replicate")
+conv("conv3d", "Conv3d", (1, 2, 4, 5, 4), in_channels=2, out_channels=3, kernel_size=3, padding=1, stride=[1, 2, 1])
+conv("conv3d_groups_dil", "Conv3d", (1, 4, 5, 5, 5), in_channels=4, out_channels=2, kernel_size=2, groups=2,
+     dilation=2)
+conv("conv2d_f32", "Conv2d", (1, 3, 5, 5), in_channels=3, out_channels=3, kernel_size=3, padding=1)
+CASES[-1]["dtype"] = "f32"
+conv("convtranspose1d", "ConvTranspose1d", (2, 3, 5), in_channels=3, out_channels=2, kernel_size=3, stride=2,
+     padding=1, output_padding=1)
+conv("convtranspose1d_groups_dil", "ConvTranspose1d", (1, 4, 4), in_channels=4, out_channels=6, kernel_size=3,
+     groups=2, dilation=2)
+conv("convtranspose2d", "ConvTranspose2d", (2, 3, 4, 3), in_channels=3, out_channels=2, kernel_size=3, stride=2,
+     padding=1, output_padding=1)
+conv("convtranspose2d_groups", "ConvTranspose2d", (1, 4, 3, 3), in_channels=4, out_channels=4, kernel_size=[2, 3],
+     stride=[2, 1], groups=2, bias=False)
+conv("convtranspose2d_outpad_stride3", "ConvTranspose2d", (1, 2, 3, 3), in_channels=2, out_channels=2, kernel_size=2,
+     stride=3, output_padding=2)
+
+# Pooling
+def pool(name, typ, shape, fwd=None, **o):
+    cls = getattr(nn, typ)
+    simple(name, typ, dict(o), lambda: cls(**o), shape, fwd=fwd)
+
+
+pool("maxpool1d", "MaxPool1d", (2, 3, 9), kernel_size=3, stride=2)
+pool("maxpool1d_indices_ceil_pad", "MaxPool1d", (2, 2, 10), kernel_size=3, stride=2, padding=1, ceil_mode=True,
+     return_indices=True)
+pool("maxpool1d_dilation", "MaxPool1d", (1, 2, 11), kernel_size=3, dilation=2, stride=1)
+pool("maxpool2d", "MaxPool2d", (2, 2, 6, 6), kernel_size=2)
+pool("maxpool2d_indices", "MaxPool2d", (2, 2, 7, 6), kernel_size=3, stride=2, padding=1, return_indices=True)
+pool("maxpool2d_ceil", "MaxPool2d", (1, 2, 7, 7), kernel_size=[3, 2], stride=[2, 2], ceil_mode=True,
+     return_indices=True)
+pool("maxpool2d_dilation", "MaxPool2d", (1, 1, 8, 8), kernel_size=2, stride=2, dilation=2, padding=1)
+pool("avgpool1d", "AvgPool1d", (2, 3, 8), kernel_size=3, stride=2)
+pool("avgpool1d_pad_exclude", "AvgPool1d", (2, 2, 7), kernel_size=3, stride=2, padding=1, count_include_pad=False)
+pool("avgpool1d_ceil", "AvgPool1d", (1, 2, 8), kernel_size=3, stride=2, padding=1, ceil_mode=True)
+pool("avgpool2d", "AvgPool2d", (2, 2, 6, 6), kernel_size=2)
+pool("avgpool2d_pad_include", "AvgPool2d", (1, 2, 5, 6), kernel_size=3, stride=2, padding=1)
+pool("avgpool2d_pad_exclude_ceil", "AvgPool2d", (1, 2, 6, 5), kernel_size=3, stride=2, padding=1, ceil_mode=True,
+     count_include_pad=False)
+pool("avgpool2d_ceil_include", "AvgPool2d", (1, 1, 6, 6), kernel_size=[3, 2], stride=[2, 3], padding=[1, 1],
+     ceil_mode=True)
+pool("adaptiveavgpool1d", "AdaptiveAvgPool1d", (2, 3, 7), output_size=3)
+pool("adaptiveavgpool2d", "AdaptiveAvgPool2d", (2, 2, 7, 5), output_size=[3, 2])
+pool("adaptiveavgpool2d_up", "AdaptiveAvgPool2d", (1, 2, 3, 3), output_size=[4, 5])
+pool("adaptivemaxpool2d", "AdaptiveMaxPool2d", (2, 2, 7, 5), output_size=[3, 2])
+pool("adaptivemaxpool2d_divisible", "AdaptiveMaxPool2d", (1, 2, 6, 4), output_size=[3, 2])
+
+# Normalisation
+def norm_buffers(m):
+    """Random running statistics (variance positive) so that eval mode is a real test."""
+    if getattr(m, "running_mean", None) is not None:
+        m.running_mean.copy_(rn(*m.running_mean.shape, dtype=m.running_mean.dtype, scale=0.5))
+        m.running_var.copy_(torch.rand(*m.running_var.shape, dtype=m.running_var.dtype) + 0.5)
+        m.num_batches_tracked.fill_(3)
+
+
+simple("batchnorm1d_train", "BatchNorm1d", dict(num_features=3), lambda: nn.BatchNorm1d(3), (5, 3), init=norm_buffers)
+simple("batchnorm1d_3d_momentum", "BatchNorm1d", dict(num_features=2, momentum=0.3, eps=1e-3),
+       lambda: nn.BatchNorm1d(2, momentum=0.3, eps=1e-3), (3, 2, 4), init=norm_buffers)
+simple("batchnorm1d_eval", "BatchNorm1d", dict(num_features=3), lambda: nn.BatchNorm1d(3), (4, 3), train=False,
+       init=norm_buffers)
+simple("batchnorm2d_train", "BatchNorm2d", dict(num_features=3), lambda: nn.BatchNorm2d(3), (2, 3, 3, 4),
+       init=norm_buffers)
+simple("batchnorm2d_eval", "BatchNorm2d", dict(num_features=2), lambda: nn.BatchNorm2d(2), (2, 2, 3, 3), train=False,
+       init=norm_buffers)
+simple("batchnorm2d_noaffine", "BatchNorm2d", dict(num_features=2, affine=0), lambda: nn.BatchNorm2d(2, affine=False),
+       (2, 2, 2, 3), init=norm_buffers)
+simple("batchnorm2d_nostats_eval", "BatchNorm2d", dict(num_features=2, track_running_stats=0),
+       lambda: nn.BatchNorm2d(2, track_running_stats=False), (2, 2, 2, 3), train=False)
+simple("layernorm", "LayerNorm", dict(normalized_shape=[4]), lambda: nn.LayerNorm(4), (2, 3, 4))
+simple("layernorm_2d_eps", "LayerNorm", dict(normalized_shape=[3, 4], eps=1e-3), lambda: nn.LayerNorm([3, 4], eps=1e-3),
+       (2, 3, 4))
+simple("layernorm_noaffine", "LayerNorm", dict(normalized_shape=[5], elementwise_affine=0),
+       lambda: nn.LayerNorm(5, elementwise_affine=False), (3, 5))
+simple("groupnorm", "GroupNorm", dict(num_groups=2, num_channels=4), lambda: nn.GroupNorm(2, 4), (2, 4, 3, 2))
+simple("groupnorm_noaffine_eps", "GroupNorm", dict(num_groups=3, num_channels=6, eps=1e-3, affine=0),
+       lambda: nn.GroupNorm(3, 6, eps=1e-3, affine=False), (2, 6, 5))
+simple("rmsnorm", "RMSNorm", dict(normalized_shape=[4]), lambda: RMSNorm([4]), (2, 3, 4))
+simple("rmsnorm_eps_2d", "RMSNorm", dict(normalized_shape=[2, 3], eps=1e-2), lambda: RMSNorm([2, 3], eps=1e-2),
+       (3, 2, 3))
+simple("rmsnorm_noaffine", "RMSNorm", dict(normalized_shape=[5], elementwise_affine=0),
+       lambda: RMSNorm([5], elementwise_affine=False), (2, 5))
+simple("instancenorm2d", "InstanceNorm2d", dict(num_features=3), lambda: nn.InstanceNorm2d(3), (2, 3, 4, 3))
+simple("instancenorm2d_affine", "InstanceNorm2d", dict(num_features=2, affine=1, eps=1e-3),
+       lambda: nn.InstanceNorm2d(2, affine=True, eps=1e-3), (2, 2, 3, 3))
+
+# Embeddings
+case("embedding", "Embedding", dict(num_embeddings=6, embedding_dim=3), lambda: nn.Embedding(6, 3),
+     lambda: {"input": torch.tensor([[0, 2, 5, 2], [1, 1, 3, 4]])})
+case("embedding_padding", "Embedding", dict(num_embeddings=5, embedding_dim=2, padding_idx=1),
+     lambda: nn.Embedding(5, 2, padding_idx=1), lambda: {"input": torch.tensor([1, 0, 1, 4, 3, 1])})
+case("embedding_padding_negative", "Embedding", dict(num_embeddings=5, embedding_dim=2, padding_idx=-1),
+     lambda: nn.Embedding(5, 2, padding_idx=-1), lambda: {"input": torch.tensor([[4, 0], [2, 4]])})
+case("embeddingbag_sum_offsets", "EmbeddingBag", dict(num_embeddings=7, embedding_dim=3, mode="sum"),
+     lambda: nn.EmbeddingBag(7, 3, mode="sum"),
+     lambda: {"input": torch.tensor([1, 2, 4, 5, 4, 3, 2, 6]), "offsets": torch.tensor([0, 3, 3, 6])})
+case("embeddingbag_mean_offsets", "EmbeddingBag", dict(num_embeddings=6, embedding_dim=2, mode="mean"),
+     lambda: nn.EmbeddingBag(6, 2, mode="mean"),
+     lambda: {"input": torch.tensor([0, 5, 5, 1, 2, 3]), "offsets": torch.tensor([0, 2, 5])})
+case("embeddingbag_mean_2d_padding", "EmbeddingBag", dict(num_embeddings=5, embedding_dim=3, mode="mean",
+                                                          padding_idx=0),
+     lambda: nn.EmbeddingBag(5, 3, mode="mean", padding_idx=0),
+     lambda: {"input": torch.tensor([[1, 0, 3], [0, 2, 2], [4, 4, 1]])})
+case("embeddingbag_max", "EmbeddingBag", dict(num_embeddings=6, embedding_dim=3, mode="max"),
+     lambda: nn.EmbeddingBag(6, 3, mode="max"),
+     lambda: {"input": torch.tensor([0, 1, 2, 3, 4, 5, 2]), "offsets": torch.tensor([0, 2, 5])})
+case("embeddingbag_sum_weights", "EmbeddingBag", dict(num_embeddings=5, embedding_dim=2, mode="sum"),
+     lambda: nn.EmbeddingBag(5, 2, mode="sum"),
+     lambda: {"input": torch.tensor([4, 1, 0, 2, 3]), "offsets": torch.tensor([0, 2]),
+              "per_sample_weights": rn(5)}, grads=["per_sample_weights"])
+
+# Recurrent
+def rnn(name, typ, cls_opts, inputs, grads, **kw):
+    cls = getattr(nn, typ)
+    case(name, typ, dict(cls_opts), lambda: cls(**cls_opts), inputs, grads=grads, **kw)
+
+
+rnn("rnn_tanh", "RNN", dict(input_size=3, hidden_size=4), lambda: {"input": rn(5, 2, 3)}, ["input"])
+rnn("rnn_relu_2layer_h0", "RNN", dict(input_size=3, hidden_size=3, num_layers=2, nonlinearity="relu"),
+    lambda: {"input": rn(4, 2, 3), "h0": rn(2, 2, 3)}, ["input", "h0"])
+rnn("rnn_bidir_batchfirst_nobias", "RNN", dict(input_size=2, hidden_size=3, bidirectional=True, batch_first=True,
+                                               bias=False),
+    lambda: {"input": rn(2, 4, 2)}, ["input"])
+rnn("lstm", "LSTM", dict(input_size=3, hidden_size=4), lambda: {"input": rn(5, 2, 3)}, ["input"])
+rnn("lstm_2layer_bidir_states", "LSTM", dict(input_size=3, hidden_size=3, num_layers=2, bidirectional=True),
+    lambda: {"input": rn(3, 2, 3), "h0": rn(4, 2, 3), "c0": rn(4, 2, 3)}, ["input", "h0", "c0"],
+    fwd=lambda m, x, h, c: m(x, (h, c)))
+rnn("lstm_batchfirst_unbatched", "LSTM", dict(input_size=2, hidden_size=3, batch_first=True),
+    lambda: {"input": rn(5, 2)}, ["input"])
+rnn("lstm_batchfirst_f32", "LSTM", dict(input_size=3, hidden_size=4, batch_first=True),
+    lambda: {"input": rn(2, 5, 3, dtype=torch.float32)}, ["input"], dtype="f32")
+rnn("gru", "GRU", dict(input_size=3, hidden_size=4), lambda: {"input": rn(5, 2, 3)}, ["input"])
+rnn("gru_2layer_bidir_batchfirst_h0", "GRU", dict(input_size=2, hidden_size=3, num_layers=2, bidirectional=True,
+                                                 batch_first=True),
+    lambda: {"input": rn(2, 4, 2), "h0": rn(4, 2, 3)}, ["input", "h0"])
+rnn("rnncell", "RNNCell", dict(input_size=3, hidden_size=4), lambda: {"input": rn(2, 3), "hx": rn(2, 4)},
+    ["input", "hx"])
+rnn("rnncell_relu_nobias", "RNNCell", dict(input_size=3, hidden_size=2, nonlinearity="relu", bias=False),
+    lambda: {"input": rn(3, 3)}, ["input"])
+rnn("lstmcell", "LSTMCell", dict(input_size=3, hidden_size=4),
+    lambda: {"input": rn(2, 3), "hx": rn(2, 4), "cx": rn(2, 4)}, ["input", "hx", "cx"],
+    fwd=lambda m, x, h, c: m(x, (h, c)))
+rnn("lstmcell_zero_state", "LSTMCell", dict(input_size=2, hidden_size=3), lambda: {"input": rn(3, 2)}, ["input"])
+rnn("grucell", "GRUCell", dict(input_size=3, hidden_size=4), lambda: {"input": rn(2, 3), "hx": rn(2, 4)},
+    ["input", "hx"])
+
+# Attention and transformers (train mode with dropout 0: no fast path, nothing random)
+def mha_fwd(need_weights=True, average=True):
+    def f(m, q, k, v, key_padding_mask=None, attn_mask=None):
+        return m(q, k, v, key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+                 average_attn_weights=average)
+    return f
+
+
+def kpm(n, s, masked):
+    m = torch.zeros(n, s, dtype=torch.bool)
+    for b, j in masked:
+        m[b, j] = True
+    return m
+
+
+case("mha", "MultiheadAttention", dict(embed_dim=6, num_heads=2), lambda: nn.MultiheadAttention(6, 2),
+     lambda: {"query": rn(4, 2, 6), "key": rn(5, 2, 6), "value": rn(5, 2, 6)}, grads=["query", "key", "value"],
+     fwd=lambda m, q, k, v: mha_fwd()(m, q, k, v))
+case("mha_masks_per_head_weights", "MultiheadAttention",
+     dict(embed_dim=4, num_heads=2, average_attn_weights=0),
+     lambda: nn.MultiheadAttention(4, 2),
+     lambda: {"query": rn(3, 2, 4), "key": rn(3, 2, 4), "value": rn(3, 2, 4),
+              "key_padding_mask": kpm(2, 3, [(0, 2), (1, 1)]), "attn_mask": causal_float(3)},
+     grads=["query", "key", "value"], fwd=mha_fwd(average=False))
+case("mha_batchfirst_boolmask_nobias", "MultiheadAttention",
+     dict(embed_dim=4, num_heads=1, batch_first=1, bias=0, need_weights=0),
+     lambda: nn.MultiheadAttention(4, 1, batch_first=True, bias=False),
+     lambda: {"query": rn(2, 3, 4), "key": rn(2, 5, 4), "value": rn(2, 5, 4),
+              "attn_mask": torch.tensor([[False, True, False, False, True], [False, False, True, False, False],
+                                         [True, False, False, True, False]])},
+     grads=["query", "key", "value"], fwd=lambda m, q, k, v, attn_mask: mha_fwd(need_weights=False)(
+         m, q, k, v, attn_mask=attn_mask))
+case("mha_3d_mask", "MultiheadAttention", dict(embed_dim=4, num_heads=2),
+     lambda: nn.MultiheadAttention(4, 2),
+     lambda: {"query": rn(3, 2, 4), "key": rn(3, 2, 4), "value": rn(3, 2, 4), "attn_mask": rn(4, 3, 3)},
+     grads=["query", "key", "value"], fwd=lambda m, q, k, v, attn_mask: mha_fwd()(m, q, k, v, attn_mask=attn_mask))
+
+TL = dict(d_model=4, nhead=2, dim_feedforward=6, dropout=0.0)
+
+
+def enc_layer(**o):
+    return nn.TransformerEncoderLayer(**{**TL, **o})
+
+
+def dec_layer(**o):
+    return nn.TransformerDecoderLayer(**{**TL, **o})
+
+
+case("encoderlayer_post_relu", "TransformerEncoderLayer", dict(TL), lambda: enc_layer(),
+     lambda: {"src": rn(4, 2, 4)}, fwd=lambda m, src: m(src))
+case("encoderlayer_pre_gelu_masks", "TransformerEncoderLayer", dict(TL, norm_first=1, activation="gelu"),
+     lambda: enc_layer(norm_first=True, activation="gelu"),
+     lambda: {"src": rn(4, 2, 4), "src_mask": causal_float(4), "src_key_padding_mask": kpm(2, 4, [(1, 3)])},
+     fwd=lambda m, src, mask, kp: m(src, src_mask=mask, src_key_padding_mask=kp))
+case("encoderlayer_batchfirst_eps", "TransformerEncoderLayer", dict(TL, batch_first=1, layer_norm_eps=1e-3),
+     lambda: enc_layer(batch_first=True, layer_norm_eps=1e-3), lambda: {"src": rn(2, 3, 4)})
+case("decoderlayer_post_relu", "TransformerDecoderLayer", dict(TL), lambda: dec_layer(),
+     lambda: {"tgt": rn(3, 2, 4), "memory": rn(4, 2, 4), "tgt_mask": causal_float(3)}, grads=["tgt", "memory"],
+     fwd=lambda m, t, mem, tm: m(t, mem, tgt_mask=tm))
+case("decoderlayer_pre_gelu_masks", "TransformerDecoderLayer", dict(TL, norm_first=1, activation="gelu"),
+     lambda: dec_layer(norm_first=True, activation="gelu"),
+     lambda: {"tgt": rn(3, 2, 4), "memory": rn(4, 2, 4), "tgt_mask": causal_float(3),
+              "memory_mask": rn(3, 4, scale=0.5), "tgt_key_padding_mask": kpm(2, 3, [(0, 2)]),
+              "memory_key_padding_mask": kpm(2, 4, [(1, 1), (1, 3)])},
+     grads=["tgt", "memory"],
+     fwd=lambda m, t, mem, tm, mm, tkp, mkp: m(t, mem, tgt_mask=tm, memory_mask=mm, tgt_key_padding_mask=tkp,
+                                               memory_key_padding_mask=mkp))
+case("encoder_2layer_norm", "TransformerEncoder", dict(TL, num_layers=2, norm=1),
+     lambda: nn.TransformerEncoder(enc_layer(), 2, norm=nn.LayerNorm(4)),
+     lambda: {"src": rn(4, 2, 4), "mask": causal_float(4)}, fwd=lambda m, src, mask: m(src, mask=mask))
+case("encoder_prenorm_nonorm", "TransformerEncoder", dict(TL, num_layers=2, norm_first=1, activation="gelu"),
+     lambda: nn.TransformerEncoder(enc_layer(norm_first=True, activation="gelu"), 2),
+     lambda: {"src": rn(3, 1, 4), "src_key_padding_mask": kpm(1, 3, [(0, 1)])},
+     fwd=lambda m, src, kp: m(src, src_key_padding_mask=kp))
+case("decoder_1layer_norm", "TransformerDecoder", dict(TL, num_layers=1, norm=1),
+     lambda: nn.TransformerDecoder(dec_layer(), 1, norm=nn.LayerNorm(4)),
+     lambda: {"tgt": rn(3, 2, 4), "memory": rn(4, 2, 4)}, grads=["tgt", "memory"])
+case("transformer", "Transformer", dict(d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                                        dim_feedforward=6, dropout=0.0),
+     lambda: nn.Transformer(d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=6,
+                            dropout=0.0),
+     lambda: {"src": rn(4, 2, 4), "tgt": rn(3, 2, 4), "tgt_mask": causal_float(3),
+              "src_key_padding_mask": kpm(2, 4, [(0, 3)]), "memory_key_padding_mask": kpm(2, 4, [(0, 3)])},
+     grads=["src", "tgt"],
+     fwd=lambda m, s, t, tm, skp, mkp: m(s, t, tgt_mask=tm, src_key_padding_mask=skp, memory_key_padding_mask=mkp))
+case("transformer_batchfirst_prenorm_gelu", "Transformer",
+     dict(d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=6, dropout=0.0,
+          batch_first=1, norm_first=1, activation="gelu"),
+     lambda: nn.Transformer(d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=6,
+                            dropout=0.0, batch_first=True, norm_first=True, activation="gelu"),
+     lambda: {"src": rn(2, 3, 4), "tgt": rn(2, 2, 4)}, grads=["src", "tgt"])
+
+# Resampling
+simple("upsample_nearest_scale", "Upsample", dict(scale_factor=2.0, mode="nearest"),
+       lambda: nn.Upsample(scale_factor=2, mode="nearest"), (1, 2, 3, 2))
+simple("upsample_nearest_size", "Upsample", dict(size=[5, 7], mode="nearest"),
+       lambda: nn.Upsample(size=(5, 7), mode="nearest"), (1, 2, 3, 4))
+simple("upsample_bilinear", "Upsample", dict(scale_factor=2.0, mode="bilinear", align_corners=0),
+       lambda: nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False), (1, 2, 3, 3))
+simple("upsample_bilinear_align", "Upsample", dict(size=[5, 4], mode="bilinear", align_corners=1),
+       lambda: nn.Upsample(size=(5, 4), mode="bilinear", align_corners=True), (2, 1, 3, 3))
+simple("upsample_bilinear_fractional_scale", "Upsample", dict(scale_factor=1.5, mode="bilinear", align_corners=0),
+       lambda: nn.Upsample(scale_factor=1.5, mode="bilinear", align_corners=False), (1, 1, 5, 3))
+simple("upsample_nearest_fractional_scale", "Upsample", dict(scale_factor=1.7, mode="nearest"),
+       lambda: nn.Upsample(scale_factor=1.7, mode="nearest"), (1, 1, 5, 3))
+simple("pixelshuffle", "PixelShuffle", dict(upscale_factor=2), lambda: nn.PixelShuffle(2), (2, 8, 2, 3))
+
+# Activations (and dropout in eval mode: the identity)
+for typ in ["ReLU", "ReLU6", "SELU", "SiLU", "Mish", "Sigmoid", "Tanh", "Softsign", "Hardsigmoid", "Hardswish",
+            "LogSigmoid", "Tanhshrink"]:
+    simple(typ.lower(), typ, {}, getattr(nn, typ), (3, 5), init=None)
+    CASES[-1]["inputs"] = lambda: {"input": rn(3, 5, scale=3.0)}  # reach the saturated pieces too
+
+
+def hardsigmoid_fwd(m, x):
+    """PyTorch's hardsigmoid backward multiplies by 1/6 rounded to float even for float64 (its
+    CPU kernel writes scalar_t(1.0f / 6.0f)), an error of 3e-8; the same function written with
+    exact ops gives the true gradient. The module's own output is checked against it first."""
+    y = F.relu6(x + 3) / 6
+    assert torch.equal(m(x), y)
+    return y
+
+
+CASES[[c["name"] for c in CASES].index("hardsigmoid")]["fwd"] = hardsigmoid_fwd
+simple("leakyrelu", "LeakyReLU", dict(negative_slope=0.2), lambda: nn.LeakyReLU(0.2), (3, 4))
+simple("elu", "ELU", dict(alpha=0.7), lambda: nn.ELU(alpha=0.7), (3, 4))
+simple("celu", "CELU", dict(alpha=1.5), lambda: nn.CELU(alpha=1.5), (3, 4))
+simple("gelu", "GELU", {}, lambda: nn.GELU(), (3, 4))
+simple("gelu_tanh", "GELU", dict(approximate="tanh"), lambda: nn.GELU(approximate="tanh"), (3, 4))
+case("softplus", "Softplus", dict(beta=2.0, threshold=3.0), lambda: nn.Softplus(beta=2.0, threshold=3.0),
+     lambda: {"input": rn(4, 5, scale=3.0)})
+simple("hardtanh", "Hardtanh", dict(min_val=-0.5, max_val=1.5), lambda: nn.Hardtanh(-0.5, 1.5), (4, 5))
+simple("softmax", "Softmax", dict(dim=1), lambda: nn.Softmax(dim=1), (2, 3, 4))
+simple("softmax_neg_dim", "Softmax", dict(dim=-1), lambda: nn.Softmax(dim=-1), (2, 3, 4))
+simple("logsoftmax", "LogSoftmax", dict(dim=0), lambda: nn.LogSoftmax(dim=0), (3, 4))
+simple("hardshrink", "Hardshrink", dict(lambd=0.7), lambda: nn.Hardshrink(0.7), (4, 5))
+simple("softshrink", "Softshrink", {}, lambda: nn.Softshrink(), (4, 5))
+simple("threshold", "Threshold", dict(threshold=0.2, value=-1.5), lambda: nn.Threshold(0.2, -1.5), (4, 5))
+simple("prelu", "PReLU", {}, lambda: nn.PReLU(), (3, 4))
+simple("prelu_channels", "PReLU", dict(num_parameters=3, init=0.1), lambda: nn.PReLU(3, init=0.1), (2, 3, 2, 2))
+simple("glu", "GLU", {}, lambda: nn.GLU(), (3, 4))
+simple("glu_dim1", "GLU", dict(dim=1), lambda: nn.GLU(dim=1), (2, 6, 2))
+simple("softmin", "Softmin", dict(dim=1), lambda: nn.Softmin(dim=1), (2, 4, 3))
+simple("dropout_eval", "Dropout", dict(p=0.5), lambda: nn.Dropout(0.5), (3, 4), train=False)
+simple("dropout2d_eval", "Dropout2d", dict(p=0.3), lambda: nn.Dropout2d(0.3), (2, 3, 2, 2), train=False)
+
+# Losses. Inputs: (input, target) or the three-argument forms, by PyTorch's names.
+def loss(name, typ, opts, make, inputs, grads=None, fwd=None):
+    case(name, typ, opts, make, inputs, grads=grads, fwd=fwd)
+
+
+for red in ["mean", "sum", "none"]:
+    loss(f"mseloss_{red}", "MSELoss", dict(reduction=red), lambda red=red: nn.MSELoss(reduction=red),
+         lambda: {"input": rn(3, 4), "target": rn(3, 4)})
+loss("l1loss", "L1Loss", {}, lambda: nn.L1Loss(), lambda: {"input": rn(3, 4), "target": rn(3, 4)},
+     grads=["input", "target"])
+loss("l1loss_sum", "L1Loss", dict(reduction="sum"), lambda: nn.L1Loss(reduction="sum"),
+     lambda: {"input": rn(5), "target": rn(5)})
+loss("smoothl1loss_beta", "SmoothL1Loss", dict(beta=0.5), lambda: nn.SmoothL1Loss(beta=0.5),
+     lambda: {"input": rn(4, 4), "target": rn(4, 4)}, grads=["input", "target"])
+loss("smoothl1loss_none", "SmoothL1Loss", dict(reduction="none"), lambda: nn.SmoothL1Loss(reduction="none"),
+     lambda: {"input": rn(3, 4, scale=2.0), "target": rn(3, 4)})
+loss("huberloss_delta", "HuberLoss", dict(delta=0.7, reduction="sum"), lambda: nn.HuberLoss(delta=0.7, reduction="sum"),
+     lambda: {"input": rn(4, 4, scale=2.0), "target": rn(4, 4)}, grads=["input", "target"])
+loss("huberloss", "HuberLoss", {}, lambda: nn.HuberLoss(), lambda: {"input": rn(3, 4, scale=2.0), "target": rn(3, 4)})
+
+CE_W = lambda: torch.rand(4, dtype=F64) + 0.5  # noqa: E731
+for red in ["mean", "sum", "none"]:
+    loss(f"crossentropy_{red}", "CrossEntropyLoss", dict(reduction=red),
+         lambda red=red: nn.CrossEntropyLoss(reduction=red), lambda: {"input": rn(5, 4), "target": ri(4, 5)})
+loss("crossentropy_weight_ignore", "CrossEntropyLoss", dict(ignore_index=2),
+     lambda: nn.CrossEntropyLoss(weight=CE_W(), ignore_index=2),
+     lambda: {"input": rn(6, 4), "target": torch.tensor([0, 2, 3, 1, 2, 3])})
+loss("crossentropy_smoothing_weight_ignore", "CrossEntropyLoss", dict(ignore_index=1, label_smoothing=0.2),
+     lambda: nn.CrossEntropyLoss(weight=CE_W(), ignore_index=1, label_smoothing=0.2),
+     lambda: {"input": rn(6, 4), "target": torch.tensor([0, 1, 3, 2, 1, 3])})
+loss("crossentropy_smoothing_sum", "CrossEntropyLoss", dict(label_smoothing=0.1, reduction="sum"),
+     lambda: nn.CrossEntropyLoss(label_smoothing=0.1, reduction="sum"),
+     lambda: {"input": rn(5, 4), "target": ri(4, 5)})
+loss("crossentropy_smoothing_none_ignore", "CrossEntropyLoss", dict(label_smoothing=0.3, reduction="none",
+                                                                    ignore_index=0),
+     lambda: nn.CrossEntropyLoss(label_smoothing=0.3, reduction="none", ignore_index=0),
+     lambda: {"input": rn(5, 4), "target": torch.tensor([0, 1, 2, 3, 0])})
+loss("crossentropy_spatial", "CrossEntropyLoss", {}, lambda: nn.CrossEntropyLoss(),
+     lambda: {"input": rn(2, 4, 3, 2), "target": ri(4, 2, 3, 2)})
+loss("crossentropy_unbatched", "CrossEntropyLoss", {}, lambda: nn.CrossEntropyLoss(),
+     lambda: {"input": rn(4), "target": torch.tensor(2)})
+loss("crossentropy_probs", "CrossEntropyLoss", {}, lambda: nn.CrossEntropyLoss(),
+     lambda: {"input": rn(5, 4), "target": torch.softmax(rn(5, 4), 1)}, grads=["input", "target"])
+loss("crossentropy_probs_weight_smoothing_sum", "CrossEntropyLoss", dict(label_smoothing=0.25, reduction="sum"),
+     lambda: nn.CrossEntropyLoss(weight=CE_W(), label_smoothing=0.25, reduction="sum"),
+     lambda: {"input": rn(3, 4), "target": torch.softmax(rn(3, 4), 1)})
+loss("crossentropy_probs_spatial_none", "CrossEntropyLoss", dict(reduction="none"),
+     lambda: nn.CrossEntropyLoss(reduction="none"),
+     lambda: {"input": rn(2, 4, 3), "target": torch.softmax(rn(2, 4, 3), 1)})
+loss("nllloss", "NLLLoss", {}, lambda: nn.NLLLoss(),
+     lambda: {"input": torch.log_softmax(rn(5, 3), 1), "target": ri(3, 5)})
+loss("nllloss_weight_ignore_sum", "NLLLoss", dict(ignore_index=1, reduction="sum"),
+     lambda: nn.NLLLoss(weight=torch.rand(3, dtype=F64) + 0.5, ignore_index=1, reduction="sum"),
+     lambda: {"input": torch.log_softmax(rn(5, 3), 1), "target": torch.tensor([0, 1, 2, 1, 0])})
+loss("nllloss_weight_mean_spatial", "NLLLoss", {},
+     lambda: nn.NLLLoss(weight=torch.rand(3, dtype=F64) + 0.5),
+     lambda: {"input": torch.log_softmax(rn(2, 3, 4), 1), "target": ri(3, 2, 4)})
+loss("bceloss", "BCELoss", {}, lambda: nn.BCELoss(),
+     lambda: {"input": torch.sigmoid(rn(3, 4)), "target": torch.rand(3, 4, dtype=F64)}, grads=["input", "target"])
+loss("bceloss_weight_sum", "BCELoss", dict(reduction="sum"),
+     lambda: nn.BCELoss(weight=torch.rand(4, dtype=F64) + 0.5, reduction="sum"),
+     lambda: {"input": torch.sigmoid(rn(3, 4)), "target": torch.randint(0, 2, (3, 4)).to(F64)})
+loss("bcewithlogits", "BCEWithLogitsLoss", {}, lambda: nn.BCEWithLogitsLoss(),
+     lambda: {"input": rn(3, 4, scale=3.0), "target": torch.rand(3, 4, dtype=F64)}, grads=["input", "target"])
+loss("bcewithlogits_posweight_weight_none", "BCEWithLogitsLoss", dict(reduction="none"),
+     lambda: nn.BCEWithLogitsLoss(weight=torch.rand(4, dtype=F64) + 0.5, pos_weight=torch.rand(4, dtype=F64) * 3,
+                                  reduction="none"),
+     lambda: {"input": rn(3, 4, scale=3.0), "target": torch.rand(3, 4, dtype=F64)}, grads=["input", "target"])
+loss("kldiv_batchmean", "KLDivLoss", dict(reduction="batchmean"), lambda: nn.KLDivLoss(reduction="batchmean"),
+     lambda: {"input": torch.log_softmax(rn(3, 4), 1), "target": torch.softmax(rn(3, 4), 1)},
+     grads=["input", "target"])
+loss("kldiv_log_target_sum", "KLDivLoss", dict(reduction="sum", log_target=1),
+     lambda: nn.KLDivLoss(reduction="sum", log_target=True),
+     lambda: {"input": torch.log_softmax(rn(3, 4), 1), "target": torch.log_softmax(rn(3, 4), 1)},
+     grads=["input", "target"])
+loss("kldiv_mean_zero_target", "KLDivLoss", {}, lambda: nn.KLDivLoss(),
+     lambda: {"input": torch.log_softmax(rn(2, 3), 1), "target": torch.tensor([[0.5, 0.0, 0.5], [0.2, 0.3, 0.5]],
+                                                                             dtype=F64)})
+loss("cosineembedding", "CosineEmbeddingLoss", dict(margin=0.2),
+     lambda: nn.CosineEmbeddingLoss(margin=0.2),
+     lambda: {"input1": rn(6, 4), "input2": rn(6, 4), "target": torch.tensor([1., -1, 1, -1, -1, 1], dtype=F64)},
+     grads=["input1", "input2"])
+loss("cosineembedding_none", "CosineEmbeddingLoss", dict(reduction="none"),
+     lambda: nn.CosineEmbeddingLoss(reduction="none"),
+     lambda: {"input1": rn(4, 3), "input2": rn(4, 3), "target": torch.tensor([1., -1, -1, 1], dtype=F64)},
+     grads=["input1", "input2"])
+loss("marginranking", "MarginRankingLoss", dict(margin=0.3),
+     lambda: nn.MarginRankingLoss(margin=0.3),
+     lambda: {"input1": rn(6), "input2": rn(6), "target": torch.tensor([1., -1, 1, 1, -1, -1], dtype=F64)},
+     grads=["input1", "input2"])
+loss("tripletmargin", "TripletMarginLoss", dict(margin=1.5),
+     lambda: nn.TripletMarginLoss(margin=1.5),
+     lambda: {"anchor": rn(5, 4), "positive": rn(5, 4), "negative": rn(5, 4)},
+     grads=["anchor", "positive", "negative"])
+loss("tripletmargin_p1_swap_sum", "TripletMarginLoss", dict(margin=2.0, p=1.0, swap=1, reduction="sum"),
+     lambda: nn.TripletMarginLoss(margin=2.0, p=1.0, swap=True, reduction="sum"),
+     lambda: {"anchor": rn(5, 3), "positive": rn(5, 3), "negative": rn(5, 3)},
+     grads=["anchor", "positive", "negative"])
+
+
+def ctc_fwd(m, logits, targets, input_lengths, target_lengths):
+    return m(logits.log_softmax(2), targets, input_lengths, target_lengths)
+
+
+loss("ctc_mean", "CTCLoss", {}, lambda: nn.CTCLoss(),
+     lambda: {"logits": rn(6, 2, 5), "targets": torch.tensor([[1, 2, 2], [3, 1, 0]]),
+              "input_lengths": torch.tensor([6, 5]), "target_lengths": torch.tensor([3, 2])}, fwd=ctc_fwd)
+loss("ctc_sum_blank_concat", "CTCLoss", dict(blank=4, reduction="sum"), lambda: nn.CTCLoss(blank=4, reduction="sum"),
+     lambda: {"logits": rn(5, 3, 5), "targets": torch.tensor([0, 1, 2, 2, 3, 1]),
+              "input_lengths": torch.tensor([5, 4, 5]), "target_lengths": torch.tensor([2, 1, 3])}, fwd=ctc_fwd)
+loss("ctc_none_zero_infinity", "CTCLoss", dict(reduction="none", zero_infinity=1),
+     lambda: nn.CTCLoss(reduction="none", zero_infinity=True),
+     lambda: {"logits": rn(4, 2, 4), "targets": torch.tensor([[1, 1, 2], [2, 3, 0]]),
+              "input_lengths": torch.tensor([4, 1]), "target_lengths": torch.tensor([3, 2])}, fwd=ctc_fwd)
+
+# Composite architectures: names of nested parameters and buffers, and a forward through them.
+case("arch_seq_mlp", "ArchSequentialMLP", {},
+     lambda: nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3)), lambda: {"input": rn(5, 4)})
+case("arch_seq_nested", "ArchNestedSequential", {},
+     lambda: nn.Sequential(nn.Sequential(nn.Linear(3, 4), nn.Tanh()),
+                           nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 2)))),
+     lambda: {"input": rn(2, 3)})
+case("arch_seq_cnn", "ArchSequentialCNN", {},
+     lambda: nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                           nn.Flatten(), nn.Linear(16, 3)),
+     lambda: {"input": rn(3, 2, 4, 4)}, init=lambda m: norm_buffers(m[1]))
+case("arch_modulelist", "ArchModuleList", {}, ListNet, lambda: {"input": rn(2, 3)})
+case("arch_moduledict_parameterlist", "ArchModuleDict", {}, DictNet, lambda: {"input": rn(2, 3)})
+case("arch_lstm_2layer_bidir_names", "LSTM", dict(input_size=2, hidden_size=2, num_layers=2, bidirectional=True),
+     lambda: nn.LSTM(2, 2, num_layers=2, bidirectional=True), lambda: {})
+case("arch_transformer_encoder_names", "TransformerEncoder", dict(TL, num_layers=2, norm=1, layer_norm_eps=1e-4),
+     lambda: nn.TransformerEncoder(enc_layer(layer_norm_eps=1e-4), 2, norm=nn.LayerNorm(4)), lambda: {})
+
+
+# ---- writing ---------------------------------------------------------------------------------
+DTYPES = {torch.float64: "f64", torch.float32: "f32", torch.int64: "i64", torch.bool: "bool"}
+
+
+def fmt_value(v):
+    if isinstance(v, bool):
+        return str(int(v))
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def quantize(t):
+    """Drawn values rounded to 4 decimals: short to write, and the same double on both sides."""
+    return t if not t.is_floating_point() else ((t.double() * 1e4).round() / 1e4).to(t.dtype)
+
+
+def fmt_tensor(role, name, t):
+    t = t.detach()
+    dt = DTYPES[t.dtype]
+    flat = t.reshape(-1).tolist()
+    if dt == "f64":  # 13 significant digits (5e-14 relative): far below the test's 1e-10 tolerance
+        vals = " ".join(repr(v) if len(repr(v)) <= 15 or not math.isfinite(v) else f"{v:.13g}" for v in flat)
+    elif dt == "f32":  # 9 significant digits read back to the same float
+        vals = " ".join(f"{v:.9g}" for v in flat)
+    else:
+        vals = " ".join(str(int(v)) for v in flat)
+    dims = " ".join(str(d) for d in t.shape)
+    return f"{role} {name} {dt} {t.dim()}{' ' + dims if dims else ''} : {vals}".rstrip()
+
+
+def flatten_outputs(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    res = []
+    for o in out:
+        if o is not None:
+            res.extend(flatten_outputs(o))
+    return res
+
+
+def run_case(c):
+    torch.manual_seed(SEED ^ zlib.crc32(c["name"].encode()))
+    dtype = torch.float32 if c["dtype"] == "f32" else F64
+    m = c["make"]()
+    m.to(dtype)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(quantize(rn(*p.shape, dtype=dtype, scale=0.5)))
+        if c["init"]:
+            c["init"](m)
+        for name, b in m.named_buffers():  # loss weights: positive
+            if b.is_floating_point() and not name.endswith(("running_mean", "running_var")):
+                b.copy_(torch.rand(*b.shape, dtype=dtype) + 0.5)
+            if b.is_floating_point():
+                b.copy_(quantize(b))
+    m.train(c["train"])
+    lines = [f"case {c['name']}"]
+    opts = " ".join(f"{k}={fmt_value(v)}" for k, v in c["opts"].items())
+    lines.append(f"module {c['type']}{' ' + opts if opts else ''}")
+    lines.append(f"dtype {c['dtype']}")
+    lines.append(f"mode {'train' if c['train'] else 'eval'}")
+    lines.append("state_keys : " + " ".join(m.state_dict().keys()))
+    for n, p in m.named_parameters():
+        lines.append(fmt_tensor("param", n, p))
+    for n, b in m.named_buffers():
+        lines.append(fmt_tensor("buffer", n, b))
+    inputs = c["inputs"]()
+    if inputs:
+        inputs = {k: (quantize(v.to(dtype)) if v.is_floating_point() else v) for k, v in inputs.items()}
+        first = next(iter(inputs))
+        grads = c["grads"] if c["grads"] is not None else ([first] if inputs[first].is_floating_point() else [])
+        for k in grads:
+            inputs[k].requires_grad_(True)
+        for k, v in inputs.items():
+            lines.append(fmt_tensor("input", k, v))
+        fwd = c["fwd"] or (lambda mod, *xs: mod(*xs))
+        outs = flatten_outputs(fwd(m, *inputs.values()))
+        for i, o in enumerate(outs):
+            lines.append(fmt_tensor("output", str(i), o))
+        diff = [(i, o) for i, o in enumerate(outs) if o.is_floating_point() and o.requires_grad]
+        cots = [quantize(rn(*o.shape, dtype=o.dtype)) for _, o in diff]
+        for (i, _), w in zip(diff, cots):
+            lines.append(fmt_tensor("cotangent", str(i), w))
+        for n, b in m.named_buffers():
+            lines.append(fmt_tensor("buffer_after", n, b))
+        targets = [inputs[k] for k in grads] + list(m.parameters())
+        if diff and targets:
+            gs = torch.autograd.grad([o for _, o in diff], targets, cots, allow_unused=True)
+            for k, g in zip(grads, gs):
+                lines.append(fmt_tensor("grad_input", k, g if g is not None else torch.zeros_like(inputs[k])))
+            for (n, p), g in zip(m.named_parameters(), gs[len(grads):]):
+                lines.append(fmt_tensor("grad_param", n, g if g is not None else torch.zeros_like(p)))
+    lines.append("end")
+    return lines
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    default_out = os.path.join(here, "..", "tests", "data", "nn_golden", "modules.txt")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-o", "--output", default=default_out)
+    args = ap.parse_args()
+    names = [c["name"] for c in CASES]
+    assert len(names) == len(set(names)), "duplicate case names"
+    text = ["ember-nn-golden 1",
+            f"# Generated by tools/gen_nn_golden.py with torch {torch.__version__}, seed {SEED}. "
+            "Do not edit by hand."]
+    for c in CASES:
+        text.extend(run_case(c))
+    text.append(f"total {len(CASES)}")
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "w", encoding="ascii", newline="\n") as f:
+        f.write("\n".join(text) + "\n")
+    print(f"wrote {len(CASES)} cases, {os.path.getsize(args.output)} bytes to {args.output}")
+
+
+if __name__ == "__main__":
+    main()
