@@ -298,8 +298,17 @@ void binary_dispatch(TensorImpl& out, const TensorImpl& a, const TensorImpl& b) 
   }
 }
 
+template <class C, ops::BinaryOp Op, int SA, int SB>
+void compare_steps(bool* o, const C* a, const C* b, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) o[k] = compare<C>(Op, a[k * SA], b[k * SB]);
+}
+
 template <class C, ops::BinaryOp Op>
 void compare_run(bool* o, const C* const* in, const int64_t* step, int64_t n, const void*) {
+  // Steps as constants, so that the compiler vectorises the common forms (x > 0: a tensor
+  // against a broadcast scalar; two contiguous tensors).
+  if (step[0] == 1 && step[1] == 0) return compare_steps<C, Op, 1, 0>(o, in[0], in[1], n);
+  if (step[0] == 1 && step[1] == 1) return compare_steps<C, Op, 1, 1>(o, in[0], in[1], n);
   for (int64_t k = 0; k < n; ++k) o[k] = compare<C>(Op, in[0][k * step[0]], in[1][k * step[1]]);
 }
 

@@ -24,6 +24,20 @@ template <class T, class A, class B>
 void product_rows(T* c, int64_t ldc, const A& a, const B& b, int64_t rows0, int64_t rows1, int64_t n, T alpha,
                   T beta) {
   Eigen::Map<RowMat<T>, 0, Stride> C(c + rows0 * ldc, rows1 - rows0, n, Stride(ldc));
+  if (rows1 - rows0 == 1) {
+    // A single row (batch-1 inference through Linear): a row vector times B is a GEMV, which
+    // reads B once in place; the general product would first copy B into packed panels.
+    auto Cr = C.row(0);
+    auto Ar = a.row(rows0);
+    if (beta == T(0)) {
+      if (alpha == T(1)) Cr.noalias() = Ar * b;
+      else Cr.noalias() = alpha * (Ar * b);
+    } else {
+      Cr *= beta;
+      Cr.noalias() += alpha * (Ar * b);
+    }
+    return;
+  }
   auto Ab = a.middleRows(rows0, rows1 - rows0);
   if (beta == T(0)) {
     if (alpha == T(1)) C.noalias() = Ab * b;

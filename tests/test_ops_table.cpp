@@ -513,6 +513,8 @@ TEST_CASE("op table: matmul shapes, layouts and dtypes") {
       {{5, 7}, {4, 7, 3}, true, false}, // matrix x batched
       {{3, 1, 5, 7}, {2, 7, 6}, false, true},  // broadcast batches
       {{1, 13}, {13, 1}},
+      {{1, 40}, {40, 9}, false, true},  // one row against a transposed weight: Linear at batch 1 (GEMV)
+      {{1, 40}, {40, 9}, true, false},
       {{17, 33}, {33, 19}},
       {{5, 0}, {0, 3}},                 // k = 0: zeros
       {{0, 4}, {4, 3}},
@@ -539,6 +541,19 @@ TEST_CASE("op table: matmul shapes, layouts and dtypes") {
         REPORT(ctx, compare(read(y), want, tolerance(dt, 1e-5), &scale_arr.v));
       });
     }
+  }
+}
+
+TEST_CASE("op table: addmm of a single row scales and accumulates as it should (the GEMV path)") {
+  manual_seed(77);
+  for (DType dt : {DType::F32, DType::F64}) {
+    Tensor a = randn({1, 37}, dt), w = randn({11, 37}, dt), c = randn({1, 11}, dt);
+    Tensor want = (c.to(DType::F64) * 2.0 + a.to(DType::F64).matmul(w.to(DType::F64).t()) * 0.5).to(dt);
+    Tensor got = addmm(c, a, w.t(), 2.0, 0.5);
+    CHECK((got - want).abs().amax().item<double>() < (dt == DType::F32 ? 1e-4 : 1e-12));
+    Tensor bias = randn({11}, dt);  // Linear: a broadcast bias
+    Tensor lin = addmm(bias, a, w.t());
+    CHECK((lin - (a.matmul(w.t()) + bias)).abs().amax().item<double>() < (dt == DType::F32 ? 1e-4 : 1e-12));
   }
 }
 
