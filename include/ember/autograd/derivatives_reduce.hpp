@@ -203,7 +203,14 @@ void Recorder<P>::record(const ops::Matmul& op, const TensorRef& out, const Tens
   if (need_b) a = detail::Saved<P>(ai);
   if (need_a) b = detail::Saved<P>(bi);
   Shape sa = ai.sizes, sb = bi.sizes, sc = ci ? ci->sizes : Shape{};
-  auto f = [k, alpha, beta, a, b, sa, sb, sc](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+  // A 2-d operand that is a transposed contiguous matrix (Linear's w.t()) gets its gradient
+  // in the same layout, computed as a transposed product; the transpose's own backward then
+  // hands the weight a contiguous gradient that .grad() keeps without a copy.
+  auto col_major = [](const TensorImpl& t) {
+    return t.ndim() == 2 && t.sizes[0] > 1 && t.sizes[1] > 1 && t.strides[0] == 1 && t.strides[1] == t.sizes[0];
+  };
+  const bool a_cm = col_major(ai), b_cm = col_major(bi);
+  auto f = [k, alpha, beta, a, b, sa, sb, sc, a_cm, b_cm](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
     const TP& g = gs[0];
     TP ga, gb, gc;
     const bool na = n.needs_input_grad(0), nb = n.needs_input_grad(1), nc = n.needs_input_grad(2);
@@ -217,8 +224,8 @@ void Recorder<P>::record(const ops::Matmul& op, const TensorRef& out, const Tens
         if (nb) gb = g.t().matmul(a.get(n));
         break;
       case K::Mm: case K::Addmm:
-        if (na) ga = g.mm(b.get(n).t());
-        if (nb) gb = a.get(n).t().mm(g);
+        if (na) ga = a_cm ? b.get(n).mm(g.t()).t() : g.mm(b.get(n).t());
+        if (nb) gb = b_cm ? g.t().mm(a.get(n)).t() : a.get(n).t().mm(g);
         break;
       case K::Bmm: case K::Baddbmm:
         if (na) ga = g.bmm(b.get(n).mT());

@@ -378,6 +378,19 @@ class BasicTensor {
     return {wrap(std::move(v)), i ? wrap(std::move(i)) : BasicTensor()};
   }
   BasicTensor mat(ops::MatmulKind k, const BasicTensor& o) const {
+    if (k == ops::MatmulKind::Matmul && dim() >= 3 && o.dim() == 2 && size(-1) == o.size(0) &&
+        dtype() == o.dtype() && device() == o.device()) {
+      // (..., m, k) @ (k, n): fold the batch dims into the rows, as PyTorch does, so that this
+      // is one GEMM and the weight's gradient is one GEMM too (not a per-batch product that
+      // is then summed over the batch). Mismatched operands take the general path, whose
+      // errors name matmul.
+      Shape s = sizes();
+      const int64_t kk = s.back();
+      BasicTensor y = wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Mm}, reshape({-1, kk}).impl(), o.impl(),
+                                       static_cast<const Impl*>(nullptr)));
+      s[s.size() - 1] = o.size(1);
+      return y.reshape(s);
+    }
     return wrap(dispatch<P>(ops::Matmul{k}, impl(), o.impl(), static_cast<const Impl*>(nullptr)));
   }
 
