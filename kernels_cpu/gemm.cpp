@@ -20,31 +20,33 @@ template <class T>
 using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 using Stride = Eigen::OuterStride<Eigen::Dynamic>;
 
+/// C[r0:r1, c0:c1] = alpha * A[r0:r1, :] * B[:, c0:c1] + beta * C[r0:r1, c0:c1].
 template <class T, class A, class B>
-void product_rows(T* c, int64_t ldc, const A& a, const B& b, int64_t rows0, int64_t rows1, int64_t n, T alpha,
-                  T beta) {
-  Eigen::Map<RowMat<T>, 0, Stride> C(c + rows0 * ldc, rows1 - rows0, n, Stride(ldc));
-  if (rows1 - rows0 == 1) {
+void product_block(T* c, int64_t ldc, const A& a, const B& b, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                   T alpha, T beta) {
+  Eigen::Map<RowMat<T>, 0, Stride> C(c + r0 * ldc + c0, r1 - r0, c1 - c0, Stride(ldc));
+  auto Bb = b.middleCols(c0, c1 - c0);
+  if (r1 - r0 == 1) {
     // A single row (batch-1 inference through Linear): a row vector times B is a GEMV, which
     // reads B once in place; the general product would first copy B into packed panels.
     auto Cr = C.row(0);
-    auto Ar = a.row(rows0);
+    auto Ar = a.row(r0);
     if (beta == T(0)) {
-      if (alpha == T(1)) Cr.noalias() = Ar * b;
-      else Cr.noalias() = alpha * (Ar * b);
+      if (alpha == T(1)) Cr.noalias() = Ar * Bb;
+      else Cr.noalias() = alpha * (Ar * Bb);
     } else {
       Cr *= beta;
-      Cr.noalias() += alpha * (Ar * b);
+      Cr.noalias() += alpha * (Ar * Bb);
     }
     return;
   }
-  auto Ab = a.middleRows(rows0, rows1 - rows0);
+  auto Ab = a.middleRows(r0, r1 - r0);
   if (beta == T(0)) {
-    if (alpha == T(1)) C.noalias() = Ab * b;
-    else C.noalias() = alpha * (Ab * b);
+    if (alpha == T(1)) C.noalias() = Ab * Bb;
+    else C.noalias() = alpha * (Ab * Bb);
   } else {
     C *= beta;
-    C.noalias() += alpha * (Ab * b);
+    C.noalias() += alpha * (Ab * Bb);
   }
 }
 
@@ -69,26 +71,42 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
       f(M);
     }
   };
-  double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  int threads = get_num_threads();
-  for (int64_t bi = 0; bi < batch; ++bi) {
-    const T* abase = ap + bi * a.strides[0];
-    const T* bbase = bp + bi * b.strides[0];
-    T* cbase = cp + bi * out.strides[0];
-    with_layout(abase, m, k, a.strides[1], a.strides[2], [&](const auto& A) {
-      with_layout(bbase, k, n, b.strides[1], b.strides[2], [&](const auto& B) {
-        if (threads > 1 && flops > 4e6 && m >= 64) {
-          // Split rows into blocks of 32-multiples so every block is a full Eigen kernel.
-          int64_t block = std::max<int64_t>(32, (m / (threads * 2) + 31) / 32 * 32);
-          int64_t nblocks = (m + block - 1) / block;
-          detail::parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
-            for (int64_t blk = b0; blk < b1; ++blk)
-              product_rows<T>(cbase, ldc, A, B, blk * block, std::min(m, (blk + 1) * block), n, alpha, beta);
-          });
-        } else {
-          product_rows<T>(cbase, ldc, A, B, 0, m, n, alpha, beta);
-        }
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int threads = get_num_threads();
+  // Below ~4 MFLOP a product is done before threads would have woken up.
+  const bool parallel = threads > 1 && flops * static_cast<double>(batch) > 4e6;
+  auto product = [&](int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    with_layout(ap + bi * a.strides[0], m, k, a.strides[1], a.strides[2], [&](const auto& A) {
+      with_layout(bp + bi * b.strides[0], k, n, b.strides[1], b.strides[2], [&](const auto& B) {
+        product_block<T>(cp + bi * out.strides[0], ldc, A, B, r0, r1, c0, c1, alpha, beta);
       });
+    });
+  };
+  if (parallel && batch >= threads) {
+    // Many products (a batched matmul, a convolution's samples): one whole product per task.
+    detail::parallel_for(batch, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t bi = b0; bi < b1; ++bi) product(bi, 0, m, 0, n);
+    });
+    return;
+  }
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    if (!parallel || flops < 4e6 || (m < 64 && n < 64)) {
+      product(bi, 0, m, 0, n);
+      continue;
+    }
+    // One block per thread along the longer side of C, in multiples of 32 so that every block
+    // runs full micro-kernels. Splitting columns when C is wide keeps each thread's packed
+    // copy of B to its own slice (a row split would pack all of B once per block).
+    const bool by_cols = n >= m;
+    const int64_t len = by_cols ? n : m;
+    const int64_t block = std::max<int64_t>(32, (len / threads + 31) / 32 * 32);
+    const int64_t nblocks = (len + block - 1) / block;
+    detail::parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t blk = b0; blk < b1; ++blk) {
+        const int64_t lo = blk * block, hi = std::min(len, lo + block);
+        if (by_cols) product(bi, 0, m, lo, hi);
+        else product(bi, lo, hi, 0, n);
+      }
     });
   }
 }
