@@ -43,9 +43,17 @@ Split split_dims(const TensorImpl& x, const TensorImpl& out, uint64_t mask) {
       }
       s.reduced *= x.sizes[d];
     } else {
-      s.ksize.push_back(x.sizes[d]);
-      s.kstride.push_back(x.strides[d]);
-      s.ostride.push_back(out.strides[d]);
+      if (!s.ksize.empty() && s.kstride.back() == x.strides[d] * x.sizes[d] &&
+          s.ostride.back() == out.strides[d] * x.sizes[d]) {
+        // Adjacent kept dims laid out as one (in the input and the output): one dim.
+        s.ksize[s.ksize.size() - 1] *= x.sizes[d];
+        s.kstride[s.kstride.size() - 1] = x.strides[d];
+        s.ostride[s.ostride.size() - 1] = out.strides[d];
+      } else {
+        s.ksize.push_back(x.sizes[d]);
+        s.kstride.push_back(x.strides[d]);
+        s.ostride.push_back(out.strides[d]);
+      }
       s.kept *= x.sizes[d];
     }
   }
@@ -222,6 +230,36 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
     for (size_t c = 1; c < partial.size(); ++c) acc = Rd::merge(acc, partial[c]);
     store(0, Rd::finish(acc, n));
     return;
+  }
+  if constexpr (kSimdSum) {
+    if (s.ksize.size() == 1 && s.kstride[0] == 1 && s.ostride[0] == 1 && od == x.dtype && s.reduced > 1) {
+      // Kept elements contiguous, reduced dims outside them (a bias gradient: the sum over the
+      // rows of a matrix). Adding whole rows into the outputs reads the input in order and
+      // vectorises; a loop per output would stride across rows. Each output still adds its
+      // values in the same order, whatever the thread count.
+      T* o = reinterpret_cast<T*>(op);
+      constexpr int64_t kCols = 512;
+      const int64_t blocks = (s.kept + kCols - 1) / kCols;
+      const int64_t grain_blocks = std::max<int64_t>(1, EMBER_GRAIN_SIZE / (kCols * s.reduced));
+      detail::parallel_for(blocks, grain_blocks, [&](int64_t b, int64_t e) {
+        for (int64_t blk = b; blk < e; ++blk) {
+          const int64_t j0 = blk * kCols, w = std::min(kCols, s.kept - j0);
+          T* dst = o + j0;
+          std::fill(dst, dst + w, T(0));
+          for_runs(s, [&](int64_t off, int64_t n, int64_t stride) {
+            for (int64_t r = 0; r < n; ++r) {
+              const T* row = xp + off + r * stride + j0;
+              for (int64_t j = 0; j < w; ++j) dst[j] += row[j];
+            }
+          });
+          if constexpr (Op == ops::ReduceOp::Mean) {
+            const T count = T(s.reduced);
+            for (int64_t j = 0; j < w; ++j) dst[j] = dst[j] / count;
+          }
+        }
+      });
+      return;
+    }
   }
   int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(s.reduced, 1));
   detail::parallel_for(s.kept, grain, [&](int64_t b, int64_t e) {
