@@ -298,9 +298,34 @@ void binary_dispatch(TensorImpl& out, const TensorImpl& a, const TensorImpl& b) 
   }
 }
 
+template <class C, ops::BinaryOp Op>
+inline auto compare_batch(const xsimd::batch<C>& a, const xsimd::batch<C>& b) {
+  using O = ops::BinaryOp;
+  if constexpr (Op == O::Eq) return a == b;
+  else if constexpr (Op == O::Ne) return a != b;
+  else if constexpr (Op == O::Lt) return a < b;
+  else if constexpr (Op == O::Le) return a <= b;
+  else if constexpr (Op == O::Gt) return a > b;
+  else return a >= b;
+}
+
 template <class C, ops::BinaryOp Op, int SA, int SB>
 void compare_steps(bool* o, const C* a, const C* b, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) o[k] = compare<C>(Op, a[k * SA], b[k * SB]);
+  int64_t k = 0;
+  constexpr bool kOrdered = Op == ops::BinaryOp::Eq || Op == ops::BinaryOp::Ne || Op == ops::BinaryOp::Lt ||
+                            Op == ops::BinaryOp::Le || Op == ops::BinaryOp::Gt || Op == ops::BinaryOp::Ge;
+  if constexpr (is_simd_float_v<C> && kOrdered && true) {
+    // Compilers leave a float compare with a bool store scalar; compare whole batches
+    // (IEEE semantics as the scalar form: NaN compares false, except !=).
+    using Bt = xsimd::batch<C>;
+    constexpr int64_t W = Bt::size;
+    const Bt bs = SB == 0 ? Bt(b[0]) : Bt(C(0));
+    for (; k + W <= n; k += W) {
+      const Bt bv = SB == 0 ? bs : Bt::load_unaligned(b + k);
+      compare_batch<C, Op>(Bt::load_unaligned(a + k), bv).store_unaligned(o + k);
+    }
+  }
+  for (; k < n; ++k) o[k] = compare<C>(Op, a[k * SA], b[k * SB]);
 }
 
 template <class C, ops::BinaryOp Op>
