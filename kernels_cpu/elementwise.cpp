@@ -302,7 +302,7 @@ template <class C, ops::BinaryOp Op>
 inline auto compare_batch(const xsimd::batch<C>& a, const xsimd::batch<C>& b) {
   using O = ops::BinaryOp;
   if constexpr (Op == O::Eq) return a == b;
-  else if constexpr (Op == O::Ne) return a != b;
+  else if constexpr (Op == O::Ne) return !(a == b);  // xsimd's != is ordered: NaN != NaN would be false
   else if constexpr (Op == O::Lt) return a < b;
   else if constexpr (Op == O::Le) return a <= b;
   else if constexpr (Op == O::Gt) return a > b;
