@@ -11,6 +11,8 @@
 #include <ember/nn.hpp>
 #include <ember/optim.hpp>
 
+#include "cli.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -35,36 +37,14 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", k.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (k == "--help" || k == "-h") {
-      std::printf("usage: char_transformer [--text PATH] [--steps N] [--seq L] [--batch B] [--layers N] [--seed S]\n"
-                  "Trains a character-level causal Transformer; prints val_bpc and a sample.\n");
-      std::exit(0);
-    } else if (k == "--text") {
-      a.text = next();
-    } else if (k == "--steps") {
-      a.steps = std::atoi(next());
-    } else if (k == "--seq") {
-      a.seq = std::atoi(next());
-    } else if (k == "--batch") {
-      a.batch = std::atoi(next());
-    } else if (k == "--layers") {
-      a.layers = std::atoi(next());
-    } else if (k == "--seed") {
-      a.seed = std::strtoull(next(), nullptr, 10);
-    } else {
-      std::fprintf(stderr, "unknown argument %s (see --help)\n", k.c_str());
-      std::exit(2);
-    }
-  }
+  ember_examples::Cli("char_transformer", "Trains a character-level causal Transformer; prints val_bpc and a sample.")
+      .flag("--text", a.text, "PATH", "training text (default: the King James Bible, if installed)")
+      .flag("--steps", a.steps, "N", "optimiser steps")
+      .flag("--seq", a.seq, "L", "context length in bytes")
+      .flag("--batch", a.batch, "B", "windows per step")
+      .flag("--layers", a.layers, "N", "Transformer layers")
+      .flag("--seed", a.seed, "S", "seed of the batches and the weights")
+      .parse(argc, argv);
   return a;
 }
 

@@ -15,9 +15,10 @@
 #include <ember/nn/serialize.hpp>
 #include <ember/optim.hpp>
 
+#include "cli.hpp"
+
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -35,36 +36,15 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", k.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (k == "--help" || k == "-h") {
-      std::printf(
-          "usage: fashion_mnist [--data DIR] [--epochs N] [--batch B] [--workers W] [--checkpoint PATH]\n"
-          "Trains a small CNN on Fashion-MNIST (default DIR: /usr/share/datasets/fashion-mnist, from\n"
-          "apt-get install dataset-fashion-mnist), saves and reloads a checkpoint, prints test_accuracy.\n");
-      std::exit(0);
-    } else if (k == "--data") {
-      a.data = next();
-    } else if (k == "--epochs") {
-      a.epochs = std::atoi(next());
-    } else if (k == "--batch") {
-      a.batch = std::atoi(next());
-    } else if (k == "--workers") {
-      a.workers = std::atoi(next());
-    } else if (k == "--checkpoint") {
-      a.checkpoint = next();
-    } else {
-      std::fprintf(stderr, "unknown argument %s (see --help)\n", k.c_str());
-      std::exit(2);
-    }
-  }
+  ember_examples::Cli("fashion_mnist",
+                      "Trains a small CNN on Fashion-MNIST (apt-get install dataset-fashion-mnist), saves and\n"
+                      "reloads a checkpoint, prints test_accuracy.")
+      .flag("--data", a.data, "DIR", "folder of the Fashion-MNIST IDX files")
+      .flag("--epochs", a.epochs, "N", "passes over the training set")
+      .flag("--batch", a.batch, "B", "images per optimiser step")
+      .flag("--workers", a.workers, "W", "data loader threads")
+      .flag("--checkpoint", a.checkpoint, "PATH", "where the model is saved and reloaded from")
+      .parse(argc, argv);
   return a;
 }
 

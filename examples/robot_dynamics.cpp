@@ -10,13 +10,12 @@
 #include <ember/nn.hpp>
 #include <ember/optim.hpp>
 
+#include "cli.hpp"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <random>
-#include <string>
 
 using namespace ember;
 
@@ -31,32 +30,12 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", k.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (k == "--help" || k == "-h") {
-      std::printf("usage: robot_dynamics [--ticks N] [--batch B] [--lr LR] [--seed S]\n"
-                  "Learns a two-link arm's forward dynamics online; prints val_mse at the end.\n");
-      std::exit(0);
-    } else if (k == "--ticks") {
-      a.ticks = std::atoi(next());
-    } else if (k == "--batch") {
-      a.batch = std::atoi(next());
-    } else if (k == "--lr") {
-      a.lr = std::atof(next());
-    } else if (k == "--seed") {
-      a.seed = std::strtoull(next(), nullptr, 10);
-    } else {
-      std::fprintf(stderr, "unknown argument %s (see --help)\n", k.c_str());
-      std::exit(2);
-    }
-  }
+  ember_examples::Cli("robot_dynamics", "Learns a two-link arm's forward dynamics online; prints val_mse at the end.")
+      .flag("--ticks", a.ticks, "N", "control ticks, one optimiser step each")
+      .flag("--batch", a.batch, "B", "fresh transitions per tick")
+      .flag("--lr", a.lr, "LR", "Adam learning rate")
+      .flag("--seed", a.seed, "S", "seed of the simulator and the weights")
+      .parse(argc, argv);
   return a;
 }
 

@@ -9,10 +9,10 @@
 #include <ember/nn.hpp>
 #include <ember/optim.hpp>
 
+#include "cli.hpp"
+
 #include <cstdio>
-#include <cstdlib>
 #include <random>
-#include <string>
 
 using namespace ember;
 
@@ -27,32 +27,12 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "%s needs a value\n", k.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (k == "--help" || k == "-h") {
-      std::printf("usage: sequence_lstm [--steps N] [--length L] [--hidden H] [--seed S]\n"
-                  "Trains an LSTM on the adding problem; prints test_mse at the end.\n");
-      std::exit(0);
-    } else if (k == "--steps") {
-      a.steps = std::atoi(next());
-    } else if (k == "--length") {
-      a.length = std::atoi(next());
-    } else if (k == "--hidden") {
-      a.hidden = std::atoi(next());
-    } else if (k == "--seed") {
-      a.seed = std::strtoull(next(), nullptr, 10);
-    } else {
-      std::fprintf(stderr, "unknown argument %s (see --help)\n", k.c_str());
-      std::exit(2);
-    }
-  }
+  ember_examples::Cli("sequence_lstm", "Trains an LSTM on the adding problem; prints test_mse at the end.")
+      .flag("--steps", a.steps, "N", "optimiser steps of 64 sequences")
+      .flag("--length", a.length, "L", "sequence length")
+      .flag("--hidden", a.hidden, "H", "LSTM hidden size")
+      .flag("--seed", a.seed, "S", "seed of the data and the weights")
+      .parse(argc, argv);
   return a;
 }
 

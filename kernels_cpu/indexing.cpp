@@ -1,6 +1,7 @@
 // CPU index kernels: they move elements by index, so most work on raw bytes of itemsize and
 // need no per-dtype code; scatter reductions, sort, topk and unique dispatch on the dtype.
 
+#include <ember/core/device_hooks.hpp>
 #include <ember/dispatch/kernels.hpp>
 #include <ember/ops/index_ops.hpp>
 #include <ember/ops/view_ops.hpp>
@@ -29,13 +30,6 @@ Ref<TensorImpl> select_view(const TensorImpl& t, int64_t dim, int64_t i) {
   return v.make(t);
 }
 
-Ref<TensorImpl> contiguous(const TensorImpl& t) {
-  if (t.contiguous) return share(t);
-  Ref<TensorImpl> c = make_tensor(t.sizes, t.dtype, t.device(), "contiguous");
-  Kc::copy(*c, t);
-  return c;
-}
-
 Ref<TensorImpl> clone(const TensorImpl& t) {
   Ref<TensorImpl> c = make_tensor(t.sizes, t.dtype, t.device(), "clone");
   Kc::copy(*c, t);
@@ -48,7 +42,7 @@ struct IndexReader {
   explicit IndexReader(const TensorImpl& idx, const char* op) {
     EMBER_CHECK(idx.dtype == DType::I64 || idx.dtype == DType::I32, "[{}] index must be i64 or i32, got {}", op,
                 idx.dtype);
-    t = contiguous(idx);
+    t = contiguous_on_device(idx, op);
   }
   int64_t operator[](int64_t k) const {
     return t->dtype == DType::I64 ? static_cast<const int64_t*>(t->data())[k]
@@ -413,7 +407,7 @@ std::pair<Ref<TensorImpl>, Ref<TensorImpl>> IndexKernels<Cpu>::topk(const Tensor
 
 std::vector<Ref<TensorImpl>> IndexKernels<Cpu>::unique(const TensorImpl& x, bool return_inverse,
                                                        bool return_counts) {
-  Ref<TensorImpl> flat = contiguous(x);
+  Ref<TensorImpl> flat = contiguous_on_device(x, "unique");
   int64_t n = x.numel;
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
@@ -476,7 +470,7 @@ struct AdvancedIndex {
         for (int64_t k = 0; k < t->ndim(); ++k) {
           ops::ViewOp v{ops::ViewKind::Select};
           v.dim = 1, v.start = k;
-          raw.push_back(contiguous(*v.make(*nz)));
+          raw.push_back(contiguous_on_device(*v.make(*nz), op));
         }
         ndims_indexed += t->ndim();
       } else {

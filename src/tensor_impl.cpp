@@ -24,6 +24,13 @@ void copy_on_device(TensorImpl& dst, const TensorImpl& src) {
   h.copy(dst, src);
 }
 
+Ref<TensorImpl> contiguous_on_device(const TensorImpl& x, const char* op) {
+  if (x.contiguous) return Ref<TensorImpl>::share(const_cast<TensorImpl*>(&x));
+  Ref<TensorImpl> c = make_tensor(x.sizes, x.dtype, x.device(), op);
+  copy_on_device(*c, x);
+  return c;
+}
+
 Ref<Storage> make_storage(size_t nbytes, Device device) {
   Block b;
   if (device.is_cpu()) {

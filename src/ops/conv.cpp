@@ -7,6 +7,7 @@
 // so the inner loop is a plain strided copy (a memcpy at stride 1) with padding written only at
 // the ends; no per-element bounds test or index arithmetic.
 
+#include <ember/core/device_hooks.hpp>
 #include <ember/ops/conv_ops.hpp>
 #include <ember/runtime/threading.hpp>
 
@@ -220,13 +221,6 @@ std::array<int64_t, 3> spatial_of(const TensorImpl& x, int nd) {
   return s;
 }
 
-TensorRef contiguous_of(const TensorImpl& x) {
-  if (x.contiguous) return TensorRef::share(const_cast<TensorImpl*>(&x));
-  TensorRef c = detail::make_tensor(x.sizes, x.dtype, x.device(), "im2col");
-  detail::Kernels<Cpu>::copy(*c, x);
-  return c;
-}
-
 }  // namespace
 
 void check_geometry(const ConvGeometry& g, const char* op) {
@@ -247,7 +241,7 @@ TensorRef im2col_cpu(const ConvGeometry& g, const TensorImpl& x) {
   for (int d = 0; d < g.nd; ++d)
     EMBER_CHECK(p.out[d] > 0, "[im2col] a window of {} (dilation {}) does not fit input size {} with padding {}+{}",
                 g.kernel[d], g.dilation[d], p.in[d], g.pad_before[d], g.pad_after[d]);
-  TensorRef xc = contiguous_of(x);
+  TensorRef xc = detail::contiguous_on_device(x, "im2col");
   const int64_t sizes[3] = {p.n, p.c * p.taps, p.out_plane};
   TensorRef out = detail::make_tensor(sizes, x.dtype, x.device(), "im2col");
   const int64_t planes = p.n * p.c, col_plane = p.taps * p.out_plane;
@@ -282,7 +276,7 @@ std::pair<TensorRef, TensorRef> max_pool_cpu(const ConvGeometry& g0, const Tenso
                 g.kernel[d], g.dilation[d], p.in[d], g.pad_before[d], g.pad_after[d]);
   const std::array<std::vector<Span>, 3> sp{spans_of(g, p, 0), spans_of(g, p, 1), spans_of(g, p, 2)};
   const std::vector<Span> cols = taps_inside(g, p, 2);
-  TensorRef xc = contiguous_of(x);
+  TensorRef xc = detail::contiguous_on_device(x, "max_pool");
   Shape sizes{p.n, p.c};
   for (int d = 0; d < g0.nd; ++d) sizes.push_back(p.out[3 - g0.nd + d]);
   TensorRef values = detail::make_tensor(sizes, x.dtype, x.device(), "max_pool");
@@ -316,7 +310,8 @@ TensorRef max_pool_backward_cpu(int nd, const std::array<int64_t, 3>& spatial, c
   int64_t in_plane = 1;
   for (int d = 0; d < nd; ++d) sizes.push_back(spatial[d]), in_plane *= spatial[d];
   const int64_t planes = grad.sizes[0] * grad.sizes[1], out_plane = planes ? grad.numel / planes : 0;
-  TensorRef gc = contiguous_of(grad), ic = contiguous_of(indices);
+  TensorRef gc = detail::contiguous_on_device(grad, "max_pool_backward"),
+            ic = detail::contiguous_on_device(indices, "max_pool_backward");
   TensorRef out = detail::make_tensor(sizes, grad.dtype, grad.device(), "max_pool_backward");
   const int64_t* idx = static_cast<const int64_t*>(ic->data());
   std::atomic<int64_t> bad{-1};
@@ -354,7 +349,7 @@ TensorRef col2im_cpu(const ConvGeometry& g, const std::array<int64_t, 3>& spatia
   Plan p = make_plan(g, cols.sizes[0], cols.sizes[1] / taps, spatial);
   EMBER_CHECK(cols.sizes[2] == p.out_plane,
               "[col2im] columns hold {} windows, but an image of the given size has {}", cols.sizes[2], p.out_plane);
-  TensorRef cc = contiguous_of(cols);
+  TensorRef cc = detail::contiguous_on_device(cols, "col2im");
   Shape sizes{p.n, p.c};
   for (int d = 0; d < g.nd; ++d) sizes.push_back(spatial[d]);
   TensorRef out = detail::make_tensor(sizes, cols.dtype, cols.device(), "col2im");

@@ -13,14 +13,6 @@ Ref<TensorImpl> view3(const TensorImpl& x, int64_t batch, int64_t r, int64_t c, 
   return detail::make_view(x.storage, x.dtype, sizes, strides, x.offset);
 }
 
-/// A contiguous copy when the (m, k) strides cannot be expressed to GEMM (neither dim unit).
-Ref<TensorImpl> gemm_ready(const TensorImpl& x) {
-  if (x.contiguous) return Ref<TensorImpl>::share(const_cast<TensorImpl*>(&x));
-  Ref<TensorImpl> c = detail::make_tensor(x.sizes, x.dtype, x.device(), "matmul");
-  detail::copy_on_device(*c, x);
-  return c;
-}
-
 }  // namespace
 
 GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b, const TensorImpl* c, double beta,
@@ -130,7 +122,7 @@ GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b,
     bool row_major = (sc == 1 || cc == 1) && (r == 1 || sr >= cc);
     bool col_major = (sr == 1 || r == 1) && (cc == 1 || sc >= r);
     if (uniform && (row_major || col_major)) return view3(*bx, nb_total, r, cc, sb, sr, sc);
-    Ref<TensorImpl> c = gemm_ready(*bx);
+    Ref<TensorImpl> c = detail::contiguous_on_device(*bx, op);  // GEMM cannot read it in place
     return view3(*c, nb_total, r, cc, r * cc, cc, 1);
   };
   plan.a = as3(a, true);

@@ -4,6 +4,7 @@
 /// core never references CUDA symbols and a CPU-only binary links none.
 
 #include <ember/core/allocator.hpp>
+#include <ember/core/intrusive_ptr.hpp>
 
 #include <cstddef>
 
@@ -28,5 +29,10 @@ DeviceHooks& device_hooks(DeviceType type);
 /// dst = src through the backend that owns them (strided, converting). For the op layer's
 /// internal copies (casts, contiguous staging), which must not assume the CPU.
 void copy_on_device(TensorImpl& dst, const TensorImpl& src);
+
+/// `x` itself (shared, no allocation) when it is contiguous, else a contiguous copy on its
+/// device made by copy_on_device. For kernels that need dense rows; `op` names the copy in
+/// allocation errors.
+Ref<TensorImpl> contiguous_on_device(const TensorImpl& x, const char* op);
 
 }  // namespace ember::detail
