@@ -4,6 +4,7 @@
 
 #include "caching_allocator.hpp"
 
+#include <atomic>
 #include <cstdlib>
 
 namespace ember {
@@ -14,6 +15,7 @@ void* cpu_system_alloc(size_t n) { return std::aligned_alloc(EMBER_ALIGNMENT, n)
 void cpu_system_free(void* p, size_t) { std::free(p); }
 
 DeviceCounters g_cpu_counters;
+std::atomic<size_t> g_cpu_cache_limit{size_t{1} << 30};
 
 CachingAllocator& cpu_cache() {
   static thread_local CachingAllocator cache(&cpu_system_alloc, &cpu_system_free, &g_cpu_counters);
@@ -31,7 +33,9 @@ size_t size_class(size_t nbytes) {
 }
 
 Block cpu_allocate(size_t nbytes) { return cpu_cache().allocate(nbytes, "cpu"); }
-void cpu_deallocate(Block block) noexcept { cpu_cache().deallocate(block); }
+void cpu_deallocate(Block block) noexcept {
+  cpu_cache().deallocate(block, g_cpu_cache_limit.load(std::memory_order_relaxed));
+}
 
 }  // namespace detail
 
@@ -49,6 +53,11 @@ void empty_cache(Device device) {
   auto& h = detail::device_hooks(device.type);
   if (h.empty_cache) h.empty_cache(device.index);
 }
+
+void set_cpu_cache_limit(size_t bytes_per_thread) {
+  detail::g_cpu_cache_limit.store(bytes_per_thread, std::memory_order_relaxed);
+}
+size_t cpu_cache_limit() { return detail::g_cpu_cache_limit.load(std::memory_order_relaxed); }
 
 void reset_peak_stats(Device device) {
   if (device.is_cpu()) detail::g_cpu_counters.peak.store(detail::g_cpu_counters.in_use.load());

@@ -6,6 +6,7 @@
 #include <ember/core/error.hpp>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -44,6 +45,7 @@ class CachingAllocator {
     if (bin < bins_.size() && !bins_[bin].empty()) {
       void* p = bins_[bin].back();
       bins_[bin].pop_back();
+      cached_bytes_ -= cap;
       counters_->cached.fetch_sub(static_cast<int64_t>(cap), std::memory_order_relaxed);
       counters_->on_use(static_cast<int64_t>(cap));
       return {p, cap};
@@ -59,8 +61,13 @@ class CachingAllocator {
     return {p, cap};
   }
 
-  void deallocate(Block b) noexcept {
+  /// Blocks beyond `limit` cached bytes go back to the system instead of into a bin.
+  void deallocate(Block b, size_t limit = SIZE_MAX) noexcept {
     counters_->in_use.fetch_sub(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
+    if (cached_bytes_ + b.capacity > limit) {
+      free_(b.ptr, b.capacity);
+      return;
+    }
     size_t bin = bin_index(b.capacity);
 #if EMBER_HAS_EXCEPTIONS
     try {
@@ -73,8 +80,12 @@ class CachingAllocator {
       return;
     }
 #endif  // without exceptions a failed allocation here terminates, as everywhere else
+    cached_bytes_ += b.capacity;
     counters_->cached.fetch_add(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
   }
+
+  /// Bytes in this cache's bins.
+  size_t cached_bytes() const { return cached_bytes_; }
 
   void release_cached() noexcept {
     for (size_t bin = 0; bin < bins_.size(); ++bin) {
@@ -82,6 +93,7 @@ class CachingAllocator {
       for (void* p : bins_[bin]) {
         free_(p, cap);
         counters_->cached.fetch_sub(static_cast<int64_t>(cap), std::memory_order_relaxed);
+        cached_bytes_ -= cap;
       }
       bins_[bin].clear();
     }
@@ -108,6 +120,7 @@ class CachingAllocator {
   SysFree free_;
   DeviceCounters* counters_;
   std::vector<std::vector<void*>> bins_;
+  size_t cached_bytes_ = 0;
 };
 
 }  // namespace ember::detail

@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <thread>
+#include <vector>
 
 namespace {
 std::atomic<long> g_news{0};
@@ -66,4 +68,28 @@ TEST_CASE("allocator statistics and empty_cache") {
   CHECK(s2.bytes_cached >= 4096);
   empty_cache();
   CHECK(allocator_stats().bytes_cached == 0);
+}
+
+TEST_CASE("the per-thread CPU cache keeps at most its limit; frees beyond it go to the system") {
+  empty_cache();
+  const size_t old_limit = cpu_cache_limit();
+  set_cpu_cache_limit(64 * 1024);
+  {
+    std::vector<Tensor> ts;
+    for (int i = 0; i < 8; ++i) ts.push_back(empty({4096}));  // 8 x 16 KiB
+  }
+  AllocatorStats s = allocator_stats();
+  CHECK(s.bytes_cached <= 64 * 1024);
+  CHECK(s.bytes_cached >= 48 * 1024);  // the first frees were cached
+  // Blocks freed on another thread (a data loader's worker pattern) obey the same limit there.
+  std::vector<Tensor> made;
+  for (int i = 0; i < 8; ++i) made.push_back(empty({4096}));
+  std::thread([&] { made.clear(); }).join();  // that thread's cache dies with it, freeing all
+  CHECK(allocator_stats().bytes_in_use <= s.bytes_in_use);
+  set_cpu_cache_limit(0);
+  empty_cache();
+  { Tensor t = empty({4096}); }
+  CHECK(allocator_stats().bytes_cached == 0);  // caching off
+  set_cpu_cache_limit(old_limit);
+  CHECK(cpu_cache_limit() == old_limit);
 }

@@ -4,7 +4,10 @@
 /// bin and are reused, so a warmed-up training loop never calls the system allocator.
 ///
 /// The CPU cache is per thread (no lock on the op path); a block freed on another thread
-/// joins that thread's cache. Statistics are global per device.
+/// joins that thread's cache, up to a limit per thread (set_cpu_cache_limit, default 1 GiB):
+/// beyond it freed blocks go back to the system, so producer/consumer threads (a data
+/// loader's workers) cannot grow a consumer's cache without bound. Statistics are global per
+/// device.
 
 #include <ember/core/device.hpp>
 
@@ -28,6 +31,12 @@ AllocatorStats allocator_stats(Device device = kCPU);
 /// Returns the cached free blocks of `device` to the system (for the CPU: the calling
 /// thread's cache). Blocks in use are untouched.
 void empty_cache(Device device = kCPU);
+
+/// Most bytes each thread's CPU cache keeps for reuse (default 1 GiB); blocks freed beyond it
+/// are returned to the system. 0 disables caching (every free goes to the system). Applies to
+/// frees from now on; a cache already larger shrinks as its blocks are reused.
+void set_cpu_cache_limit(size_t bytes_per_thread);
+size_t cpu_cache_limit();
 
 /// Resets peak_bytes_in_use to the current bytes_in_use.
 void reset_peak_stats(Device device = kCPU);
