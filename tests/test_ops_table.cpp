@@ -509,7 +509,10 @@ TEST_CASE("op table: matmul shapes, layouts and dtypes") {
       {{5, 7}, {7, 3}, true, false},
       {{5, 7}, {7, 3}, false, true},
       {{5, 7}, {7, 3}, true, true},
-      {{2, 5, 7}, {7, 3}},              // batched x matrix
+      {{2, 5, 7}, {7, 3}},              // batched x matrix (folded into one GEMM)
+      {{2, 5, 7}, {7, 3}, true, false}, // the same with a non-contiguous batched operand
+      {{2, 0, 7}, {7, 3}},              // empty batch rows
+      {{2, 5, 0}, {0, 3}},              // k = 0 with batch dims: zeros
       {{5, 7}, {4, 7, 3}, true, false}, // matrix x batched
       {{3, 1, 5, 7}, {2, 7, 6}, false, true},  // broadcast batches
       {{1, 13}, {13, 1}},

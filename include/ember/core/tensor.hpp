@@ -378,7 +378,7 @@ class BasicTensor {
     return {wrap(std::move(v)), i ? wrap(std::move(i)) : BasicTensor()};
   }
   BasicTensor mat(ops::MatmulKind k, const BasicTensor& o) const {
-    if (k == ops::MatmulKind::Matmul && dim() >= 3 && o.dim() == 2 && size(-1) == o.size(0) &&
+    if (k == ops::MatmulKind::Matmul && dim() >= 3 && o.dim() == 2 && size(-1) == o.size(0) && size(-1) > 0 &&
         dtype() == o.dtype() && device() == o.device()) {
       // (..., m, k) @ (k, n): fold the batch dims into the rows, as PyTorch does, so that this
       // is one GEMM and the weight's gradient is one GEMM too (not a per-batch product that
