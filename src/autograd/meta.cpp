@@ -116,7 +116,18 @@ std::vector<TensorRef> AccumulateGrad::apply(std::vector<TensorRef>& grads) {
     // engine holds alone); otherwise copy it, so that later accumulation in place cannot
     // write into a tensor the user or another node holds.
     bool exclusive = g.use_count() == 1 && g->storage.use_count() == 1 && g->contiguous && !g->autograd;
-    m.grad = GradMode::is_enabled() || exclusive ? std::move(g) : ops->clone(g);
+    // A view that alone holds its root, covering all of it (the transpose of a weight gradient
+    // computed in the transposed layout): its storage is unshared too; keep it as a plain
+    // tensor on that storage rather than copying it.
+    const TensorImpl* root = g->view_of.get();
+    const bool sole_view = g.use_count() == 1 && g->contiguous && !g->autograd && root &&
+                           g->view_of.use_count() == 1 && !root->autograd && g->storage.use_count() == 2 &&
+                           g->offset == 0 && g->numel == root->numel;
+    if (!GradMode::is_enabled() && sole_view) {
+      m.grad = ember::detail::make_view(g->storage, g->dtype, g->sizes, g->strides, 0);
+    } else {
+      m.grad = GradMode::is_enabled() || exclusive ? std::move(g) : ops->clone(g);
+    }
   } else if (GradMode::is_enabled()) {
     m.grad = ops->add(m.grad, g);  // create_graph: out of place, recorded
   } else if (m.grad->autograd && m.grad->autograd->grad_fn) {
