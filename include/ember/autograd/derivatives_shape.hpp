@@ -75,7 +75,15 @@ void Recorder<P>::record(const ops::ViewOp& op, const TensorRef& out, const Tens
       bool select = op.kind == K::Select;
       Device dev = xi.device();
       TP idx = detail::strided_range<P>(start, count, step, dev);
-      node = detail::make_node<P>(op.name(), {&xi}, [in, d, idx, select](const Node&, detail::Grads<P>& g) -> detail::Grads<P> {
+      const int64_t stop = start + (count - 1) * step + 1;
+      node = detail::make_node<P>(op.name(), {&xi}, [in, d, idx, select, start, stop, step, count](const Node&, detail::Grads<P>& g) -> detail::Grads<P> {
+        if (!GradMode::is_enabled() && !g[0].requires_grad()) {
+          // A plain backward: copy the gradient into its window of zeros (a strided copy,
+          // far cheaper than the index_add the recorded form below needs for double backward).
+          TP z = zeros<P>(in, TensorOptions(g[0].dtype()).device(g[0].device()));
+          if (count > 0) (select ? z.select(d, start) : z.slice(d, start, stop, step)).copy_(g[0]);
+          return {z};
+        }
         TP gv = select ? g[0].unsqueeze(d) : g[0];
         return {index_add(zeros<P>(in, TensorOptions(gv.dtype()).device(gv.device())), d, idx, gv)};
       }, ops);
