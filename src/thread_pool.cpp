@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -53,13 +54,16 @@ class Pool {
       std::lock_guard<std::mutex> l(m_);
       region_ = &r;
       ++generation_;
+      published_.store(generation_, std::memory_order_release);
     }
     cv_.notify_all();
     run_chunks(r);
     while (r.done.load(std::memory_order_acquire) < r.nchunks) std::this_thread::yield();
+    // Wait until no worker still holds a pointer to the region: briefly by polling (a worker
+    // finishing its last chunk is about to leave), then on the condition variable.
+    for (int i = 0; i < 64 && active_.load(std::memory_order_acquire) != 0; ++i) std::this_thread::yield();
     std::unique_lock<std::mutex> l(m_);
-    // Wait until no worker still holds a pointer to the region.
-    idle_cv_.wait(l, [&] { return active_ == 0; });
+    idle_cv_.wait(l, [&] { return active_.load(std::memory_order_relaxed) == 0; });
     region_ = nullptr;
   }
   int size() const { return static_cast<int>(threads_.size()) + 1; }
@@ -70,15 +74,24 @@ class Pool {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> l(m_);
     for (;;) {
+      if (!stop_ && generation_ == seen) {
+        // Spin briefly before sleeping: the regions of a training step come back to back, and
+        // waking a sleeping thread costs tens of microseconds (more than a small op itself).
+        l.unlock();
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+        while (published_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < deadline)
+          cpu_relax();
+        l.lock();
+      }
       cv_.wait(l, [&] { return stop_ || (generation_ != seen && region_); });
       if (stop_) return;
       seen = generation_;
       Region* r = region_;
-      ++active_;
+      active_.fetch_add(1, std::memory_order_relaxed);
       l.unlock();
       run_chunks(*r);
       l.lock();
-      if (--active_ == 0) idle_cv_.notify_all();
+      if (active_.fetch_sub(1, std::memory_order_release) == 1) idle_cv_.notify_all();
     }
   }
   std::vector<std::thread> threads_;
@@ -86,8 +99,18 @@ class Pool {
   std::condition_variable cv_, idle_cv_;
   Region* region_ = nullptr;
   uint64_t generation_ = 0;
-  int active_ = 0;
+  std::atomic<uint64_t> published_{0};  // generation_, readable without the lock (spinning workers)
+  std::atomic<int> active_{0};          // changed under m_; read without it by the polling caller
   bool stop_ = false;
+  static constexpr int kSpinMicros = 50;
+
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    std::this_thread::yield();
+#endif
+  }
 };
 
 std::atomic<int> g_threads{1};
