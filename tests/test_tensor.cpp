@@ -165,6 +165,16 @@ TEST_CASE("reductions and elementwise ops give identical results with 1 and 2 th
   CHECK(r1.eq(r2).all().item<bool>());
   CHECK(sm1.eq(sm2).all().item<bool>());
   CHECK(std::abs(s1 - x.to(DType::F64).sum().item<double>()) < 1e-2);
+  // GEMM on the pool: one product split by columns, and a batch of products one per task.
+  // (Blocks of another width may sum in another order inside Eigen, so: close, not equal.)
+  Tensor a = randn({256, 300}), b = randn({300, 200}), bb = randn({8, 300, 64});
+  set_num_threads(1);
+  Tensor p1 = a.matmul(b), q1 = a.matmul(bb);
+  set_num_threads(2);
+  Tensor p2 = a.matmul(b), q2 = a.matmul(bb);
+  set_num_threads(1);
+  CHECK((p1 - p2).abs().amax().item<float>() < 1e-3);
+  CHECK((q1 - q2).abs().amax().item<float>() < 1e-3);
 }
 
 TEST_CASE("integer division by zero is reported on large tensors with several threads") {
