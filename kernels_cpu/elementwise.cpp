@@ -314,7 +314,7 @@ void compare_steps(bool* o, const C* a, const C* b, int64_t n) {
   int64_t k = 0;
   constexpr bool kOrdered = Op == ops::BinaryOp::Eq || Op == ops::BinaryOp::Ne || Op == ops::BinaryOp::Lt ||
                             Op == ops::BinaryOp::Le || Op == ops::BinaryOp::Gt || Op == ops::BinaryOp::Ge;
-  if constexpr (is_simd_float_v<C> && kOrdered && true) {
+  if constexpr (is_simd_float_v<C> && kOrdered) {
     // Compilers leave a float compare with a bool store scalar; compare whole batches
     // (IEEE semantics as the scalar form: NaN compares false, except !=).
     using Bt = xsimd::batch<C>;

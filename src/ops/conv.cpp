@@ -46,6 +46,18 @@ Plan make_plan(const ConvGeometry& g, int64_t n, int64_t c, const std::array<int
 /// Smallest integer >= a / b for b > 0 (any sign of a).
 int64_t ceil_div(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 
+/// Tap k along dim d: its offset from a window's start (`start`, k * dilation - padding) and
+/// the output positions [lo, hi) at which it reads the input rather than padding.
+struct Span {
+  int64_t start, lo, hi;
+};
+Span tap_range(const ConvGeometry& g, const Plan& p, int d, int64_t k) {
+  const int64_t shift = k * g.dilation[d] - g.pad_before[d];
+  const int64_t lo = std::clamp<int64_t>(ceil_div(-shift, g.stride[d]), 0, p.out[d]);
+  const int64_t hi = std::clamp<int64_t>(ceil_div(p.in[d] - shift, g.stride[d]), lo, p.out[d]);
+  return {shift, lo, hi};
+}
+
 /// One row: window o reads input offset `src + o * stride` for o in [lo, hi) and padding
 /// elsewhere; `inside` is false when an outer dim reads padding (the whole row is padding).
 /// `src` itself may be negative (window 0 reading the left padding).
@@ -59,16 +71,14 @@ struct Row {
 template <class F>
 void for_each_row(const ConvGeometry& g, const Plan& p, F&& f) {
   const int last = p.nd - 1;
-  const int64_t out_last = p.out[last], in_last = p.in[last];
+  const int64_t in_last = p.in[last];
   std::array<int64_t, 3> k{}, o{};
   int64_t row = 0;
   for (int64_t tap = 0; tap < p.taps; ++tap) {
     int64_t r = tap;
     for (int d = last; d >= 0; --d) k[d] = r % g.kernel[d], r /= g.kernel[d];
-    // Innermost dim: input index = o * stride - pad + k * dilation, valid on [lo, hi).
-    const int64_t shift = k[last] * g.dilation[last] - g.pad_before[last];
-    const int64_t lo = std::clamp<int64_t>(ceil_div(-shift, g.stride[last]), 0, out_last);
-    const int64_t hi = std::clamp<int64_t>(ceil_div(in_last - shift, g.stride[last]), lo, out_last);
+    // Innermost dim: input index = o * stride + shift, inside the input on [lo, hi).
+    const Span t = tap_range(g, p, last, k[last]);
     o = {0, 0, 0};
     for (;;) {
       int64_t base = 0;
@@ -81,7 +91,7 @@ void for_each_row(const ConvGeometry& g, const Plan& p, F&& f) {
         }
         base = base * p.in[d] + i;
       }
-      f(row++, Row{inside, base * in_last + shift, lo, hi});
+      f(row++, Row{inside, base * in_last + t.start, t.lo, t.hi});
       int d = last - 1;
       while (d >= 0 && ++o[d] == p.out[d]) o[d--] = 0;
       if (d < 0) break;
@@ -126,13 +136,8 @@ void col2im_plane(const ConvGeometry& g, const Plan& p, const T* cols, T* out) {
   });
 }
 
-/// Per output position along one dim: where its window starts in the input, and the taps
-/// [lo, hi) that land inside the input.
-struct Span {
-  int64_t start, lo, hi;
-};
-
-/// The spans of every output position along spatial dim d (dims of size 1 beyond `nd`).
+/// Per output position along spatial dim d: where its window starts in the input (`start`) and
+/// the taps [lo, hi) that land inside the input (the transpose of tap_range's view).
 std::vector<Span> spans_of(const ConvGeometry& g, const Plan& p, int d) {
   std::vector<Span> v(static_cast<size_t>(p.out[d]));
   for (int64_t o = 0; o < p.out[d]; ++o) {
@@ -203,15 +208,10 @@ bool max_pool_plane(const ConvGeometry& g, const Plan& p, const std::array<std::
   return ok;
 }
 
-/// For each tap k along dim d, the output positions [lo, hi) whose tap k reads the input.
+/// tap_range of every tap along dim d.
 std::vector<Span> taps_inside(const ConvGeometry& g, const Plan& p, int d) {
   std::vector<Span> v(static_cast<size_t>(g.kernel[d]));
-  for (int64_t k = 0; k < g.kernel[d]; ++k) {
-    const int64_t shift = k * g.dilation[d] - g.pad_before[d];
-    const int64_t lo = std::clamp<int64_t>(ceil_div(-shift, g.stride[d]), 0, p.out[d]);
-    const int64_t hi = std::clamp<int64_t>(ceil_div(p.in[d] - shift, g.stride[d]), lo, p.out[d]);
-    v[static_cast<size_t>(k)] = {shift, lo, hi};
-  }
+  for (int64_t k = 0; k < g.kernel[d]; ++k) v[static_cast<size_t>(k)] = tap_range(g, p, d, k);
   return v;
 }
 

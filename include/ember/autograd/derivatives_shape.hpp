@@ -73,10 +73,8 @@ void Recorder<P>::record(const ops::ViewOp& op, const TensorRef& out, const Tens
         step = op.step;
       }
       bool select = op.kind == K::Select;
-      Device dev = xi.device();
-      TP idx = detail::strided_range<P>(start, count, step, dev);
       const int64_t stop = start + (count - 1) * step + 1;
-      node = detail::make_node<P>(op.name(), {&xi}, [in, d, idx, select, start, stop, step, count](const Node&, detail::Grads<P>& g) -> detail::Grads<P> {
+      node = detail::make_node<P>(op.name(), {&xi}, [in, d, select, start, stop, step, count](const Node&, detail::Grads<P>& g) -> detail::Grads<P> {
         if (!GradMode::is_enabled() && !g[0].requires_grad()) {
           // A plain backward: copy the gradient into its window of zeros (a strided copy,
           // far cheaper than the index_add the recorded form below needs for double backward).
@@ -84,7 +82,10 @@ void Recorder<P>::record(const ops::ViewOp& op, const TensorRef& out, const Tens
           if (count > 0) (select ? z.select(d, start) : z.slice(d, start, stop, step)).copy_(g[0]);
           return {z};
         }
+        // Recorded (create_graph): index_add is differentiable in the gradient; its index
+        // tensor is only built here, not for every recorded view.
         TP gv = select ? g[0].unsqueeze(d) : g[0];
+        TP idx = detail::strided_range<P>(start, count, step, gv.device());
         return {index_add(zeros<P>(in, TensorOptions(gv.dtype()).device(gv.device())), d, idx, gv)};
       }, ops);
       break;
