@@ -26,28 +26,19 @@ void product_block(T* c, int64_t ldc, const A& a, const B& b, int64_t r0, int64_
                    T alpha, T beta) {
   Eigen::Map<RowMat<T>, 0, Stride> C(c + r0 * ldc + c0, r1 - r0, c1 - c0, Stride(ldc));
   auto Bb = b.middleCols(c0, c1 - c0);
-  if (r1 - r0 == 1) {
-    // A single row (batch-1 inference through Linear): a row vector times B is a GEMV, which
-    // reads B once in place; the general product would first copy B into packed panels.
-    auto Cr = C.row(0);
-    auto Ar = a.row(r0);
+  auto assign = [&](auto&& Cx, const auto& Ax) {
     if (beta == T(0)) {
-      if (alpha == T(1)) Cr.noalias() = Ar * Bb;
-      else Cr.noalias() = alpha * (Ar * Bb);
+      if (alpha == T(1)) Cx.noalias() = Ax * Bb;
+      else Cx.noalias() = alpha * (Ax * Bb);
     } else {
-      Cr *= beta;
-      Cr.noalias() += alpha * (Ar * Bb);
+      Cx *= beta;
+      Cx.noalias() += alpha * (Ax * Bb);
     }
-    return;
-  }
-  auto Ab = a.middleRows(r0, r1 - r0);
-  if (beta == T(0)) {
-    if (alpha == T(1)) C.noalias() = Ab * Bb;
-    else C.noalias() = alpha * (Ab * Bb);
-  } else {
-    C *= beta;
-    C.noalias() += alpha * (Ab * Bb);
-  }
+  };
+  // A single row (batch-1 inference through Linear) as a row vector: Eigen then runs a GEMV,
+  // which reads B once in place; the general product would first copy B into packed panels.
+  if (r1 - r0 == 1) assign(C.row(0), a.row(r0));
+  else assign(C, a.middleRows(r0, r1 - r0));
 }
 
 template <class T>
