@@ -362,4 +362,12 @@ TEST_CASE("im2col, col2im and the max-pool argmax match their definitions on ran
   g.nd = 1, g.kernel[0] = 2, g.dilation[0] = 3, g.pad_before[0] = 1, g.pad_after[0] = 2;  // taps at -1 and 2
   CHECK_THROWS_WITH_AS(dispatch<DefaultPolicy>(ops::MaxPool{g}, randn({1, 1, 1}).impl()),
                        doctest::Contains("reads only padding"), Error);
+  // The backward kernel refuses indices outside the plane and indices that are not int64.
+  Tensor gy = randn({1, 1, 2}, DType::F64);
+  Tensor bad_idx = from_blob(std::vector<int64_t>{0, 5}.data(), {1, 1, 2}, TensorOptions(DType::I64)).clone();
+  CHECK_THROWS_WITH_AS(dispatch<DefaultPolicy>(ops::MaxPoolBackward{1, {4, 1, 1}}, gy.impl(), bad_idx.impl()),
+                       doctest::Contains("[max_pool_backward] index 5"), Error);
+  CHECK_THROWS_WITH_AS(dispatch<DefaultPolicy>(ops::MaxPoolBackward{1, {4, 1, 1}}, gy.impl(),
+                                               bad_idx.to(DType::I32).impl()),
+                       doctest::Contains("[max_pool_backward] expects int64 indices"), Error);
 }
