@@ -23,7 +23,12 @@ class ObjectPool {
     } else {
       mem = ::operator new(sizeof(Slot));
     }
-    return new (mem) T(std::forward<Args>(args)...);
+    // Default-initialise when there are no arguments: `T()` would zero the whole object first
+    // (a 200-byte memset per TensorImpl) before the member initialisers run anyway.
+    if constexpr (sizeof...(Args) == 0)
+      return new (mem) T;
+    else
+      return new (mem) T(std::forward<Args>(args)...);
   }
   static void destroy(T* p) noexcept {
     p->~T();

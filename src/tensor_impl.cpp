@@ -120,8 +120,8 @@ Ref<TensorImpl> make_view(const Ref<Storage>& storage, DType dtype, IntArrayRef 
   TensorImpl* t = ObjectPool<TensorImpl>::create();
   t->storage = storage;
   t->dtype = dtype;
-  t->sizes = Shape(sizes);
-  t->strides = Shape(strides);
+  t->sizes.assign(sizes);
+  t->strides.assign(strides);
   t->offset = offset;
   t->refresh();
   return Ref<TensorImpl>::adopt(t);

@@ -518,6 +518,9 @@ TEST_CASE("op table: matmul shapes, layouts and dtypes") {
       {{1, 13}, {13, 1}},
       {{1, 40}, {40, 9}, false, true},  // one row against a transposed weight: Linear at batch 1 (GEMV)
       {{1, 40}, {40, 9}, true, false},
+      {{1, 64}, {64, 16}, false, true}, // GEMV: k and n whole multiples of the vector width
+      {{1, 3}, {3, 5}, false, true},    // GEMV: k shorter than a vector
+      {{1, 17}, {17, 33}, false, true}, // GEMV: tails in k and in n
       {{17, 33}, {33, 19}},
       {{5, 0}, {0, 3}},                 // k = 0: zeros
       {{0, 4}, {4, 3}},
@@ -557,6 +560,18 @@ TEST_CASE("op table: addmm of a single row scales and accumulates as it should (
     Tensor bias = randn({11}, dt);  // Linear: a broadcast bias
     Tensor lin = addmm(bias, a, w.t());
     CHECK((lin - (a.matmul(w.t()) + bias)).abs().amax().item<double>() < (dt == DType::F32 ? 1e-4 : 1e-12));
+    // Bias rows are copied straight into the output for a contiguous vector; a strided one
+    // or a (1, n) row goes through the broadcast copy. Several rows check every row gets it.
+    Tensor a3 = randn({3, 37}, dt), wide = randn({22}, dt);
+    Tensor strided_bias = wide.index({Slice(0, 22, 2)});
+    Tensor want3 = a3.matmul(w.t()) + strided_bias;
+    CHECK((addmm(strided_bias, a3, w.t()) - want3).abs().amax().item<double>() < (dt == DType::F32 ? 1e-4 : 1e-12));
+    CHECK((addmm(strided_bias.contiguous(), a3, w.t()) - want3).abs().amax().item<double>() <
+          (dt == DType::F32 ? 1e-4 : 1e-12));
+    CHECK((addmm(strided_bias.unsqueeze(0), a3, w.t()) - want3).abs().amax().item<double>() <
+          (dt == DType::F32 ? 1e-4 : 1e-12));
+    CHECK_THROWS_AS(addmm(randn({12}, dt), a3, w.t()), ember::Error);  // bias of the wrong length
+    CHECK_THROWS_AS(addmm(bias.to(dt == DType::F32 ? DType::F64 : DType::F32), a3, w.t()), ember::Error);
   }
 }
 

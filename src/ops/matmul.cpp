@@ -4,6 +4,8 @@
 #include <ember/core/device_hooks.hpp>
 #include <ember/ops/reduction_ops.hpp>
 
+#include <cstring>
+
 namespace ember::ops {
 namespace {
 
@@ -11,6 +13,43 @@ Ref<TensorImpl> view3(const TensorImpl& x, int64_t batch, int64_t r, int64_t c, 
   const int64_t sizes[3] = {batch, r, c};
   const int64_t strides[3] = {sb, sr, sc};
   return detail::make_view(x.storage, x.dtype, sizes, strides, x.offset);
+}
+
+/// Whether GEMM reads x (r, c) in place: unit stride along rows or columns, the other stride
+/// spanning a whole row/column.
+bool gemm_readable(int64_t r, int64_t c, int64_t sr, int64_t sc) {
+  bool row_major = (sc == 1 || c == 1) && (r == 1 || sr >= c);
+  bool col_major = (sr == 1 || r == 1) && (c == 1 || sc >= r);
+  return row_major || col_major;
+}
+
+/// The common case of two CPU matrices (Linear, mm, addmm) without the batch machinery: the
+/// operands go to the GEMM as they are and the output is the result, so a batch-1 Linear costs
+/// one new tensor instead of seven views. False (nothing planned) when an operand's layout
+/// needs the general path.
+bool plan_matrices(GemmPlan& plan, const char* op, const TensorImpl& a, const TensorImpl& b, const TensorImpl* c,
+                   double beta) {
+  const int64_t m = a.sizes[0], k = a.sizes[1], n = b.sizes[1];
+  EMBER_CHECK(k == b.sizes[0], "[{}] shapes {} and {} cannot be multiplied ({} != {})", op, a.sizes, b.sizes, k,
+              b.sizes[0]);
+  if (!gemm_readable(m, k, a.strides[0], a.strides[1]) || !gemm_readable(k, n, b.strides[0], b.strides[1]))
+    return false;
+  if (c) EMBER_CHECK(c->dtype == a.dtype, "[{}] input dtype {} differs from the matrices' {}", op, c->dtype, a.dtype);
+  const int64_t out_sizes[2] = {m, n};
+  plan.out = detail::make_tensor(out_sizes, a.dtype, a.device(), op);
+  plan.a = &a;  // the caller holds the inputs for the product's duration
+  plan.b = &b;
+  plan.beta = c ? beta : 0;
+  if (c && c->ndim() == 1 && c->sizes[0] == n && (c->strides[0] == 1 || n == 1)) {
+    // A bias vector (Linear): copied into each row directly rather than through a broadcast view.
+    const size_t row_bytes = static_cast<size_t>(n) * itemsize(a.dtype);
+    char* dst = static_cast<char*>(plan.out->data());
+    for (int64_t i = 0; i < m; ++i) std::memcpy(dst + i * row_bytes, c->data(), row_bytes);
+  } else if (c) {
+    Ref<TensorImpl> bc = broadcast_to(*c, out_sizes, op);
+    detail::copy_on_device(*plan.out, *bc);
+  }
+  return true;
 }
 
 }  // namespace
@@ -49,13 +88,15 @@ GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b,
   plan.alpha = alpha;
   if (kind == MatmulKind::Outer) {
     int64_t m = a.sizes[0], n = b.sizes[0];
-    plan.a = view3(a, 1, m, 1, 0, a.strides[0], 1);
-    plan.b = view3(b, 1, 1, n, 0, 1, b.strides[0]);
+    plan.a_view = view3(a, 1, m, 1, 0, a.strides[0], 1);
+    plan.b_view = view3(b, 1, 1, n, 0, 1, b.strides[0]);
+    plan.a = plan.a_view.get(), plan.b = plan.b_view.get();
     plan.out = detail::make_tensor(Shape{1, m, n}, a.dtype, a.device(), op);
     const int64_t rs[2] = {m, n};
     plan.result = detail::make_view(plan.out->storage, a.dtype, rs, contiguous_strides(rs), 0);
     return plan;
   }
+  if (na == 2 && nb == 2 && a.device().is_cpu() && plan_matrices(plan, op, a, b, c, beta)) return plan;
   // Promote 1-d operands: a (k) -> (1, k); b (k) -> (k, 1); removed from the result later.
   int64_t k = a.sizes[na - 1];
   int64_t kb = nb == 1 ? b.sizes[0] : b.sizes[nb - 2];
@@ -119,14 +160,13 @@ GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b,
     int64_t sr = bx->strides[full.size() - 2], sc = bx->strides[full.size() - 1];
     // GEMM takes a matrix whose unit stride is along rows or columns and whose other stride
     // spans a whole row/column (so stride-0 broadcast rows are materialised).
-    bool row_major = (sc == 1 || cc == 1) && (r == 1 || sr >= cc);
-    bool col_major = (sr == 1 || r == 1) && (cc == 1 || sc >= r);
-    if (uniform && (row_major || col_major)) return view3(*bx, nb_total, r, cc, sb, sr, sc);
+    if (uniform && gemm_readable(r, cc, sr, sc)) return view3(*bx, nb_total, r, cc, sb, sr, sc);
     Ref<TensorImpl> c = detail::contiguous_on_device(*bx, op);  // GEMM cannot read it in place
     return view3(*c, nb_total, r, cc, r * cc, cc, 1);
   };
-  plan.a = as3(a, true);
-  plan.b = as3(b, false);
+  plan.a_view = as3(a, true);
+  plan.b_view = as3(b, false);
+  plan.a = plan.a_view.get(), plan.b = plan.b_view.get();
   Shape out_shape = batch;
   if (na > 1) out_shape.push_back(m);
   if (nb > 1) out_shape.push_back(n);
@@ -147,6 +187,6 @@ GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b,
   return plan;
 }
 
-TensorRef finish_gemm(GemmPlan& plan) { return std::move(plan.result); }
+TensorRef finish_gemm(GemmPlan& plan) { return plan.result ? std::move(plan.result) : std::move(plan.out); }
 
 }  // namespace ember::ops

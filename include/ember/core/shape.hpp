@@ -121,8 +121,10 @@ class Shape {
     cap_ = static_cast<uint32_t>(n);
   }
   void release() {
-    std::free(heap_);
-    heap_ = nullptr;
+    if (heap_) {  // most shapes are inline: skip the call into free()
+      std::free(heap_);
+      heap_ = nullptr;
+    }
   }
   void steal(Shape& o) {
     size_ = o.size_;

@@ -104,9 +104,12 @@ std::pair<TensorRef, TensorRef> Cumulative::run(const TensorImpl& x) const {
 
 // ---- matrix products ----------------------------------------------------------------------------
 /// What a matrix product was reduced to: out(batch, m, n) = alpha * a(batch, m, k) @ b(batch, k, n)
-/// + beta * out, then viewed as `result`.
+/// + beta * out, then viewed as `result`. Two CPU matrices stay 2-d (out (m, n), no batch).
 struct GemmPlan {
-  TensorRef out, a, b, result;
+  TensorRef out, result;  ///< result empty: out is the result
+  TensorRef a_view, b_view;  ///< views made for the product, when the inputs could not be used
+  const TensorImpl* a = nullptr;  ///< the operands the kernel reads: the views, or the inputs
+  const TensorImpl* b = nullptr;
   double alpha = 1, beta = 0;
 };
 enum class MatmulKind : uint8_t { Matmul, Mm, Bmm, Addmm, Baddbmm, Dot, Outer };
