@@ -12,6 +12,7 @@
 // self + (value * t1) / t2, add with alpha is self + alpha * other; hyper-parameters are
 // rounded to T once, as PyTorch's kernels round their scalar arguments.
 
+#include "flush_denormals.hpp"
 #include "optim_arch.hpp"
 
 #include <ember/core/config.hpp>
@@ -56,12 +57,13 @@ inline V vsign(const V& x) {
 
 /// Calls body(arrays, i) for every batch of the parameter's elements (see the note at the
 /// top: a range's last partial batch runs on padded copies); split across threads above
-/// EMBER_GRAIN_SIZE.
+/// EMBER_GRAIN_SIZE. Subnormal state flushes to zero (see flush_denormals.hpp).
 template <class T, class Body>
 void run(const Param& p, const Body& body) {
   const Arrays<T> arr = {{static_cast<T*>(p.param), const_cast<T*>(static_cast<const T*>(p.grad)),
                           static_cast<T*>(p.buf[0]), static_cast<T*>(p.buf[1]), static_cast<T*>(p.buf[2])}};
   auto range = [&](int64_t begin, int64_t end) {
+    FlushDenormalsGuard ftz;  // per thread: each worker has its own control register
     constexpr int64_t W = B<T>::size;
     int64_t i = begin;
     for (; i + W <= end; i += W) body(arr, i);

@@ -172,6 +172,27 @@ TEST_CASE("optim: state dict contents use PyTorch's names and numbering") {
   CHECK(static_cast<const optim::AdamOptions&>(adam32.param_groups()[1].options()).amsgrad());
 }
 
+TEST_CASE("optim: subnormal state flushes to zero inside the update, and only there") {
+  // A zero gradient decays exp_avg by beta1 each step; from the subnormal range it would never
+  // reach zero (and every step would run at microcode-assist speed). 37 elements: vector
+  // bodies and a padded tail.
+  Tensor p = full({37}, 1.0f).requires_grad_(true);
+  optim::Adam adam({p}, optim::AdamOptions(0.01));
+  p.set_grad(zeros_like(p));
+  adam.step();
+  REQUIRE(adam.state(p));
+  Tensor m = adam.state(p)->buffers[0];
+  m.fill_(1e-39);  // subnormal in f32 (the smallest normal is 1.18e-38)
+  CHECK(values_of(m)[0] != 0.0);
+  adam.step();
+  for (double v : values_of(m)) CHECK(v == 0.0);
+  for (double v : values_of(p)) CHECK(v == 1.0);
+  // The caller's arithmetic is untouched afterwards: subnormals still exist outside.
+  volatile float tiny = 1e-38f;
+  volatile float smaller = tiny * 0.01f;
+  CHECK(smaller != 0.0f);
+}
+
 TEST_CASE("optim: updates run under no-grad and bump the version counter") {
   Tensor w = tensor<double>({1.0, 2.0, 3.0}).requires_grad_();
   optim::SGD opt({w}, optim::SGDOptions(0.1).momentum(0.9));
