@@ -314,6 +314,7 @@ inline double binary(ops::BinaryOp op, double a, double b, bool narrow = false) 
     case B::Fmin: return an ? b : bn ? a : std::min(a, b);
     case B::Hypot: return std::hypot(a, b);
     case B::Copysign: return std::copysign(a, b);
+    case B::ReluBackward: return b <= 0 ? 0.0 : a;
     case B::Eq: return a == b;
     case B::Ne: return a != b;
     case B::Lt: return a < b;
@@ -373,6 +374,7 @@ inline int64_t binary_int(ops::BinaryOp op, int64_t a, int64_t b, int bits, bool
       for (int64_t i = 0; i < b; ++i) r *= static_cast<u64>(a);
       return static_cast<int64_t>(r);
     }
+    case B::ReluBackward: return b <= 0 ? 0 : a;
     case B::Maximum:
     case B::Fmax: return std::max(a, b);
     case B::Minimum:

@@ -177,7 +177,7 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
         if (p.a > 0) return {where(xv.lt(p.a).logical_or(xv.gt(1.0 - p.a)), 0.0, d)};
         return {d};
       }
-      case U::Relu: return {where(Y().gt(0.0), g, 0.0)};
+      case U::Relu: return {g.relu_backward(Y())};  // one pass, no boolean mask tensor
       case U::Relu6: {
         TP xv = X();
         return {where(xv.gt(0.0).logical_and(xv.lt(6.0)), g, 0.0)};
@@ -276,6 +276,9 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
     case B::Pow: case B::Hypot: case B::Copysign:
       a = Saved<P>(ai), b = Saved<P>(bi), y = Saved<P>(*out, true);
       break;
+    case B::ReluBackward:
+      if (need_a) b = Saved<P>(bi);
+      break;
     default:
       a = Saved<P>(ai), b = Saved<P>(bi);
       break;
@@ -362,6 +365,10 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
         if (nb) gb = to_b(g.mul(0.0));
         break;
       }
+      case B::ReluBackward:  // linear in the gradient, piecewise constant in the mask
+        if (na) ga = to_a(g.relu_backward(Bv()));
+        if (nb) gb = to_b(g.mul(0.0));
+        break;
       default:
         EMBER_FAIL("[{}] has no derivative", ops::name(o));
     }
