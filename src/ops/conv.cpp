@@ -208,6 +208,38 @@ bool max_pool_plane(const ConvGeometry& g, const Plan& p, const std::array<std::
   return ok;
 }
 
+/// The common 2x2 window with stride 2 and no padding (every CNN's downsampling), with the
+/// window kept in registers: max_pool_plane's tap-by-tap updates of val/idx in memory cost
+/// ~4x more here (cnn_small_step: 4 ms of its max pooling -> ~1 ms). Same order and NaN rule.
+template <class T>
+void max_pool_2x2_plane(const T* in, int64_t w, int64_t oh_n, int64_t ow_n, T* val, int64_t* idx) {
+  for (int64_t oh = 0; oh < oh_n; ++oh, val += ow_n, idx += ow_n) {
+    const int64_t r0 = 2 * oh * w, r1 = r0 + w;
+    for (int64_t ow = 0; ow < ow_n; ++ow) {
+      T best = in[r0 + 2 * ow];
+      int64_t at = r0 + 2 * ow;
+      auto tap = [&](int64_t i) {
+        const T v = in[i];
+        const bool take = (v > best) | (v != v);
+        best = select_if(take, v, best);
+        at = select_if(take, i, at);
+      };
+      tap(r0 + 2 * ow + 1);
+      tap(r1 + 2 * ow);
+      tap(r1 + 2 * ow + 1);
+      val[ow] = best;
+      idx[ow] = at;
+    }
+  }
+}
+
+bool is_plain_2x2(const ConvGeometry& g, const Plan& p) {
+  for (int d = 0; d < 3; ++d)
+    if (g.dilation[d] != 1 || g.pad_before[d] != 0 || g.pad_after[d] != 0) return false;
+  return g.kernel[0] == 1 && g.stride[0] == 1 && p.in[0] == 1 && g.kernel[1] == 2 && g.kernel[2] == 2 &&
+         g.stride[1] == 2 && g.stride[2] == 2 && 2 * p.out[1] <= p.in[1] && 2 * p.out[2] <= p.in[2];
+}
+
 /// tap_range of every tap along dim d.
 std::vector<Span> taps_inside(const ConvGeometry& g, const Plan& p, int d) {
   std::vector<Span> v(static_cast<size_t>(g.kernel[d]));
@@ -286,10 +318,15 @@ std::pair<TensorRef, TensorRef> max_pool_cpu(const ConvGeometry& g0, const Tenso
   auto run = [&]<class T>(T*) {
     const T* src = static_cast<const T*>(xc->data());
     T* val = static_cast<T*>(values->data());
+    const bool plain_2x2 = is_plain_2x2(g, p);
     detail::parallel_for(p.n * p.c, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i)
-        if (!max_pool_plane(g, p, sp, cols, src + i * p.in_plane, val + i * p.out_plane, idx + i * p.out_plane))
+      for (int64_t i = b; i < e; ++i) {
+        if (plain_2x2)
+          max_pool_2x2_plane(src + i * p.in_plane, p.in[2], p.out[1], p.out[2], val + i * p.out_plane,
+                             idx + i * p.out_plane);
+        else if (!max_pool_plane(g, p, sp, cols, src + i * p.in_plane, val + i * p.out_plane, idx + i * p.out_plane))
           empty_window = true;
+      }
     });
   };
   if (x.dtype == DType::F32) run(static_cast<float*>(nullptr));

@@ -78,7 +78,8 @@ Tensor ref_max_pool2d(const Tensor& x, int64_t k, int64_t s, int64_t p, Tensor* 
             for (int64_t v = 0; v < k; ++v) {
               int64_t y = i * s - p + u, xx = j * s - p + v;
               if (y < 0 || y >= h || xx < 0 || xx >= w) continue;
-              if (xa[a][b][y][xx] > m) m = xa[a][b][y][xx], mi = y * w + xx;
+              const double val = xa[a][b][y][xx];
+              if (val > m || std::isnan(val)) m = val, mi = y * w + xx;  // PyTorch: a NaN wins
             }
           oa[a][b][i][j] = m;
           ia[a][b][i][j] = mi;
@@ -156,6 +157,26 @@ TEST_CASE("conv_transpose is the adjoint of conv; output sizes as PyTorch") {
   CHECK(nn::F::conv_transpose1d(x, randn({2, 3, 3}, DType::F64), {}, {2}, {1}, {1}).sizes() == Shape{1, 3, 10});
   nn::ConvTranspose2d ct(nn::ConvTransposeOptions(2, 3, {3}).stride({2}).padding({1}).output_padding({1}));
   CHECK(ct(randn({1, 2, 4, 4})).sizes() == Shape{1, 3, 8, 8});
+}
+
+TEST_CASE("2x2 max pooling with stride 2 (its own kernel): ties, NaNs, odd sizes, f32 and f64") {
+  manual_seed(31);
+  for (DType dt : {DType::F32, DType::F64}) {
+    for (Shape s : {Shape{2, 3, 7, 6}, Shape{1, 2, 8, 9}, Shape{1, 1, 2, 2}}) {
+      // Halves in [-2, 2]: many ties inside a window (the first maximum wins), and a few NaNs
+      // (a NaN wins over numbers; of two NaNs, the later one).
+      Tensor x = (randn(s, DType::F64) * 2).round() / 2;
+      Tensor nan_at = rand(s, DType::F64).lt(0.08);
+      x = where(nan_at, std::numeric_limits<double>::quiet_NaN(), x);
+      Tensor idx_ref;
+      Tensor ref = ref_max_pool2d(x, 2, 2, 0, &idx_ref);
+      auto [v, idx] = nn::F::max_pool2d_with_indices(x.to(dt), {2}, {2});
+      CHECK(max_diff(idx, idx_ref) == 0.0);
+      Tensor vd = v.to(DType::F64);
+      CHECK(max_diff(vd.isnan().to(DType::F64), ref.isnan().to(DType::F64)) == 0.0);
+      CHECK(max_diff(where(vd.isnan(), 0.0, vd), where(ref.isnan(), 0.0, ref)) == 0.0);
+    }
+  }
 }
 
 TEST_CASE("pooling matches direct loops (values and PyTorch's indices), ceil_mode, count_include_pad") {
