@@ -154,6 +154,13 @@ TEST_CASE("errors: matmul shape mismatch") {
   CHECK_ERROR(zeros({2, 5, 3}).matmul(zeros({3, 3, 4})), "[matmul", "[2, 5, 3]", "[3, 3, 4]");
   CHECK_ERROR(zeros({}).matmul(zeros({3})), "[matmul");
   CHECK_ERROR(zeros({2}).addmm(zeros({2, 3}), zeros({4, 2})), "[addmm", "[2, 3]", "[4, 2]");
+  CHECK_ERROR(linear(zeros({2, 3}), zeros({4, 5})), "[linear", "[2, 3]", "[4, 5]");
+  CHECK_ERROR(linear(zeros({2, 3}), zeros({4, 3}), zeros({5})), "[linear", "[5]", "[2, 4]");
+  CHECK_ERROR(linear(zeros({2, 3}), zeros({4, 3}), zeros({2, 1, 4})), "[linear", "[2, 1, 4]");
+  CHECK_ERROR(linear(zeros({2, 3}), zeros({4, 3}, DType::F64)), "[linear", "f32", "f64");
+  CHECK_ERROR(linear(zeros({2, 3}), zeros({4, 3}), zeros({4}, DType::F64)), "[linear", "f64");
+  CHECK_ERROR(linear(zeros({2, 3}, DType::I32), zeros({4, 3}, DType::I32)), "[linear", "i32");
+  CHECK_ERROR(linear(zeros({2, 2, 3}), zeros({4, 5})), "[linear", "[2, 2, 3]", "[4, 5]");
 }
 
 TEST_CASE("errors: reductions without an identity") {

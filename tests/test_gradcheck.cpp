@@ -159,6 +159,14 @@ TEST_CASE("gradcheck: softmax, scans, arg-reductions and matrix products") {
        {uniform({2, 3, 2}, d), uniform({2, 3, 4}, d), uniform({2, 4, 2}, d)}},
       {"linear", [](const Inputs& x) { return linear(x[0], x[1], x[2]); },
        {uniform({3, 4}, d), uniform({2, 4}, d), uniform({2}, d)}},
+      {"linear without bias", [](const Inputs& x) { return linear(x[0], x[1]); },
+       {uniform({3, 4}, d), uniform({2, 4}, d)}},
+      {"linear 3-d input, (1, n) bias", [](const Inputs& x) { return linear(x[0], x[1], x[2]); },
+       {uniform({2, 3, 4}, d), uniform({5, 4}, d), uniform({1, 5}, d)}},
+      {"linear transposed weight and input", [](const Inputs& x) { return linear(x[0].t(), x[1].t(), x[2]); },
+       {uniform({4, 3}, d), uniform({4, 2}, d), uniform({2}, d)}},
+      {"linear 1-d input", [](const Inputs& x) { return linear(x[0], x[1], x[2]); },
+       {uniform({4}, d), uniform({2, 4}, d), uniform({2}, d)}},
   };
   for (auto& c : cases) check_grads(c.name, c.f, c.in);
 }

@@ -571,6 +571,13 @@ TEST_CASE("op table: addmm of a single row scales and accumulates as it should (
     CHECK((addmm(strided_bias.unsqueeze(0), a3, w.t()) - want3).abs().amax().item<double>() <
           (dt == DType::F32 ? 1e-4 : 1e-12));
     CHECK_THROWS_AS(addmm(randn({12}, dt), a3, w.t()), ember::Error);  // bias of the wrong length
+    // linear: the weight read in place (MatmulKind::Linear), 2-d and 3-d input.
+    CHECK((linear(a3, w, strided_bias) - want3).abs().amax().item<double>() < (dt == DType::F32 ? 1e-4 : 1e-12));
+    Tensor a23 = randn({2, 3, 37}, dt);
+    Tensor want23 = a23.matmul(w.t()) + strided_bias;
+    CHECK(linear(a23, w, strided_bias).sizes() == Shape{2, 3, 11});
+    CHECK((linear(a23, w, strided_bias) - want23).abs().amax().item<double>() < (dt == DType::F32 ? 1e-4 : 1e-12));
+    CHECK((linear(a23, w) - a23.matmul(w.t())).abs().amax().item<double>() < (dt == DType::F32 ? 1e-4 : 1e-12));
     CHECK_THROWS_AS(addmm(bias.to(dt == DType::F32 ? DType::F64 : DType::F32), a3, w.t()), ember::Error);
   }
 }

@@ -56,8 +56,34 @@ bool plan_matrices(GemmPlan& plan, const char* op, const TensorImpl& a, const Te
 
 GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b, const TensorImpl* c, double beta,
                       double alpha) {
-  constexpr const char* names[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "outer"};
+  constexpr const char* names[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "outer", "linear"};
   const char* op = names[static_cast<int>(kind)];
+  if (kind == MatmulKind::Linear) {
+    // The weight (n, k) is read as its transpose; a plain geometry swap, not a recorded view.
+    EMBER_CHECK(a.ndim() == 2 && b.ndim() == 2, "[linear] expects a 2-d input and a 2-d weight, got shapes {} and {}",
+                a.sizes, b.sizes);
+    EMBER_CHECK(a.sizes[1] == b.sizes[1], "[linear] input has {} features, the weight expects {} (shapes {} and {})",
+                a.sizes[1], b.sizes[1], a.sizes, b.sizes);
+    EMBER_CHECK(a.device() == b.device(), "[linear] input on {}, weight on {}", a.device(), b.device());
+    EMBER_CHECK(a.dtype == b.dtype && is_floating(a.dtype), "[linear] expects one floating dtype, got input {} and weight {}",
+                a.dtype, b.dtype);
+    if (c) {
+      const Shape out{a.sizes[0], b.sizes[0]};
+      bool fits = c->ndim() <= 2;
+      for (int64_t i = 0; fits && i < c->ndim(); ++i) {
+        const int64_t d = c->sizes[c->ndim() - 1 - i], want = out[static_cast<size_t>(1 - i)];
+        fits = d == want || d == 1;
+      }
+      EMBER_CHECK(fits, "[linear] bias of shape {} does not broadcast to the output's {}", c->sizes, out);
+      EMBER_CHECK(c->dtype == a.dtype && c->device() == a.device(), "[linear] bias is {} on {}, the input {} on {}",
+                  c->dtype, c->device(), a.dtype, a.device());
+    }
+    const int64_t sizes[2] = {b.sizes[1], b.sizes[0]}, strides[2] = {b.strides[1], b.strides[0]};
+    Ref<TensorImpl> bt = detail::make_view(b.storage, b.dtype, sizes, strides, b.offset);
+    GemmPlan plan = prepare_gemm(c ? MatmulKind::Addmm : MatmulKind::Mm, a, *bt, c, beta, alpha);
+    if (!plan.b_view) plan.b_view = std::move(bt);  // the plan reads it: keep it alive
+    return plan;
+  }
   EMBER_CHECK(a.device() == b.device(), "[{}] expected tensors on one device, got {} and {}", op, a.device(),
               b.device());
   EMBER_CHECK(a.dtype == b.dtype, "[{}] expected one dtype, got {} and {}", op, a.dtype, b.dtype);

@@ -223,6 +223,10 @@ void Recorder<P>::record(const ops::Matmul& op, const TensorRef& out, const Tens
         if (na) ga = g.matmul(b.get(n));
         if (nb) gb = g.t().matmul(a.get(n));
         break;
+      case K::Linear:  // y = a b^T + c with b (n, k): both gradients in their operands' layouts
+        if (na) ga = g.mm(b.get(n));
+        if (nb) gb = g.t().mm(a.get(n));
+        break;
       case K::Mm: case K::Addmm:
         if (na) ga = a_cm ? b.get(n).mm(g.t()).t() : g.mm(b.get(n).t());
         if (nb) gb = b_cm ? g.t().mm(a.get(n)).t() : a.get(n).t().mm(g);

@@ -141,9 +141,21 @@ BasicTensor<P> baddbmm(const BasicTensor<P>& c, const BasicTensor<P>& a, const B
   return c.baddbmm(a, b, beta, alpha);
 }
 /// x @ w^T + b, as torch.nn.functional.linear (w: [out, in]).
+/// Input of 2 or more dims is one product over its rows (ops::MatmulKind::Linear: the weight
+/// is read in place, and its gradient is computed in its own layout).
 template <class P>
 BasicTensor<P> linear(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {}) {
-  if (b.defined() && x.dim() == 2) return b.addmm(x, w.t());
+  if (x.dim() >= 2 && w.dim() == 2) {
+    const auto* bias = b.defined() ? &b.impl() : nullptr;
+    if (x.dim() == 2) return BasicTensor<P>::wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Linear}, x.impl(), w.impl(), bias));
+    Shape s = x.sizes();
+    EMBER_CHECK(s.back() == w.size(1), "[linear] input has {} features, the weight expects {} (shapes {} and {})",
+                s.back(), w.size(1), s, w.sizes());
+    BasicTensor<P> y = BasicTensor<P>::wrap(
+        dispatch<P>(ops::Matmul{ops::MatmulKind::Linear}, x.reshape({-1, s.back()}).impl(), w.impl(), bias));
+    s[s.size() - 1] = w.size(0);
+    return y.reshape(s);
+  }
   BasicTensor<P> y = x.matmul(w.t());
   return b.defined() ? y.add(b) : y;
 }

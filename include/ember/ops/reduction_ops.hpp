@@ -112,7 +112,10 @@ struct GemmPlan {
   const TensorImpl* b = nullptr;
   double alpha = 1, beta = 0;
 };
-enum class MatmulKind : uint8_t { Matmul, Mm, Bmm, Addmm, Baddbmm, Dot, Outer };
+/// Linear: a (m, k) @ b^T + c for a weight b (n, k) read in place (torch.nn.functional.linear
+/// on 2-d input): no transposed view of the weight is made, and the weight's gradient goes to
+/// it directly.
+enum class MatmulKind : uint8_t { Matmul, Mm, Bmm, Addmm, Baddbmm, Dot, Outer, Linear };
 GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b, const TensorImpl* c,
                       double beta, double alpha);
 TensorRef finish_gemm(GemmPlan& plan);
@@ -122,7 +125,7 @@ struct Matmul {
   MatmulKind kind = MatmulKind::Matmul;
   double beta = 1, alpha = 1;
   const char* name() const {
-    static constexpr const char* n[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "outer"};
+    static constexpr const char* n[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "outer", "linear"};
     return n[static_cast<int>(kind)];
   }
   template <class BL>
