@@ -91,7 +91,10 @@ void cuda_memcpy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
 
 AllocatorStats cuda_stats(int index) {
   if (index < 0 || index >= g_device_count) return {};
-  return g_memory[index]->counters.snapshot();
+  DeviceMemory& m = *g_memory[index];
+  std::lock_guard<std::mutex> lock(m.mu);
+  const detail::CacheStats& s = m.cache.stats();
+  return detail::make_stats(m.counters, s.cached.load(), s.count.load(), s.system.load());
 }
 
 void cuda_empty_cache(int index) {

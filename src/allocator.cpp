@@ -4,8 +4,11 @@
 
 #include "caching_allocator.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
+#include <vector>
 
 namespace ember {
 namespace detail {
@@ -17,9 +20,52 @@ void cpu_system_free(void* p, size_t) { std::free(p); }
 DeviceCounters g_cpu_counters;
 std::atomic<size_t> g_cpu_cache_limit{size_t{1} << 30};
 
+/// The live per-thread CPU caches, for allocator_stats to sum their figures, and the counts of
+/// caches whose threads have ended. Never destroyed: thread caches may unregister during
+/// static destruction.
+struct CpuCaches {
+  std::mutex mu;
+  std::vector<const CachingAllocator*> live;
+  int64_t ended_count = 0, ended_system = 0;
+};
+CpuCaches& cpu_caches() {
+  static CpuCaches* caches = new CpuCaches;
+  return *caches;
+}
+
+/// A thread's CPU cache, registered while its thread lives.
+struct ThreadCache {
+  CachingAllocator cache{&cpu_system_alloc, &cpu_system_free, &g_cpu_counters};
+  ThreadCache() {
+    CpuCaches& r = cpu_caches();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.live.push_back(&cache);
+  }
+  ~ThreadCache() {
+    cache.release_cached();
+    CpuCaches& r = cpu_caches();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.ended_count += cache.stats().count.load(std::memory_order_relaxed);
+    r.ended_system += cache.stats().system.load(std::memory_order_relaxed);
+    r.live.erase(std::find(r.live.begin(), r.live.end(), &cache));
+  }
+};
+
 CachingAllocator& cpu_cache() {
-  static thread_local CachingAllocator cache(&cpu_system_alloc, &cpu_system_free, &g_cpu_counters);
-  return cache;
+  static thread_local ThreadCache t;
+  return t.cache;
+}
+
+AllocatorStats cpu_stats() {
+  CpuCaches& r = cpu_caches();
+  std::lock_guard<std::mutex> lock(r.mu);
+  int64_t cached = 0, count = r.ended_count, system = r.ended_system;
+  for (const CachingAllocator* c : r.live) {
+    cached += c->stats().cached.load(std::memory_order_relaxed);
+    count += c->stats().count.load(std::memory_order_relaxed);
+    system += c->stats().system.load(std::memory_order_relaxed);
+  }
+  return make_stats(g_cpu_counters, cached, count, system);
 }
 
 }  // namespace
@@ -40,7 +86,7 @@ void cpu_deallocate(Block block) noexcept {
 }  // namespace detail
 
 AllocatorStats allocator_stats(Device device) {
-  if (device.is_cpu()) return detail::g_cpu_counters.snapshot();
+  if (device.is_cpu()) return detail::cpu_stats();
   auto& h = detail::device_hooks(device.type);
   return h.stats ? h.stats(device.index) : AllocatorStats{};
 }
