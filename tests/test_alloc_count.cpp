@@ -93,3 +93,27 @@ TEST_CASE("the per-thread CPU cache keeps at most its limit; frees beyond it go 
   set_cpu_cache_limit(old_limit);
   CHECK(cpu_cache_limit() == old_limit);
 }
+
+TEST_CASE("statistics sum every thread's cache, and keep the counts of threads that ended") {
+  empty_cache();
+  AllocatorStats s0 = allocator_stats();
+  std::atomic<bool> allocated{false}, release{false};
+  std::thread worker([&] {
+    { std::vector<Tensor> ts; for (int i = 0; i < 5; ++i) ts.push_back(empty({2048})); }  // 5 x 8 KiB, then cached
+    allocated = true;
+    while (!release) std::this_thread::yield();
+  });
+  while (!allocated) std::this_thread::yield();
+  AllocatorStats s1 = allocator_stats();  // the worker's cache is live: its figures count
+  CHECK(s1.allocation_count - s0.allocation_count == 5);
+  CHECK(s1.system_allocations - s0.system_allocations >= 1);
+  CHECK(s1.bytes_cached - s0.bytes_cached >= 5 * 8192);
+  CHECK(s1.bytes_in_use == s0.bytes_in_use);
+  CHECK(s1.peak_bytes_in_use >= s0.bytes_in_use + 5 * 8192);
+  release = true;
+  worker.join();
+  AllocatorStats s2 = allocator_stats();  // its cache went back to the system; its counts stay
+  CHECK(s2.bytes_cached == s0.bytes_cached);
+  CHECK(s2.allocation_count == s1.allocation_count);
+  CHECK(s2.system_allocations == s1.system_allocations);
+}
