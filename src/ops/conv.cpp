@@ -99,12 +99,27 @@ void for_each_row(const ConvGeometry& g, const Plan& p, F&& f) {
   }
 }
 
+/// Where the rows of a plane's columns start, in for_each_row's order: a tap's rows are
+/// contiguous (out_plane elements); consecutive taps are `tap_stride` apart (out_plane, or
+/// N * out_plane when the batch is inside the columns). Rows are short (one output row), so
+/// the position is stepped, not divided out per row.
+struct RowCursor {
+  int64_t width, rows_per_tap, tap_stride, in_tap = 0, tap_base = 0;
+  RowCursor(const Plan& p, int64_t w, int64_t stride) : width(w), rows_per_tap(p.out_plane / w), tap_stride(stride) {}
+  int64_t next() {
+    const int64_t at = tap_base + in_tap * width;
+    if (++in_tap == rows_per_tap) in_tap = 0, tap_base += tap_stride;
+    return at;
+  }
+};
+
 template <class T>
-void im2col_plane(const ConvGeometry& g, const Plan& p, const T* in, T* cols) {
+void im2col_plane(const ConvGeometry& g, const Plan& p, const T* in, T* cols, int64_t tap_stride) {
   const T pad = static_cast<T>(g.pad_value);
   const int64_t width = p.out[p.nd - 1], stride = g.stride[p.nd - 1];
-  for_each_row(g, p, [&](int64_t row, Row r) {
-    T* dst = cols + row * width;
+  RowCursor cur(p, width, tap_stride);
+  for_each_row(g, p, [&](int64_t, Row r) {
+    T* dst = cols + cur.next();
     if (!r.inside) {
       std::fill(dst, dst + width, pad);
       return;
@@ -120,12 +135,13 @@ void im2col_plane(const ConvGeometry& g, const Plan& p, const T* in, T* cols) {
 }
 
 template <class T>
-void col2im_plane(const ConvGeometry& g, const Plan& p, const T* cols, T* out) {
+void col2im_plane(const ConvGeometry& g, const Plan& p, const T* cols, T* out, int64_t tap_stride) {
   std::fill(out, out + p.in_plane, T(0));
   const int64_t width = p.out[p.nd - 1], stride = g.stride[p.nd - 1];
-  for_each_row(g, p, [&](int64_t row, Row r) {
+  RowCursor cur(p, width, tap_stride);
+  for_each_row(g, p, [&](int64_t, Row r) {
+    const T* src = cols + cur.next();
     if (!r.inside || r.hi == r.lo) return;
-    const T* src = cols + row * width;
     if (stride == 1) {
       T* dst = out + r.src + r.lo;  // in bounds: window lo reads the input
       const T* s = src + r.lo;
@@ -240,6 +256,20 @@ bool is_plain_2x2(const ConvGeometry& g, const Plan& p) {
          g.stride[1] == 2 && g.stride[2] == 2 && 2 * p.out[1] <= p.in[1] && 2 * p.out[2] <= p.in[2];
 }
 
+/// Plane number `i` of the parallel loop over (sample, channel) planes: its image plane and
+/// where its columns start. Without the batch in the columns, planes go in image order, each
+/// writing one contiguous block of columns. With it, the samples of one channel go
+/// consecutively: they fill the same rows side by side, so writes stream through memory
+/// instead of jumping between rows N * L apart at every plane (1.6x slower im2col, measured).
+struct PlaneBlocks {
+  int64_t image, columns;
+};
+PlaneBlocks plane_blocks(const Plan& p, bool batch_in_columns, int64_t i) {
+  if (!batch_in_columns) return {i * p.in_plane, i * p.taps * p.out_plane};
+  const int64_t n = i % p.n, c = i / p.n;
+  return {(n * p.c + c) * p.in_plane, c * p.taps * p.n * p.out_plane + n * p.out_plane};
+}
+
 /// tap_range of every tap along dim d.
 std::vector<Span> taps_inside(const ConvGeometry& g, const Plan& p, int d) {
   std::vector<Span> v(static_cast<size_t>(g.kernel[d]));
@@ -274,14 +304,18 @@ TensorRef im2col_cpu(const ConvGeometry& g, const TensorImpl& x) {
     EMBER_CHECK(p.out[d] > 0, "[im2col] a window of {} (dilation {}) does not fit input size {} with padding {}+{}",
                 g.kernel[d], g.dilation[d], p.in[d], g.pad_before[d], g.pad_after[d]);
   TensorRef xc = detail::contiguous_on_device(x, "im2col");
-  const int64_t sizes[3] = {p.n, p.c * p.taps, p.out_plane};
+  const bool bic = g.batch_in_columns;
+  const int64_t sizes[3] = {bic ? p.c * p.taps : p.n, bic ? p.n : p.c * p.taps, p.out_plane};
   TensorRef out = detail::make_tensor(sizes, x.dtype, x.device(), "im2col");
-  const int64_t planes = p.n * p.c, col_plane = p.taps * p.out_plane;
+  const int64_t planes = p.n * p.c;
   auto run = [&]<class T>(T*) {
     const T* in = static_cast<const T*>(xc->data());
     T* cols = static_cast<T*>(out->data());
     detail::parallel_for(planes, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) im2col_plane(g, p, in + i * p.in_plane, cols + i * col_plane);
+      for (int64_t i = b; i < e; ++i) {
+        const PlaneBlocks at = plane_blocks(p, bic, i);
+        im2col_plane(g, p, in + at.image, cols + at.columns, bic ? p.n * p.out_plane : p.out_plane);
+      }
     });
   };
   if (x.dtype == DType::F32) run(static_cast<float*>(nullptr));
@@ -377,25 +411,30 @@ TensorRef max_pool_backward_cpu(int nd, const std::array<int64_t, 3>& spatial, c
 }
 
 TensorRef col2im_cpu(const ConvGeometry& g, const std::array<int64_t, 3>& spatial, const TensorImpl& cols) {
-  EMBER_CHECK(cols.ndim() == 3, "[col2im] expects columns of shape (N, C * taps, L), got {}", cols.sizes);
+  const bool bic = g.batch_in_columns;
+  EMBER_CHECK(cols.ndim() == 3, "[col2im] expects columns of shape {}, got {}", bic ? "(C * taps, N, L)" : "(N, C * taps, L)",
+              cols.sizes);
   EMBER_CHECK(cols.dtype == DType::F32 || cols.dtype == DType::F64, "[col2im] supports f32 and f64, got {}",
               cols.dtype);
   int64_t taps = g.kernel_numel();
-  EMBER_CHECK(cols.sizes[1] % taps == 0, "[col2im] {} rows are not a multiple of the kernel's {} taps", cols.sizes[1],
-              taps);
-  Plan p = make_plan(g, cols.sizes[0], cols.sizes[1] / taps, spatial);
+  const int64_t rows = cols.sizes[bic ? 0 : 1], batch = cols.sizes[bic ? 1 : 0];
+  EMBER_CHECK(rows % taps == 0, "[col2im] {} rows are not a multiple of the kernel's {} taps", rows, taps);
+  Plan p = make_plan(g, batch, rows / taps, spatial);
   EMBER_CHECK(cols.sizes[2] == p.out_plane,
               "[col2im] columns hold {} windows, but an image of the given size has {}", cols.sizes[2], p.out_plane);
   TensorRef cc = detail::contiguous_on_device(cols, "col2im");
   Shape sizes{p.n, p.c};
   for (int d = 0; d < g.nd; ++d) sizes.push_back(spatial[d]);
   TensorRef out = detail::make_tensor(sizes, cols.dtype, cols.device(), "col2im");
-  const int64_t planes = p.n * p.c, col_plane = p.taps * p.out_plane;
+  const int64_t planes = p.n * p.c;
   auto run = [&]<class T>(T*) {
     const T* in = static_cast<const T*>(cc->data());
     T* img = static_cast<T*>(out->data());
     detail::parallel_for(planes, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) col2im_plane(g, p, in + i * col_plane, img + i * p.in_plane);
+      for (int64_t i = b; i < e; ++i) {
+        const PlaneBlocks at = plane_blocks(p, bic, i);
+        col2im_plane(g, p, in + at.columns, img + at.image, bic ? p.n * p.out_plane : p.out_plane);
+      }
     });
   };
   if (cols.dtype == DType::F32) run(static_cast<float*>(nullptr));

@@ -159,6 +159,34 @@ TEST_CASE("conv_transpose is the adjoint of conv; output sizes as PyTorch") {
   CHECK(ct(randn({1, 2, 4, 4})).sizes() == Shape{1, 3, 8, 8});
 }
 
+TEST_CASE("im2col/col2im with the batch inside the columns are the (K, N, L) permutation of the default") {
+  manual_seed(37);
+  for (int nd : {1, 2, 3}) {
+    ops::ConvGeometry g;
+    g.nd = nd;
+    Shape xs{2, 3};
+    for (int d = 0; d < nd; ++d) {
+      g.kernel[d] = 3 - d % 2, g.stride[d] = 1 + d % 2, g.dilation[d] = 1 + (d == 1);
+      g.pad_before[d] = g.pad_after[d] = d == 0 ? 1 : 0;
+      xs.push_back(7 - d);
+    }
+    Tensor x = randn(xs, DType::F64);
+    Tensor a = nn::F::detail::im2col(x, g);  // (N, K, L)
+    ops::ConvGeometry gb = g;
+    gb.batch_in_columns = true;
+    Tensor b = nn::F::detail::im2col(x, gb);  // (K, N, L)
+    REQUIRE(b.sizes() == Shape{a.size(1), a.size(0), a.size(2)});
+    CHECK(max_diff(b, a.permute({1, 0, 2})) == 0.0);
+    std::array<int64_t, 3> spatial{1, 1, 1};
+    for (int d = 0; d < nd; ++d) spatial[static_cast<size_t>(d)] = xs[2 + static_cast<size_t>(d)];
+    Tensor cols = randn(a.sizes(), DType::F64);
+    Tensor ia = nn::F::detail::col2im(cols, g, spatial);
+    Tensor ib = nn::F::detail::col2im(cols.permute({1, 0, 2}).contiguous(), gb, spatial);
+    CHECK(max_diff(ia, ib) < 1e-12);  // the same sums (in another order: not bit-equal in general)
+    CHECK_THROWS_AS(nn::F::detail::col2im(cols.narrow(1, 0, a.size(1) - 1).contiguous(), gb, spatial), Error);
+  }
+}
+
 TEST_CASE("2x2 max pooling with stride 2 (its own kernel): ties, NaNs, odd sizes, f32 and f64") {
   manual_seed(31);
   for (DType dt : {DType::F32, DType::F64}) {

@@ -82,12 +82,20 @@ BasicTensor<P> conv_nd(const BasicTensor<P>& x, const BasicTensor<P>& w, const B
   for (int d = 0; d < nd; ++d) kernel.push_back(w.size(2 + d));
   ops::ConvGeometry g = geometry(nd, kernel, stride.empty() ? IntArgs{1} : stride, padding, dilation, op);
   int64_t n = xb.size(0), o = w.size(0), k = w.numel() / o;
-  BasicTensor<P> cols = im2col(xb, g);  // (N, C * taps, L)
-  int64_t l = cols.size(2);
   BasicTensor<P> out;
   if (groups == 1) {
-    out = w.reshape({o, k}).matmul(cols);  // (N, O, L)
+    // One GEMM over the whole batch: columns (K, N, L), (O, K) @ (K, N * L), then the
+    // (O, N, L) result viewed as (N, O, L). Its backward is one GEMM per operand too (the
+    // weight's gradient needs no sum over N afterwards), and the bias add below writes the
+    // output in (N, O, L) order anyway.
+    g.batch_in_columns = true;
+    BasicTensor<P> cols = im2col(xb, g);  // (C * taps, N, L)
+    const int64_t l = cols.size(2);
+    out = w.reshape({o, k}).mm(cols.reshape({k, n * l})).reshape({o, n, l}).permute({1, 0, 2});
+    if (!b.defined()) out = out.contiguous();
   } else {
+    BasicTensor<P> cols = im2col(xb, g);  // (N, C * taps, L)
+    const int64_t l = cols.size(2);
     BasicTensor<P> cg = cols.reshape({n, groups, k, l});
     BasicTensor<P> wg = w.reshape({groups, o / groups, k});
     out = wg.matmul(cg).reshape({n, o, l});  // (1, G, O/G, K) @ (N, G, K, L)

@@ -20,6 +20,10 @@ struct ConvGeometry {
   std::array<int64_t, 3> pad_before{0, 0, 0}, pad_after{0, 0, 0};
   /// The value padding reads as (0 for convolution, -inf for max pooling).
   double pad_value = 0.0;
+  /// im2col/col2im columns laid out (C * taps, N, L) instead of (N, C * taps, L): each row
+  /// holds the windows of the whole batch side by side, so a convolution over the batch is
+  /// one GEMM (O, K) @ (K, N * L) rather than N products of (O, K) @ (K, L).
+  bool batch_in_columns = false;
 
   /// Output length along dim d for an input length `in`.
   int64_t out_size(int d, int64_t in) const {
@@ -35,7 +39,8 @@ struct ConvGeometry {
 };
 
 /// (N, C, *in) -> (N, C * prod(kernel), L) with L = prod(out sizes): column (c, k...) of
-/// window l holds the input element the window's tap k reads (or pad_value).
+/// window l holds the input element the window's tap k reads (or pad_value). With
+/// g.batch_in_columns the result is (C * prod(kernel), N, L).
 struct Im2Col {
   ConvGeometry g;
   const char* name() const { return "im2col"; }
@@ -45,6 +50,7 @@ struct Im2Col {
 
 /// (N, C * prod(kernel), L) -> (N, C, *out): the adjoint of im2col (taps that read the same
 /// input element are summed; taps on padding are dropped). `spatial` is the image size.
+/// With g.batch_in_columns the columns are (C * prod(kernel), N, L).
 struct Col2Im {
   ConvGeometry g;
   std::array<int64_t, 3> spatial{1, 1, 1};
