@@ -7,14 +7,13 @@
 // so the inner loop is a plain strided copy (a memcpy at stride 1) with padding written only at
 // the ends; no per-element bounds test or index arithmetic.
 
+#include <ember/core/bit_select.hpp>
 #include <ember/core/device_hooks.hpp>
 #include <ember/ops/conv_ops.hpp>
 #include <ember/runtime/threading.hpp>
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
-#include <type_traits>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -165,15 +164,6 @@ std::vector<Span> spans_of(const ConvGeometry& g, const Plan& p, int d) {
   return v;
 }
 
-/// take ? a : b without a branch (compilers turn a ternary on floats into one).
-template <class T>
-T select_if(bool take, T a, T b) {
-  using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-  static_assert(sizeof(T) == sizeof(U));
-  const U mask = U(0) - static_cast<U>(take);
-  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & mask) | (std::bit_cast<U>(b) & ~mask)));
-}
-
 /// Direct max pooling of one plane. Each window is scanned in PyTorch's order (row-major over
 /// the taps), so the first maximum wins ties and a NaN wins over numbers. The innermost loop
 /// runs along an output row for one tap, so neighbouring windows update independently
@@ -214,8 +204,8 @@ bool max_pool_plane(const ConvGeometry& g, const Plan& p, const std::array<std::
               const int64_t i = base + o * sw;
               const T v = in[i];
               const bool take = (v > val[o]) | (v != v);
-              val[o] = select_if(take, v, val[o]);
-              idx[o] = select_if(take, i, idx[o]);
+              val[o] = detail::bit_select(take, v, val[o]);
+              idx[o] = detail::bit_select(take, i, idx[o]);
             }
           }
         }
@@ -237,8 +227,8 @@ void max_pool_2x2_plane(const T* in, int64_t w, int64_t oh_n, int64_t ow_n, T* v
       auto tap = [&](int64_t i) {
         const T v = in[i];
         const bool take = (v > best) | (v != v);
-        best = select_if(take, v, best);
-        at = select_if(take, i, at);
+        best = detail::bit_select(take, v, best);
+        at = detail::bit_select(take, i, at);
       };
       tap(r0 + 2 * ow + 1);
       tap(r1 + 2 * ow);
