@@ -7,10 +7,11 @@
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
 
+#include "support/golden_reader.hpp"
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -49,64 +50,43 @@ struct Fixture {
 
 Fixture load_fixture(const std::string& path) {
   Fixture fx;
-  std::ifstream in(path);
-  if (!in) {
-    fx.error = "cannot open " + path;
-    return fx;
-  }
-  auto fail = [&](int line, const std::string& why) {
-    fx.error = path + ":" + std::to_string(line) + ": " + why;
-    return fx;
-  };
-  std::string text;
-  int line = 0;
-  bool header = false, have_total = false;
+  bool have_total = false;
   GoldenCase* cur = nullptr;
-  while (std::getline(in, text)) {
-    ++line;
-    if (text.empty() || text[0] == '#') continue;
-    std::istringstream ls(text);
-    std::string key;
-    ls >> key;
-    if (!header) {
-      int version = 0;
-      if (key != "ember-autograd-golden" || !(ls >> version) || version != 1)
-        return fail(line, "expected the header 'ember-autograd-golden 1'");
-      header = true;
-    } else if (have_total) {
-      return fail(line, "text after the 'total' line");
+  auto record = [&](const std::string& key, std::istringstream& ls, int line) -> std::string {
+    if (have_total) {
+      return "text after the 'total' line";
     } else if (key == "case") {
-      if (cur) return fail(line, "'case' inside case " + cur->name);
+      if (cur) return "'case' inside case " + cur->name;
       fx.cases.emplace_back();
       cur = &fx.cases.back();
       cur->line = line;
-      if (!(ls >> cur->name)) return fail(line, "case without a name");
+      if (!(ls >> cur->name)) return "case without a name";
     } else if (key == "expr") {
-      if (!cur || !(ls >> cur->expr)) return fail(line, "bad 'expr' line");
+      if (!cur || !(ls >> cur->expr)) return "bad 'expr' line";
     } else if (key == "tensor") {
-      if (!cur) return fail(line, "'tensor' outside a case");
+      if (!cur) return "'tensor' outside a case";
       std::string role, colon;
       GoldenTensor t;
       int64_t ndim = -1;
-      if (!(ls >> role >> t.dtype >> ndim) || ndim < 0) return fail(line, "bad tensor header");
-      if (t.dtype != "f64" && t.dtype != "i64") return fail(line, "unknown dtype " + t.dtype);
+      if (!(ls >> role >> t.dtype >> ndim) || ndim < 0) return "bad tensor header";
+      if (t.dtype != "f64" && t.dtype != "i64") return "unknown dtype " + t.dtype;
       int64_t n = 1;
       for (int64_t i = 0; i < ndim; ++i) {
         int64_t d = -1;
-        if (!(ls >> d) || d < 0) return fail(line, "bad tensor dims");
+        if (!(ls >> d) || d < 0) return "bad tensor dims";
         t.dims.push_back(d);
         n *= d;
       }
-      if (!(ls >> colon) || colon != ":") return fail(line, "expected ':' after the dims");
+      if (!(ls >> colon) || colon != ":") return "expected ':' after the dims";
       std::string tok;
       while (ls >> tok) {
         char* end = nullptr;
         double x = std::strtod(tok.c_str(), &end);
-        if (end != tok.c_str() + tok.size()) return fail(line, "bad number '" + tok + "'");
+        if (end != tok.c_str() + tok.size()) return "bad number '" + tok + "'";
         t.values.push_back(x);
       }
       if (static_cast<int64_t>(t.values.size()) != n)
-        return fail(line, "expected " + std::to_string(n) + " values, got " + std::to_string(t.values.size()));
+        return "expected " + std::to_string(n) + " values, got " + std::to_string(t.values.size());
       std::vector<GoldenTensor>* dst = role == "input"       ? &cur->input
                                        : role == "const"     ? &cur->constant
                                        : role == "output"    ? &cur->output
@@ -115,27 +95,29 @@ Fixture load_fixture(const std::string& path) {
                                        : role == "v"         ? &cur->v
                                        : role == "hvp"       ? &cur->hvp
                                                              : nullptr;
-      if (!dst) return fail(line, "unknown role " + role);
+      if (!dst) return "unknown role " + role;
       dst->push_back(std::move(t));
     } else if (key == "end") {
-      if (!cur) return fail(line, "'end' outside a case");
+      if (!cur) return "'end' outside a case";
       const size_t k = cur->input.size();
       if (cur->expr.empty() || k == 0 || cur->output.size() != 1 || cur->cotangent.size() != 1 ||
           cur->grad.size() != k || cur->v.size() != k || cur->hvp.size() != k)
-        return fail(line, "case " + cur->name + " is incomplete");
+        return "case " + cur->name + " is incomplete";
       cur = nullptr;
     } else if (key == "total") {
       size_t total = 0;
-      if (cur || !(ls >> total)) return fail(line, "bad 'total' line");
+      if (cur || !(ls >> total)) return "bad 'total' line";
       if (total != fx.cases.size())
-        return fail(line, "total says " + std::to_string(total) + " cases, read " + std::to_string(fx.cases.size()));
+        return "total says " + std::to_string(total) + " cases, read " + std::to_string(fx.cases.size());
       have_total = true;
     } else {
-      return fail(line, "unknown record '" + key + "'");
+      return "unknown record '" + key + "'";
     }
-  }
-  if (!header) return fail(line, "empty file");
-  if (!have_total) return fail(line, "no 'total' line: the file is truncated");
+    return "";
+  };
+  fx.error = test::read_golden(path, "ember-autograd-golden", 1, record, [&]() -> std::string {
+    return have_total ? "" : "no 'total' line: the file is truncated";
+  });
   return fx;
 }
 

@@ -15,10 +15,10 @@
 #include <doctest/doctest.h>
 
 #include "golden.hpp"
+#include "../support/golden_reader.hpp"
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -76,60 +76,43 @@ bool parse_named(std::istringstream& ls, Named& n, std::string& why) {
 
 Fixture load(const std::string& path) {
   Fixture fx;
-  std::ifstream in(path);
-  if (!in) return fx.error = "cannot open " + path, fx;
-  std::string text, why;
-  int line = 0;
-  bool header = false, total = false;
+  std::string why;
+  bool total = false;
   Case* cur = nullptr;
-  auto fail = [&](const std::string& w) {
-    fx.error = path + ":" + std::to_string(line) + ": " + w;
-    return fx;
-  };
-  while (std::getline(in, text)) {
-    ++line;
-    if (text.empty() || text[0] == '#') continue;
-    std::istringstream ls(text);
-    std::string key;
-    ls >> key;
-    if (!header) {
-      int version = 0;
-      if (key != "ember-nn-golden" || !(ls >> version) || version != 1)
-        return fail("expected the header 'ember-nn-golden 1'");
-      header = true;
-    } else if (total) {
-      return fail("text after the 'total' line");
+  auto record = [&](const std::string& key, std::istringstream& ls, int line) -> std::string {
+    if (total) {
+      return "text after the 'total' line";
     } else if (key == "total") {
       size_t n = 0;
-      if (cur || !(ls >> n) || n != fx.cases.size()) return fail("'total' does not match the cases read");
+      if (cur || !(ls >> n) || n != fx.cases.size()) return "'total' does not match the cases read";
       total = true;
     } else if (key == "case") {
-      if (cur) return fail("'case' inside a case");
+      if (cur) return "'case' inside a case";
       cur = &fx.cases.emplace_back();
       cur->line = line;
-      if (!(ls >> cur->name)) return fail("case without a name");
+      if (!(ls >> cur->name)) return "case without a name";
     } else if (!cur) {
-      return fail("'" + key + "' outside a case");
+      return "'" + key + "' outside a case";
     } else if (key == "end") {
-      if (cur->type.empty() || cur->dtype.empty()) return fail("case " + cur->name + " lacks module or dtype");
+      if (cur->type.empty() || cur->dtype.empty()) return "case " + cur->name + " lacks module or dtype";
       cur = nullptr;
     } else if (key == "module") {
       std::string tok;
-      if (!(ls >> cur->type)) return fail("module without a type");
+      if (!(ls >> cur->type)) return "module without a type";
       while (ls >> tok) {
         size_t eq = tok.find('=');
         if (eq == std::string::npos || !cur->options.emplace(tok.substr(0, eq), tok.substr(eq + 1)).second)
-          return fail("bad or repeated option '" + tok + "'");
+          return "bad or repeated option '" + tok + "'";
       }
     } else if (key == "dtype") {
-      if (!(ls >> cur->dtype) || (cur->dtype != "f64" && cur->dtype != "f32")) return fail("bad dtype");
+      if (!(ls >> cur->dtype) || (cur->dtype != "f64" && cur->dtype != "f32")) return "bad dtype";
     } else if (key == "mode") {
       std::string m;
-      if (!(ls >> m) || (m != "train" && m != "eval")) return fail("bad mode");
+      if (!(ls >> m) || (m != "train" && m != "eval")) return "bad mode";
       cur->train = m == "train";
     } else if (key == "state_keys") {
       std::string colon, k;
-      if (!(ls >> colon) || colon != ":") return fail("expected ':'");
+      if (!(ls >> colon) || colon != ":") return "expected ':'";
       while (ls >> k) cur->state_keys.push_back(k);
     } else {
       std::vector<Named>* dst = key == "param"          ? &cur->params
@@ -141,11 +124,14 @@ Fixture load(const std::string& path) {
                                 : key == "grad_param"   ? &cur->grad_params
                                 : key == "buffer_after" ? &cur->buffers_after
                                                         : nullptr;
-      if (!dst) return fail("unknown record '" + key + "'");
-      if (!parse_named(ls, dst->emplace_back(), why)) return fail(why);
+      if (!dst) return "unknown record '" + key + "'";
+      if (!parse_named(ls, dst->emplace_back(), why)) return why;
     }
-  }
-  if (!header || !total || cur) return fail("the file ends early (no 'total' line)");
+    return "";
+  };
+  fx.error = test::read_golden(path, "ember-nn-golden", 1, record, [&]() -> std::string {
+    return !total || cur ? "the file ends early (no 'total' line)" : "";
+  });
   return fx;
 }
 

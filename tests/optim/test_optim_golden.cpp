@@ -8,10 +8,10 @@
 #include <doctest/doctest.h>
 
 #include "support.hpp"
+#include "../support/golden_reader.hpp"
 
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <set>
 #include <sstream>
@@ -27,40 +27,32 @@ namespace {
 
 // ---- reading the fixtures -----------------------------------------------------------------------
 
-struct Reader {
-  explicit Reader(std::string p) : path(std::move(p)) {}
-  std::string path, error;
-  int line = 0;
-  bool fail(const std::string& why) {
-    if (error.empty()) error = path + ":" + std::to_string(line) + ": " + why;
-    return false;
+/// Reads "k=v" tokens to the end of the line; false (with `why`) when one is malformed.
+bool parse_options(std::istringstream& ls, OptionMap& out, std::string& why) {
+  std::string tok;
+  while (ls >> tok) {
+    size_t eq = tok.find('=');
+    if (eq == std::string::npos) return why = "expected key=value, got '" + tok + "'", false;
+    char* end = nullptr;
+    double v = std::strtod(tok.c_str() + eq + 1, &end);
+    if (*end != '\0') return why = "bad number in '" + tok + "'", false;
+    out[tok.substr(0, eq)] = v;
   }
-  /// Reads "k=v" tokens.
-  bool options(std::istringstream& ls, OptionMap& out) {
-    std::string tok;
-    while (ls >> tok) {
-      size_t eq = tok.find('=');
-      if (eq == std::string::npos) return fail("expected key=value, got '" + tok + "'");
-      char* end = nullptr;
-      double v = std::strtod(tok.c_str() + eq + 1, &end);
-      if (*end != '\0') return fail("bad number in '" + tok + "'");
-      out[tok.substr(0, eq)] = v;
-    }
-    return true;
+  return true;
+}
+
+/// Reads ": v v v ..." to the end of the line; false (with `why`) when malformed.
+bool parse_numbers(std::istringstream& ls, std::vector<double>& out, std::string& why) {
+  std::string colon, tok;
+  if (!(ls >> colon) || colon != ":") return why = "expected ':'", false;
+  while (ls >> tok) {
+    char* end = nullptr;
+    double x = std::strtod(tok.c_str(), &end);
+    if (end != tok.c_str() + tok.size()) return why = "bad number '" + tok + "'", false;
+    out.push_back(x);
   }
-  /// Reads ": v v v ..." to the end of the line.
-  bool numbers(std::istringstream& ls, std::vector<double>& out) {
-    std::string colon, tok;
-    if (!(ls >> colon) || colon != ":") return fail("expected ':'");
-    while (ls >> tok) {
-      char* end = nullptr;
-      double x = std::strtod(tok.c_str(), &end);
-      if (end != tok.c_str() + tok.size()) return fail("bad number '" + tok + "'");
-      out.push_back(x);
-    }
-    return true;
-  }
-};
+  return true;
+}
 
 struct OptCase {
   std::string name, optimizer, dtype;
@@ -97,93 +89,76 @@ int64_t numel_of(const Shape& s) {
 
 Fixture<OptCase> load_optimizers(const std::string& path) {
   Fixture<OptCase> fx;
-  Reader r(path);
-  std::ifstream in(path);
-  if (!in) {
-    fx.error = "cannot open " + path;
-    return fx;
-  }
-  std::string text;
-  bool header = false, total = false;
+  std::string why;
+  bool total = false;
   OptCase* cur = nullptr;
-  auto ok = [&]() -> bool {
-    while (std::getline(in, text)) {
-      ++r.line;
-      if (text.empty() || text[0] == '#') continue;
-      std::istringstream ls(text);
-      std::string key;
-      ls >> key;
-      if (!header) {
-        int version = 0;
-        if (key != "ember-optim-golden" || !(ls >> version) || version != 1)
-          return r.fail("expected the header 'ember-optim-golden 1'");
-        header = true;
-      } else if (total) {
-        return r.fail("text after the 'total' line");
-      } else if (key == "case") {
-        if (cur) return r.fail("'case' inside a case");
-        cur = &fx.cases.emplace_back();
-        if (!(ls >> cur->name)) return r.fail("case without a name");
-      } else if (!cur && key != "total") {
-        return r.fail("'" + key + "' outside a case");
-      } else if (key == "optimizer") {
-        if (!(ls >> cur->optimizer >> cur->dtype) || (cur->dtype != "f64" && cur->dtype != "f32"))
-          return r.fail("bad 'optimizer' line");
-      } else if (key == "defaults") {
-        if (!r.options(ls, cur->defaults)) return false;
-      } else if (key == "group") {
-        OptCase::Group g;
-        if (!(ls >> g.first >> g.count) || !r.options(ls, g.options)) return r.fail("bad 'group' line");
-        cur->groups.push_back(g);
-      } else if (key == "param") {
-        int i = -1, ndim = -1;
-        if (!(ls >> i >> ndim) || i != static_cast<int>(cur->shapes.size()) || ndim < 0)
-          return r.fail("bad 'param' line");
-        Shape s;
-        for (int d = 0; d < ndim; ++d) {
-          int64_t n = -1;
-          if (!(ls >> n) || n < 0) return r.fail("bad dims");
-          s.push_back(n);
-        }
-        std::vector<double> v;
-        if (!r.numbers(ls, v)) return false;
-        if (static_cast<int64_t>(v.size()) != numel_of(s)) return r.fail("value count does not match the dims");
-        cur->shapes.push_back(s);
-        cur->init.push_back(std::move(v));
-      } else if (key == "grad" || key == "value") {
-        int step = 0, i = -1;
-        if (!(ls >> step >> i) || i < 0 || i >= static_cast<int>(cur->shapes.size())) return r.fail("bad record");
-        auto& dst = key == "grad" ? cur->grads : cur->values;
-        if (!grow(dst, step)) return r.fail("bad step");
-        cur->steps = std::max(cur->steps, step);
-        std::string rest;
-        std::streampos pos = ls.tellg();
-        if (key == "grad" && (ls >> rest) && rest == "none") continue;
-        ls.clear();
-        ls.seekg(pos);
-        std::vector<double> v;
-        if (!r.numbers(ls, v)) return false;
-        if (static_cast<int64_t>(v.size()) != numel_of(cur->shapes[i])) return r.fail("value count does not match");
-        dst[step - 1][i] = std::move(v);
-      } else if (key == "end") {
-        int covered = 0;
-        for (const auto& g : cur->groups) covered += g.count;
-        if (cur->optimizer.empty() || cur->shapes.empty() || covered != static_cast<int>(cur->shapes.size()) ||
-            static_cast<int>(cur->values.size()) != cur->steps)
-          return r.fail("case " + cur->name + " is incomplete");
-        cur = nullptr;
-      } else if (key == "total") {
-        size_t n = 0;
-        if (!(ls >> n) || n != fx.cases.size()) return r.fail("'total' does not match the cases read");
-        total = true;
-      } else {
-        return r.fail("unknown record '" + key + "'");
+  auto record = [&](const std::string& key, std::istringstream& ls, int) -> std::string {
+    if (total) {
+      return "text after the 'total' line";
+    } else if (key == "case") {
+      if (cur) return "'case' inside a case";
+      cur = &fx.cases.emplace_back();
+      if (!(ls >> cur->name)) return "case without a name";
+    } else if (!cur && key != "total") {
+      return "'" + key + "' outside a case";
+    } else if (key == "optimizer") {
+      if (!(ls >> cur->optimizer >> cur->dtype) || (cur->dtype != "f64" && cur->dtype != "f32"))
+        return "bad 'optimizer' line";
+    } else if (key == "defaults") {
+      if (!parse_options(ls, cur->defaults, why)) return why;
+    } else if (key == "group") {
+      OptCase::Group g;
+      if (!(ls >> g.first >> g.count)) return "bad 'group' line";
+      if (!parse_options(ls, g.options, why)) return why;
+      cur->groups.push_back(g);
+    } else if (key == "param") {
+      int i = -1, ndim = -1;
+      if (!(ls >> i >> ndim) || i != static_cast<int>(cur->shapes.size()) || ndim < 0) return "bad 'param' line";
+      Shape s;
+      for (int d = 0; d < ndim; ++d) {
+        int64_t n = -1;
+        if (!(ls >> n) || n < 0) return "bad dims";
+        s.push_back(n);
       }
+      std::vector<double> v;
+      if (!parse_numbers(ls, v, why)) return why;
+      if (static_cast<int64_t>(v.size()) != numel_of(s)) return "value count does not match the dims";
+      cur->shapes.push_back(s);
+      cur->init.push_back(std::move(v));
+    } else if (key == "grad" || key == "value") {
+      int step = 0, i = -1;
+      if (!(ls >> step >> i) || i < 0 || i >= static_cast<int>(cur->shapes.size())) return "bad record";
+      auto& dst = key == "grad" ? cur->grads : cur->values;
+      if (!grow(dst, step)) return "bad step";
+      cur->steps = std::max(cur->steps, step);
+      std::string rest;
+      std::streampos pos = ls.tellg();
+      if (key == "grad" && (ls >> rest) && rest == "none") return "";
+      ls.clear();
+      ls.seekg(pos);
+      std::vector<double> v;
+      if (!parse_numbers(ls, v, why)) return why;
+      if (static_cast<int64_t>(v.size()) != numel_of(cur->shapes[i])) return "value count does not match";
+      dst[step - 1][i] = std::move(v);
+    } else if (key == "end") {
+      int covered = 0;
+      for (const auto& g : cur->groups) covered += g.count;
+      if (cur->optimizer.empty() || cur->shapes.empty() || covered != static_cast<int>(cur->shapes.size()) ||
+          static_cast<int>(cur->values.size()) != cur->steps)
+        return "case " + cur->name + " is incomplete";
+      cur = nullptr;
+    } else if (key == "total") {
+      size_t n = 0;
+      if (!(ls >> n) || n != fx.cases.size()) return "'total' does not match the cases read";
+      total = true;
+    } else {
+      return "unknown record '" + key + "'";
     }
-    if (!total) return r.fail("no 'total' line: the file is truncated");
-    return true;
-  }();
-  if (!ok) fx.error = r.error;
+    return "";
+  };
+  fx.error = test::read_golden(path, "ember-optim-golden", 1, record, [&]() -> std::string {
+    return total ? "" : "no 'total' line: the file is truncated";
+  });
   return fx;
 }
 
@@ -197,67 +172,52 @@ struct SchedCase {
 
 Fixture<SchedCase> load_schedulers(const std::string& path) {
   Fixture<SchedCase> fx;
-  Reader r(path);
-  std::ifstream in(path);
-  if (!in) {
-    fx.error = "cannot open " + path;
-    return fx;
-  }
-  std::string text;
-  bool header = false, total = false;
+  std::string why;
+  bool total = false;
   SchedCase* cur = nullptr;
-  auto ok = [&]() -> bool {
-    while (std::getline(in, text)) {
-      ++r.line;
-      if (text.empty() || text[0] == '#') continue;
-      std::istringstream ls(text);
-      std::string key;
-      ls >> key;
-      if (!header) {
-        int version = 0;
-        if (key != "ember-sched-golden" || !(ls >> version) || version != 1)
-          return r.fail("expected the header 'ember-sched-golden 1'");
-        header = true;
-      } else if (total) {
-        return r.fail("text after the 'total' line");
-      } else if (key == "case") {
-        if (cur) return r.fail("'case' inside a case");
-        cur = &fx.cases.emplace_back();
-        if (!(ls >> cur->name)) return r.fail("case without a name");
-      } else if (!cur && key != "total") {
-        return r.fail("'" + key + "' outside a case");
-      } else if (key == "optimizer") {
-        if (!(ls >> cur->optimizer) || !r.options(ls, cur->options)) return r.fail("bad 'optimizer' line");
-      } else if (key == "group_lrs") {
-        std::string tok;
-        while (ls >> tok) cur->group_lrs.push_back(std::strtod(tok.c_str(), nullptr));
-      } else if (key == "lr" || key == "momentum" || key == "metric") {
-        int step = -1;
-        std::vector<double> v;
-        if (!(ls >> step) || step < 0 || !r.numbers(ls, v)) return r.fail("bad '" + key + "' line");
-        if (key == "metric") {
-          if (v.size() != 1) return r.fail("a metric is one number");
-          cur->metric[step] = v[0];
-        } else {
-          if (v.size() != cur->group_lrs.size()) return r.fail("one value per group expected");
-          (key == "lr" ? cur->lr : cur->momentum)[step] = std::move(v);
-        }
-      } else if (key == "end") {
-        if (cur->optimizer.empty() || cur->group_lrs.empty() || cur->lr.size() < 2)
-          return r.fail("case " + cur->name + " is incomplete");
-        cur = nullptr;
-      } else if (key == "total") {
-        size_t n = 0;
-        if (!(ls >> n) || n != fx.cases.size()) return r.fail("'total' does not match the cases read");
-        total = true;
+  auto record = [&](const std::string& key, std::istringstream& ls, int) -> std::string {
+    if (total) {
+      return "text after the 'total' line";
+    } else if (key == "case") {
+      if (cur) return "'case' inside a case";
+      cur = &fx.cases.emplace_back();
+      if (!(ls >> cur->name)) return "case without a name";
+    } else if (!cur && key != "total") {
+      return "'" + key + "' outside a case";
+    } else if (key == "optimizer") {
+      if (!(ls >> cur->optimizer)) return "bad 'optimizer' line";
+      if (!parse_options(ls, cur->options, why)) return why;
+    } else if (key == "group_lrs") {
+      std::string tok;
+      while (ls >> tok) cur->group_lrs.push_back(std::strtod(tok.c_str(), nullptr));
+    } else if (key == "lr" || key == "momentum" || key == "metric") {
+      int step = -1;
+      std::vector<double> v;
+      if (!(ls >> step) || step < 0) return "bad '" + key + "' line";
+      if (!parse_numbers(ls, v, why)) return why;
+      if (key == "metric") {
+        if (v.size() != 1) return "a metric is one number";
+        cur->metric[step] = v[0];
       } else {
-        return r.fail("unknown record '" + key + "'");
+        if (v.size() != cur->group_lrs.size()) return "one value per group expected";
+        (key == "lr" ? cur->lr : cur->momentum)[step] = std::move(v);
       }
+    } else if (key == "end") {
+      if (cur->optimizer.empty() || cur->group_lrs.empty() || cur->lr.size() < 2)
+        return "case " + cur->name + " is incomplete";
+      cur = nullptr;
+    } else if (key == "total") {
+      size_t n = 0;
+      if (!(ls >> n) || n != fx.cases.size()) return "'total' does not match the cases read";
+      total = true;
+    } else {
+      return "unknown record '" + key + "'";
     }
-    if (!total) return r.fail("no 'total' line: the file is truncated");
-    return true;
-  }();
-  if (!ok) fx.error = r.error;
+    return "";
+  };
+  fx.error = test::read_golden(path, "ember-sched-golden", 1, record, [&]() -> std::string {
+    return total ? "" : "no 'total' line: the file is truncated";
+  });
   return fx;
 }
 
