@@ -175,6 +175,59 @@ TEST_CASE("losses: gradcheck of every loss") {
   check_grad("rms_norm", [&](const auto& x) { return nn::F::rms_norm(x[0], {4}, x[1]); }, {r({3, 4}), r({4})});
 }
 
+TEST_CASE("layer_norm's fused op equals the composite formula, forward, backward and double backward") {
+  manual_seed(41);
+  // The composite: what layer_norm computed before it was one op (and still computes for
+  // other dtypes and devices).
+  auto composite = [](const Tensor& x, int64_t k, const Tensor& w, const Tensor& b, double eps) {
+    Shape dims;
+    for (int64_t i = 0; i < k; ++i) dims.push_back(x.dim() - k + i);
+    auto [var, mean] = x.var_mean(dims, 0, true);
+    Tensor y = (x - mean) * (var + eps).rsqrt();
+    if (w.defined()) y = y * w;
+    if (b.defined()) y = y + b;
+    return y;
+  };
+  struct Case {
+    Shape x, norm;
+    bool weight, bias;
+  };
+  // 37 columns: vector bodies and scalar tails; (5, 7) normalised over two dims; no params.
+  for (const Case& c : {Case{{4, 37}, {37}, true, true}, Case{{2, 3, 5, 7}, {5, 7}, true, false},
+                        Case{{6, 16}, {16}, false, true}, Case{{3, 8}, {8}, false, false}}) {
+    for (DType dt : {DType::F32, DType::F64}) {
+      const double tol = dt == DType::F32 ? 2e-5 : 1e-12;
+      Tensor x = (randn(c.x, dt) * 3 + 1).requires_grad_();
+      Tensor w = c.weight ? randn(c.norm, dt).requires_grad_() : Tensor();
+      Tensor b = c.bias ? randn(c.norm, dt).requires_grad_() : Tensor();
+      Tensor y = nn::F::layer_norm(x, c.norm, w, b, 1e-5);
+      Tensor want = composite(x, static_cast<int64_t>(c.norm.size()), w, b, 1e-5);
+      CHECK((y - want).abs().amax().item<double>() < tol);
+      Tensor dy = randn(c.x, dt);
+      std::vector<Tensor> ins{x};
+      if (c.weight) ins.push_back(w);
+      if (c.bias) ins.push_back(b);
+      std::vector<Tensor> got = autograd::grad({y}, ins, {dy}), exp = autograd::grad({want}, ins, {dy});
+      for (size_t i = 0; i < ins.size(); ++i) CHECK((got[i] - exp[i]).abs().amax().item<double>() < tol * 10);
+    }
+  }
+  // Second order goes through the recorded formula (create_graph).
+  auto r = [](Shape s) { return randn(s, DType::F64).requires_grad_(); };
+  std::string why;
+  auto ln = [](const std::vector<Tensor>& v) { return nn::F::layer_norm(v[0], {5}, v[1], v[2]); };
+  CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(ln, {r({3, 5}), r({5}), r({5})}, {}, &why), why);
+  auto ln_plain = [](const std::vector<Tensor>& v) { return nn::F::layer_norm(v[0], {2, 3}); };
+  CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(ln_plain, {r({4, 2, 3})}, {}, &why), why);
+  // Parameters must match the normalised shape, dtype and device.
+  Tensor x = randn({2, 4});
+  CHECK_THROWS_WITH_AS(nn::F::layer_norm(x, {4}, ones({1, 4})), doctest::Contains("[layer_norm] weight of shape [1, 4]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::F::layer_norm(x, {4}, {}, ones({4}, DType::F64)), doctest::Contains("[layer_norm]"), Error);
+  // Other dtypes take the composite path and agree with the f32 result.
+  Tensor xh = randn({3, 8}).to(DType::BF16);
+  CHECK((nn::F::layer_norm(xh, {8}).to(DType::F32) - nn::F::layer_norm(xh.to(DType::F32), {8})).abs().amax().item<double>() < 0.05);
+}
+
 TEST_CASE("ctc_loss equals the sum over all alignments (brute force), and is differentiable") {
   manual_seed(11);
   const int64_t t = 4, c = 3;

@@ -15,6 +15,7 @@
 #include <ember/autograd/node.hpp>
 #include <ember/ops/conv_ops.hpp>
 #include <ember/ops/index_ops.hpp>
+#include <ember/ops/norm_ops.hpp>
 #include <ember/ops/reduction_ops.hpp>
 #include <ember/ops/view_ops.hpp>
 
@@ -61,6 +62,10 @@ struct Recorder {
   static void record(const ops::MaxPool& op, const RefPair& out, const TensorImpl& x);
   static void record(const ops::MaxPoolBackward& op, const TensorRef& out, const TensorImpl& grad,
                      const TensorImpl& indices);
+  static void record(const ops::LayerNorm& op, const ops::LayerNormResult& out, const TensorImpl& x,
+                     const TensorImpl* weight, const TensorImpl* bias);
+  static void record(const ops::LayerNormBackward& op, const ops::LayerNormGrads& out, const TensorImpl& dy,
+                     const TensorImpl& x, const TensorImpl& mean, const TensorImpl& rstd, const TensorImpl* weight);
   /// Ops whose results are never differentiable (integer or boolean outputs).
   static void record(const ops::Nonzero&, const TensorRef&, const TensorImpl&) {}
   static void record(const ops::Unique&, const std::vector<TensorRef>&, const TensorImpl&) {}

@@ -5,6 +5,7 @@
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
 #include <ember/ops/functions.hpp>
+#include <ember/ops/norm_ops.hpp>
 #include <ember/ops/shape_ops.hpp>
 
 #include <cmath>
@@ -77,6 +78,22 @@ BasicTensor<P> layer_norm(const BasicTensor<P>& x, const Shape& normalized_shape
     EMBER_CHECK(x.size(x.dim() - k + i) == normalized_shape[i],
                 "[layer_norm] input of shape {} does not end with the normalized shape {}", x.sizes(),
                 normalized_shape);
+  for (const BasicTensor<P>* p : {&weight, &bias})
+    EMBER_CHECK(!p->defined() || p->sizes() == normalized_shape,
+                "[layer_norm] {} of shape {} must have the normalized shape {}", p == &weight ? "weight" : "bias",
+                p->sizes(), normalized_shape);
+  for (const BasicTensor<P>* p : {&weight, &bias})
+    EMBER_CHECK(!p->defined() || (p->dtype() == x.dtype() && p->device() == x.device()),
+                "[layer_norm] {} is {} on {}, the input {} on {}", p == &weight ? "weight" : "bias", p->dtype(),
+                p->device(), x.dtype(), x.device());
+  if (x.device().is_cpu() && (x.dtype() == DType::F32 || x.dtype() == DType::F64)) {
+    // One fused op (ops/norm_ops.hpp); other dtypes and devices take the composite below.
+    int64_t cols = 1;
+    for (int64_t d : normalized_shape) cols *= d;
+    auto r = dispatch<P>(ops::LayerNorm{cols, eps}, x.impl(), weight.defined() ? &weight.impl() : nullptr,
+                         bias.defined() ? &bias.impl() : nullptr);
+    return BasicTensor<P>::wrap(std::move(r.y));
+  }
   Shape dims = detail::last_dims(k);
   auto [var, mean] = x.var_mean(dims, 0, true);
   BasicTensor<P> y = (x - mean) * (var + eps).rsqrt();
