@@ -428,8 +428,7 @@ EMBER_BINARY_FN(Fmin, false, {
 EMBER_BINARY_FN(Hypot, false, { return std::hypot(a, b); })
 EMBER_BINARY_FN(Copysign, false, { return std::copysign(a, b); })
 EMBER_BINARY_FN(ReluBackward, true, {
-  if constexpr (std::is_same_v<S, bool>) return a && b;
-  else return vm::select(b <= V(S(0)), V(S(0)), a);  // not (b > 0): NaN passes the gradient
+  return vm::select(b <= V(S(0)), V(S(0)), a);  // not (b > 0): NaN passes the gradient
 })
 EMBER_BINARY_FN(BitwiseAnd, false, { return static_cast<S>(a & b); })
 EMBER_BINARY_FN(BitwiseOr, false, { return static_cast<S>(a | b); })

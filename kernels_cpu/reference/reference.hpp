@@ -374,7 +374,6 @@ inline int64_t binary_int(ops::BinaryOp op, int64_t a, int64_t b, int bits, bool
       for (int64_t i = 0; i < b; ++i) r *= static_cast<u64>(a);
       return static_cast<int64_t>(r);
     }
-    case B::ReluBackward: return b <= 0 ? 0 : a;
     case B::Maximum:
     case B::Fmax: return std::max(a, b);
     case B::Minimum:

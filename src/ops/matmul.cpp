@@ -54,42 +54,20 @@ bool plan_matrices(GemmPlan& plan, const char* op, const TensorImpl& a, const Te
 
 }  // namespace
 
-GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b, const TensorImpl* c, double beta,
-                      double alpha) {
-  constexpr const char* names[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "outer", "linear"};
-  const char* op = names[static_cast<int>(kind)];
-  if (kind == MatmulKind::Linear) {
-    // The weight (n, k) is read as its transpose; a plain geometry swap, not a recorded view.
-    EMBER_CHECK(a.ndim() == 2 && b.ndim() == 2, "[linear] expects a 2-d input and a 2-d weight, got shapes {} and {}",
-                a.sizes, b.sizes);
-    EMBER_CHECK(a.sizes[1] == b.sizes[1], "[linear] input has {} features, the weight expects {} (shapes {} and {})",
-                a.sizes[1], b.sizes[1], a.sizes, b.sizes);
-    EMBER_CHECK(a.device() == b.device(), "[linear] input on {}, weight on {}", a.device(), b.device());
-    EMBER_CHECK(a.dtype == b.dtype && is_floating(a.dtype), "[linear] expects one floating dtype, got input {} and weight {}",
-                a.dtype, b.dtype);
-    if (c) {
-      const Shape out{a.sizes[0], b.sizes[0]};
-      bool fits = c->ndim() <= 2;
-      for (int64_t i = 0; fits && i < c->ndim(); ++i) {
-        const int64_t d = c->sizes[c->ndim() - 1 - i], want = out[static_cast<size_t>(1 - i)];
-        fits = d == want || d == 1;
-      }
-      EMBER_CHECK(fits, "[linear] bias of shape {} does not broadcast to the output's {}", c->sizes, out);
-      EMBER_CHECK(c->dtype == a.dtype && c->device() == a.device(), "[linear] bias is {} on {}, the input {} on {}",
-                  c->dtype, c->device(), a.dtype, a.device());
-    }
-    const int64_t sizes[2] = {b.sizes[1], b.sizes[0]}, strides[2] = {b.strides[1], b.strides[0]};
-    Ref<TensorImpl> bt = detail::make_view(b.storage, b.dtype, sizes, strides, b.offset);
-    GemmPlan plan = prepare_gemm(c ? MatmulKind::Addmm : MatmulKind::Mm, a, *bt, c, beta, alpha);
-    if (!plan.b_view) plan.b_view = std::move(bt);  // the plan reads it: keep it alive
-    return plan;
-  }
+namespace {
+
+/// The plan for every kind but Linear (which maps onto Mm/Addmm); `op` names it in errors.
+/// Out of line: prepare_gemm calls it from two places, and an inlined copy of it is 12 KB of
+/// the static footprint.
+[[gnu::noinline]] GemmPlan plan_gemm(MatmulKind kind, const char* op, const TensorImpl& a, const TensorImpl& b,
+                                     const TensorImpl* c, double beta, double alpha) {
   EMBER_CHECK(a.device() == b.device(), "[{}] expected tensors on one device, got {} and {}", op, a.device(),
               b.device());
   EMBER_CHECK(a.dtype == b.dtype, "[{}] expected one dtype, got {} and {}", op, a.dtype, b.dtype);
   EMBER_CHECK(is_floating(a.dtype), "[{}] supports floating dtypes, got {}", op, a.dtype);
   int64_t na = a.ndim(), nb = b.ndim();
   switch (kind) {
+    case MatmulKind::Linear:  // prepare_gemm maps it onto Mm/Addmm before this
     case MatmulKind::Mm:
     case MatmulKind::Addmm:
       EMBER_CHECK(na == 2 && nb == 2, "[{}] expects 2-d matrices, got shapes {} and {}", op, a.sizes, b.sizes);
@@ -211,6 +189,32 @@ GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b,
   }
   plan.result = detail::make_view(plan.out->storage, a.dtype, out_shape, contiguous_strides(out_shape), 0);
   return plan;
+}
+
+}  // namespace
+
+GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b, const TensorImpl* c, double beta,
+                      double alpha) {
+  constexpr const char* names[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "outer", "linear"};
+  const char* op = names[static_cast<int>(kind)];
+  if (kind != MatmulKind::Linear) return plan_gemm(kind, op, a, b, c, beta, alpha);
+  // The weight (n, k) is read as its transpose: a plain geometry swap, not a recorded view.
+  // Devices, dtypes and the bias are checked by plan_gemm, in linear's name.
+  EMBER_CHECK(a.ndim() == 2 && b.ndim() == 2, "[linear] expects a 2-d input and a 2-d weight, got shapes {} and {}",
+              a.sizes, b.sizes);
+  EMBER_CHECK(a.sizes[1] == b.sizes[1], "[linear] input has {} features, the weight expects {} (shapes {} and {})",
+              a.sizes[1], b.sizes[1], a.sizes, b.sizes);
+  const int64_t sizes[2] = {b.sizes[1], b.sizes[0]}, strides[2] = {b.strides[1], b.strides[0]};
+  Ref<TensorImpl> bt = detail::make_view(b.storage, b.dtype, sizes, strides, b.offset);
+  GemmPlan plan = plan_gemm(c ? MatmulKind::Addmm : MatmulKind::Mm, op, a, *bt, c, beta, alpha);
+  if (!plan.b_view) plan.b_view = std::move(bt);  // the plan reads it: keep it alive
+  return plan;
+}
+
+void check_linear_features(const TensorImpl& x, const TensorImpl& w) {
+  EMBER_CHECK(x.ndim() >= 1 && w.ndim() == 2 && x.sizes.back() == w.sizes[1],
+              "[linear] input has {} features, the weight expects {} (shapes {} and {})",
+              x.ndim() ? x.sizes.back() : 0, w.ndim() == 2 ? w.sizes[1] : 0, x.sizes, w.sizes);
 }
 
 TensorRef finish_gemm(GemmPlan& plan) { return plan.result ? std::move(plan.result) : std::move(plan.out); }

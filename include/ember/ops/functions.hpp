@@ -148,9 +148,8 @@ BasicTensor<P> linear(const BasicTensor<P>& x, const BasicTensor<P>& w, const Ba
   if (x.dim() >= 2 && w.dim() == 2) {
     const auto* bias = b.defined() ? &b.impl() : nullptr;
     if (x.dim() == 2) return BasicTensor<P>::wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Linear}, x.impl(), w.impl(), bias));
+    ops::check_linear_features(x.impl(), w.impl());
     Shape s = x.sizes();
-    EMBER_CHECK(s.back() == w.size(1), "[linear] input has {} features, the weight expects {} (shapes {} and {})",
-                s.back(), w.size(1), s, w.sizes());
     BasicTensor<P> y = BasicTensor<P>::wrap(
         dispatch<P>(ops::Matmul{ops::MatmulKind::Linear}, x.reshape({-1, s.back()}).impl(), w.impl(), bias));
     s[s.size() - 1] = w.size(0);

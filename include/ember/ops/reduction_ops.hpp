@@ -118,6 +118,9 @@ struct GemmPlan {
 enum class MatmulKind : uint8_t { Matmul, Mm, Bmm, Addmm, Baddbmm, Dot, Outer, Linear };
 GemmPlan prepare_gemm(MatmulKind kind, const TensorImpl& a, const TensorImpl& b, const TensorImpl* c,
                       double beta, double alpha);
+/// linear's check of an input of any rank against its (out, in) weight, naming the user's
+/// shapes (the product itself sees the input folded to 2-d). Compiled once, in src/.
+void check_linear_features(const TensorImpl& x, const TensorImpl& w);
 TensorRef finish_gemm(GemmPlan& plan);
 
 struct Matmul {
