@@ -382,8 +382,7 @@ void softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
               has_nan |= r[k] != r[k];
               m = std::max(m, r[k]);
             }
-            if (has_nan || std::isinf(m)) goto scalar_path;
-            {
+            if (!has_nan && !std::isinf(m)) {  // NaN or infinite lines take the scalar path below
               B mv(m), sb(C(0));
               k = 0;
               for (; k + W <= len; k += W) {
@@ -412,7 +411,6 @@ void softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
             }
           }
         }
-      scalar_path:
         C m = -std::numeric_limits<C>::infinity();
         for (int64_t k = 0; k < len; ++k) {
           C v = static_cast<C>(xp[io + k * xs]);
