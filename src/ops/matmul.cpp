@@ -34,7 +34,10 @@ bool plan_matrices(GemmPlan& plan, const char* op, const TensorImpl& a, const Te
               b.sizes[0]);
   if (!gemm_readable(m, k, a.strides[0], a.strides[1]) || !gemm_readable(k, n, b.strides[0], b.strides[1]))
     return false;
-  if (c) EMBER_CHECK(c->dtype == a.dtype, "[{}] input dtype {} differs from the matrices' {}", op, c->dtype, a.dtype);
+  if (c) {
+    EMBER_CHECK(c->dtype == a.dtype, "[{}] input dtype {} differs from the matrices' {}", op, c->dtype, a.dtype);
+    EMBER_CHECK(c->device() == a.device(), "[{}] input on {}, the matrices on {}", op, c->device(), a.device());
+  }
   const int64_t out_sizes[2] = {m, n};
   plan.out = detail::make_tensor(out_sizes, a.dtype, a.device(), op);
   plan.a = &a;  // the caller holds the inputs for the product's duration
@@ -51,10 +54,6 @@ bool plan_matrices(GemmPlan& plan, const char* op, const TensorImpl& a, const Te
   }
   return true;
 }
-
-}  // namespace
-
-namespace {
 
 /// The plan for every kind but Linear (which maps onto Mm/Addmm); `op` names it in errors.
 /// Out of line: prepare_gemm calls it from two places, and an inlined copy of it is 12 KB of
