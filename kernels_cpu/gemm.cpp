@@ -48,12 +48,9 @@ void product_block(T* c, int64_t ldc, const A& a, const B& b, int64_t r0, int64_
       Cx.noalias() += alpha * (Ax * Bb);
     }
   };
-  // A single row (batch-1 inference through Linear) as a row vector: Eigen then runs a GEMV,
-  // which reads B once in place; the general product would first copy B into packed panels.
-  // Only where batch-1 speed matters (f32, AVX2 and up): each layout's GEMV is a separate
-  // instantiation, and the baseline and f64 builds keep the static footprint small instead.
-  if (kFastPaths<T> && r1 - r0 == 1) assign(C.row(0), a.row(r0));
-  else assign(C, a.middleRows(r0, r1 - r0));
+  // Single rows in the f32 AVX2/AVX-512 builds went to gemv_columns/gemv_rows (gemm_typed);
+  // the rest is one general product (Eigen itself switches to a GEMV for one row).
+  assign(C, a.middleRows(r0, r1 - r0));
 }
 
 /// Sum of a vector's lanes. AVX-512's own reduction sequence (extract, add, shuffle) is
@@ -104,6 +101,45 @@ void gemv_columns(T* y, const T* x, const T* b, int64_t ldb, int64_t k, int64_t 
   }
 }
 
+/// y[j] = alpha * sum_i x[i * incx] * B[i, j] + beta * y[j] for j in [c0, c1), B's rows
+/// contiguous (row i at b + i * ldb): a batch-1 product with a row-major right operand (x @ W,
+/// or a Linear's input gradient). Four vectors of columns accumulate in registers over all of
+/// k, so y is written once.
+template <class T>
+void gemv_rows(T* y, const T* x, int64_t incx, const T* b, int64_t ldb, int64_t k, int64_t c0, int64_t c1, T alpha,
+               T beta) {
+  using V = xsimd::batch<T>;
+  constexpr int64_t W = static_cast<int64_t>(V::size);
+  auto finish = [&](int64_t j, const V& acc) {
+    V r = V(alpha) * acc;
+    if (beta != T(0)) r = xsimd::fma(V(beta), V::load_unaligned(y + j), r);
+    r.store_unaligned(y + j);
+  };
+  int64_t j = c0;
+  for (; j + 4 * W <= c1; j += 4 * W) {
+    V s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
+    for (int64_t i = 0; i < k; ++i) {
+      const V xv(x[i * incx]);
+      const T* bi = b + i * ldb + j;
+      s0 = xsimd::fma(xv, V::load_unaligned(bi), s0);
+      s1 = xsimd::fma(xv, V::load_unaligned(bi + W), s1);
+      s2 = xsimd::fma(xv, V::load_unaligned(bi + 2 * W), s2);
+      s3 = xsimd::fma(xv, V::load_unaligned(bi + 3 * W), s3);
+    }
+    finish(j, s0), finish(j + W, s1), finish(j + 2 * W, s2), finish(j + 3 * W, s3);
+  }
+  for (; j + W <= c1; j += W) {
+    V s(T(0));
+    for (int64_t i = 0; i < k; ++i) s = xsimd::fma(V(x[i * incx]), V::load_unaligned(b + i * ldb + j), s);
+    finish(j, s);
+  }
+  for (; j < c1; ++j) {
+    T d = T(0);
+    for (int64_t i = 0; i < k; ++i) d += x[i * incx] * b[i * ldb + j];
+    y[j] = beta == T(0) ? alpha * d : alpha * d + beta * y[j];
+  }
+}
+
 template <class T>
 void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha_d, double beta_d) {
   // Operands are (batch, rows, cols) or, for two plain matrices, (rows, cols) with one batch.
@@ -134,10 +170,16 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   const bool parallel = threads > 1 && flops * static_cast<double>(batch) > 4e6;
   const int64_t a_sr = a.strides[d], a_sc = a.strides[d + 1], b_sr = b.strides[d], b_sc = b.strides[d + 1];
   auto product = [&](int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-    if (kFastPaths<T> && r1 - r0 == 1 && (a_sc == 1 || k == 1) && (b_sr == 1 || k == 1) && (b_sc >= k || n == 1)) {
-      gemv_columns<T>(cp + bi * sc0 + r0 * ldc, ap + bi * sa0 + r0 * a_sr, bp + bi * sb0, b_sc, k, c0, c1, alpha,
-                      beta);
-      return;
+    if (kFastPaths<T> && r1 - r0 == 1) {
+      // One row (batch-1 inference): GEMV kernels that read B in place; the general product
+      // would first pack B. B with contiguous columns (a Linear's weight) takes dot products,
+      // B with contiguous rows takes scaled row sums.
+      T* y = cp + bi * sc0 + r0 * ldc;
+      const T* x = ap + bi * sa0 + r0 * a_sr;
+      const T* bm = bp + bi * sb0;
+      if ((a_sc == 1 || k == 1) && (b_sr == 1 || k == 1) && (b_sc >= k || n == 1))
+        return gemv_columns<T>(y, x, bm, b_sc, k, c0, c1, alpha, beta);
+      if (b_sc == 1 || n == 1) return gemv_rows<T>(y, x, a_sc, bm, b_sr, k, c0, c1, alpha, beta);
     }
     with_layout(ap + bi * sa0, m, k, a_sr, a_sc, [&](const auto& A) {
       with_layout(bp + bi * sb0, k, n, b_sr, b_sc, [&](const auto& B) {

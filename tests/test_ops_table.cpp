@@ -521,6 +521,8 @@ TEST_CASE("op table: matmul shapes, layouts and dtypes") {
       {{1, 64}, {64, 16}, false, true}, // GEMV: k and n whole multiples of the vector width
       {{1, 3}, {3, 5}, false, true},    // GEMV: k shorter than a vector
       {{1, 17}, {17, 33}, false, true}, // GEMV: tails in k and in n
+      {{1, 40}, {40, 83}},              // row GEMV (row-major B): 4-vector blocks, a vector, a tail
+      {{1, 40}, {40, 83}, true, false}, // the same with a strided row of A
       {{17, 33}, {33, 19}},
       {{5, 0}, {0, 3}},                 // k = 0: zeros
       {{0, 4}, {4, 3}},
