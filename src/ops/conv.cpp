@@ -65,15 +65,16 @@ struct Row {
   int64_t src, lo, hi;
 };
 
-/// Calls f(row_index, Row) for every (tap, outer output position); row_index * out[nd-1] is
-/// where the row starts in the tap-major column plane.
+/// Calls f(at, Row) for every (tap, outer output position), where `at` is where the row starts
+/// in a plane's columns: a tap's rows are contiguous (out_plane elements), and consecutive taps
+/// start `tap_stride` apart (out_plane, or N * out_plane when the batch is inside the columns).
 template <class F>
-void for_each_row(const ConvGeometry& g, const Plan& p, F&& f) {
+void for_each_row(const ConvGeometry& g, const Plan& p, int64_t tap_stride, F&& f) {
   const int last = p.nd - 1;
-  const int64_t in_last = p.in[last];
+  const int64_t in_last = p.in[last], width = p.out[last];
   std::array<int64_t, 3> k{}, o{};
-  int64_t row = 0;
   for (int64_t tap = 0; tap < p.taps; ++tap) {
+    int64_t at = tap * tap_stride;
     int64_t r = tap;
     for (int d = last; d >= 0; --d) k[d] = r % g.kernel[d], r /= g.kernel[d];
     // Innermost dim: input index = o * stride + shift, inside the input on [lo, hi).
@@ -90,7 +91,8 @@ void for_each_row(const ConvGeometry& g, const Plan& p, F&& f) {
         }
         base = base * p.in[d] + i;
       }
-      f(row++, Row{inside, base * in_last + t.start, t.lo, t.hi});
+      f(at, Row{inside, base * in_last + t.start, t.lo, t.hi});
+      at += width;
       int d = last - 1;
       while (d >= 0 && ++o[d] == p.out[d]) o[d--] = 0;
       if (d < 0) break;
@@ -98,27 +100,12 @@ void for_each_row(const ConvGeometry& g, const Plan& p, F&& f) {
   }
 }
 
-/// Where the rows of a plane's columns start, in for_each_row's order: a tap's rows are
-/// contiguous (out_plane elements); consecutive taps are `tap_stride` apart (out_plane, or
-/// N * out_plane when the batch is inside the columns). Rows are short (one output row), so
-/// the position is stepped, not divided out per row.
-struct RowCursor {
-  int64_t width, rows_per_tap, tap_stride, in_tap = 0, tap_base = 0;
-  RowCursor(const Plan& p, int64_t w, int64_t stride) : width(w), rows_per_tap(p.out_plane / w), tap_stride(stride) {}
-  int64_t next() {
-    const int64_t at = tap_base + in_tap * width;
-    if (++in_tap == rows_per_tap) in_tap = 0, tap_base += tap_stride;
-    return at;
-  }
-};
-
 template <class T>
 void im2col_plane(const ConvGeometry& g, const Plan& p, const T* in, T* cols, int64_t tap_stride) {
   const T pad = static_cast<T>(g.pad_value);
   const int64_t width = p.out[p.nd - 1], stride = g.stride[p.nd - 1];
-  RowCursor cur(p, width, tap_stride);
-  for_each_row(g, p, [&](int64_t, Row r) {
-    T* dst = cols + cur.next();
+  for_each_row(g, p, tap_stride, [&](int64_t at, Row r) {
+    T* dst = cols + at;
     if (!r.inside) {
       std::fill(dst, dst + width, pad);
       return;
@@ -136,11 +123,10 @@ void im2col_plane(const ConvGeometry& g, const Plan& p, const T* in, T* cols, in
 template <class T>
 void col2im_plane(const ConvGeometry& g, const Plan& p, const T* cols, T* out, int64_t tap_stride) {
   std::fill(out, out + p.in_plane, T(0));
-  const int64_t width = p.out[p.nd - 1], stride = g.stride[p.nd - 1];
-  RowCursor cur(p, width, tap_stride);
-  for_each_row(g, p, [&](int64_t, Row r) {
-    const T* src = cols + cur.next();
+  const int64_t stride = g.stride[p.nd - 1];
+  for_each_row(g, p, tap_stride, [&](int64_t at, Row r) {
     if (!r.inside || r.hi == r.lo) return;
+    const T* src = cols + at;
     if (stride == 1) {
       T* dst = out + r.src + r.lo;  // in bounds: window lo reads the input
       const T* s = src + r.lo;
@@ -254,6 +240,8 @@ bool is_plain_2x2(const ConvGeometry& g, const Plan& p) {
 struct PlaneBlocks {
   int64_t image, columns;
 };
+/// How far apart a plane's taps start in the columns (see for_each_row).
+int64_t tap_stride(const Plan& p, bool batch_in_columns) { return batch_in_columns ? p.n * p.out_plane : p.out_plane; }
 PlaneBlocks plane_blocks(const Plan& p, bool batch_in_columns, int64_t i) {
   if (!batch_in_columns) return {i * p.in_plane, i * p.taps * p.out_plane};
   const int64_t n = i % p.n, c = i / p.n;
@@ -304,7 +292,7 @@ TensorRef im2col_cpu(const ConvGeometry& g, const TensorImpl& x) {
     detail::parallel_for(planes, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const PlaneBlocks at = plane_blocks(p, bic, i);
-        im2col_plane(g, p, in + at.image, cols + at.columns, bic ? p.n * p.out_plane : p.out_plane);
+        im2col_plane(g, p, in + at.image, cols + at.columns, tap_stride(p, bic));
       }
     });
   };
@@ -423,7 +411,7 @@ TensorRef col2im_cpu(const ConvGeometry& g, const std::array<int64_t, 3>& spatia
     detail::parallel_for(planes, 1, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const PlaneBlocks at = plane_blocks(p, bic, i);
-        col2im_plane(g, p, in + at.columns, img + at.image, bic ? p.n * p.out_plane : p.out_plane);
+        col2im_plane(g, p, in + at.columns, img + at.image, tap_stride(p, bic));
       }
     });
   };
