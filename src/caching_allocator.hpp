@@ -59,7 +59,6 @@ class CachingAllocator {
     if (bin < bins_.size() && !bins_[bin].empty()) {
       void* p = bins_[bin].back();
       bins_[bin].pop_back();
-      cached_bytes_ -= cap;
       CacheStats::bump(stats_.cached, -static_cast<int64_t>(cap));
       CacheStats::bump(stats_.count, 1);
       counters_->on_use(static_cast<int64_t>(cap));
@@ -80,7 +79,7 @@ class CachingAllocator {
   /// Blocks beyond `limit` cached bytes go back to the system instead of into a bin.
   void deallocate(Block b, size_t limit = SIZE_MAX) noexcept {
     counters_->in_use.fetch_sub(static_cast<int64_t>(b.capacity), std::memory_order_relaxed);
-    if (cached_bytes_ + b.capacity > limit) {
+    if (cached_bytes() + b.capacity > limit) {
       free_(b.ptr, b.capacity);
       return;
     }
@@ -96,12 +95,11 @@ class CachingAllocator {
       return;
     }
 #endif  // without exceptions a failed allocation here terminates, as everywhere else
-    cached_bytes_ += b.capacity;
     CacheStats::bump(stats_.cached, static_cast<int64_t>(b.capacity));
   }
 
   /// Bytes in this cache's bins.
-  size_t cached_bytes() const { return cached_bytes_; }
+  size_t cached_bytes() const { return static_cast<size_t>(stats_.cached.load(std::memory_order_relaxed)); }
   /// This cache's figures, readable from any thread.
   const CacheStats& stats() const { return stats_; }
 
@@ -111,7 +109,6 @@ class CachingAllocator {
       for (void* p : bins_[bin]) {
         free_(p, cap);
         CacheStats::bump(stats_.cached, -static_cast<int64_t>(cap));
-        cached_bytes_ -= cap;
       }
       bins_[bin].clear();
     }
@@ -138,7 +135,6 @@ class CachingAllocator {
   SysFree free_;
   DeviceCounters* counters_;
   std::vector<std::vector<void*>> bins_;
-  size_t cached_bytes_ = 0;
   CacheStats stats_;
 };
 
