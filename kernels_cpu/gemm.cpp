@@ -64,6 +64,12 @@ T lane_sum(const xsimd::batch<T>& v) {
   return xsimd::hadd(v);
 }
 
+/// y = alpha * d + beta * y, with y not read when beta is 0 (BLAS: C may hold garbage then).
+template <class T>
+void store_scaled(T& y, T alpha, T d, T beta) {
+  y = beta == T(0) ? alpha * d : alpha * d + beta * y;
+}
+
 /// y[j] = alpha * dot(x, B[:, j]) + beta * y[j] for j in [c0, c1), B's columns contiguous
 /// (column j at b + j * ldb): a batch-1 Linear, whose weight rows are these columns. Four
 /// columns share each load of x. Measured on the 64-256-256-8 MLP's weights (L2-resident):
@@ -74,7 +80,7 @@ void gemv_columns(T* y, const T* x, const T* b, int64_t ldb, int64_t k, int64_t 
   using V = xsimd::batch<T>;
   constexpr int64_t W = static_cast<int64_t>(V::size);
   const int64_t kv = k / W * W;
-  auto finish = [&](int64_t j, T dot) { y[j] = beta == T(0) ? alpha * dot : alpha * dot + beta * y[j]; };
+  auto finish = [&](int64_t j, T dot) { store_scaled(y[j], alpha, dot, beta); };
   int64_t j = c0;
   for (; j + 4 <= c1; j += 4) {
     const T* b0 = b + j * ldb;
@@ -136,7 +142,7 @@ void gemv_rows(T* y, const T* x, int64_t incx, const T* b, int64_t ldb, int64_t 
   for (; j < c1; ++j) {
     T d = T(0);
     for (int64_t i = 0; i < k; ++i) d += x[i * incx] * b[i * ldb + j];
-    y[j] = beta == T(0) ? alpha * d : alpha * d + beta * y[j];
+    store_scaled(y[j], alpha, d, beta);
   }
 }
 

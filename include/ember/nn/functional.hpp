@@ -78,14 +78,14 @@ BasicTensor<P> layer_norm(const BasicTensor<P>& x, const Shape& normalized_shape
     EMBER_CHECK(x.size(x.dim() - k + i) == normalized_shape[i],
                 "[layer_norm] input of shape {} does not end with the normalized shape {}", x.sizes(),
                 normalized_shape);
-  for (const BasicTensor<P>* p : {&weight, &bias})
-    EMBER_CHECK(!p->defined() || p->sizes() == normalized_shape,
-                "[layer_norm] {} of shape {} must have the normalized shape {}", p == &weight ? "weight" : "bias",
+  for (const BasicTensor<P>* p : {&weight, &bias}) {
+    if (!p->defined()) continue;
+    const char* what = p == &weight ? "weight" : "bias";
+    EMBER_CHECK(p->sizes() == normalized_shape, "[layer_norm] {} of shape {} must have the normalized shape {}", what,
                 p->sizes(), normalized_shape);
-  for (const BasicTensor<P>* p : {&weight, &bias})
-    EMBER_CHECK(!p->defined() || (p->dtype() == x.dtype() && p->device() == x.device()),
-                "[layer_norm] {} is {} on {}, the input {} on {}", p == &weight ? "weight" : "bias", p->dtype(),
-                p->device(), x.dtype(), x.device());
+    EMBER_CHECK(p->dtype() == x.dtype() && p->device() == x.device(), "[layer_norm] {} is {} on {}, the input {} on {}",
+                what, p->dtype(), p->device(), x.dtype(), x.device());
+  }
   if (x.device().is_cpu() && (x.dtype() == DType::F32 || x.dtype() == DType::F64)) {
     // One fused op (ops/norm_ops.hpp); other dtypes and devices take the composite below.
     int64_t cols = 1;

@@ -13,7 +13,7 @@ namespace ember::ops {
 
 /// Rows of `cols` elements (the normalised trailing dims of x, contiguous): y = (x - mean) *
 /// rstd [* weight] [+ bias], with rstd = 1 / sqrt(biased var + eps). mean and rstd (one per
-/// row, x's dtype, shaped like x's leading dims) are kept for the derivative.
+/// row: 1-d of x.numel / cols, x's dtype) are kept for the derivative.
 struct LayerNormResult {
   TensorRef y, mean, rstd;
 };
