@@ -87,6 +87,15 @@ int64_t numel_of(const Shape& s) {
   return n;
 }
 
+/// The closing "total N" record of both optimiser fixtures: N must be the number of cases read
+/// (a truncated file must not pass as a smaller one).
+std::string read_total(std::istringstream& ls, size_t cases, bool& total) {
+  size_t n = 0;
+  if (!(ls >> n) || n != cases) return "'total' does not match the cases read";
+  total = true;
+  return "";
+}
+
 Fixture<OptCase> load_optimizers(const std::string& path) {
   Fixture<OptCase> fx;
   std::string why;
@@ -148,17 +157,13 @@ Fixture<OptCase> load_optimizers(const std::string& path) {
         return "case " + cur->name + " is incomplete";
       cur = nullptr;
     } else if (key == "total") {
-      size_t n = 0;
-      if (!(ls >> n) || n != fx.cases.size()) return "'total' does not match the cases read";
-      total = true;
+      return read_total(ls, fx.cases.size(), total);
     } else {
       return "unknown record '" + key + "'";
     }
     return "";
   };
-  fx.error = test::read_golden(path, "ember-optim-golden", 1, record, [&]() -> std::string {
-    return total ? "" : "no 'total' line: the file is truncated";
-  });
+  fx.error = test::read_golden(path, "ember-optim-golden", 1, record, [&] { return total ? "" : std::string("no 'total' line: the file is truncated"); });
   return fx;
 }
 
@@ -207,17 +212,13 @@ Fixture<SchedCase> load_schedulers(const std::string& path) {
         return "case " + cur->name + " is incomplete";
       cur = nullptr;
     } else if (key == "total") {
-      size_t n = 0;
-      if (!(ls >> n) || n != fx.cases.size()) return "'total' does not match the cases read";
-      total = true;
+      return read_total(ls, fx.cases.size(), total);
     } else {
       return "unknown record '" + key + "'";
     }
     return "";
   };
-  fx.error = test::read_golden(path, "ember-sched-golden", 1, record, [&]() -> std::string {
-    return total ? "" : "no 'total' line: the file is truncated";
-  });
+  fx.error = test::read_golden(path, "ember-sched-golden", 1, record, [&] { return total ? "" : std::string("no 'total' line: the file is truncated"); });
   return fx;
 }
 
