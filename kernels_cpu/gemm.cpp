@@ -12,6 +12,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__AVX2__)
+#include "gemm_packed.hpp"
+#endif
+
 namespace ember::cpu::EMBER_CPU_ARCH {
 namespace {
 
@@ -187,11 +191,20 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
         return gemv_columns<T>(y, x, bm, b_sc, k, c0, c1, alpha, beta);
       if (b_sc == 1 || n == 1) return gemv_rows<T>(y, x, a_sc, bm, b_sr, k, c0, c1, alpha, beta);
     }
-    with_layout(ap + bi * sa0, m, k, a_sr, a_sc, [&](const auto& A) {
-      with_layout(bp + bi * sb0, k, n, b_sr, b_sc, [&](const auto& B) {
-        product_block<T>(cp + bi * sc0, ldc, A, B, r0, r1, c0, c1, alpha, beta);
+#if defined(__AVX2__)
+    if constexpr (kFastPaths<T>) {
+      return packed_gemm::sgemm(r1 - r0, c1 - c0, k, {ap + bi * sa0 + r0 * a_sr, a_sr, a_sc},
+                                {bp + bi * sb0 + c0 * b_sc, b_sr, b_sc}, cp + bi * sc0 + r0 * ldc + c0, ldc, alpha,
+                                beta, 1);
+    } else
+#endif
+    {
+      with_layout(ap + bi * sa0, m, k, a_sr, a_sc, [&](const auto& A) {
+        with_layout(bp + bi * sb0, k, n, b_sr, b_sc, [&](const auto& B) {
+          product_block<T>(cp + bi * sc0, ldc, A, B, r0, r1, c0, c1, alpha, beta);
+        });
       });
-    });
+    }
   };
   if (parallel && batch >= threads) {
     // Many products (a batched matmul, a convolution's samples): one whole product per task.
@@ -200,6 +213,16 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
     });
     return;
   }
+#if defined(__AVX2__)
+  if constexpr (kFastPaths<T>) {
+    if (m > 1) {  // Ember's packed GEMM splits one product over the threads itself
+      for (int64_t bi = 0; bi < batch; ++bi)
+        packed_gemm::sgemm(m, n, k, {ap + bi * sa0, a_sr, a_sc}, {bp + bi * sb0, b_sr, b_sc}, cp + bi * sc0, ldc,
+                           alpha, beta, parallel ? threads : 1);
+      return;
+    }
+  }
+#endif
   for (int64_t bi = 0; bi < batch; ++bi) {
     if (!parallel || flops < 4e6 || (m < 64 && n < 64)) {
       product(bi, 0, m, 0, n);

@@ -1,0 +1,351 @@
+#pragma once
+// Ember's own f32 GEMM for the AVX2 and AVX-512 builds: C = alpha * A @ B + beta * C with C
+// row-major and A, B of any strides. Included by gemm.cpp inside its per-ISA namespace.
+//
+// The structure is the usual one of packed GEMMs (Goto's algorithm, as in BLIS and OpenBLAS):
+// A is copied into panels of MR rows and B into panels of NR columns, each laid out in the
+// order the micro-kernel reads them, and the micro-kernel keeps an MR x NR tile of C in
+// registers for a whole KC-long slice of the inner dimension. Loop order (outer to inner):
+//   row chunk of A (packed once, shared by all threads) -> task (rows x columns of C)
+//   -> KC slice (the task packs its KC x NC block of B, L2-sized) -> MR panel of A (stays in
+//   L1) -> NR panel of B (streams from L2) -> micro-kernel.
+// Why not Eigen's product (still used for f64 and the baseline build): measured in
+// docs/benchmarks.md, Eigen's f32 kernels lose 10-25% on the shapes of small models' training
+// steps (few output rows, long inner dimensions, transposed operands, batches of small
+// products), and its 2048-square product runs ~15% below OpenBLAS.
+
+#include <ember/runtime/threading.hpp>
+
+#include <xsimd/xsimd.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+// Inside the per-ISA namespace: each build's copy is its own symbol (Note [One definition per
+// instruction set] in kernels_cpu/meson.build).
+namespace ember::cpu::EMBER_CPU_ARCH::packed_gemm {
+
+using V = xsimd::batch<float>;
+constexpr int64_t W = static_cast<int64_t>(V::size);
+
+/// Floats of B per packed block (1 MiB, within L2); its width NC is this over KC.
+constexpr int64_t kPackedBFloats = int64_t(1) << 18;
+#ifndef EMBER_GEMM_KC_MAX
+#define EMBER_GEMM_KC_MAX 512
+#endif
+
+/// Inner-dimension slice KC: an A panel (MR x KC) stays in L1 while B panels stream past it,
+/// and C is read and written once per slice. Inner dimensions up to 512 are one slice;
+/// longer ones are cut into equal slices of about 256 (multiples of 8 for the 8 x 8 packing).
+inline int64_t slice_length(int64_t k) {
+  if (k <= EMBER_GEMM_KC_MAX) return k;
+#ifndef EMBER_GEMM_KC_TARGET
+#define EMBER_GEMM_KC_TARGET 512
+#endif
+  const int64_t slices = (k + EMBER_GEMM_KC_TARGET - 1) / EMBER_GEMM_KC_TARGET;
+  return ((k + slices - 1) / slices + 7) / 8 * 8;
+}
+/// Packed A is kept whole for up to this many floats (8 MiB); taller A goes in row chunks.
+constexpr int64_t kPackedAFloats = int64_t(2) << 20;
+
+/// An operand: element (i, j) at p[i * sr + j * sc].
+struct Operand {
+  const float* p;
+  int64_t sr, sc;
+};
+
+using Buffer = std::vector<float, xsimd::aligned_allocator<float, 64>>;
+
+/// Grows a buffer that is reused across calls, so a warmed-up loop allocates nothing.
+inline float* reserve(Buffer& b, int64_t n) {
+  if (static_cast<int64_t>(b.size()) < n) b.resize(static_cast<size_t>(n));
+  return b.data();
+}
+
+/// C tile (mr x nr valid of MR x NR) = alpha * acc + beta * C; C is not read when beta is 0
+/// (BLAS semantics: it may hold garbage or NaN then).
+template <int MR, int NV>
+inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta) {
+  const V va(alpha);
+  if (mr == MR && nr == NV * W) {
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NV; ++j) {
+        float* cp = c + i * ldc + j * W;
+        V r = acc[i][j] * va;
+        if (beta != 0.f) r = xsimd::fma(V(beta), V::load_unaligned(cp), r);
+        r.store_unaligned(cp);
+      }
+    return;
+  }
+  alignas(64) float tmp[MR][NV * W];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NV; ++j) acc[i][j].store_aligned(&tmp[i][j * W]);
+  for (int64_t i = 0; i < mr; ++i)
+    for (int64_t j = 0; j < nr; ++j) {
+      float& y = c[i * ldc + j];
+      y = beta == 0.f ? alpha * tmp[i][j] : alpha * tmp[i][j] + beta * y;
+    }
+}
+
+/// The micro-kernel: an MR x (NV vectors) tile of C over kc steps of packed A (MR floats per
+/// step) and packed B (NV vectors per step). MR * NV accumulators plus NV loaded vectors fit
+/// the register file (AVX-512: 6 x 4 or 12 x 2 of 32 registers; AVX2: 6 x 2 of 16).
+template <int MR, int NV>
+void micro_kernel(int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c, int64_t ldc,
+                  int64_t mr, int64_t nr, float alpha, float beta) {
+  V acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NV; ++j) acc[i][j] = V(0.f);
+  for (int64_t p = 0; p < kc; ++p) {
+    V b[NV];
+    for (int j = 0; j < NV; ++j) b[j] = V::load_aligned(bp + j * W);
+    for (int i = 0; i < MR; ++i) {
+      const V a(ap[i]);
+      for (int j = 0; j < NV; ++j) acc[i][j] = xsimd::fma(a, b[j], acc[i][j]);
+    }
+    ap += MR;
+    bp += NV * W;
+  }
+  store_tile<MR, NV>(acc, c, ldc, mr, nr, alpha, beta);
+}
+
+/// Transposes an 8 x 8 block held in eight 256-bit rows (AVX, present in both builds that use
+/// this GEMM): packing a row-major A, or a B with contiguous columns, is a transpose, and
+/// doing it 8 x 8 in registers is ~2x faster than element by element (which cost ~20% of a
+/// 1024x128x384 product).
+inline void transpose8x8(__m256 (&r)[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20), r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20), r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r[4] = _mm256_permute2f128_ps(s0, s4, 0x31), r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r[6] = _mm256_permute2f128_ps(s2, s6, 0x31), r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/// Stores the first `count` (< 8) lanes of v. AVX-512's masked store is an ordinary store;
+/// AVX2's vmaskmovps is several times slower, but only that build's edge panels use it.
+inline void store_first(float* p, __m256 v, int64_t count) {
+#if defined(__AVX512VL__)
+  _mm256_mask_storeu_ps(p, static_cast<__mmask8>((1u << count) - 1), v);
+#else
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  _mm256_maskstore_ps(p, mask, v);
+#endif
+}
+
+/// Loads the first `count` (< 8) lanes from p, zero in the rest; never reads past them.
+inline __m256 load_first(const float* p, int64_t count) {
+#if defined(__AVX512VL__)
+  return _mm256_maskz_loadu_ps(static_cast<__mmask8>((1u << count) - 1), p);
+#else
+  return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
+                                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+#endif
+}
+
+/// For p in [0, 8 * (kc / 8)): out[p * ld + q] = src[q * stride + p] for q < count (<= 8):
+/// `count` contiguous source rows written interleaved, 8 x 8 blocks at a time. Returns the
+/// number of p done (the caller finishes the rest).
+inline int64_t transpose_rows(const float* src, int64_t stride, int64_t count, int64_t kc, float* out, int64_t ld) {
+  int64_t p = 0;
+  for (; p + 8 <= kc; p += 8) {
+    __m256 r[8];
+    for (int64_t q = 0; q < 8; ++q) r[q] = q < count ? _mm256_loadu_ps(src + q * stride + p) : _mm256_setzero_ps();
+    transpose8x8(r);
+    if (count == 8)
+      for (int64_t q = 0; q < 8; ++q) _mm256_storeu_ps(out + (p + q) * ld, r[q]);
+    else
+      for (int64_t q = 0; q < 8; ++q) store_first(out + (p + q) * ld, r[q], count);
+  }
+  return p;
+}
+
+/// Packs rows [i0, i0 + rows) x inner [p0, p0 + kc) of A as out[p * MR + i], zero-padding
+/// rows to MR.
+template <int MR>
+void pack_a_panel(const Operand& a, int64_t i0, int64_t rows, int64_t p0, int64_t kc, float* out) {
+  const float* base = a.p + i0 * a.sr + p0 * a.sc;
+  if (rows == MR && a.sc == 1) {  // row-major A: 8 x 8 transposes, then the odd tail of kc
+    int64_t done = 0;
+    for (int64_t g = 0; g < MR; g += 8)
+      done = transpose_rows(base + g * a.sr, a.sr, std::min<int64_t>(8, MR - g), kc, out + g, MR);
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t p = done; p < kc; ++p) out[p * MR + i] = base[i * a.sr + p];
+    return;
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* src = base + i * a.sr;
+    if (a.sc == 1)
+      for (int64_t p = 0; p < kc; ++p) out[p * MR + i] = src[p];
+    else
+      for (int64_t p = 0; p < kc; ++p) out[p * MR + i] = src[p * a.sc];
+  }
+  for (int64_t i = rows; i < MR; ++i)
+    for (int64_t p = 0; p < kc; ++p) out[p * MR + i] = 0.f;
+}
+
+/// Packs `count` consecutive panels (rows [i0, i0 + rows), panel q at out + q * MR * kc).
+/// A transposed A (rows contiguous) is packed a step of the inner dimension at a time across
+/// all the panels: its steps are a row stride apart, often a multiple of 2 KiB, so a panel at a
+/// time would read each cache line once per panel through a handful of L1 sets (~20% of a
+/// 512x128x1024 product); across panels each line is read once.
+template <int MR>
+void pack_a_panels(const Operand& a, int64_t i0, int64_t rows, int64_t p0, int64_t kc, float* out, int64_t count) {
+  if (a.sr != 1 || a.sc == 1) {
+    for (int64_t q = 0; q < count; ++q)
+      pack_a_panel<MR>(a, i0 + q * MR, std::min<int64_t>(MR, rows - q * MR), p0, kc, out + q * MR * kc);
+    return;
+  }
+  const float* base = a.p + i0 + p0 * a.sc;
+  for (int64_t p = 0; p < kc; ++p) {
+    const float* src = base + p * a.sc;
+    for (int64_t q = 0; q < count; ++q) {
+      float* dst = out + q * MR * kc + p * MR;
+      const int64_t r = std::min<int64_t>(MR, rows - q * MR);
+      for (int64_t i = 0; i < MR; i += 8) {
+        const int64_t valid = std::clamp<int64_t>(r - i, 0, 8);
+        const __m256 v = valid == 8 ? _mm256_loadu_ps(src + q * MR + i) : load_first(src + q * MR + i, valid);
+        if (i + 8 <= MR) _mm256_storeu_ps(dst + i, v);
+        else store_first(dst + i, v, MR - i);
+      }
+    }
+  }
+}
+
+/// Packs inner [p0, p0 + kc) x columns [j0, j0 + cols) of B as out[p * NR + j], zero-padding
+/// columns to NR.
+template <int NR>
+void pack_b_panel(const Operand& b, int64_t p0, int64_t kc, int64_t j0, int64_t cols, float* out) {
+  const float* base = b.p + p0 * b.sr + j0 * b.sc;
+  if (cols == NR && b.sc == 1) {  // row-major B: vector copies
+    for (int64_t p = 0; p < kc; ++p)
+      for (int64_t j = 0; j < NR; j += W) V::load_unaligned(base + p * b.sr + j).store_aligned(out + p * NR + j);
+    return;
+  }
+  // Transposed B (a Linear's weight, or a convolution's columns in its weight gradient) has
+  // contiguous columns. Reading all NR columns at once would be NR concurrent streams (more
+  // than the prefetchers follow, and at power-of-two-ish strides a few cache sets), and one
+  // column at a time would touch every line of the 64 KiB panel per column; so 16 columns
+  // at a time, each step writing one line of the panel.
+  constexpr int64_t kGroup = 16;
+  for (int64_t j0g = 0; j0g < cols; j0g += kGroup) {
+    const int64_t g = std::min(kGroup, cols - j0g);
+    const float* src = base + j0g * b.sc;
+    if (g == kGroup && b.sr == 1) {
+      int64_t done = 0;
+      for (int64_t j = 0; j < kGroup; j += 8) done = transpose_rows(src + j * b.sc, b.sc, 8, kc, out + j0g + j, NR);
+      for (int64_t p = done; p < kc; ++p)
+        for (int64_t j = 0; j < kGroup; ++j) out[p * NR + j0g + j] = src[j * b.sc + p];
+    } else {
+      for (int64_t p = 0; p < kc; ++p)
+        for (int64_t j = 0; j < g; ++j) out[p * NR + j0g + j] = src[j * b.sc + p * b.sr];
+    }
+  }
+  for (int64_t j = cols; j < NR; ++j)
+    for (int64_t p = 0; p < kc; ++p) out[p * NR + j] = 0.f;
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// C[m x n] (row stride ldc) = alpha * A @ B + beta * C, with tile shape MR x NV vectors.
+/// `threads` > 1 splits the product into tasks over Ember's pool.
+template <int MR, int NV>
+void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64_t ldc, float alpha, float beta,
+          int threads) {
+  constexpr int64_t NR = NV * W;
+  const int64_t KC = slice_length(k), kblocks = ceil_div(k, KC);
+  const int64_t NC = std::max<int64_t>(NR, kPackedBFloats / KC / NR * NR);
+  // Packed A of a row chunk: for each KC slice, its panels one after another; slice kb starts
+  // at kb * KC * (panels * MR) because every slice before the last is KC long.
+  const int64_t chunk_panels = std::max<int64_t>(1, kPackedAFloats / (MR * std::max<int64_t>(k, 1)));
+  static thread_local Buffer a_buffer;
+  for (int64_t r0 = 0; r0 < m; r0 += chunk_panels * MR) {
+    const int64_t rows = std::min(m - r0, chunk_panels * MR);
+    const int64_t panels = ceil_div(rows, MR);
+    float* ap = reserve(a_buffer, panels * MR * k);
+    auto a_panel = [&](int64_t kb, int64_t panel) {
+      const int64_t kc = std::min(KC, k - kb * KC);
+      return ap + kb * KC * panels * MR + panel * MR * kc;
+    };
+    // Packing tasks: one KC slice of up to 8 panels each.
+    constexpr int64_t kGroup = 8;
+    const int64_t groups = ceil_div(panels, kGroup);
+    auto pack_a = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t kb = t / groups, panel = t % groups * kGroup;
+        pack_a_panels<MR>(a, r0 + panel * MR, rows - panel * MR, kb * KC, std::min(KC, k - kb * KC),
+                          a_panel(kb, panel), std::min(kGroup, panels - panel));
+      }
+    };
+    // Tasks: column blocks of at most NC, narrowed so that every thread gets one; when C is
+    // too narrow for that, row blocks too (each packs its own copy of its B block).
+    int64_t width = std::min(NC, ceil_div(n, NR) * NR);
+    int64_t row_tasks = 1;
+    if (threads > 1) {
+      if (ceil_div(n, width) < threads) width = std::max(NR, ceil_div(ceil_div(n, threads), NR) * NR);
+      const int64_t col_tasks = ceil_div(n, width);
+      if (col_tasks < threads) row_tasks = std::min(panels, ceil_div(threads, col_tasks));
+    }
+    const int64_t col_tasks = ceil_div(n, width), panels_per_task = ceil_div(panels, row_tasks);
+    row_tasks = ceil_div(panels, panels_per_task);
+    auto compute = [&](int64_t t0, int64_t t1) {
+      static thread_local Buffer b_buffer;
+      float* bp = reserve(b_buffer, KC * ceil_div(width, NR) * NR);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t pa = (t / col_tasks) * panels_per_task, pb = std::min(panels, pa + panels_per_task);
+        const int64_t j0 = (t % col_tasks) * width, j1 = std::min(n, j0 + width);
+        for (int64_t kb = 0; kb < kblocks; ++kb) {
+          const int64_t kc = std::min(KC, k - kb * KC);
+          for (int64_t j = j0; j < j1; j += NR)
+            pack_b_panel<NR>(b, kb * KC, kc, j, std::min(NR, j1 - j), bp + (j - j0) * kc);
+          const float beta_k = kb == 0 ? beta : 1.f;
+          for (int64_t panel = pa; panel < pb; ++panel) {
+            const int64_t i = panel * MR, mr = std::min<int64_t>(MR, rows - i);
+            const float* apanel = a_panel(kb, panel);
+            for (int64_t j = j0; j < j1; j += NR)
+              micro_kernel<MR, NV>(kc, apanel, bp + (j - j0) * kc, c + (r0 + i) * ldc + j, ldc, mr,
+                                   std::min(NR, j1 - j), alpha, beta_k);
+          }
+        }
+      }
+    };
+    const int64_t tasks = row_tasks * col_tasks;
+    if (threads > 1 && tasks > 1) {
+      ember::detail::parallel_for(groups * kblocks, std::max<int64_t>(1, ceil_div(groups * kblocks, threads)),
+                                  [&](int64_t t0, int64_t t1) { pack_a(t0, t1); });
+      ember::detail::parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) { compute(t0, t1); });
+    } else {
+      pack_a(0, groups * kblocks);
+      compute(0, tasks);
+    }
+  }
+}
+
+/// Chooses the tile shape: the one that pads C least (ties go to the wider tile, whose
+/// micro-kernel loads fewer broadcasts per FMA).
+inline void sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64_t ldc, float alpha,
+                  float beta, int threads) {
+  if (m == 0 || n == 0) return;
+#if defined(__AVX512F__)
+  // Padded area of C per tile shape, the cheaper shapes first; 8 x 2 has too few
+  // accumulators to be as fast per FMA, so it must save a quarter of the area to be chosen.
+  const int64_t wide = ceil_div(m, 6) * 6 * ceil_div(n, 4 * W) * 4 * W;
+  const int64_t tall = ceil_div(m, 12) * 12 * ceil_div(n, 2 * W) * 2 * W;
+  const int64_t small = ceil_div(m, 8) * 8 * ceil_div(n, 2 * W) * 2 * W;
+  if (small * 4 < std::min(wide, tall) * 3) return gemm<8, 2>(m, n, k, a, b, c, ldc, alpha, beta, threads);
+  if (tall < wide) return gemm<12, 2>(m, n, k, a, b, c, ldc, alpha, beta, threads);
+  return gemm<6, 4>(m, n, k, a, b, c, ldc, alpha, beta, threads);
+#else
+  return gemm<6, 2>(m, n, k, a, b, c, ldc, alpha, beta, threads);
+#endif
+}
+
+}  // namespace ember::cpu::EMBER_CPU_ARCH::packed_gemm
