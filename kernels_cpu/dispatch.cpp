@@ -7,15 +7,28 @@
 #include <ember/dispatch/kernels.hpp>
 #include <ember/runtime/log.hpp>
 
+#include <cstdlib>
+#include <string_view>
+
 namespace ember::detail {
 namespace {
 
 enum class Isa : uint8_t { Base, Avx2 };
 
+/// EMBER_MAX_CPU_ISA=base|avx2|avx512 caps the build chosen (like oneDNN's ONEDNN_MAX_CPU_ISA):
+/// it lets one machine run the tests through every build, and lets a user rule out a build.
+/// Read once, at the first kernel call.
+int max_isa_level() {
+  const char* v = std::getenv("EMBER_MAX_CPU_ISA");
+  if (!v) return 2;
+  const std::string_view s(v);
+  return s == "base" ? 0 : s == "avx2" ? 1 : 2;
+}
+
 Isa detect() {
 #if defined(EMBER_HAVE_AVX2_BUILD)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  if (max_isa_level() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     log(LogLevel::Info, "CPU kernels: AVX2+FMA build");
     return Isa::Avx2;
   }
@@ -32,7 +45,7 @@ inline Isa isa() {
 #if defined(EMBER_HAVE_AVX512_GEMM_BUILD)
 bool detect_avx512() {
   __builtin_cpu_init();
-  bool yes = isa() == Isa::Avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+  bool yes = isa() == Isa::Avx2 && max_isa_level() >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
   if (yes) log(LogLevel::Info, "CPU kernels: AVX-512 GEMM");
   return yes;
