@@ -4,6 +4,7 @@
 /// or hand Ember your engine's executor with `set_executor`, and it will start none.
 
 #include <cstdint>
+#include <type_traits>
 
 namespace ember {
 
@@ -29,7 +30,9 @@ void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void* ctx, int
 
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {
-  parallel_for(n, grain, &f, [](void* c, int64_t b, int64_t e) { (*static_cast<F*>(c))(b, e); });
+  using Fn = std::remove_reference_t<F>;  // lvalue callables too
+  parallel_for(n, grain, const_cast<void*>(static_cast<const void*>(&f)),
+               [](void* c, int64_t b, int64_t e) { (*static_cast<Fn*>(c))(b, e); });
 }
 }  // namespace detail
 
