@@ -88,12 +88,15 @@ inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int6
     }
 }
 
-/// The micro-kernel: an MR x (NV vectors) tile of C over kc steps of packed A (MR floats per
-/// step) and packed B (NV vectors per step). MR * NV accumulators plus NV loaded vectors fit
-/// the register file (AVX-512: 6 x 4 or 12 x 2 of 32 registers; AVX2: 6 x 2 of 16).
-template <int MR, int NV>
-void micro_kernel(int64_t kc, const float* __restrict ap, const float* __restrict bp, float* c, int64_t ldc,
-                  int64_t mr, int64_t nr, float alpha, float beta) {
+/// The micro-kernel: an MR x (NV vectors) tile of C over kc steps of A (MR floats per step)
+/// and packed B (NV vectors per step). MR * NV accumulators plus NV loaded vectors fit the
+/// register file (AVX-512: 6 x 4, 12 x 2 or 8 x 2 of 32 registers; AVX2: 6 x 2 of 16).
+/// A is either packed (step p at ap + p * MR) or read in place from a row-major A (row i at
+/// ap + i * lda, kDirectA): the broadcasts read MR rows as MR sequential streams, and the rows'
+/// KC-long segments stay in L1 across the B panels just as a packed panel would.
+template <int MR, int NV, bool kDirectA>
+void micro_kernel(int64_t kc, const float* __restrict ap, int64_t lda, const float* __restrict bp, float* c,
+                  int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta) {
   V acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NV; ++j) acc[i][j] = V(0.f);
@@ -101,10 +104,9 @@ void micro_kernel(int64_t kc, const float* __restrict ap, const float* __restric
     V b[NV];
     for (int j = 0; j < NV; ++j) b[j] = V::load_aligned(bp + j * W);
     for (int i = 0; i < MR; ++i) {
-      const V a(ap[i]);
+      const V a(kDirectA ? ap[i * lda + p] : ap[p * MR + i]);
       for (int j = 0; j < NV; ++j) acc[i][j] = xsimd::fma(a, b[j], acc[i][j]);
     }
-    ap += MR;
     bp += NV * W;
   }
   store_tile<MR, NV>(acc, c, ldc, mr, nr, alpha, beta);
@@ -265,12 +267,17 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
   const int64_t NC = std::max<int64_t>(NR, kPackedBFloats / KC / NR * NR);
   // Packed A of a row chunk: for each KC slice, its panels one after another; slice kb starts
   // at kb * KC * (panels * MR) because every slice before the last is KC long.
-  const int64_t chunk_panels = std::max<int64_t>(1, kPackedAFloats / (MR * std::max<int64_t>(k, 1)));
+  // A row-major A is read in place (micro_kernel's kDirectA) except for a last, partial panel,
+  // which each task packs with zero rows. Packing a row-major A cost ~8% of the transformer
+  // benchmark's step, where C has only 128 columns to spread it over.
+  const bool direct = a.sc == 1;
+  const int64_t chunk_panels =
+      direct ? ceil_div(m, MR) : std::max<int64_t>(1, kPackedAFloats / (MR * std::max<int64_t>(k, 1)));
   static thread_local Buffer a_buffer;
   for (int64_t r0 = 0; r0 < m; r0 += chunk_panels * MR) {
     const int64_t rows = std::min(m - r0, chunk_panels * MR);
     const int64_t panels = ceil_div(rows, MR);
-    float* ap = reserve(a_buffer, panels * MR * k);
+    float* ap = direct ? nullptr : reserve(a_buffer, panels * MR * k);
     auto a_panel = [&](int64_t kb, int64_t panel) {
       const int64_t kc = std::min(KC, k - kb * KC);
       return ap + kb * KC * panels * MR + panel * MR * kc;
@@ -297,8 +304,9 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
     const int64_t col_tasks = ceil_div(n, width), panels_per_task = ceil_div(panels, row_tasks);
     row_tasks = ceil_div(panels, panels_per_task);
     auto compute = [&](int64_t t0, int64_t t1) {
-      static thread_local Buffer b_buffer;
+      static thread_local Buffer b_buffer, edge_buffer;
       float* bp = reserve(b_buffer, KC * ceil_div(width, NR) * NR);
+      float* edge = direct ? reserve(edge_buffer, KC * MR) : nullptr;
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t pa = (t / col_tasks) * panels_per_task, pb = std::min(panels, pa + panels_per_task);
         const int64_t j0 = (t % col_tasks) * width, j1 = std::min(n, j0 + width);
@@ -309,21 +317,34 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
           const float beta_k = kb == 0 ? beta : 1.f;
           for (int64_t panel = pa; panel < pb; ++panel) {
             const int64_t i = panel * MR, mr = std::min<int64_t>(MR, rows - i);
+            float* cp = c + (r0 + i) * ldc;
+            if (direct && mr == MR) {
+              const float* arows = a.p + (r0 + i) * a.sr + kb * KC;
+              for (int64_t j = j0; j < j1; j += NR)
+                micro_kernel<MR, NV, true>(kc, arows, a.sr, bp + (j - j0) * kc, cp + j, ldc, mr,
+                                           std::min(NR, j1 - j), alpha, beta_k);
+              continue;
+            }
             const float* apanel = a_panel(kb, panel);
+            if (direct) {
+              pack_a_panel<MR>(a, r0 + i, mr, kb * KC, kc, edge);
+              apanel = edge;
+            }
             for (int64_t j = j0; j < j1; j += NR)
-              micro_kernel<MR, NV>(kc, apanel, bp + (j - j0) * kc, c + (r0 + i) * ldc + j, ldc, mr,
-                                   std::min(NR, j1 - j), alpha, beta_k);
+              micro_kernel<MR, NV, false>(kc, apanel, 0, bp + (j - j0) * kc, cp + j, ldc, mr, std::min(NR, j1 - j),
+                                          alpha, beta_k);
           }
         }
       }
     };
     const int64_t tasks = row_tasks * col_tasks;
     if (threads > 1 && tasks > 1) {
-      ember::detail::parallel_for(groups * kblocks, std::max<int64_t>(1, ceil_div(groups * kblocks, threads)),
-                                  [&](int64_t t0, int64_t t1) { pack_a(t0, t1); });
+      if (!direct)
+        ember::detail::parallel_for(groups * kblocks, std::max<int64_t>(1, ceil_div(groups * kblocks, threads)),
+                                    [&](int64_t t0, int64_t t1) { pack_a(t0, t1); });
       ember::detail::parallel_for(tasks, 1, [&](int64_t t0, int64_t t1) { compute(t0, t1); });
     } else {
-      pack_a(0, groups * kblocks);
+      if (!direct) pack_a(0, groups * kblocks);
       compute(0, tasks);
     }
   }
