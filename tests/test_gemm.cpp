@@ -68,9 +68,11 @@ TEST_CASE("f32 matmul matches a double reference for every layout, edge and slic
     int64_t m, n, k;
   };
   // Tile edges (6/8/12 rows, 16/32/64 columns), one and several inner slices (512 per
-  // slice), column blocks wider than one packed block of B, and GEMV-shaped rows.
+  // slice), column blocks wider than one packed block of B, GEMV-shaped rows, and outputs
+  // narrow enough to be computed as the transposed product (37 x 9, 300 x 5).
   const Dims dims[] = {{1, 1, 1},    {1, 70, 33},  {5, 1, 17},    {7, 13, 3},     {13, 31, 64},
-                       {12, 64, 511}, {65, 65, 513}, {100, 33, 1100}, {31, 1030, 40}, {200, 48, 9}};
+                       {12, 64, 511}, {65, 65, 513}, {100, 33, 1100}, {31, 1030, 40}, {200, 48, 9},
+                       {37, 9, 600},  {300, 5, 1100}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Dims& d : dims)
@@ -93,6 +95,12 @@ TEST_CASE("addmm applies alpha and beta, and beta = 0 ignores NaN in the input")
     CHECK(max_error(c.addmm(a, b, 0.5, -2.0), reference(a, b, &c, 0.5, -2.0), 530) < 1e-5);
     Tensor nan_c = full({37, 70}, NAN);
     CHECK(max_error(nan_c.addmm(a, b, 0.0, 1.5), reference(a, b, nullptr, 0, 1.5), 530) < 1e-5);
+    // A narrow output goes through the transposed product; alpha and beta still apply.
+    const Tensor bn = randn({530, 6});
+    Tensor cn = randn({37, 6});
+    CHECK(max_error(cn.addmm(a, bn, 0.25, 3.0), reference(a, bn, &cn, 0.25, 3.0), 530) < 1e-5);
+    Tensor nan_cn = full({37, 6}, NAN);
+    CHECK(max_error(nan_cn.addmm(a, bn, 0.0, 1.0), reference(a, bn, nullptr, 0, 1.0), 530) < 1e-5);
   }
   set_num_threads(1);
 }
