@@ -4,7 +4,10 @@
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <type_traits>
@@ -59,7 +62,9 @@ TEST_CASE("InferencePolicy tensors work without layers") {
 
 TEST_CASE("Profile records ops, summarises them and writes a Chrome trace") {
   Tensor a = randn({64, 64});
-  std::string path = "ember_test_trace.json";
+  // One name per process: meson runs this binary three times at once (one per kernel build).
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("ember_test_trace_" + std::to_string(::getpid()) + ".json")).string();
   {
     profiler::Profile prof;
     Tensor b = a.matmul(a).relu().add(a);
