@@ -94,7 +94,9 @@ inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int6
 /// A is either packed (step p at ap + p * MR) or read in place from a row-major A (row i at
 /// ap + i * lda, kDirectA): the broadcasts read MR rows as MR sequential streams, and the rows'
 /// KC-long segments stay in L1 across the B panels just as a packed panel would.
-template <int MR, int NV, bool kDirectA>
+enum class ALayout { Packed, Rows, Steps };
+
+template <int MR, int NV, ALayout kA>
 void micro_kernel(int64_t kc, const float* __restrict ap, int64_t lda, const float* __restrict bp, float* c,
                   int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta) {
   V acc[MR][NV];
@@ -104,7 +106,7 @@ void micro_kernel(int64_t kc, const float* __restrict ap, int64_t lda, const flo
     V b[NV];
     for (int j = 0; j < NV; ++j) b[j] = V::load_aligned(bp + j * W);
     for (int i = 0; i < MR; ++i) {
-      const V a(kDirectA ? ap[i * lda + p] : ap[p * MR + i]);
+      const V a(kA == ALayout::Rows ? ap[i * lda + p] : kA == ALayout::Steps ? ap[p * lda + i] : ap[p * MR + i]);
       for (int j = 0; j < NV; ++j) acc[i][j] = xsimd::fma(a, b[j], acc[i][j]);
     }
     bp += NV * W;
@@ -267,10 +269,16 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
   const int64_t NC = std::max<int64_t>(NR, kPackedBFloats / KC / NR * NR);
   // Packed A of a row chunk: for each KC slice, its panels one after another; slice kb starts
   // at kb * KC * (panels * MR) because every slice before the last is KC long.
-  // A row-major A is read in place (micro_kernel's kDirectA) except for a last, partial panel,
+  // A row-major A is read in place (ALayout::Rows) except for a last, partial panel,
   // which each task packs with zero rows. Packing a row-major A cost ~8% of the transformer
   // benchmark's step, where C has only 128 columns to spread it over.
-  const bool direct = a.sc == 1;
+  // A transposed A (rows contiguous: each step's MR values together) is read in place too,
+  // unless its step stride is a multiple of 512 bytes: then the KC steps of a panel fall into a
+  // few L1 sets and are re-fetched from L2 for every B panel (measured: 10% slower on
+  // 128x1024 @ 1024x512 with a 2 KiB stride; in place wins at 3136 bytes, the MNIST weight
+  // gradient, mostly by dropping the packing pass that the threads would wait on).
+  const bool steps_direct = a.sr == 1 && a.sc != 1 && a.sc % 128 != 0;
+  const bool direct = a.sc == 1 || steps_direct;
   const int64_t chunk_panels =
       direct ? ceil_div(m, MR) : std::max<int64_t>(1, kPackedAFloats / (MR * std::max<int64_t>(k, 1)));
   static thread_local Buffer a_buffer;
@@ -319,10 +327,15 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
             const int64_t i = panel * MR, mr = std::min<int64_t>(MR, rows - i);
             float* cp = c + (r0 + i) * ldc;
             if (direct && mr == MR) {
-              const float* arows = a.p + (r0 + i) * a.sr + kb * KC;
-              for (int64_t j = j0; j < j1; j += NR)
-                micro_kernel<MR, NV, true>(kc, arows, a.sr, bp + (j - j0) * kc, cp + j, ldc, mr,
-                                           std::min(NR, j1 - j), alpha, beta_k);
+              const float* a0 = a.p + (r0 + i) * a.sr + kb * KC * a.sc;
+              for (int64_t j = j0; j < j1; j += NR) {
+                if (steps_direct)
+                  micro_kernel<MR, NV, ALayout::Steps>(kc, a0, a.sc, bp + (j - j0) * kc, cp + j, ldc, mr,
+                                                       std::min(NR, j1 - j), alpha, beta_k);
+                else
+                  micro_kernel<MR, NV, ALayout::Rows>(kc, a0, a.sr, bp + (j - j0) * kc, cp + j, ldc, mr,
+                                                      std::min(NR, j1 - j), alpha, beta_k);
+              }
               continue;
             }
             const float* apanel = a_panel(kb, panel);
@@ -331,7 +344,7 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
               apanel = edge;
             }
             for (int64_t j = j0; j < j1; j += NR)
-              micro_kernel<MR, NV, false>(kc, apanel, 0, bp + (j - j0) * kc, cp + j, ldc, mr, std::min(NR, j1 - j),
+              micro_kernel<MR, NV, ALayout::Packed>(kc, apanel, 0, bp + (j - j0) * kc, cp + j, ldc, mr, std::min(NR, j1 - j),
                                           alpha, beta_k);
           }
         }
