@@ -16,6 +16,9 @@
 namespace ember {
 namespace {
 
+// How long idle workers poll before sleeping (set_worker_spin_us).
+std::atomic<int64_t> g_spin_us{50};
+
 // True on pool workers and on a thread inside a region: nested regions run serially.
 thread_local bool t_in_region = false;
 
@@ -78,7 +81,8 @@ class Pool {
         // Spin briefly before sleeping: the regions of a training step come back to back, and
         // waking a sleeping thread costs tens of microseconds (more than a small op itself).
         l.unlock();
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicros);
+        const auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::microseconds(g_spin_us.load(std::memory_order_relaxed));
         while (published_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < deadline)
           cpu_relax();
         l.lock();
@@ -102,7 +106,6 @@ class Pool {
   std::atomic<uint64_t> published_{0};  // generation_, readable without the lock (spinning workers)
   std::atomic<int> active_{0};          // changed under m_; read without it by the polling caller
   bool stop_ = false;
-  static constexpr int kSpinMicros = 50;
 
   static void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -127,6 +130,13 @@ void set_num_threads(int n) {
   g_threads = n;
   if (!g_pool || g_pool->size() != n) g_pool = n > 1 ? std::make_unique<Pool>(n - 1) : nullptr;
 }
+
+void set_worker_spin_us(int64_t microseconds) {
+  EMBER_CHECK(microseconds >= 0, "[set_worker_spin_us] the spin time must not be negative, got {}", microseconds);
+  g_spin_us.store(microseconds, std::memory_order_relaxed);
+}
+
+int64_t get_worker_spin_us() { return g_spin_us.load(std::memory_order_relaxed); }
 
 int get_num_threads() { return g_executor.run ? g_executor.concurrency : g_threads.load(); }
 

@@ -187,3 +187,22 @@ TEST_CASE("integer division by zero is reported on large tensors with several th
   CHECK(a.div_floor(ones({1 << 17}, DType::I32)).sum().item<int64_t>() == (1 << 17));
   set_num_threads(1);
 }
+
+TEST_CASE("the pool gives the same results whatever its workers' spin time") {
+  manual_seed(21);
+  Tensor x = randn({1 << 18}), a = randn({200, 300}), b = randn({300, 100});
+  const Tensor s1 = x.exp(), p1 = a.matmul(b);
+  CHECK(get_worker_spin_us() == 50);
+  set_num_threads(2);
+  for (int64_t us : {0, 2000}) {
+    set_worker_spin_us(us);
+    CHECK(get_worker_spin_us() == us);
+    for (int rep = 0; rep < 20; ++rep) {  // with 0, every region wakes a sleeping worker
+      CHECK(x.exp().eq(s1).all().item<bool>());
+      CHECK(a.matmul(b).sub(p1).abs().amax().item<float>() < 1e-3f);
+    }
+  }
+  set_worker_spin_us(50);
+  set_num_threads(1);
+  CHECK_THROWS_WITH_AS(set_worker_spin_us(-1), doctest::Contains("[set_worker_spin_us]"), Error);
+}
