@@ -14,13 +14,14 @@
 // steps (few output rows, long inner dimensions, transposed operands, batches of small
 // products), and its 2048-square product runs ~15% below OpenBLAS.
 
+#include <ember/core/error.hpp>
 #include <ember/runtime/threading.hpp>
 
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
 #include <cstdint>
-#include <vector>
+#include <cstdlib>
 
 // Inside the per-ISA namespace: each build's copy is its own symbol (Note [One definition per
 // instruction set] in kernels_cpu/meson.build).
@@ -55,12 +56,27 @@ struct Operand {
   int64_t sr, sc;
 };
 
-using Buffer = std::vector<float, xsimd::aligned_allocator<float, 64>>;
+/// A grow-only, 64-byte-aligned scratch buffer, reused across calls so that a warmed-up loop
+/// allocates nothing. (Not xsimd::aligned_allocator: it throws, and Ember also builds with
+/// -fno-exceptions.)
+struct Buffer {
+  float* data = nullptr;
+  int64_t capacity = 0;
+  Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { std::free(data); }
+};
 
-/// Grows a buffer that is reused across calls, so a warmed-up loop allocates nothing.
 inline float* reserve(Buffer& b, int64_t n) {
-  if (static_cast<int64_t>(b.size()) < n) b.resize(static_cast<size_t>(n));
-  return b.data();
+  if (b.capacity < n) {
+    std::free(b.data);
+    const size_t bytes = (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64;
+    b.data = static_cast<float*>(std::aligned_alloc(64, bytes));
+    b.capacity = b.data ? n : 0;
+    EMBER_CHECK(b.data, "[matmul] could not allocate {} bytes of GEMM packing buffer", bytes);
+  }
+  return b.data;
 }
 
 /// C tile (mr x nr valid of MR x NR) = alpha * acc + beta * C; C is not read when beta is 0
