@@ -129,6 +129,11 @@ void Recorder<P>::record(const ops::Softmax& op, const TensorRef& out, const Ten
   auto f = [y, dim, log](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
     const TP& g = gs[0];
     TP yv = y.get(n);
+    // A plain backward on the CPU: the fused op (one read of g and y per pass instead of four
+    // elementwise ops). Recorded backwards (create_graph) use the composite formula below.
+    if (!GradMode::is_enabled() && !g.requires_grad() && yv.dim() > 0 && yv.device().is_cpu() &&
+        g.dtype() == yv.dtype() && (yv.dtype() == DType::F32 || yv.dtype() == DType::F64))
+      return {TP::wrap(dispatch<P>(ops::SoftmaxBackward{dim, log}, g.impl(), yv.impl()))};
     Shape d;
     if (yv.dim() > 0) d.push_back(dim);
     if (log) return {g - yv.exp() * (d.empty() ? g : g.sum(d, true))};
@@ -136,6 +141,13 @@ void Recorder<P>::record(const ops::Softmax& op, const TensorRef& out, const Ten
     return {gy - yv * (d.empty() ? gy : gy.sum(d, true))};
   };
   set_history(*out, detail::make_node<P>(op.name(), {&xi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::SoftmaxBackward& op, const TensorRef&, const TensorImpl&, const TensorImpl&) {
+  // Only the plain backward above calls it, with grad mode off; anything else would silently
+  // treat the gradient as a constant.
+  EMBER_FAIL("[{}] is not differentiable: differentiate softmax / log_softmax instead", op.name());
 }
 
 template <class P>

@@ -17,6 +17,7 @@
 #include <ember/ops/index_ops.hpp>
 #include <ember/ops/norm_ops.hpp>
 #include <ember/ops/reduction_ops.hpp>
+#include <ember/ops/softmax_backward_op.hpp>
 #include <ember/ops/view_ops.hpp>
 
 #include <span>
@@ -66,6 +67,8 @@ struct Recorder {
                      const TensorImpl* weight, const TensorImpl* bias);
   static void record(const ops::LayerNormBackward& op, const ops::LayerNormGrads& out, const TensorImpl& dy,
                      const TensorImpl& x, const TensorImpl& mean, const TensorImpl& rstd, const TensorImpl* weight);
+  static void record(const ops::SoftmaxBackward& op, const TensorRef& out, const TensorImpl& grad,
+                     const TensorImpl& y);
   /// Ops whose results are never differentiable (integer or boolean outputs).
   static void record(const ops::Nonzero&, const TensorRef&, const TensorImpl&) {}
   static void record(const ops::Unique&, const std::vector<TensorRef>&, const TensorImpl&) {}
