@@ -37,7 +37,13 @@ class Ref {
   ~Ref() { reset(); }
 
   void reset() {
-    if (p_ && p_->refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) release(p_);
+    // A count of 1 is this reference alone: no other thread holds one it could copy, so the
+    // object goes without the locked decrement (a small op's result drops two such counts,
+    // its tensor's and its storage's). The acquire load pairs with the release half of other
+    // owners' earlier decrements, as the fetch_sub would.
+    if (p_ && (p_->refcount_.load(std::memory_order_acquire) == 1 ||
+               p_->refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1))
+      release(p_);
     p_ = nullptr;
   }
   void swap(Ref& o) noexcept { std::swap(p_, o.p_); }
