@@ -21,6 +21,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 
@@ -97,7 +98,7 @@ inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int6
   for (int64_t i = 0; i < mr; ++i)
     for (int64_t j = 0; j < nr; ++j) {
       float& y = c[i * ldc + j];
-      y = beta == 0.f ? alpha * tmp[i][j] : alpha * tmp[i][j] + beta * y;
+      y = beta == 0.f ? alpha * tmp[i][j] : std::fma(beta, y, alpha * tmp[i][j]);  // as full tiles round
     }
 }
 
@@ -129,9 +130,9 @@ void micro_kernel(int64_t kc, const float* __restrict ap, int64_t lda, const flo
 }
 
 /// Transposes an 8 x 8 block held in eight 256-bit rows (AVX, present in both builds that use
-/// this GEMM): packing a row-major A, or a B with contiguous columns, is a transpose, and
-/// doing it 8 x 8 in registers is ~2x faster than element by element (which cost ~20% of a
-/// 1024x128x384 product).
+/// this GEMM): packing a B with contiguous columns (a Linear's weight) is a transpose, and doing
+/// it 8 x 8 in registers is ~2x faster than element by element (measured when row-major A was
+/// still packed this way: element by element cost ~20% of a 1024x128x384 product).
 inline void transpose8x8(__m256 (&r)[8]) {
   const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
   const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
@@ -191,14 +192,6 @@ inline int64_t transpose_rows(const float* src, int64_t stride, int64_t count, i
 template <int MR>
 void pack_a_panel(const Operand& a, int64_t i0, int64_t rows, int64_t p0, int64_t kc, float* out) {
   const float* base = a.p + i0 * a.sr + p0 * a.sc;
-  if (rows == MR && a.sc == 1) {  // row-major A: 8 x 8 transposes, then the odd tail of kc
-    int64_t done = 0;
-    for (int64_t g = 0; g < MR; g += 8)
-      done = transpose_rows(base + g * a.sr, a.sr, std::min<int64_t>(8, MR - g), kc, out + g, MR);
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t p = done; p < kc; ++p) out[p * MR + i] = base[i * a.sr + p];
-    return;
-  }
   for (int64_t i = 0; i < rows; ++i) {
     const float* src = base + i * a.sr;
     if (a.sc == 1)
@@ -352,7 +345,7 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
               }
               continue;
             }
-            const float* apanel = a_panel(kb, panel);
+            const float* apanel = direct ? nullptr : a_panel(kb, panel);
             if (direct) {
               pack_a_panel<MR>(a, r0 + i, mr, kb * KC, kc, edge);
               apanel = edge;
@@ -418,6 +411,11 @@ inline void sgemm_tiled(Tile tile, int64_t m, int64_t n, int64_t k, Operand a, O
 inline void sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64_t ldc, float alpha,
                   float beta, int threads) {
   if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: C = beta * C (not read at beta 0)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
+    return;
+  }
   int64_t area = 0, area_t = 0;
   const Tile tile = choose_tile(m, n, area);
   if (n < 2 * W && m > n) {
@@ -429,7 +427,7 @@ inline void sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* 
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
           float& y = c[i * ldc + j];
-          y = beta == 0.f ? alpha * ct[j * m + i] : alpha * ct[j * m + i] + beta * y;
+          y = beta == 0.f ? alpha * ct[j * m + i] : std::fma(beta, y, alpha * ct[j * m + i]);
         }
       return;
     }

@@ -86,6 +86,30 @@ TEST_CASE("f32 matmul matches a double reference for every layout, edge and slic
   set_num_threads(1);
 }
 
+TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the threaded transposed product") {
+  // The paths the small shapes above do not reach (on AVX2/AVX-512 machines):
+  //  - a transposed A whose step stride is a multiple of 128 floats is packed, not read in
+  //    place: 256 x 600 (sr 1, sc 256), more than 8 panels and 2 inner slices;
+  //  - a packed A of more than 2M floats goes in row chunks: 1024 x 2100 transposed;
+  //  - C at most one tile wide with 2 threads splits by rows: 2000 x 12 (each task packs B);
+  //  - a narrow C computed as the transposed product, on 2 threads: 2000 x 5.
+  manual_seed(14);
+  struct Case {
+    int64_t m, n, k;
+    int la, lb;
+  };
+  const Case cases[] = {{256, 40, 600, 1, 0}, {1024, 40, 2100, 1, 1}, {2000, 12, 600, 0, 0}, {2000, 5, 600, 0, 1}};
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const Case& c : cases) {
+      INFO("threads ", threads, " m ", c.m, " n ", c.n, " k ", c.k, " layouts ", c.la, c.lb);
+      const Tensor a = operand(c.m, c.k, c.la), b = operand(c.k, c.n, c.lb);
+      CHECK(max_error(a.matmul(b), reference(a, b, nullptr, 0, 1), c.k) < 1e-5);
+    }
+  }
+  set_num_threads(1);
+}
+
 TEST_CASE("addmm applies alpha and beta, and beta = 0 ignores NaN in the input") {
   manual_seed(12);
   for (int threads : {1, 2}) {
