@@ -149,7 +149,7 @@ inline void transpose8x8(__m256 (&r)[8]) {
 }
 
 /// Stores the first `count` (< 8) lanes of v. AVX-512's masked store is an ordinary store;
-/// AVX2's vmaskmovps is several times slower, but only that build's edge panels use it.
+/// AVX2's vmaskmovps is several times slower, but only the packing of a transposed A uses it.
 inline void store_first(float* p, __m256 v, int64_t count) {
 #if defined(__AVX512VL__)
   _mm256_mask_storeu_ps(p, static_cast<__mmask8>((1u << count) - 1), v);
@@ -170,19 +170,16 @@ inline __m256 load_first(const float* p, int64_t count) {
 #endif
 }
 
-/// For p in [0, 8 * (kc / 8)): out[p * ld + q] = src[q * stride + p] for q < count (<= 8):
-/// `count` contiguous source rows written interleaved, 8 x 8 blocks at a time. Returns the
-/// number of p done (the caller finishes the rest).
-inline int64_t transpose_rows(const float* src, int64_t stride, int64_t count, int64_t kc, float* out, int64_t ld) {
+/// For p in [0, 8 * (kc / 8)): out[p * ld + q] = src[q * stride + p] for q < 8: eight
+/// contiguous source rows written interleaved, 8 x 8 blocks at a time. Returns the number of p
+/// done (the caller finishes the rest).
+inline int64_t transpose_rows(const float* src, int64_t stride, int64_t kc, float* out, int64_t ld) {
   int64_t p = 0;
   for (; p + 8 <= kc; p += 8) {
     __m256 r[8];
-    for (int64_t q = 0; q < 8; ++q) r[q] = q < count ? _mm256_loadu_ps(src + q * stride + p) : _mm256_setzero_ps();
+    for (int64_t q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(src + q * stride + p);
     transpose8x8(r);
-    if (count == 8)
-      for (int64_t q = 0; q < 8; ++q) _mm256_storeu_ps(out + (p + q) * ld, r[q]);
-    else
-      for (int64_t q = 0; q < 8; ++q) store_first(out + (p + q) * ld, r[q], count);
+    for (int64_t q = 0; q < 8; ++q) _mm256_storeu_ps(out + (p + q) * ld, r[q]);
   }
   return p;
 }
@@ -252,7 +249,7 @@ void pack_b_panel(const Operand& b, int64_t p0, int64_t kc, int64_t j0, int64_t 
     const float* src = base + j0g * b.sc;
     if (g == kGroup && b.sr == 1) {
       int64_t done = 0;
-      for (int64_t j = 0; j < kGroup; j += 8) done = transpose_rows(src + j * b.sc, b.sc, 8, kc, out + j0g + j, NR);
+      for (int64_t j = 0; j < kGroup; j += 8) done = transpose_rows(src + j * b.sc, b.sc, kc, out + j0g + j, NR);
       for (int64_t p = done; p < kc; ++p)
         for (int64_t j = 0; j < kGroup; ++j) out[p * NR + j0g + j] = src[j * b.sc + p];
     } else {
