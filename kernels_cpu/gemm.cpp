@@ -179,6 +179,15 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   // Below ~4 MFLOP a product is done before threads would have woken up.
   const bool parallel = threads > 1 && flops * static_cast<double>(batch) > 4e6;
   const int64_t a_sr = a.strides[d], a_sc = a.strides[d + 1], b_sr = b.strides[d], b_sc = b.strides[d + 1];
+#if defined(__AVX2__)
+  // C[r0:r1, c0:c1] of product bi through Ember's packed GEMM, on `thr` threads.
+  auto packed = [&](int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int thr) {
+    if constexpr (kFastPaths<T>)  // f32 only
+      packed_gemm::sgemm(r1 - r0, c1 - c0, k, {ap + bi * sa0 + r0 * a_sr, a_sr, a_sc},
+                         {bp + bi * sb0 + c0 * b_sc, b_sr, b_sc}, cp + bi * sc0 + r0 * ldc + c0, ldc, alpha, beta,
+                         thr);
+  };
+#endif
   auto product = [&](int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     if (kFastPaths<T> && r1 - r0 == 1) {
       // One row (batch-1 inference): GEMV kernels that read B in place; the general product
@@ -193,9 +202,7 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
     }
 #if defined(__AVX2__)
     if constexpr (kFastPaths<T>) {
-      return packed_gemm::sgemm(r1 - r0, c1 - c0, k, {ap + bi * sa0 + r0 * a_sr, a_sr, a_sc},
-                                {bp + bi * sb0 + c0 * b_sc, b_sr, b_sc}, cp + bi * sc0 + r0 * ldc + c0, ldc, alpha,
-                                beta, 1);
+      return packed(bi, r0, r1, c0, c1, 1);
     } else
 #endif
     {
@@ -216,9 +223,7 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
 #if defined(__AVX2__)
   if constexpr (kFastPaths<T>) {
     if (m > 1) {  // Ember's packed GEMM splits one product over the threads itself
-      for (int64_t bi = 0; bi < batch; ++bi)
-        packed_gemm::sgemm(m, n, k, {ap + bi * sa0, a_sr, a_sc}, {bp + bi * sb0, b_sr, b_sc}, cp + bi * sc0, ldc,
-                           alpha, beta, parallel ? threads : 1);
+      for (int64_t bi = 0; bi < batch; ++bi) packed(bi, 0, m, 0, n, parallel ? threads : 1);
       return;
     }
   }
