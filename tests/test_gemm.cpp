@@ -125,6 +125,16 @@ TEST_CASE("addmm applies alpha and beta, and beta = 0 ignores NaN in the input")
     CHECK(max_error(cn.addmm(a, bn, 0.25, 3.0), reference(a, bn, &cn, 0.25, 3.0), 530) < 1e-5);
     Tensor nan_cn = full({37, 6}, NAN);
     CHECK(max_error(nan_cn.addmm(a, bn, 0.0, 1.0), reference(a, bn, nullptr, 0, 1.0), 530) < 1e-5);
+    // One row (batch-1 inference) goes through the GEMV kernels: a weight-like right operand
+    // with contiguous columns (dot products, four columns per reduction, 70 = 4 * 17 + 2) and
+    // a row-major one (scaled row sums); 530 = 16 * 33 + 2 leaves a tail in every dot product.
+    const Tensor a1 = randn({1, 530});
+    for (const Tensor& b1 : {randn({70, 530}).t(), randn({530, 70})}) {
+      Tensor c1 = randn({1, 70});
+      CHECK(max_error(c1.addmm(a1, b1, 0.5, -2.0), reference(a1, b1, &c1, 0.5, -2.0), 530) < 1e-5);
+      Tensor nan_c1 = full({1, 70}, NAN);
+      CHECK(max_error(nan_c1.addmm(a1, b1, 0.0, 1.5), reference(a1, b1, nullptr, 0, 1.5), 530) < 1e-5);
+    }
   }
   set_num_threads(1);
 }
