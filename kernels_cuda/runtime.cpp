@@ -94,7 +94,7 @@ AllocatorStats cuda_stats(int index) {
   DeviceMemory& m = *g_memory[index];
   std::lock_guard<std::mutex> lock(m.mu);
   const detail::CacheStats& s = m.cache.stats();
-  return detail::make_stats(m.counters, s.cached.load(), s.count.load(), s.system.load());
+  return detail::make_stats(m.counters, s.cached.load(), s.count.load(), s.system.load(), s.credit.load());
 }
 
 void cuda_empty_cache(int index) {

@@ -18,6 +18,9 @@ void* cpu_system_alloc(size_t n) { return std::aligned_alloc(EMBER_ALIGNMENT, n)
 void cpu_system_free(void* p, size_t) { std::free(p); }
 
 DeviceCounters g_cpu_counters;
+/// Freed bytes a thread's cache keeps charged for its next allocations (CachingAllocator):
+/// enough for a run of small tensors, small enough to bound what it adds to a peak.
+constexpr int64_t kCpuCreditLimit = 4096;
 std::atomic<size_t> g_cpu_cache_limit{size_t{1} << 30};
 
 /// The live per-thread CPU caches, for allocator_stats to sum their figures, and the counts of
@@ -35,7 +38,7 @@ CpuCaches& cpu_caches() {
 
 /// A thread's CPU cache, registered while its thread lives.
 struct ThreadCache {
-  CachingAllocator cache{&cpu_system_alloc, &cpu_system_free, &g_cpu_counters};
+  CachingAllocator cache{&cpu_system_alloc, &cpu_system_free, &g_cpu_counters, kCpuCreditLimit};
   ThreadCache() {
     CpuCaches& r = cpu_caches();
     std::lock_guard<std::mutex> lock(r.mu);
@@ -44,7 +47,8 @@ struct ThreadCache {
   ~ThreadCache() {
     cache.release_cached();
     CpuCaches& r = cpu_caches();
-    std::lock_guard<std::mutex> lock(r.mu);
+    std::lock_guard<std::mutex> lock(r.mu);  // settled under the lock: stats see it once
+    cache.settle_credit();
     r.ended_count += cache.stats().count.load(std::memory_order_relaxed);
     r.ended_system += cache.stats().system.load(std::memory_order_relaxed);
     r.live.erase(std::find(r.live.begin(), r.live.end(), &cache));
@@ -59,13 +63,14 @@ CachingAllocator& cpu_cache() {
 AllocatorStats cpu_stats() {
   CpuCaches& r = cpu_caches();
   std::lock_guard<std::mutex> lock(r.mu);
-  int64_t cached = 0, count = r.ended_count, system = r.ended_system;
+  int64_t cached = 0, count = r.ended_count, system = r.ended_system, credit = 0;
   for (const CachingAllocator* c : r.live) {
     cached += c->stats().cached.load(std::memory_order_relaxed);
     count += c->stats().count.load(std::memory_order_relaxed);
     system += c->stats().system.load(std::memory_order_relaxed);
+    credit += c->stats().credit.load(std::memory_order_relaxed);
   }
-  return make_stats(g_cpu_counters, cached, count, system);
+  return make_stats(g_cpu_counters, cached, count, system, credit);
 }
 
 }  // namespace
@@ -82,6 +87,7 @@ Block cpu_allocate(size_t nbytes) { return cpu_cache().allocate(nbytes, "cpu"); 
 void cpu_deallocate(Block block) noexcept {
   cpu_cache().deallocate(block, g_cpu_cache_limit.load(std::memory_order_relaxed));
 }
+void settle_cpu_credit() noexcept { cpu_cache().settle_credit(); }
 
 }  // namespace detail
 
@@ -106,7 +112,12 @@ void set_cpu_cache_limit(size_t bytes_per_thread) {
 size_t cpu_cache_limit() { return detail::g_cpu_cache_limit.load(std::memory_order_relaxed); }
 
 void reset_peak_stats(Device device) {
-  if (device.is_cpu()) detail::g_cpu_counters.peak.store(detail::g_cpu_counters.in_use.load());
+  if (device.is_cpu()) {
+    // The charged bytes, not bytes in use: other threads' credit may still be spent without
+    // touching the counter, and the peak must never read below what is in use.
+    detail::settle_cpu_credit();
+    detail::g_cpu_counters.peak.store(detail::g_cpu_counters.in_use.load());
+  }
 }
 
 }  // namespace ember

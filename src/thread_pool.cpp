@@ -1,6 +1,7 @@
 // The intra-op thread pool: a fixed set of workers woken per parallel region. Work is split
 // into chunks claimed with an atomic counter; the caller works too.
 
+#include <ember/core/allocator.hpp>
 #include <ember/core/error.hpp>
 #include <ember/runtime/threading.hpp>
 
@@ -94,6 +95,7 @@ class Pool {
       active_.fetch_add(1, std::memory_order_relaxed);
       l.unlock();
       run_chunks(*r);
+      detail::settle_cpu_credit();  // blocks freed in the task: not to linger in the peak
       l.lock();
       if (active_.fetch_sub(1, std::memory_order_release) == 1) idle_cv_.notify_all();
     }
@@ -167,6 +169,7 @@ void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void*, int64_t
       auto* rr = static_cast<Region*>(c);
       int64_t b = i * rr->chunk, e = std::min(rr->n, b + rr->chunk);
       rr->fn(rr->ctx, b, e);
+      detail::settle_cpu_credit();  // as the pool's workers do after a task
     }, &r, r.nchunks);
     return;
   }

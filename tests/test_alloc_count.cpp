@@ -117,3 +117,57 @@ TEST_CASE("statistics sum every thread's cache, and keep the counts of threads t
   CHECK(s2.allocation_count == s1.allocation_count);
   CHECK(s2.system_allocations == s1.system_allocations);
 }
+
+TEST_CASE("bytes in use and the peak stay exact while freed small blocks are reused") {
+  // A freed block under 4 KiB stays charged to the device counter and pays for the thread's
+  // next allocation (no shared atomic per small op); the figures must not show it.
+  using namespace ember;
+  reset_peak_stats();
+  const AllocatorStats s0 = allocator_stats();
+  CHECK(s0.peak_bytes_in_use == s0.bytes_in_use);
+  {
+    Tensor a = empty({16});                // 64 bytes
+    { Tensor b = empty({16}); }            // 128 live at most so far, then b is credit
+    CHECK(allocator_stats().bytes_in_use == s0.bytes_in_use + 64);
+    Tensor c = empty({16});                // paid by b's credit
+    Tensor d = empty({32});                // 128 more: a, c, d = 256 live
+    CHECK(allocator_stats().bytes_in_use == s0.bytes_in_use + 256);
+    { Tensor big = empty({4096}); }        // 16 KiB: above the credit limit, counted at once
+    CHECK(allocator_stats().bytes_in_use == s0.bytes_in_use + 256);
+    CHECK(allocator_stats().peak_bytes_in_use == s0.bytes_in_use + 256 + 16384);
+  }
+  CHECK(allocator_stats().bytes_in_use == s0.bytes_in_use);
+  reset_peak_stats();
+  {
+    Tensor a = empty({16}), b = empty({16}), c = empty({16});
+  }  // three blocks of credit
+  {
+    Tensor x = empty({48});                // 192 bytes: the whole credit, no new peak
+    CHECK(allocator_stats().peak_bytes_in_use == s0.bytes_in_use + 192);
+  }
+  // Blocks freed by another thread are that thread's credit until it ends.
+  std::vector<Tensor> made;
+  for (int i = 0; i < 4; ++i) made.push_back(empty({16}));
+  CHECK(allocator_stats().bytes_in_use == s0.bytes_in_use + 256);
+  std::atomic<bool> freed{false}, release{false};
+  std::thread other([&] {
+    made.clear();
+    freed = true;
+    while (!release) std::this_thread::yield();
+  });
+  while (!freed) std::this_thread::yield();
+  CHECK(allocator_stats().bytes_in_use == s0.bytes_in_use);
+  release = true;
+  other.join();
+  CHECK(allocator_stats().bytes_in_use == s0.bytes_in_use);
+  // A pool worker gives its credit back after each task: afterwards this thread's peak is
+  // exact again.
+  set_num_threads(2);
+  Tensor big = randn({256, 1024});
+  for (int i = 0; i < 4; ++i) (void)big.exp().sum();
+  reset_peak_stats();
+  const AllocatorStats s1 = allocator_stats();
+  { Tensor t = empty({1024}); }  // 4 KiB: fits the credit
+  CHECK(allocator_stats().peak_bytes_in_use == s1.bytes_in_use + 4096);
+  set_num_threads(1);
+}

@@ -39,6 +39,11 @@ void set_cpu_cache_limit(size_t bytes_per_thread);
 size_t cpu_cache_limit();
 
 /// Resets peak_bytes_in_use to the current bytes_in_use.
+///
+/// The peak is exact when one thread allocates. While several threads allocate at once it
+/// can overstate by up to 4 KiB per other thread that user code runs (freed small blocks a
+/// thread keeps charged to reuse without touching shared counters; the thread pool's workers
+/// give theirs back after every task).
 void reset_peak_stats(Device device = kCPU);
 
 namespace detail {
@@ -54,6 +59,9 @@ size_t size_class(size_t nbytes);
 
 Block cpu_allocate(size_t nbytes);
 void cpu_deallocate(Block block) noexcept;
+/// Gives the calling thread's CPU cache credit (freed bytes it would reuse next) back to the
+/// device-wide counter; the thread pool's workers call it after each task.
+void settle_cpu_credit() noexcept;
 
 }  // namespace detail
 }  // namespace ember
