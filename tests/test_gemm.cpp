@@ -92,13 +92,16 @@ TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the thread
   //    place: 256 x 600 (sr 1, sc 256), more than 8 panels and 2 inner slices;
   //  - a packed A of more than 2M floats goes in row chunks: 1024 x 2100 transposed;
   //  - C at most one tile wide with 2 threads splits by rows: 2000 x 12 (each task packs B);
-  //  - a narrow C computed as the transposed product, on 2 threads: 2000 x 5.
+  //  - a narrow C computed as the transposed product, on 2 threads: 2000 x 5;
+  //  - a wide C over few rows with B's columns contiguous, computed as the transposed product
+  //    and written back in 8 x 8 transposes: 20 x 300 and 8 x 64 (row and column tails, none).
   manual_seed(14);
   struct Case {
     int64_t m, n, k;
     int la, lb;
   };
-  const Case cases[] = {{256, 40, 600, 1, 0}, {1024, 40, 2100, 1, 1}, {2000, 12, 600, 0, 0}, {2000, 5, 600, 0, 1}};
+  const Case cases[] = {{256, 40, 600, 1, 0}, {1024, 40, 2100, 1, 1}, {2000, 12, 600, 0, 0},
+                        {2000, 5, 600, 0, 1},  {20, 300, 700, 0, 1},   {8, 64, 256, 0, 1}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Case& c : cases) {
@@ -125,6 +128,13 @@ TEST_CASE("addmm applies alpha and beta, and beta = 0 ignores NaN in the input")
     CHECK(max_error(cn.addmm(a, bn, 0.25, 3.0), reference(a, bn, &cn, 0.25, 3.0), 530) < 1e-5);
     Tensor nan_cn = full({37, 6}, NAN);
     CHECK(max_error(nan_cn.addmm(a, bn, 0.0, 1.0), reference(a, bn, nullptr, 0, 1.0), 530) < 1e-5);
+    // A Linear's forward at a small batch (bias in C, beta 1) through the wide transposed
+    // product; and at beta 0 with NaN in C.
+    const Tensor aw = randn({20, 700}), bw = randn({300, 700}).t();
+    Tensor cw = randn({20, 300});
+    CHECK(max_error(cw.addmm(aw, bw, 0.5, -2.0), reference(aw, bw, &cw, 0.5, -2.0), 700) < 1e-5);
+    Tensor nan_cw = full({20, 300}, NAN);
+    CHECK(max_error(nan_cw.addmm(aw, bw, 0.0, 1.5), reference(aw, bw, nullptr, 0, 1.5), 700) < 1e-5);
     // One row (batch-1 inference) goes through the GEMV kernels: a weight-like right operand
     // with contiguous columns (dot products, four columns per reduction, 70 = 4 * 17 + 2) and
     // a row-major one (scaled row sums); 530 = 16 * 33 + 2 leaves a tail in every dot product.
