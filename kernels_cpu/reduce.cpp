@@ -310,6 +310,8 @@ void reduce(ops::ReduceOp op, TensorImpl& out, const TensorImpl& x, uint64_t mas
 namespace {
 
 /// Calls f(in_offset, out_offset) for every position of the other dims; `dim` is walked by f.
+/// A chunk decomposes its first position once and then steps the index like an odometer:
+/// a division per dim per line cost more than a softmax over a 64-element line.
 template <class F>
 void along_dim(const TensorImpl& x, const TensorImpl& out, int64_t dim, int64_t grain, F&& f) {
   int64_t n = x.ndim();
@@ -317,16 +319,24 @@ void along_dim(const TensorImpl& x, const TensorImpl& out, int64_t dim, int64_t 
   for (int64_t d = 0; d < n; ++d)
     if (d != dim) outer *= x.sizes[d];
   detail::parallel_for(outer, grain, [&](int64_t b, int64_t e) {
+    Shape idx(static_cast<size_t>(n), 0);  // inline storage: no allocation for usual ranks
+    int64_t rem = b, io = 0, oo = 0;
+    for (int64_t d = n - 1; d >= 0; --d) {
+      if (d == dim) continue;
+      idx[d] = rem % x.sizes[d];
+      rem /= x.sizes[d];
+      io += idx[d] * x.strides[d];
+      oo += idx[d] * out.strides[d];
+    }
     for (int64_t i = b; i < e; ++i) {
-      int64_t rem = i, io = 0, oo = 0;
-      for (int64_t d = n - 1; d >= 0; --d) {
-        if (d == dim) continue;
-        int64_t idx = rem % x.sizes[d];
-        rem /= x.sizes[d];
-        io += idx * x.strides[d];
-        oo += idx * out.strides[d];
-      }
       f(io, oo);
+      for (int64_t d = n - 1; d >= 0; --d) {  // next position: carry from the last dim
+        if (d == dim) continue;
+        io += x.strides[d], oo += out.strides[d];
+        if (++idx[d] < x.sizes[d]) break;
+        io -= idx[d] * x.strides[d], oo -= idx[d] * out.strides[d];
+        idx[d] = 0;
+      }
     }
   });
 }
