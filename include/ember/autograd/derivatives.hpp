@@ -414,4 +414,5 @@ void Recorder<P>::record(const ops::To&, const TensorRef& out, const TensorImpl&
 #include <ember/autograd/derivatives_reduce.hpp>
 #include <ember/autograd/derivatives_shape.hpp>
 #include <ember/autograd/derivatives_norm.hpp>
+#include <ember/autograd/derivatives_attention.hpp>
 #include <ember/autograd/inplace.hpp>

@@ -13,6 +13,7 @@
 
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/autograd/node.hpp>
+#include <ember/ops/attention_op.hpp>
 #include <ember/ops/conv_ops.hpp>
 #include <ember/ops/index_ops.hpp>
 #include <ember/ops/norm_ops.hpp>
@@ -69,6 +70,10 @@ struct Recorder {
                      const TensorImpl& x, const TensorImpl& mean, const TensorImpl& rstd, const TensorImpl* weight);
   static void record(const ops::SoftmaxBackward& op, const TensorRef& out, const TensorImpl& grad,
                      const TensorImpl& y);
+  static void record(const ops::Attention& op, const ops::AttentionResult& out, const TensorImpl& q,
+                     const TensorImpl* k, const TensorImpl* v, const TensorImpl* mask);
+  static void record(const ops::AttentionBackward& op, const ops::AttentionGrads& out, const TensorImpl& dout,
+                     const TensorImpl& q, const TensorImpl* k, const TensorImpl* v, const TensorImpl& probs);
   /// Ops whose results are never differentiable (integer or boolean outputs).
   static void record(const ops::Nonzero&, const TensorRef&, const TensorImpl&) {}
   static void record(const ops::Unique&, const std::vector<TensorRef>&, const TensorImpl&) {}

@@ -10,6 +10,7 @@
 #include <ember/nn/modules/layers.hpp>
 #include <ember/nn/modules/linear.hpp>
 #include <ember/nn/options.hpp>
+#include <ember/ops/attention_op.hpp>
 
 #include <cmath>
 #include <limits>
@@ -17,6 +18,23 @@
 #include <string>
 
 namespace ember::nn {
+
+namespace detail {
+/// Whether attention can run as the fused CPU op (ops/attention_op.hpp): CPU float32/float64
+/// inputs of one dtype with equal leading dims, no dropout, and a mask (if any) that is not
+/// differentiated. Anything else takes the composite form.
+template <class P>
+bool fused_attention_ok(const BasicTensor<P>& q, const BasicTensor<P>& k, const BasicTensor<P>& v,
+                        const BasicTensor<P>& mask, bool dropout) {
+  if (dropout || !q.device().is_cpu() || !k.device().is_cpu() || !v.device().is_cpu()) return false;
+  if ((q.dtype() != DType::F32 && q.dtype() != DType::F64) || k.dtype() != q.dtype() || v.dtype() != q.dtype())
+    return false;
+  if (mask.defined() && (mask.requires_grad() || !mask.device().is_cpu())) return false;
+  for (int64_t d = 0; d + 2 < q.dim(); ++d)
+    if (k.size(d) != q.size(d) || v.size(d) != q.size(d)) return false;
+  return true;
+}
+}  // namespace detail
 
 namespace functional {
 
@@ -35,6 +53,34 @@ BasicTensor<P> scaled_dot_product_attention(const BasicTensor<P>& q, const Basic
               "[scaled_dot_product_attention] pass either attn_mask or is_causal, not both");
   int64_t l = q.size(-2), s = k.size(-2);
   double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  if (nn::detail::fused_attention_ok(q, k, v, attn_mask, dropout_p > 0 && training)) {
+    // One fused op over (B, H, L, E) (ops/attention_op.hpp): other leading dims fold into B.
+    Shape lead;
+    for (int64_t d = 0; d + 2 < q.dim(); ++d) lead.push_back(q.size(d));
+    const bool four = q.dim() == 4;
+    auto as4 = [&](const BasicTensor<P>& t) { return four ? t : t.reshape({-1, 1, t.size(-2), t.size(-1)}); };
+    BasicTensor<P> mask4;
+    if (attn_mask.defined()) {
+      BasicTensor<P> m = attn_mask.dtype() == DType::Bool
+                             ? where(attn_mask, 0.0, full<P>({}, -std::numeric_limits<double>::infinity(),
+                                                             TensorOptions(q.dtype()).device(q.device())))
+                             : attn_mask.to(q.dtype());
+      Shape full_shape = lead;
+      full_shape.push_back(l);
+      full_shape.push_back(s);
+      m = m.expand(full_shape);
+      mask4 = four ? m : m.reshape({-1, 1, l, s});
+    }
+    BasicTensor<P> q4 = as4(q), k4 = as4(k), v4 = as4(v);
+    auto r = dispatch<P>(ops::Attention{sc, is_causal, 0}, q4.impl(), &k4.impl(), &v4.impl(),
+                         mask4.defined() ? &mask4.impl() : nullptr);
+    BasicTensor<P> out = BasicTensor<P>::wrap(std::move(r.out));
+    if (four) return out;
+    Shape out_shape = lead;
+    out_shape.push_back(l);
+    out_shape.push_back(v.size(-1));
+    return out.reshape(out_shape);
+  }
   BasicTensor<P> scores = q.matmul(k.mT()) * sc;
   const double neg_inf = -std::numeric_limits<double>::infinity();
   if (is_causal) {
@@ -100,6 +146,32 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
                 "[MultiheadAttention] expects query (L, N, {}) and key/value (S, N, {}), got {}, {}, {}", e, e,
                 query.sizes(), key.sizes(), value.sizes());
     int64_t l = q.size(0), s = k.size(0), n = q.size(1);
+    // Self-attention (query, key and value one tensor) as one packed projection and the fused
+    // op: no per-head copies either way, one gradient for in_proj_weight (PyTorch packs it
+    // the same way). Needs the fused op's conditions, and no weights to differentiate.
+    const bool self_attention = &query.impl() == &key.impl() && &key.impl() == &value.impl();
+    const bool weights_need_grad =
+        need_weights && autograd::GradMode::is_enabled() && (query.requires_grad() || in_proj_weight.requires_grad());
+    if (self_attention && !weights_need_grad &&
+        nn::detail::fused_attention_ok(q, q, q, attn_mask, options.dropout() > 0 && this->is_training()) &&
+        !(key_padding_mask.defined() && key_padding_mask.requires_grad())) {
+      TensorT qkv = linear(q, in_proj_weight, in_proj_bias);  // (L, N, 3E)
+      const bool causal_only = is_causal && !attn_mask.defined() && !key_padding_mask.defined();
+      TensorT mask = causal_only ? TensorT() : additive_mask(attn_mask, key_padding_mask, is_causal, q, n, l, s, unbatched);
+      if (mask.defined()) mask = mask.to(q.dtype()).expand({n, heads, l, s});
+      auto r = dispatch<P>(ops::Attention{1.0 / std::sqrt(static_cast<double>(hd)), causal_only, heads}, qkv.impl(),
+                           nullptr, nullptr, mask.defined() ? &mask.impl() : nullptr);
+      TensorT out = out_proj(TensorT::wrap(std::move(r.out)));
+      if (unbatched) out = out.squeeze(1);
+      else if (options.batch_first()) out = out.transpose(0, 1);
+      TensorT weights;
+      if (need_weights) {
+        TensorT w = TensorT::wrap(std::move(r.probs));
+        weights = average_attn_weights ? w.mean({1}) : w;
+        if (unbatched) weights = weights.squeeze(0);
+      }
+      return {out, weights};
+    }
     auto proj = [&](const TensorT& x, int64_t i) {
       TensorT w = in_proj_weight.narrow(0, i * e, e);
       TensorT b = in_proj_bias.defined() ? in_proj_bias.narrow(0, i * e, e) : TensorT();
@@ -107,7 +179,32 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
       return linear(x, w, b).reshape({x.size(0), n, heads, hd}).permute({1, 2, 0, 3});
     };
     TensorT qh = proj(q, 0), kh = proj(k, 1), vh = proj(v, 2);
-    // Additive mask (N, heads, L, S) combining attn_mask, key_padding_mask and is_causal.
+    TensorT mask = additive_mask(attn_mask, key_padding_mask, is_causal, q, n, l, s, unbatched);
+    TensorT scores = qh.matmul(kh.mT()) * (1.0 / std::sqrt(static_cast<double>(hd)));
+    if (mask.defined()) scores = scores + mask;
+    TensorT w = scores.softmax(-1);
+    TensorT wd = options.dropout() > 0 ? F::dropout(w, options.dropout(), this->is_training()) : w;
+    TensorT ctx = wd.matmul(vh).permute({2, 0, 1, 3}).reshape({l, n, e});  // (L, N, E)
+    TensorT out = out_proj(ctx);
+    if (unbatched) out = out.squeeze(1);
+    else if (options.batch_first()) out = out.transpose(0, 1);
+    TensorT weights;
+    if (need_weights) {
+      weights = average_attn_weights ? w.mean({1}) : w;
+      if (unbatched) weights = weights.squeeze(0);
+    }
+    return {out, weights};
+  }
+  MultiheadAttentionOptions options;
+  TensorT in_proj_weight, in_proj_bias;
+  Linear out_proj{nullptr};
+
+ private:
+  /// Additive mask, broadcastable to (N, heads, L, S), combining attn_mask, key_padding_mask
+  /// and is_causal; undefined when there is none.
+  TensorT additive_mask(const TensorT& attn_mask, const TensorT& key_padding_mask, bool is_causal, const TensorT& q,
+                        int64_t n, int64_t l, int64_t s, bool unbatched) const {
+    const int64_t heads = options.num_heads();
     const double neg_inf = -std::numeric_limits<double>::infinity();
     TensorT mask;
     auto add_mask = [&](const TensorT& m) { mask = mask.defined() ? mask + m : m; };
@@ -130,24 +227,8 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
                        : kpm.to(q.dtype());
       add_mask(kp.reshape({n, 1, 1, s}));
     }
-    TensorT scores = qh.matmul(kh.mT()) * (1.0 / std::sqrt(static_cast<double>(hd)));
-    if (mask.defined()) scores = scores + mask;
-    TensorT w = scores.softmax(-1);
-    TensorT wd = options.dropout() > 0 ? F::dropout(w, options.dropout(), this->is_training()) : w;
-    TensorT ctx = wd.matmul(vh).permute({2, 0, 1, 3}).reshape({l, n, e});  // (L, N, E)
-    TensorT out = out_proj(ctx);
-    if (unbatched) out = out.squeeze(1);
-    else if (options.batch_first()) out = out.transpose(0, 1);
-    TensorT weights;
-    if (need_weights) {
-      weights = average_attn_weights ? w.mean({1}) : w;
-      if (unbatched) weights = weights.squeeze(0);
-    }
-    return {out, weights};
+    return mask;
   }
-  MultiheadAttentionOptions options;
-  TensorT in_proj_weight, in_proj_bias;
-  Linear out_proj{nullptr};
 };
 using MultiheadAttentionImpl = BasicMultiheadAttentionImpl<>;
 EMBER_MODULE(MultiheadAttention);

@@ -1,0 +1,181 @@
+// The fused scaled dot-product attention (ops::Attention, on the CPU) against the composite
+// formula written with separate ops: outputs and gradients for every mask kind and layout,
+// finite differences in f64, second derivatives, multi-head self-attention's packed path,
+// thread-count independence and errors.
+
+#include <doctest/doctest.h>
+#include <ember/autograd/gradcheck.hpp>
+#include <ember/nn.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace ember;
+
+namespace {
+
+double max_diff(const Tensor& a, const Tensor& b) { return (a - b).abs().amax().item<double>(); }
+
+/// softmax(q k^T * scale + mask) v with separate ops; mask additive, or causal.
+Tensor composite(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool causal) {
+  Tensor s = q.matmul(k.mT()) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  if (mask.defined()) s = s + mask;
+  if (causal) {
+    Tensor allowed = tril(ones({s.size(-2), s.size(-1)}, DType::Bool));
+    s = where(allowed, s, -std::numeric_limits<double>::infinity());
+  }
+  return s.softmax(-1).matmul(v);
+}
+
+struct Grads {
+  Tensor out, dq, dk, dv;
+};
+
+/// Output and input gradients for upstream gradient g, through `f`.
+template <class F>
+Grads run(F f, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& g) {
+  Tensor q1 = q.detach().requires_grad_(), k1 = k.detach().requires_grad_(), v1 = v.detach().requires_grad_();
+  Tensor out = f(q1, k1, v1);
+  out.backward(g);
+  return {out.detach(), q1.grad(), k1.grad(), v1.grad()};
+}
+
+void check_close(const Grads& a, const Grads& b, double tol) {
+  CHECK(max_diff(a.out, b.out) < tol);
+  CHECK(max_diff(a.dq, b.dq) < tol);
+  CHECK(max_diff(a.dk, b.dk) < tol);
+  CHECK(max_diff(a.dv, b.dv) < tol);
+}
+
+}  // namespace
+
+TEST_CASE("fused attention equals the composite formula: masks, layouts, dtypes") {
+  manual_seed(41);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType t : {DType::F64, DType::F32}) {
+    const double tol = t == DType::F64 ? 1e-12 : 2e-5;
+    // (B, H, L, E) with L != S and Dv != E; q a permuted view (strided rows and heads).
+    Tensor q = randn({2, 5, 3, 4}).to(t).permute({0, 2, 1, 3}), k = randn({2, 3, 7, 4}).to(t),
+           v = randn({2, 3, 7, 6}).to(t);
+    Tensor g = randn({2, 3, 5, 6}).to(t);
+    INFO("dtype ", t);
+    auto plain = [&](const Tensor& mask, bool causal) {
+      return [=](const Tensor& a, const Tensor& b, const Tensor& c) {
+        return nn::F::scaled_dot_product_attention(a, b, c, mask, 0.0, causal);
+      };
+    };
+    auto ref = [&](const Tensor& mask, bool causal) {
+      return [=](const Tensor& a, const Tensor& b, const Tensor& c) { return composite(a, b, c, mask, causal); };
+    };
+    SUBCASE("no mask") { check_close(run(plain({}, false), q, k, v, g), run(ref({}, false), q, k, v, g), tol); }
+    SUBCASE("causal, more keys than queries") {
+      check_close(run(plain({}, true), q, k, v, g), run(ref({}, true), q, k, v, g), tol);
+    }
+    SUBCASE("additive mask broadcast from (L, S)") {
+      Tensor mask = randn({5, 7}).to(t);
+      check_close(run(plain(mask, false), q, k, v, g), run(ref(mask, false), q, k, v, g), tol);
+    }
+    SUBCASE("boolean mask (true = may attend), per batch entry") {
+      Tensor allowed = rand({2, 1, 5, 7}) > 0.3;
+      allowed.select(3, 0).fill_(true);  // every query keeps a key
+      Tensor additive = where(allowed, 0.0, full({}, -inf, t));
+      check_close(run(plain(allowed, false), q, k, v, g), run(ref(additive, false), q, k, v, g), tol);
+    }
+    SUBCASE("3-d inputs fold their batch") {
+      Tensor q3 = randn({4, 5, 8}).to(t), k3 = randn({4, 6, 8}).to(t), v3 = randn({4, 6, 2}).to(t);
+      Tensor g3 = randn({4, 5, 2}).to(t);
+      check_close(run(plain({}, false), q3, k3, v3, g3), run(ref({}, false), q3, k3, v3, g3), tol);
+    }
+  }
+}
+
+TEST_CASE("fused attention: finite differences in f64 and second derivatives") {
+  manual_seed(42);
+  std::string why;
+  Tensor mask = randn({3, 4}, DType::F64);
+  for (bool causal : {false, true}) {
+    INFO("causal ", causal);
+    auto f = [&](const std::vector<Tensor>& in) {
+      return nn::F::scaled_dot_product_attention(in[0], in[1], in[2], causal ? Tensor() : mask, 0.0, causal);
+    };
+    std::vector<Tensor> in = {randn({2, 2, 3, 4}, DType::F64).requires_grad_(),
+                              randn({2, 2, 4, 4}, DType::F64).requires_grad_(),
+                              randn({2, 2, 4, 3}, DType::F64).requires_grad_()};
+    CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(f, in, {}, &why), why);
+    CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(f, in, {}, &why), why);
+  }
+}
+
+TEST_CASE("multi-head self-attention's packed path equals the per-head composite path") {
+  manual_seed(43);
+  for (DType t : {DType::F64, DType::F32}) {
+    const double tol = t == DType::F64 ? 1e-12 : 2e-5;
+    INFO("dtype ", t);
+    nn::MultiheadAttention mha(8, 2);
+    mha->to(t);
+    const int64_t l = 5, n = 3;
+    Tensor kpm = zeros({n, l}, DType::Bool);
+    kpm.select(1, 4).fill_(true);
+    Tensor attn = randn({l, l}).to(t);
+    struct Case {
+      Tensor kpm, attn;
+      bool causal;
+    };
+    for (const Case& c : {Case{{}, {}, false}, Case{{}, {}, true}, Case{kpm, {}, true}, Case{{}, attn, false}}) {
+      INFO("padding ", c.kpm.defined(), " attn_mask ", c.attn.defined(), " causal ", c.causal);
+      Tensor x = randn({l, n, 8}).to(t);
+      Tensor g = randn({l, n, 8}).to(t);
+      // need_weights with grad recording takes the composite path; without, the fused one.
+      auto pass = [&](bool need_weights) {
+        mha->zero_grad();
+        Tensor x1 = x.detach().requires_grad_();
+        Tensor out = mha(x1, x1, x1, c.kpm, need_weights, c.attn, true, c.causal).first;
+        out.backward(g);
+        return std::vector<Tensor>{out.detach(), x1.grad(), mha->in_proj_weight.grad().clone(),
+                                   mha->in_proj_bias.grad().clone(), mha->out_proj->weight.grad().clone()};
+      };
+      std::vector<Tensor> fused = pass(false), comp = pass(true);
+      for (size_t i = 0; i < fused.size(); ++i) CHECK(max_diff(fused[i], comp[i]) < tol);
+      // Weights from the fused path (no grad) equal the composite path's.
+      autograd::NoGradGuard ng;
+      Tensor w_fused = mha(x, x, x, c.kpm, true, c.attn, true, c.causal).second;
+      autograd::GradMode::set_enabled(true);
+      Tensor xg = x.detach().requires_grad_();
+      Tensor w_comp = mha(xg, xg, xg, c.kpm, true, c.attn, true, c.causal).second;
+      autograd::GradMode::set_enabled(false);
+      CHECK(max_diff(w_fused, w_comp.detach()) < tol);
+    }
+  }
+}
+
+TEST_CASE("fused attention: results do not depend on the thread count; errors name the op") {
+  manual_seed(44);
+  Tensor q = randn({8, 4, 16, 8}), k = randn({8, 4, 16, 8}), v = randn({8, 4, 16, 8});
+  set_num_threads(1);
+  Tensor one = nn::F::scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+  set_num_threads(2);
+  Tensor two = nn::F::scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+  set_num_threads(1);
+  CHECK(max_diff(one, two) == 0.0);
+
+  // The op itself checks what reaches it.
+  CHECK_THROWS_WITH_AS(dispatch<DefaultPolicy>(ops::Attention{1.0, false, 0}, q.impl(), &k.impl(),
+                                               &randn({8, 4, 15, 8}).impl(), nullptr),
+                       doctest::Contains("scaled_dot_product_attention"), Error);
+  CHECK_THROWS_WITH_AS(dispatch<DefaultPolicy>(ops::Attention{1.0, false, 3}, randn({4, 2, 12}).impl(), nullptr,
+                                               nullptr, nullptr),
+                       doctest::Contains("not (L, N, 3 * E)"), Error);
+  Tensor bad_mask = randn({8, 4, 16, 15});
+  CHECK_THROWS_WITH_AS(
+      dispatch<DefaultPolicy>(ops::Attention{1.0, false, 0}, q.impl(), &k.impl(), &v.impl(), &bad_mask.impl()),
+      doctest::Contains("additive mask"), Error);
+  Tensor qi = randint(0, 3, {2, 1, 3, 4});
+  CHECK_THROWS_WITH_AS(dispatch<DefaultPolicy>(ops::Attention{1.0, false, 0}, qi.impl(), &qi.impl(), &qi.impl(),
+                                               nullptr),
+                       doctest::Contains("float32 or float64"), Error);
+  // A mask that requires grad takes the composite path, and gets its gradient.
+  Tensor m = randn({16, 16}).requires_grad_();
+  nn::F::scaled_dot_product_attention(q, k, v, m).sum().backward();
+  CHECK(m.grad().defined());
+}
