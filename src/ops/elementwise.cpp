@@ -163,8 +163,10 @@ Prepared prepare_binary(const Binary& b, const TensorImpl& x, const TensorImpl& 
   }
   p.want[0] = p.want[1] = compute;
   p.same_shape = x.sizes == y.sizes;
-  Shape shape = p.same_shape ? x.sizes : broadcast_shapes(x.sizes, y.sizes, op);
-  make_output(p, shape, result, out, op);
+  if (p.same_shape)
+    make_output(p, x.sizes, result, out, op);  // no Shape copy on the common path
+  else
+    make_output(p, broadcast_shapes(x.sizes, y.sizes, op), result, out, op);
   return p;
 }
 
