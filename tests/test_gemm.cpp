@@ -88,9 +88,11 @@ TEST_CASE("f32 matmul matches a double reference for every layout, edge and slic
 
 TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the threaded transposed product") {
   // The paths the small shapes above do not reach (on AVX2/AVX-512 machines):
-  //  - a transposed A whose step stride is a multiple of 128 floats is packed, not read in
-  //    place: 256 x 600 (sr 1, sc 256), more than 8 panels and 2 inner slices;
-  //  - a packed A of more than 2M floats goes in row chunks: 1024 x 2100 transposed;
+  //  - a transposed A whose step stride is a multiple of 128 floats is packed panel by panel,
+  //    not read in place: 256 x 600 (sr 1, sc 256) and 1024 x 2100 (sc 1024), more than 8
+  //    panels and 2-5 inner slices;
+  //  - a packed A of more than 2M floats goes in row chunks: 1024 x 2100 with strided rows
+  //    and columns;
   //  - C at most one tile wide with 2 threads splits by rows: 2000 x 12 (each task packs B);
   //  - a narrow C computed as the transposed product, on 2 threads: 2000 x 5;
   //  - a wide C over few rows with B's columns contiguous, computed as the transposed product
@@ -100,7 +102,7 @@ TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the thread
     int64_t m, n, k;
     int la, lb;
   };
-  const Case cases[] = {{256, 40, 600, 1, 0}, {1024, 40, 2100, 1, 1}, {2000, 12, 600, 0, 0},
+  const Case cases[] = {{256, 40, 600, 1, 0}, {1024, 40, 2100, 1, 1}, {1024, 40, 2100, 2, 0}, {2000, 12, 600, 0, 0},
                         {2000, 5, 600, 0, 1},  {20, 300, 700, 0, 1},   {8, 64, 256, 0, 1}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
