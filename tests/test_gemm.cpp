@@ -171,3 +171,37 @@ TEST_CASE("batched f32 products match the reference, and one and two threads agr
     CHECK((one - two).abs().amax().item<float>() < 1e-3);
   }
 }
+
+TEST_CASE("linear with a bias on every GEMM path, against x @ w^T + b") {
+  // The output starts as the bias and the GEMM runs at beta 1. With one inner slice
+  // (k <= 512) the result must equal the product rounded and then the bias added, bitwise;
+  // with more slices it is checked against the double reference. Shapes reach the batch-1
+  // GEMV (1 x 70), the wide transposed product (20 x 300), the narrow transposed product
+  // (300 x 5), the packed GEMM with partial tiles (37 x 70) and three inner slices (100 x 33
+  // over 1100).
+  manual_seed(15);
+  struct Dims {
+    int64_t m, n, k;
+  };
+  const Dims dims[] = {{1, 70, 530}, {20, 300, 256}, {300, 5, 200}, {37, 70, 500}, {100, 33, 1100}};
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const Dims& d : dims) {
+      INFO("threads ", threads, " m ", d.m, " n ", d.n, " k ", d.k);
+      const Tensor x = randn({d.m, d.k}), w = randn({d.n, d.k}), b = randn({d.n}) * 10;
+      const Tensor y = linear(x, w, b);
+      std::vector<double> want = reference(x, w.t(), nullptr, 0, 1);
+      auto B = b.accessor<float, 1>();
+      for (int64_t i = 0; i < d.m; ++i)
+        for (int64_t j = 0; j < d.n; ++j) want[static_cast<size_t>(i * d.n + j)] += B[j];
+      CHECK(max_error(y, want, d.k) < 1e-5);
+      if (d.k <= 512 || d.m == 1) CHECK((y == x.matmul(w.t()) + b).all().item<bool>());
+    }
+    // f64 (Eigen's product, bias-filled output) and an empty inner dim.
+    const Tensor xd = randn({9, 40}, DType::F64), wd = randn({7, 40}, DType::F64), bd = randn({7}, DType::F64);
+    CHECK((linear(xd, wd, bd) - (xd.matmul(wd.t()) + bd)).abs().amax().item<double>() < 1e-12);
+    const Tensor x0 = randn({4, 0}), w0 = randn({3, 0}), b0 = randn({3});
+    CHECK((linear(x0, w0, b0) == b0.expand({4, 3})).all().item<bool>());
+  }
+  set_num_threads(1);
+}
