@@ -174,6 +174,9 @@ TEST_CASE("fused attention: results do not depend on the thread count; errors na
   CHECK_THROWS_WITH_AS(dispatch<DefaultPolicy>(ops::Attention{1.0, false, 0}, qi.impl(), &qi.impl(), &qi.impl(),
                                                nullptr),
                        doctest::Contains("float32 or float64"), Error);
+  // A mask with more dims than q broadcasts the result (composite path), as in PyTorch.
+  Tensor q3 = randn({4, 16, 8}), wide_mask = randn({2, 4, 16, 16});
+  CHECK(nn::F::scaled_dot_product_attention(q3, q3, q3, wide_mask).sizes() == Shape{2, 4, 16, 8});
   // A mask that requires grad takes the composite path, and gets its gradient.
   Tensor m = randn({16, 16}).requires_grad_();
   nn::F::scaled_dot_product_attention(q, k, v, m).sum().backward();

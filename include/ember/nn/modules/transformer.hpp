@@ -29,7 +29,8 @@ bool fused_attention_ok(const BasicTensor<P>& q, const BasicTensor<P>& k, const 
   if (dropout || !q.device().is_cpu() || !k.device().is_cpu() || !v.device().is_cpu()) return false;
   if ((q.dtype() != DType::F32 && q.dtype() != DType::F64) || k.dtype() != q.dtype() || v.dtype() != q.dtype())
     return false;
-  if (mask.defined() && (mask.requires_grad() || !mask.device().is_cpu())) return false;
+  // A mask with more dims than q would broadcast the result to more dims: the composite form.
+  if (mask.defined() && (mask.requires_grad() || !mask.device().is_cpu() || mask.dim() > q.dim())) return false;
   for (int64_t d = 0; d + 2 < q.dim(); ++d)
     if (k.size(d) != q.size(d) || v.size(d) != q.size(d)) return false;
   return true;
