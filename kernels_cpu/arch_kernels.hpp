@@ -18,6 +18,7 @@
   void softmax(detail::TensorImpl&, const detail::TensorImpl&, int64_t, bool);                                  \
   void cumulative(detail::CumOp, detail::TensorImpl&, detail::TensorImpl*, const detail::TensorImpl&, int64_t); \
   void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double);         \
+  void softmax_backward(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, int64_t, bool); \
   }
 
 EMBER_DECLARE_ARCH_KERNELS(base)

@@ -92,6 +92,9 @@ void Kernels<Cpu>::arg_reduce(ArgReduceOp op, TensorImpl* values, TensorImpl& in
 void Kernels<Cpu>::softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
   EMBER_CPU_FORWARD(softmax, out, x, dim, log);
 }
+void Kernels<Cpu>::softmax_backward(TensorImpl& dx, const TensorImpl& g, const TensorImpl& y, int64_t dim, bool log) {
+  EMBER_CPU_FORWARD(softmax_backward, dx, g, y, dim, log);
+}
 void Kernels<Cpu>::cumulative(CumOp op, TensorImpl& out, TensorImpl* indices, const TensorImpl& x, int64_t dim) {
   EMBER_CPU_FORWARD(cumulative, op, out, indices, x, dim);
 }

@@ -43,6 +43,9 @@ struct Kernels;
 template <>
 struct Kernels<Cpu> {
   EMBER_DECLARE_KERNELS
+  /// dx = softmax / log_softmax derivative along `dim` from the upstream gradient g and the
+  /// forward's output y (all contiguous, one f32/f64 dtype); see ops/softmax_backward_op.hpp.
+  static void softmax_backward(TensorImpl& dx, const TensorImpl& g, const TensorImpl& y, int64_t dim, bool log);
   /// Philox-based uniform [lo, hi) or normal(mean, std) fill at counter `offset`.
   static void fill_random(TensorImpl& dst, bool normal, double p0, double p1, uint64_t seed, uint64_t offset);
 };
