@@ -5,7 +5,8 @@
 /// memory; this is one read of g and y per row for the sum and one for the result.
 ///   softmax:     dx = y * (g - sum(g * y))
 ///   log_softmax: dx = g - exp(y) * sum(g)
-/// Kernels: src/ops/softmax_backward.cpp (CPU, f32/f64). Like layer_norm_backward it runs only
+/// Kernels: kernels_cpu/reduce.cpp (CPU, f32/f64, per ISA; checks in src/ops/softmax_backward.cpp).
+/// Like layer_norm_backward it runs only
 /// inside a plain backward (autograd/derivatives_reduce.hpp); under create_graph the
 /// derivative uses the composite formula, so higher derivatives stay right.
 
