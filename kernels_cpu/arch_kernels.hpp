@@ -19,6 +19,11 @@
   void cumulative(detail::CumOp, detail::TensorImpl&, detail::TensorImpl*, const detail::TensorImpl&, int64_t); \
   void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double);         \
   void softmax_backward(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, int64_t, bool); \
+  void layer_norm(detail::TensorImpl&, detail::TensorImpl&, detail::TensorImpl&, const detail::TensorImpl&,        \
+                  const detail::TensorImpl*, const detail::TensorImpl*, int64_t, double);                        \
+  void layer_norm_backward(detail::TensorImpl*, detail::TensorImpl*, detail::TensorImpl*, const detail::TensorImpl&, \
+                           const detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&,       \
+                           const detail::TensorImpl*, int64_t);                                                  \
   }
 
 EMBER_DECLARE_ARCH_KERNELS(base)

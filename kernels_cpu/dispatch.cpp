@@ -95,6 +95,15 @@ void Kernels<Cpu>::softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bo
 void Kernels<Cpu>::softmax_backward(TensorImpl& dx, const TensorImpl& g, const TensorImpl& y, int64_t dim, bool log) {
   EMBER_CPU_FORWARD(softmax_backward, dx, g, y, dim, log);
 }
+void Kernels<Cpu>::layer_norm(TensorImpl& y, TensorImpl& mean, TensorImpl& rstd, const TensorImpl& x,
+                              const TensorImpl* weight, const TensorImpl* bias, int64_t cols, double eps) {
+  EMBER_CPU_FORWARD(layer_norm, y, mean, rstd, x, weight, bias, cols, eps);
+}
+void Kernels<Cpu>::layer_norm_backward(TensorImpl* dx, TensorImpl* dweight, TensorImpl* dbias, const TensorImpl& dy,
+                                       const TensorImpl& x, const TensorImpl& mean, const TensorImpl& rstd,
+                                       const TensorImpl* weight, int64_t cols) {
+  EMBER_CPU_FORWARD(layer_norm_backward, dx, dweight, dbias, dy, x, mean, rstd, weight, cols);
+}
 void Kernels<Cpu>::cumulative(CumOp op, TensorImpl& out, TensorImpl* indices, const TensorImpl& x, int64_t dim) {
   EMBER_CPU_FORWARD(cumulative, op, out, indices, x, dim);
 }

@@ -46,6 +46,14 @@ struct Kernels<Cpu> {
   /// dx = softmax / log_softmax derivative along `dim` from the upstream gradient g and the
   /// forward's output y (all contiguous, one f32/f64 dtype); see ops/softmax_backward_op.hpp.
   static void softmax_backward(TensorImpl& dx, const TensorImpl& g, const TensorImpl& y, int64_t dim, bool log);
+  /// Layer normalisation over rows of `cols` (ops/norm_ops.hpp): y, and each row's mean and
+  /// 1/std; weight/bias optional. Inputs contiguous, one f32/f64 dtype.
+  static void layer_norm(TensorImpl& y, TensorImpl& mean, TensorImpl& rstd, const TensorImpl& x,
+                         const TensorImpl* weight, const TensorImpl* bias, int64_t cols, double eps);
+  /// Its derivative: each of dx, dweight, dbias is computed when not null.
+  static void layer_norm_backward(TensorImpl* dx, TensorImpl* dweight, TensorImpl* dbias, const TensorImpl& dy,
+                                  const TensorImpl& x, const TensorImpl& mean, const TensorImpl& rstd,
+                                  const TensorImpl* weight, int64_t cols);
   /// Philox-based uniform [lo, hi) or normal(mean, std) fill at counter `offset`.
   static void fill_random(TensorImpl& dst, bool normal, double p0, double p1, uint64_t seed, uint64_t offset);
 };
