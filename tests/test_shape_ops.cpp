@@ -93,6 +93,12 @@ TEST_CASE("index_select, index_add, index_copy, index_put, advanced index") {
   CHECK(vals(index_select(x, 0, tensor({2, 0}))) == F{4, 5, 0, 1});
   CHECK_THROWS_AS(index_select(x, 0, tensor({3})), Error);
   CHECK_THROWS_AS(index_select(x, 0, tensor({0.5f})), Error);
+  // Whole rows of a contiguous input are copied row by row; a transposed input takes the
+  // strided path; empty rows and an empty index work.
+  CHECK(vals(index_select(x.t(), 0, tensor({1, 1, 0}))) == F{1, 3, 5, 1, 3, 5, 0, 2, 4});
+  CHECK(index_select(zeros({3, 0}), 0, tensor({2, 1})).sizes() == Shape{2, 0});
+  CHECK(index_select(x, 0, empty({0}, DType::I64)).sizes() == Shape{0, 2});
+  CHECK_THROWS_AS(index_select(x, 0, tensor({-1})), Error);
   CHECK(vals(index_add(zeros({3}), 0, tensor({0, 0, 2}), tensor({1.f, 2.f, 3.f}))) == F{3, 0, 3});
   // Rows (an embedding's backward: contiguous rows added whole) equal the strided path's sums.
   Tensor rows = arange(12).view({4, 3}).to(DType::F32), table = ones({3, 3});
