@@ -44,9 +44,20 @@ Heads packed_part(const TensorImpl& t, int64_t heads, int64_t part, int64_t part
   return {&t, heads, t.sizes[0], d, t.offset + part * e * t.strides[2], t.strides[1], d, t.strides[0]};
 }
 
-/// t itself when its last dim is contiguous, else a contiguous copy kept in `holder`.
-const TensorImpl& last_dim_contiguous(const TensorImpl& t, TensorRef& holder, const char* op) {
-  if (t.ndim() == 0 || t.strides[t.ndim() - 1] == 1 || t.sizes[t.ndim() - 1] == 1) return t;
+/// t itself when it is contiguous or the layout this op reads in place (the packed
+/// projection's view: unit last stride, no dim of size > 1 with stride 0, rows at least a row
+/// apart), else a contiguous copy kept in `holder`. The GEMM's Eigen path (f64, the baseline
+/// build) reads a matrix as rows `stride >= columns` apart, so an expanded gradient (stride 0
+/// along L, from a sum's backward) must not reach it as it is.
+const TensorImpl& gemm_readable(const TensorImpl& t, TensorRef& holder, const char* op) {
+  bool ok = t.contiguous;
+  if (!ok && t.ndim() >= 1 && (t.strides[t.ndim() - 1] == 1 || t.sizes[t.ndim() - 1] == 1)) {
+    ok = true;
+    const int64_t row = t.sizes[t.ndim() - 1];
+    for (size_t d = 0; d + 1 < t.ndim(); ++d)
+      if (t.sizes[d] > 1 && t.strides[d] < row) ok = false;
+  }
+  if (ok) return t;
   holder = detail::make_tensor(t.sizes, t.dtype, t.device(), op);
   Kernels<Cpu>::copy(*holder, t);
   return *holder;
@@ -101,8 +112,8 @@ AttentionResult attention_cpu(const Attention& op, const TensorImpl& q_in, const
                               const TensorImpl* v_in, const TensorImpl* mask_in) {
   const char* name = op.name();
   check_floating(q_in, "query", name);
-  TensorRef hq, hk, hv, hm;
-  const TensorImpl& q = last_dim_contiguous(q_in, hq, name);
+  TensorRef hq, hk, hv;
+  const TensorImpl& q = gemm_readable(q_in, hq, name);
   Heads Q, K, V;
   int64_t batch = 0;
   AttentionResult r;
@@ -119,8 +130,8 @@ AttentionResult attention_cpu(const Attention& op, const TensorImpl& q_in, const
     EMBER_CHECK(k_in && v_in, "[{}] needs key and value", name);
     check_floating(*k_in, "key", name);
     check_floating(*v_in, "value", name);
-    const TensorImpl& k = last_dim_contiguous(*k_in, hk, name);
-    const TensorImpl& v = last_dim_contiguous(*v_in, hv, name);
+    const TensorImpl& k = gemm_readable(*k_in, hk, name);
+    const TensorImpl& v = gemm_readable(*v_in, hv, name);
     EMBER_CHECK(q.ndim() == 4 && k.ndim() == 4 && v.ndim() == 4 && k.dtype == q.dtype && v.dtype == q.dtype &&
                     k.sizes[0] == q.sizes[0] && v.sizes[0] == q.sizes[0] && k.sizes[1] == q.sizes[1] &&
                     v.sizes[1] == q.sizes[1] && k.sizes[3] == q.sizes[3] && v.sizes[2] == k.sizes[2],
@@ -136,13 +147,11 @@ AttentionResult attention_cpu(const Attention& op, const TensorImpl& q_in, const
   const int64_t p_sizes[4] = {batch, h, l, s};
   r.probs = detail::make_tensor(p_sizes, q.dtype, q.device(), name);
   Heads O = op.heads > 0 ? packed_part(*r.out, op.heads, 0, 1) : heads_of(*r.out);
-  Heads M;
   if (mask_in) {
     EMBER_CHECK(!op.causal, "[{}] takes a mask or causal, not both", name);
     EMBER_CHECK(mask_in->dtype == q.dtype && mask_in->ndim() == 4 && mask_in->sizes == Shape(p_sizes),
                 "[{}] additive mask must be {} of shape {}, got {} of shape {}", name, q.dtype, Shape(p_sizes),
                 mask_in->dtype, mask_in->sizes);
-    M = heads_of(last_dim_contiguous(*mask_in, hm, name));
   }
   if (batch == 0 || h == 0 || l == 0) return r;
   for_each_entry(batch, [&](int64_t b) {
@@ -152,7 +161,13 @@ AttentionResult attention_cpu(const Attention& op, const TensorImpl& q_in, const
       return;
     }
     Kernels<Cpu>::gemm(*p, *Q.entry(b), *K.entry(b, true), op.scale, 0.0);
-    if (mask_in) Kernels<Cpu>::binary(BinaryOp::Add, *p, *p, *M.entry(b));
+    if (mask_in) {  // the add reads the mask through its own strides (broadcast views stay views)
+      const int64_t m_sizes[3] = {h, l, s};
+      const int64_t m_strides[3] = {mask_in->strides[1], mask_in->strides[2], mask_in->strides[3]};
+      TensorRef m = detail::make_view(mask_in->storage, mask_in->dtype, m_sizes, m_strides,
+                                      mask_in->offset + b * mask_in->strides[0]);
+      Kernels<Cpu>::binary(BinaryOp::Add, *p, *p, *m);
+    }
     if (op.causal) mask_causal(*p);
     Kernels<Cpu>::softmax(*p, *p, 2, false);
     Kernels<Cpu>::gemm(*o, *p, *V.entry(b), 1.0, 0.0);
@@ -164,8 +179,8 @@ AttentionGrads attention_backward_cpu(const AttentionBackward& op, const TensorI
                                       const TensorImpl* k, const TensorImpl* v, const TensorImpl& probs) {
   const char* name = op.name();
   TensorRef hd, hq, hk, hv;
-  const TensorImpl& dout = last_dim_contiguous(dout_in, hd, name);
-  const TensorImpl& qc = last_dim_contiguous(q, hq, name);
+  const TensorImpl& dout = gemm_readable(dout_in, hd, name);
+  const TensorImpl& qc = gemm_readable(q, hq, name);
   EMBER_CHECK(dout.dtype == q.dtype && probs.dtype == q.dtype && probs.ndim() == 4 && probs.contiguous,
               "[{}] gradient {} ({}) and probabilities {} ({}) do not fit the forward's {}", name, dout.sizes,
               dout.dtype, probs.sizes, probs.dtype, q.dtype);
@@ -181,8 +196,8 @@ AttentionGrads attention_backward_cpu(const AttentionBackward& op, const TensorI
     dQ = packed_part(*g.dq, op.heads, 0, 3), dK = packed_part(*g.dq, op.heads, 1, 3),
     dV = packed_part(*g.dq, op.heads, 2, 3);
   } else {
-    const TensorImpl& kc = last_dim_contiguous(*k, hk, name);
-    const TensorImpl& vc = last_dim_contiguous(*v, hv, name);
+    const TensorImpl& kc = gemm_readable(*k, hk, name);
+    const TensorImpl& vc = gemm_readable(*v, hv, name);
     Q = heads_of(qc), K = heads_of(kc), V = heads_of(vc);
     EMBER_CHECK(dout.ndim() == 4 && dout.sizes[0] == q.sizes[0] && dout.sizes[1] == q.sizes[1] &&
                     dout.sizes[2] == q.sizes[2] && dout.sizes[3] == v->sizes[3],

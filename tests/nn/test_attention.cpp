@@ -182,3 +182,75 @@ TEST_CASE("fused attention: results do not depend on the thread count; errors na
   nn::F::scaled_dot_product_attention(q, k, v, m).sum().backward();
   CHECK(m.grad().defined());
 }
+
+TEST_CASE("fused attention: expanded gradients, broadcast and dtype-promoting masks, empty inputs") {
+  manual_seed(45);
+  auto comp = [](const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask) {
+    return composite(q, k, v, mask, false);
+  };
+  // An upstream gradient with stride 0 along L (a sum's backward) in f64, where the GEMM reads
+  // matrices as rows a stride apart: it is made contiguous first.
+  Tensor q = randn({2, 3, 5, 4}, DType::F64), k = randn({2, 3, 6, 4}, DType::F64), v = randn({2, 3, 6, 2}, DType::F64);
+  auto summed = [](const Tensor& o) { return o.sum(Shape{2}).sum(); };
+  Tensor q1 = q.detach().requires_grad_(), k1 = k.detach().requires_grad_(), v1 = v.detach().requires_grad_();
+  summed(nn::F::scaled_dot_product_attention(q1, k1, v1)).backward();
+  Tensor q2 = q.detach().requires_grad_(), k2 = k.detach().requires_grad_(), v2 = v.detach().requires_grad_();
+  summed(comp(q2, k2, v2, {})).backward();
+  CHECK(max_diff(q1.grad(), q2.grad()) < 1e-12);
+  CHECK(max_diff(k1.grad(), k2.grad()) < 1e-12);
+  CHECK(max_diff(v1.grad(), v2.grad()) < 1e-12);
+  // The backward op itself, handed a stride-0 gradient, equals it handed a contiguous copy.
+  {
+    autograd::NoGradGuard ng;
+    auto fwd = dispatch<DefaultPolicy>(ops::Attention{0.5, false, 0}, q.impl(), &k.impl(), &v.impl(), nullptr);
+    Tensor g_exp = randn({2, 3, 1, 2}, DType::F64).expand({2, 3, 5, 2}), g_cont = g_exp.contiguous();
+    auto ge = dispatch<DefaultPolicy>(ops::AttentionBackward{0.5, 0, true, true, true}, g_exp.impl(), q.impl(),
+                                      &k.impl(), &v.impl(), *fwd.probs);
+    auto gc = dispatch<DefaultPolicy>(ops::AttentionBackward{0.5, 0, true, true, true}, g_cont.impl(), q.impl(),
+                                      &k.impl(), &v.impl(), *fwd.probs);
+    CHECK(max_diff(Tensor::wrap(std::move(ge.dq)), Tensor::wrap(std::move(gc.dq))) == 0.0);
+    CHECK(max_diff(Tensor::wrap(std::move(ge.dv)), Tensor::wrap(std::move(gc.dv))) == 0.0);
+    // And a key broadcast along S in the forward.
+    Tensor k_exp = randn({2, 3, 1, 4}, DType::F64).expand({2, 3, 6, 4});
+    auto fe = dispatch<DefaultPolicy>(ops::Attention{0.5, false, 0}, q.impl(), &k_exp.impl(), &v.impl(), nullptr);
+    Tensor k_cont = k_exp.contiguous();
+    auto fc = dispatch<DefaultPolicy>(ops::Attention{0.5, false, 0}, q.impl(), &k_cont.impl(), &v.impl(), nullptr);
+    CHECK(max_diff(Tensor::wrap(std::move(fe.out)), Tensor::wrap(std::move(fc.out))) == 0.0);
+  }
+  // A mask that enlarges the result's batch: the composite form's shape. A float mask of
+  // another dtype is refused (as PyTorch does).
+  Tensor q3 = randn({1, 3, 5, 4}), kv = randn({1, 3, 6, 4});
+  Tensor wide = randn({2, 1, 5, 6});
+  Tensor a = nn::F::scaled_dot_product_attention(q3, kv, kv, wide);
+  CHECK(a.sizes() == Shape{2, 3, 5, 4});
+  CHECK(max_diff(a, comp(q3, kv, kv, wide)) < 1e-5);
+  Tensor m64 = randn({5, 6}, DType::F64);
+  CHECK_THROWS_WITH_AS(nn::F::scaled_dot_product_attention(q3, kv, kv, m64),
+                       doctest::Contains("attn_mask must be bool or the query's dtype"), Error);
+  // Empty query, key and feature dims.
+  CHECK(nn::F::scaled_dot_product_attention(randn({2, 0, 4}), randn({2, 3, 4}), randn({2, 3, 5})).sizes() ==
+        Shape{2, 0, 5});
+  Tensor no_keys = nn::F::scaled_dot_product_attention(randn({2, 3, 4}), randn({2, 0, 4}), randn({2, 0, 5}));
+  CHECK(no_keys.sizes() == Shape{2, 3, 5});
+  CHECK(nn::F::scaled_dot_product_attention(randn({0, 3, 4}), randn({0, 3, 4}), randn({0, 3, 5})).sizes() ==
+        Shape{0, 3, 5});
+}
+
+TEST_CASE("multi-head attention's weights stay differentiable and private") {
+  manual_seed(46);
+  nn::MultiheadAttention mha(8, 2);
+  Tensor x = randn({5, 3, 8});
+  // Only the bias trains: the weights depend on it, so they must carry its gradient.
+  mha->in_proj_weight.requires_grad_(false);
+  mha->out_proj->weight.requires_grad_(false);
+  mha->out_proj->bias.requires_grad_(false);
+  auto [out, w] = mha(x, x, x, Tensor(), true);
+  CHECK(w.requires_grad());
+  w.sum().backward();
+  CHECK(mha->in_proj_bias.grad().defined());
+  // Unaveraged weights without grad are a copy: changing them leaves a later backward intact.
+  mha->in_proj_weight.requires_grad_(true);
+  autograd::NoGradGuard ng;
+  auto [o2, w2] = mha(x, x, x, Tensor(), true, Tensor(), false);
+  CHECK(w2.sizes() == Shape{3, 2, 5, 5});
+}

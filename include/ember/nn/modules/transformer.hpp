@@ -22,17 +22,24 @@ namespace ember::nn {
 namespace detail {
 /// Whether attention can run as the fused CPU op (ops/attention_op.hpp): CPU float32/float64
 /// inputs of one dtype with equal leading dims, no dropout, and a mask (if any) that is not
-/// differentiated. Anything else takes the composite form.
+/// differentiated, is boolean or of q's dtype (another float dtype would promote the result),
+/// and broadcasts to the scores' shape without enlarging it. Anything else takes the
+/// composite form.
 template <class P>
 bool fused_attention_ok(const BasicTensor<P>& q, const BasicTensor<P>& k, const BasicTensor<P>& v,
                         const BasicTensor<P>& mask, bool dropout) {
   if (dropout || !q.device().is_cpu() || !k.device().is_cpu() || !v.device().is_cpu()) return false;
   if ((q.dtype() != DType::F32 && q.dtype() != DType::F64) || k.dtype() != q.dtype() || v.dtype() != q.dtype())
     return false;
-  // A mask with more dims than q would broadcast the result to more dims: the composite form.
-  if (mask.defined() && (mask.requires_grad() || !mask.device().is_cpu() || mask.dim() > q.dim())) return false;
   for (int64_t d = 0; d + 2 < q.dim(); ++d)
     if (k.size(d) != q.size(d) || v.size(d) != q.size(d)) return false;
+  if (!mask.defined()) return true;
+  if (mask.requires_grad() || !mask.device().is_cpu() || mask.dim() > q.dim()) return false;
+  if (mask.dtype() != DType::Bool && mask.dtype() != q.dtype()) return false;
+  for (int64_t i = 1; i <= mask.dim(); ++i) {  // aligned from the right with (..., L, S)
+    const int64_t want = i == 1 ? k.size(-2) : q.size(-i);
+    if (mask.size(-i) != 1 && mask.size(-i) != want) return false;
+  }
   return true;
 }
 }  // namespace detail
@@ -52,14 +59,18 @@ BasicTensor<P> scaled_dot_product_attention(const BasicTensor<P>& q, const Basic
               q.sizes(), k.sizes(), v.sizes());
   EMBER_CHECK(!(is_causal && attn_mask.defined()),
               "[scaled_dot_product_attention] pass either attn_mask or is_causal, not both");
+  EMBER_CHECK(!attn_mask.defined() || attn_mask.dtype() == DType::Bool || attn_mask.dtype() == q.dtype(),
+              "[scaled_dot_product_attention] attn_mask must be bool or the query's dtype {}, got {}", q.dtype(),
+              attn_mask.dtype());
   int64_t l = q.size(-2), s = k.size(-2);
   double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   if (nn::detail::fused_attention_ok(q, k, v, attn_mask, dropout_p > 0 && training)) {
     // One fused op over (B, H, L, E) (ops/attention_op.hpp): other leading dims fold into B.
     Shape lead;
-    for (int64_t d = 0; d + 2 < q.dim(); ++d) lead.push_back(q.size(d));
+    int64_t batch = 1;  // the leading dims folded (explicitly: -1 cannot be inferred for empty inputs)
+    for (int64_t d = 0; d + 2 < q.dim(); ++d) lead.push_back(q.size(d)), batch *= q.size(d);
     const bool four = q.dim() == 4;
-    auto as4 = [&](const BasicTensor<P>& t) { return four ? t : t.reshape({-1, 1, t.size(-2), t.size(-1)}); };
+    auto as4 = [&](const BasicTensor<P>& t) { return four ? t : t.reshape({batch, 1, t.size(-2), t.size(-1)}); };
     BasicTensor<P> mask4;
     if (attn_mask.defined()) {
       BasicTensor<P> m = attn_mask.dtype() == DType::Bool
@@ -70,7 +81,7 @@ BasicTensor<P> scaled_dot_product_attention(const BasicTensor<P>& q, const Basic
       full_shape.push_back(l);
       full_shape.push_back(s);
       m = m.expand(full_shape);
-      mask4 = four ? m : m.reshape({-1, 1, l, s});
+      mask4 = four ? m : m.reshape({batch, 1, l, s});
     }
     BasicTensor<P> q4 = as4(q), k4 = as4(k), v4 = as4(v);
     auto r = dispatch<P>(ops::Attention{sc, is_causal, 0}, q4.impl(), &k4.impl(), &v4.impl(),
@@ -152,7 +163,9 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
     // the same way). Needs the fused op's conditions, and no weights to differentiate.
     const bool self_attention = &query.impl() == &key.impl() && &key.impl() == &value.impl();
     const bool weights_need_grad =
-        need_weights && autograd::GradMode::is_enabled() && (query.requires_grad() || in_proj_weight.requires_grad());
+        need_weights && autograd::GradMode::is_enabled() &&
+        (query.requires_grad() || in_proj_weight.requires_grad() ||
+         (in_proj_bias.defined() && in_proj_bias.requires_grad()));
     if (self_attention && !weights_need_grad &&
         nn::detail::fused_attention_ok(q, q, q, attn_mask, options.dropout() > 0 && this->is_training()) &&
         !(key_padding_mask.defined() && key_padding_mask.requires_grad())) {
@@ -167,8 +180,9 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
       else if (options.batch_first()) out = out.transpose(0, 1);
       TensorT weights;
       if (need_weights) {
+        // A copy when not averaged: the probabilities are also what the op's backward reads.
         TensorT w = TensorT::wrap(std::move(r.probs));
-        weights = average_attn_weights ? w.mean({1}) : w;
+        weights = average_attn_weights ? w.mean({1}) : w.clone();
         if (unbatched) weights = weights.squeeze(0);
       }
       return {out, weights};
