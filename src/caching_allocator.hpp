@@ -38,10 +38,12 @@ struct CacheStats {
 };
 
 /// The figures of allocator_stats from a device's counters and the summed stats of its caches.
+/// Exact whenever no other thread is allocating or freeing at that moment; a snapshot taken
+/// while they do can be off by their credit (<= the credit limit each), so it is kept >= 0.
 inline AllocatorStats make_stats(const DeviceCounters& d, int64_t cached, int64_t count, int64_t system,
                                  int64_t credit) {
-  return {d.in_use.load(std::memory_order_relaxed) - credit, cached, count, system,
-          d.peak.load(std::memory_order_relaxed)};
+  const int64_t in_use = d.in_use.load(std::memory_order_relaxed) - credit;
+  return {in_use < 0 ? 0 : in_use, cached, count, system, d.peak.load(std::memory_order_relaxed)};
 }
 
 size_t size_class(size_t nbytes);

@@ -43,7 +43,8 @@ size_t cpu_cache_limit();
 /// The peak is exact when one thread allocates. While several threads allocate at once it
 /// can overstate by up to 4 KiB per other thread that user code runs (freed small blocks a
 /// thread keeps charged to reuse without touching shared counters; the thread pool's workers
-/// give theirs back after every task).
+/// give theirs back after every task), and a bytes_in_use read while other threads allocate
+/// can be off by as much; both are exact once they are idle.
 void reset_peak_stats(Device device = kCPU);
 
 namespace detail {
