@@ -9,7 +9,6 @@
 
 #include <ember/core/error.hpp>
 #include <ember/ops/attention_op.hpp>
-#include <ember/ops/softmax_backward_op.hpp>
 #include <ember/runtime/threading.hpp>
 
 #include <limits>
@@ -82,18 +81,6 @@ void for_each_entry(int64_t batch, F&& f) {
   }
 }
 
-/// The (H, L, S) probabilities of entry b: a view of the contiguous (B, H, L, S) tensor.
-TensorRef probs_entry(const TensorImpl& p, int64_t b) {
-  const int64_t h = p.sizes[1], l = p.sizes[2], s = p.sizes[3];
-  const int64_t sizes[3] = {h, l, s}, strides[3] = {l * s, s, 1};
-  return detail::make_view(p.storage, p.dtype, sizes, strides, p.offset + b * h * l * s);
-}
-TensorRef probs_entry_t(const TensorImpl& p, int64_t b) {  // transposed: (H, S, L)
-  const int64_t h = p.sizes[1], l = p.sizes[2], s = p.sizes[3];
-  const int64_t sizes[3] = {h, s, l}, strides[3] = {l * s, 1, s};
-  return detail::make_view(p.storage, p.dtype, sizes, strides, p.offset + b * h * l * s);
-}
-
 /// Sets the scores of keys after their query (j > i) to -inf.
 void mask_causal(TensorImpl& scores) {
   const int64_t h = scores.sizes[0], l = scores.sizes[1], s = scores.sizes[2];
@@ -154,8 +141,9 @@ AttentionResult attention_cpu(const Attention& op, const TensorImpl& q_in, const
                 mask_in->dtype, mask_in->sizes);
   }
   if (batch == 0 || h == 0 || l == 0) return r;
+  const Heads P = heads_of(*r.probs);
   for_each_entry(batch, [&](int64_t b) {
-    TensorRef p = probs_entry(*r.probs, b), o = O.entry(b);
+    TensorRef p = P.entry(b), o = O.entry(b);
     if (s == 0) {  // no keys: an empty softmax, as the composite form gives (zeros)
       Kernels<Cpu>::fill(*o, Scalar(0.0));
       return;
@@ -220,21 +208,20 @@ AttentionGrads attention_backward_cpu(const AttentionBackward& op, const TensorI
       if (*t) Kernels<Cpu>::fill(**t, Scalar(0.0));
     return g;
   }
+  const Heads P = heads_of(probs);
   for_each_entry(batch, [&](int64_t b) {
-    TensorRef p = probs_entry(probs, b), o_grad = dO.entry(b);
-    if (need_v) Kernels<Cpu>::gemm(*dV.entry(b), *probs_entry_t(probs, b), *o_grad, 1.0, 0.0);
+    TensorRef o_grad = dO.entry(b);
+    if (need_v) Kernels<Cpu>::gemm(*dV.entry(b), *P.entry(b, true), *o_grad, 1.0, 0.0);
     if (!need_q && !need_k) return;
-    // dS = P * (dP - rowsum(dP * P)), dP = dO V^T: the softmax derivative of the scores.
+    // dS = P * (dP - rowsum(dP * P)), dP = dO V^T: the softmax derivative of the scores,
+    // written over dP (the kernel reads each element of g before writing it in dx).
     const int64_t hls[3] = {h, l, s};
-    TensorRef dp = detail::make_tensor(hls, q.dtype, q.device(), name);
-    Kernels<Cpu>::gemm(*dp, *o_grad, *V.entry(b, true), 1.0, 0.0);
-    TensorRef ds = softmax_backward_cpu(SoftmaxBackward{2, false}, *dp, *p);
+    TensorRef ds = detail::make_tensor(hls, q.dtype, q.device(), name);
+    Kernels<Cpu>::gemm(*ds, *o_grad, *V.entry(b, true), 1.0, 0.0);
+    Kernels<Cpu>::softmax_backward(*ds, *ds, *P.entry(b), 2, false);
+    const Heads DS{ds.get(), h, l, s, ds->offset, 0, l * s, s};
     if (need_q) Kernels<Cpu>::gemm(*dQ.entry(b), *ds, *K.entry(b), op.scale, 0.0);
-    if (need_k) {
-      const int64_t hsl[3] = {h, s, l}, t_strides[3] = {l * s, 1, s};
-      TensorRef ds_t = detail::make_view(ds->storage, ds->dtype, hsl, t_strides, ds->offset);
-      Kernels<Cpu>::gemm(*dK.entry(b), *ds_t, *Q.entry(b), op.scale, 0.0);
-    }
+    if (need_k) Kernels<Cpu>::gemm(*dK.entry(b), *DS.entry(0, true), *Q.entry(b), op.scale, 0.0);
   });
   return g;
 }

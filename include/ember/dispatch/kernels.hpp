@@ -44,7 +44,8 @@ template <>
 struct Kernels<Cpu> {
   EMBER_DECLARE_KERNELS
   /// dx = softmax / log_softmax derivative along `dim` from the upstream gradient g and the
-  /// forward's output y (all contiguous, one f32/f64 dtype); see ops/softmax_backward_op.hpp.
+  /// forward's output y (all contiguous, one f32/f64 dtype; dx may be g, as each element of g
+  /// is read before its dx is written); see ops/softmax_backward_op.hpp.
   static void softmax_backward(TensorImpl& dx, const TensorImpl& g, const TensorImpl& y, int64_t dim, bool log);
   /// Layer normalisation over rows of `cols` (ops/norm_ops.hpp): y, and each row's mean and
   /// 1/std; weight/bias optional. Inputs contiguous, one f32/f64 dtype.
