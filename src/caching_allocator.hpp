@@ -92,13 +92,8 @@ class CachingAllocator {
 
   /// Blocks beyond `limit` cached bytes go back to the system instead of into a bin.
   void deallocate(Block b, size_t limit = SIZE_MAX) noexcept {
-    const int64_t credit = stats_.credit.load(std::memory_order_relaxed) + static_cast<int64_t>(b.capacity);
-    if (credit <= credit_limit_) {
-      stats_.credit.store(credit, std::memory_order_relaxed);
-    } else {
-      stats_.credit.store(0, std::memory_order_relaxed);
-      counters_->in_use.fetch_sub(credit, std::memory_order_relaxed);
-    }
+    CacheStats::bump(stats_.credit, static_cast<int64_t>(b.capacity));
+    if (stats_.credit.load(std::memory_order_relaxed) > credit_limit_) settle_credit();
     if (cached_bytes() + b.capacity > limit) {
       free_(b.ptr, b.capacity);
       return;
