@@ -175,17 +175,10 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
       if (mask.defined()) mask = mask.to(q.dtype()).expand({n, heads, l, s});
       auto r = dispatch<P>(ops::Attention{1.0 / std::sqrt(static_cast<double>(hd)), causal_only, heads}, qkv.impl(),
                            nullptr, nullptr, mask.defined() ? &mask.impl() : nullptr);
-      TensorT out = out_proj(TensorT::wrap(std::move(r.out)));
-      if (unbatched) out = out.squeeze(1);
-      else if (options.batch_first()) out = out.transpose(0, 1);
-      TensorT weights;
-      if (need_weights) {
-        // A copy when not averaged: the probabilities are also what the op's backward reads.
-        TensorT w = TensorT::wrap(std::move(r.probs));
-        weights = average_attn_weights ? w.mean({1}) : w.clone();
-        if (unbatched) weights = weights.squeeze(0);
-      }
-      return {out, weights};
+      // Unaveraged weights are a copy: the probabilities are also what the op's backward reads.
+      TensorT w = TensorT::wrap(std::move(r.probs));
+      return finish(TensorT::wrap(std::move(r.out)), need_weights && !average_attn_weights ? w.clone() : w,
+                    need_weights, average_attn_weights, unbatched);
     }
     auto proj = [&](const TensorT& x, int64_t i) {
       TensorT w = in_proj_weight.narrow(0, i * e, e);
@@ -200,21 +193,28 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
     TensorT w = scores.softmax(-1);
     TensorT wd = options.dropout() > 0 ? F::dropout(w, options.dropout(), this->is_training()) : w;
     TensorT ctx = wd.matmul(vh).permute({2, 0, 1, 3}).reshape({l, n, e});  // (L, N, E)
-    TensorT out = out_proj(ctx);
-    if (unbatched) out = out.squeeze(1);
-    else if (options.batch_first()) out = out.transpose(0, 1);
-    TensorT weights;
-    if (need_weights) {
-      weights = average_attn_weights ? w.mean({1}) : w;
-      if (unbatched) weights = weights.squeeze(0);
-    }
-    return {out, weights};
+    return finish(ctx, w, need_weights, average_attn_weights, unbatched);
   }
   MultiheadAttentionOptions options;
   TensorT in_proj_weight, in_proj_bias;
   Linear out_proj{nullptr};
 
  private:
+  /// The output projection of the (L, N, E) context in the caller's layout, and the
+  /// (N, heads, L, S) attention weights w averaged over heads or as they are, when wanted.
+  std::pair<TensorT, TensorT> finish(const TensorT& ctx, const TensorT& w, bool need_weights, bool average,
+                                     bool unbatched) {
+    TensorT out = out_proj(ctx);
+    if (unbatched) out = out.squeeze(1);
+    else if (options.batch_first()) out = out.transpose(0, 1);
+    TensorT weights;
+    if (need_weights) {
+      weights = average ? w.mean({1}) : w;
+      if (unbatched) weights = weights.squeeze(0);
+    }
+    return {out, weights};
+  }
+
   /// Additive mask, broadcastable to (N, heads, L, S), combining attn_mask, key_padding_mask
   /// and is_causal; undefined when there is none.
   TensorT additive_mask(const TensorT& attn_mask, const TensorT& key_padding_mask, bool is_causal, const TensorT& q,
