@@ -452,26 +452,22 @@ inline void sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* 
   // product C^T = B^T @ A^T reads B^T (the weight, row-major) in place and packs only A^T
   // (k x m); C comes back through 8 x 8 transposes. Taken when that moves at most half as
   // many floats (the robotics MLP's 32 x 256 outputs: its training step 6% faster).
-  if (b.sr == 1 && b.sc != 1 && a.sc == 1 && m >= 8 && n >= 8 && 2 * m * (k + n) <= k * n) {
-    int64_t area_w = 0;
-    const Tile tile_w = choose_tile(n, m, area_w);
+  // C^T = B^T @ A^T into a scratch buffer with tile `tile_t`, then C from it.
+  auto transposed_product = [&](Tile tile_t) {
     static thread_local Buffer scratch;
     float* ct = reserve(scratch, n * m);
-    sgemm_tiled(tile_w, n, m, k, {b.p, b.sc, b.sr}, {a.p, a.sc, a.sr}, ct, m, 1.f, 0.f, threads);
+    sgemm_tiled(tile_t, n, m, k, {b.p, b.sc, b.sr}, {a.p, a.sc, a.sr}, ct, m, 1.f, 0.f, threads);
     store_transposed(ct, m, n, c, ldc, alpha, beta);
-    return;
+  };
+  if (b.sr == 1 && b.sc != 1 && a.sc == 1 && m >= 8 && n >= 8 && 2 * m * (k + n) <= k * n) {
+    int64_t area_w = 0;
+    return transposed_product(choose_tile(n, m, area_w));
   }
   int64_t area = 0, area_t = 0;
   const Tile tile = choose_tile(m, n, area);
   if (n < 2 * W && m > n) {
     const Tile tile_t = choose_tile(n, m, area_t);
-    if (area_t * 4 <= area * 3) {
-      static thread_local Buffer scratch;
-      float* ct = reserve(scratch, n * m);
-      sgemm_tiled(tile_t, n, m, k, {b.p, b.sc, b.sr}, {a.p, a.sc, a.sr}, ct, m, 1.f, 0.f, threads);
-      store_transposed(ct, m, n, c, ldc, alpha, beta);
-      return;
-    }
+    if (area_t * 4 <= area * 3) return transposed_product(tile_t);
   }
   sgemm_tiled(tile, m, n, k, a, b, c, ldc, alpha, beta, threads);
 }
