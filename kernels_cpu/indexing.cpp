@@ -131,24 +131,18 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_select(const TensorImpl& x, int64_t dim
     Kc::copy(*out, x);
     return out;
   }
-  if (d == 0 && x.contiguous) {
-    // Whole rows (an embedding lookup): one memcpy each instead of two views and a copy
-    // kernel per row (1024 rows of 128 floats: 153 -> 12 us).
-    const size_t row_bytes = static_cast<size_t>(size ? x.numel / size : 0) * static_cast<size_t>(itemsize(x.dtype));
-    const char* src = static_cast<const char*>(x.data());
-    char* dst = static_cast<char*>(out->data());
-    for (int64_t k = 0; k < idx.size(); ++k) {
-      const int64_t i = idx[k];
-      EMBER_CHECK(i >= 0 && i < size, "[index_select] index {} is out of range for dim {} of size {}", i, d, size);
-      if (row_bytes)  // empty rows may have no storage behind them
-        std::memcpy(dst + static_cast<size_t>(k) * row_bytes, src + static_cast<size_t>(i) * row_bytes, row_bytes);
-    }
-    return out;
-  }
+  // Whole rows of a contiguous input (an embedding lookup) go with one memcpy each instead of
+  // two views and a copy kernel (1024 rows of 128 floats: 153 -> 12 us).
+  const bool whole_rows = d == 0 && x.contiguous;
+  const size_t row_bytes = static_cast<size_t>(size ? x.numel / size : 0) * static_cast<size_t>(itemsize(x.dtype));
   for (int64_t k = 0; k < idx.size(); ++k) {
     int64_t i = idx[k];
     EMBER_CHECK(i >= 0 && i < size, "[index_select] index {} is out of range for dim {} of size {}", i, d, size);
-    Kc::copy(*select_view(*out, d, k), *select_view(x, d, i));
+    if (!whole_rows)
+      Kc::copy(*select_view(*out, d, k), *select_view(x, d, i));
+    else if (row_bytes)  // empty rows may have no storage behind them
+      std::memcpy(static_cast<char*>(out->data()) + static_cast<size_t>(k) * row_bytes,
+                  static_cast<const char*>(x.data()) + static_cast<size_t>(i) * row_bytes, row_bytes);
   }
   return out;
 }
