@@ -48,67 +48,75 @@ class Pool {
   ~Pool() {
     {
       std::lock_guard<std::mutex> l(m_);
-      stop_ = true;
+      stop_.store(true);
+      generation_.fetch_add(1);
     }
     cv_.notify_all();
     for (auto& t : threads_) t.join();
   }
   void run(Region& r) {
-    {
+    region_.store(&r);
+    generation_.fetch_add(1);
+    // A worker going to sleep raises sleepers_ before it re-reads the generation under m_, so
+    // either it sees this region's generation or this reads its sleepers_ and wakes it.
+    if (sleepers_.load() != 0) {
       std::lock_guard<std::mutex> l(m_);
-      region_ = &r;
-      ++generation_;
-      published_.store(generation_, std::memory_order_release);
+      cv_.notify_all();
     }
-    cv_.notify_all();
+    // No worker may still hold the region when it goes out of scope, even when a chunk run
+    // here throws. A worker announces itself in active_ before it reads region_; after region_
+    // is cleared, a worker that announces itself reads null, so only those counted can hold it.
+    struct Retire {
+      Pool& pool;
+      ~Retire() {
+        pool.region_.store(nullptr);
+        wait_until([&] { return pool.active_.load() == 0; });
+      }
+    } retire{*this};
     run_chunks(r);
-    while (r.done.load(std::memory_order_acquire) < r.nchunks) std::this_thread::yield();
-    // Wait until no worker still holds a pointer to the region: briefly by polling (a worker
-    // finishing its last chunk is about to leave), then on the condition variable.
-    for (int i = 0; i < 64 && active_.load(std::memory_order_acquire) != 0; ++i) std::this_thread::yield();
-    std::unique_lock<std::mutex> l(m_);
-    idle_cv_.wait(l, [&] { return active_.load(std::memory_order_relaxed) == 0; });
-    region_ = nullptr;
+    wait_until([&] { return r.done.load(std::memory_order_acquire) >= r.nchunks; });
   }
   int size() const { return static_cast<int>(threads_.size()) + 1; }
 
  private:
   void loop() {
     t_in_region = true;
-    uint64_t seen = 0;
-    std::unique_lock<std::mutex> l(m_);
+    uint64_t seen = 0;  // the generation at construction: a region (or the shutdown) published
+                        // before this thread got here must still be seen as new
     for (;;) {
-      if (!stop_ && generation_ == seen) {
-        // Spin briefly before sleeping: the regions of a training step come back to back, and
-        // waking a sleeping thread costs tens of microseconds (more than a small op itself).
-        l.unlock();
-        const auto deadline =
-            std::chrono::steady_clock::now() + std::chrono::microseconds(g_spin_us.load(std::memory_order_relaxed));
-        while (published_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < deadline)
-          cpu_relax();
-        l.lock();
+      // Poll briefly before sleeping: the regions of a training step come back to back, and
+      // waking a sleeping thread costs tens of microseconds (more than a small op itself).
+      // The clock is read once per 16 polls: reading it costs more than a poll in a VM.
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::microseconds(g_spin_us.load(std::memory_order_relaxed));
+      for (unsigned i = 1; generation_.load(std::memory_order_acquire) == seen; ++i) {
+        if (i % 16 == 0 && std::chrono::steady_clock::now() >= deadline) break;
+        cpu_relax();
       }
-      cv_.wait(l, [&] { return stop_ || (generation_ != seen && region_); });
-      if (stop_) return;
-      seen = generation_;
-      Region* r = region_;
-      active_.fetch_add(1, std::memory_order_relaxed);
-      l.unlock();
-      run_chunks(*r);
-      detail::settle_cpu_credit();  // blocks freed in the task: not to linger in the peak
-      l.lock();
-      if (active_.fetch_sub(1, std::memory_order_release) == 1) idle_cv_.notify_all();
+      if (generation_.load() == seen && !stop_.load()) {
+        std::unique_lock<std::mutex> l(m_);
+        sleepers_.fetch_add(1);
+        cv_.wait(l, [&] { return generation_.load() != seen || stop_.load(); });
+        sleepers_.fetch_sub(1);
+      }
+      if (stop_.load()) return;
+      seen = generation_.load();
+      active_.fetch_add(1);
+      if (Region* r = region_.load()) {
+        run_chunks(*r);
+        detail::settle_cpu_credit();  // blocks freed in the task: not to linger in the peak
+      }
+      active_.fetch_sub(1, std::memory_order_release);
     }
   }
-  std::vector<std::thread> threads_;
-  std::mutex m_;
-  std::condition_variable cv_, idle_cv_;
-  Region* region_ = nullptr;
-  uint64_t generation_ = 0;
-  std::atomic<uint64_t> published_{0};  // generation_, readable without the lock (spinning workers)
-  std::atomic<int> active_{0};          // changed under m_; read without it by the polling caller
-  bool stop_ = false;
-
+  /// The caller's waits are short (a worker finishing its chunk): poll, then yield the core.
+  template <class Done>
+  static void wait_until(const Done& done) {
+    for (int i = 0; !done(); ++i) {
+      if (i < 4096) cpu_relax();
+      else std::this_thread::yield();
+    }
+  }
   static void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -116,6 +124,19 @@ class Pool {
     std::this_thread::yield();
 #endif
   }
+
+  std::vector<std::thread> threads_;
+  // The handshake is sequentially consistent (the default order) where two threads each write
+  // one variable and read the other's: region_/active_ and generation_/sleepers_.
+  // Each on its own cache line by who writes it: the caller (region_, generation_), the
+  // workers per region (active_), rarely (sleepers_, stop_).
+  alignas(64) std::atomic<Region*> region_{nullptr};
+  std::atomic<uint64_t> generation_{0};  // bumped per region (and at shutdown)
+  alignas(64) std::atomic<int> active_{0};  // workers that may be reading region_'s region
+  alignas(64) std::atomic<int> sleepers_{0};  // workers asleep (or about to be) on cv_
+  std::atomic<bool> stop_{false};
+  std::mutex m_;  // only for sleeping and waking
+  std::condition_variable cv_;
 };
 
 std::atomic<int> g_threads{1};

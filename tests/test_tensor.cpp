@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
 
+#include <atomic>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 using namespace ember;
@@ -205,4 +207,39 @@ TEST_CASE("the pool gives the same results whatever its workers' spin time") {
   set_worker_spin_us(50);
   set_num_threads(1);
   CHECK_THROWS_WITH_AS(set_worker_spin_us(-1), doctest::Contains("[set_worker_spin_us]"), Error);
+}
+
+TEST_CASE("the pool runs every chunk of back-to-back regions exactly once, from several callers") {
+  // Regions come faster than workers notice them, so workers join regions that are already
+  // finished (and must not touch them), sleep and wake (spin 0), or stay polling (spin 1000);
+  // three user threads compete for the pool, the losers running their regions serially.
+  for (int threads : {2, 3, 5}) {
+    set_num_threads(threads);
+    for (int64_t us : {0, 1000}) {
+      set_worker_spin_us(us);
+      std::atomic<int64_t> wrong{0};
+      auto caller = [&](int64_t n) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        for (int rep = 0; rep < 300; ++rep) {
+          for (auto& h : hits) h.store(0, std::memory_order_relaxed);
+          detail::parallel_for(n, 1 + rep % 3, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+          });
+          for (auto& h : hits) wrong += h.load(std::memory_order_relaxed) != 1;
+        }
+      };
+      std::vector<std::thread> users;
+      for (int64_t n : {7, 64, 2}) users.emplace_back(caller, n);
+      caller(33);
+      for (auto& t : users) t.join();
+      CHECK(wrong == 0);
+    }
+  }
+  set_worker_spin_us(50);
+  set_num_threads(1);
+  // A pool shut down before its workers have started must still stop them (this hung once).
+  for (int rep = 0; rep < 200; ++rep) {
+    set_num_threads(2 + rep % 3);
+    set_num_threads(1);
+  }
 }
