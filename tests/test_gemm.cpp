@@ -172,6 +172,27 @@ TEST_CASE("batched f32 products match the reference, and one and two threads agr
   }
 }
 
+TEST_CASE("one row over a large weight splits its columns between threads, bitwise as one thread") {
+  // 530 x 301 floats (623 KiB) is above the split threshold; 301 columns leave a partial block
+  // and a tail of a four-column group; both GEMV kernels (contiguous columns, contiguous rows).
+  manual_seed(16);
+  const Tensor a1 = randn({1, 530});
+  for (const Tensor& b1 : {randn({301, 530}).t(), randn({530, 301})}) {
+    const Tensor c1 = randn({1, 301});
+    std::vector<Tensor> got;
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      got.push_back(c1.addmm(a1, b1, 0.5, -2.0));
+      Tensor nan_c1 = full({1, 301}, NAN);
+      CHECK(max_error(nan_c1.addmm(a1, b1, 0.0, 1.5), reference(a1, b1, nullptr, 0, 1.5), 530) < 1e-5);
+    }
+    set_num_threads(1);
+    CHECK(max_error(got[0], reference(a1, b1, &c1, 0.5, -2.0), 530) < 1e-5);
+    CHECK(got[0].eq(got[1]).all().item<bool>());
+    CHECK(got[0].eq(got[2]).all().item<bool>());
+  }
+}
+
 TEST_CASE("linear with a bias on every GEMM path, against x @ w^T + b") {
   // The output starts as the bias and the GEMM runs at beta 1. With one inner slice
   // (k <= 512) the result must equal the product rounded and then the bias added, bitwise;
