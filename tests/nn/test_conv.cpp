@@ -190,7 +190,8 @@ TEST_CASE("im2col/col2im with the batch inside the columns are the (K, N, L) per
 TEST_CASE("2x2 max pooling with stride 2 (its own kernel): ties, NaNs, odd sizes, f32 and f64") {
   manual_seed(31);
   for (DType dt : {DType::F32, DType::F64}) {
-    for (Shape s : {Shape{2, 3, 7, 6}, Shape{1, 2, 8, 9}, Shape{1, 1, 2, 2}}) {
+    // Widths with 1-5 windows and 10 (the f32 kernel takes four windows at a time, then a tail).
+    for (Shape s : {Shape{2, 3, 7, 6}, Shape{1, 2, 8, 9}, Shape{1, 1, 2, 2}, Shape{2, 2, 5, 21}, Shape{1, 3, 4, 8}}) {
       // Halves in [-2, 2]: many ties inside a window (the first maximum wins), and a few NaNs
       // (a NaN wins over numbers; of two NaNs, the later one).
       Tensor x = (randn(s, DType::F64) * 2).round() / 2;
