@@ -53,7 +53,7 @@ const TensorImpl& gemm_readable(const TensorImpl& t, TensorRef& holder, const ch
   if (!ok && t.ndim() >= 1 && (t.strides[t.ndim() - 1] == 1 || t.sizes[t.ndim() - 1] == 1)) {
     ok = true;
     const int64_t row = t.sizes[t.ndim() - 1];
-    for (size_t d = 0; d + 1 < t.ndim(); ++d)
+    for (int64_t d = 0; d + 1 < t.ndim(); ++d)
       if (t.sizes[d] > 1 && t.strides[d] < row) ok = false;
   }
   if (ok) return t;
