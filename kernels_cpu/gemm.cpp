@@ -278,7 +278,7 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
                          static_cast<double>(k) * static_cast<double>(n) * sizeof(T) >= 64.0 * 1024;
   for (int64_t bi = 0; bi < batch; ++bi) {
     if (wide_gemv) {
-      const int64_t block = (n / threads + 31) / 32 * 32;
+      const int64_t block = std::max<int64_t>(32, (n / threads + 31) / 32 * 32);  // > 0 with threads > n
       detail::parallel_for((n + block - 1) / block, 1, [&](int64_t b0, int64_t b1) {
         product(bi, 0, 1, b0 * block, std::min(n, b1 * block));
       });

@@ -55,6 +55,16 @@ class Pool {
     for (auto& t : threads_) t.join();
   }
   void run(Region& r) {
+    // No worker may still hold the region when it goes out of scope, even when something here
+    // throws. A worker announces itself in active_ before it reads region_; after region_ is
+    // cleared, a worker that announces itself reads null, so only those counted can hold it.
+    struct Retire {
+      Pool& pool;
+      ~Retire() {
+        pool.region_.store(nullptr);
+        wait_until([&] { return pool.active_.load() == 0; });
+      }
+    } retire{*this};
     region_.store(&r);
     generation_.fetch_add(1);
     // A worker going to sleep raises sleepers_ before it re-reads the generation under m_, so
@@ -63,16 +73,6 @@ class Pool {
       std::lock_guard<std::mutex> l(m_);
       cv_.notify_all();
     }
-    // No worker may still hold the region when it goes out of scope, even when a chunk run
-    // here throws. A worker announces itself in active_ before it reads region_; after region_
-    // is cleared, a worker that announces itself reads null, so only those counted can hold it.
-    struct Retire {
-      Pool& pool;
-      ~Retire() {
-        pool.region_.store(nullptr);
-        wait_until([&] { return pool.active_.load() == 0; });
-      }
-    } retire{*this};
     run_chunks(r);
     wait_until([&] { return r.done.load(std::memory_order_acquire) >= r.nchunks; });
   }
@@ -196,14 +196,19 @@ void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void*, int64_t
     }, &r, r.nchunks);
     return;
   }
-  std::unique_lock<std::mutex> region_lock(g_region_mutex, std::try_to_lock);
-  if (t_in_region || !g_pool || !region_lock.owns_lock()) {
+  // A region started inside a chunk runs serially (and must not try to lock the mutex its own
+  // thread holds).
+  auto serially = [&] {
     for (int64_t c = 0; c < r.nchunks; ++c) fn(ctx, c * r.chunk, std::min(n, (c + 1) * r.chunk));
-    return;
-  }
-  t_in_region = true;
+  };
+  if (t_in_region || !g_pool) return serially();
+  std::unique_lock<std::mutex> region_lock(g_region_mutex, std::try_to_lock);
+  if (!region_lock.owns_lock()) return serially();
+  struct InRegion {  // restored when a chunk throws too
+    InRegion() { t_in_region = true; }
+    ~InRegion() { t_in_region = false; }
+  } in_region;
   g_pool->run(r);
-  t_in_region = false;
 }
 
 }  // namespace detail

@@ -4,7 +4,9 @@
 #include <ember/ember.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -242,4 +244,30 @@ TEST_CASE("the pool runs every chunk of back-to-back regions exactly once, from 
     set_num_threads(2 + rep % 3);
     set_num_threads(1);
   }
+}
+
+TEST_CASE("a chunk that throws on the calling thread leaves the pool usable, and in parallel") {
+  set_num_threads(2);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> ran{0};
+  auto throwing = [&](int64_t, int64_t) {
+    ran.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (std::this_thread::get_id() == caller) throw std::runtime_error("chunk failed");
+  };
+  // The caller claims chunks from the start, so one of its 64 throws; the workers' chunks
+  // finish before the region's frame is gone (the pool waits for them while unwinding).
+  CHECK_THROWS_AS(detail::parallel_for(64, 1, throwing), std::runtime_error);
+  CHECK(ran.load() >= 1);
+  // Afterwards regions still run on two threads: each of two chunks waits (up to a second) to
+  // see the other one start, which a serial run never does.
+  std::atomic<int> started{0}, met{0};
+  detail::parallel_for(2, 1, [&](int64_t, int64_t) {
+    started.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    if (started.load() == 2) met.fetch_add(1);
+  });
+  CHECK(met.load() == 2);
+  set_num_threads(1);
 }

@@ -217,9 +217,10 @@ void max_pool_2x2_plane(const T* in, int64_t readable, int64_t w, int64_t oh_n, 
 #if defined(__SSE2__)
     // f32: four windows at once, the even and odd columns of two rows split into four vectors
     // (one per tap), the taps compared in the scalar loop's order; the index is rebuilt from
-    // the winning tap. A last group of fewer than four windows runs on a zero-padded copy (a
-    // plane is often 7 or 14 windows wide). cnn_small_step's two poolings (64 x 32 x 28 x 28
-    // and 64 x 64 x 14 x 14, 1 thread): see the commit.
+    // the winning tap. A last group of fewer than four windows (a plane is often 7 or 14
+    // windows wide) loads past the row end where the input tensor has room, the extra lanes
+    // not stored, and runs on a zero-padded copy at the tensor's end. cnn_small_step's two
+    // poolings (64 x 32 x 28 x 28 and 64 x 64 x 14 x 14, 1 thread): see the commit.
     if constexpr (std::is_same_v<T, float>) {
       const int64_t offset[4] = {0, 1, w, w + 1};  // of each tap from the window's start
       auto four = [&](const float* p0, const float* p1, int64_t ow, int64_t count) {
