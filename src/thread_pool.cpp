@@ -151,7 +151,11 @@ Executor g_executor;
 
 void set_num_threads(int n) {
   EMBER_CHECK(n >= 1, "[set_num_threads] need at least 1 thread, got {}", n);
+  EMBER_CHECK(!t_in_region, "[set_num_threads] cannot be called from inside a parallel region (asked for {})", n);
   std::lock_guard<std::mutex> l(g_pool_mutex);
+  // Taken (blocking) so that no region runs on a pool while it is replaced: another thread's
+  // region in flight finishes first, and later ones see the new pool.
+  std::lock_guard<std::mutex> regions(g_region_mutex);
   g_threads = n;
   if (!g_pool || g_pool->size() != n) g_pool = n > 1 ? std::make_unique<Pool>(n - 1) : nullptr;
 }
@@ -201,9 +205,9 @@ void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void*, int64_t
   auto serially = [&] {
     for (int64_t c = 0; c < r.nchunks; ++c) fn(ctx, c * r.chunk, std::min(n, (c + 1) * r.chunk));
   };
-  if (t_in_region || !g_pool) return serially();
+  if (t_in_region) return serially();
   std::unique_lock<std::mutex> region_lock(g_region_mutex, std::try_to_lock);
-  if (!region_lock.owns_lock()) return serially();
+  if (!region_lock.owns_lock() || !g_pool) return serially();  // g_pool is stable under the lock
   struct InRegion {  // restored when a chunk throws too
     InRegion() { t_in_region = true; }
     ~InRegion() { t_in_region = false; }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -244,6 +245,43 @@ TEST_CASE("the pool runs every chunk of back-to-back regions exactly once, from 
     set_num_threads(2 + rep % 3);
     set_num_threads(1);
   }
+}
+
+TEST_CASE("the pool can be resized while another thread runs regions on it") {
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> wrong{0}, regions{0};
+  std::thread user([&] {
+    std::vector<std::atomic<int>> hits(16);
+    while (!stop.load()) {
+      for (auto& h : hits) h.store(0);
+      detail::parallel_for(16, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+      });
+      for (auto& h : hits) wrong += h.load() != 1;
+      regions.fetch_add(1);
+    }
+  });
+  for (int rep = 0; rep < 100; ++rep) set_num_threads(1 + rep % 4);
+  while (regions.load() < 100) std::this_thread::yield();
+  stop = true;
+  user.join();
+  CHECK(wrong == 0);
+  // Not from inside a region: the caller's chunk would wait for its own region to end.
+  set_num_threads(2);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> refused{0};
+  std::atomic<bool> tried{false};
+  detail::parallel_for(8, 1, [&](int64_t, int64_t) {  // the caller runs at least one chunk
+    if (std::this_thread::get_id() != caller || tried.exchange(true)) return;
+    try {
+      set_num_threads(3);
+    } catch (const Error& e) {
+      refused += std::string(e.what()).find("[set_num_threads]") != std::string::npos;
+    }
+  });
+  CHECK(refused == 1);
+  CHECK(get_num_threads() == 2);
+  set_num_threads(1);
 }
 
 TEST_CASE("a chunk that throws on the calling thread leaves the pool usable, and in parallel") {

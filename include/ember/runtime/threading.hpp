@@ -8,7 +8,8 @@
 
 namespace ember {
 
-/// Number of threads intra-op work may use (1 = the calling thread only).
+/// Number of threads intra-op work may use (1 = the calling thread only). May be called while
+/// other threads run ops (it waits for a parallel region in flight); not from inside one.
 void set_num_threads(int n);
 int get_num_threads();
 
