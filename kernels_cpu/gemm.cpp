@@ -270,21 +270,14 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
     }
   }
 #endif
-  // A single row over a weight of 64 KiB or more (batch-1 inference): the GEMV streams B from
-  // L2 and does little else, so splitting its columns between threads reads from each core's
-  // own L2 at once (mlp_infer_b1 at 2 threads). Blocks of 32 columns keep every column's
-  // arithmetic as in one thread, so the result does not depend on the thread count.
+  // A single row over a weight of 64 KiB or more (batch-1 inference) is split too, below the
+  // flop threshold: the GEMV streams B from L2 and does little else, so splitting its columns
+  // between threads reads from each core's own L2 at once (mlp_infer_b1 at 2 threads). The
+  // blocks of 32 columns keep every column's arithmetic as in one thread.
   const bool wide_gemv = kFastPaths<T> && m == 1 && threads > 1 && n >= 64 &&
                          static_cast<double>(k) * static_cast<double>(n) * sizeof(T) >= 64.0 * 1024;
   for (int64_t bi = 0; bi < batch; ++bi) {
-    if (wide_gemv) {
-      const int64_t block = std::max<int64_t>(32, (n / threads + 31) / 32 * 32);  // > 0 with threads > n
-      detail::parallel_for((n + block - 1) / block, 1, [&](int64_t b0, int64_t b1) {
-        product(bi, 0, 1, b0 * block, std::min(n, b1 * block));
-      });
-      continue;
-    }
-    if (!parallel || flops < 4e6 || (m < 64 && n < 64)) {
+    if (!wide_gemv && (!parallel || flops < 4e6 || (m < 64 && n < 64))) {
       product(bi, 0, m, 0, n);
       continue;
     }
