@@ -14,9 +14,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <type_traits>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -249,14 +249,16 @@ void max_pool_2x2_plane(const T* in, int64_t readable, int64_t w, int64_t oh_n, 
         }
       };
       for (; ow + 4 <= ow_n; ow += 4) four(in + r0 + 2 * ow, in + r1 + 2 * ow, ow, 4);
-      if (ow < ow_n && r1 + 2 * ow + 8 <= readable) {  // lanes past the row: read, not stored
-        four(in + r0 + 2 * ow, in + r1 + 2 * ow, ow, ow_n - ow);
-        ow = ow_n;
-      } else if (ow < ow_n) {
-        alignas(16) float pad0[8] = {}, pad1[8] = {};
-        std::copy(in + r0 + 2 * ow, in + r0 + 2 * ow_n, pad0);
-        std::copy(in + r1 + 2 * ow, in + r1 + 2 * ow_n, pad1);
-        four(pad0, pad1, ow, ow_n - ow);
+      if (ow < ow_n) {  // lanes past the row: read, not stored
+        const float *p0 = in + r0 + 2 * ow, *p1 = in + r1 + 2 * ow;
+        alignas(16) float pad0[8], pad1[8];
+        if (r1 + 2 * ow + 8 > readable) {  // the tensor's end: from a zero-padded copy
+          std::fill(pad0, pad0 + 8, 0.f), std::fill(pad1, pad1 + 8, 0.f);
+          std::copy(p0, in + r0 + 2 * ow_n, pad0);
+          std::copy(p1, in + r1 + 2 * ow_n, pad1);
+          p0 = pad0, p1 = pad1;
+        }
+        four(p0, p1, ow, ow_n - ow);
         ow = ow_n;
       }
     }
