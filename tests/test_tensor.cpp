@@ -212,6 +212,22 @@ TEST_CASE("the pool gives the same results whatever its workers' spin time") {
   CHECK_THROWS_WITH_AS(set_worker_spin_us(-1), doctest::Contains("[set_worker_spin_us]"), Error);
 }
 
+namespace {
+
+/// Runs one parallel region over the indices of `hits` in chunks of `grain`, each chunk
+/// counting its indices; returns how many indices were not counted exactly once.
+int64_t indices_not_run_once(std::vector<std::atomic<int>>& hits, int64_t grain) {
+  for (auto& h : hits) h.store(0, std::memory_order_relaxed);
+  detail::parallel_for(static_cast<int64_t>(hits.size()), grain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1, std::memory_order_relaxed);
+  });
+  int64_t wrong = 0;
+  for (auto& h : hits) wrong += h.load(std::memory_order_relaxed) != 1;
+  return wrong;
+}
+
+}  // namespace
+
 TEST_CASE("the pool runs every chunk of back-to-back regions exactly once, from several callers") {
   // Regions come faster than workers notice them, so workers join regions that are already
   // finished (and must not touch them), sleep and wake (spin 0), or stay polling (spin 1000);
@@ -223,13 +239,7 @@ TEST_CASE("the pool runs every chunk of back-to-back regions exactly once, from 
       std::atomic<int64_t> wrong{0};
       auto caller = [&](int64_t n) {
         std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-        for (int rep = 0; rep < 300; ++rep) {
-          for (auto& h : hits) h.store(0, std::memory_order_relaxed);
-          detail::parallel_for(n, 1 + rep % 3, [&](int64_t b, int64_t e) {
-            for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1, std::memory_order_relaxed);
-          });
-          for (auto& h : hits) wrong += h.load(std::memory_order_relaxed) != 1;
-        }
+        for (int rep = 0; rep < 300; ++rep) wrong += indices_not_run_once(hits, 1 + rep % 3);
       };
       std::vector<std::thread> users;
       for (int64_t n : {7, 64, 2}) users.emplace_back(caller, n);
@@ -253,11 +263,7 @@ TEST_CASE("the pool can be resized while another thread runs regions on it") {
   std::thread user([&] {
     std::vector<std::atomic<int>> hits(16);
     while (!stop.load()) {
-      for (auto& h : hits) h.store(0);
-      detail::parallel_for(16, 1, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
-      });
-      for (auto& h : hits) wrong += h.load() != 1;
+      wrong += indices_not_run_once(hits, 1);
       regions.fetch_add(1);
     }
   });
