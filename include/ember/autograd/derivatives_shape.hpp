@@ -337,6 +337,37 @@ void Recorder<P>::record(const ops::Col2Im& op, const TensorRef& out, const Tens
   set_history(*out, detail::make_node<P>("col2im", {&ci}, std::move(f), detail::ops_of<P>()), 0);
 }
 
+// Winograd's input and output transforms are linear: each one's derivative is its adjoint,
+// and the adjoint's derivative the transform again.
+namespace detail {
+template <class P, class Adjoint>
+void record_linear(const char* name, const Adjoint& adjoint, const TensorRef& out, const TensorImpl& in) {
+  using TP = T<P>;
+  if (!is_floating(out->dtype)) return;
+  auto f = [adjoint](const Node&, Grads<P>& gs) -> Grads<P> {
+    return {TP::wrap(dispatch<P>(adjoint, gs[0].impl()))};
+  };
+  set_history(*out, make_node<P>(name, {&in}, std::move(f), ops_of<P>()), 0);
+}
+}  // namespace detail
+
+template <class P>
+void Recorder<P>::record(const ops::WinogradInput& op, const TensorRef& out, const TensorImpl& x) {
+  detail::record_linear<P>(op.name(), ops::WinogradInputAdjoint{op.t}, out, x);
+}
+template <class P>
+void Recorder<P>::record(const ops::WinogradInputAdjoint& op, const TensorRef& out, const TensorImpl& v) {
+  detail::record_linear<P>(op.name(), ops::WinogradInput{op.t}, out, v);
+}
+template <class P>
+void Recorder<P>::record(const ops::WinogradOutput& op, const TensorRef& out, const TensorImpl& m) {
+  detail::record_linear<P>(op.name(), ops::WinogradOutputAdjoint{op.t}, out, m);
+}
+template <class P>
+void Recorder<P>::record(const ops::WinogradOutputAdjoint& op, const TensorRef& out, const TensorImpl& y) {
+  detail::record_linear<P>(op.name(), ops::WinogradOutput{op.t}, out, y);
+}
+
 // Max pooling routes each gradient to the element its window chose (a scatter-add through the
 // indices, done by its own kernel); that routing is linear in the gradient, and its
 // derivative gathers through the same indices.

@@ -20,6 +20,7 @@
 #include <ember/ops/reduction_ops.hpp>
 #include <ember/ops/softmax_backward_op.hpp>
 #include <ember/ops/view_ops.hpp>
+#include <ember/ops/winograd_ops.hpp>
 
 #include <span>
 #include <utility>
@@ -61,6 +62,10 @@ struct Recorder {
   static void record(const ops::IndexTensor& op, const TensorRef& out, const TensorImpl& x, ImplSpan indices);
   static void record(const ops::Im2Col& op, const TensorRef& out, const TensorImpl& x);
   static void record(const ops::Col2Im& op, const TensorRef& out, const TensorImpl& cols);
+  static void record(const ops::WinogradInput& op, const TensorRef& out, const TensorImpl& x);
+  static void record(const ops::WinogradInputAdjoint& op, const TensorRef& out, const TensorImpl& v);
+  static void record(const ops::WinogradOutput& op, const TensorRef& out, const TensorImpl& m);
+  static void record(const ops::WinogradOutputAdjoint& op, const TensorRef& out, const TensorImpl& y);
   static void record(const ops::MaxPool& op, const RefPair& out, const TensorImpl& x);
   static void record(const ops::MaxPoolBackward& op, const TensorRef& out, const TensorImpl& grad,
                      const TensorImpl& indices);

@@ -1,6 +1,7 @@
 #pragma once
 /// nn::functional for convolution, pooling, normalisation over channels and resampling.
-/// Convolution = im2col + one batched GEMM per group; average pooling = im2col + a sum over
+/// Convolution = im2col + one batched GEMM per group, or Winograd F(2x2, 3x3) for 3x3
+/// stride-1 kernels (ops/winograd_ops.hpp, set_conv_algorithm); average pooling = im2col + a sum over
 /// the window; max pooling = a direct kernel; transposed convolution =
 /// GEMM + col2im (ops/conv_ops.hpp). Sizes follow PyTorch.
 
@@ -10,6 +11,7 @@
 #include <ember/ops/conv_ops.hpp>
 #include <ember/ops/functions.hpp>
 #include <ember/ops/shape_ops.hpp>
+#include <ember/ops/winograd_ops.hpp>
 
 #include <cmath>
 #include <limits>
@@ -64,6 +66,45 @@ BasicTensor<P> batched(const BasicTensor<P>& x, int nd, const char* op, bool& un
   return unbatched ? x.unsqueeze(0) : x;
 }
 
+/// Whether a convolution runs as Winograd F(2x2, 3x3) (see ConvAlgorithm).
+template <class P>
+bool use_winograd(const BasicTensor<P>& x, const BasicTensor<P>& w, const ops::ConvGeometry& g, int64_t groups) {
+  const ConvAlgorithm a = conv_algorithm();
+  if (a == ConvAlgorithm::Im2col || g.nd != 2 || groups != 1 || !x.device().is_cpu()) return false;
+  if (x.dtype() != DType::F32 && x.dtype() != DType::F64) return false;
+  for (int d = 0; d < 2; ++d)
+    if (g.kernel[d] != 3 || g.stride[d] != 1 || g.dilation[d] != 1 || g.out_size(d, x.size(2 + d)) < 1) return false;
+  return a == ConvAlgorithm::Winograd || (x.size(1) >= 8 && w.size(0) >= 8);
+}
+
+/// kron(G, G) as a (16, 9) matrix: row 4i + j, column 3r + s holds G[i][r] * G[j][s], so that
+/// (O * C, 9) weights @ its transpose are the (O * C, 16) transformed weights G g G^T.
+template <class P>
+BasicTensor<P> winograd_weight_matrix(DType dtype) {
+  static constexpr double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  BasicTensor<P> k = empty<P>({16, 9}, TensorOptions(DType::F64));
+  double* d = k.template data_ptr<double>();
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c) d[(4 * i + j) * 9 + 3 * r + c] = G[i][r] * G[j][c];
+  return k.to(dtype);
+}
+
+/// 3x3, stride-1 convolution as Winograd F(2x2, 3x3): (N, O, OH, OW) from the (N, C, H, W)
+/// input xb. Every step is a differentiable op, so autograd runs the backward as Winograd too.
+template <class P>
+BasicTensor<P> conv2d_winograd(const BasicTensor<P>& xb, const BasicTensor<P>& w, const ops::ConvGeometry& g) {
+  const int64_t o = w.size(0), c = w.size(1);
+  ops::WinogradTiles t;
+  t.n = xb.size(0), t.h = xb.size(2), t.w = xb.size(3);
+  t.pad_top = g.pad_before[0], t.pad_left = g.pad_before[1];
+  t.oh = g.out_size(0, t.h), t.ow = g.out_size(1, t.w);
+  BasicTensor<P> v = BasicTensor<P>::wrap(dispatch<P>(ops::WinogradInput{t}, xb.impl()));  // (16, C, T)
+  BasicTensor<P> u = w.reshape({o * c, 9}).mm(winograd_weight_matrix<P>(w.dtype()).t()).t().reshape({16, o, c});
+  return BasicTensor<P>::wrap(dispatch<P>(ops::WinogradOutput{t}, u.matmul(v).impl()));  // (16, O, T) -> image
+}
+
 template <class P>
 BasicTensor<P> conv_nd(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b, int nd,
                        const IntArgs& stride, const IntArgs& padding, const IntArgs& dilation, int64_t groups,
@@ -83,6 +124,11 @@ BasicTensor<P> conv_nd(const BasicTensor<P>& x, const BasicTensor<P>& w, const B
   ops::ConvGeometry g = geometry(nd, kernel, stride.empty() ? IntArgs{1} : stride, padding, dilation, op);
   int64_t n = xb.size(0), o = w.size(0), k = w.numel() / o;
   BasicTensor<P> out;
+  if (use_winograd(xb, w, g, groups)) {
+    out = conv2d_winograd(xb, w, g);
+    if (b.defined()) out = out + b.reshape({1, o, 1, 1});
+    return unbatched ? out.squeeze(0) : out;
+  }
   if (groups == 1) {
     // One GEMM over the whole batch: columns (K, N, L), (O, K) @ (K, N * L), then the
     // (O, N, L) result viewed as (N, O, L). Its backward is one GEMM per operand too (the

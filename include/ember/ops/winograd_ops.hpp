@@ -1,0 +1,110 @@
+#pragma once
+/// Winograd F(2x2, 3x3): 2-D convolution with a 3x3 kernel and stride 1 in 2.25x fewer
+/// multiplications than im2col + GEMM (Lavin & Gray, "Fast Algorithms for Convolutional
+/// Neural Networks", 2015). The output is cut into 2x2 tiles; each reads a 4x4 input patch d.
+/// With the fixed matrices B, G, A of the algorithm, a tile of output channel o is
+///   Y = A^T [ sum_c (G g_oc G^T) * (B^T d_c B) ] A        (* elementwise, 4x4)
+/// so, per position xi of the 4x4 transform, the channel sum is one matrix product:
+///   M[xi] (O, T) = U[xi] (O, C) @ V[xi] (C, T)   with T = the number of tiles.
+/// Convolution is then four linear steps, each differentiable by existing means:
+///   V = WinogradInput(x)      (N, C, H, W) -> (16, C, T)
+///   U = weight @ kron(G, G)^T  (a plain matmul, see functional_conv.hpp)
+///   M = U @ V                 (batched GEMM over the 16 positions)
+///   y = WinogradOutput(M)     (16, O, T) -> (N, O, OH, OW)
+/// The input and output steps are linear maps whose adjoints are the ops below; each op's
+/// derivative is its adjoint, so convolution stays differentiable to any order, and the
+/// backward pass is Winograd too (the weight's gradient is 16 GEMMs over the tiles, the
+/// input's the adjoint of the input transform after 16 GEMMs).
+/// Kernels: src/ops/winograd.cpp (CPU, f32/f64, parallel over (sample, channel) planes).
+
+#include <ember/ops/index_ops.hpp>
+
+#include <cstdint>
+
+namespace ember {
+
+/// How 2-D convolutions with a 3x3 kernel, stride 1, dilation 1 and one group run on the
+/// CPU (the like of torch.backends.mkldnn's algorithm choice). `Auto` (the default) takes
+/// Winograd when both channel counts are at least 8, where it is measured faster
+/// (bench: cnn_small_step); `Winograd` takes it for every such convolution; `Im2col` never.
+/// Winograd's rounding differs from im2col's by a few ulp (its transforms add and subtract
+/// up to nine inputs before the products). Other convolutions always use im2col + GEMM.
+enum class ConvAlgorithm { Auto, Im2col, Winograd };
+void set_conv_algorithm(ConvAlgorithm algorithm);
+ConvAlgorithm conv_algorithm();
+
+}  // namespace ember
+
+namespace ember::ops {
+
+/// The tiling of one convolution: input (n, *, h, w) padded by pad_top/pad_left (and by
+/// whatever the output size implies at the bottom/right), output (n, *, oh, ow) cut into
+/// ceil(oh / 2) x ceil(ow / 2) tiles per image. Tile t = (sample, tile row, tile column) in
+/// row-major order.
+struct WinogradTiles {
+  int64_t n = 0, h = 0, w = 0;
+  int64_t pad_top = 0, pad_left = 0;
+  int64_t oh = 0, ow = 0;
+  int64_t tiles_h() const { return (oh + 1) / 2; }
+  int64_t tiles_w() const { return (ow + 1) / 2; }
+  int64_t tiles() const { return n * tiles_h() * tiles_w(); }
+};
+
+/// (N, C, H, W) -> (16, C, T): B^T d B of every tile's 4x4 input patch (padding reads 0).
+struct WinogradInput {
+  WinogradTiles t;
+  const char* name() const { return "winograd_input"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& x) const;
+};
+
+/// (16, C, T) -> (N, C, H, W): the adjoint of WinogradInput (B v B^T of every tile, added
+/// where patches overlap; what lands on padding is dropped).
+struct WinogradInputAdjoint {
+  WinogradTiles t;
+  const char* name() const { return "winograd_input_adjoint"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& v) const;
+};
+
+/// (16, O, T) -> (N, O, OH, OW): A^T m A of every tile (the part of a tile past the output's
+/// edge is dropped).
+struct WinogradOutput {
+  WinogradTiles t;
+  const char* name() const { return "winograd_output"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& m) const;
+};
+
+/// (N, O, OH, OW) -> (16, O, T): the adjoint of WinogradOutput (A y A^T of every tile).
+struct WinogradOutputAdjoint {
+  WinogradTiles t;
+  const char* name() const { return "winograd_output_adjoint"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& y) const;
+};
+
+// src/ops/winograd.cpp
+TensorRef winograd_input_cpu(const WinogradTiles& t, const TensorImpl& x);
+TensorRef winograd_input_adjoint_cpu(const WinogradTiles& t, const TensorImpl& v);
+TensorRef winograd_output_cpu(const WinogradTiles& t, const TensorImpl& m);
+TensorRef winograd_output_adjoint_cpu(const WinogradTiles& t, const TensorImpl& y);
+
+template <class BL>
+TensorRef WinogradInput::run(const TensorImpl& x) const {
+  return index_backend<BL>(x.device(), name(), [&] { return winograd_input_cpu(t, x); });
+}
+template <class BL>
+TensorRef WinogradInputAdjoint::run(const TensorImpl& v) const {
+  return index_backend<BL>(v.device(), name(), [&] { return winograd_input_adjoint_cpu(t, v); });
+}
+template <class BL>
+TensorRef WinogradOutput::run(const TensorImpl& m) const {
+  return index_backend<BL>(m.device(), name(), [&] { return winograd_output_cpu(t, m); });
+}
+template <class BL>
+TensorRef WinogradOutputAdjoint::run(const TensorImpl& y) const {
+  return index_backend<BL>(y.device(), name(), [&] { return winograd_output_adjoint_cpu(t, y); });
+}
+
+}  // namespace ember::ops

@@ -1,0 +1,168 @@
+// Winograd F(2x2, 3x3) convolution (ops/winograd_ops.hpp): against direct loops in f64 and
+// f32, its transforms against their adjoints, gradcheck/gradgradcheck through it, and which
+// convolutions ConvAlgorithm::Auto sends to it.
+
+#include <doctest/doctest.h>
+#include <ember/autograd/gradcheck.hpp>
+#include <ember/nn.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace ember;
+
+namespace {
+
+/// Sets the convolution algorithm for one scope.
+struct AlgorithmGuard {
+  ConvAlgorithm saved = conv_algorithm();
+  explicit AlgorithmGuard(ConvAlgorithm a) { set_conv_algorithm(a); }
+  ~AlgorithmGuard() { set_conv_algorithm(saved); }
+};
+
+/// Direct 3x3 stride-1 convolution with padding (top, bottom, left, right), in f64.
+Tensor direct_conv3x3(const Tensor& x, const Tensor& w, const Tensor& b, int64_t pt, int64_t pb, int64_t pl,
+                      int64_t pr) {
+  Tensor X = x.detach().to(DType::F64).contiguous(), W = w.detach().to(DType::F64).contiguous();
+  const int64_t n = X.size(0), c = X.size(1), h = X.size(2), wd = X.size(3), o = W.size(0);
+  const int64_t oh = h + pt + pb - 2, ow = wd + pl + pr - 2;
+  Tensor out = zeros({n, o, oh, ow}, DType::F64);
+  auto xa = X.accessor<double, 4>();
+  auto wa = W.accessor<double, 4>();
+  auto oa = out.accessor<double, 4>();
+  for (int64_t ni = 0; ni < n; ++ni)
+    for (int64_t oi = 0; oi < o; ++oi)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double acc = b.defined() ? b.detach().to(DType::F64)[oi].item<double>() : 0.0;
+          for (int64_t ci = 0; ci < c; ++ci)
+            for (int64_t u = 0; u < 3; ++u)
+              for (int64_t v = 0; v < 3; ++v) {
+                const int64_t y = i - pt + u, xx = j - pl + v;
+                if (y >= 0 && y < h && xx >= 0 && xx < wd) acc += xa[ni][ci][y][xx] * wa[oi][ci][u][v];
+              }
+          oa[ni][oi][i][j] = acc;
+        }
+  return out;
+}
+
+/// Largest |a - b| relative to 1 + the largest |b|.
+double rel_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  Tensor a64 = a.detach().to(DType::F64), b64 = b.detach().to(DType::F64);
+  return (a64 - b64).abs().amax().item<double>() / (1.0 + b64.abs().amax().item<double>());
+}
+
+double dot(const Tensor& a, const Tensor& b) { return (a * b).sum().item<double>(); }
+
+ops::WinogradTiles tiles_of(int64_t n, int64_t h, int64_t w, int64_t pt, int64_t pl, int64_t oh, int64_t ow) {
+  ops::WinogradTiles t;
+  t.n = n, t.h = h, t.w = w, t.pad_top = pt, t.pad_left = pl, t.oh = oh, t.ow = ow;
+  return t;
+}
+
+template <class Op>
+Tensor run_op(const Op& op, const Tensor& x) {
+  return Tensor::wrap(dispatch<DefaultPolicy>(op, x.impl()));
+}
+
+}  // namespace
+
+TEST_CASE("winograd conv2d matches direct loops: odd and even sizes, padding 0-2, wide rows, f64 and f32") {
+  manual_seed(61);
+  AlgorithmGuard winograd(ConvAlgorithm::Winograd);
+  struct Case {
+    int64_t n, c, o, h, w, pad;
+  };
+  // 300 columns = 150 tiles: more than one block of tiles per row (src/ops/winograd.cpp).
+  for (Case k : {Case{2, 3, 4, 7, 6, 1}, Case{1, 2, 5, 5, 9, 0}, Case{3, 4, 2, 6, 6, 2}, Case{1, 1, 1, 3, 3, 0},
+                 Case{1, 3, 2, 4, 300, 1}, Case{2, 16, 8, 14, 14, 1}, Case{1, 2, 3, 1, 1, 1}}) {
+    CAPTURE(k.n);
+    CAPTURE(k.c);
+    CAPTURE(k.o);
+    CAPTURE(k.h);
+    CAPTURE(k.w);
+    CAPTURE(k.pad);
+    Tensor x = randn({k.n, k.c, k.h, k.w}, DType::F64), w = randn({k.o, k.c, 3, 3}, DType::F64),
+           b = randn({k.o}, DType::F64);
+    Tensor want = direct_conv3x3(x, w, b, k.pad, k.pad, k.pad, k.pad);
+    CHECK(rel_diff(nn::F::conv2d(x, w, b, {1}, {k.pad}), want) < 1e-13);
+    CHECK(rel_diff(nn::F::conv2d(x.to(DType::F32), w.to(DType::F32), b.to(DType::F32), {1}, {k.pad}), want) < 2e-6);
+  }
+  // Unbatched, no bias, a different padding per dim; the Conv2d module with padding='same'.
+  Tensor x = randn({3, 5, 8}, DType::F64), w = randn({4, 3, 3, 3}, DType::F64);
+  CHECK(rel_diff(nn::F::conv2d(x, w, {}, {1}, {2, 0}), direct_conv3x3(x.unsqueeze(0), w, {}, 2, 2, 0, 0).squeeze(0)) <
+        1e-13);
+  nn::Conv2d same(nn::Conv2dOptions(3, 4, {3}).padding_str("same"));
+  same->to(DType::F64);
+  CHECK(rel_diff(same(x.unsqueeze(0)), direct_conv3x3(x.unsqueeze(0), same->weight, same->bias, 1, 1, 1, 1)) < 1e-13);
+}
+
+TEST_CASE("winograd transforms: each op's adjoint satisfies <A x, y> = <x, A^T y>") {
+  manual_seed(62);
+  for (auto t : {tiles_of(2, 5, 7, 1, 1, 5, 7), tiles_of(1, 6, 4, 0, 2, 4, 6), tiles_of(1, 3, 140, 1, 1, 3, 140)}) {
+    CAPTURE(t.h);
+    CAPTURE(t.w);
+    CAPTURE(t.pad_top);
+    CAPTURE(t.pad_left);
+    Tensor x = randn({t.n, 3, t.h, t.w}, DType::F64), v = randn({16, 3, t.tiles()}, DType::F64);
+    const double lhs = dot(run_op(ops::WinogradInput{t}, x), v), rhs = dot(x, run_op(ops::WinogradInputAdjoint{t}, v));
+    CHECK(std::abs(lhs - rhs) < 1e-10 * (1 + std::abs(lhs)));
+    Tensor m = randn({16, 2, t.tiles()}, DType::F64), y = randn({t.n, 2, t.oh, t.ow}, DType::F64);
+    const double l2 = dot(run_op(ops::WinogradOutput{t}, m), y), r2 = dot(m, run_op(ops::WinogradOutputAdjoint{t}, y));
+    CHECK(std::abs(l2 - r2) < 1e-10 * (1 + std::abs(l2)));
+  }
+}
+
+TEST_CASE("gradcheck and gradgradcheck through winograd conv2d") {
+  manual_seed(63);
+  AlgorithmGuard winograd(ConvAlgorithm::Winograd);
+  auto r64 = [](Shape s) { return randn(s, DType::F64).requires_grad_(); };
+  for (int64_t pad : {0, 1, 2}) {
+    CAPTURE(pad);
+    std::string why;
+    auto f = [pad](const std::vector<Tensor>& in) { return nn::F::conv2d(in[0], in[1], in[2], {1}, {pad}); };
+    std::vector<Tensor> in{r64({2, 2, 5, 4}), r64({3, 2, 3, 3}), r64({3})};
+    bool ok = autograd::gradcheck<DefaultPolicy>(f, in, {}, &why);
+    CHECK_MESSAGE(ok, why);
+    if (ok) CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(f, in, {}, &why), why);
+  }
+}
+
+TEST_CASE("ConvAlgorithm: Auto takes winograd for 3x3 stride-1 convolutions with >= 8 channels each way") {
+  manual_seed(64);
+  auto conv_with = [](ConvAlgorithm a, const Tensor& x, const Tensor& w, nn::F::IntArgs stride = {1}) {
+    AlgorithmGuard guard(a);
+    return nn::F::conv2d(x, w, {}, stride, {1});
+  };
+  auto same_bits = [](const Tensor& a, const Tensor& b) { return a.eq(b).all().item<bool>(); };
+  Tensor x = randn({2, 8, 10, 10}), w = randn({8, 8, 3, 3});
+  Tensor winograd = conv_with(ConvAlgorithm::Winograd, x, w), im2col = conv_with(ConvAlgorithm::Im2col, x, w);
+  CHECK(rel_diff(winograd, im2col) < 2e-6);
+  CHECK_FALSE(same_bits(winograd, im2col));  // the two roundings differ, so the checks below can tell them apart
+  CHECK(same_bits(conv_with(ConvAlgorithm::Auto, x, w), winograd));
+  // Fewer than 8 input channels: im2col.
+  Tensor x4 = randn({2, 4, 10, 10}), w4 = randn({8, 4, 3, 3});
+  CHECK(same_bits(conv_with(ConvAlgorithm::Auto, x4, w4), conv_with(ConvAlgorithm::Im2col, x4, w4)));
+  CHECK_FALSE(same_bits(conv_with(ConvAlgorithm::Winograd, x4, w4), conv_with(ConvAlgorithm::Im2col, x4, w4)));
+  // Stride 2 is not Winograd's, whatever the setting.
+  CHECK(same_bits(conv_with(ConvAlgorithm::Winograd, x, w, {2}), conv_with(ConvAlgorithm::Im2col, x, w, {2})));
+}
+
+TEST_CASE("winograd transforms reject inputs that do not fit their tiling") {
+  auto t = tiles_of(2, 5, 7, 1, 1, 5, 7);
+  CHECK_THROWS_WITH_AS(run_op(ops::WinogradInput{t}, randn({2, 3, 5, 6})),
+                       doctest::Contains("[winograd_input] expects images of shape (2, C, 5, 7), got [2, 3, 5, 6]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(run_op(ops::WinogradInputAdjoint{t}, randn({16, 3, 5})),
+                       doctest::Contains("[winograd_input_adjoint] expects transformed tiles of shape (16, C, 24)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(run_op(ops::WinogradOutput{t}, randn({9, 3, 24})),
+                       doctest::Contains("[winograd_output] expects transformed tiles of shape (16, C, 24)"), Error);
+  CHECK_THROWS_WITH_AS(run_op(ops::WinogradOutputAdjoint{t}, randn({2, 3, 5, 8})),
+                       doctest::Contains("[winograd_output_adjoint] expects images of shape (2, C, 5, 7)"), Error);
+  CHECK_THROWS_WITH_AS(run_op(ops::WinogradInput{t}, zeros({2, 3, 5, 7}, DType::I32)),
+                       doctest::Contains("[winograd_input] supports f32 and f64, got i32"), Error);
+  CHECK_THROWS_WITH_AS(run_op(ops::WinogradInput{tiles_of(1, 5, 5, -1, 0, 5, 5)}, randn({1, 3, 5, 5})),
+                       doctest::Contains("[winograd_input] invalid tiling"), Error);
+}
