@@ -12,6 +12,7 @@
 // (G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1] transforms the weights, in functional_conv.hpp.)
 
 #include <ember/core/device_hooks.hpp>
+#include <ember/dispatch/kernels.hpp>
 #include <ember/ops/winograd_ops.hpp>
 #include <ember/runtime/threading.hpp>
 
@@ -277,7 +278,161 @@ TensorRef tiles_to_image(const WinogradTiles& t, const TensorImpl& v, int64_t h,
   return out;
 }
 
+/// The fused kernels' chunks: `samples` consecutive samples each (the last may have fewer).
+struct Chunks {
+  int64_t samples, count;
+};
+
+/// Samples per chunk: the chunk's transformed input and output tiles (16 x (C + O) values per
+/// tile) should stay within ~1.5 MiB, about one core's L2 here; within that, the count of
+/// tiles that wastes least of the GEMM's 64-column panels (cnn_small_step's 7 x 7 tiles per
+/// sample: 5 samples = 245 tiles fill 96% of 4 panels, 4 samples = 196 only 77%).
+Chunks chunks_of(const WinogradTiles& t, int64_t c, int64_t o, size_t itemsize) {
+  const int64_t per_sample = t.tiles_h() * t.tiles_w();
+  const double bytes_per_sample = 16.0 * static_cast<double>(per_sample * (c + o) * static_cast<int64_t>(itemsize));
+  int64_t best = 1;
+  double best_fill = 0;
+  for (int64_t k = 1; k <= std::max<int64_t>(t.n, 1); ++k) {
+    if (k > 1 && k * bytes_per_sample > 1.5 * 1024 * 1024) break;
+    const int64_t tiles = k * per_sample;
+    const double fill = static_cast<double>(tiles) / static_cast<double>((tiles + 63) / 64 * 64);
+    if (fill > best_fill + 1e-9) best = k, best_fill = fill;
+  }
+  return {best, (t.n + best - 1) / best};
+}
+
+/// Runs f(chunk) for every chunk: spread over the pool when there are several (each chunk's
+/// GEMM then runs on its own thread), else on the caller (the GEMM may use the threads).
+template <class F>
+void for_each_chunk(const Chunks& ch, F&& f) {
+  const int64_t pieces = std::min<int64_t>(get_num_threads(), ch.count);
+  if (pieces <= 1) {
+    for (int64_t k = 0; k < ch.count; ++k) f(k);
+    return;
+  }
+  detail::parallel_for(pieces, 1, [&](int64_t b, int64_t e) {
+    for (int64_t w = b; w < e; ++w)
+      for (int64_t k = w; k < ch.count; k += pieces) f(k);
+  });
+}
+
+/// Applies plane(image, tiles, xs) to every (sample, channel) plane of samples [n0, n1): the
+/// images are (N, channels, *) with `image` elements per plane, the chunk's tiles (16,
+/// channels, chunk tiles).
+template <class T, class Image, class Tiles, class F>
+void chunk_planes(const WinogradTiles& t, int64_t n0, int64_t n1, int64_t channels, int64_t image, Image* img,
+                  Tiles* tiles, F&& plane) {
+  const int64_t per_sample = t.tiles_h() * t.tiles_w(), nt = (n1 - n0) * per_sample;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t n = n0; n < n1; ++n)
+      plane(img + (n * channels + c) * image, tiles + c * nt + (n - n0) * per_sample, channels * nt);
+}
+
+/// (batch, rows, cols) view of a contiguous (batch, cols, rows) tensor: its transpose.
+TensorRef transposed(const TensorImpl& x) {
+  const int64_t b = x.sizes[0], r = x.sizes[2], c = x.sizes[1];
+  const int64_t sizes[3] = {b, r, c}, strides[3] = {x.strides[0], x.strides[2], x.strides[1]};
+  return detail::make_view(x.storage, x.dtype, sizes, strides, x.offset);
+}
+
+void check_conv(const WinogradTiles& t, const TensorImpl& x, const TensorImpl& u, const char* op) {
+  check_input(t, x, op);
+  EMBER_CHECK(x.ndim() == 4 && x.sizes[0] == t.n && x.sizes[2] == t.h && x.sizes[3] == t.w,
+              "[{}] expects images of shape ({}, C, {}, {}), got {}", op, t.n, t.h, t.w, x.sizes);
+  EMBER_CHECK(u.ndim() == 3 && u.sizes[0] == 16 && u.sizes[2] == x.sizes[1] && u.dtype == x.dtype,
+              "[{}] expects transformed weights of shape (16, O, {}) and dtype {}, got {} ({})", op, x.sizes[1],
+              x.dtype, u.sizes, u.dtype);
+}
+
 }  // namespace
+
+TensorRef winograd_conv_cpu(const WinogradTiles& t, const TensorImpl& x, const TensorImpl& u) {
+  check_conv(t, x, u, "winograd_conv");
+  TensorRef xc = detail::contiguous_on_device(x, "winograd_conv"), uc = detail::contiguous_on_device(u, "winograd_conv");
+  const int64_t c = x.sizes[1], o = u.sizes[1], per_sample = t.tiles_h() * t.tiles_w();
+  const int64_t sizes[4] = {t.n, o, t.oh, t.ow};
+  TensorRef y = detail::make_tensor(sizes, x.dtype, x.device(), "winograd_conv");
+  const Chunks ch = chunks_of(t, c, o, itemsize(x.dtype));
+  auto run = [&]<class T>(T*) {
+    const T* xp = static_cast<const T*>(xc->data());
+    T* yp = static_cast<T*>(y->data());
+    for_each_chunk(ch, [&](int64_t k) {
+      const int64_t n0 = k * ch.samples, n1 = std::min(t.n, n0 + ch.samples), nt = (n1 - n0) * per_sample;
+      const int64_t vs[3] = {16, c, nt}, ms[3] = {16, o, nt};
+      TensorRef v = detail::make_tensor(vs, x.dtype, x.device(), "winograd_conv");
+      TensorRef m = detail::make_tensor(ms, x.dtype, x.device(), "winograd_conv");
+      chunk_planes<T>(t, n0, n1, c, t.h * t.w, xp, static_cast<T*>(v->data()),
+                      [&](const T* s, T* d, int64_t xs) { input_plane(t, s, d, xs); });
+      detail::Kernels<Cpu>::gemm(*m, *uc, *v, 1.0, 0.0);
+      chunk_planes<T>(t, n0, n1, o, t.oh * t.ow, yp, static_cast<const T*>(m->data()),
+                      [&](T* d, const T* s, int64_t xs) { output_plane(t, s, d, xs); });
+    });
+  };
+  if (x.dtype == DType::F32) run(static_cast<float*>(nullptr));
+  else run(static_cast<double*>(nullptr));
+  return y;
+}
+
+WinogradConvGrads winograd_conv_backward_cpu(const WinogradConvBackward& op, const TensorImpl& dy, const TensorImpl& x,
+                                             const TensorImpl& u) {
+  const WinogradTiles& t = op.t;
+  const char* name = "winograd_conv_backward";
+  check_conv(t, x, u, name);
+  EMBER_CHECK(dy.ndim() == 4 && dy.sizes[0] == t.n && dy.sizes[1] == u.sizes[1] && dy.sizes[2] == t.oh &&
+                  dy.sizes[3] == t.ow && dy.dtype == x.dtype,
+              "[{}] expects a gradient of shape ({}, {}, {}, {}) and dtype {}, got {} ({})", name, t.n, u.sizes[1],
+              t.oh, t.ow, x.dtype, dy.sizes, dy.dtype);
+  TensorRef xc = detail::contiguous_on_device(x, name), uc = detail::contiguous_on_device(u, name),
+            dyc = detail::contiguous_on_device(dy, name);
+  const int64_t c = x.sizes[1], o = u.sizes[1], per_sample = t.tiles_h() * t.tiles_w();
+  const Chunks ch = chunks_of(t, c, o, itemsize(x.dtype));
+  WinogradConvGrads g;
+  if (op.need_x) g.dx = detail::make_tensor(x.sizes, x.dtype, x.device(), name);
+  // du per chunk, summed in chunk order afterwards.
+  TensorRef partial;
+  if (op.need_u) {
+    const int64_t ps[4] = {ch.count, 16, o, c};
+    partial = detail::make_tensor(ps, x.dtype, x.device(), name);
+  }
+  TensorRef ut = transposed(*uc);  // (16, C, O)
+  auto run = [&]<class T>(T*) {
+    const T *xp = static_cast<const T*>(xc->data()), *dyp = static_cast<const T*>(dyc->data());
+    T* dxp = g.dx ? static_cast<T*>(g.dx->data()) : nullptr;
+    for_each_chunk(ch, [&](int64_t k) {
+      const int64_t n0 = k * ch.samples, n1 = std::min(t.n, n0 + ch.samples), nt = (n1 - n0) * per_sample;
+      const int64_t vs[3] = {16, c, nt}, ms[3] = {16, o, nt};
+      TensorRef v = detail::make_tensor(vs, x.dtype, x.device(), name);
+      TensorRef dm = detail::make_tensor(ms, x.dtype, x.device(), name);
+      T* vp = static_cast<T*>(v->data());
+      chunk_planes<T>(t, n0, n1, o, t.oh * t.ow, dyp, static_cast<T*>(dm->data()),
+                      [&](const T* s, T* d, int64_t xs) { output_adjoint_plane(t, s, d, xs); });
+      if (op.need_x) {  // dV = u^T @ dm, then its adjoint transform
+        detail::Kernels<Cpu>::gemm(*v, *ut, *dm, 1.0, 0.0);
+        chunk_planes<T>(t, n0, n1, c, t.h * t.w, dxp, static_cast<const T*>(vp),
+                        [&](T* d, const T* s, int64_t xs) { input_adjoint_plane(t, s, d, xs); });
+      }
+      if (op.need_u) {  // this chunk's du = dm @ V^T
+        chunk_planes<T>(t, n0, n1, c, t.h * t.w, xp, vp,
+                        [&](const T* s, T* d, int64_t xs) { input_plane(t, s, d, xs); });
+        const int64_t us[3] = {16, o, c}, ustrides[3] = {o * c, c, 1};
+        TensorRef part = detail::make_view(partial->storage, x.dtype, us, ustrides, k * 16 * o * c);
+        detail::Kernels<Cpu>::gemm(*part, *dm, *transposed(*v), 1.0, 0.0);
+      }
+    });
+    if (op.need_u) {
+      const int64_t us[3] = {16, o, c}, count = 16 * o * c;
+      g.du = detail::make_tensor(us, x.dtype, x.device(), name);
+      T* du = static_cast<T*>(g.du->data());
+      const T* p = static_cast<const T*>(partial->data());
+      std::fill(du, du + count, T(0));
+      for (int64_t k = 0; k < ch.count; ++k)
+        for (int64_t i = 0; i < count; ++i) du[i] += p[k * count + i];
+    }
+  };
+  if (x.dtype == DType::F32) run(static_cast<float*>(nullptr));
+  else run(static_cast<double*>(nullptr));
+  return g;
+}
 
 TensorRef winograd_input_cpu(const WinogradTiles& t, const TensorImpl& x) {
   return image_to_tiles(t, x, t.h, t.w, "winograd_input",

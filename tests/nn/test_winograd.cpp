@@ -165,4 +165,49 @@ TEST_CASE("winograd transforms reject inputs that do not fit their tiling") {
                        doctest::Contains("[winograd_input] supports f32 and f64, got i32"), Error);
   CHECK_THROWS_WITH_AS(run_op(ops::WinogradInput{tiles_of(1, 5, 5, -1, 0, 5, 5)}, randn({1, 3, 5, 5})),
                        doctest::Contains("[winograd_input] invalid tiling"), Error);
+  auto conv = [&](const Tensor& x, const Tensor& u) {
+    return Tensor::wrap(dispatch<DefaultPolicy>(ops::WinogradConv{t}, x.impl(), u.impl()));
+  };
+  CHECK_THROWS_WITH_AS(conv(randn({2, 3, 5, 7}), randn({16, 4, 2})),
+                       doctest::Contains("[winograd_conv] expects transformed weights of shape (16, O, 3) and dtype f32, "
+                                         "got [16, 4, 2] (f32)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(conv(randn({2, 3, 5, 7}), randn({16, 4, 3}, DType::F64)),
+                       doctest::Contains("[winograd_conv] expects transformed weights"), Error);
+  auto back = [&](const Tensor& dy) {
+    return dispatch<DefaultPolicy>(ops::WinogradConvBackward{t}, dy.impl(), randn({2, 3, 5, 7}).impl(),
+                                   randn({16, 4, 3}).impl());
+  };
+  CHECK_THROWS_WITH_AS(back(randn({2, 4, 5, 6})),
+                       doctest::Contains("[winograd_conv_backward] expects a gradient of shape (2, 4, 5, 7)"), Error);
+}
+
+TEST_CASE("winograd conv2d backward in chunks of samples: gradients as im2col's, the same for any thread count") {
+  manual_seed(65);
+  // 14 x 14 outputs = 49 tiles per sample: chunks of 5 samples (src/ops/winograd.cpp), so a
+  // batch of 13 runs as 5 + 5 + 3, spread over the threads.
+  Tensor x = randn({13, 8, 14, 14}, DType::F64), w = randn({16, 8, 3, 3}, DType::F64), gy = randn({13, 16, 14, 14}, DType::F64);
+  auto grads = [&](ConvAlgorithm a, int threads) {
+    AlgorithmGuard guard(a);
+    const int saved = get_num_threads();
+    set_num_threads(threads);
+    Tensor xg = x.clone().requires_grad_(), wg = w.clone().requires_grad_();
+    Tensor y = nn::F::conv2d(xg, wg, {}, {1}, {1});
+    y.backward(gy);
+    set_num_threads(saved);
+    return std::vector<Tensor>{y.detach(), xg.grad(), wg.grad()};
+  };
+  const auto want = grads(ConvAlgorithm::Im2col, 1), one = grads(ConvAlgorithm::Winograd, 1),
+             three = grads(ConvAlgorithm::Winograd, 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(rel_diff(one[i], want[i]) < 1e-13);
+    CHECK(one[i].eq(three[i]).all().item<bool>());
+  }
+  // f32 through the AVX GEMM: the same checks at f32's precision.
+  AlgorithmGuard guard(ConvAlgorithm::Winograd);
+  Tensor xf = x.to(DType::F32).requires_grad_(), wf = w.to(DType::F32).requires_grad_();
+  nn::F::conv2d(xf, wf, {}, {1}, {1}).backward(gy.to(DType::F32));
+  CHECK(rel_diff(xf.grad(), want[1]) < 2e-6);
+  CHECK(rel_diff(wf.grad(), want[2]) < 2e-6);
 }

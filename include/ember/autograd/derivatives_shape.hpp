@@ -368,6 +368,39 @@ void Recorder<P>::record(const ops::WinogradOutputAdjoint& op, const TensorRef& 
   detail::record_linear<P>(op.name(), ops::WinogradOutput{op.t}, out, y);
 }
 
+// The fused Winograd convolution: a plain backward runs the fused backward kernel; a recorded
+// one (create_graph) the same products through the transforms above, which are differentiable.
+template <class P>
+void Recorder<P>::record(const ops::WinogradConv& op, const TensorRef& out, const TensorImpl& xi,
+                         const TensorImpl& ui) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> x(xi), u(ui);
+  const ops::WinogradTiles t = op.t;
+  auto f = [=](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& dy = gs[0];
+    const bool nx = n.needs_input_grad(0), nu = n.needs_input_grad(1);
+    TP xv = x.get(n), uv = u.get(n);
+    if (!GradMode::is_enabled() && !dy.requires_grad()) {
+      ops::WinogradConvGrads g = dispatch<P>(ops::WinogradConvBackward{t, nx, nu}, dy.impl(), xv.impl(), uv.impl());
+      return {g.dx ? TP::wrap(std::move(g.dx)) : TP(), g.du ? TP::wrap(std::move(g.du)) : TP()};
+    }
+    TP dm = TP::wrap(dispatch<P>(ops::WinogradOutputAdjoint{t}, dy.impl()));
+    TP dx, du;
+    if (nx) dx = TP::wrap(dispatch<P>(ops::WinogradInputAdjoint{t}, uv.mT().matmul(dm).impl()));
+    if (nu) du = dm.matmul(TP::wrap(dispatch<P>(ops::WinogradInput{t}, xv.impl())).mT());
+    return {dx, du};
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&xi, &ui}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::WinogradConvBackward& op, const ops::WinogradConvGrads&, const TensorImpl&,
+                         const TensorImpl&, const TensorImpl&) {
+  // Only the plain backward above calls it, with grad mode off.
+  EMBER_FAIL("[{}] is not differentiable: differentiate winograd_conv instead", op.name());
+}
+
 // Max pooling routes each gradient to the element its window chose (a scatter-add through the
 // indices, done by its own kernel); that routing is linear in the gradient, and its
 // derivative gathers through the same indices.

@@ -66,6 +66,9 @@ struct Recorder {
   static void record(const ops::WinogradInputAdjoint& op, const TensorRef& out, const TensorImpl& v);
   static void record(const ops::WinogradOutput& op, const TensorRef& out, const TensorImpl& m);
   static void record(const ops::WinogradOutputAdjoint& op, const TensorRef& out, const TensorImpl& y);
+  static void record(const ops::WinogradConv& op, const TensorRef& out, const TensorImpl& x, const TensorImpl& u);
+  static void record(const ops::WinogradConvBackward& op, const ops::WinogradConvGrads& out, const TensorImpl& dy,
+                     const TensorImpl& x, const TensorImpl& u);
   static void record(const ops::MaxPool& op, const RefPair& out, const TensorImpl& x);
   static void record(const ops::MaxPoolBackward& op, const TensorRef& out, const TensorImpl& grad,
                      const TensorImpl& indices);

@@ -100,9 +100,8 @@ BasicTensor<P> conv2d_winograd(const BasicTensor<P>& xb, const BasicTensor<P>& w
   t.n = xb.size(0), t.h = xb.size(2), t.w = xb.size(3);
   t.pad_top = g.pad_before[0], t.pad_left = g.pad_before[1];
   t.oh = g.out_size(0, t.h), t.ow = g.out_size(1, t.w);
-  BasicTensor<P> v = BasicTensor<P>::wrap(dispatch<P>(ops::WinogradInput{t}, xb.impl()));  // (16, C, T)
   BasicTensor<P> u = w.reshape({o * c, 9}).mm(winograd_weight_matrix<P>(w.dtype()).t()).t().reshape({16, o, c});
-  return BasicTensor<P>::wrap(dispatch<P>(ops::WinogradOutput{t}, u.matmul(v).impl()));  // (16, O, T) -> image
+  return BasicTensor<P>::wrap(dispatch<P>(ops::WinogradConv{t}, xb.impl(), u.impl()));
 }
 
 template <class P>

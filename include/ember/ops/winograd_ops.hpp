@@ -84,7 +84,37 @@ struct WinogradOutputAdjoint {
   TensorRef run(const TensorImpl& y) const;
 };
 
+/// The whole convolution in one pass: x (N, C, H, W) and transformed weights u (16, O, C) ->
+/// y (N, O, OH, OW) = WinogradOutput(u @ WinogradInput(x)). It works on a few samples at a
+/// time, so that their transformed tiles (16 x (C + O) values per tile) stay in cache between
+/// the transforms and the GEMMs instead of going through memory as whole tensors.
+struct WinogradConv {
+  WinogradTiles t;
+  const char* name() const { return "winograd_conv"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& x, const TensorImpl& u) const;
+};
+
+/// Gradients of WinogradConv: dx = WinogradInputAdjoint(u^T @ dm) and du = dm @ V^T, with
+/// dm = WinogradOutputAdjoint(dy) and V = WinogradInput(x), chunked the same way (du summed
+/// over the chunks in a fixed order, so it does not depend on the thread count). Only the
+/// plain backward of WinogradConv calls it; a recorded backward (create_graph) uses the
+/// transforms above, which are differentiable.
+struct WinogradConvGrads {
+  TensorRef dx, du;
+};
+struct WinogradConvBackward {
+  WinogradTiles t;
+  bool need_x = true, need_u = true;
+  const char* name() const { return "winograd_conv_backward"; }
+  template <class BL>
+  WinogradConvGrads run(const TensorImpl& dy, const TensorImpl& x, const TensorImpl& u) const;
+};
+
 // src/ops/winograd.cpp
+TensorRef winograd_conv_cpu(const WinogradTiles& t, const TensorImpl& x, const TensorImpl& u);
+WinogradConvGrads winograd_conv_backward_cpu(const WinogradConvBackward& op, const TensorImpl& dy, const TensorImpl& x,
+                                             const TensorImpl& u);
 TensorRef winograd_input_cpu(const WinogradTiles& t, const TensorImpl& x);
 TensorRef winograd_input_adjoint_cpu(const WinogradTiles& t, const TensorImpl& v);
 TensorRef winograd_output_cpu(const WinogradTiles& t, const TensorImpl& m);
@@ -105,6 +135,15 @@ TensorRef WinogradOutput::run(const TensorImpl& m) const {
 template <class BL>
 TensorRef WinogradOutputAdjoint::run(const TensorImpl& y) const {
   return index_backend<BL>(y.device(), name(), [&] { return winograd_output_adjoint_cpu(t, y); });
+}
+
+template <class BL>
+TensorRef WinogradConv::run(const TensorImpl& x, const TensorImpl& u) const {
+  return index_backend<BL>(x.device(), name(), [&] { return winograd_conv_cpu(t, x, u); });
+}
+template <class BL>
+WinogradConvGrads WinogradConvBackward::run(const TensorImpl& dy, const TensorImpl& x, const TensorImpl& u) const {
+  return index_backend<BL>(x.device(), name(), [&] { return winograd_conv_backward_cpu(*this, dy, x, u); });
 }
 
 }  // namespace ember::ops
