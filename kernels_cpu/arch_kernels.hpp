@@ -24,6 +24,8 @@
   void layer_norm_backward(detail::TensorImpl*, detail::TensorImpl*, detail::TensorImpl*, const detail::TensorImpl&, \
                            const detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&,       \
                            const detail::TensorImpl*, int64_t);                                                  \
+  void winograd_transform(ops::WinogradTransform, const ops::WinogradTiles&, int64_t, int64_t, int64_t, int64_t,    \
+                          const detail::TensorImpl&, detail::TensorImpl&);                                       \
   }
 
 EMBER_DECLARE_ARCH_KERNELS(base)

@@ -108,6 +108,11 @@ void Kernels<Cpu>::cumulative(CumOp op, TensorImpl& out, TensorImpl* indices, co
   EMBER_CPU_FORWARD(cumulative, op, out, indices, x, dim);
 }
 
+void Kernels<Cpu>::winograd_transform(ops::WinogradTransform kind, const ops::WinogradTiles& t, int64_t n0,
+                                      int64_t n1, int64_t c0, int64_t c1, const TensorImpl& src, TensorImpl& dst) {
+  EMBER_CPU_FORWARD(winograd_transform, kind, t, n0, n1, c0, c1, src, dst);
+}
+
 void Kernels<Cpu>::gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta) {
   if (is_reduced_float(out.dtype)) {
     // f16/bf16: compute in f32 (as storage types, see docs/design.md), then round once.

@@ -10,6 +10,7 @@
 #include <ember/core/tensor_impl.hpp>
 #include <ember/dispatch/policy.hpp>
 #include <ember/ops/op_kinds.hpp>
+#include <ember/ops/winograd_tiles.hpp>
 
 namespace ember::detail {
 
@@ -57,6 +58,11 @@ struct Kernels<Cpu> {
                                   const TensorImpl* weight, int64_t cols);
   /// Philox-based uniform [lo, hi) or normal(mean, std) fill at counter `offset`.
   static void fill_random(TensorImpl& dst, bool normal, double p0, double p1, uint64_t seed, uint64_t offset);
+  /// A Winograd transform (ops/winograd_ops.hpp) between contiguous images (N, C, *) and the
+  /// contiguous tiles of samples [n0, n1), (16, C, (n1 - n0) * tiles per sample), for the
+  /// channels [c0, c1) only; one f32/f64 dtype.
+  static void winograd_transform(ops::WinogradTransform kind, const ops::WinogradTiles& t, int64_t n0, int64_t n1,
+                                 int64_t c0, int64_t c1, const TensorImpl& src, TensorImpl& dst);
 };
 
 template <>

@@ -18,6 +18,7 @@
 /// Kernels: src/ops/winograd.cpp (CPU, f32/f64, parallel over (sample, channel) planes).
 
 #include <ember/ops/index_ops.hpp>
+#include <ember/ops/winograd_tiles.hpp>
 
 #include <cstdint>
 
@@ -36,19 +37,6 @@ ConvAlgorithm conv_algorithm();
 }  // namespace ember
 
 namespace ember::ops {
-
-/// The tiling of one convolution: input (n, *, h, w) padded by pad_top/pad_left (and by
-/// whatever the output size implies at the bottom/right), output (n, *, oh, ow) cut into
-/// ceil(oh / 2) x ceil(ow / 2) tiles per image. Tile t = (sample, tile row, tile column) in
-/// row-major order.
-struct WinogradTiles {
-  int64_t n = 0, h = 0, w = 0;
-  int64_t pad_top = 0, pad_left = 0;
-  int64_t oh = 0, ow = 0;
-  int64_t tiles_h() const { return (oh + 1) / 2; }
-  int64_t tiles_w() const { return (ow + 1) / 2; }
-  int64_t tiles() const { return n * tiles_h() * tiles_w(); }
-};
 
 /// (N, C, H, W) -> (16, C, T): B^T d B of every tile's 4x4 input patch (padding reads 0).
 struct WinogradInput {

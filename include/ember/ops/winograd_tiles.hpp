@@ -1,0 +1,26 @@
+#pragma once
+/// The tiling of a Winograd F(2x2, 3x3) convolution and its four transforms, shared by the
+/// ops (ops/winograd_ops.hpp) and the CPU kernels (kernels_cpu/winograd.cpp).
+
+#include <cstdint>
+
+namespace ember::ops {
+
+/// Input (n, *, h, w) padded by pad_top/pad_left (and by whatever the output size implies at
+/// the bottom/right), output (n, *, oh, ow) cut into ceil(oh / 2) x ceil(ow / 2) tiles per
+/// image. Tile t = (sample, tile row, tile column) in row-major order.
+struct WinogradTiles {
+  int64_t n = 0, h = 0, w = 0;
+  int64_t pad_top = 0, pad_left = 0;
+  int64_t oh = 0, ow = 0;
+  int64_t tiles_h() const { return (oh + 1) / 2; }
+  int64_t tiles_w() const { return (ow + 1) / 2; }
+  int64_t tiles_per_sample() const { return tiles_h() * tiles_w(); }
+  int64_t tiles() const { return n * tiles_per_sample(); }
+};
+
+/// Input: images -> B^T d B per tile; Output: A^T m A per tile -> images; the adjoints go
+/// the other way (see ops/winograd_ops.hpp).
+enum class WinogradTransform : uint8_t { Input, InputAdjoint, Output, OutputAdjoint };
+
+}  // namespace ember::ops
