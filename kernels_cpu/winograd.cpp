@@ -25,7 +25,7 @@ using ops::WinogradTiles;
 /// position streams (whole tile rows, or part of one very wide row), so that its arithmetic
 /// runs as flat loops over up to kTiles tiles (a tile row alone is often 7 tiles: loops that
 /// short cost 3x more than the memory traffic) with its buffers on the stack.
-constexpr int64_t kTiles = 256;
+constexpr int64_t kTiles = 128;
 
 struct Block {
   int64_t ty0, ty1, tx0, tx1;
@@ -55,157 +55,223 @@ Valid valid_columns(int64_t col0, int64_t width, int64_t w) {
   return {lo, std::clamp<int64_t>(w - col0, lo, width)};
 }
 
+// The input side keeps a block's padded input rows split by row parity a and column offset m:
+// q[4a + m][q' * bw + l] = padded(2q' + a, 2l + m) for m in 0..3. Tile (row q, column l) of the
+// block, at n = q * bw + l, then reads its patch element (k, m) at q[4 (k & 1) + m][n + (k >> 1) bw]:
+// every access is a fixed offset from n, so the arithmetic is one flat loop over the block
+// (a block is often 7 tiles wide: loops per tile row ran mostly scalar, ~4x slower).
+
+/// Copies padded row rr of the block (image row r0 + rr, columns col0 .. col0 + 2 bw + 1; zero
+/// outside the image) into its four q arrays.
+template <class T>
+void split_row(const WinogradTiles& g, const T* x, int64_t r, int64_t col0, int64_t bw, const Valid& c, T* s,
+               T* const q[4]) {
+  const int64_t width = 2 * bw + 2;
+  std::fill(s, s + width, T(0));
+  if (r >= 0 && r < g.h) std::copy(x + r * g.w + col0 + c.lo, x + r * g.w + col0 + c.hi, s + c.lo);
+  for (int64_t l = 0; l < bw; ++l) {
+    q[0][l] = s[2 * l];
+    q[1][l] = s[2 * l + 1];
+    q[2][l] = s[2 * l + 2];
+    q[3][l] = s[2 * l + 3];
+  }
+}
+
+/// Row stride of the q arrays: a block's tile rows plus one.
+constexpr int64_t kSplit = 2 * kTiles;
+
+/// The flat loops, apart so that restrict tells the compiler that their arrays do not overlap
+/// (it did not vectorise them otherwise). buf[p * kTiles + i]: position p of tile i.
+template <class T>
+void input_tiles(int64_t n, int64_t bw, const T* __restrict q, T* __restrict buf) {
+  for (int64_t i = 0; i < n; ++i) {
+    T d[4][4], t[4][4];
+    for (int k = 0; k < 4; ++k)
+      for (int m = 0; m < 4; ++m) d[k][m] = q[(4 * (k & 1) + m) * kSplit + i + (k >> 1) * bw];
+    for (int m = 0; m < 4; ++m) {  // B^T down the columns
+      t[0][m] = d[0][m] - d[2][m];
+      t[1][m] = d[1][m] + d[2][m];
+      t[2][m] = d[2][m] - d[1][m];
+      t[3][m] = d[1][m] - d[3][m];
+    }
+    for (int a = 0; a < 4; ++a) {  // B along the rows
+      buf[(4 * a) * kTiles + i] = t[a][0] - t[a][2];
+      buf[(4 * a + 1) * kTiles + i] = t[a][1] + t[a][2];
+      buf[(4 * a + 2) * kTiles + i] = t[a][2] - t[a][1];
+      buf[(4 * a + 3) * kTiles + i] = t[a][1] - t[a][3];
+    }
+  }
+}
+
+/// B v B^T of tiles [0, n) (positions `xs` apart from `in`): rows 0, 1 of each patch into q,
+/// rows 2, 3 into lower; then lower added one tile row further down q.
+template <class T>
+void input_adjoint_tiles(int64_t n, int64_t bw, const T* __restrict in, int64_t xs, T* __restrict q,
+                         T* __restrict lower) {
+  for (int64_t i = 0; i < n; ++i) {
+    T u[4][4];
+    for (int a = 0; a < 4; ++a) {  // B^T along the rows' adjoint
+      const T v0 = in[(4 * a) * xs + i], v1 = in[(4 * a + 1) * xs + i], v2 = in[(4 * a + 2) * xs + i],
+              v3 = in[(4 * a + 3) * xs + i];
+      u[a][0] = v0;
+      u[a][1] = v1 - v2 + v3;
+      u[a][2] = v1 + v2 - v0;
+      u[a][3] = -v3;
+    }
+    for (int m = 0; m < 4; ++m) {  // and down the columns
+      q[m * kSplit + i] = u[0][m];
+      q[(4 + m) * kSplit + i] = u[1][m] - u[2][m] + u[3][m];
+      lower[m * kTiles + i] = u[1][m] + u[2][m] - u[0][m];
+      lower[(4 + m) * kTiles + i] = -u[3][m];
+    }
+  }
+  for (int p = 0; p < 8; ++p) {
+    T* qp = q + p * kSplit;
+    std::fill(qp + n, qp + n + bw, T(0));
+    for (int64_t i = 0; i < n; ++i) qp[i + bw] += lower[p * kTiles + i];
+  }
+}
+
 /// V = B^T d B for the tiles of one input plane; v points at the plane's first tile of
 /// position 0, positions `xs` apart.
 template <class T>
 void input_plane(const WinogradTiles& g, const T* x, T* v, int64_t xs) {
   const int64_t tw = g.tiles_w();
-  T buf[16][kTiles], rows[4][2 * kTiles + 2], t[4][2 * kTiles + 2];
+  T q[8][kSplit], s[2 * kTiles + 2], buf[16][kTiles];
   for_each_block(g, [&](const Block& b) {
-    const int64_t bw = b.width(), width = 2 * bw + 2, col0 = 2 * b.tx0 - g.pad_left;
-    const Valid c = valid_columns(col0, width, g.w);
-    for (int64_t ty = b.ty0; ty < b.ty1; ++ty) {
-      for (int k = 0; k < 4; ++k) {
-        const int64_t r = 2 * ty - g.pad_top + k;
-        std::fill(rows[k], rows[k] + width, T(0));
-        if (r >= 0 && r < g.h) std::copy(x + r * g.w + col0 + c.lo, x + r * g.w + col0 + c.hi, rows[k] + c.lo);
-      }
-      for (int64_t j = 0; j < width; ++j) {  // B^T along the rows
-        t[0][j] = rows[0][j] - rows[2][j];
-        t[1][j] = rows[1][j] + rows[2][j];
-        t[2][j] = rows[2][j] - rows[1][j];
-        t[3][j] = rows[1][j] - rows[3][j];
-      }
-      const int64_t at = (ty - b.ty0) * bw;
-      for (int i = 0; i < 4; ++i) {  // B along the columns: tile l reads columns 2l .. 2l + 3
-        const T* s = t[i];
-        T *o0 = buf[4 * i] + at, *o1 = buf[4 * i + 1] + at, *o2 = buf[4 * i + 2] + at, *o3 = buf[4 * i + 3] + at;
-        for (int64_t l = 0; l < bw; ++l) {
-          const T e0 = s[2 * l], d0 = s[2 * l + 1], e1 = s[2 * l + 2], d1 = s[2 * l + 3];
-          o0[l] = e0 - e1;
-          o1[l] = d0 + e1;
-          o2[l] = e1 - d0;
-          o3[l] = d0 - d1;
-        }
-      }
+    const int64_t bw = b.width(), nq = b.ty1 - b.ty0, n = nq * bw, col0 = 2 * b.tx0 - g.pad_left;
+    const Valid c = valid_columns(col0, 2 * bw + 2, g.w);
+    for (int64_t rr = 0; rr < 2 * nq + 2; ++rr) {
+      const int64_t at = (rr >> 1) * bw, a = rr & 1;
+      T* const dst[4] = {q[4 * a] + at, q[4 * a + 1] + at, q[4 * a + 2] + at, q[4 * a + 3] + at};
+      split_row(g, x, 2 * b.ty0 - g.pad_top + rr, col0, bw, c, s, dst);
     }
+    input_tiles(n, bw, &q[0][0], &buf[0][0]);
     T* out = v + b.ty0 * tw + b.tx0;
-    for (int p = 0; p < 16; ++p) std::copy(buf[p], buf[p] + b.count(), out + p * xs);
+    for (int p = 0; p < 16; ++p) std::copy(buf[p], buf[p] + n, out + p * xs);
   });
 }
 
-/// The adjoint: x = sum over tiles of B v B^T at the tile's patch.
+/// The adjoint: x = sum over tiles of B v B^T at the tile's patch. The patch elements go to
+/// the q arrays (rows k = 0, 1 first, then rows 2, 3 added one tile row further down, so that
+/// no loop writes an element twice), and the arrays are summed back into image rows.
 template <class T>
 void input_adjoint_plane(const WinogradTiles& g, const T* v, T* x, int64_t xs) {
   std::fill(x, x + g.h * g.w, T(0));
   const int64_t tw = g.tiles_w();
-  T q[16][kTiles], row[2 * kTiles + 2];
+  T q[8][kSplit], lower[8][kTiles], s[2 * kTiles + 2];
   for_each_block(g, [&](const Block& b) {
-    const int64_t n = b.count(), bw = b.width(), width = 2 * bw + 2, col0 = 2 * b.tx0 - g.pad_left;
-    const T* in = v + b.ty0 * tw + b.tx0;
-    for (int j = 0; j < 4; ++j) {  // B along the rows of each column j: q[4k + j] for row k
-      const T *a0 = in + j * xs, *a1 = a0 + 4 * xs, *a2 = a1 + 4 * xs, *a3 = a2 + 4 * xs;
-      for (int64_t l = 0; l < n; ++l) {
-        q[j][l] = a0[l];
-        q[4 + j][l] = a1[l] - a2[l] + a3[l];
-        q[8 + j][l] = a1[l] + a2[l] - a0[l];
-        q[12 + j][l] = -a3[l];
-      }
-    }
-    const Valid c = valid_columns(col0, width, g.w);
+    const int64_t bw = b.width(), nq = b.ty1 - b.ty0, n = nq * bw, col0 = 2 * b.tx0 - g.pad_left;
+    input_adjoint_tiles(n, bw, v + b.ty0 * tw + b.tx0, xs, &q[0][0], &lower[0][0]);
+    const Valid c = valid_columns(col0, 2 * bw + 2, g.w);
     if (c.lo == c.hi) return;
-    for (int64_t ty = b.ty0; ty < b.ty1; ++ty) {
-      const int64_t at = (ty - b.ty0) * bw;
-      for (int k = 0; k < 4; ++k) {
-        const int64_t r = 2 * ty - g.pad_top + k;
-        if (r < 0 || r >= g.h) continue;
-        const T *q0 = q[4 * k] + at, *q1 = q[4 * k + 1] + at, *q2 = q[4 * k + 2] + at, *q3 = q[4 * k + 3] + at;
-        // B^T along the columns; tile l adds to columns 2l .. 2l + 3, so neighbours overlap.
-        for (int64_t l = 0; l < bw; ++l) {
-          row[2 * l] = q0[l];
-          row[2 * l + 1] = q1[l] - q2[l] + q3[l];
-        }
-        row[2 * bw] = row[2 * bw + 1] = T(0);
-        for (int64_t l = 0; l < bw; ++l) {
-          row[2 * l + 2] += q1[l] + q2[l] - q0[l];
-          row[2 * l + 3] -= q3[l];
-        }
-        T* dst = x + r * g.w + col0;
-        for (int64_t j = c.lo; j < c.hi; ++j) dst[j] += row[j];
+    for (int64_t rr = 0; rr < 2 * nq + 2; ++rr) {
+      const int64_t r = 2 * b.ty0 - g.pad_top + rr;
+      if (r < 0 || r >= g.h) continue;
+      const int64_t at = (rr >> 1) * bw, a = rr & 1;
+      const T *m0 = q[4 * a] + at, *m1 = q[4 * a + 1] + at, *m2 = q[4 * a + 2] + at, *m3 = q[4 * a + 3] + at;
+      s[0] = m0[0], s[1] = m1[0];  // column 2l + m: tile l's m, plus tile l - 1's m + 2
+      for (int64_t l = 1; l < bw; ++l) {
+        s[2 * l] = m0[l] + m2[l - 1];
+        s[2 * l + 1] = m1[l] + m3[l - 1];
       }
+      s[2 * bw] = m2[bw - 1], s[2 * bw + 1] = m3[bw - 1];
+      T* dst = x + r * g.w + col0;
+      for (int64_t j = c.lo; j < c.hi; ++j) dst[j] += s[j];
     }
   });
 }
 
-/// Y = A^T M A for the tiles of one output plane. Each loop touches at most four of the 16
-/// position streams: they lie C * T elements apart, often a multiple of 4 KiB, and reading all
-/// 16 at once thrashes an 8-way L1 set (measured 4x slower on cnn_small_step).
+/// dst[j] for j < cols from the even and odd columns.
+template <class T>
+void interleave(const T* even, const T* odd, int64_t cols, T* dst) {
+  for (int64_t l = 0; l < cols / 2; ++l) {
+    dst[2 * l] = even[l];
+    dst[2 * l + 1] = odd[l];
+  }
+  if (cols & 1) dst[cols - 1] = even[cols / 2];
+}
+
+/// The even and odd columns of src[0, cols), zero up to bw each.
+template <class T>
+void deinterleave(const T* src, int64_t cols, int64_t bw, T* even, T* odd) {
+  std::fill(even, even + bw, T(0));
+  std::fill(odd, odd + bw, T(0));
+  for (int64_t l = 0; l < cols / 2; ++l) {
+    even[l] = src[2 * l];
+    odd[l] = src[2 * l + 1];
+  }
+  if (cols & 1) even[cols / 2] = src[cols - 1];
+}
+
+/// A^T m A of tiles [0, n) (positions `xs` apart from `in`): out[(2a + b) * kTiles + i] is
+/// output (a, b) of tile i.
+template <class T>
+void output_tiles(int64_t n, const T* __restrict in, int64_t xs, T* __restrict out) {
+  for (int64_t i = 0; i < n; ++i) {
+    T c0[4], c1[4];
+    for (int r = 0; r < 4; ++r) {  // A along the columns of row r
+      const T a0 = in[(4 * r) * xs + i], a1 = in[(4 * r + 1) * xs + i], a2 = in[(4 * r + 2) * xs + i],
+              a3 = in[(4 * r + 3) * xs + i];
+      c0[r] = a0 + a1 + a2;
+      c1[r] = a1 - a2 - a3;
+    }
+    out[i] = c0[0] + c0[1] + c0[2];  // A^T down the rows
+    out[kTiles + i] = c1[0] + c1[1] + c1[2];
+    out[2 * kTiles + i] = c0[1] - c0[2] - c0[3];
+    out[3 * kTiles + i] = c1[1] - c1[2] - c1[3];
+  }
+}
+
+/// A y A^T of tiles [0, n) from their outputs y[(2a + b) * kTiles + i]: buf[p * kTiles + i].
+template <class T>
+void output_adjoint_tiles(int64_t n, const T* __restrict y, T* __restrict buf) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T y00 = y[i], y01 = y[kTiles + i], y10 = y[2 * kTiles + i], y11 = y[3 * kTiles + i];
+    const T h0[4] = {y00, y00 + y01, y00 - y01, -y01};  // A^T along the columns of each row
+    const T h1[4] = {y10, y10 + y11, y10 - y11, -y11};
+    for (int j = 0; j < 4; ++j) {  // A down the rows
+      buf[j * kTiles + i] = h0[j];
+      buf[(4 + j) * kTiles + i] = h0[j] + h1[j];
+      buf[(8 + j) * kTiles + i] = h0[j] - h1[j];
+      buf[(12 + j) * kTiles + i] = -h1[j];
+    }
+  }
+}
+
+/// Y = A^T M A for the tiles of one output plane.
 template <class T>
 void output_plane(const WinogradTiles& g, const T* m, T* y, int64_t xs) {
   const int64_t tw = g.tiles_w();
-  T c[8][kTiles], out[4][kTiles];
+  T out[4][kTiles];
   for_each_block(g, [&](const Block& b) {
-    const int64_t n = b.count(), bw = b.width();
-    const T* in = m + b.ty0 * tw + b.tx0;
-    for (int i = 0; i < 4; ++i) {  // A along the columns of row i
-      const T *a0 = in + 4 * i * xs, *a1 = a0 + xs, *a2 = a1 + xs, *a3 = a2 + xs;
-      for (int64_t l = 0; l < n; ++l) {
-        c[2 * i][l] = a0[l] + a1[l] + a2[l];
-        c[2 * i + 1][l] = a1[l] - a2[l] - a3[l];
-      }
-    }
-    for (int64_t l = 0; l < n; ++l) {  // A^T along the rows: out[2a + b] is output (a, b) of the tile
-      out[0][l] = c[0][l] + c[2][l] + c[4][l];
-      out[1][l] = c[1][l] + c[3][l] + c[5][l];
-      out[2][l] = c[2][l] - c[4][l] - c[6][l];
-      out[3][l] = c[3][l] - c[5][l] - c[7][l];
-    }
+    const int64_t bw = b.width();
+    output_tiles(b.count(), m + b.ty0 * tw + b.tx0, xs, &out[0][0]);
     const int64_t col0 = 2 * b.tx0, cols = std::min(2 * bw, g.ow - col0);
     for (int64_t ty = b.ty0; ty < b.ty1; ++ty) {
       const int64_t at = (ty - b.ty0) * bw;
-      for (int a = 0; a < 2 && 2 * ty + a < g.oh; ++a) {
-        T* dst = y + (2 * ty + a) * g.ow + col0;
-        const T *even = out[2 * a] + at, *odd = out[2 * a + 1] + at;
-        for (int64_t j = 0; j < cols; ++j) dst[j] = (j & 1) ? odd[j / 2] : even[j / 2];
-      }
+      for (int a = 0; a < 2 && 2 * ty + a < g.oh; ++a)
+        interleave(out[2 * a] + at, out[2 * a + 1] + at, cols, y + (2 * ty + a) * g.ow + col0);
     }
   });
 }
 
-/// The adjoint: M = A Y A^T of every tile (outputs past the edge read as 0), written four
-/// position streams at a time (see output_plane).
+/// The adjoint: M = A Y A^T of every tile (outputs past the edge read as 0).
 template <class T>
 void output_adjoint_plane(const WinogradTiles& g, const T* y, T* m, int64_t xs) {
   const int64_t tw = g.tiles_w();
-  T d[4][kTiles], h0[kTiles], h1[kTiles];
+  T d[4][kTiles], buf[16][kTiles];
   for_each_block(g, [&](const Block& b) {
     const int64_t n = b.count(), bw = b.width(), col0 = 2 * b.tx0, cols = std::min(2 * bw, g.ow - col0);
     for (int64_t ty = b.ty0; ty < b.ty1; ++ty) {  // d[2a + b] = output (a, b) of each tile
       const int64_t at = (ty - b.ty0) * bw;
-      for (int a = 0; a < 2; ++a) {
-        T *even = d[2 * a] + at, *odd = d[2 * a + 1] + at;
-        std::fill(even, even + bw, T(0));
-        std::fill(odd, odd + bw, T(0));
-        if (2 * ty + a >= g.oh) continue;
-        const T* src = y + (2 * ty + a) * g.ow + col0;
-        for (int64_t j = 0; j < cols; ++j) ((j & 1) ? odd : even)[j / 2] = src[j];
-      }
+      for (int a = 0; a < 2; ++a)
+        deinterleave(y + (2 * ty + a) * g.ow + col0, 2 * ty + a < g.oh ? cols : 0, bw, d[2 * a] + at,
+                     d[2 * a + 1] + at);
     }
+    output_adjoint_tiles(n, &d[0][0], &buf[0][0]);
     T* out = m + b.ty0 * tw + b.tx0;
-    for (int j = 0; j < 4; ++j) {  // column j of A^T applied to each tile row, then A along the rows
-      for (int64_t l = 0; l < n; ++l) {
-        const T e0 = d[0][l], o0 = d[1][l], e1 = d[2][l], o1 = d[3][l];
-        h0[l] = j == 0 ? e0 : j == 1 ? e0 + o0 : j == 2 ? e0 - o0 : -o0;
-        h1[l] = j == 0 ? e1 : j == 1 ? e1 + o1 : j == 2 ? e1 - o1 : -o1;
-      }
-      T *o0 = out + j * xs, *o1 = o0 + 4 * xs, *o2 = o1 + 4 * xs, *o3 = o2 + 4 * xs;
-      for (int64_t l = 0; l < n; ++l) {
-        o0[l] = h0[l];
-        o1[l] = h0[l] + h1[l];
-        o2[l] = h0[l] - h1[l];
-        o3[l] = -h1[l];
-      }
-    }
+    for (int p = 0; p < 16; ++p) std::copy(buf[p], buf[p] + n, out + p * xs);
   });
 }
 
