@@ -242,7 +242,7 @@ TEST_CASE("the pool runs every chunk of back-to-back regions exactly once, from 
         for (int rep = 0; rep < 300; ++rep) wrong += indices_not_run_once(hits, 1 + rep % 3);
       };
       std::vector<std::thread> users;
-      for (int64_t n : {7, 64, 2}) users.emplace_back(caller, n);
+      for (int64_t n : {7, 64, 2, 1000}) users.emplace_back(caller, n);  // 1000: many chunks per claim
       caller(33);
       for (auto& t : users) t.join();
       CHECK(wrong == 0);
@@ -255,6 +255,26 @@ TEST_CASE("the pool runs every chunk of back-to-back regions exactly once, from 
     set_num_threads(2 + rep % 3);
     set_num_threads(1);
   }
+}
+
+TEST_CASE("the pool calls the body once per chunk of the grain") {
+  // Threads claim many small chunks at a time, but each chunk is still its own call. (One
+  // thread runs the body once over everything.)
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    for (int64_t grain : {1, 7}) {
+      const int64_t n = 2000;
+      std::vector<std::atomic<int>> calls_at(static_cast<size_t>(n));
+      std::atomic<int64_t> bad{0};
+      detail::parallel_for(n, grain, [&](int64_t b, int64_t e) {
+        bad += b % grain != 0 || e != std::min(n, b + grain);
+        calls_at[static_cast<size_t>(b)].fetch_add(1);
+      });
+      CHECK(bad == 0);
+      for (int64_t b = 0; b < n; ++b) CHECK(calls_at[static_cast<size_t>(b)].load() == (b % grain == 0 ? 1 : 0));
+    }
+  }
+  set_num_threads(1);
 }
 
 TEST_CASE("the pool can be resized while another thread runs regions on it") {

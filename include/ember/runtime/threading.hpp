@@ -31,9 +31,11 @@ struct Executor {
 void set_executor(Executor e);
 
 namespace detail {
-/// Runs fn(begin, end) over [0, n) split into chunks of at least `grain`, in parallel when
-/// more than one thread is configured. Chunk boundaries depend only on n and grain
-/// (not on the thread count), so reductions built on it are deterministic.
+/// Runs fn(begin, end) over [0, n) split into chunks of `grain` (the last may be shorter), in
+/// parallel when more than one thread is configured: one call per chunk, its boundaries
+/// depending only on n and grain. With one thread, or n <= grain, one call covers [0, n); so
+/// a body whose result must not depend on the thread count splits its range by itself.
+/// Threads claim several consecutive chunks at a time when there are many.
 void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void* ctx, int64_t begin, int64_t end));
 
 template <class F>
