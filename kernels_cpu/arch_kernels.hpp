@@ -26,12 +26,22 @@
                            const detail::TensorImpl*, int64_t);                                                  \
   void winograd_transform(ops::WinogradTransform, const ops::WinogradTiles&, int64_t, int64_t, int64_t, int64_t,    \
                           const detail::TensorImpl&, detail::TensorImpl&);                                       \
+  void direct_conv(const ops::DirectConvGeometry&, int64_t, int64_t, const detail::TensorImpl&,                  \
+                   const detail::TensorImpl&, const detail::TensorImpl*, detail::TensorImpl&, detail::TensorImpl&); \
+  void direct_conv_backward(const ops::DirectConvGeometry&, int64_t, int64_t, const detail::TensorImpl&,         \
+                            const detail::TensorImpl&, const detail::TensorImpl&, detail::TensorImpl*,             \
+                            detail::TensorImpl*, detail::TensorImpl*, detail::TensorImpl&);                        \
   }
 
 EMBER_DECLARE_ARCH_KERNELS(base)
 #if defined(__x86_64__)
 EMBER_DECLARE_ARCH_KERNELS(avx2)
 #define EMBER_HAVE_AVX2_BUILD 1
+namespace ember::detail {
+/// Whether Kernels<Cpu> forwards to the AVX2 build (dispatch.cpp's choice, which honours
+/// EMBER_MAX_CPU_ISA), for kernels dispatched from their own files.
+bool cpu_uses_avx2_build();
+}  // namespace ember::detail
 // Only the f32 GEMM has an AVX-512 build (kernels_cpu/meson.build says why).
 namespace ember::cpu::avx512 {
 void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double);

@@ -59,6 +59,7 @@ inline bool avx512_gemm() {
 }  // namespace
 
 #if defined(EMBER_HAVE_AVX2_BUILD)
+bool cpu_uses_avx2_build() { return isa() == Isa::Avx2; }
 #define EMBER_CPU_FORWARD(fn, ...) \
   return isa() == Isa::Avx2 ? cpu::avx2::fn(__VA_ARGS__) : cpu::base::fn(__VA_ARGS__)
 #else
@@ -106,11 +107,6 @@ void Kernels<Cpu>::layer_norm_backward(TensorImpl* dx, TensorImpl* dweight, Tens
 }
 void Kernels<Cpu>::cumulative(CumOp op, TensorImpl& out, TensorImpl* indices, const TensorImpl& x, int64_t dim) {
   EMBER_CPU_FORWARD(cumulative, op, out, indices, x, dim);
-}
-
-void Kernels<Cpu>::winograd_transform(ops::WinogradTransform kind, const ops::WinogradTiles& t, int64_t n0,
-                                      int64_t n1, int64_t c0, int64_t c1, const TensorImpl& src, TensorImpl& dst) {
-  EMBER_CPU_FORWARD(winograd_transform, kind, t, n0, n1, c0, c1, src, dst);
 }
 
 void Kernels<Cpu>::gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta) {

@@ -11,6 +11,8 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include "row_sum.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -21,18 +23,6 @@ using detail::TensorImpl;
 
 template <class T>
 using V = xsimd::batch<T>;
-
-/// sum of x[0, n)
-template <class T>
-T row_sum(const T* x, int64_t n) {
-  constexpr int64_t W = V<T>::size;
-  V<T> acc(T(0));
-  int64_t j = 0;
-  for (; j + W <= n; j += W) acc += V<T>::load_unaligned(x + j);
-  T s = xsimd::hadd(acc);
-  for (; j < n; ++j) s += x[j];
-  return s;
-}
 
 /// sum of (x - m)^2 over x[0, n)
 template <class T>

@@ -9,6 +9,7 @@
 
 #include <ember/core/bit_select.hpp>
 #include <ember/core/device_hooks.hpp>
+#include <ember/ops/conv_algorithm.hpp>
 #include <ember/ops/conv_ops.hpp>
 #include <ember/runtime/threading.hpp>
 
@@ -22,6 +23,14 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+
+namespace ember {
+namespace {
+std::atomic<ConvAlgorithm> g_conv_algorithm{ConvAlgorithm::Auto};
+}
+void set_conv_algorithm(ConvAlgorithm algorithm) { g_conv_algorithm.store(algorithm, std::memory_order_relaxed); }
+ConvAlgorithm conv_algorithm() { return g_conv_algorithm.load(std::memory_order_relaxed); }
+}  // namespace ember
 
 namespace ember::ops {
 namespace {

@@ -8,15 +8,6 @@
 #include <ember/runtime/threading.hpp>
 
 #include <algorithm>
-#include <atomic>
-
-namespace ember {
-namespace {
-std::atomic<ConvAlgorithm> g_conv_algorithm{ConvAlgorithm::Auto};
-}
-void set_conv_algorithm(ConvAlgorithm algorithm) { g_conv_algorithm.store(algorithm, std::memory_order_relaxed); }
-ConvAlgorithm conv_algorithm() { return g_conv_algorithm.load(std::memory_order_relaxed); }
-}  // namespace ember
 
 namespace ember::ops {
 namespace {

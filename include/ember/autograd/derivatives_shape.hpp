@@ -401,6 +401,52 @@ void Recorder<P>::record(const ops::WinogradConvBackward& op, const ops::Winogra
   EMBER_FAIL("[{}] is not differentiable: differentiate winograd_conv instead", op.name());
 }
 
+// Direct convolution: a plain backward runs the fused kernel; a recorded one (create_graph)
+// the same gradients through im2col/col2im and matrix products, which are differentiable.
+template <class P>
+void Recorder<P>::record(const ops::DirectConv& op, const TensorRef& out, const TensorImpl& xi, const TensorImpl& wi,
+                         const TensorImpl* bi) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> x(xi), w(wi);
+  const ops::DirectConvGeometry g = op.g;
+  const bool has_b = bi != nullptr;
+  auto f = [=](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& dy = gs[0];
+    const bool nx = n.needs_input_grad(0), nw = n.needs_input_grad(1), nb = has_b && n.needs_input_grad(2);
+    TP xv = x.get(n), wv = w.get(n);
+    if (!GradMode::is_enabled() && !dy.requires_grad()) {
+      ops::DirectConvGrads r = dispatch<P>(ops::DirectConvBackward{g, nx, nw, nb}, dy.impl(), xv.impl(), wv.impl());
+      auto wrap = [](TensorRef& t) { return t ? TP::wrap(std::move(t)) : TP(); };
+      return {wrap(r.dx), wrap(r.dw), wrap(r.db)};
+    }
+    ops::ConvGeometry cg;
+    cg.kernel = {g.kh, g.kw, 1}, cg.pad_before = {g.pad_top, g.pad_left, 0};
+    cg.pad_after = {g.padded_h() - g.h - g.pad_top, g.padded_w() - g.w - g.pad_left, 0};
+    cg.batch_in_columns = true;  // columns (C * taps, N, L)
+    const int64_t k = g.taps(), l = g.oh * g.ow;
+    TP dy2 = dy.permute({1, 0, 2, 3}).reshape({g.o, g.n * l});
+    TP dx, dw, db;
+    if (nw) {
+      TP cols = TP::wrap(dispatch<P>(ops::Im2Col{cg}, xv.impl())).reshape({k, g.n * l});
+      dw = dy2.matmul(cols.t()).reshape({g.o, g.c, g.kh, g.kw});
+    }
+    if (nx) {
+      TP dcols = wv.reshape({g.o, k}).t().matmul(dy2).reshape({k, g.n, l});
+      dx = TP::wrap(dispatch<P>(ops::Col2Im{cg, {g.h, g.w, 1}}, dcols.impl()));
+    }
+    if (nb) db = dy.sum(Shape{0, 2, 3});
+    return {dx, dw, db};
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&xi, &wi, bi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::DirectConvBackward& op, const ops::DirectConvGrads&, const TensorImpl&,
+                         const TensorImpl&, const TensorImpl&) {
+  EMBER_FAIL("[{}] is not differentiable: differentiate direct_conv instead", op.name());
+}
+
 // Max pooling routes each gradient to the element its window chose (a scatter-add through the
 // indices, done by its own kernel); that routing is linear in the gradient, and its
 // derivative gathers through the same indices.

@@ -10,6 +10,7 @@
 #include <ember/core/tensor_impl.hpp>
 #include <ember/dispatch/policy.hpp>
 #include <ember/ops/op_kinds.hpp>
+#include <ember/ops/direct_conv_geometry.hpp>
 #include <ember/ops/winograd_tiles.hpp>
 
 namespace ember::detail {
@@ -63,6 +64,16 @@ struct Kernels<Cpu> {
   /// channels [c0, c1) only; one f32/f64 dtype.
   static void winograd_transform(ops::WinogradTransform kind, const ops::WinogradTiles& t, int64_t n0, int64_t n1,
                                  int64_t c0, int64_t c1, const TensorImpl& src, TensorImpl& dst);
+  /// Direct convolution (ops/direct_conv_ops.hpp) of the samples [n0, n1): their outputs of y,
+  /// bias included when b is not null. All contiguous, one f32/f64 dtype; scratch holds at
+  /// least g.padded_sample() + g.kw elements.
+  static void direct_conv(const ops::DirectConvGeometry& g, int64_t n0, int64_t n1, const TensorImpl& x,
+                          const TensorImpl& w, const TensorImpl* b, TensorImpl& y, TensorImpl& scratch);
+  /// Its gradients for the samples [n0, n1): their part of dx (when not null) written, their
+  /// contributions to dw (O, taps) and db (O) added (when not null). scratch: twice the above.
+  static void direct_conv_backward(const ops::DirectConvGeometry& g, int64_t n0, int64_t n1, const TensorImpl& dy,
+                                   const TensorImpl& x, const TensorImpl& w, TensorImpl* dx, TensorImpl* dw,
+                                   TensorImpl* db, TensorImpl& scratch);
 };
 
 template <>

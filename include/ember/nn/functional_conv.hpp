@@ -1,7 +1,8 @@
 #pragma once
 /// nn::functional for convolution, pooling, normalisation over channels and resampling.
-/// Convolution = im2col + one batched GEMM per group, or Winograd F(2x2, 3x3) for 3x3
-/// stride-1 kernels (ops/winograd_ops.hpp, set_conv_algorithm); average pooling = im2col + a sum over
+/// Convolution = im2col + one batched GEMM per group, or for stride-1 convolutions Winograd
+/// F(2x2, 3x3) (ops/winograd_ops.hpp) or the direct kernels (ops/direct_conv_ops.hpp); see
+/// set_conv_algorithm. Average pooling = im2col + a sum over
 /// the window; max pooling = a direct kernel; transposed convolution =
 /// GEMM + col2im (ops/conv_ops.hpp). Sizes follow PyTorch.
 
@@ -10,6 +11,8 @@
 #include <ember/core/tensor_methods.hpp>
 #include <ember/ops/conv_ops.hpp>
 #include <ember/ops/functions.hpp>
+#include <ember/ops/conv_algorithm.hpp>
+#include <ember/ops/direct_conv_ops.hpp>
 #include <ember/ops/shape_ops.hpp>
 #include <ember/ops/winograd_ops.hpp>
 
@@ -66,15 +69,33 @@ BasicTensor<P> batched(const BasicTensor<P>& x, int nd, const char* op, bool& un
   return unbatched ? x.unsqueeze(0) : x;
 }
 
-/// Whether a convolution runs as Winograd F(2x2, 3x3) (see ConvAlgorithm).
+/// Which algorithm a convolution runs with (see ConvAlgorithm).
 template <class P>
-bool use_winograd(const BasicTensor<P>& x, const BasicTensor<P>& w, const ops::ConvGeometry& g, int64_t groups) {
+ConvAlgorithm conv_algorithm_for(const BasicTensor<P>& x, const BasicTensor<P>& w, const ops::ConvGeometry& g,
+                                 int64_t groups) {
   const ConvAlgorithm a = conv_algorithm();
-  if (a == ConvAlgorithm::Im2col || g.nd != 2 || groups != 1 || !x.device().is_cpu()) return false;
-  if (x.dtype() != DType::F32 && x.dtype() != DType::F64) return false;
+  if (a == ConvAlgorithm::Im2col || g.nd != 2 || groups != 1 || !x.device().is_cpu()) return ConvAlgorithm::Im2col;
+  if (x.dtype() != DType::F32 && x.dtype() != DType::F64) return ConvAlgorithm::Im2col;
   for (int d = 0; d < 2; ++d)
-    if (g.kernel[d] != 3 || g.stride[d] != 1 || g.dilation[d] != 1 || g.out_size(d, x.size(2 + d)) < 1) return false;
-  return a == ConvAlgorithm::Winograd || (x.size(1) >= 8 && w.size(0) >= 8);
+    if (g.stride[d] != 1 || g.dilation[d] != 1 || g.out_size(d, x.size(2 + d)) < 1) return ConvAlgorithm::Im2col;
+  const bool winograd = g.kernel[0] == 3 && g.kernel[1] == 3, direct = w.numel() / w.size(0) <= 32;
+  if (a == ConvAlgorithm::Winograd) return winograd ? a : ConvAlgorithm::Im2col;
+  if (a == ConvAlgorithm::Direct) return direct ? a : ConvAlgorithm::Im2col;
+  if (winograd && x.size(1) >= 8 && w.size(0) >= 8) return ConvAlgorithm::Winograd;
+  return direct ? ConvAlgorithm::Direct : ConvAlgorithm::Im2col;
+}
+
+/// Stride-1 convolution by the direct kernels, bias included: (N, O, OH, OW).
+template <class P>
+BasicTensor<P> conv2d_direct(const BasicTensor<P>& xb, const BasicTensor<P>& w, const BasicTensor<P>& b,
+                             const ops::ConvGeometry& g) {
+  ops::DirectConvGeometry d;
+  d.n = xb.size(0), d.c = xb.size(1), d.h = xb.size(2), d.w = xb.size(3);
+  d.o = w.size(0), d.kh = w.size(2), d.kw = w.size(3);
+  d.pad_top = g.pad_before[0], d.pad_left = g.pad_before[1];
+  d.oh = g.out_size(0, d.h), d.ow = g.out_size(1, d.w);
+  return BasicTensor<P>::wrap(
+      dispatch<P>(ops::DirectConv{d}, xb.impl(), w.impl(), b.defined() ? &b.impl() : nullptr));
 }
 
 /// kron(G, G) as a (16, 9) matrix: row 4i + j, column 3r + s holds G[i][r] * G[j][s], so that
@@ -123,9 +144,14 @@ BasicTensor<P> conv_nd(const BasicTensor<P>& x, const BasicTensor<P>& w, const B
   ops::ConvGeometry g = geometry(nd, kernel, stride.empty() ? IntArgs{1} : stride, padding, dilation, op);
   int64_t n = xb.size(0), o = w.size(0), k = w.numel() / o;
   BasicTensor<P> out;
-  if (use_winograd(xb, w, g, groups)) {
-    out = conv2d_winograd(xb, w, g);
-    if (b.defined()) out = out + b.reshape({1, o, 1, 1});
+  const ConvAlgorithm algorithm = conv_algorithm_for(xb, w, g, groups);
+  if (algorithm != ConvAlgorithm::Im2col) {
+    if (algorithm == ConvAlgorithm::Direct) {
+      out = conv2d_direct(xb, w, b, g);
+    } else {
+      out = conv2d_winograd(xb, w, g);
+      if (b.defined()) out = out + b.reshape({1, o, 1, 1});
+    }
     return unbatched ? out.squeeze(0) : out;
   }
   if (groups == 1) {

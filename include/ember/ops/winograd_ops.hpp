@@ -22,20 +22,6 @@
 
 #include <cstdint>
 
-namespace ember {
-
-/// How 2-D convolutions with a 3x3 kernel, stride 1, dilation 1 and one group run on the
-/// CPU (the like of torch.backends.mkldnn's algorithm choice). `Auto` (the default) takes
-/// Winograd when both channel counts are at least 8, where it is measured faster
-/// (bench: cnn_small_step); `Winograd` takes it for every such convolution; `Im2col` never.
-/// Winograd's rounding differs from im2col's by a few ulp (its transforms add and subtract
-/// up to nine inputs before the products). Other convolutions always use im2col + GEMM.
-enum class ConvAlgorithm { Auto, Im2col, Winograd };
-void set_conv_algorithm(ConvAlgorithm algorithm);
-ConvAlgorithm conv_algorithm();
-
-}  // namespace ember
-
 namespace ember::ops {
 
 /// (N, C, H, W) -> (16, C, T): B^T d B of every tile's 4x4 input patch (padding reads 0).

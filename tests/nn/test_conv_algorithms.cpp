@@ -1,11 +1,13 @@
-// Winograd F(2x2, 3x3) convolution (ops/winograd_ops.hpp): against direct loops in f64 and
-// f32, its transforms against their adjoints, gradcheck/gradgradcheck through it, and which
-// convolutions ConvAlgorithm::Auto sends to it.
+// The convolution algorithms besides im2col: Winograd F(2x2, 3x3) (ops/winograd_ops.hpp) and
+// the direct kernels (ops/direct_conv_ops.hpp). Winograd against direct loops in f64 and
+// f32, its transforms against their adjoints, gradcheck/gradgradcheck through it; the direct
+// kernels likewise; and which convolutions ConvAlgorithm::Auto sends where.
 
 #include <doctest/doctest.h>
 #include <ember/autograd/gradcheck.hpp>
 #include <ember/nn.hpp>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -20,12 +22,13 @@ struct AlgorithmGuard {
   ~AlgorithmGuard() { set_conv_algorithm(saved); }
 };
 
-/// Direct 3x3 stride-1 convolution with padding (top, bottom, left, right), in f64.
-Tensor direct_conv3x3(const Tensor& x, const Tensor& w, const Tensor& b, int64_t pt, int64_t pb, int64_t pl,
+/// Stride-1 convolution by its definition, with padding (top, bottom, left, right), in f64.
+Tensor reference_conv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t pt, int64_t pb, int64_t pl,
                       int64_t pr) {
   Tensor X = x.detach().to(DType::F64).contiguous(), W = w.detach().to(DType::F64).contiguous();
-  const int64_t n = X.size(0), c = X.size(1), h = X.size(2), wd = X.size(3), o = W.size(0);
-  const int64_t oh = h + pt + pb - 2, ow = wd + pl + pr - 2;
+  const int64_t n = X.size(0), c = X.size(1), h = X.size(2), wd = X.size(3), o = W.size(0), kh = W.size(2),
+                kw = W.size(3);
+  const int64_t oh = h + pt + pb - kh + 1, ow = wd + pl + pr - kw + 1;
   Tensor out = zeros({n, o, oh, ow}, DType::F64);
   auto xa = X.accessor<double, 4>();
   auto wa = W.accessor<double, 4>();
@@ -36,8 +39,8 @@ Tensor direct_conv3x3(const Tensor& x, const Tensor& w, const Tensor& b, int64_t
         for (int64_t j = 0; j < ow; ++j) {
           double acc = b.defined() ? b.detach().to(DType::F64)[oi].item<double>() : 0.0;
           for (int64_t ci = 0; ci < c; ++ci)
-            for (int64_t u = 0; u < 3; ++u)
-              for (int64_t v = 0; v < 3; ++v) {
+            for (int64_t u = 0; u < kh; ++u)
+              for (int64_t v = 0; v < kw; ++v) {
                 const int64_t y = i - pt + u, xx = j - pl + v;
                 if (y >= 0 && y < h && xx >= 0 && xx < wd) acc += xa[ni][ci][y][xx] * wa[oi][ci][u][v];
               }
@@ -85,17 +88,17 @@ TEST_CASE("winograd conv2d matches direct loops: odd and even sizes, padding 0-2
     CAPTURE(k.pad);
     Tensor x = randn({k.n, k.c, k.h, k.w}, DType::F64), w = randn({k.o, k.c, 3, 3}, DType::F64),
            b = randn({k.o}, DType::F64);
-    Tensor want = direct_conv3x3(x, w, b, k.pad, k.pad, k.pad, k.pad);
+    Tensor want = reference_conv(x, w, b, k.pad, k.pad, k.pad, k.pad);
     CHECK(rel_diff(nn::F::conv2d(x, w, b, {1}, {k.pad}), want) < 1e-13);
     CHECK(rel_diff(nn::F::conv2d(x.to(DType::F32), w.to(DType::F32), b.to(DType::F32), {1}, {k.pad}), want) < 2e-6);
   }
   // Unbatched, no bias, a different padding per dim; the Conv2d module with padding='same'.
   Tensor x = randn({3, 5, 8}, DType::F64), w = randn({4, 3, 3, 3}, DType::F64);
-  CHECK(rel_diff(nn::F::conv2d(x, w, {}, {1}, {2, 0}), direct_conv3x3(x.unsqueeze(0), w, {}, 2, 2, 0, 0).squeeze(0)) <
+  CHECK(rel_diff(nn::F::conv2d(x, w, {}, {1}, {2, 0}), reference_conv(x.unsqueeze(0), w, {}, 2, 2, 0, 0).squeeze(0)) <
         1e-13);
   nn::Conv2d same(nn::Conv2dOptions(3, 4, {3}).padding_str("same"));
   same->to(DType::F64);
-  CHECK(rel_diff(same(x.unsqueeze(0)), direct_conv3x3(x.unsqueeze(0), same->weight, same->bias, 1, 1, 1, 1)) < 1e-13);
+  CHECK(rel_diff(same(x.unsqueeze(0)), reference_conv(x.unsqueeze(0), same->weight, same->bias, 1, 1, 1, 1)) < 1e-13);
 }
 
 TEST_CASE("winograd transforms: each op's adjoint satisfies <A x, y> = <x, A^T y>") {
@@ -210,4 +213,134 @@ TEST_CASE("winograd conv2d backward in chunks of samples: gradients as im2col's,
   nn::F::conv2d(xf, wf, {}, {1}, {1}).backward(gy.to(DType::F32));
   CHECK(rel_diff(xf.grad(), want[1]) < 2e-6);
   CHECK(rel_diff(wf.grad(), want[2]) < 2e-6);
+}
+
+TEST_CASE("direct conv2d matches direct loops: kernel sizes, 1 and 3 channels, padding, narrow rows, f64 and f32") {
+  manual_seed(71);
+  AlgorithmGuard direct(ConvAlgorithm::Direct);
+  struct Case {
+    int64_t n, c, o, h, w, kh, kw, ph, pw;
+  };
+  // o = 5, 1: a last block of fewer than four output channels; w = 3, 5: rows narrower than a
+  // vector (element by element) or ending in a partial vector; 5x5 over one channel.
+  for (Case k : {Case{2, 1, 32, 28, 28, 3, 3, 1, 1}, Case{3, 3, 5, 9, 11, 3, 3, 0, 2}, Case{1, 1, 1, 6, 3, 2, 2, 1, 0},
+                 Case{2, 1, 8, 12, 13, 5, 5, 2, 2}, Case{1, 3, 4, 7, 21, 1, 3, 0, 1}, Case{1, 2, 6, 4, 40, 3, 1, 2, 0}}) {
+    CAPTURE(k.c);
+    CAPTURE(k.o);
+    CAPTURE(k.h);
+    CAPTURE(k.w);
+    CAPTURE(k.kh);
+    CAPTURE(k.kw);
+    Tensor x = randn({k.n, k.c, k.h, k.w}, DType::F64), w = randn({k.o, k.c, k.kh, k.kw}, DType::F64),
+           b = randn({k.o}, DType::F64);
+    Tensor want = reference_conv(x, w, b, k.ph, k.ph, k.pw, k.pw);
+    CHECK(rel_diff(nn::F::conv2d(x, w, b, {1}, {k.ph, k.pw}), want) < 1e-13);
+    CHECK(rel_diff(nn::F::conv2d(x, w, {}, {1}, {k.ph, k.pw}) + b.reshape({1, k.o, 1, 1}), want) < 1e-13);
+    CHECK(rel_diff(nn::F::conv2d(x.to(DType::F32), w.to(DType::F32), b.to(DType::F32), {1}, {k.ph, k.pw}), want) <
+          2e-6);
+  }
+  // An infinite input reaches exactly the outputs whose windows hold it, as with im2col.
+  Tensor x = randn({1, 1, 9, 9}), w = randn({4, 1, 3, 3});
+  x.index_put_({0, 0, 4, 8}, std::numeric_limits<float>::infinity());
+  Tensor got = nn::F::conv2d(x, w, {}, {1}, {1});
+  Tensor want = [&] {
+    AlgorithmGuard im2col(ConvAlgorithm::Im2col);
+    return nn::F::conv2d(x, w, {}, {1}, {1});
+  }();
+  CHECK(got.isfinite().eq(want.isfinite()).all().item<bool>());
+  CHECK(rel_diff(got.nan_to_num(0, 0, 0), want.nan_to_num(0, 0, 0)) < 2e-6);
+}
+
+TEST_CASE("gradcheck and gradgradcheck through direct conv2d") {
+  manual_seed(72);
+  AlgorithmGuard direct(ConvAlgorithm::Direct);
+  auto r64 = [](Shape s) { return randn(s, DType::F64).requires_grad_(); };
+  std::string why;
+  auto f = [](const std::vector<Tensor>& in) { return nn::F::conv2d(in[0], in[1], in[2], {1}, {1, 2}); };
+  std::vector<Tensor> in{r64({2, 2, 5, 4}), r64({3, 2, 3, 2}), r64({3})};
+  bool ok = autograd::gradcheck<DefaultPolicy>(f, in, {}, &why);
+  CHECK_MESSAGE(ok, why);
+  if (ok) CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(f, in, {}, &why), why);
+  auto no_bias = [](const std::vector<Tensor>& in) { return nn::F::conv2d(in[0], in[1], {}, {1}, {0}); };
+  std::vector<Tensor> in2{r64({1, 3, 4, 6}), r64({2, 3, 2, 2})};
+  CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(no_bias, in2, {}, &why), why);
+}
+
+TEST_CASE("direct conv2d backward in chunks of samples: gradients as im2col's, the same for any thread count") {
+  manual_seed(73);
+  // 13 samples: chunks of 4, 4, 4 and 1 (src/ops/direct_conv.cpp).
+  Tensor x = randn({13, 3, 11, 10}, DType::F64), w = randn({6, 3, 3, 3}, DType::F64), b = randn({6}, DType::F64),
+         gy = randn({13, 6, 11, 10}, DType::F64);
+  auto grads = [&](ConvAlgorithm a, int threads) {
+    AlgorithmGuard guard(a);
+    const int saved = get_num_threads();
+    set_num_threads(threads);
+    Tensor xg = x.clone().requires_grad_(), wg = w.clone().requires_grad_(), bg = b.clone().requires_grad_();
+    Tensor y = nn::F::conv2d(xg, wg, bg, {1}, {1});
+    y.backward(gy);
+    set_num_threads(saved);
+    return std::vector<Tensor>{y.detach(), xg.grad(), wg.grad(), bg.grad()};
+  };
+  const auto want = grads(ConvAlgorithm::Im2col, 1), one = grads(ConvAlgorithm::Direct, 1),
+             three = grads(ConvAlgorithm::Direct, 3);
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    CHECK(rel_diff(one[i], want[i]) < 1e-13);
+    CHECK(one[i].eq(three[i]).all().item<bool>());
+  }
+  // Only the weight and bias need gradients (a network's first layer): no input gradient.
+  AlgorithmGuard guard(ConvAlgorithm::Direct);
+  Tensor wf = w.to(DType::F32).requires_grad_(), bf = b.to(DType::F32).requires_grad_();
+  nn::F::conv2d(x.to(DType::F32), wf, bf, {1}, {1}).backward(gy.to(DType::F32));
+  CHECK(rel_diff(wf.grad(), want[2]) < 2e-6);
+  CHECK(rel_diff(bf.grad(), want[3]) < 2e-6);
+}
+
+TEST_CASE("ConvAlgorithm: Auto takes the direct kernels when an output reads at most 32 inputs") {
+  manual_seed(74);
+  // Which kernel ran, from the op that made the output (these convolutions have no bias).
+  auto algorithm_of = [](ConvAlgorithm a, const Tensor& x, const Tensor& w, nn::F::IntArgs stride = {1}) {
+    AlgorithmGuard guard(a);
+    return std::string(nn::F::conv2d(x, w.detach().requires_grad_(), {}, stride, {1}).grad_fn()->name());
+  };
+  Tensor x = randn({2, 3, 12, 12}), w = randn({16, 3, 3, 3});  // 27 inputs per output
+  CHECK(algorithm_of(ConvAlgorithm::Auto, x, w) == "DirectConvBackward");
+  CHECK(algorithm_of(ConvAlgorithm::Winograd, x, w) == "WinogradConvBackward");
+  CHECK(algorithm_of(ConvAlgorithm::Im2col, x, w) != "DirectConvBackward");
+  CHECK(algorithm_of(ConvAlgorithm::Auto, x, w, {2}) != "DirectConvBackward");  // stride 2: im2col
+  // 4 channels x 9 = 36 inputs: im2col under Auto and under Direct (it does not apply);
+  // 8 channels each way: Winograd.
+  Tensor x4 = randn({2, 4, 12, 12}), w4 = randn({16, 4, 3, 3});
+  CHECK(algorithm_of(ConvAlgorithm::Auto, x4, w4) != "DirectConvBackward");
+  CHECK(algorithm_of(ConvAlgorithm::Direct, x4, w4) != "DirectConvBackward");
+  CHECK(algorithm_of(ConvAlgorithm::Auto, randn({2, 8, 12, 12}), randn({8, 8, 3, 3})) == "WinogradConvBackward");
+  CHECK(algorithm_of(ConvAlgorithm::Auto, x4, w4) != "WinogradConvBackward");
+}
+
+TEST_CASE("direct conv ops reject inputs that do not fit their geometry") {
+  ops::DirectConvGeometry g;
+  g.n = 2, g.c = 1, g.h = 5, g.w = 5, g.o = 4, g.kh = 3, g.kw = 3, g.pad_top = 1, g.pad_left = 1, g.oh = 5, g.ow = 5;
+  auto conv = [&](const ops::DirectConvGeometry& geo, const Tensor& x, const Tensor& w) {
+    return Tensor::wrap(dispatch<DefaultPolicy>(ops::DirectConv{geo}, x.impl(), w.impl(), nullptr));
+  };
+  CHECK_THROWS_WITH_AS(conv(g, randn({2, 1, 5, 6}), randn({4, 1, 3, 3})),
+                       doctest::Contains("[direct_conv] expects an input of shape (2, 1, 5, 5), got [2, 1, 5, 6]"), Error);
+  CHECK_THROWS_WITH_AS(conv(g, randn({2, 1, 5, 5}), randn({4, 1, 3, 2})),
+                       doctest::Contains("[direct_conv] expects a weight of shape (4, 1, 3, 3) and dtype f32"), Error);
+  ops::DirectConvGeometry wide = g;
+  wide.c = 4;
+  CHECK_THROWS_WITH_AS(conv(wide, randn({2, 4, 5, 5}), randn({4, 4, 3, 3})),
+                       doctest::Contains("[direct_conv] reads at most 32 inputs per output"), Error);
+  ops::DirectConvGeometry bad = g;
+  bad.oh = 9;  // more output rows than the padding allows
+  bad.pad_top = -1;
+  CHECK_THROWS_WITH_AS(conv(bad, randn({2, 1, 5, 5}), randn({4, 1, 3, 3})),
+                       doctest::Contains("[direct_conv] invalid geometry"), Error);
+  Tensor b3 = randn({3});
+  CHECK_THROWS_WITH_AS(Tensor::wrap(dispatch<DefaultPolicy>(ops::DirectConv{g}, randn({2, 1, 5, 5}).impl(),
+                                                            randn({4, 1, 3, 3}).impl(), &b3.impl())),
+                       doctest::Contains("[direct_conv] expects a bias of shape (4)"), Error);
+  CHECK_THROWS_WITH_AS(dispatch<DefaultPolicy>(ops::DirectConvBackward{g}, randn({2, 4, 5, 4}).impl(),
+                                               randn({2, 1, 5, 5}).impl(), randn({4, 1, 3, 3}).impl()),
+                       doctest::Contains("[direct_conv_backward] expects a gradient of shape (2, 4, 5, 5)"), Error);
 }
