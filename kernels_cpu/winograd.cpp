@@ -265,9 +265,9 @@ void output_adjoint_plane(const WinogradTiles& g, const T* y, T* m, int64_t xs) 
     const int64_t n = b.count(), bw = b.width(), col0 = 2 * b.tx0, cols = std::min(2 * bw, g.ow - col0);
     for (int64_t ty = b.ty0; ty < b.ty1; ++ty) {  // d[2a + b] = output (a, b) of each tile
       const int64_t at = (ty - b.ty0) * bw;
-      for (int a = 0; a < 2; ++a)
-        deinterleave(y + (2 * ty + a) * g.ow + col0, 2 * ty + a < g.oh ? cols : 0, bw, d[2 * a] + at,
-                     d[2 * a + 1] + at);
+      for (int a = 0; a < 2; ++a)  // a tile row's second output row may lie past the image
+        deinterleave(2 * ty + a < g.oh ? y + (2 * ty + a) * g.ow + col0 : nullptr, 2 * ty + a < g.oh ? cols : 0, bw,
+                     d[2 * a] + at, d[2 * a + 1] + at);
     }
     output_adjoint_tiles(n, &d[0][0], &buf[0][0]);
     T* out = m + b.ty0 * tw + b.tx0;

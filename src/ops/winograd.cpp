@@ -79,18 +79,18 @@ Chunks chunks_of(const WinogradTiles& t, int64_t c, int64_t o, size_t itemsize) 
   return {best, (t.n + best - 1) / best};
 }
 
-/// Runs f(chunk) for every chunk: spread over the pool when there are several (each chunk's
-/// GEMM then runs on its own thread), else on the caller (the GEMM may use the threads).
+/// Runs f(k) for k in [0, count): spread over the pool when there are several (each f's GEMMs
+/// then run on its own thread), else on the caller (the GEMMs may use the threads).
 template <class F>
-void for_each_chunk(const Chunks& ch, F&& f) {
-  const int64_t pieces = std::min<int64_t>(get_num_threads(), ch.count);
+void for_each_chunk(int64_t count, F&& f) {
+  const int64_t pieces = std::min<int64_t>(get_num_threads(), count);
   if (pieces <= 1) {
-    for (int64_t k = 0; k < ch.count; ++k) f(k);
+    for (int64_t k = 0; k < count; ++k) f(k);
     return;
   }
   detail::parallel_for(pieces, 1, [&](int64_t b, int64_t e) {
     for (int64_t w = b; w < e; ++w)
-      for (int64_t k = w; k < ch.count; k += pieces) f(k);
+      for (int64_t k = w; k < count; k += pieces) f(k);
   });
 }
 
@@ -139,7 +139,7 @@ TensorRef winograd_conv_cpu(const WinogradTiles& t, const TensorImpl& x, const T
   const int64_t sizes[4] = {t.n, o, t.oh, t.ow};
   TensorRef y = detail::make_tensor(sizes, x.dtype, x.device(), name);
   const Chunks ch = chunks_of(t, c, o, itemsize(x.dtype));
-  for_each_chunk(ch, [&](int64_t k) {
+  for_each_chunk(ch.count, [&](int64_t k) {
     const Chunk b = chunk(t, ch, k, c, o, x.dtype, name);
     transform_chunk(WinogradTransform::Input, t, b.n0, b.n1, *xc, *b.in);
     detail::Kernels<Cpu>::gemm(*b.out, *uc, *b.in, 1.0, 0.0);
@@ -163,21 +163,31 @@ WinogradConvGrads winograd_conv_backward_cpu(const WinogradConvBackward& op, con
   const Chunks ch = chunks_of(t, c, o, itemsize(x.dtype));
   WinogradConvGrads g;
   if (op.need_x) g.dx = detail::make_tensor(x.sizes, x.dtype, x.device(), name);
-  // du per chunk, summed in chunk order afterwards.
-  const int64_t ps[4] = {ch.count, 16, o, c}, us[3] = {16, o, c}, ustrides[3] = {o * c, c, 1};
+  // du: each of at most kGroups groups of consecutive chunks adds its chunks' products into its
+  // own partial sum in chunk order (one partial per chunk took gigabytes for big batches of
+  // small images with many channels); the partials are added in group order. The groups
+  // depend on the chunk count only, so du does not depend on the thread count.
+  constexpr int64_t kGroups = 16;
+  const int64_t per_group = (ch.count + kGroups - 1) / std::max<int64_t>(1, kGroups),
+                groups = per_group ? (ch.count + per_group - 1) / per_group : 0;
+  const int64_t ps[4] = {groups, 16, o, c}, us[3] = {16, o, c}, ustrides[3] = {o * c, c, 1};
   TensorRef partial = op.need_u ? detail::make_tensor(ps, x.dtype, x.device(), name) : TensorRef();
   TensorRef ut = transposed(*uc);  // (16, C, O)
-  for_each_chunk(ch, [&](int64_t k) {
-    const Chunk b = chunk(t, ch, k, c, o, x.dtype, name);  // b.in: dV, then V; b.out: dm
-    transform_chunk(WinogradTransform::OutputAdjoint, t, b.n0, b.n1, *dyc, *b.out);
-    if (op.need_x) {  // dV = u^T @ dm, then its adjoint transform
-      detail::Kernels<Cpu>::gemm(*b.in, *ut, *b.out, 1.0, 0.0);
-      transform_chunk(WinogradTransform::InputAdjoint, t, b.n0, b.n1, *b.in, *g.dx);
-    }
-    if (op.need_u) {  // this chunk's du = dm @ V^T
-      transform_chunk(WinogradTransform::Input, t, b.n0, b.n1, *xc, *b.in);
-      TensorRef part = detail::make_view(partial->storage, x.dtype, us, ustrides, k * 16 * o * c);
-      detail::Kernels<Cpu>::gemm(*part, *b.out, *transposed(*b.in), 1.0, 0.0);
+  for_each_chunk(groups, [&](int64_t group) {
+    TensorRef part = op.need_u ? detail::make_view(partial->storage, x.dtype, us, ustrides, group * 16 * o * c)
+                               : TensorRef();
+    const int64_t first = group * per_group, last = std::min(ch.count, first + per_group);
+    for (int64_t k = first; k < last; ++k) {
+      const Chunk b = chunk(t, ch, k, c, o, x.dtype, name);  // b.in: dV, then V; b.out: dm
+      transform_chunk(WinogradTransform::OutputAdjoint, t, b.n0, b.n1, *dyc, *b.out);
+      if (op.need_x) {  // dV = u^T @ dm, then its adjoint transform
+        detail::Kernels<Cpu>::gemm(*b.in, *ut, *b.out, 1.0, 0.0);
+        transform_chunk(WinogradTransform::InputAdjoint, t, b.n0, b.n1, *b.in, *g.dx);
+      }
+      if (op.need_u) {  // the group's du += dm @ V^T
+        transform_chunk(WinogradTransform::Input, t, b.n0, b.n1, *xc, *b.in);
+        detail::Kernels<Cpu>::gemm(*part, *b.out, *transposed(*b.in), 1.0, k == first ? 0.0 : 1.0);
+      }
     }
   });
   if (op.need_u) {
@@ -187,7 +197,7 @@ WinogradConvGrads winograd_conv_backward_cpu(const WinogradConvBackward& op, con
       T* du = static_cast<T*>(g.du->data());
       const T* p = static_cast<const T*>(partial->data());
       std::fill(du, du + count, T(0));
-      for (int64_t k = 0; k < ch.count; ++k)
+      for (int64_t k = 0; k < groups; ++k)
         for (int64_t i = 0; i < count; ++i) du[i] += p[k * count + i];
     };
     if (x.dtype == DType::F32) sum(static_cast<float*>(nullptr));

@@ -103,7 +103,9 @@ TEST_CASE("winograd conv2d matches direct loops: odd and even sizes, padding 0-2
 
 TEST_CASE("winograd transforms: each op's adjoint satisfies <A x, y> = <x, A^T y>") {
   manual_seed(62);
-  for (auto t : {tiles_of(2, 5, 7, 1, 1, 5, 7), tiles_of(1, 6, 4, 0, 2, 4, 6), tiles_of(1, 3, 140, 1, 1, 3, 140)}) {
+  // 300 columns: 150 tiles per row, more than one block (kernels_cpu/winograd.cpp).
+  for (auto t : {tiles_of(2, 5, 7, 1, 1, 5, 7), tiles_of(1, 6, 4, 0, 2, 4, 6), tiles_of(1, 3, 140, 1, 1, 3, 140),
+                 tiles_of(1, 4, 300, 1, 1, 4, 300), tiles_of(1, 5, 301, 0, 2, 3, 303)}) {
     CAPTURE(t.h);
     CAPTURE(t.w);
     CAPTURE(t.pad_top);
@@ -206,6 +208,28 @@ TEST_CASE("winograd conv2d backward in chunks of samples: gradients as im2col's,
     CAPTURE(i);
     CHECK(rel_diff(one[i], want[i]) < 1e-13);
     CHECK(one[i].eq(three[i]).all().item<bool>());
+  }
+  // 40 samples of 8 x 8 tiles: one sample per chunk (64 tiles fill the GEMM's panels), so
+  // du is summed in groups of consecutive chunks; and rows of 150 tiles (two blocks).
+  for (Shape xs : {Shape{40, 2, 16, 16}, Shape{2, 2, 5, 300}}) {
+    CAPTURE(xs);
+    Tensor x2 = randn(xs, DType::F64), w2 = randn({3, 2, 3, 3}, DType::F64);
+    Tensor gy2 = randn({xs[0], 3, xs[2], xs[3]}, DType::F64);
+    auto grads2 = [&](ConvAlgorithm a, int threads) {
+      AlgorithmGuard guard(a);
+      const int saved = get_num_threads();
+      set_num_threads(threads);
+      Tensor xg = x2.clone().requires_grad_(), wg = w2.clone().requires_grad_();
+      nn::F::conv2d(xg, wg, {}, {1}, {1}).backward(gy2);
+      set_num_threads(saved);
+      return std::vector<Tensor>{xg.grad(), wg.grad()};
+    };
+    const auto want2 = grads2(ConvAlgorithm::Im2col, 1), one2 = grads2(ConvAlgorithm::Winograd, 1),
+               three2 = grads2(ConvAlgorithm::Winograd, 3);
+    for (size_t i = 0; i < 2; ++i) {
+      CHECK(rel_diff(one2[i], want2[i]) < 1e-13);
+      CHECK(one2[i].eq(three2[i]).all().item<bool>());
+    }
   }
   // f32 through the AVX GEMM: the same checks at f32's precision.
   AlgorithmGuard guard(ConvAlgorithm::Winograd);
@@ -315,6 +339,12 @@ TEST_CASE("ConvAlgorithm: Auto takes the direct kernels when an output reads at 
   CHECK(algorithm_of(ConvAlgorithm::Direct, x4, w4) != "DirectConvBackward");
   CHECK(algorithm_of(ConvAlgorithm::Auto, randn({2, 8, 12, 12}), randn({8, 8, 3, 3})) == "WinogradConvBackward");
   CHECK(algorithm_of(ConvAlgorithm::Auto, x4, w4) != "WinogradConvBackward");
+  // 1x1 kernels stay with im2col under Auto; empty channels too (and give zeros).
+  CHECK(algorithm_of(ConvAlgorithm::Auto, x, randn({16, 3, 1, 1})) != "DirectConvBackward");
+  CHECK(algorithm_of(ConvAlgorithm::Direct, x, randn({16, 3, 1, 1})) == "DirectConvBackward");
+  Tensor empty_out = nn::F::conv2d(randn({2, 0, 5, 5}), randn({4, 0, 3, 3}));
+  CHECK(empty_out.sizes() == Shape{2, 4, 3, 3});
+  CHECK(empty_out.abs().sum().item<double>() == 0.0);
 }
 
 TEST_CASE("direct conv ops reject inputs that do not fit their geometry") {

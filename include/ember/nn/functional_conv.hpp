@@ -75,14 +75,17 @@ ConvAlgorithm conv_algorithm_for(const BasicTensor<P>& x, const BasicTensor<P>& 
                                  int64_t groups) {
   const ConvAlgorithm a = conv_algorithm();
   if (a == ConvAlgorithm::Im2col || g.nd != 2 || groups != 1 || !x.device().is_cpu()) return ConvAlgorithm::Im2col;
-  if (x.dtype() != DType::F32 && x.dtype() != DType::F64) return ConvAlgorithm::Im2col;
+  if ((x.dtype() != DType::F32 && x.dtype() != DType::F64) || x.numel() == 0 || w.numel() == 0)
+    return ConvAlgorithm::Im2col;
   for (int d = 0; d < 2; ++d)
     if (g.stride[d] != 1 || g.dilation[d] != 1 || g.out_size(d, x.size(2 + d)) < 1) return ConvAlgorithm::Im2col;
   const bool winograd = g.kernel[0] == 3 && g.kernel[1] == 3, direct = w.numel() / w.size(0) <= 32;
   if (a == ConvAlgorithm::Winograd) return winograd ? a : ConvAlgorithm::Im2col;
   if (a == ConvAlgorithm::Direct) return direct ? a : ConvAlgorithm::Im2col;
   if (winograd && x.size(1) >= 8 && w.size(0) >= 8) return ConvAlgorithm::Winograd;
-  return direct ? ConvAlgorithm::Direct : ConvAlgorithm::Im2col;
+  // Auto: direct for kernels larger than 1x1 only (measured on first layers; a 1x1
+  // convolution's im2col is a plain copy and its GEMM is not starved the same way).
+  return direct && g.kernel[0] * g.kernel[1] > 1 ? ConvAlgorithm::Direct : ConvAlgorithm::Im2col;
 }
 
 /// Stride-1 convolution by the direct kernels, bias included: (N, O, OH, OW).

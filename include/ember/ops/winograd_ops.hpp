@@ -15,7 +15,8 @@
 /// derivative is its adjoint, so convolution stays differentiable to any order, and the
 /// backward pass is Winograd too (the weight's gradient is 16 GEMMs over the tiles, the
 /// input's the adjoint of the input transform after 16 GEMMs).
-/// Kernels: src/ops/winograd.cpp (CPU, f32/f64, parallel over (sample, channel) planes).
+/// Kernels: kernels_cpu/winograd.cpp (the transforms, per instruction set); src/ops/winograd.cpp
+/// (checks, chunks of samples for the fused op, parallel over channels for the others).
 
 #include <ember/ops/index_ops.hpp>
 #include <ember/ops/winograd_tiles.hpp>
