@@ -339,6 +339,9 @@ TEST_CASE("ConvAlgorithm: Auto takes the direct kernels when an output reads at 
   CHECK(algorithm_of(ConvAlgorithm::Direct, x4, w4) != "DirectConvBackward");
   CHECK(algorithm_of(ConvAlgorithm::Auto, randn({2, 8, 12, 12}), randn({8, 8, 3, 3})) == "WinogradConvBackward");
   CHECK(algorithm_of(ConvAlgorithm::Auto, x4, w4) != "WinogradConvBackward");
+  // 512 channels each way on a 7 x 7 image: im2col; on 14 x 14: Winograd.
+  CHECK(algorithm_of(ConvAlgorithm::Auto, randn({1, 512, 7, 7}), randn({512, 512, 3, 3})) != "WinogradConvBackward");
+  CHECK(algorithm_of(ConvAlgorithm::Auto, randn({1, 512, 14, 14}), randn({512, 512, 3, 3})) == "WinogradConvBackward");
   // 1x1 kernels stay with im2col under Auto; empty channels too (and give zeros).
   CHECK(algorithm_of(ConvAlgorithm::Auto, x, randn({16, 3, 1, 1})) != "DirectConvBackward");
   CHECK(algorithm_of(ConvAlgorithm::Direct, x, randn({16, 3, 1, 1})) == "DirectConvBackward");

@@ -82,7 +82,13 @@ ConvAlgorithm conv_algorithm_for(const BasicTensor<P>& x, const BasicTensor<P>& 
   const bool winograd = g.kernel[0] == 3 && g.kernel[1] == 3, direct = w.numel() / w.size(0) <= 32;
   if (a == ConvAlgorithm::Winograd) return winograd ? a : ConvAlgorithm::Im2col;
   if (a == ConvAlgorithm::Direct) return direct ? a : ConvAlgorithm::Im2col;
-  if (winograd && x.size(1) >= 8 && w.size(0) >= 8) return ConvAlgorithm::Winograd;
+  // Winograd under Auto: >= 8 channels each way, except very wide layers on tiny images
+  // (512 channels at 7 x 7 or 8 x 8: 16 tiles per sample, and the 16 MB transformed weight
+  // re-read per chunk of samples made it 1.0-1.3x slower than im2col; at 14 x 14 and above it
+  // is 1.3-1.5x faster; /tmp benchmark in the commit).
+  const int64_t tiles = (g.out_size(0, x.size(2)) + 1) / 2 * ((g.out_size(1, x.size(3)) + 1) / 2);
+  if (winograd && x.size(1) >= 8 && w.size(0) >= 8 && (x.size(1) * w.size(0) < 512 * 512 || tiles >= 32))
+    return ConvAlgorithm::Winograd;
   // Auto: direct for kernels larger than 1x1 only (measured on first layers; a 1x1
   // convolution's im2col is a plain copy and its GEMM is not starved the same way).
   return direct && g.kernel[0] * g.kernel[1] > 1 ? ConvAlgorithm::Direct : ConvAlgorithm::Im2col;
