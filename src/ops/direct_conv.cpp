@@ -1,13 +1,15 @@
 // Direct 2-D convolution on the CPU (see include/ember/ops/direct_conv_ops.hpp): checks and
 // threading; the kernels are in kernels_cpu/direct_conv.cpp. The forward runs in parallel over
 // samples. The backward runs over fixed chunks of samples, each adding its weight and bias
-// gradients into its own partial sums, which are added in chunk order at the end: the same
-// bits for any thread count.
+// gradients into its own partial sums, which are added in chunk order at the end
+// (ordered_sums.hpp): the same bits for any thread count.
 
 #include <ember/core/device_hooks.hpp>
 #include <ember/dispatch/kernels.hpp>
 #include <ember/ops/direct_conv_ops.hpp>
 #include <ember/runtime/threading.hpp>
+
+#include "ordered_sums.hpp"
 
 #include <algorithm>
 
@@ -88,20 +90,8 @@ DirectConvGrads direct_conv_backward_cpu(const DirectConvBackward& op, const Ten
                                                  op.need_b ? db.get() : nullptr, *s);
     }
   });
-  auto sum = [&]<class T>(T*) {
-    const T* p = static_cast<const T*>(partial->data());
-    auto total = [&](int64_t at, int64_t count, TensorRef& out, const Shape& shape) {
-      out = detail::make_tensor(shape, x.dtype, x.device(), name);
-      T* o = static_cast<T*>(out->data());
-      std::fill(o, o + count, T(0));
-      for (int64_t k = 0; k < chunks; ++k)
-        for (int64_t i = 0; i < count; ++i) o[i] += p[k * per_chunk + at + i];
-    };
-    if (op.need_w) total(0, g.o * g.taps(), grads.dw, w.sizes);
-    if (op.need_b) total(g.o * g.taps(), g.o, grads.db, Shape{g.o});
-  };
-  if (x.dtype == DType::F32) sum(static_cast<float*>(nullptr));
-  else sum(static_cast<double*>(nullptr));
+  if (op.need_w) grads.dw = sum_in_order(*partial, chunks, per_chunk, 0, w.sizes, name);
+  if (op.need_b) grads.db = sum_in_order(*partial, chunks, per_chunk, g.o * g.taps(), Shape{g.o}, name);
   return grads;
 }
 

@@ -7,6 +7,8 @@
 #include <ember/ops/winograd_ops.hpp>
 #include <ember/runtime/threading.hpp>
 
+#include "ordered_sums.hpp"
+
 #include <algorithm>
 
 namespace ember::ops {
@@ -172,7 +174,7 @@ WinogradConvGrads winograd_conv_backward_cpu(const WinogradConvBackward& op, con
   // small images with many channels); the partials are added in group order. The groups
   // depend on the chunk count only, so du does not depend on the thread count.
   constexpr int64_t kGroups = 16;
-  const int64_t per_group = (ch.count + kGroups - 1) / std::max<int64_t>(1, kGroups),
+  const int64_t per_group = (ch.count + kGroups - 1) / kGroups,
                 groups = per_group ? (ch.count + per_group - 1) / per_group : 0;
   const int64_t ps[4] = {groups, 16, o, c}, us[3] = {16, o, c}, ustrides[3] = {o * c, c, 1};
   TensorRef partial = op.need_u ? detail::make_tensor(ps, x.dtype, x.device(), name) : TensorRef();
@@ -194,19 +196,7 @@ WinogradConvGrads winograd_conv_backward_cpu(const WinogradConvBackward& op, con
       }
     }
   });
-  if (op.need_u) {
-    g.du = detail::make_tensor(us, x.dtype, x.device(), name);
-    auto sum = [&]<class T>(T*) {
-      const int64_t count = 16 * o * c;
-      T* du = static_cast<T*>(g.du->data());
-      const T* p = static_cast<const T*>(partial->data());
-      std::fill(du, du + count, T(0));
-      for (int64_t k = 0; k < groups; ++k)
-        for (int64_t i = 0; i < count; ++i) du[i] += p[k * count + i];
-    };
-    if (x.dtype == DType::F32) sum(static_cast<float*>(nullptr));
-    else sum(static_cast<double*>(nullptr));
-  }
+  if (op.need_u) g.du = sum_in_order(*partial, groups, 16 * o * c, 0, Shape{16, o, c}, name);
   return g;
 }
 

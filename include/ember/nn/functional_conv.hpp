@@ -69,6 +69,16 @@ BasicTensor<P> batched(const BasicTensor<P>& x, int nd, const char* op, bool& un
   return unbatched ? x.unsqueeze(0) : x;
 }
 
+/// The Winograd tiling of a 3x3, stride-1 convolution of the (N, C, H, W) input xb.
+template <class P>
+ops::WinogradTiles winograd_tiles(const BasicTensor<P>& xb, const ops::ConvGeometry& g) {
+  ops::WinogradTiles t;
+  t.n = xb.size(0), t.h = xb.size(2), t.w = xb.size(3);
+  t.pad_top = g.pad_before[0], t.pad_left = g.pad_before[1];
+  t.oh = g.out_size(0, t.h), t.ow = g.out_size(1, t.w);
+  return t;
+}
+
 /// Which algorithm a convolution runs with (see ConvAlgorithm).
 template <class P>
 ConvAlgorithm conv_algorithm_for(const BasicTensor<P>& x, const BasicTensor<P>& w, const ops::ConvGeometry& g,
@@ -86,8 +96,8 @@ ConvAlgorithm conv_algorithm_for(const BasicTensor<P>& x, const BasicTensor<P>& 
   // (512 channels at 7 x 7 or 8 x 8: 16 tiles per sample, and the 16 MB transformed weight
   // re-read per chunk of samples made it 1.0-1.3x slower than im2col; at 14 x 14 and above it
   // is 1.3-1.5x faster; /tmp benchmark in the commit).
-  const int64_t tiles = (g.out_size(0, x.size(2)) + 1) / 2 * ((g.out_size(1, x.size(3)) + 1) / 2);
-  if (winograd && x.size(1) >= 8 && w.size(0) >= 8 && (x.size(1) * w.size(0) < 512 * 512 || tiles >= 32))
+  if (winograd && x.size(1) >= 8 && w.size(0) >= 8 &&
+      (x.size(1) * w.size(0) < 512 * 512 || winograd_tiles(x, g).tiles_per_sample() >= 32))
     return ConvAlgorithm::Winograd;
   // Auto: direct for kernels larger than 1x1 only (measured on first layers; a 1x1
   // convolution's im2col is a plain copy and its GEMM is not starved the same way).
@@ -122,14 +132,12 @@ BasicTensor<P> winograd_weight_matrix(DType dtype) {
 }
 
 /// 3x3, stride-1 convolution as Winograd F(2x2, 3x3): (N, O, OH, OW) from the (N, C, H, W)
-/// input xb. Every step is a differentiable op, so autograd runs the backward as Winograd too.
+/// input xb. The weight transform is a matmul and the rest one fused op with its own backward
+/// (and a differentiable recorded form), so autograd runs the backward as Winograd too.
 template <class P>
 BasicTensor<P> conv2d_winograd(const BasicTensor<P>& xb, const BasicTensor<P>& w, const ops::ConvGeometry& g) {
   const int64_t o = w.size(0), c = w.size(1);
-  ops::WinogradTiles t;
-  t.n = xb.size(0), t.h = xb.size(2), t.w = xb.size(3);
-  t.pad_top = g.pad_before[0], t.pad_left = g.pad_before[1];
-  t.oh = g.out_size(0, t.h), t.ow = g.out_size(1, t.w);
+  const ops::WinogradTiles t = winograd_tiles(xb, g);
   BasicTensor<P> u = w.reshape({o * c, 9}).mm(winograd_weight_matrix<P>(w.dtype()).t()).t().reshape({16, o, c});
   return BasicTensor<P>::wrap(dispatch<P>(ops::WinogradConv{t}, xb.impl(), u.impl()));
 }
