@@ -4,8 +4,7 @@
 // Each (sample, channel) plane is transformed on its own. A plane's tiles of one transform
 // position are contiguous in the (16, C, tiles) layout, so every kernel works on blocks of
 // consecutive tiles (buffers on the stack) with plain loops over the block that the compiler
-// vectorises, and no per-element bounds tests: padding is handled once per image row by
-// copying the row's valid span into a zero-filled buffer.
+// vectorises; bounds are tested only for the tiles at an image's edges.
 //
 // The transform matrices (points 0, 1, -1 and infinity):
 //   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]      input:  V = B^T d B
@@ -61,29 +60,49 @@ Valid valid_columns(int64_t col0, int64_t width, int64_t w) {
 // every access is a fixed offset from n, so the arithmetic is one flat loop over the block
 // (a block is often 7 tiles wide: loops per tile row ran mostly scalar, ~4x slower).
 
-/// Copies padded row rr of the block (image row r0 + rr, columns col0 .. col0 + 2 bw + 1; zero
-/// outside the image) into its four q arrays.
+/// Floor of a / b for b > 0.
+inline int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/// Splits padded image row r (zero outside the image) into a block's four q arrays: q[m][l] =
+/// padded(r, col0 + 2l + m) for l < bw. It reads the image directly: a copy of the row into a
+/// zero-padded buffer first made the wide loads of the split wait on the copy's stores
+/// (store-forwarding stalls, a third of the input transform's time).
 template <class T>
-void split_row(const WinogradTiles& g, const T* x, int64_t r, int64_t col0, int64_t bw, const Valid& c, T* s,
-               T* const q[4]) {
-  const int64_t width = 2 * bw + 2;
-  std::fill(s, s + width, T(0));
-  if (r >= 0 && r < g.h) std::copy(x + r * g.w + col0 + c.lo, x + r * g.w + col0 + c.hi, s + c.lo);
-  for (int64_t l = 0; l < bw; ++l) {
-    q[0][l] = s[2 * l];
-    q[1][l] = s[2 * l + 1];
-    q[2][l] = s[2 * l + 2];
-    q[3][l] = s[2 * l + 3];
+void split_row(const WinogradTiles& g, const T* x, int64_t r, int64_t col0, int64_t bw, T* const q[4]) {
+  if (r < 0 || r >= g.h) {
+    for (int m = 0; m < 4; ++m) std::fill(q[m], q[m] + bw, T(0));
+    return;
   }
+  const T* row = x + r * g.w;
+  // Tiles [lo, hi) read only columns inside the image; the few at the edges test each column.
+  const int64_t lo = std::clamp<int64_t>(floor_div(-col0 + 1, 2), 0, bw);
+  const int64_t hi = std::clamp<int64_t>(floor_div(g.w - col0 - 4, 2) + 1, lo, bw);
+  auto edge = [&](int64_t l) {
+    for (int m = 0; m < 4; ++m) {
+      const int64_t col = col0 + 2 * l + m;
+      q[m][l] = col >= 0 && col < g.w ? row[col] : T(0);
+    }
+  };
+  for (int64_t l = 0; l < lo; ++l) edge(l);
+  const T* in = row + (col0 + 2 * lo);
+  T *q0 = q[0] + lo, *q1 = q[1] + lo, *q2 = q[2] + lo, *q3 = q[3] + lo;
+  for (int64_t l = 0; l < hi - lo; ++l) {
+    q0[l] = in[2 * l];
+    q1[l] = in[2 * l + 1];
+    q2[l] = in[2 * l + 2];
+    q3[l] = in[2 * l + 3];
+  }
+  for (int64_t l = hi; l < bw; ++l) edge(l);
 }
 
 /// Row stride of the q arrays: a block's tile rows plus one.
 constexpr int64_t kSplit = 2 * kTiles;
 
 /// The flat loops, apart so that restrict tells the compiler that their arrays do not overlap
-/// (it did not vectorise them otherwise). buf[p * kTiles + i]: position p of tile i.
+/// (it did not vectorise them otherwise). out[p * xs + i]: position p of tile i.
 template <class T>
-void input_tiles(int64_t n, int64_t bw, const T* __restrict q, T* __restrict buf) {
+void input_tiles(int64_t n, int64_t bw, const T* __restrict q, T* __restrict out, int64_t xs) {
+#pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     T d[4][4], t[4][4];
     for (int k = 0; k < 4; ++k)
@@ -95,10 +114,10 @@ void input_tiles(int64_t n, int64_t bw, const T* __restrict q, T* __restrict buf
       t[3][m] = d[1][m] - d[3][m];
     }
     for (int a = 0; a < 4; ++a) {  // B along the rows
-      buf[(4 * a) * kTiles + i] = t[a][0] - t[a][2];
-      buf[(4 * a + 1) * kTiles + i] = t[a][1] + t[a][2];
-      buf[(4 * a + 2) * kTiles + i] = t[a][2] - t[a][1];
-      buf[(4 * a + 3) * kTiles + i] = t[a][1] - t[a][3];
+      out[(4 * a) * xs + i] = t[a][0] - t[a][2];
+      out[(4 * a + 1) * xs + i] = t[a][1] + t[a][2];
+      out[(4 * a + 2) * xs + i] = t[a][2] - t[a][1];
+      out[(4 * a + 3) * xs + i] = t[a][1] - t[a][3];
     }
   }
 }
@@ -137,18 +156,15 @@ void input_adjoint_tiles(int64_t n, int64_t bw, const T* __restrict in, int64_t 
 template <class T>
 void input_plane(const WinogradTiles& g, const T* x, T* v, int64_t xs) {
   const int64_t tw = g.tiles_w();
-  T q[8][kSplit], s[2 * kTiles + 2], buf[16][kTiles];
+  T q[8][kSplit];
   for_each_block(g, [&](const Block& b) {
     const int64_t bw = b.width(), nq = b.ty1 - b.ty0, n = nq * bw, col0 = 2 * b.tx0 - g.pad_left;
-    const Valid c = valid_columns(col0, 2 * bw + 2, g.w);
     for (int64_t rr = 0; rr < 2 * nq + 2; ++rr) {
       const int64_t at = (rr >> 1) * bw, a = rr & 1;
       T* const dst[4] = {q[4 * a] + at, q[4 * a + 1] + at, q[4 * a + 2] + at, q[4 * a + 3] + at};
-      split_row(g, x, 2 * b.ty0 - g.pad_top + rr, col0, bw, c, s, dst);
+      split_row(g, x, 2 * b.ty0 - g.pad_top + rr, col0, bw, dst);
     }
-    input_tiles(n, bw, &q[0][0], &buf[0][0]);
-    T* out = v + b.ty0 * tw + b.tx0;
-    for (int p = 0; p < 16; ++p) std::copy(buf[p], buf[p] + n, out + p * xs);
+    input_tiles(n, bw, &q[0][0], v + b.ty0 * tw + b.tx0, xs);
   });
 }
 
@@ -192,16 +208,19 @@ void interleave(const T* even, const T* odd, int64_t cols, T* dst) {
   if (cols & 1) dst[cols - 1] = even[cols / 2];
 }
 
-/// The even and odd columns of src[0, cols), zero up to bw each.
+/// The even and odd columns of src[0, cols), zero up to bw each (each element written once:
+/// std::fill's calls were a tenth of the output adjoint's time).
 template <class T>
 void deinterleave(const T* src, int64_t cols, int64_t bw, T* even, T* odd) {
-  std::fill(even, even + bw, T(0));
-  std::fill(odd, odd + bw, T(0));
-  for (int64_t l = 0; l < cols / 2; ++l) {
+  int64_t l = 0;
+  for (; 2 * l + 1 < cols; ++l) {
     even[l] = src[2 * l];
     odd[l] = src[2 * l + 1];
   }
-  if (cols & 1) even[cols / 2] = src[cols - 1];
+  for (; l < bw; ++l) {
+    even[l] = 2 * l < cols ? src[2 * l] : T(0);
+    odd[l] = T(0);
+  }
 }
 
 /// A^T m A of tiles [0, n) (positions `xs` apart from `in`): out[(2a + b) * kTiles + i] is
@@ -225,16 +244,17 @@ void output_tiles(int64_t n, const T* __restrict in, int64_t xs, T* __restrict o
 
 /// A y A^T of tiles [0, n) from their outputs y[(2a + b) * kTiles + i]: buf[p * kTiles + i].
 template <class T>
-void output_adjoint_tiles(int64_t n, const T* __restrict y, T* __restrict buf) {
+void output_adjoint_tiles(int64_t n, const T* __restrict y, T* __restrict out, int64_t xs) {
+#pragma GCC ivdep
   for (int64_t i = 0; i < n; ++i) {
     const T y00 = y[i], y01 = y[kTiles + i], y10 = y[2 * kTiles + i], y11 = y[3 * kTiles + i];
     const T h0[4] = {y00, y00 + y01, y00 - y01, -y01};  // A^T along the columns of each row
     const T h1[4] = {y10, y10 + y11, y10 - y11, -y11};
     for (int j = 0; j < 4; ++j) {  // A down the rows
-      buf[j * kTiles + i] = h0[j];
-      buf[(4 + j) * kTiles + i] = h0[j] + h1[j];
-      buf[(8 + j) * kTiles + i] = h0[j] - h1[j];
-      buf[(12 + j) * kTiles + i] = -h1[j];
+      out[j * xs + i] = h0[j];
+      out[(4 + j) * xs + i] = h0[j] + h1[j];
+      out[(8 + j) * xs + i] = h0[j] - h1[j];
+      out[(12 + j) * xs + i] = -h1[j];
     }
   }
 }
@@ -260,7 +280,7 @@ void output_plane(const WinogradTiles& g, const T* m, T* y, int64_t xs) {
 template <class T>
 void output_adjoint_plane(const WinogradTiles& g, const T* y, T* m, int64_t xs) {
   const int64_t tw = g.tiles_w();
-  T d[4][kTiles], buf[16][kTiles];
+  T d[4][kTiles];
   for_each_block(g, [&](const Block& b) {
     const int64_t n = b.count(), bw = b.width(), col0 = 2 * b.tx0, cols = std::min(2 * bw, g.ow - col0);
     for (int64_t ty = b.ty0; ty < b.ty1; ++ty) {  // d[2a + b] = output (a, b) of each tile
@@ -269,9 +289,7 @@ void output_adjoint_plane(const WinogradTiles& g, const T* y, T* m, int64_t xs) 
         deinterleave(2 * ty + a < g.oh ? y + (2 * ty + a) * g.ow + col0 : nullptr, 2 * ty + a < g.oh ? cols : 0, bw,
                      d[2 * a] + at, d[2 * a + 1] + at);
     }
-    output_adjoint_tiles(n, &d[0][0], &buf[0][0]);
-    T* out = m + b.ty0 * tw + b.tx0;
-    for (int p = 0; p < 16; ++p) std::copy(buf[p], buf[p] + n, out + p * xs);
+    output_adjoint_tiles(n, &d[0][0], m + b.ty0 * tw + b.tx0, xs);
   });
 }
 
