@@ -109,22 +109,27 @@ inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int6
 /// ap + i * lda; the broadcasts read MR rows as MR sequential streams, whose KC-long segments
 /// stay in L1 across the B panels just as a packed panel would), or from a transposed A
 /// (Steps: step p at ap + p * lda, the packed layout with a longer stride).
+/// B's step p is at bp + p * ldb: packed (ldb = NV * W), or, for the 6-row tiles, a row-major
+/// B read in place (see gemm's b_in_place). Its loads are unaligned ones, as fast as aligned
+/// ones on aligned data. (Separate in-place instantiations of every kernel cost 44 KiB of the
+/// static footprint; a run-time stride in the 12-row kernels, short of registers for their 12
+/// row pointers, made them ~7% slower.)
 enum class ALayout { Packed, Rows, Steps };
 
 template <int MR, int NV, ALayout kA>
-void micro_kernel(int64_t kc, const float* __restrict ap, int64_t lda, const float* __restrict bp, float* c,
-                  int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta) {
+void micro_kernel(int64_t kc, const float* __restrict ap, int64_t lda, const float* __restrict bp, int64_t ldb,
+                  float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta) {
   V acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NV; ++j) acc[i][j] = V(0.f);
   for (int64_t p = 0; p < kc; ++p) {
     V b[NV];
-    for (int j = 0; j < NV; ++j) b[j] = V::load_aligned(bp + j * W);
+    for (int j = 0; j < NV; ++j) b[j] = V::load_unaligned(bp + j * W);
     for (int i = 0; i < MR; ++i) {
       const V a(kA == ALayout::Rows ? ap[i * lda + p] : kA == ALayout::Steps ? ap[p * lda + i] : ap[p * MR + i]);
       for (int j = 0; j < NV; ++j) acc[i][j] = xsimd::fma(a, b[j], acc[i][j]);
     }
-    bp += NV * W;
+    bp += MR == 6 ? ldb : NV * W;
   }
   store_tile<MR, NV>(acc, c, ldc, mr, nr, alpha, beta);
 }
@@ -289,6 +294,13 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
   const bool steps_direct = a.sr == 1 && a.sc != 1 && a.sc % 128 != 0;
   const bool steps_per_panel = a.sr == 1 && a.sc != 1 && !steps_direct;
   const bool direct = a.sc == 1 || steps_direct || steps_per_panel;
+  // A row-major B with a short inner dimension (the Winograd products: 32 or 64 steps over a
+  // chunk's tiles) is read in place by the micro-kernels: a panel of it (<= 64 rows of NR
+  // floats, <= 16 KiB) stays in L1 across the row panels just as a packed one does, and the
+  // packing pass (~8% of those products) is gone. Partial panels are still packed (the
+  // kernels read whole vectors). Only with A read in place too: a packed A is the path for
+  // large products, where packing is cheap relative to the arithmetic.
+  const bool b_in_place = MR == 6 && b.sc == 1 && k <= 64 && direct && !steps_per_panel;
   const int64_t chunk_panels =
       direct ? ceil_div(m, MR) : std::max<int64_t>(1, kPackedAFloats / (MR * std::max<int64_t>(k, 1)));
   static thread_local Buffer a_buffer;
@@ -330,8 +342,16 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
         const int64_t j0 = (t % col_tasks) * width, j1 = std::min(n, j0 + width);
         for (int64_t kb = 0; kb < kblocks; ++kb) {
           const int64_t kc = std::min(KC, k - kb * KC);
+          auto full_in_place = [&](int64_t j) { return b_in_place && j1 - j >= NR; };
+          struct B_panel {
+            const float* p;
+            int64_t ld;
+          };
+          auto b_panel = [&](int64_t j) {
+            return full_in_place(j) ? B_panel{b.p + kb * KC * b.sr + j, b.sr} : B_panel{bp + (j - j0) * kc, NR};
+          };
           for (int64_t j = j0; j < j1; j += NR)
-            pack_b_panel<NR>(b, kb * KC, kc, j, std::min(NR, j1 - j), bp + (j - j0) * kc);
+            if (!full_in_place(j)) pack_b_panel<NR>(b, kb * KC, kc, j, std::min(NR, j1 - j), bp + (j - j0) * kc);
           const float beta_k = kb == 0 ? beta : 1.f;
           for (int64_t panel = pa; panel < pb; ++panel) {
             const int64_t i = panel * MR, mr = std::min<int64_t>(MR, rows - i);
@@ -339,11 +359,12 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
             if (direct && mr == MR && !steps_per_panel) {
               const float* a0 = a.p + (r0 + i) * a.sr + kb * KC * a.sc;
               for (int64_t j = j0; j < j1; j += NR) {
+                const B_panel bj = b_panel(j);
                 if (steps_direct)
-                  micro_kernel<MR, NV, ALayout::Steps>(kc, a0, a.sc, bp + (j - j0) * kc, cp + j, ldc, mr,
+                  micro_kernel<MR, NV, ALayout::Steps>(kc, a0, a.sc, bj.p, bj.ld, cp + j, ldc, mr,
                                                        std::min(NR, j1 - j), alpha, beta_k);
                 else
-                  micro_kernel<MR, NV, ALayout::Rows>(kc, a0, a.sr, bp + (j - j0) * kc, cp + j, ldc, mr,
+                  micro_kernel<MR, NV, ALayout::Rows>(kc, a0, a.sr, bj.p, bj.ld, cp + j, ldc, mr,
                                                       std::min(NR, j1 - j), alpha, beta_k);
               }
               continue;
@@ -353,9 +374,11 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
               pack_a_panels<MR>(a, r0 + i, mr, kb * KC, kc, edge, 1);
               apanel = edge;
             }
-            for (int64_t j = j0; j < j1; j += NR)
-              micro_kernel<MR, NV, ALayout::Packed>(kc, apanel, 0, bp + (j - j0) * kc, cp + j, ldc, mr, std::min(NR, j1 - j),
-                                          alpha, beta_k);
+            for (int64_t j = j0; j < j1; j += NR) {
+              const B_panel bj = b_panel(j);
+              micro_kernel<MR, NV, ALayout::Packed>(kc, apanel, 0, bj.p, bj.ld, cp + j, ldc, mr, std::min(NR, j1 - j),
+                                                    alpha, beta_k);
+            }
           }
         }
       }
