@@ -6,8 +6,8 @@
 // buffer's row i, column j: every tap is one unaligned vector load per vector of outputs, with
 // no bounds tests. The forward keeps four output channels' accumulators in registers over all
 // taps (one load feeds four FMAs) and adds the bias once, writing each output once; the weight
-// gradient keeps one accumulator per tap in registers while it walks an output channel's
-// gradient once.
+// gradient keeps a block of four output channels x three taps in registers while it walks
+// those channels' gradients.
 
 #include "arch_kernels.hpp"
 #include "row_sum.hpp"
@@ -84,35 +84,61 @@ void forward_block(const DirectConvGeometry& g, const T* p, const int64_t* off, 
   }
 }
 
-/// Taps per pass of the weight gradient: their accumulators stay in registers (a run-time
-/// count kept them on the stack, 3x slower); 3 divides the 9 or 27 taps of 3x3 kernels over
-/// 1 or 3 channels.
+/// The weight gradient's passes: kChannelGroup output channels x kTapGroup taps, their
+/// accumulators in registers (12 + 3 tap vectors + 1 gradient vector: the 16 of AVX2). Each tap
+/// vector loaded feeds kChannelGroup FMAs, as in the forward: one channel at a time (4 loads
+/// per 3 FMAs) ran at ~23 GFLOP/s on cnn_small_step's first layer. 3 divides the 9 or 27 taps
+/// of 3x3 kernels over 1 or 3 channels. (A run-time count kept accumulators on the stack, 3x
+/// slower.)
+constexpr int64_t kChannelGroup = 4;
 constexpr int64_t kTapGroup = 3;
 
-/// dw[t] += sum over the plane of dy * tap t, for taps [t0, t0 + nt) (nt <= kTapGroup; the
-/// group's missing taps read tap t0 and are dropped).
+/// dw[k][t] += sum over the plane of dy[k] * tap t, for output channels k < ob (<=
+/// kChannelGroup, planes `out_plane` apart from dy) and taps [t0, t0 + nt) (nt <= kTapGroup);
+/// dw[k] is taps apart. A group's missing channels and taps repeat its first and are dropped.
 template <class T>
-void weight_grad_taps(const DirectConvGeometry& g, const T* p, const int64_t* off, int64_t t0, int64_t nt,
-                      const T* dy, T* dw) {
+void weight_grad_block(const DirectConvGeometry& g, const T* p, const int64_t* off, int64_t t0, int64_t nt,
+                       const T* dy, int64_t ob, T* dw) {
   constexpr int64_t W = V<T>::size;
-  const int64_t wp = g.padded_w();
+  const int64_t wp = g.padded_w(), out_plane = g.oh * g.ow, taps = g.taps();
   int64_t at[kTapGroup];
   for (int64_t q = 0; q < kTapGroup; ++q) at[q] = off[t0 + (q < nt ? q : 0)];
-  V<T> acc[kTapGroup];
-  T tail[kTapGroup] = {};
-  for (int64_t q = 0; q < kTapGroup; ++q) acc[q] = V<T>(T(0));
+  const T* d[kChannelGroup];
+  for (int64_t k = 0; k < kChannelGroup; ++k) d[k] = dy + (k < ob ? k : 0) * out_plane;
+  V<T> acc[kChannelGroup][kTapGroup];
+  T scalar[kChannelGroup][kTapGroup] = {};
+  for (int64_t k = 0; k < kChannelGroup; ++k)
+    for (int64_t q = 0; q < kTapGroup; ++q) acc[k][q] = V<T>(T(0));
+  auto step = [&](const T* row, int64_t e, int64_t j, auto&& load) {
+    V<T> tv[kTapGroup];
+    for (int64_t q = 0; q < kTapGroup; ++q) tv[q] = load(row + at[q] + j);
+    for (int64_t k = 0; k < kChannelGroup; ++k) {
+      const V<T> dv = load(d[k] + e + j);
+      for (int64_t q = 0; q < kTapGroup; ++q) acc[k][q] = xsimd::fma(dv, tv[q], acc[k][q]);
+    }
+  };
+  // A row's last partial vector is its last W outputs with the lanes already counted zeroed,
+  // in the gradient and in the taps (0 * an infinite input would be NaN).
+  const int64_t rem = g.ow % W;
+  alignas(64) T lane_index[W];
+  for (int64_t l = 0; l < W; ++l) lane_index[l] = T(l);
+  const auto keep = V<T>::load_aligned(lane_index) >= V<T>(T(W - rem));
+  auto plain = [](const T* q) { return V<T>::load_unaligned(q); };
+  auto masked = [&](const T* q) { return xsimd::select(keep, V<T>::load_unaligned(q), V<T>(T(0))); };
   for (int64_t i = 0; i < g.oh; ++i) {
     const T* row = p + i * wp;
-    const T* d = dy + i * g.ow;
-    int64_t j = 0;
-    for (; j + W <= g.ow; j += W) {
-      const V<T> dv = V<T>::load_unaligned(d + j);
-      for (int64_t q = 0; q < kTapGroup; ++q) acc[q] = xsimd::fma(dv, V<T>::load_unaligned(row + at[q] + j), acc[q]);
+    const int64_t e = i * g.ow;
+    if (g.ow < W) {  // narrower than a vector: element by element
+      for (int64_t j = 0; j < g.ow; ++j)
+        for (int64_t k = 0; k < kChannelGroup; ++k)
+          for (int64_t q = 0; q < kTapGroup; ++q) scalar[k][q] += d[k][e + j] * row[at[q] + j];
+      continue;
     }
-    for (; j < g.ow; ++j)
-      for (int64_t q = 0; q < kTapGroup; ++q) tail[q] += d[j] * row[at[q] + j];
+    for (int64_t j = 0; j + W <= g.ow; j += W) step(row, e, j, plain);
+    if (rem) step(row, e, g.ow - W, masked);
   }
-  for (int64_t q = 0; q < nt; ++q) dw[t0 + q] += xsimd::hadd(acc[q]) + tail[q];
+  for (int64_t k = 0; k < ob; ++k)
+    for (int64_t q = 0; q < nt; ++q) dw[k * taps + t0 + q] += xsimd::hadd(acc[k][q]) + scalar[k][q];
 }
 
 template <class T>
@@ -144,28 +170,31 @@ void backward(const DirectConvGeometry& g, int64_t n0, int64_t n1, const T* dy, 
     const T* dys = dy + n * g.o * out_plane;
     if (dw) pad_sample(g, x + n * g.c * g.h * g.w, p);
     if (dx) std::fill(dp, dp + g.padded_sample() + g.kw, T(0));
-    for (int64_t o = 0; o < g.o; ++o) {
-      const T* d = dys + o * out_plane;
-      if (db) db[o] += row_sum(d, out_plane);
+    for (int64_t o0 = 0; o0 < g.o; o0 += kChannelGroup) {  // the bias sums while the block is in L1
+      const int64_t ob = std::min(kChannelGroup, g.o - o0);
       if (dw)
         for (int64_t t0 = 0; t0 < taps; t0 += kTapGroup)
-          weight_grad_taps(g, p, off, t0, std::min(kTapGroup, taps - t0), d, dw + o * taps);
-      if (dx)
-        for (int64_t t = 0; t < taps; ++t) {  // the adjoint of the forward's gather: a scatter-add per tap
-          const T wv = w[o * taps + t];
-          for (int64_t i = 0; i < g.oh; ++i) {
-            T* dst = dp + off[t] + i * wp;
-            const T* src = d + i * g.ow;
-            for (int64_t j = 0; j < g.ow; ++j) dst[j] += wv * src[j];
-          }
-        }
+          weight_grad_block(g, p, off, t0, std::min(kTapGroup, taps - t0), dys + o0 * out_plane, ob, dw + o0 * taps);
+      if (db)
+        for (int64_t o = o0; o < o0 + ob; ++o) db[o] += row_sum(dys + o * out_plane, out_plane);
     }
-    if (dx)
-      for (int64_t c = 0; c < g.c; ++c)
-        for (int64_t r = 0; r < g.h; ++r) {
-          const T* src = dp + c * plane + (r + g.pad_top) * wp + g.pad_left;
-          std::copy(src, src + g.w, dx + ((n * g.c + c) * g.h + r) * g.w);
+    if (!dx) continue;
+    for (int64_t o = 0; o < g.o; ++o) {
+      const T* d = dys + o * out_plane;
+      for (int64_t t = 0; t < taps; ++t) {  // the adjoint of the forward's gather: a scatter-add per tap
+        const T wv = w[o * taps + t];
+        for (int64_t i = 0; i < g.oh; ++i) {
+          T* dst = dp + off[t] + i * wp;
+          const T* src = d + i * g.ow;
+          for (int64_t j = 0; j < g.ow; ++j) dst[j] += wv * src[j];
         }
+      }
+    }
+    for (int64_t c = 0; c < g.c; ++c)
+      for (int64_t r = 0; r < g.h; ++r) {
+        const T* src = dp + c * plane + (r + g.pad_top) * wp + g.pad_left;
+        std::copy(src, src + g.w, dx + ((n * g.c + c) * g.h + r) * g.w);
+      }
   }
 }
 

@@ -318,6 +318,25 @@ TEST_CASE("direct conv2d backward in chunks of samples: gradients as im2col's, t
   nn::F::conv2d(x.to(DType::F32), wf, bf, {1}, {1}).backward(gy.to(DType::F32));
   CHECK(rel_diff(wf.grad(), want[2]) < 2e-6);
   CHECK(rel_diff(bf.grad(), want[3]) < 2e-6);
+  // f32 rows narrower than a vector (element by element) and ending in a partial vector (its
+  // lanes already counted are masked), with an infinite input: the taps that read it get an
+  // infinite gradient, as with im2col, and no masked lane adds a 0 * inf = NaN.
+  for (int64_t width : {5, 13, 21}) {
+    CAPTURE(width);
+    Tensor xs = randn({3, 1, 6, width}), ws = randn({5, 1, 3, 3}), gs = randn({3, 5, 6, width});
+    xs.index_put_({1, 0, 2, width - 1}, std::numeric_limits<float>::infinity());
+    auto weight_grad = [&](ConvAlgorithm a) {
+      AlgorithmGuard g(a);
+      Tensor wc = ws.clone().requires_grad_(), bc = zeros({5}).requires_grad_();
+      nn::F::conv2d(xs, wc, bc, {1}, {1}).backward(gs);
+      return wc.grad();
+    };
+    const Tensor got = weight_grad(ConvAlgorithm::Direct), want_w = weight_grad(ConvAlgorithm::Im2col);
+    CHECK(got.isnan().eq(want_w.isnan()).all().item<bool>());
+    CHECK(got.isinf().eq(want_w.isinf()).all().item<bool>());
+    CHECK(want_w.isinf().any().item<bool>());
+    CHECK(rel_diff(got.nan_to_num(0, 0, 0), want_w.nan_to_num(0, 0, 0)) < 2e-6);
+  }
 }
 
 TEST_CASE("ConvAlgorithm: Auto takes the direct kernels when an output reads at most 32 inputs") {
