@@ -5,6 +5,7 @@
 #include <ember/nn.hpp>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -186,6 +187,54 @@ TEST_CASE("nn containers: Sequential with callables, ModuleList, ModuleDict, Par
   CHECK(names(plist->named_parameters()) == std::vector<std::string>{"0", "1"});
   CHECK(plist->parameters()[0].requires_grad());
   CHECK(!(*plist)[1].requires_grad());
+}
+
+TEST_CASE("nn::Sequential runs ReLU then max pooling as pooling then ReLU: same values and gradients") {
+  manual_seed(31);
+  // Ties at zero (windows of negatives, exact zeros), NaN, padding with ceil_mode, MaxPool1d.
+  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(2, 3, {3}).padding({1})), nn::ReLU(),
+                     nn::MaxPool2d(nn::PoolOptions({2})), nn::ReLU(),
+                     nn::MaxPool2d(nn::PoolOptions({3}).stride({2}).padding({1}).ceil_mode(true)), nn::Flatten(),
+                     nn::Unflatten(1, Shape{3, 9}), nn::ReLU(), nn::MaxPool1d(nn::PoolOptions({2})));
+  Tensor x = randn({2, 2, 9, 9}, DType::F64);
+  x.index_put_({0, 1, 3, 3}, std::numeric_limits<double>::quiet_NaN());
+  net->to(DType::F64);
+  auto conv = net->ptr<nn::Conv2dImpl>(0);
+  conv->weight.detach().index_put_({0}, 0.0);  // channel 0 all bias: exact ties in every window
+  auto run_in_order = [&](const Tensor& in) {  // the modules one by one, as written
+    Tensor y = in;
+    for (size_t i = 0; i < net->size(); ++i) {
+      const auto m = (*net)[i];
+      if (auto c = std::dynamic_pointer_cast<nn::Conv2dImpl>(m)) y = c->forward(y);
+      else if (auto r = std::dynamic_pointer_cast<nn::ReLUImpl>(m)) y = r->forward(y);
+      else if (auto p2 = std::dynamic_pointer_cast<nn::MaxPool2dImpl>(m)) y = p2->forward(y);
+      else if (auto p1 = std::dynamic_pointer_cast<nn::MaxPool1dImpl>(m)) y = p1->forward(y);
+      else if (auto f = std::dynamic_pointer_cast<nn::FlattenImpl>(m)) y = f->forward(y);
+      else y = std::dynamic_pointer_cast<nn::UnflattenImpl>(m)->forward(y);
+    }
+    return y;
+  };
+  auto grads = [&](bool in_order) {
+    net->zero_grad();
+    Tensor xg = x.clone().requires_grad_();
+    Tensor y = in_order ? run_in_order(xg) : net(xg);
+    y.nan_to_num(0, 0, 0).pow(2).sum().backward();
+    return std::vector<Tensor>{y.detach(), xg.grad(), conv->weight.grad(), conv->bias.grad()};
+  };
+  const auto fused = grads(false), plain = grads(true);
+  for (size_t i = 0; i < fused.size(); ++i) {
+    CAPTURE(i);
+    CHECK(fused[i].isnan().eq(plain[i].isnan()).all().item<bool>());
+    CHECK(fused[i].nan_to_num(0, 0, 0).eq(plain[i].nan_to_num(0, 0, 0)).all().item<bool>());
+  }
+  CHECK(fused[0].isnan().any().item<bool>());
+  // The swap happens: the pooling runs before the ReLU.
+  profiler::Profile profile;
+  net(x);
+  std::vector<std::string> order;
+  for (const auto& e : profile.events())
+    if (std::string(e.name) == "relu" || std::string(e.name) == "max_pool") order.push_back(e.name);
+  CHECK(order == std::vector<std::string>{"max_pool", "relu", "max_pool", "relu", "max_pool", "relu"});
 }
 
 TEST_CASE("nn::Linear and friends match their definitions; bad inputs name the layer") {

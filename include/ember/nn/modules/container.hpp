@@ -11,6 +11,11 @@
 
 namespace ember::nn {
 
+template <class P>
+class BasicReLUImpl;  // modules/activation.hpp
+template <int ND, class P>
+class BasicMaxPoolImpl;  // modules/conv.hpp
+
 /// Wraps a callable Tensor -> Tensor as a module (no parameters), for Sequential.
 template <class P = DefaultPolicy>
 class BasicFunctionalImpl : public Cloneable<BasicFunctionalImpl<P>, P> {
@@ -50,16 +55,30 @@ class BasicSequentialImpl : public BasicModule<P> {
       add(std::make_shared<BasicFunctionalImpl<P>>(typename BasicFunctionalImpl<P>::Fn(std::forward<M>(m))));
     }
   }
+  /// Runs the modules in order. A ReLU directly followed by a max pooling runs as the pooling
+  /// then the ReLU: the same function (ReLU is monotone and NaN-propagating, so it commutes
+  /// with taking a window's maximum) with the same gradient (the window's winner is the same
+  /// element, or the gradient is zero either way), at a quarter of the ReLU's work for 2x2
+  /// windows (cnn_small_step: ~1.5 ms of a 20 ms training step). Only Ember's own ReLU and
+  /// MaxPool1d/2d modules are swapped, never types derived from them.
   TensorT forward(const TensorT& x) {
     TensorT y = x;
-    for (auto& [m, call] : entries_) y = call(m.get(), y);
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      const Entry& e = entries_[i];
+      if (e.kind == Kind::Relu && i + 1 < entries_.size() && entries_[i + 1].kind == Kind::MaxPool) {
+        const Entry& pool = entries_[++i];
+        y = e.call(e.module.get(), pool.call(pool.module.get(), y));
+      } else {
+        y = e.call(e.module.get(), y);
+      }
+    }
     return y;
   }
   size_t size() const { return entries_.size(); }
   bool is_empty() const { return entries_.empty(); }
   ModulePtr operator[](size_t i) const {
     EMBER_CHECK(i < entries_.size(), "[Sequential] index {} is out of range for {} modules", i, entries_.size());
-    return entries_[i].first;
+    return entries_[i].module;
   }
   /// The module at i as its concrete type (checked).
   template <class Impl>
@@ -70,23 +89,33 @@ class BasicSequentialImpl : public BasicModule<P> {
   }
   ModulePtr clone() const override {
     auto copy = std::make_shared<BasicSequentialImpl>();
-    for (auto& [m, call] : entries_) copy->add_entry(m->clone(), call);
+    for (const Entry& e : entries_) copy->add_entry(e.module->clone(), e.call, e.kind);
     copy->train(this->is_training());
     return copy;
   }
 
  private:
   using Call = TensorT (*)(BasicModule<P>*, const TensorT&);
+  enum class Kind : uint8_t { Other, Relu, MaxPool };  // see forward
+  struct Entry {
+    ModulePtr module;
+    Call call;
+    Kind kind;
+  };
   template <class Impl>
   void add(const std::shared_ptr<Impl>& m) {
     Call call = [](BasicModule<P>* b, const TensorT& x) -> TensorT { return static_cast<Impl*>(b)->forward(x); };
-    add_entry(m, call);
+    constexpr Kind kind = std::is_same_v<Impl, BasicReLUImpl<P>> ? Kind::Relu
+                          : std::is_same_v<Impl, BasicMaxPoolImpl<1, P>> || std::is_same_v<Impl, BasicMaxPoolImpl<2, P>>
+                              ? Kind::MaxPool
+                              : Kind::Other;
+    add_entry(m, call, kind);
   }
-  void add_entry(ModulePtr m, Call call) {
+  void add_entry(ModulePtr m, Call call, Kind kind) {
     this->register_module(std::to_string(entries_.size()), m);
-    entries_.emplace_back(std::move(m), call);
+    entries_.push_back({std::move(m), call, kind});
   }
-  std::vector<std::pair<ModulePtr, Call>> entries_;
+  std::vector<Entry> entries_;
 };
 using SequentialImpl = BasicSequentialImpl<>;
 EMBER_MODULE(Sequential);
