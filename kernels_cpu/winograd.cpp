@@ -1,5 +1,6 @@
 // Winograd F(2x2, 3x3) transforms on the CPU (ops/winograd_ops.hpp), compiled once per
-// instruction set like the other kernels (kernels_cpu/meson.build).
+// instruction set like the other kernels (kernels_cpu/meson.build). F(4x4, 3x3) is in
+// winograd4.cpp.
 //
 // Each (sample, channel) plane is transformed on its own. A plane's tiles of one transform
 // position are contiguous in the (16, C, tiles) layout, so every kernel works on blocks of
@@ -12,6 +13,7 @@
 // (G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1] transforms the weights, in functional_conv.hpp.)
 
 #include "arch_kernels.hpp"
+#include "winograd4.hpp"
 
 #include <algorithm>
 
@@ -300,15 +302,22 @@ void winograd_transform(ops::WinogradTransform kind, const WinogradTiles& t, int
   using K = ops::WinogradTransform;
   const bool to_tiles = kind == K::Input || kind == K::OutputAdjoint;
   const detail::TensorImpl& image = to_tiles ? src : dst;
+  const detail::TensorImpl& tiles_t = to_tiles ? dst : src;
+  // The tiles (P, channels, samples' tiles) may be padded between positions and channels
+  // (src/ops/winograd.cpp's chunk buffers): positions xs apart, channels `row` apart.
   const int64_t channels = image.sizes[1], plane = image.sizes[2] * image.sizes[3];
-  const int64_t per_sample = t.tiles_per_sample(), nt = (n1 - n0) * per_sample, xs = channels * nt;
+  const int64_t per_sample = t.tiles_per_sample(), xs = tiles_t.strides[0], row = tiles_t.strides[1];
   auto run = [&]<class T>(T*) {
-    T* img = static_cast<T*>(to_tiles ? src.data() : dst.data());
-    T* tiles = static_cast<T*>(to_tiles ? dst.data() : src.data());
+    T* img = static_cast<T*>(image.data());
+    T* tiles = static_cast<T*>(tiles_t.data());
     for (int64_t c = c0; c < c1; ++c)  // samples inside: consecutive planes continue each other's streams
       for (int64_t n = n0; n < n1; ++n) {
         T* im = img + (n * channels + c) * plane;
-        T* ti = tiles + c * nt + (n - n0) * per_sample;
+        T* ti = tiles + c * row + (n - n0) * per_sample;
+        if (t.m == 4) {
+          winograd4_plane(kind, t, im, ti, xs);
+          continue;
+        }
         switch (kind) {
           case K::Input: input_plane(t, im, ti, xs); break;
           case K::InputAdjoint: input_adjoint_plane(t, ti, im, xs); break;

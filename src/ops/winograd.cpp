@@ -1,4 +1,4 @@
-// Winograd F(2x2, 3x3) convolution on the CPU (see include/ember/ops/winograd_ops.hpp): the
+// Winograd F(2x2, 3x3) and F(4x4, 3x3) convolution on the CPU (see include/ember/ops/winograd_ops.hpp): the
 // ops' checks, the chunking of the fused convolution, and its GEMMs. The transforms
 // themselves are kernels (kernels_cpu/winograd.cpp, one build per instruction set).
 
@@ -15,14 +15,15 @@ namespace ember::ops {
 namespace {
 
 void check_input(const WinogradTiles& t, const TensorImpl& x, const char* op) {
-  EMBER_CHECK(t.n >= 0 && t.h >= 1 && t.w >= 1 && t.pad_top >= 0 && t.pad_left >= 0 && t.oh >= 1 && t.ow >= 1,
-              "[{}] invalid tiling: batch {}, input {}x{}, padding {}x{}, output {}x{}", op, t.n, t.h, t.w, t.pad_top,
-              t.pad_left, t.oh, t.ow);
+  EMBER_CHECK(t.n >= 0 && t.h >= 1 && t.w >= 1 && t.pad_top >= 0 && t.pad_left >= 0 && t.oh >= 1 && t.ow >= 1 &&
+                  (t.m == 2 || t.m == 4),
+              "[{}] invalid tiling: batch {}, input {}x{}, padding {}x{}, output {}x{}, tiles {}x{} (2x2 or 4x4)", op,
+              t.n, t.h, t.w, t.pad_top, t.pad_left, t.oh, t.ow, t.m, t.m);
   EMBER_CHECK(x.dtype == DType::F32 || x.dtype == DType::F64, "[{}] supports f32 and f64, got {}", op, x.dtype);
 }
 
 /// A whole-batch transform for the unfused ops, parallel over channels. The kernel walks each
-/// channel's planes sample after sample, so consecutive planes continue each other's 16
+/// channel's planes sample after sample, so consecutive planes continue each other's
 /// position streams (a plane alone holds only a few hundred bytes of each: in image order the
 /// streams were read in short scattered runs, 2.5x slower on cnn_small_step).
 void transform_all(WinogradTransform kind, const WinogradTiles& t, int64_t channels, const TensorImpl& src,
@@ -32,25 +33,25 @@ void transform_all(WinogradTransform kind, const WinogradTiles& t, int64_t chann
   });
 }
 
-/// (N, C, h, w) images -> (16, C, T) tiles.
+/// (N, C, h, w) images -> (P, C, T) tiles (P = t.positions()).
 TensorRef image_to_tiles(WinogradTransform kind, const WinogradTiles& t, const TensorImpl& x, int64_t h, int64_t w,
                          const char* op) {
   check_input(t, x, op);
   EMBER_CHECK(x.ndim() == 4 && x.sizes[0] == t.n && x.sizes[2] == h && x.sizes[3] == w,
               "[{}] expects images of shape ({}, C, {}, {}), got {}", op, t.n, h, w, x.sizes);
   TensorRef xc = detail::contiguous_on_device(x, op);
-  const int64_t sizes[3] = {16, x.sizes[1], t.tiles()};
+  const int64_t sizes[3] = {t.positions(), x.sizes[1], t.tiles()};
   TensorRef out = detail::make_tensor(sizes, x.dtype, x.device(), op);
   transform_all(kind, t, x.sizes[1], *xc, *out);
   return out;
 }
 
-/// (16, C, T) tiles -> (N, C, h, w) images.
+/// (P, C, T) tiles -> (N, C, h, w) images.
 TensorRef tiles_to_image(WinogradTransform kind, const WinogradTiles& t, const TensorImpl& v, int64_t h, int64_t w,
                          const char* op) {
   check_input(t, v, op);
-  EMBER_CHECK(v.ndim() == 3 && v.sizes[0] == 16 && v.sizes[2] == t.tiles(),
-              "[{}] expects transformed tiles of shape (16, C, {}), got {}", op, t.tiles(), v.sizes);
+  EMBER_CHECK(v.ndim() == 3 && v.sizes[0] == t.positions() && v.sizes[2] == t.tiles(),
+              "[{}] expects transformed tiles of shape ({}, C, {}), got {}", op, t.positions(), t.tiles(), v.sizes);
   TensorRef vc = detail::contiguous_on_device(v, op);
   const int64_t sizes[4] = {t.n, v.sizes[1], h, w};
   TensorRef out = detail::make_tensor(sizes, v.dtype, v.device(), op);
@@ -63,7 +64,7 @@ struct Chunks {
   int64_t samples, count;
 };
 
-/// Samples per chunk: the chunk's transformed input and output tiles (16 x (C + O) values per
+/// Samples per chunk: the chunk's transformed input and output tiles (P x (C + O) values per
 /// tile) should stay within ~1.5 MiB, about one core's L2 here; within that, the count of
 /// tiles that wastes least of the GEMM's 64-column panels (cnn_small_step's 7 x 7 tiles per
 /// sample: 5 samples = 245 tiles fill 96% of 4 panels, 4 samples = 196 only 77%). But at
@@ -72,7 +73,8 @@ struct Chunks {
 /// 16 MB transformed weight for each sample (1.7x slower than im2col; now faster).
 Chunks chunks_of(const WinogradTiles& t, int64_t c, int64_t o, size_t itemsize) {
   const int64_t per_sample = std::max<int64_t>(t.tiles_per_sample(), 1), n = std::max<int64_t>(t.n, 1);
-  const double bytes_per_sample = 16.0 * static_cast<double>(per_sample * (c + o) * static_cast<int64_t>(itemsize));
+  const double bytes_per_sample =
+      static_cast<double>(t.positions() * per_sample * (c + o) * static_cast<int64_t>(itemsize));
   const int64_t least = std::min(n, (64 + per_sample - 1) / per_sample);
   int64_t best = least;
   double best_fill = 0;
@@ -100,7 +102,21 @@ void for_each_chunk(int64_t count, F&& f) {
   });
 }
 
-/// Chunk k: its samples [n0, n1) and fresh (16, C, tiles) / (16, O, tiles) buffers for the
+/// A (P, rows, nt) buffer of transformed tiles whose positions are an odd number of cache
+/// lines apart (rows * nt rounded up): a transform writes its P position streams side by side,
+/// and at a stride of a multiple of 4 KiB they all fall into one L1 set (F(4x4) chunks of 64
+/// tiles over 32 or 64 channels: 8 or 16 KiB, and all 36 streams conflicted; 3x slower).
+TensorRef tile_buffer(const WinogradTiles& t, int64_t rows, int64_t nt, DType dtype, const char* name) {
+  const int64_t line = 64 / static_cast<int64_t>(itemsize(dtype));
+  int64_t lines = (rows * nt + line - 1) / line;
+  lines += 1 - lines % 2;
+  const int64_t flat[1] = {t.positions() * lines * line};
+  TensorRef buffer = detail::make_tensor(flat, dtype, Device::cpu(), name);
+  const int64_t sizes[3] = {t.positions(), rows, nt}, strides[3] = {lines * line, nt, 1};
+  return detail::make_view(buffer->storage, dtype, sizes, strides, buffer->offset);
+}
+
+/// Chunk k: its samples [n0, n1) and fresh (P, C, tiles) / (P, O, tiles) buffers for the
 /// transformed input and output side.
 struct Chunk {
   int64_t n0, n1;
@@ -108,8 +124,7 @@ struct Chunk {
 };
 Chunk chunk(const WinogradTiles& t, const Chunks& ch, int64_t k, int64_t c, int64_t o, DType dtype, const char* name) {
   const int64_t n0 = k * ch.samples, n1 = std::min(t.n, n0 + ch.samples), nt = (n1 - n0) * t.tiles_per_sample();
-  const int64_t in[3] = {16, c, nt}, out[3] = {16, o, nt};
-  return {n0, n1, detail::make_tensor(in, dtype, Device::cpu(), name), detail::make_tensor(out, dtype, Device::cpu(), name)};
+  return {n0, n1, tile_buffer(t, c, nt, dtype, name), tile_buffer(t, o, nt, dtype, name)};
 }
 
 /// One transform of the samples [n0, n1) between images and a chunk's tiles.
@@ -130,8 +145,8 @@ void check_conv(const WinogradTiles& t, const TensorImpl& x, const TensorImpl& u
   check_input(t, x, op);
   EMBER_CHECK(x.ndim() == 4 && x.sizes[0] == t.n && x.sizes[2] == t.h && x.sizes[3] == t.w,
               "[{}] expects images of shape ({}, C, {}, {}), got {}", op, t.n, t.h, t.w, x.sizes);
-  EMBER_CHECK(u.ndim() == 3 && u.sizes[0] == 16 && u.sizes[2] == x.sizes[1] && u.dtype == x.dtype,
-              "[{}] expects transformed weights of shape (16, O, {}) and dtype {}, got {} ({})", op, x.sizes[1],
+  EMBER_CHECK(u.ndim() == 3 && u.sizes[0] == t.positions() && u.sizes[2] == x.sizes[1] && u.dtype == x.dtype,
+              "[{}] expects transformed weights of shape ({}, O, {}) and dtype {}, got {} ({})", op, t.positions(), x.sizes[1],
               x.dtype, u.sizes, u.dtype);
 }
 
@@ -176,11 +191,12 @@ WinogradConvGrads winograd_conv_backward_cpu(const WinogradConvBackward& op, con
   constexpr int64_t kGroups = 16;
   const int64_t per_group = (ch.count + kGroups - 1) / kGroups,
                 groups = per_group ? (ch.count + per_group - 1) / per_group : 0;
-  const int64_t ps[4] = {groups, 16, o, c}, us[3] = {16, o, c}, ustrides[3] = {o * c, c, 1};
+  const int64_t p = t.positions();
+  const int64_t ps[4] = {groups, p, o, c}, us[3] = {p, o, c}, ustrides[3] = {o * c, c, 1};
   TensorRef partial = op.need_u ? detail::make_tensor(ps, x.dtype, x.device(), name) : TensorRef();
-  TensorRef ut = transposed(*uc);  // (16, C, O)
+  TensorRef ut = transposed(*uc);  // (P, C, O)
   for_each_chunk(groups, [&](int64_t group) {
-    TensorRef part = op.need_u ? detail::make_view(partial->storage, x.dtype, us, ustrides, group * 16 * o * c)
+    TensorRef part = op.need_u ? detail::make_view(partial->storage, x.dtype, us, ustrides, group * p * o * c)
                                : TensorRef();
     const int64_t first = group * per_group, last = std::min(ch.count, first + per_group);
     for (int64_t k = first; k < last; ++k) {
@@ -196,7 +212,7 @@ WinogradConvGrads winograd_conv_backward_cpu(const WinogradConvBackward& op, con
       }
     }
   });
-  if (op.need_u) g.du = sum_in_order(*partial, groups, 16 * o * c, 0, Shape{16, o, c}, name);
+  if (op.need_u) g.du = sum_in_order(*partial, groups, p * o * c, 0, Shape{p, o, c}, name);
   return g;
 }
 

@@ -1,5 +1,5 @@
-// The convolution algorithms besides im2col: Winograd F(2x2, 3x3) (ops/winograd_ops.hpp) and
-// the direct kernels (ops/direct_conv_ops.hpp). Winograd against direct loops in f64 and
+// The convolution algorithms besides im2col: Winograd F(2x2, 3x3) and F(4x4, 3x3)
+// (ops/winograd_ops.hpp) and the direct kernels (ops/direct_conv_ops.hpp). Winograd against direct loops in f64 and
 // f32, its transforms against their adjoints, gradcheck/gradgradcheck through it; the direct
 // kernels likewise; and which convolutions ConvAlgorithm::Auto sends where.
 
@@ -58,11 +58,21 @@ double rel_diff(const Tensor& a, const Tensor& b) {
 
 double dot(const Tensor& a, const Tensor& b) { return (a * b).sum().item<double>(); }
 
-ops::WinogradTiles tiles_of(int64_t n, int64_t h, int64_t w, int64_t pt, int64_t pl, int64_t oh, int64_t ow) {
+ops::WinogradTiles tiles_of(int64_t n, int64_t h, int64_t w, int64_t pt, int64_t pl, int64_t oh, int64_t ow,
+                            int64_t m = 2) {
   ops::WinogradTiles t;
-  t.n = n, t.h = h, t.w = w, t.pad_top = pt, t.pad_left = pl, t.oh = oh, t.ow = ow;
+  t.n = n, t.h = h, t.w = w, t.pad_top = pt, t.pad_left = pl, t.oh = oh, t.ow = ow, t.m = m;
   return t;
 }
+
+/// The two Winograd tile sizes, and f32's tolerance against f64 loops for each: F(4x4)'s
+/// transforms scale inputs by up to 8 before the products, so it rounds ~10x more.
+struct WinogradVariant {
+  ConvAlgorithm algorithm;
+  double f32_tolerance;
+};
+constexpr WinogradVariant kWinogradVariants[] = {{ConvAlgorithm::Winograd2x2, 2e-6},
+                                                 {ConvAlgorithm::Winograd4x4, 1e-5}};
 
 template <class Op>
 Tensor run_op(const Op& op, const Tensor& x) {
@@ -73,13 +83,17 @@ Tensor run_op(const Op& op, const Tensor& x) {
 
 TEST_CASE("winograd conv2d matches direct loops: odd and even sizes, padding 0-2, wide rows, f64 and f32") {
   manual_seed(61);
-  AlgorithmGuard winograd(ConvAlgorithm::Winograd);
   struct Case {
     int64_t n, c, o, h, w, pad;
   };
-  // 300 columns = 150 tiles: more than one block of tiles per row (src/ops/winograd.cpp).
+  // 300 columns = 150 2x2 tiles: more than one block of tiles per row (kernels_cpu/winograd.cpp);
+  // 28 x 28 in 4x4 tiles: 49 tiles, 20 x 20: 100 (two blocks of kernels_cpu/winograd4.cpp).
+  for (const WinogradVariant& variant : kWinogradVariants)
   for (Case k : {Case{2, 3, 4, 7, 6, 1}, Case{1, 2, 5, 5, 9, 0}, Case{3, 4, 2, 6, 6, 2}, Case{1, 1, 1, 3, 3, 0},
-                 Case{1, 3, 2, 4, 300, 1}, Case{2, 16, 8, 14, 14, 1}, Case{1, 2, 3, 1, 1, 1}}) {
+                 Case{1, 3, 2, 4, 300, 1}, Case{2, 16, 8, 14, 14, 1}, Case{1, 2, 3, 1, 1, 1}, Case{1, 2, 2, 28, 28, 1},
+                 Case{1, 2, 2, 21, 19, 2}}) {
+    AlgorithmGuard winograd(variant.algorithm);
+    CAPTURE(variant.algorithm);
     CAPTURE(k.n);
     CAPTURE(k.c);
     CAPTURE(k.o);
@@ -90,8 +104,10 @@ TEST_CASE("winograd conv2d matches direct loops: odd and even sizes, padding 0-2
            b = randn({k.o}, DType::F64);
     Tensor want = reference_conv(x, w, b, k.pad, k.pad, k.pad, k.pad);
     CHECK(rel_diff(nn::F::conv2d(x, w, b, {1}, {k.pad}), want) < 1e-13);
-    CHECK(rel_diff(nn::F::conv2d(x.to(DType::F32), w.to(DType::F32), b.to(DType::F32), {1}, {k.pad}), want) < 2e-6);
+    CHECK(rel_diff(nn::F::conv2d(x.to(DType::F32), w.to(DType::F32), b.to(DType::F32), {1}, {k.pad}), want) <
+          variant.f32_tolerance);
   }
+  AlgorithmGuard winograd(ConvAlgorithm::Winograd);
   // Unbatched, no bias, a different padding per dim; the Conv2d module with padding='same'.
   Tensor x = randn({3, 5, 8}, DType::F64), w = randn({4, 3, 3, 3}, DType::F64);
   CHECK(rel_diff(nn::F::conv2d(x, w, {}, {1}, {2, 0}), reference_conv(x.unsqueeze(0), w, {}, 2, 2, 0, 0).squeeze(0)) <
@@ -103,17 +119,21 @@ TEST_CASE("winograd conv2d matches direct loops: odd and even sizes, padding 0-2
 
 TEST_CASE("winograd transforms: each op's adjoint satisfies <A x, y> = <x, A^T y>") {
   manual_seed(62);
-  // 300 columns: 150 tiles per row, more than one block (kernels_cpu/winograd.cpp).
+  // 300 columns: 150 tiles per row, more than one block (kernels_cpu/winograd.cpp); 4x4 tiles
+  // over 40 x 40 outputs: 100 tiles, two blocks (winograd4.cpp).
   for (auto t : {tiles_of(2, 5, 7, 1, 1, 5, 7), tiles_of(1, 6, 4, 0, 2, 4, 6), tiles_of(1, 3, 140, 1, 1, 3, 140),
-                 tiles_of(1, 4, 300, 1, 1, 4, 300), tiles_of(1, 5, 301, 0, 2, 3, 303)}) {
+                 tiles_of(1, 4, 300, 1, 1, 4, 300), tiles_of(1, 5, 301, 0, 2, 3, 303), tiles_of(2, 5, 7, 1, 1, 5, 7, 4),
+                 tiles_of(1, 6, 4, 0, 2, 4, 6, 4), tiles_of(1, 9, 10, 1, 0, 9, 8, 4), tiles_of(1, 40, 40, 1, 1, 40, 40, 4),
+                 tiles_of(1, 5, 301, 0, 2, 3, 303, 4)}) {
+    CAPTURE(t.m);
     CAPTURE(t.h);
     CAPTURE(t.w);
     CAPTURE(t.pad_top);
     CAPTURE(t.pad_left);
-    Tensor x = randn({t.n, 3, t.h, t.w}, DType::F64), v = randn({16, 3, t.tiles()}, DType::F64);
+    Tensor x = randn({t.n, 3, t.h, t.w}, DType::F64), v = randn({t.positions(), 3, t.tiles()}, DType::F64);
     const double lhs = dot(run_op(ops::WinogradInput{t}, x), v), rhs = dot(x, run_op(ops::WinogradInputAdjoint{t}, v));
     CHECK(std::abs(lhs - rhs) < 1e-10 * (1 + std::abs(lhs)));
-    Tensor m = randn({16, 2, t.tiles()}, DType::F64), y = randn({t.n, 2, t.oh, t.ow}, DType::F64);
+    Tensor m = randn({t.positions(), 2, t.tiles()}, DType::F64), y = randn({t.n, 2, t.oh, t.ow}, DType::F64);
     const double l2 = dot(run_op(ops::WinogradOutput{t}, m), y), r2 = dot(m, run_op(ops::WinogradOutputAdjoint{t}, y));
     CHECK(std::abs(l2 - r2) < 1e-10 * (1 + std::abs(l2)));
   }
@@ -121,9 +141,11 @@ TEST_CASE("winograd transforms: each op's adjoint satisfies <A x, y> = <x, A^T y
 
 TEST_CASE("gradcheck and gradgradcheck through winograd conv2d") {
   manual_seed(63);
-  AlgorithmGuard winograd(ConvAlgorithm::Winograd);
   auto r64 = [](Shape s) { return randn(s, DType::F64).requires_grad_(); };
+  for (const WinogradVariant& variant : kWinogradVariants)
   for (int64_t pad : {0, 1, 2}) {
+    AlgorithmGuard winograd(variant.algorithm);
+    CAPTURE(variant.algorithm);
     CAPTURE(pad);
     std::string why;
     auto f = [pad](const std::vector<Tensor>& in) { return nn::F::conv2d(in[0], in[1], in[2], {1}, {pad}); };
@@ -143,7 +165,7 @@ TEST_CASE("ConvAlgorithm: Auto takes winograd for 3x3 stride-1 convolutions with
   auto same_bits = [](const Tensor& a, const Tensor& b) { return a.eq(b).all().item<bool>(); };
   Tensor x = randn({2, 8, 10, 10}), w = randn({8, 8, 3, 3});
   Tensor winograd = conv_with(ConvAlgorithm::Winograd, x, w), im2col = conv_with(ConvAlgorithm::Im2col, x, w);
-  CHECK(rel_diff(winograd, im2col) < 2e-6);
+  CHECK(rel_diff(winograd, im2col) < 1e-5);
   CHECK_FALSE(same_bits(winograd, im2col));  // the two roundings differ, so the checks below can tell them apart
   CHECK(same_bits(conv_with(ConvAlgorithm::Auto, x, w), winograd));
   // Fewer than 8 input channels: im2col.
@@ -152,6 +174,17 @@ TEST_CASE("ConvAlgorithm: Auto takes winograd for 3x3 stride-1 convolutions with
   CHECK_FALSE(same_bits(conv_with(ConvAlgorithm::Winograd, x4, w4), conv_with(ConvAlgorithm::Im2col, x4, w4)));
   // Stride 2 is not Winograd's, whatever the setting.
   CHECK(same_bits(conv_with(ConvAlgorithm::Winograd, x, w, {2}), conv_with(ConvAlgorithm::Im2col, x, w, {2})));
+  // The tile size: 10 x 10 outputs multiply less in 4x4 tiles (9 x 36 against 25 x 16); 5 x 5
+  // is a tie (4 x 36 = 9 x 16), which goes to 2x2.
+  const Tensor f4 = conv_with(ConvAlgorithm::Winograd4x4, x, w), f2 = conv_with(ConvAlgorithm::Winograd2x2, x, w);
+  CHECK_FALSE(same_bits(f4, f2));
+  CHECK(same_bits(winograd, f4));
+  Tensor x5 = randn({2, 8, 5, 5});
+  CHECK(same_bits(conv_with(ConvAlgorithm::Winograd, x5, w), conv_with(ConvAlgorithm::Winograd2x2, x5, w)));
+  CHECK_FALSE(same_bits(conv_with(ConvAlgorithm::Winograd4x4, x5, w), conv_with(ConvAlgorithm::Winograd2x2, x5, w)));
+  // More than 128 x 128 channels: 2x2 (F(4x4)'s transformed weights outgrow the cache).
+  Tensor xw = randn({1, 136, 10, 10}), ww = randn({136, 136, 3, 3}) * 0.05;
+  CHECK(same_bits(conv_with(ConvAlgorithm::Winograd, xw, ww), conv_with(ConvAlgorithm::Winograd2x2, xw, ww)));
 }
 
 TEST_CASE("winograd transforms reject inputs that do not fit their tiling") {
@@ -170,6 +203,10 @@ TEST_CASE("winograd transforms reject inputs that do not fit their tiling") {
                        doctest::Contains("[winograd_input] supports f32 and f64, got i32"), Error);
   CHECK_THROWS_WITH_AS(run_op(ops::WinogradInput{tiles_of(1, 5, 5, -1, 0, 5, 5)}, randn({1, 3, 5, 5})),
                        doctest::Contains("[winograd_input] invalid tiling"), Error);
+  CHECK_THROWS_WITH_AS(run_op(ops::WinogradInput{tiles_of(1, 5, 5, 1, 1, 5, 5, 3)}, randn({1, 3, 5, 5})),
+                       doctest::Contains("tiles 3x3 (2x2 or 4x4)"), Error);
+  CHECK_THROWS_WITH_AS(run_op(ops::WinogradOutput{tiles_of(2, 5, 7, 1, 1, 5, 7, 4)}, randn({16, 3, 4})),
+                       doctest::Contains("[winograd_output] expects transformed tiles of shape (36, C, 8)"), Error);
   auto conv = [&](const Tensor& x, const Tensor& u) {
     return Tensor::wrap(dispatch<DefaultPolicy>(ops::WinogradConv{t}, x.impl(), u.impl()));
   };
@@ -189,8 +226,10 @@ TEST_CASE("winograd transforms reject inputs that do not fit their tiling") {
 
 TEST_CASE("winograd conv2d backward in chunks of samples: gradients as im2col's, the same for any thread count") {
   manual_seed(65);
-  // 14 x 14 outputs = 49 tiles per sample: chunks of 5 samples (src/ops/winograd.cpp), so a
-  // batch of 13 runs as 5 + 5 + 3, spread over the threads.
+  // 14 x 14 outputs = 49 2x2 tiles per sample: chunks of 5 samples (src/ops/winograd.cpp), so
+  // a batch of 13 runs as 5 + 5 + 3, spread over the threads; 16 4x4 tiles: chunks of 4.
+  for (const WinogradVariant& variant : kWinogradVariants) {
+  CAPTURE(variant.algorithm);
   Tensor x = randn({13, 8, 14, 14}, DType::F64), w = randn({16, 8, 3, 3}, DType::F64), gy = randn({13, 16, 14, 14}, DType::F64);
   auto grads = [&](ConvAlgorithm a, int threads) {
     AlgorithmGuard guard(a);
@@ -202,8 +241,8 @@ TEST_CASE("winograd conv2d backward in chunks of samples: gradients as im2col's,
     set_num_threads(saved);
     return std::vector<Tensor>{y.detach(), xg.grad(), wg.grad()};
   };
-  const auto want = grads(ConvAlgorithm::Im2col, 1), one = grads(ConvAlgorithm::Winograd, 1),
-             three = grads(ConvAlgorithm::Winograd, 3);
+  const auto want = grads(ConvAlgorithm::Im2col, 1), one = grads(variant.algorithm, 1),
+             three = grads(variant.algorithm, 3);
   for (size_t i = 0; i < 3; ++i) {
     CAPTURE(i);
     CHECK(rel_diff(one[i], want[i]) < 1e-13);
@@ -224,19 +263,20 @@ TEST_CASE("winograd conv2d backward in chunks of samples: gradients as im2col's,
       set_num_threads(saved);
       return std::vector<Tensor>{xg.grad(), wg.grad()};
     };
-    const auto want2 = grads2(ConvAlgorithm::Im2col, 1), one2 = grads2(ConvAlgorithm::Winograd, 1),
-               three2 = grads2(ConvAlgorithm::Winograd, 3);
+    const auto want2 = grads2(ConvAlgorithm::Im2col, 1), one2 = grads2(variant.algorithm, 1),
+               three2 = grads2(variant.algorithm, 3);
     for (size_t i = 0; i < 2; ++i) {
       CHECK(rel_diff(one2[i], want2[i]) < 1e-13);
       CHECK(one2[i].eq(three2[i]).all().item<bool>());
     }
   }
   // f32 through the AVX GEMM: the same checks at f32's precision.
-  AlgorithmGuard guard(ConvAlgorithm::Winograd);
+  AlgorithmGuard guard(variant.algorithm);
   Tensor xf = x.to(DType::F32).requires_grad_(), wf = w.to(DType::F32).requires_grad_();
   nn::F::conv2d(xf, wf, {}, {1}, {1}).backward(gy.to(DType::F32));
-  CHECK(rel_diff(xf.grad(), want[1]) < 2e-6);
-  CHECK(rel_diff(wf.grad(), want[2]) < 2e-6);
+  CHECK(rel_diff(xf.grad(), want[1]) < variant.f32_tolerance);
+  CHECK(rel_diff(wf.grad(), want[2]) < variant.f32_tolerance);
+  }
 }
 
 TEST_CASE("direct conv2d matches direct loops: kernel sizes, 1 and 3 channels, padding, narrow rows, f64 and f32") {

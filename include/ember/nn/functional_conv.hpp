@@ -1,10 +1,10 @@
 #pragma once
 /// nn::functional for convolution, pooling, normalisation over channels and resampling.
 /// Convolution = im2col + one batched GEMM per group, or for stride-1 convolutions Winograd
-/// F(2x2, 3x3) (ops/winograd_ops.hpp) or the direct kernels (ops/direct_conv_ops.hpp); see
-/// set_conv_algorithm. Average pooling = im2col + a sum over
-/// the window; max pooling = a direct kernel; transposed convolution =
-/// GEMM + col2im (ops/conv_ops.hpp). Sizes follow PyTorch.
+/// F(2x2, 3x3) or F(4x4, 3x3) (ops/winograd_ops.hpp) or the direct kernels
+/// (ops/direct_conv_ops.hpp); see set_conv_algorithm. Average pooling = im2col + a sum over
+/// the window; max pooling = a direct kernel; transposed convolution = GEMM + col2im
+/// (ops/conv_ops.hpp). Sizes follow PyTorch.
 
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/core/factories.hpp>
@@ -69,14 +69,29 @@ BasicTensor<P> batched(const BasicTensor<P>& x, int nd, const char* op, bool& un
   return unbatched ? x.unsqueeze(0) : x;
 }
 
-/// The Winograd tiling of a 3x3, stride-1 convolution of the (N, C, H, W) input xb.
+/// The Winograd tiling of a 3x3, stride-1 convolution of the (N, C, H, W) input xb, with
+/// m x m output tiles.
 template <class P>
-ops::WinogradTiles winograd_tiles(const BasicTensor<P>& xb, const ops::ConvGeometry& g) {
+ops::WinogradTiles winograd_tiles(const BasicTensor<P>& xb, const ops::ConvGeometry& g, int64_t m) {
   ops::WinogradTiles t;
   t.n = xb.size(0), t.h = xb.size(2), t.w = xb.size(3);
   t.pad_top = g.pad_before[0], t.pad_left = g.pad_before[1];
   t.oh = g.out_size(0, t.h), t.ow = g.out_size(1, t.w);
+  t.m = m;
   return t;
+}
+
+/// The Winograd tile size for `Winograd` and `Auto`: 4x4 where its GEMMs multiply less than
+/// 2x2's (tiles x positions: from 7x7 outputs on; 2x2 on a tie, as it rounds less) and the
+/// layer has at most 128 x 128 channels. Wider layers stay on 2x2: F(4x4)'s 36 transformed
+/// weights and its chunks' tiles no longer fit in cache there (forward + backward, 1 thread,
+/// ms, 4x4 / 2x2: 64 -> 64 channels at 14x14 x 64 10.8 / 14.6, 128 at 28x28 x 8 28.3 / 35.2,
+/// 256 at 14x14 x 8 49.7 / 42.1, 512 at 28x28 x 2 256 / 147).
+template <class P>
+int64_t winograd_tile_size(const BasicTensor<P>& xb, const BasicTensor<P>& w, const ops::ConvGeometry& g) {
+  const ops::WinogradTiles t2 = winograd_tiles(xb, g, 2), t4 = winograd_tiles(xb, g, 4);
+  const bool fewer = t4.tiles_per_sample() * t4.positions() < t2.tiles_per_sample() * t2.positions();
+  return fewer && xb.size(1) * w.size(0) <= 128 * 128 ? 4 : 2;
 }
 
 /// Which algorithm a convolution runs with (see ConvAlgorithm).
@@ -90,14 +105,15 @@ ConvAlgorithm conv_algorithm_for(const BasicTensor<P>& x, const BasicTensor<P>& 
   for (int d = 0; d < 2; ++d)
     if (g.stride[d] != 1 || g.dilation[d] != 1 || g.out_size(d, x.size(2 + d)) < 1) return ConvAlgorithm::Im2col;
   const bool winograd = g.kernel[0] == 3 && g.kernel[1] == 3, direct = w.numel() / w.size(0) <= 32;
-  if (a == ConvAlgorithm::Winograd) return winograd ? a : ConvAlgorithm::Im2col;
+  if (a == ConvAlgorithm::Winograd || a == ConvAlgorithm::Winograd2x2 || a == ConvAlgorithm::Winograd4x4)
+    return winograd ? a : ConvAlgorithm::Im2col;
   if (a == ConvAlgorithm::Direct) return direct ? a : ConvAlgorithm::Im2col;
   // Winograd under Auto: >= 8 channels each way, except very wide layers on tiny images
   // (512 channels at 7 x 7 or 8 x 8: 16 tiles per sample, and the 16 MB transformed weight
   // re-read per chunk of samples made it 1.0-1.3x slower than im2col; at 14 x 14 and above it
   // is 1.3-1.5x faster; /tmp benchmark in the commit).
   if (winograd && x.size(1) >= 8 && w.size(0) >= 8 &&
-      (x.size(1) * w.size(0) < 512 * 512 || winograd_tiles(x, g).tiles_per_sample() >= 32))
+      (x.size(1) * w.size(0) < 512 * 512 || winograd_tiles(x, g, 2).tiles_per_sample() >= 32))
     return ConvAlgorithm::Winograd;
   // Auto: direct for kernels larger than 1x1 only (measured on first layers; a 1x1
   // convolution's im2col is a plain copy and its GEMM is not starved the same way).
@@ -117,28 +133,39 @@ BasicTensor<P> conv2d_direct(const BasicTensor<P>& xb, const BasicTensor<P>& w, 
       dispatch<P>(ops::DirectConv{d}, xb.impl(), w.impl(), b.defined() ? &b.impl() : nullptr));
 }
 
-/// kron(G, G) as a (16, 9) matrix: row 4i + j, column 3r + s holds G[i][r] * G[j][s], so that
-/// (O * C, 9) weights @ its transpose are the (O * C, 16) transformed weights G g G^T.
+/// kron(G, G) as a (P, 9) matrix for m x m tiles (P = (m + 2)^2 positions, G is (m + 2) x 3):
+/// row (m + 2) i + j, column 3r + s holds G[i][r] * G[j][s], so that (O * C, 9) weights @ its
+/// transpose are the (O * C, P) transformed weights G g G^T.
 template <class P>
-BasicTensor<P> winograd_weight_matrix(DType dtype) {
-  static constexpr double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-  BasicTensor<P> k = empty<P>({16, 9}, TensorOptions(DType::F64));
+BasicTensor<P> winograd_weight_matrix(DType dtype, int64_t m) {
+  static constexpr double G2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  static constexpr double G4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                      {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                      {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+  const int64_t s = m + 2;
+  auto G = [&](int64_t i, int64_t r) { return m == 4 ? G4[i][r] : G2[i][r]; };
+  BasicTensor<P> k = empty<P>({s * s, 9}, TensorOptions(DType::F64));
   double* d = k.template data_ptr<double>();
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j)
-      for (int r = 0; r < 3; ++r)
-        for (int c = 0; c < 3; ++c) d[(4 * i + j) * 9 + 3 * r + c] = G[i][r] * G[j][c];
+  for (int64_t i = 0; i < s; ++i)
+    for (int64_t j = 0; j < s; ++j)
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t c = 0; c < 3; ++c) d[(s * i + j) * 9 + 3 * r + c] = G(i, r) * G(j, c);
   return k.to(dtype);
 }
 
-/// 3x3, stride-1 convolution as Winograd F(2x2, 3x3): (N, O, OH, OW) from the (N, C, H, W)
-/// input xb. The weight transform is a matmul and the rest one fused op with its own backward
-/// (and a differentiable recorded form), so autograd runs the backward as Winograd too.
+/// 3x3, stride-1 convolution as Winograd F(m x m, 3x3) (m = 2 or 4): (N, O, OH, OW)
+/// from the (N, C, H, W) input xb. The weight transform is a matmul and the rest one fused op
+/// with its own backward (and a differentiable recorded form), so autograd runs the backward
+/// as Winograd too.
 template <class P>
-BasicTensor<P> conv2d_winograd(const BasicTensor<P>& xb, const BasicTensor<P>& w, const ops::ConvGeometry& g) {
+BasicTensor<P> conv2d_winograd(const BasicTensor<P>& xb, const BasicTensor<P>& w, const ops::ConvGeometry& g,
+                               int64_t m) {
   const int64_t o = w.size(0), c = w.size(1);
-  const ops::WinogradTiles t = winograd_tiles(xb, g);
-  BasicTensor<P> u = w.reshape({o * c, 9}).mm(winograd_weight_matrix<P>(w.dtype()).t()).t().reshape({16, o, c});
+  const ops::WinogradTiles t = winograd_tiles(xb, g, m);
+  BasicTensor<P> u = w.reshape({o * c, 9})
+                         .mm(winograd_weight_matrix<P>(w.dtype(), t.m).t())
+                         .t()
+                         .reshape({t.positions(), o, c});
   return BasicTensor<P>::wrap(dispatch<P>(ops::WinogradConv{t}, xb.impl(), u.impl()));
 }
 
@@ -166,7 +193,10 @@ BasicTensor<P> conv_nd(const BasicTensor<P>& x, const BasicTensor<P>& w, const B
     if (algorithm == ConvAlgorithm::Direct) {
       out = conv2d_direct(xb, w, b, g);
     } else {
-      out = conv2d_winograd(xb, w, g);
+      out = conv2d_winograd(xb, w, g,
+                            algorithm == ConvAlgorithm::Winograd2x2   ? 2
+                            : algorithm == ConvAlgorithm::Winograd4x4 ? 4
+                                                                      : winograd_tile_size(xb, w, g));
       if (b.defined()) out = out + b.reshape({1, o, 1, 1});
     }
     return unbatched ? out.squeeze(0) : out;

@@ -1,22 +1,25 @@
 #pragma once
-/// Winograd F(2x2, 3x3): 2-D convolution with a 3x3 kernel and stride 1 in 2.25x fewer
-/// multiplications than im2col + GEMM (Lavin & Gray, "Fast Algorithms for Convolutional
-/// Neural Networks", 2015). The output is cut into 2x2 tiles; each reads a 4x4 input patch d.
-/// With the fixed matrices B, G, A of the algorithm, a tile of output channel o is
-///   Y = A^T [ sum_c (G g_oc G^T) * (B^T d_c B) ] A        (* elementwise, 4x4)
-/// so, per position xi of the 4x4 transform, the channel sum is one matrix product:
+/// Winograd F(m x m, 3x3), m = 2 or 4: 2-D convolution with a 3x3 kernel and stride 1 in 2.25x
+/// (m = 2) or 4x (m = 4) fewer multiplications than im2col + GEMM (Lavin & Gray, "Fast
+/// Algorithms for Convolutional Neural Networks", 2015). The output is cut into m x m tiles;
+/// each reads an (m + 2) x (m + 2) input patch d. With the fixed matrices B, G, A of the
+/// algorithm, a tile of output channel o is
+///   Y = A^T [ sum_c (G g_oc G^T) * (B^T d_c B) ] A        (* elementwise, (m + 2)^2 positions)
+/// so, per position xi of the transform, the channel sum is one matrix product:
 ///   M[xi] (O, T) = U[xi] (O, C) @ V[xi] (C, T)   with T = the number of tiles.
-/// Convolution is then four linear steps, each differentiable by existing means:
-///   V = WinogradInput(x)      (N, C, H, W) -> (16, C, T)
+/// Convolution is then four linear steps, each differentiable by existing means (P = the
+/// t.positions() of the tiling: 16 or 36):
+///   V = WinogradInput(x)      (N, C, H, W) -> (P, C, T)
 ///   U = weight @ kron(G, G)^T  (a plain matmul, see functional_conv.hpp)
-///   M = U @ V                 (batched GEMM over the 16 positions)
-///   y = WinogradOutput(M)     (16, O, T) -> (N, O, OH, OW)
+///   M = U @ V                 (batched GEMM over the P positions)
+///   y = WinogradOutput(M)     (P, O, T) -> (N, O, OH, OW)
 /// The input and output steps are linear maps whose adjoints are the ops below; each op's
 /// derivative is its adjoint, so convolution stays differentiable to any order, and the
-/// backward pass is Winograd too (the weight's gradient is 16 GEMMs over the tiles, the
-/// input's the adjoint of the input transform after 16 GEMMs).
-/// Kernels: kernels_cpu/winograd.cpp (the transforms, per instruction set); src/ops/winograd.cpp
-/// (checks, chunks of samples for the fused op, parallel over channels for the others).
+/// backward pass is Winograd too (the weight's gradient is P GEMMs over the tiles, the
+/// input's the adjoint of the input transform after P GEMMs).
+/// Kernels: kernels_cpu/winograd.cpp and winograd4.cpp (the transforms, per instruction set);
+/// src/ops/winograd.cpp (checks, chunks of samples for the fused op, parallel over channels
+/// for the others).
 
 #include <ember/ops/index_ops.hpp>
 #include <ember/ops/winograd_tiles.hpp>
@@ -25,7 +28,7 @@
 
 namespace ember::ops {
 
-/// (N, C, H, W) -> (16, C, T): B^T d B of every tile's 4x4 input patch (padding reads 0).
+/// (N, C, H, W) -> (P, C, T): B^T d B of every tile's input patch (padding reads 0).
 struct WinogradInput {
   WinogradTiles t;
   const char* name() const { return "winograd_input"; }
@@ -33,7 +36,7 @@ struct WinogradInput {
   TensorRef run(const TensorImpl& x) const;
 };
 
-/// (16, C, T) -> (N, C, H, W): the adjoint of WinogradInput (B v B^T of every tile, added
+/// (P, C, T) -> (N, C, H, W): the adjoint of WinogradInput (B v B^T of every tile, added
 /// where patches overlap; what lands on padding is dropped).
 struct WinogradInputAdjoint {
   WinogradTiles t;
@@ -42,7 +45,7 @@ struct WinogradInputAdjoint {
   TensorRef run(const TensorImpl& v) const;
 };
 
-/// (16, O, T) -> (N, O, OH, OW): A^T m A of every tile (the part of a tile past the output's
+/// (P, O, T) -> (N, O, OH, OW): A^T m A of every tile (the part of a tile past the output's
 /// edge is dropped).
 struct WinogradOutput {
   WinogradTiles t;
@@ -51,7 +54,7 @@ struct WinogradOutput {
   TensorRef run(const TensorImpl& m) const;
 };
 
-/// (N, O, OH, OW) -> (16, O, T): the adjoint of WinogradOutput (A y A^T of every tile).
+/// (N, O, OH, OW) -> (P, O, T): the adjoint of WinogradOutput (A y A^T of every tile).
 struct WinogradOutputAdjoint {
   WinogradTiles t;
   const char* name() const { return "winograd_output_adjoint"; }
@@ -59,9 +62,9 @@ struct WinogradOutputAdjoint {
   TensorRef run(const TensorImpl& y) const;
 };
 
-/// The whole convolution in one pass: x (N, C, H, W) and transformed weights u (16, O, C) ->
+/// The whole convolution in one pass: x (N, C, H, W) and transformed weights u (P, O, C) ->
 /// y (N, O, OH, OW) = WinogradOutput(u @ WinogradInput(x)). It works on a few samples at a
-/// time, so that their transformed tiles (16 x (C + O) values per tile) stay in cache between
+/// time, so that their transformed tiles (P x (C + O) values per tile) stay in cache between
 /// the transforms and the GEMMs instead of going through memory as whole tensors.
 struct WinogradConv {
   WinogradTiles t;
