@@ -203,8 +203,12 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   const T* ap = static_cast<const T*>(a.data());
   const T* bp = static_cast<const T*>(b.data());
   int64_t ldc = out.strides[d];
-  if (k == 0) {  // empty inner dim: out = beta * out
-    for (int64_t i = 0; i < batch * m * n; ++i) cp[i] = beta == T(0) ? T(0) : cp[i] * beta;
+  if (k == 0) {  // empty inner dim: out = beta * out, through out's strides (a view may have gaps)
+    for (int64_t bi = 0; bi < batch; ++bi)
+      for (int64_t i = 0; i < m; ++i) {
+        T* row = cp + bi * sc0 + i * ldc;
+        for (int64_t j = 0; j < n; ++j) row[j] = beta == T(0) ? T(0) : row[j] * beta;
+      }
     return;
   }
   auto with_layout = [&](const T* p, int64_t rows, int64_t cols, int64_t sr, int64_t sc, auto&& f) {

@@ -86,13 +86,15 @@ void split_row(const WinogradTiles& g, const T* x, int64_t r, int64_t col0, int6
     }
   };
   for (int64_t l = 0; l < lo; ++l) edge(l);
-  const T* in = row + (col0 + 2 * lo);
-  T *q0 = q[0] + lo, *q1 = q[1] + lo, *q2 = q[2] + lo, *q3 = q[3] + lo;
-  for (int64_t l = 0; l < hi - lo; ++l) {
-    q0[l] = in[2 * l];
-    q1[l] = in[2 * l + 1];
-    q2[l] = in[2 * l + 2];
-    q3[l] = in[2 * l + 3];
+  if (hi > lo) {  // (only then is col0 + 2 lo a column of the row)
+    const T* in = row + (col0 + 2 * lo);
+    T *q0 = q[0] + lo, *q1 = q[1] + lo, *q2 = q[2] + lo, *q3 = q[3] + lo;
+    for (int64_t l = 0; l < hi - lo; ++l) {
+      q0[l] = in[2 * l];
+      q1[l] = in[2 * l + 1];
+      q2[l] = in[2 * l + 2];
+      q3[l] = in[2 * l + 3];
+    }
   }
   for (int64_t l = hi; l < bw; ++l) edge(l);
 }

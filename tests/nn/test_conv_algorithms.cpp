@@ -87,11 +87,12 @@ TEST_CASE("winograd conv2d matches direct loops: odd and even sizes, padding 0-2
     int64_t n, c, o, h, w, pad;
   };
   // 300 columns = 150 2x2 tiles: more than one block of tiles per row (kernels_cpu/winograd.cpp);
-  // 28 x 28 in 4x4 tiles: 49 tiles, 20 x 20: 100 (two blocks of kernels_cpu/winograd4.cpp).
+  // in 4x4 tiles 28 x 28 is 49 tiles, 40 x 40 100 (two blocks of kernels_cpu/winograd4.cpp,
+  // the second starting inside a tile row).
   for (const WinogradVariant& variant : kWinogradVariants)
   for (Case k : {Case{2, 3, 4, 7, 6, 1}, Case{1, 2, 5, 5, 9, 0}, Case{3, 4, 2, 6, 6, 2}, Case{1, 1, 1, 3, 3, 0},
                  Case{1, 3, 2, 4, 300, 1}, Case{2, 16, 8, 14, 14, 1}, Case{1, 2, 3, 1, 1, 1}, Case{1, 2, 2, 28, 28, 1},
-                 Case{1, 2, 2, 21, 19, 2}}) {
+                 Case{1, 2, 2, 21, 19, 2}, Case{1, 2, 2, 40, 40, 1}}) {
     AlgorithmGuard winograd(variant.algorithm);
     CAPTURE(variant.algorithm);
     CAPTURE(k.n);
@@ -222,6 +223,21 @@ TEST_CASE("winograd transforms reject inputs that do not fit their tiling") {
   };
   CHECK_THROWS_WITH_AS(back(randn({2, 4, 5, 6})),
                        doctest::Contains("[winograd_conv_backward] expects a gradient of shape (2, 4, 5, 7)"), Error);
+}
+
+TEST_CASE("winograd ops over zero input or output channels give zeros (padded chunk buffers)") {
+  for (int64_t m : {2, 4}) {
+    CAPTURE(m);
+    auto t = tiles_of(2, 9, 9, 1, 1, 9, 9, m);
+    Tensor y = Tensor::wrap(
+        dispatch<DefaultPolicy>(ops::WinogradConv{t}, randn({2, 0, 9, 9}).impl(), randn({t.positions(), 3, 0}).impl()));
+    CHECK(y.sizes() == Shape{2, 3, 9, 9});
+    CHECK(y.eq(0).all().item<bool>());
+    auto g = dispatch<DefaultPolicy>(ops::WinogradConvBackward{t}, randn({2, 0, 9, 9}).impl(), randn({2, 3, 9, 9}).impl(),
+                                     randn({t.positions(), 0, 3}).impl());
+    CHECK(Tensor::wrap(g.dx).eq(0).all().item<bool>());
+    CHECK(Tensor::wrap(g.du).numel() == 0);
+  }
 }
 
 TEST_CASE("winograd conv2d backward in chunks of samples: gradients as im2col's, the same for any thread count") {
@@ -358,10 +374,11 @@ TEST_CASE("direct conv2d backward in chunks of samples: gradients as im2col's, t
   nn::F::conv2d(x.to(DType::F32), wf, bf, {1}, {1}).backward(gy.to(DType::F32));
   CHECK(rel_diff(wf.grad(), want[2]) < 2e-6);
   CHECK(rel_diff(bf.grad(), want[3]) < 2e-6);
-  // f32 rows narrower than a vector (element by element) and ending in a partial vector (its
-  // lanes already counted are masked), with an infinite input: the taps that read it get an
+  // f32 rows narrower than a vector (element by element) and ending in a partial vector of one
+  // new lane (9, 17 columns: the masked lanes include output column width - 2, which reads
+  // the input's last column), with an infinite input there: the taps that read it get an
   // infinite gradient, as with im2col, and no masked lane adds a 0 * inf = NaN.
-  for (int64_t width : {5, 13, 21}) {
+  for (int64_t width : {5, 9, 17}) {
     CAPTURE(width);
     Tensor xs = randn({3, 1, 6, width}), ws = randn({5, 1, 3, 3}), gs = randn({3, 5, 6, width});
     xs.index_put_({1, 0, 2, width - 1}, std::numeric_limits<float>::infinity());
@@ -377,6 +394,16 @@ TEST_CASE("direct conv2d backward in chunks of samples: gradients as im2col's, t
     CHECK(want_w.isinf().any().item<bool>());
     CHECK(rel_diff(got.nan_to_num(0, 0, 0), want_w.nan_to_num(0, 0, 0)) < 2e-6);
   }
+  // A last block of one output channel and a last group of one tap (5 channels, 2x2 = 4 taps).
+  Tensor x1 = randn({3, 1, 7, 10}, DType::F64), w1 = randn({5, 1, 2, 2}, DType::F64),
+         gy1 = randn({3, 5, 8, 11}, DType::F64);
+  auto weight_grad1 = [&](ConvAlgorithm a) {
+    AlgorithmGuard g(a);
+    Tensor wc = w1.clone().requires_grad_();
+    nn::F::conv2d(x1, wc, {}, {1}, {1}).backward(gy1);
+    return wc.grad();
+  };
+  CHECK(rel_diff(weight_grad1(ConvAlgorithm::Direct), weight_grad1(ConvAlgorithm::Im2col)) < 1e-13);
 }
 
 TEST_CASE("ConvAlgorithm: Auto takes the direct kernels when an output reads at most 32 inputs") {

@@ -60,8 +60,9 @@ struct Kernels<Cpu> {
   /// Philox-based uniform [lo, hi) or normal(mean, std) fill at counter `offset`.
   static void fill_random(TensorImpl& dst, bool normal, double p0, double p1, uint64_t seed, uint64_t offset);
   /// A Winograd transform (ops/winograd_ops.hpp) between contiguous images (N, C, *) and the
-  /// contiguous tiles of samples [n0, n1), (16, C, (n1 - n0) * tiles per sample), for the
-  /// channels [c0, c1) only; one f32/f64 dtype.
+  /// tiles of samples [n0, n1), (P, C, (n1 - n0) * tiles per sample) with P = t.positions()
+  /// (contiguous rows; positions and channels may be further apart), for the channels
+  /// [c0, c1) only; one f32/f64 dtype.
   static void winograd_transform(ops::WinogradTransform kind, const ops::WinogradTiles& t, int64_t n0, int64_t n1,
                                  int64_t c0, int64_t c1, const TensorImpl& src, TensorImpl& dst);
   /// Direct convolution (ops/direct_conv_ops.hpp) of the samples [n0, n1): their outputs of y,
