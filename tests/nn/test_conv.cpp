@@ -5,6 +5,8 @@
 #include <ember/autograd/gradcheck.hpp>
 #include <ember/nn.hpp>
 
+#include "reference_conv.hpp"
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -29,36 +31,6 @@ void check_grads(const std::string& what, const Fn& f, const std::vector<Tensor>
 }
 
 Tensor r64(Shape s) { return randn(s, DType::F64).requires_grad_(); }
-
-/// Direct 2-d convolution: out[n][o][i][j] = b[o] + sum_{c,u,v} x[n][g*C/G + c][i*s - p + u*d][j*s - p + v*d] w[o][c][u][v].
-Tensor ref_conv2d(const Tensor& x, const Tensor& w, const Tensor& b, int64_t s, int64_t p, int64_t d, int64_t groups) {
-  auto X = x.detach().contiguous(), W = w.detach().contiguous();
-  int64_t n = X.size(0), c = X.size(1), h = X.size(2), wd = X.size(3), o = W.size(0), cg = W.size(1),
-          kh = W.size(2), kw = W.size(3);
-  int64_t oh = (h + 2 * p - d * (kh - 1) - 1) / s + 1, ow = (wd + 2 * p - d * (kw - 1) - 1) / s + 1;
-  Tensor out = zeros({n, o, oh, ow}, DType::F64);
-  auto xa = X.accessor<double, 4>();
-  auto wa = W.accessor<double, 4>();
-  auto oa = out.accessor<double, 4>();
-  int64_t opg = o / groups;
-  for (int64_t ni = 0; ni < n; ++ni)
-    for (int64_t oi = 0; oi < o; ++oi)
-      for (int64_t i = 0; i < oh; ++i)
-        for (int64_t j = 0; j < ow; ++j) {
-          double acc = b.defined() ? b.detach()[oi].item<double>() : 0.0;
-          int64_t g = oi / opg;
-          for (int64_t ci = 0; ci < cg; ++ci)
-            for (int64_t u = 0; u < kh; ++u)
-              for (int64_t v = 0; v < kw; ++v) {
-                int64_t y = i * s - p + u * d, xx = j * s - p + v * d;
-                if (y < 0 || y >= h || xx < 0 || xx >= wd) continue;
-                acc += xa[ni][g * cg + ci][y][xx] * wa[oi][ci][u][v];
-              }
-          oa[ni][oi][i][j] = acc;
-        }
-  (void)c;
-  return out;
-}
 
 Tensor ref_max_pool2d(const Tensor& x, int64_t k, int64_t s, int64_t p, Tensor* indices) {
   auto X = x.detach().contiguous();
@@ -103,7 +75,7 @@ TEST_CASE("conv2d matches direct loops: stride, padding, dilation, groups, bias"
     Tensor x = randn({2, 4, 7, 6}, DType::F64), w = randn({8, 4 / cs.groups, 3, 3}, DType::F64),
            b = randn({8}, DType::F64);
     Tensor got = nn::F::conv2d(x, w, b, {cs.s}, {cs.p}, {cs.d}, cs.groups);
-    CHECK(max_diff(got, ref_conv2d(x, w, b, cs.s, cs.p, cs.d, cs.groups)) < 1e-12);
+    CHECK(max_diff(got, test::ref_conv2d(x, w, b, cs.s, cs.p, cs.p, cs.d, cs.groups)) < 1e-12);
   }
   // Unbatched input, and conv1d / conv3d as 2-d convolutions with a size-1 dim.
   Tensor x = randn({3, 9}, DType::F64), w = randn({2, 3, 4}, DType::F64);

@@ -1,11 +1,14 @@
 // The convolution algorithms besides im2col: Winograd F(2x2, 3x3) and F(4x4, 3x3)
-// (ops/winograd_ops.hpp) and the direct kernels (ops/direct_conv_ops.hpp). Winograd against direct loops in f64 and
-// f32, its transforms against their adjoints, gradcheck/gradgradcheck through it; the direct
-// kernels likewise; and which convolutions ConvAlgorithm::Auto sends where.
+// (ops/winograd_ops.hpp) and the direct kernels (ops/direct_conv_ops.hpp). Winograd against
+// direct loops (reference_conv.hpp) in f64 and f32, its transforms against their adjoints,
+// gradcheck/gradgradcheck through it; the direct kernels likewise; and which convolutions
+// ConvAlgorithm::Auto sends where.
 
 #include <doctest/doctest.h>
 #include <ember/autograd/gradcheck.hpp>
 #include <ember/nn.hpp>
+
+#include "reference_conv.hpp"
 
 #include <limits>
 #include <string>
@@ -21,33 +24,6 @@ struct AlgorithmGuard {
   explicit AlgorithmGuard(ConvAlgorithm a) { set_conv_algorithm(a); }
   ~AlgorithmGuard() { set_conv_algorithm(saved); }
 };
-
-/// Stride-1 convolution by its definition, with padding (top, bottom, left, right), in f64.
-Tensor reference_conv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t pt, int64_t pb, int64_t pl,
-                      int64_t pr) {
-  Tensor X = x.detach().to(DType::F64).contiguous(), W = w.detach().to(DType::F64).contiguous();
-  const int64_t n = X.size(0), c = X.size(1), h = X.size(2), wd = X.size(3), o = W.size(0), kh = W.size(2),
-                kw = W.size(3);
-  const int64_t oh = h + pt + pb - kh + 1, ow = wd + pl + pr - kw + 1;
-  Tensor out = zeros({n, o, oh, ow}, DType::F64);
-  auto xa = X.accessor<double, 4>();
-  auto wa = W.accessor<double, 4>();
-  auto oa = out.accessor<double, 4>();
-  for (int64_t ni = 0; ni < n; ++ni)
-    for (int64_t oi = 0; oi < o; ++oi)
-      for (int64_t i = 0; i < oh; ++i)
-        for (int64_t j = 0; j < ow; ++j) {
-          double acc = b.defined() ? b.detach().to(DType::F64)[oi].item<double>() : 0.0;
-          for (int64_t ci = 0; ci < c; ++ci)
-            for (int64_t u = 0; u < kh; ++u)
-              for (int64_t v = 0; v < kw; ++v) {
-                const int64_t y = i - pt + u, xx = j - pl + v;
-                if (y >= 0 && y < h && xx >= 0 && xx < wd) acc += xa[ni][ci][y][xx] * wa[oi][ci][u][v];
-              }
-          oa[ni][oi][i][j] = acc;
-        }
-  return out;
-}
 
 /// Largest |a - b| relative to 1 + the largest |b|.
 double rel_diff(const Tensor& a, const Tensor& b) {
@@ -103,7 +79,7 @@ TEST_CASE("winograd conv2d matches direct loops: odd and even sizes, padding 0-2
     CAPTURE(k.pad);
     Tensor x = randn({k.n, k.c, k.h, k.w}, DType::F64), w = randn({k.o, k.c, 3, 3}, DType::F64),
            b = randn({k.o}, DType::F64);
-    Tensor want = reference_conv(x, w, b, k.pad, k.pad, k.pad, k.pad);
+    Tensor want = test::ref_conv2d(x, w, b, 1, k.pad, k.pad);
     CHECK(rel_diff(nn::F::conv2d(x, w, b, {1}, {k.pad}), want) < 1e-13);
     CHECK(rel_diff(nn::F::conv2d(x.to(DType::F32), w.to(DType::F32), b.to(DType::F32), {1}, {k.pad}), want) <
           variant.f32_tolerance);
@@ -111,11 +87,11 @@ TEST_CASE("winograd conv2d matches direct loops: odd and even sizes, padding 0-2
   AlgorithmGuard winograd(ConvAlgorithm::Winograd);
   // Unbatched, no bias, a different padding per dim; the Conv2d module with padding='same'.
   Tensor x = randn({3, 5, 8}, DType::F64), w = randn({4, 3, 3, 3}, DType::F64);
-  CHECK(rel_diff(nn::F::conv2d(x, w, {}, {1}, {2, 0}), reference_conv(x.unsqueeze(0), w, {}, 2, 2, 0, 0).squeeze(0)) <
+  CHECK(rel_diff(nn::F::conv2d(x, w, {}, {1}, {2, 0}), test::ref_conv2d(x.unsqueeze(0), w, {}, 1, 2, 0).squeeze(0)) <
         1e-13);
   nn::Conv2d same(nn::Conv2dOptions(3, 4, {3}).padding_str("same"));
   same->to(DType::F64);
-  CHECK(rel_diff(same(x.unsqueeze(0)), reference_conv(x.unsqueeze(0), same->weight, same->bias, 1, 1, 1, 1)) < 1e-13);
+  CHECK(rel_diff(same(x.unsqueeze(0)), test::ref_conv2d(x.unsqueeze(0), same->weight, same->bias, 1, 1, 1)) < 1e-13);
 }
 
 TEST_CASE("winograd transforms: each op's adjoint satisfies <A x, y> = <x, A^T y>") {
@@ -313,7 +289,7 @@ TEST_CASE("direct conv2d matches direct loops: kernel sizes, 1 and 3 channels, p
     CAPTURE(k.kw);
     Tensor x = randn({k.n, k.c, k.h, k.w}, DType::F64), w = randn({k.o, k.c, k.kh, k.kw}, DType::F64),
            b = randn({k.o}, DType::F64);
-    Tensor want = reference_conv(x, w, b, k.ph, k.ph, k.pw, k.pw);
+    Tensor want = test::ref_conv2d(x, w, b, 1, k.ph, k.pw);
     CHECK(rel_diff(nn::F::conv2d(x, w, b, {1}, {k.ph, k.pw}), want) < 1e-13);
     CHECK(rel_diff(nn::F::conv2d(x, w, {}, {1}, {k.ph, k.pw}) + b.reshape({1, k.o, 1, 1}), want) < 1e-13);
     CHECK(rel_diff(nn::F::conv2d(x.to(DType::F32), w.to(DType::F32), b.to(DType::F32), {1}, {k.ph, k.pw}), want) <
