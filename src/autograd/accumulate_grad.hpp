@@ -13,8 +13,13 @@ struct AccumulateGrad final : Node {
   std::vector<TensorRef> apply(std::vector<TensorRef>& grads) override;
   std::string name() const override { return "AccumulateGrad"; }
   TensorRef variable;
-  /// Graphs built on several threads may share a leaf: accumulation is serialised.
-  std::mutex mu;
 };
+
+/// Graphs built on several threads may share a leaf, so accumulation into a leaf's .grad() is
+/// serialised by a lock chosen by the leaf (one of a fixed set), not owned by its
+/// AccumulateGrad: a leaf's accumulator is re-created once no graph holds it, and two
+/// accumulators' own locks ordered nothing between one graph's last write and the next
+/// graph's first read (ThreadSanitizer caught it in test_autograd_function's concurrent test).
+std::mutex& leaf_lock(const TensorImpl& leaf);
 
 }  // namespace ember::autograd

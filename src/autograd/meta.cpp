@@ -6,6 +6,7 @@
 #include "accumulate_grad.hpp"
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 
 namespace ember::autograd {
@@ -102,8 +103,13 @@ TensorRef SavedTensor::unpack(const Node& node) const {
   return t;
 }
 
+std::mutex& leaf_lock(const TensorImpl& leaf) {
+  static std::mutex locks[64];
+  return locks[(reinterpret_cast<uintptr_t>(&leaf) / alignof(TensorImpl)) % 64];
+}
+
 std::vector<TensorRef> AccumulateGrad::apply(std::vector<TensorRef>& grads) {
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(leaf_lock(*variable));
   TensorRef g = std::move(grads[0]);
   AutogradMeta& m = meta_of(*variable);
   for (const GradHook& h : m.leaf_hooks) {
