@@ -64,9 +64,15 @@ void run(const Param& p, const Body& body) {
                           static_cast<T*>(p.buf[0]), static_cast<T*>(p.buf[1]), static_cast<T*>(p.buf[2])}};
   auto range = [&](int64_t begin, int64_t end) {
     FlushDenormalsGuard ftz;  // per thread: each worker has its own control register
+    // Work on local copies of the body (whose captures are by value) and the pointers. The
+    // stores below are xsimd stores, which may alias anything; through the references, every
+    // constant and pointer was reloaded after each store (adam: 18 vs 12 cycles per vector).
+    // Copies whose address never escapes stay in registers.
+    const Body f = body;
+    const Arrays<T> arr_local = arr;
     constexpr int64_t W = B<T>::size;
     int64_t i = begin;
-    for (; i + W <= end; i += W) body(arr, i);
+    for (; i + W <= end; i += W) f(arr_local, i);
     if (i == end) return;
     const int64_t m = end - i;
     alignas(64) T tmp[5][W] = {};
@@ -75,7 +81,7 @@ void run(const Param& p, const Body& body) {
       t.a[k] = arr.a[k] ? tmp[k] : nullptr;
       if (arr.a[k]) std::copy(arr.a[k] + i, arr.a[k] + i + m, tmp[k]);
     }
-    body(t, 0);
+    f(t, 0);
     for (int k = 0; k < 5; ++k)
       if (k != 1 && arr.a[k]) std::copy(tmp[k], tmp[k] + m, arr.a[k] + i);
   };
@@ -99,7 +105,7 @@ void sgd(const SgdArgs& a, const Param* params, const SgdCoef* coef, int64_t n) 
       using V = B<T>;
       const V wd(T(a.weight_decay)), mu(T(a.momentum)), damp(T(1 - a.dampening)), neg_lr(T(-a.lr));
       const bool decay = a.weight_decay != 0, use_mom = a.momentum != 0;
-      run<T>(p, [&](const Arrays<T>& x, int64_t i) {
+      run<T>(p, [=](const Arrays<T>& x, int64_t i) {
         V d = ld(x, 1, i), w = ld(x, 0, i);
         if (a.maximize) d = -d;
         if (decay) d = d + wd * w;
@@ -122,7 +128,7 @@ void adam(const AdamArgs& a, const Param* params, const AdamCoef* coef, int64_t 
       const V b1(T(a.beta1)), c1(T(1 - a.beta1)), b2(T(a.beta2)), c2(T(1 - a.beta2)), wd(T(a.weight_decay)),
           shrink(T(1 - a.lr * a.weight_decay)), eps(T(a.eps)), bc2(T(c.bias2_sqrt)), neg_step(T(-c.step_size));
       const bool l2 = a.weight_decay != 0 && !a.decoupled, decoupled = a.weight_decay != 0 && a.decoupled;
-      run<T>(p, [&](const Arrays<T>& x, int64_t i) {
+      run<T>(p, [=](const Arrays<T>& x, int64_t i) {
         V g = ld(x, 1, i), w = ld(x, 0, i);
         if (a.maximize) g = -g;
         if (l2) g = g + wd * w;
@@ -150,7 +156,7 @@ void adamax(const AdamaxArgs& a, const Param* params, const AdamaxCoef* coef, in
       const V b1(T(a.beta1)), c1(T(1 - a.beta1)), b2(T(a.beta2)), wd(T(a.weight_decay)), eps(T(a.eps)),
           neg_clr(T(-c.clr));
       const bool decay = a.weight_decay != 0;
-      run<T>(p, [&](const Arrays<T>& x, int64_t i) {
+      run<T>(p, [=](const Arrays<T>& x, int64_t i) {
         V g = ld(x, 1, i), w = ld(x, 0, i);
         if (a.maximize) g = -g;
         if (decay) g = g + wd * w;
@@ -173,7 +179,7 @@ void nadam(const NAdamArgs& a, const Param* params, const NAdamCoef* coef, int64
           shrink(T(1 - a.lr * a.weight_decay)), eps(T(a.eps)), bc2(T(c.bias2)), cg(T(c.grad_coef)),
           cm(T(c.avg_coef));
       const bool l2 = a.weight_decay != 0 && !a.decoupled, decoupled = a.weight_decay != 0 && a.decoupled;
-      run<T>(p, [&](const Arrays<T>& x, int64_t i) {
+      run<T>(p, [=](const Arrays<T>& x, int64_t i) {
         V g = ld(x, 1, i), w = ld(x, 0, i);
         if (a.maximize) g = -g;
         if (l2) g = g + wd * w;
@@ -199,7 +205,7 @@ void radam(const RAdamArgs& a, const Param* params, const RAdamCoef* coef, int64
           shrink(T(1 - a.lr * a.weight_decay)), eps(T(a.eps)), bc1(T(c.bias1)), bc2(T(c.bias2_sqrt)), lr(T(a.lr)),
           rect(T(c.rect));
       const bool l2 = a.weight_decay != 0 && !a.decoupled, decoupled = a.weight_decay != 0 && a.decoupled;
-      run<T>(p, [&](const Arrays<T>& x, int64_t i) {
+      run<T>(p, [=](const Arrays<T>& x, int64_t i) {
         V g = ld(x, 1, i), w = ld(x, 0, i);
         if (a.maximize) g = -g;
         if (l2) g = g + wd * w;
@@ -223,7 +229,7 @@ void rmsprop(const RMSpropArgs& a, const Param* params, int64_t n) {
       const V al(T(a.alpha)), c(T(1 - a.alpha)), wd(T(a.weight_decay)), eps(T(a.eps)), mu(T(a.momentum)),
           neg_lr(T(-a.lr)), minus_one(T(-1));
       const bool decay = a.weight_decay != 0, use_mom = a.momentum > 0;
-      run<T>(p, [&](const Arrays<T>& x, int64_t i) {
+      run<T>(p, [=](const Arrays<T>& x, int64_t i) {
         V g = ld(x, 1, i), w = ld(x, 0, i);
         if (a.maximize) g = -g;
         if (decay) g = g + wd * w;
@@ -257,7 +263,7 @@ void adagrad(const AdagradArgs& a, const Param* params, const AdagradCoef* coef,
       using V = B<T>;
       const V wd(T(a.weight_decay)), eps(T(a.eps)), neg_clr(T(-c.clr)), one(T(1));
       const bool decay = a.weight_decay != 0;
-      run<T>(p, [&](const Arrays<T>& x, int64_t i) {
+      run<T>(p, [=](const Arrays<T>& x, int64_t i) {
         V g = ld(x, 1, i), w = ld(x, 0, i);
         if (a.maximize) g = -g;
         if (decay) g = g + wd * w;
@@ -275,7 +281,7 @@ void adadelta(const AdadeltaArgs& a, const Param* params, int64_t n) {
       using V = B<T>;
       const V rho(T(a.rho)), c(T(1 - a.rho)), wd(T(a.weight_decay)), eps(T(a.eps)), neg_lr(T(-a.lr));
       const bool decay = a.weight_decay != 0;
-      run<T>(p, [&](const Arrays<T>& x, int64_t i) {
+      run<T>(p, [=](const Arrays<T>& x, int64_t i) {
         V g = ld(x, 1, i), w = ld(x, 0, i);
         if (a.maximize) g = -g;
         if (decay) g = g + wd * w;
@@ -298,7 +304,7 @@ void lion(const LionArgs& a, const Param* params, int64_t n) {
       const V b1(T(a.beta1)), c1(T(1 - a.beta1)), b2(T(a.beta2)), c2(T(1 - a.beta2)),
           shrink(T(1 - a.lr * a.weight_decay)), neg_lr(T(-a.lr));
       const bool decay = a.weight_decay != 0;
-      run<T>(p, [&](const Arrays<T>& x, int64_t i) {
+      run<T>(p, [=](const Arrays<T>& x, int64_t i) {
         V g = ld(x, 1, i), w = ld(x, 0, i);
         if (a.maximize) g = -g;
         if (decay) w = w * shrink;
