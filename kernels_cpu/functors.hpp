@@ -87,12 +87,19 @@ struct scalar_of<xsimd::batch<T, A>> { using type = T; };
 template <class V>
 using scalar_t = typename scalar_of<V>::type;
 
-/// double -> S, saturating at S's range for integer S (a plain cast is UB out of range).
+/// double -> S: saturating at S's range for integer S, IEEE rounding for float (overflow to
+/// +-inf). A plain cast of an out-of-range value is UB in C++ for both.
 template <class S>
 inline S sat_cast(double v) {
   if constexpr (std::is_integral_v<S>) {
     if (v <= static_cast<double>(std::numeric_limits<S>::lowest())) return std::numeric_limits<S>::lowest();
     if (v >= static_cast<double>(std::numeric_limits<S>::max())) return std::numeric_limits<S>::max();
+  } else if constexpr (std::is_same_v<S, float>) {
+    constexpr double kMax = std::numeric_limits<float>::max();
+    constexpr double kHalfwayToInf = 0x1.ffffffp127;  // ties round to even: to infinity
+    if (v >= kHalfwayToInf || v <= -kHalfwayToInf) return v > 0 ? std::numeric_limits<float>::infinity()
+                                                                 : -std::numeric_limits<float>::infinity();
+    if (v > kMax || v < -kMax) return v > 0 ? std::numeric_limits<float>::max() : std::numeric_limits<float>::lowest();
   }
   return static_cast<S>(v);
 }
@@ -125,9 +132,12 @@ EMBER_UNARY_FN(Abs, true, {
   else if constexpr (is_batch_v<V>) return xsimd::abs(x);
   else return x < S(0) ? S(-x) : x;
 })
-EMBER_UNARY_FN(Sign, false, {
+EMBER_UNARY_FN(Sign, true, {
   if constexpr (std::is_unsigned_v<S>) return x > S(0) ? S(1) : S(0);
-  else if constexpr (std::is_floating_point_v<S>) return x != x ? x : S((x > 0) - (x < 0));
+  else if constexpr (is_batch_v<V>) {
+    const V zero(S(0)), one(S(1));
+    return vm::select(x > zero, one, vm::select(x < zero, -one, vm::select(vm::isnan(x), x, zero)));
+  } else if constexpr (std::is_floating_point_v<S>) return x != x ? x : S((x > 0) - (x < 0));
   else return S((x > 0) - (x < 0));
 })
 EMBER_UNARY_FN(Exp, true, { return vm::exp(x); })
@@ -152,47 +162,94 @@ EMBER_UNARY_FN(Cosh, true, { return vm::cosh(x); })
 EMBER_UNARY_FN(Tanh, true, { return vm::tanh(x); })
 EMBER_UNARY_FN(Sigmoid, true, { return V(S(1)) / (V(S(1)) + vm::exp(-x)); })
 // p.a = eps (0: none): log(z / (1 - z)) with z clamped to [eps, 1 - eps]
-EMBER_UNARY_FN(Logit, false, {
-  V z = p.a > 0 && !vm::isnan(x) ? vm::min(vm::max(x, splat<V>(p.a)), splat<V>(1 - p.a)) : x;
+EMBER_UNARY_FN(Logit, true, {
+  V z = x;
+  if (p.a > 0) z = vm::select(vm::isnan(x), x, vm::min(vm::max(x, splat<V>(p.a)), splat<V>(1 - p.a)));
   return vm::log(z / (V(S(1)) - z));
 })
 EMBER_UNARY_FN(Relu, true, {
   if constexpr (std::is_floating_point_v<S>) return vm::select(x > V(S(0)), x, vm::select(vm::isnan(x), x, V(S(0))));
   else return x > S(0) ? x : S(0);
 })
-EMBER_UNARY_FN(Relu6, false, { return x != x ? x : (x < S(0) ? S(0) : (x > S(6) ? S(6) : x)); })
+// NaN fails both comparisons and passes through; -0 stays -0 (PyTorch's hardtanh(0, 6)).
+EMBER_UNARY_FN(Relu6, true, {
+  const V zero(S(0)), six(S(6));
+  return vm::select(x < zero, zero, vm::select(x > six, six, x));
+})
 // p.a = negative slope
 EMBER_UNARY_FN(LeakyRelu, true, { return vm::select(x > V(S(0)), x, x * splat<V>(p.a)); })
 // p.a = alpha
-EMBER_UNARY_FN(Elu, false, { return x > S(0) ? x : S(p.a) * vm::expm1(x); })
-EMBER_UNARY_FN(Selu, false, {
+EMBER_UNARY_FN(Elu, true, { return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x)); })
+EMBER_UNARY_FN(Selu, true, {
   constexpr double kAlpha = 1.6732632423543772848170429916717, kScale = 1.0507009873554804934193349852946;
-  return S(kScale) * (x > S(0) ? x : S(kAlpha) * vm::expm1(x));
+  return V(S(kScale)) * vm::select(x > V(S(0)), x, V(S(kAlpha)) * vm::expm1(x));
 })
-EMBER_UNARY_FN(Celu, false, { return x > S(0) ? x : S(p.a) * vm::expm1(x / S(p.a)); })
+EMBER_UNARY_FN(Celu, true, { return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x / V(S(p.a)))); })
 EMBER_UNARY_FN(Gelu, true, { return V(S(0.5)) * x * (V(S(1)) + vm::erf(x * V(S(0.70710678118654752440)))); })
 EMBER_UNARY_FN(GeluTanh, true, {
   const V k0(S(0.7978845608028654)), k1(S(0.044715));
   return V(S(0.5)) * x * (V(S(1)) + vm::tanh(k0 * (x + k1 * x * x * x)));
 })
 EMBER_UNARY_FN(Silu, true, { return x / (V(S(1)) + vm::exp(-x)); })
-EMBER_UNARY_FN(Mish, false, {
-  S sp = x > S(20) ? x : std::log1p(std::exp(x));
-  return x * std::tanh(sp);
+EMBER_UNARY_FN(Mish, true, {
+  V sp = vm::select(x > V(S(20)), x, vm::log1p(vm::exp(x)));
+  return x * vm::tanh(sp);
 })
 // p.a = beta, p.b = threshold: x when beta * x > threshold, else log1p(exp(beta x)) / beta
-EMBER_UNARY_FN(Softplus, false, {
-  S bx = S(p.a) * x;
-  return bx > S(p.b) ? x : std::log1p(std::exp(bx)) / S(p.a);
+EMBER_UNARY_FN(Softplus, true, {
+  V bx = V(S(p.a)) * x;
+  return vm::select(bx > V(S(p.b)), x, vm::log1p(vm::exp(bx)) / V(S(p.a)));
 })
 EMBER_UNARY_FN(Softsign, true, { return x / (V(S(1)) + vm::abs(x)); })
+/// Lower and upper bounds given in double, for comparisons in a floating type S: the integer
+/// kernels compare in double (a bound outside an integer type's range must not be cast first,
+/// that is UB); for a floating x the same answers come from comparisons in S, because
+/// double(x) < lo exactly when x < the smallest S >= lo, and double(x) > hi exactly when x >
+/// the largest S <= hi. `lo_val`/`hi_val` are the bounds as results (sat_cast, as before).
+template <class S>
+struct BoundsIn {
+  S lo_cmp, lo_val, hi_cmp, hi_val;
+  BoundsIn(double lo, bool has_lo, double hi, bool has_hi)
+      : lo_cmp(has_lo ? at_or_above(lo) : -std::numeric_limits<S>::infinity()),
+        lo_val(sat_cast<S>(lo)),
+        hi_cmp(has_hi ? -at_or_above(-hi) : std::numeric_limits<S>::infinity()),
+        hi_val(sat_cast<S>(hi)) {}
+  /// The smallest S >= v (NaN stays NaN: every comparison with it is false, as in double).
+  static S at_or_above(double v) {
+    constexpr S kMax = std::numeric_limits<S>::max();
+    if (v != v) return std::numeric_limits<S>::quiet_NaN();
+    if (v > static_cast<double>(kMax)) return std::numeric_limits<S>::infinity();
+    if (v < -static_cast<double>(kMax)) return v == -std::numeric_limits<double>::infinity() ? -std::numeric_limits<S>::infinity() : -kMax;
+    S f = static_cast<S>(v);
+    return static_cast<double>(f) < v ? std::nextafter(f, std::numeric_limits<S>::infinity()) : f;
+  }
+};
+
 // p.a = min, p.b = max
-EMBER_UNARY_FN(Hardtanh, false, {
-  // Compared in double: a bound outside an integer type's range must not be cast first (UB).
-  if (x != x) return x;
-  double v = static_cast<double>(x);
-  return v < p.a ? sat_cast<S>(p.a) : (v > p.b ? sat_cast<S>(p.b) : x);
-})
+template <>
+struct UnaryFn<ops::UnaryOp::Hardtanh> {
+  static constexpr bool kSimd = true;
+  ops::UnaryParams p;
+  BoundsIn<float> f32;
+  BoundsIn<double> f64;
+  explicit UnaryFn(const ops::UnaryParams& q) : p(q), f32(q.a, true, q.b, true), f64(q.a, true, q.b, true) {}
+  template <class V>
+  V operator()(const V& x) const {
+    using S = scalar_t<V>;
+    if constexpr (std::is_floating_point_v<S>) {  // NaN fails both comparisons
+      const BoundsIn<S>& k = bounds<S>();
+      return vm::select(x < V(k.lo_cmp), V(k.lo_val), vm::select(x > V(k.hi_cmp), V(k.hi_val), x));
+    } else {
+      double v = static_cast<double>(x);
+      return v < p.a ? sat_cast<S>(p.a) : (v > p.b ? sat_cast<S>(p.b) : x);
+    }
+  }
+  template <class S>
+  const BoundsIn<S>& bounds() const {
+    if constexpr (std::is_same_v<S, float>) return f32;
+    else return f64;
+  }
+};
 EMBER_UNARY_FN(Hardsigmoid, true, {  // NaN propagates, as in PyTorch
   return vm::select(vm::isnan(x), x, vm::min(vm::max(x / V(S(6)) + V(S(0.5)), V(S(0))), V(S(1))));
 })
@@ -250,31 +307,50 @@ EMBER_UNARY_FN(Trunc, true, {
   else return vm::trunc(x);
 })
 EMBER_UNARY_FN(Frac, true, { return x - vm::trunc(x); })
-// p.a/p.has_a = min, p.b/p.has_b = max; NaN propagates
-EMBER_UNARY_FN(Clamp, false, {
-  if constexpr (std::is_same_v<S, bool>) {
-    bool r = x;
-    if (p.has_a) r = r || (p.a != 0);
-    if (p.has_b) r = r && (p.b != 0);
-    return r;
-  } else {
-    if constexpr (std::is_floating_point_v<S>) {
-      if (x != x) return x;
+// p.a/p.has_a = min, p.b/p.has_b = max; NaN propagates; the max wins when min > max
+template <>
+struct UnaryFn<ops::UnaryOp::Clamp> {
+  static constexpr bool kSimd = true;
+  ops::UnaryParams p;
+  BoundsIn<float> f32;
+  BoundsIn<double> f64;
+  explicit UnaryFn(const ops::UnaryParams& q)
+      : p(q), f32(q.a, q.has_a, q.b, q.has_b), f64(q.a, q.has_a, q.b, q.has_b) {}
+  template <class V>
+  V operator()(const V& x) const {
+    using S = scalar_t<V>;
+    if constexpr (std::is_same_v<S, bool>) {
+      bool r = x;
+      if (p.has_a) r = r || (p.a != 0);
+      if (p.has_b) r = r && (p.b != 0);
+      return r;
+    } else if constexpr (std::is_floating_point_v<S>) {  // NaN fails both comparisons
+      const BoundsIn<S>& k = bounds<S>();
+      V r = vm::select(x < V(k.lo_cmp), V(k.lo_val), x);
+      return vm::select(r > V(k.hi_cmp), V(k.hi_val), r);
+    } else {
+      S r = x;
+      if (p.has_a && static_cast<double>(r) < p.a) r = sat_cast<S>(p.a);
+      if (p.has_b && static_cast<double>(r) > p.b) r = sat_cast<S>(p.b);
+      return r;
     }
-    S r = x;  // bounds compared in double: casting an out-of-range bound to S first is UB
-    if (p.has_a && static_cast<double>(r) < p.a) r = sat_cast<S>(p.a);
-    if (p.has_b && static_cast<double>(r) > p.b) r = sat_cast<S>(p.b);
-    return r;
   }
-})
+  template <class S>
+  const BoundsIn<S>& bounds() const {
+    if constexpr (std::is_same_v<S, float>) return f32;
+    else return f64;
+  }
+};
 // p.a = nan value, p.b = +inf value (p.has_a: given), p.c = -inf value (p.has_b: given)
-EMBER_UNARY_FN(NanToNum, false, {
+EMBER_UNARY_FN(NanToNum, true, {
   if constexpr (std::is_floating_point_v<S>) {
-    if (x != x) return S(p.a);
-    if (x == std::numeric_limits<S>::infinity()) return p.has_a ? S(p.b) : std::numeric_limits<S>::max();
-    if (x == -std::numeric_limits<S>::infinity()) return p.has_b ? S(p.c) : std::numeric_limits<S>::lowest();
+    constexpr S kInf = std::numeric_limits<S>::infinity();
+    const V nan_val(S(p.a)), pos_val(p.has_a ? S(p.b) : std::numeric_limits<S>::max()),
+        neg_val(p.has_b ? S(p.c) : std::numeric_limits<S>::lowest());
+    return vm::select(vm::isnan(x), nan_val, vm::select(x == V(kInf), pos_val, vm::select(x == V(-kInf), neg_val, x)));
+  } else {
+    return x;
   }
-  return x;
 })
 #undef EMBER_UNARY_FN
 

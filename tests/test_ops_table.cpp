@@ -611,6 +611,67 @@ TEST_CASE("unary ops called without parameters use PyTorch's defaults") {
   check("softplus(2, 1)", x.softplus(2, 1), U::Softplus, P(2, 1));
 }
 
+// The float kernels compare with bounds rounded up (min) or down (max) to float, which must
+// answer as a comparison in double would: bounds between two floats, beyond float's range,
+// infinite, or tiny (where rounding to nearest would give a zero of the wrong sign), and values
+// next to them; results compared bit for bit. 45 values: vector runs and the scalar tail both
+// see them.
+TEST_CASE("clamp and hardtanh on f32 compare with the double bounds exactly") {
+  constexpr double kFltMax = 3.4028234663852886e38;
+  auto to_f32 = [](double v) {  // IEEE rounding, overflow to infinity
+    if (std::fabs(v) >= 0x1.ffffffp127) return v > 0 ? ref::kInf : -ref::kInf;
+    if (std::fabs(v) > kFltMax) return v > 0 ? kFltMax : -kFltMax;
+    return static_cast<double>(static_cast<float>(v));
+  };
+  const std::vector<double> bounds = {0.1, -0.1, 1.0 / 3, 2.0, 1e300, -1e300, ref::kInf, -ref::kInf,
+                                      3.4028235e38, -3.4028235e38, 1e-45, 1e-50, -1e-50};
+  std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f, std::numeric_limits<float>::max(),
+                           std::numeric_limits<float>::lowest(), std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+  for (double b : bounds) {
+    if (std::isinf(b) || std::fabs(b) > kFltMax) continue;
+    float f = static_cast<float>(b);
+    xs.push_back(f);
+    xs.push_back(std::nextafter(f, std::numeric_limits<float>::infinity()));
+    xs.push_back(std::nextafter(f, -std::numeric_limits<float>::infinity()));
+  }
+  while (xs.size() < 45) xs.push_back(static_cast<float>(xs.size()) * 0.25f - 5.0f);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  Tensor x = from_blob(xs.data(), {n}, TensorOptions(DType::F32)).clone();
+  auto expect = [&](std::optional<double> lo, std::optional<double> hi, bool hardtanh) {
+    ref::Array want({n});
+    for (int64_t i = 0; i < n; ++i) {
+      double r = xs[static_cast<size_t>(i)];
+      if (hardtanh) r = r < *lo ? to_f32(*lo) : (r > *hi ? to_f32(*hi) : r);
+      else {
+        if (lo && r < *lo) r = to_f32(*lo);
+        if (hi && r > *hi) r = to_f32(*hi);
+      }
+      want.v[static_cast<size_t>(i)] = r;
+    }
+    return want;
+  };
+  auto same_bits = [](const Tensor& got, const ref::Array& want) {
+    ref::Array g = read(got);
+    for (size_t i = 0; i < want.v.size(); ++i) {
+      double a = g.v[i], b = want.v[i];
+      bool ok = std::isnan(a) ? std::isnan(b) : (a == b && std::signbit(a) == std::signbit(b));
+      if (!ok) return fmt::format("element {}: got {}, expected {}", i, a, b);
+    }
+    return std::string();
+  };
+  for (double lo : bounds) {
+    std::string l = fmt::format("{}", lo);
+    REPORT("clamp_min(" + l + ")", same_bits(x.clamp_min(lo), expect(lo, std::nullopt, false)));
+    REPORT("clamp_max(" + l + ")", same_bits(x.clamp_max(lo), expect(std::nullopt, lo, false)));
+    for (double hi : bounds) {
+      std::string h = fmt::format("{}, {}", l, hi);
+      REPORT("clamp(" + h + ")", same_bits(x.clamp(Scalar(lo), Scalar(hi)), expect(lo, hi, false)));
+      if (lo <= hi) REPORT("hardtanh(" + h + ")", same_bits(x.hardtanh(lo, hi), expect(lo, hi, true)));
+    }
+  }
+}
+
 TEST_CASE("nan_to_num defaults use the limits of reduced float dtypes") {
   for (DType dt : {DType::F16, DType::BF16, DType::F32}) {
     std::vector<double> sp = {ref::kNaN, ref::kInf, -ref::kInf};
