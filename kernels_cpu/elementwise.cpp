@@ -228,12 +228,44 @@ void unary(ops::UnaryOp op, const ops::UnaryParams& p, TensorImpl& out, const Te
 // ---- binary -------------------------------------------------------------------------------------
 namespace {
 
+/// pow(x, e) for a contiguous x and the exponents code writes most (x.pow(2), and 1 in its
+/// gradient), as PyTorch's kernel special-cases them; returns false for any other exponent.
+/// Values are pow's, edge cases included (pow(-0, 0.5) = +0 and pow(-inf, 0.5) = +inf where
+/// sqrt gives -0 and NaN); x * x * x rounds twice (within an ulp of pow).
+template <class C>
+bool pow_common_exponent(C* o, const C* x, C e, int64_t n) {
+  using B = xsimd::batch<C>;
+  constexpr int64_t W = B::size;
+  constexpr C kInf = std::numeric_limits<C>::infinity();
+  auto run = [&](auto f) {
+    int64_t k = 0;
+    for (; k + W <= n; k += W) f(B::load_unaligned(x + k)).store_unaligned(o + k);
+    for (; k < n; ++k) o[k] = f(x[k]);
+    return true;
+  };
+  if (e == C(2)) return run([](auto v) { return v * v; });
+  if (e == C(3)) return run([](auto v) { return v * v * v; });
+  if (e == C(1)) return run([](auto v) { return v; });
+  if (e == C(0)) return run([](auto v) { return decltype(v)(C(1)); });  // pow(NaN, 0) = 1
+  if (e == C(-1)) return run([](auto v) { return decltype(v)(C(1)) / v; });
+  if (e == C(0.5)) {
+    return run([](auto v) {
+      using V = decltype(v);
+      return vm::select(v == V(-kInf), V(kInf), vm::sqrt(v) + V(C(0)));
+    });
+  }
+  return false;
+}
+
 /// A run where each input is contiguous (step 1) or a broadcast scalar (step 0).
 template <class C, class F>
 void binary_run(C* o, const C* const* in, const int64_t* step, int64_t n, const void* ctx) {
-  const F& f = *static_cast<const F*>(ctx);
+  const F f = *static_cast<const F*>(ctx);
   const C *x = in[0], *y = in[1];
   int64_t sx = step[0], sy = step[1], k = 0;
+  if constexpr (is_simd_float_v<C> && F::kOp == ops::BinaryOp::Pow) {
+    if (sx == 1 && sy == 0 && pow_common_exponent(o, x, *y, n)) return;
+  }
   if constexpr (is_simd_float_v<C> && F::kSimd) {
     using B = xsimd::batch<C>;
     constexpr int64_t W = B::size;

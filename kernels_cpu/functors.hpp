@@ -481,25 +481,23 @@ EMBER_BINARY_FN(Pow, false, {
   }
 })
 EMBER_BINARY_FN(Atan2, false, { return std::atan2(a, b); })
-EMBER_BINARY_FN(Maximum, false, {
-  if constexpr (std::is_floating_point_v<S>) {
-    if (a != a || b != b) return std::numeric_limits<S>::quiet_NaN();
-  }
-  return a > b ? a : b;
+// maximum/minimum propagate NaN (a + b is NaN when either is); fmax/fmin return the other
+// operand when one is NaN. Ties (+0 vs -0) return a, in scalar and vector code alike.
+EMBER_BINARY_FN(Maximum, true, {
+  if constexpr (std::is_floating_point_v<S>) return vm::select(vm::isnan(a) || vm::isnan(b), a + b, vm::select(a >= b, a, b));
+  else return a >= b ? a : b;
 })
-EMBER_BINARY_FN(Minimum, false, {
-  if constexpr (std::is_floating_point_v<S>) {
-    if (a != a || b != b) return std::numeric_limits<S>::quiet_NaN();
-  }
-  return a < b ? a : b;
+EMBER_BINARY_FN(Minimum, true, {
+  if constexpr (std::is_floating_point_v<S>) return vm::select(vm::isnan(a) || vm::isnan(b), a + b, vm::select(a <= b, a, b));
+  else return a <= b ? a : b;
 })
-EMBER_BINARY_FN(Fmax, false, {
-  if constexpr (std::is_floating_point_v<S>) return std::fmax(a, b);
-  else return a > b ? a : b;
+EMBER_BINARY_FN(Fmax, true, {
+  if constexpr (std::is_floating_point_v<S>) return vm::select(a >= b || vm::isnan(b), a, b);
+  else return a >= b ? a : b;
 })
-EMBER_BINARY_FN(Fmin, false, {
-  if constexpr (std::is_floating_point_v<S>) return std::fmin(a, b);
-  else return a < b ? a : b;
+EMBER_BINARY_FN(Fmin, true, {
+  if constexpr (std::is_floating_point_v<S>) return vm::select(a <= b || vm::isnan(b), a, b);
+  else return a <= b ? a : b;
 })
 EMBER_BINARY_FN(Hypot, false, { return std::hypot(a, b); })
 EMBER_BINARY_FN(Copysign, false, { return std::copysign(a, b); })

@@ -672,6 +672,35 @@ TEST_CASE("clamp and hardtanh on f32 compare with the double bounds exactly") {
   }
 }
 
+// x.pow(e) for e in {0, 0.5, 1, 2, 3, -1} runs special-cased code (x * x, sqrt, ...), which
+// must give pow's values: exactly for 0, 1, 2, -1, within an ulp for 0.5 and 3, and pow's
+// answers for zeros of either sign, infinities and NaN.
+TEST_CASE("pow with a common scalar exponent agrees with std::pow") {
+  std::vector<double> xs = {0.0, -0.0, ref::kInf, -ref::kInf, ref::kNaN, 1.0, -1.0, 1e-300, -1e-300, 1e300, -1e300};
+  Gen g(7);
+  while (xs.size() < 45) xs.push_back(g.uniform(-4, 4));
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (DType dt : {DType::F32, DType::F64}) {
+    Tensor x = from_blob(xs.data(), {n}, TensorOptions(DType::F64)).clone().to(dt);
+    ref::Array xv = read(x);  // the values as rounded to dt
+    const double ulp = dt == DType::F32 ? 0x1p-23 : 0x1p-52;
+    for (double e : {0.0, 0.5, 1.0, 2.0, 3.0, -1.0}) {
+      ref::Array got = read(x.pow(e));
+      const bool exact = e != 0.5 && e != 3.0;
+      for (int64_t i = 0; i < n; ++i) {
+        double v = xv.v[static_cast<size_t>(i)], r = got.v[static_cast<size_t>(i)];
+        double w = dt == DType::F32 ? static_cast<double>(std::pow(static_cast<float>(v), static_cast<float>(e)))
+                                    : std::pow(v, e);
+        bool ok;
+        if (std::isnan(w)) ok = std::isnan(r);
+        else if (std::isinf(w) || w == 0 || exact) ok = r == w && std::signbit(r) == std::signbit(w);
+        else ok = std::fabs(r - w) <= ulp * std::fabs(w);
+        CHECK_MESSAGE(ok, dt_name(dt) << " pow(" << v << ", " << e << ") = " << r << ", std::pow gives " << w);
+      }
+    }
+  }
+}
+
 TEST_CASE("nan_to_num defaults use the limits of reduced float dtypes") {
   for (DType dt : {DType::F16, DType::BF16, DType::F32}) {
     std::vector<double> sp = {ref::kNaN, ref::kInf, -ref::kInf};
