@@ -372,6 +372,34 @@ void arg_reduce(detail::ArgReduceOp op, TensorImpl* values, TensorImpl& indices,
   });
 }
 
+namespace {
+
+/// Softmax of W neighbouring lines of a contiguous (outer, n, inner) tensor: the lanes of the
+/// inner dim walk down the n steps together, as the contiguous-row path does along a row.
+/// Special lines need no test: a NaN, or a +inf (inf - inf), makes the lane's sum NaN, and a
+/// line of -inf subtracts -inf from itself; each gives the NaN line the scalar path gives.
+template <class C>
+void softmax_strip(const C* x, C* y, int64_t n, int64_t inner, bool log) {
+  using B = xsimd::batch<C>;
+  B m(-std::numeric_limits<C>::infinity());
+  for (int64_t k = 0; k < n; ++k) m = xsimd::max(m, B::load_unaligned(x + k * inner));
+  B sum(C(0));
+  for (int64_t k = 0; k < n; ++k) {
+    const B e = xsimd::exp(B::load_unaligned(x + k * inner) - m);
+    if (!log) e.store_unaligned(y + k * inner);
+    sum += e;
+  }
+  if (log) {
+    const B sub = m + xsimd::log(sum);
+    for (int64_t k = 0; k < n; ++k) (B::load_unaligned(x + k * inner) - sub).store_unaligned(y + k * inner);
+  } else {
+    const B inv = B(C(1)) / sum;
+    for (int64_t k = 0; k < n; ++k) (B::load_unaligned(y + k * inner) * inv).store_unaligned(y + k * inner);
+  }
+}
+
+}  // namespace
+
 void softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
   visit_dtype(x.dtype, [&]<class T>() {
     if constexpr (!std::is_floating_point_v<compute_t<T>>) {
@@ -383,6 +411,45 @@ void softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
               os = x.ndim() ? out.strides[dim] : 0;
       const T* xp = static_cast<const T*>(x.data());
       T* op = static_cast<T*>(out.data());
+      // Any line, any dtype, NaN and infinities: one element at a time.
+      auto scalar_line = [&](int64_t io, int64_t oo) {
+        C m = -std::numeric_limits<C>::infinity();
+        for (int64_t k = 0; k < len; ++k) {
+          C v = static_cast<C>(xp[io + k * xs]);
+          if (v != v) m = v;
+          else if (!(m != m)) m = std::max(m, v);
+        }
+        // An all -inf line shifts by 0 (and gives NaN, as PyTorch); a +inf max makes the
+        // line NaN (inf - inf), as PyTorch's x - max does.
+        C safe = std::isinf(m) && m < 0 ? C(0) : m;
+        C sum = 0;
+        for (int64_t k = 0; k < len; ++k) sum += std::exp(static_cast<C>(xp[io + k * xs]) - safe);
+        for (int64_t k = 0; k < len; ++k) {
+          C v = static_cast<C>(xp[io + k * xs]) - safe;
+          op[oo + k * os] = static_cast<T>(log ? v - std::log(sum) : std::exp(v) / sum);
+        }
+      };
+      if constexpr (std::is_same_v<T, C>) {
+        // Not the last dim of contiguous tensors, e.g. the channels of (N, C, H, W): W-wide
+        // strips of the inner dims, instead of lines that stride through memory.
+        int64_t inner = 1;
+        for (int64_t d = dim + 1; d < x.ndim(); ++d) inner *= x.sizes[d];
+        constexpr int64_t W = xsimd::batch<C>::size;
+        if (inner > 1 && x.contiguous && out.contiguous && len > 0) {
+          const int64_t outer = x.numel / (len * inner), strips = (inner + W - 1) / W;
+          const int64_t grain = std::max<int64_t>(1, 16384 / (len * W));
+          detail::parallel_for(outer * strips, grain, [&](int64_t b, int64_t e) {
+            for (int64_t t = b; t < e; ++t) {
+              const int64_t o = t / strips, i0 = t % strips * W, at = o * len * inner + i0;
+              const int64_t width = std::min(W, inner - i0);
+              if (width == W) softmax_strip<C>(xp + at, op + at, len, inner, log);
+              else
+                for (int64_t i = 0; i < width; ++i) scalar_line(at + i, at + i);
+            }
+          });
+          return;
+        }
+      }
       along_dim(x, out, dim, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)), [&](int64_t io, int64_t oo) {
         if constexpr (std::is_same_v<T, C>) {
           if (xs == 1 && os == 1) {
@@ -438,21 +505,7 @@ void softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
             }
           }
         }
-        C m = -std::numeric_limits<C>::infinity();
-        for (int64_t k = 0; k < len; ++k) {
-          C v = static_cast<C>(xp[io + k * xs]);
-          if (v != v) m = v;
-          else if (!(m != m)) m = std::max(m, v);
-        }
-        // An all -inf line shifts by 0 (and gives NaN, as PyTorch); a +inf max makes the
-        // line NaN (inf - inf), as PyTorch's x - max does.
-        C safe = std::isinf(m) && m < 0 ? C(0) : m;
-        C sum = 0;
-        for (int64_t k = 0; k < len; ++k) sum += std::exp(static_cast<C>(xp[io + k * xs]) - safe);
-        for (int64_t k = 0; k < len; ++k) {
-          C v = static_cast<C>(xp[io + k * xs]) - safe;
-          op[oo + k * os] = static_cast<T>(log ? v - std::log(sum) : std::exp(v) / sum);
-        }
+        scalar_line(io, oo);
       });
     }
   });

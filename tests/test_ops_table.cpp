@@ -404,6 +404,35 @@ TEST_CASE("op table: softmax and log_softmax") {
   }
 }
 
+// Softmax over a dim that is not the last, of contiguous tensors, runs in strips of the
+// inner dims (one lane per line). Lines with NaN, +inf or only -inf must come out as the
+// scalar path makes them: they sit in lanes of full strips here, for f32 and f64 alike.
+TEST_CASE("softmax and log_softmax over a middle dim, in strips, with special lines") {
+  for (DType dt : {DType::F32, DType::F64}) {
+    for (bool log : {false, true}) {
+      for (const ref::Dims& shape : {ref::Dims{3, 5, 19}, ref::Dims{2, 6, 8, 8}}) {
+        std::string ctx = std::string(log ? "log_softmax " : "softmax ") + dt_name(dt) + " " + dims_str(shape);
+        Gen g(hash_name(ctx));
+        const int64_t n = shape[1], inner = ref::numel(shape) / (shape[0] * n);
+        std::vector<double> vals(static_cast<size_t>(ref::numel(shape)));
+        for (auto& v : vals) v = g.uniform(-5, 5);
+        auto at = [&](int64_t o, int64_t k, int64_t i) -> double& {
+          return vals[static_cast<size_t>((o * n + k) * inner + i)];
+        };
+        for (int64_t k = 0; k < n; ++k) at(0, k, 2) = -ref::kInf;  // a line of -inf: NaN
+        at(0, 1, 4) = ref::kInf;                                   // +inf: NaN (inf - inf)
+        at(0, 3, 9) = ref::kNaN;
+        at(0, 0, 10) = -ref::kInf;                                 // one -inf: a zero
+        at(1, 2, 3) = 90, at(1, 4, 3) = 88;                        // exp would overflow unshifted
+        Tensor x = from_blob(vals.data(), Shape(shape), TensorOptions(DType::F64)).clone().to(dt);
+        ref::Array want = ref::softmax(ref::Array(shape, vals), 1, log);
+        for (auto& v : want.v) v = round_to(dt, v);
+        REPORT(ctx, compare(read(log ? x.log_softmax(1) : x.softmax(1)), want, tolerance(dt, 1e-5)));
+      }
+    }
+  }
+}
+
 TEST_CASE("op table: cumulative ops") {
   struct CumRow {
     const char* name;
