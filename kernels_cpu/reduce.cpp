@@ -156,24 +156,76 @@ struct Reducer {
   }
 };
 
-/// Sum of n contiguous floats with several SIMD accumulators.
-template <class T>
-T simd_sum(const T* p, int64_t n) {
+/// The reductions with a batch form (float and double): sums of x, |x| and x^2 (in SIMD
+/// order: four accumulators, then lane sums), and the NaN-propagating extremes amax, amin and
+/// max |x| (order-free: the same result as the scalar loop). A NaN mask rides along with the
+/// extremes, because SIMD max/min return one operand, not NaN, when either is NaN.
+/// A size-first build (x86-64's baseline, see meson.build) keeps the plain sums only.
+template <class T, ops::ReduceOp Op>
+struct SimdReduce {
+  using R = ops::ReduceOp;
+#ifdef EMBER_KERNELS_SIZE_FIRST
+  static constexpr bool kSum = Op == R::Sum || Op == R::Mean;
+  static constexpr bool kExtreme = false;
+#else
+  static constexpr bool kSum = Op == R::Sum || Op == R::Mean || Op == R::Norm1 || Op == R::Norm2;
+  static constexpr bool kExtreme = Op == R::Amax || Op == R::Amin || Op == R::NormInf;
+#endif
+  static constexpr bool kEnabled = (kSum || kExtreme) && (std::is_same_v<T, float> || std::is_same_v<T, double>);
   using B = xsimd::batch<T>;
-  constexpr int64_t W = B::size;
-  B a0(T(0)), a1(T(0)), a2(T(0)), a3(T(0));
-  int64_t k = 0;
-  for (; k + 4 * W <= n; k += 4 * W) {
-    a0 += B::load_unaligned(p + k);
-    a1 += B::load_unaligned(p + k + W);
-    a2 += B::load_unaligned(p + k + 2 * W);
-    a3 += B::load_unaligned(p + k + 3 * W);
+  using M = xsimd::batch_bool<T>;
+  static constexpr int64_t W = B::size;
+
+  static B init() { return B(Reducer<T, Op>::init()); }
+  static B step(const B& acc, const B& v, M& nan) {
+    if constexpr (Op == R::Sum || Op == R::Mean) return acc + v;
+    else if constexpr (Op == R::Norm1) return acc + xsimd::abs(v);
+    else if constexpr (Op == R::Norm2) return acc + v * v;
+    else {
+      nan = nan || xsimd::isnan(v);
+      if constexpr (Op == R::Amin) return xsimd::min(acc, v);
+      else if constexpr (Op == R::NormInf) return xsimd::max(acc, xsimd::abs(v));
+      else return xsimd::max(acc, v);
+    }
   }
-  for (; k + W <= n; k += W) a0 += B::load_unaligned(p + k);
-  T s = xsimd::hadd((a0 + a1) + (a2 + a3));
-  for (; k < n; ++k) s += p[k];
-  return s;
-}
+  static B merge(const B& a, const B& b) {
+    if constexpr (kSum) return a + b;
+    else if constexpr (Op == R::Amin) return xsimd::min(a, b);
+    else return xsimd::max(a, b);
+  }
+  /// acc with NaN in the lanes that saw one (the extremes).
+  static B settle(const B& acc, const M& nan) {
+    if constexpr (kExtreme) return xsimd::select(nan, B(std::numeric_limits<T>::quiet_NaN()), acc);
+    else return acc;
+  }
+
+  /// The reduction of n contiguous elements, as the scalar reducer's value for them.
+  static T run(const T* p, int64_t n) {
+    using Rd = Reducer<T, Op>;
+    B a0 = init(), a1 = init(), a2 = init(), a3 = init();
+    M nan(false);
+    int64_t k = 0;
+    for (; k + 4 * W <= n; k += 4 * W) {
+      a0 = step(a0, B::load_unaligned(p + k), nan);
+      a1 = step(a1, B::load_unaligned(p + k + W), nan);
+      a2 = step(a2, B::load_unaligned(p + k + 2 * W), nan);
+      a3 = step(a3, B::load_unaligned(p + k + 3 * W), nan);
+    }
+    for (; k + W <= n; k += W) a0 = step(a0, B::load_unaligned(p + k), nan);
+    const B a = merge(merge(a0, a1), merge(a2, a3));
+    T r;
+    if constexpr (kSum) {
+      r = xsimd::hadd(a);
+    } else {
+      alignas(64) T lanes[W];
+      settle(a, nan).store_aligned(lanes);
+      r = lanes[0];
+      for (int64_t j = 1; j < W; ++j) r = Rd::merge(r, lanes[j]);
+    }
+    for (; k < n; ++k) r = Rd::step(r, p[k]);
+    return r;
+  }
+};
 
 template <class T, ops::ReduceOp Op>
 void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
@@ -190,15 +242,14 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
       else reinterpret_cast<O*>(op)[off] = static_cast<O>(v);
     });
   };
-  constexpr bool kSimdSum = (Op == ops::ReduceOp::Sum || Op == ops::ReduceOp::Mean) &&
-                            (std::is_same_v<T, float> || std::is_same_v<T, double>);
+  using Simd = SimdReduce<T, Op>;
   auto reduce_region = [&](int64_t base) -> Acc {
     Acc acc = Rd::init();
     for_runs(s, [&](int64_t off, int64_t n, int64_t stride) {
       const T* p = xp + base + off;
-      if constexpr (kSimdSum) {
+      if constexpr (Simd::kEnabled) {
         if (stride == 1) {
-          acc += simd_sum(p, n);
+          acc = Rd::merge(acc, Simd::run(p, n));
           return;
         }
       }
@@ -220,7 +271,7 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
         const T* p = xp + c * kChunk;
         int64_t len = std::min(kChunk, n - c * kChunk);
         Acc acc = Rd::init();
-        if constexpr (kSimdSum) acc = simd_sum(p, len);
+        if constexpr (Simd::kEnabled) acc = Simd::run(p, len);
         else
           for (int64_t k = 0; k < len; ++k) acc = Rd::step(acc, static_cast<C>(p[k]));
         part[c] = acc;
@@ -231,16 +282,16 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
     store(0, Rd::finish(acc, n));
     return;
   }
-  if constexpr (kSimdSum) {
+  if constexpr (Simd::kEnabled) {
     if (s.ksize.size() == 1 && s.kstride[0] == 1 && s.ostride[0] == 1 && od == x.dtype && s.reduced > 1) {
       // Kept elements contiguous, reduced dims outside them (a bias gradient: the sum over the
-      // rows of a matrix). Four vectors of columns accumulate in registers down all the rows,
-      // then are stored once: the input is read row by row in 4-vector strips, and each
-      // output adds its values in row order whatever the thread count. (Adding each row into
-      // the outputs in memory was a scalar loop at -O2, ~60 us for a 1024x128 bias gradient;
-      // this takes ~10.)
-      using B = xsimd::batch<T>;
-      constexpr int64_t W = B::size, kStrip = 4 * W;
+      // rows of a matrix; a per-column max). Four vectors of columns accumulate in registers
+      // down all the rows, then are stored once: the input is read row by row in 4-vector
+      // strips, and each output combines its values in row order whatever the thread count.
+      // (Adding each row into the outputs in memory was a scalar loop at -O2, ~60 us for a
+      // 1024x128 bias gradient; this takes ~10.)
+      using B = typename Simd::B;
+      constexpr int64_t W = Simd::W, kStrip = 4 * W;
       T* o = reinterpret_cast<T*>(op);
       const int64_t strips = (s.kept + kStrip - 1) / kStrip;
       const int64_t grain_strips = std::max<int64_t>(1, EMBER_GRAIN_SIZE / (kStrip * s.reduced));
@@ -249,30 +300,31 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
           const int64_t j0 = st * kStrip, w = std::min(kStrip, s.kept - j0);
           T* dst = o + j0;
           if (w == kStrip) {
-            B a0(T(0)), a1(T(0)), a2(T(0)), a3(T(0));
+            B a0 = Simd::init(), a1 = Simd::init(), a2 = Simd::init(), a3 = Simd::init();
+            typename Simd::M n0(false), n1(false), n2(false), n3(false);
             for_runs(s, [&](int64_t off, int64_t n, int64_t stride) {
               for (int64_t r = 0; r < n; ++r) {
                 const T* row = xp + off + r * stride + j0;
-                a0 += B::load_unaligned(row), a1 += B::load_unaligned(row + W);
-                a2 += B::load_unaligned(row + 2 * W), a3 += B::load_unaligned(row + 3 * W);
+                a0 = Simd::step(a0, B::load_unaligned(row), n0);
+                a1 = Simd::step(a1, B::load_unaligned(row + W), n1);
+                a2 = Simd::step(a2, B::load_unaligned(row + 2 * W), n2);
+                a3 = Simd::step(a3, B::load_unaligned(row + 3 * W), n3);
               }
             });
-            const B* acc[4] = {&a0, &a1, &a2, &a3};
-            for (int q = 0; q < 4; ++q) {
-              if constexpr (Op == ops::ReduceOp::Mean) (*acc[q] / B(T(s.reduced))).store_unaligned(dst + q * W);
-              else acc[q]->store_unaligned(dst + q * W);
-            }
-            continue;
+            Simd::settle(a0, n0).store_unaligned(dst);
+            Simd::settle(a1, n1).store_unaligned(dst + W);
+            Simd::settle(a2, n2).store_unaligned(dst + 2 * W);
+            Simd::settle(a3, n3).store_unaligned(dst + 3 * W);
+          } else {
+            std::fill(dst, dst + w, Rd::init());
+            for_runs(s, [&](int64_t off, int64_t n, int64_t stride) {
+              for (int64_t r = 0; r < n; ++r) {
+                const T* row = xp + off + r * stride + j0;
+                for (int64_t j = 0; j < w; ++j) dst[j] = Rd::step(dst[j], row[j]);
+              }
+            });
           }
-          std::fill(dst, dst + w, T(0));
-          for_runs(s, [&](int64_t off, int64_t n, int64_t stride) {
-            for (int64_t r = 0; r < n; ++r) {
-              const T* row = xp + off + r * stride + j0;
-              for (int64_t j = 0; j < w; ++j) dst[j] += row[j];
-            }
-          });
-          if constexpr (Op == ops::ReduceOp::Mean)
-            for (int64_t j = 0; j < w; ++j) dst[j] = dst[j] / T(s.reduced);
+          for (int64_t j = 0; j < w; ++j) dst[j] = Rd::finish(dst[j], s.reduced);
         }
       });
       return;

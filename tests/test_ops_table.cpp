@@ -375,6 +375,27 @@ std::vector<double> tie_values(Gen& g, DType t, const Layout& l, double lo, doub
 }
 }  // namespace
 
+// Reducing the rows of a matrix (kept columns contiguous) runs in strips of 4 vectors of
+// columns, each lane its own output. NaN must reach only its own column, infinities count, and
+// columns past the last full strip take the scalar loop: 70 columns, NaN and inf in both parts.
+TEST_CASE("amax, amin, norms and sums over the rows of a matrix, NaN per column") {
+  for (DType dt : {DType::F32, DType::F64}) {
+    Gen g(11);
+    std::vector<double> vals(5 * 70);
+    for (auto& v : vals) v = g.uniform(-5, 5);
+    vals[2 * 70 + 3] = ref::kNaN, vals[4 * 70 + 40] = ref::kNaN, vals[0 * 70 + 68] = ref::kNaN;
+    vals[1 * 70 + 5] = ref::kInf, vals[3 * 70 + 6] = -ref::kInf, vals[2 * 70 + 69] = -ref::kInf;
+    Tensor x = from_blob(vals.data(), {5, 70}, TensorOptions(DType::F64)).clone().to(dt);
+    ref::Array xa({5, 70}, vals);
+    for (R op : {R::Amax, R::Amin, R::NormInf, R::Norm1, R::Norm2, R::Sum, R::Mean}) {
+      ref::Array want = ref::reduce(op, xa, 1, false);
+      for (auto& v : want.v) v = round_to(dt, v);
+      Tensor y = Tensor::wrap(dispatch<DefaultPolicy>(ops::Reduce{op, Shape{0}, false, std::nullopt}, x.impl()));
+      REPORT(std::string(ops::name(op)) + " " + dt_name(dt), compare(read(y), want, tolerance(dt, 1e-6)));
+    }
+  }
+}
+
 TEST_CASE("op table: softmax and log_softmax") {
   for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
     for (const Layout& l : along_layouts()) {
