@@ -1,19 +1,21 @@
-// ember::optim::fused::*: forwards each fused optimiser update to the widest instruction-set
-// build of kernels_cpu/optim.cpp that this CPU runs, by the same rule as dispatch.cpp
-// (AVX2+FMA, else the baseline).
+// ember::optim::fused::*: forwards each fused optimiser update to the instruction-set build
+// of kernels_cpu/optim.cpp that the other kernels use (dispatch.cpp's choice, which honours
+// EMBER_MAX_CPU_ISA, so the test suite's baseline run covers these builds too).
 
 #include "optim_arch.hpp"
+
+#if defined(EMBER_HAVE_AVX2_OPTIM_BUILD)
+namespace ember::detail {
+bool cpu_uses_avx2_build();  // kernels_cpu/dispatch.cpp
+}  // namespace ember::detail
+#endif
 
 namespace ember::optim::fused {
 namespace {
 
 bool use_avx2() {
 #if defined(EMBER_HAVE_AVX2_OPTIM_BUILD)
-  static const bool value = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return value;
+  return detail::cpu_uses_avx2_build();
 #else
   return false;
 #endif
