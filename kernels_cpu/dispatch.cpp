@@ -28,8 +28,9 @@ int max_isa_level() {
 Isa detect() {
 #if defined(EMBER_HAVE_AVX2_BUILD)
   __builtin_cpu_init();
-  if (max_isa_level() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    log(LogLevel::Info, "CPU kernels: AVX2+FMA build");
+  if (max_isa_level() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
+    log(LogLevel::Info, "CPU kernels: AVX2+FMA+F16C build");
     return Isa::Avx2;
   }
 #endif

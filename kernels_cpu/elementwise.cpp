@@ -5,6 +5,7 @@
 #include <bit>
 #include "functors.hpp"
 #include "loops.hpp"
+#include "reduced_float_runs.hpp"
 
 #include <ember/core/bit_select.hpp>
 #include <ember/core/error.hpp>
@@ -71,9 +72,22 @@ struct Driver {
     for (int i = 0; i < NIN; ++i) in[i] = buf[i], ones[i] = 1;
     for (int64_t base = 0; base < n; base += kChunk) {
       int64_t m = std::min(kChunk, n - base);
-      for (int i = 0; i < NIN; ++i)
+      for (int i = 0; i < NIN; ++i) {
+        if constexpr (is_reduced_v<SI> && std::is_same_v<CI, float>) {
+          if (s[i + 1] == sizeof(SI)) {
+            widen_run<SI>(p[i + 1] + base * s[i + 1], buf[i], m);
+            continue;
+          }
+        }
         for (int64_t k = 0; k < m; ++k) buf[i][k] = static_cast<CI>(ld<SI>(p[i + 1] + (base + k) * s[i + 1]));
+      }
       fn(obuf, in, ones, m, ctx);
+      if constexpr (is_reduced_v<SO> && std::is_same_v<CO, float>) {
+        if (s[0] == sizeof(SO)) {
+          narrow_run<SO>(obuf, p[0] + base * s[0], m);
+          continue;
+        }
+      }
       for (int64_t k = 0; k < m; ++k) st<SO>(p[0] + (base + k) * s[0], static_cast<SO>(obuf[k]));
     }
   }
@@ -477,6 +491,11 @@ namespace {
 template <class To, class From>
 void convert_run(To* out, const From* const* in, const int64_t* step, int64_t n, const void*) {
   const From* x = in[0];
+  if constexpr (std::is_same_v<To, float> && is_reduced_v<From>) {
+    if (step[0] == 1) return widen_run<From>(reinterpret_cast<const char*>(x), out, n);
+  } else if constexpr (is_reduced_v<To> && std::is_same_v<From, float>) {
+    if (step[0] == 1) return narrow_run<To>(x, reinterpret_cast<char*>(out), n);
+  }
   if (step[0] == 1) {
     for (int64_t k = 0; k < n; ++k) out[k] = convert<To>(x[k]);
   } else {

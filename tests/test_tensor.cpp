@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -107,6 +108,55 @@ TEST_CASE("index with slices, None and Ellipsis") {
   Tensor y = zeros({3, 3});
   y.index_put_({Slice(), 1}, 2.0);
   CHECK(y.sum().item<float>() == 6.0f);
+}
+
+// Tensor conversions between float and f16/bf16 run eight at a time where the CPU can (F16C,
+// AVX2 integer ops) and one at a time elsewhere (the tails, the baseline build). Both must
+// give Half/BFloat16's scalar results: every f16 and bf16 bit pattern widened, and float bit
+// patterns narrowed (ties, the edge of overflow, subnormal halves, NaN kept a NaN).
+TEST_CASE("f16 and bf16 conversions of whole tensors agree with the scalar conversions") {
+  auto is_nan_bits = [](uint16_t b, bool half) {
+    return half ? (b & 0x7c00u) == 0x7c00u && (b & 0x3ffu) != 0 : (b & 0x7f80u) == 0x7f80u && (b & 0x7fu) != 0;
+  };
+  for (bool half : {true, false}) {
+    const DType dt = half ? DType::F16 : DType::BF16;
+    std::vector<uint16_t> all(65536 + 5);  // + 5: a scalar tail
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+    Tensor h = from_blob(all.data(), {static_cast<int64_t>(all.size())}, TensorOptions(dt));
+    Tensor f = h.to(DType::F32);
+    const float* fp = f.data_ptr<float>();
+    int64_t bad = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      float want = half ? detail::half_bits_to_float(all[i]) : detail::bf16_bits_to_float(all[i]);
+      bool ok = std::isnan(want) ? std::isnan(fp[i]) : detail::float_bits(want) == detail::float_bits(fp[i]);
+      bad += !ok;
+    }
+    const std::string name = half ? "f16" : "bf16";
+    CHECK_MESSAGE(bad == 0, name << " -> f32: " << bad << " bit patterns differ");
+    // Narrowing: the widened values and the midpoints between neighbours (ties), plus
+    // pseudo-random float bit patterns of every exponent.
+    std::vector<float> src;
+    for (size_t i = 0; i + 1 < 65536; ++i) {
+      float a = fp[i], b = fp[i + 1];
+      src.push_back(a);
+      if (std::isfinite(a) && std::isfinite(b) && std::signbit(a) == std::signbit(b)) src.push_back(a + (b - a) / 2);
+    }
+    uint32_t state = 12345;
+    for (int i = 0; i < 200003; ++i) {
+      state = state * 1664525u + 1013904223u;
+      src.push_back(detail::bits_float(state));
+    }
+    Tensor n = from_blob(src.data(), {static_cast<int64_t>(src.size())}, TensorOptions(DType::F32)).to(dt);
+    std::vector<uint16_t> got(src.size());
+    std::memcpy(got.data(), n.impl().data(), got.size() * 2);
+    bad = 0;
+    for (size_t i = 0; i < src.size(); ++i) {
+      uint16_t want = half ? detail::float_to_half_bits(src[i]) : detail::float_to_bf16_bits(src[i]);
+      bool ok = is_nan_bits(want, half) ? is_nan_bits(got[i], half) : got[i] == want;
+      bad += !ok;
+    }
+    CHECK_MESSAGE(bad == 0, "f32 -> " << name << ": " << bad << " of " << src.size() << " values differ");
+  }
 }
 
 TEST_CASE("copy_, to(dtype) and conversions") {
