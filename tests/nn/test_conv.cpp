@@ -92,6 +92,29 @@ TEST_CASE("conv2d matches direct loops: stride, padding, dilation, groups, bias"
                        Error);
 }
 
+// Size arguments take what libtorch's ExpandingArray takes: one integer for every dim, a
+// braced list, or a vector; each form means the same layer.
+TEST_CASE("conv and pooling options accept an integer, a braced list or a vector per size argument") {
+  manual_seed(3);
+  Tensor x = randn({2, 3, 9, 9});
+  nn::Conv2d a(nn::Conv2dOptions(3, 4, 3).stride(2).padding(1));
+  nn::Conv2d b(nn::Conv2dOptions(3, 4, {3, 3}).stride({2, 2}).padding(std::vector<int64_t>{1, 1}));
+  {
+    autograd::NoGradGuard no_grad;
+    b->weight.copy_(a->weight);
+    b->bias.copy_(a->bias);
+  }
+  CHECK(a->options.kernel_size() == nn::functional::IntArgs{3});
+  CHECK(a(x).sizes() == Shape{2, 4, 5, 5});
+  CHECK((a(x) - b(x)).abs().amax().item<float>() == 0.0f);
+  namespace F = nn::functional;
+  CHECK((F::avg_pool2d(x, 2) - F::avg_pool2d(x, {2, 2}, {2, 2})).abs().amax().item<float>() == 0.0f);
+  CHECK(nn::MaxPool2d(2)(x).sizes() == Shape{2, 3, 4, 4});
+  CHECK(nn::MaxPool2d(nn::PoolOptions({3}).stride(2))(x).sizes() == Shape{2, 3, 4, 4});
+  CHECK(nn::AvgPool2d(nn::PoolOptions(3).stride(3))(x).sizes() == Shape{2, 3, 3, 3});
+  CHECK(nn::AvgPool2d(3)(x).sizes() == Shape{2, 3, 3, 3});
+}
+
 TEST_CASE("conv modules: padding='same', padding modes, PyTorch's init bounds and printing") {
   manual_seed(21);
   nn::Conv2d same(nn::Conv2dOptions(2, 3, {4}).padding_str("same").dilation({2}));

@@ -24,8 +24,15 @@
 
 namespace ember::nn::functional {
 
-/// Per-dim integer arguments: one value for all dims, or one per dim.
-using IntArgs = std::vector<int64_t>;
+/// Per-dim integer arguments: one value for all dims, or one per dim. Like libtorch's
+/// ExpandingArray, a plain integer converts (Conv2dOptions(3, 8, 5), avg_pool2d(x, 2)), as
+/// do braced lists ({3, 5}) and vectors.
+struct IntArgs : std::vector<int64_t> {
+  IntArgs() = default;
+  IntArgs(int64_t v) : std::vector<int64_t>{v} {}  // NOLINT: implicit, as in libtorch
+  IntArgs(std::initializer_list<int64_t> v) : std::vector<int64_t>(v) {}
+  IntArgs(std::vector<int64_t> v) : std::vector<int64_t>(std::move(v)) {}  // NOLINT
+};
 
 namespace detail {
 

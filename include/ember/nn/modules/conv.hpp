@@ -190,6 +190,8 @@ EMBER_MODULE(ConvTranspose2d);
 
 struct PoolOptions {
   PoolOptions(IntArgs kernel_size) : kernel_size_(std::move(kernel_size)) {}  // NOLINT
+  // PoolOptions({2, 2}): without this, {2} could also make a PoolOptions to copy (ambiguous).
+  PoolOptions(std::initializer_list<int64_t> kernel_size) : kernel_size_(kernel_size) {}  // NOLINT
   EMBER_ARG(IntArgs, kernel_size);
   EMBER_ARG(IntArgs, stride);  ///< empty: kernel_size
   EMBER_ARG(IntArgs, padding) = {0};
@@ -203,6 +205,8 @@ class BasicMaxPoolImpl : public Cloneable<BasicMaxPoolImpl<ND, P>, P> {
  public:
   explicit BasicMaxPoolImpl(const PoolOptions& o)
       : Cloneable<BasicMaxPoolImpl<ND, P>, P>(ND == 1 ? "MaxPool1d" : "MaxPool2d"), options(o) {}
+  /// MaxPool2d(2), as in libtorch.
+  explicit BasicMaxPoolImpl(IntArgs kernel_size) : BasicMaxPoolImpl(PoolOptions(std::move(kernel_size))) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) {
     return F::detail::max_pool_nd(x, ND, options.kernel_size(), options.stride(), options.padding(), options.dilation(),
@@ -238,6 +242,8 @@ class BasicAvgPoolImpl : public Cloneable<BasicAvgPoolImpl<ND, P>, P> {
  public:
   explicit BasicAvgPoolImpl(const PoolOptions& o)
       : Cloneable<BasicAvgPoolImpl<ND, P>, P>(ND == 1 ? "AvgPool1d" : "AvgPool2d"), options(o) {}
+  /// AvgPool2d(2), as in libtorch.
+  explicit BasicAvgPoolImpl(IntArgs kernel_size) : BasicAvgPoolImpl(PoolOptions(std::move(kernel_size))) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) {
     return F::detail::avg_pool_nd(x, ND, options.kernel_size(), options.stride(), options.padding(),
