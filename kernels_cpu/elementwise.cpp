@@ -513,6 +513,11 @@ void copy_bytes(TensorImpl& dst, const TensorImpl& src) {
       std::memcpy(p[0], p[1], static_cast<size_t>(n) * sizeof(U));
       return;
     }
+    if (s[0] == sizeof(U) && s[1] == 0) {  // a broadcast value (an expanded tensor): a fill
+      const U v = ld<U>(p[1]);
+      for (int64_t k = 0; k < n; ++k) st<U>(p[0] + k * static_cast<int64_t>(sizeof(U)), v);
+      return;
+    }
     for (int64_t k = 0; k < n; ++k) std::memcpy(p[0] + k * s[0], p[1] + k * s[1], sizeof(U));
   });
 }

@@ -5,6 +5,7 @@
 #include <ember/dispatch/kernels.hpp>
 #include <ember/ops/index_ops.hpp>
 #include <ember/ops/view_ops.hpp>
+#include <ember/runtime/threading.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -77,6 +78,32 @@ int64_t check_index(int64_t i, int64_t size, const char* op, int64_t dim) {
   return i < 0 ? i + size : i;
 }
 
+/// A contiguous tensor seen as (outer, size, inner) around dim d.
+struct AroundDim {
+  int64_t outer = 1, size = 1, inner = 1;
+  AroundDim(const TensorImpl& t, int64_t d) {
+    for (int64_t k = 0; k < t.ndim(); ++k) (k < d ? outer : k == d ? size : inner) *= t.sizes[k];
+  }
+};
+
+/// Calls f(i) with the index tensor's elements as a typed array (i32 or i64).
+template <class F>
+void with_indices(const IndexReader& idx, F&& f) {
+  if (idx.t->dtype == DType::I64) f(static_cast<const int64_t*>(idx.t->data()));
+  else f(static_cast<const int32_t*>(idx.t->data()));
+}
+
+/// Element copies of one itemsize as a typed loop (the compiler moves 4 or 8 bytes at once).
+template <class F>
+void by_itemsize(int64_t es, F&& f) {
+  switch (es) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    default: return f(uint64_t{});
+  }
+}
+
 }  // namespace
 
 Ref<TensorImpl> IndexKernels<Cpu>::cat(std::span<const TensorImpl* const> xs, int64_t dim) {
@@ -131,19 +158,45 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_select(const TensorImpl& x, int64_t dim
     Kc::copy(*out, x);
     return out;
   }
-  // Whole rows of a contiguous input (an embedding lookup) go with one memcpy each instead of
-  // two views and a copy kernel (1024 rows of 128 floats: 153 -> 12 us).
-  const bool whole_rows = d == 0 && x.contiguous;
-  const size_t row_bytes = static_cast<size_t>(size ? x.numel / size : 0) * static_cast<size_t>(itemsize(x.dtype));
   for (int64_t k = 0; k < idx.size(); ++k) {
     int64_t i = idx[k];
     EMBER_CHECK(i >= 0 && i < size, "[index_select] index {} is out of range for dim {} of size {}", i, d, size);
-    if (!whole_rows)
-      Kc::copy(*select_view(*out, d, k), *select_view(x, d, i));
-    else if (row_bytes)  // empty rows may have no storage behind them
-      std::memcpy(static_cast<char*>(out->data()) + static_cast<size_t>(k) * row_bytes,
-                  static_cast<const char*>(x.data()) + static_cast<size_t>(i) * row_bytes, row_bytes);
   }
+  if (!x.contiguous) {
+    for (int64_t k = 0; k < idx.size(); ++k) Kc::copy(*select_view(*out, d, k), *select_view(x, d, idx[k]));
+    return out;
+  }
+  // A contiguous input as (outer, size, inner): blocks of inner elements move with one memcpy
+  // each (an embedding lookup: whole rows), single elements (the last dim, as nearest
+  // upsampling selects) with a typed gather; no views or copy kernels per index.
+  const AroundDim g(x, d);
+  const int64_t n = idx.size(), es = itemsize(x.dtype);
+  if (g.outer * n * g.inner == 0) return out;
+  const char* xp = static_cast<const char*>(x.data());
+  char* op = static_cast<char*>(out->data());
+  const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(n * g.inner, 1));
+  with_indices(idx, [&](const auto* ix) {
+    if (g.inner > 1) {
+      const size_t block = static_cast<size_t>(g.inner * es);
+      parallel_for(g.outer, grain, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o)
+          for (int64_t k = 0; k < n; ++k)
+            std::memcpy(op + (o * n + k) * static_cast<int64_t>(block), xp + (o * g.size + ix[k]) * static_cast<int64_t>(block), block);
+      });
+      return;
+    }
+    by_itemsize(es, [&]<class U>(U) {
+      const U* src = reinterpret_cast<const U*>(xp);
+      U* dst = reinterpret_cast<U*>(op);
+      parallel_for(g.outer, grain, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const U* row = src + o * g.size;
+          U* orow = dst + o * n;
+          for (int64_t k = 0; k < n; ++k) orow[k] = row[ix[k]];
+        }
+      });
+    });
+  });
   return out;
 }
 
@@ -260,24 +313,54 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
               src.sizes, expect, x.sizes, d, idx.size());
   Ref<TensorImpl> out = clone(x);
   int64_t size = x.ndim() ? x.sizes[d] : 1;
-  if (!copy && d == 0 && x.ndim() >= 1 && out->contiguous && src.contiguous && idx.size() > 0 &&
+  if (!copy && x.ndim() >= 1 && out->contiguous && idx.size() > 0 &&
       (x.dtype == DType::F32 || x.dtype == DType::F64)) {
-    // Rows into rows (an embedding's backward): whole contiguous slices, no per-element index
-    // walk or per-row views (~10x faster on (1024, 128) rows).
-    const int64_t row = src.numel / idx.size();
-    auto rows = [&]<class T>(T*) {
+    // Blocks of inner elements into blocks, as (outer, size, inner) around dim d: whole rows
+    // for an embedding's backward, single elements for nearest upsampling's; no per-element
+    // index walk or per-index views. An expanded src (a gradient of sum()) is made contiguous
+    // first. Each outer slice adds its indices in order, so repeated indices sum in the same
+    // order on any thread count.
+    for (int64_t k = 0; k < idx.size(); ++k) check_index(idx[k], size, op, d);
+    Ref<TensorImpl> sc = src.contiguous ? share(src) : contiguous_on_device(src, op);
+    const AroundDim g(*out, d);
+    const int64_t n = idx.size();
+    const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(n * g.inner, 1));
+    auto add = [&]<class T>(T*, const auto* ix) {
       T* o = static_cast<T*>(out->data());
-      const T* s = static_cast<const T*>(src.data());
+      const T* s = static_cast<const T*>(sc->data());
       const T a = static_cast<T>(alpha);
-      for (int64_t k = 0; k < idx.size(); ++k) {
-        T* dst = o + check_index(idx[k], size, op, d) * row;
-        const T* sr = s + k * row;
-        if (a == T(1)) for (int64_t j = 0; j < row; ++j) dst[j] += sr[j];
-        else for (int64_t j = 0; j < row; ++j) dst[j] += sr[j] * a;
-      }
+      parallel_for(g.outer, grain, [&](int64_t b, int64_t e) {
+        for (int64_t oi = b; oi < e; ++oi) {
+          T* orow = o + oi * g.size * g.inner;
+          const T* srow = s + oi * n * g.inner;
+          if (g.inner == 1) {
+            // Single elements: a run of equal indices (nearest upsampling's backward repeats
+            // each) adds into a register, in the same order, instead of through memory.
+            for (int64_t k = 0; k < n;) {
+              const int64_t i = ix[k] < 0 ? ix[k] + g.size : ix[k];
+              T acc = orow[i];
+              do {
+                acc += a == T(1) ? srow[k] : srow[k] * a;
+                ++k;
+              } while (k < n && (ix[k] < 0 ? ix[k] + g.size : ix[k]) == i);
+              orow[i] = acc;
+            }
+            continue;
+          }
+          for (int64_t k = 0; k < n; ++k) {
+            const int64_t i = ix[k] < 0 ? ix[k] + g.size : ix[k];
+            T* dst = orow + i * g.inner;
+            const T* sr = srow + k * g.inner;
+            if (a == T(1)) for (int64_t j = 0; j < g.inner; ++j) dst[j] += sr[j];
+            else for (int64_t j = 0; j < g.inner; ++j) dst[j] += sr[j] * a;
+          }
+        }
+      });
     };
-    if (x.dtype == DType::F32) rows(static_cast<float*>(nullptr));
-    else rows(static_cast<double*>(nullptr));
+    with_indices(idx, [&](const auto* ix) {
+      if (x.dtype == DType::F32) add(static_cast<float*>(nullptr), ix);
+      else add(static_cast<double*>(nullptr), ix);
+    });
     return out;
   }
   for (int64_t k = 0; k < idx.size(); ++k) {

@@ -117,6 +117,39 @@ TEST_CASE("index_select, index_add, index_copy, index_put, advanced index") {
   CHECK(index(x, std::vector<Tensor>{tensor({2, 0})}).sizes() == Shape{2, 2});
 }
 
+// Contiguous inputs take blocks around the indexed dim (memcpy per block, a typed gather for
+// the last dim); the results must match a transposed (strided) input's, which takes views.
+// index_add along the last dim adds runs of equal indices in a register: same order, so the
+// same bits as element-by-element sums.
+TEST_CASE("index_select and index_add along any dim of contiguous tensors, every element size") {
+  manual_seed(5);
+  Tensor idx = tensor({3, 0, 3, 3, 1, -1, 2});
+  Tensor sel = tensor({3, 0, 3, 3, 1, 2});
+  for (DType dt : {DType::F32, DType::I64, DType::U8, DType::F16}) {
+    Tensor x = randint(0, 100, {4, 5, 6}).to(dt);
+    Tensor xs = x.permute({2, 1, 0}).contiguous().permute({2, 1, 0});  // same values, strided
+    for (int64_t d : {0, 1, 2}) {
+      Tensor want = index_select(xs, d, sel);
+      CHECK(index_select(x, d, sel).sizes() == want.sizes());
+      CHECK((index_select(x, d, sel).to(DType::F64) - want.to(DType::F64)).abs().sum().item<double>() == 0);
+    }
+  }
+  Tensor base = randn({3, 4, 4}), src = randn({3, 4, 7});
+  for (double alpha : {1.0, 0.5}) {
+    Tensor got = index_add(base, 2, idx, src, alpha);
+    std::vector<float> want = vals(base);
+    std::vector<float> sv = vals(src);
+    const int64_t ix[] = {3, 0, 3, 3, 1, 3, 2};
+    for (int64_t o = 0; o < 12; ++o)
+      for (int64_t k = 0; k < 7; ++k) {
+        float& dst = want[static_cast<size_t>(o * 4 + ix[k])];
+        dst = dst + (alpha == 1.0 ? sv[static_cast<size_t>(o * 7 + k)] : sv[static_cast<size_t>(o * 7 + k)] * 0.5f);
+      }
+    CHECK(vals(got) == want);
+    CHECK(vals(index_add(base, 2, idx, src.permute({2, 1, 0}).contiguous().permute({2, 1, 0}), alpha)) == want);
+  }
+}
+
 TEST_CASE("masked ops, nonzero, where") {
   Tensor x = tensor({{1.f, -2.f}, {-3.f, 4.f}});
   CHECK(vals(masked_select(x, x.gt(0))) == F{1, 4});

@@ -133,7 +133,8 @@ void Recorder<P>::record(const ops::IndexSelect& op, const TensorRef& out, const
   Shape in = xi.sizes;
   int64_t d = xi.ndim() == 0 ? 0 : wrap_dim(op.dim, xi.ndim(), op.name());
   auto f = [idx, in, d](const Node& n, detail::Grads<P>& g) -> detail::Grads<P> {
-    TP z = zeros<P>(in, TensorOptions(g[0].dtype()).device(g[0].device()));
+    // An expanded zero: index_add's copy of its input is then the only pass that zeroes.
+    TP z = zeros<P>({}, TensorOptions(g[0].dtype()).device(g[0].device())).expand(in);
     return {index_add(z, d, idx.get(n), g[0]), TP()};
   };
   set_history(*out, detail::make_node<P>(op.name(), {&xi, nullptr}, std::move(f), detail::ops_of<P>()), 0);
@@ -147,7 +148,8 @@ void Recorder<P>::record(const ops::Gather& op, const TensorRef& out, const Tens
   Shape in = xi.sizes;
   int64_t d = xi.ndim() == 0 ? 0 : wrap_dim(op.dim, xi.ndim(), op.name());
   auto f = [idx, in, d](const Node& n, detail::Grads<P>& g) -> detail::Grads<P> {
-    TP z = zeros<P>(in, TensorOptions(g[0].dtype()).device(g[0].device()));
+    // An expanded zero: scatter_add's copy of its input is then the only pass that zeroes.
+    TP z = zeros<P>({}, TensorOptions(g[0].dtype()).device(g[0].device())).expand(in);
     return {scatter_add(z, d, idx.get(n), g[0]), TP()};
   };
   set_history(*out, detail::make_node<P>(op.name(), {&xi, nullptr}, std::move(f), detail::ops_of<P>()), 0);
