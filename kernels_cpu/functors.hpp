@@ -110,6 +110,14 @@ inline V splat(double v) {
 }
 
 // ---- unary ------------------------------------------------------------------------------------
+/// Whether functors built on xsimd's transcendental functions (erf, expm1, log1p, tanh, ...)
+/// run them over batches. Each batch form is several KB of inlined code per type; x86-64's
+/// size-first baseline build (CPUs without AVX2 only) runs them element by element instead.
+#ifdef EMBER_KERNELS_SIZE_FIRST
+inline constexpr bool kSimdTranscendental = false;
+#else
+inline constexpr bool kSimdTranscendental = true;
+#endif
 template <ops::UnaryOp Op>
 struct UnaryFn;
 
@@ -162,7 +170,7 @@ EMBER_UNARY_FN(Cosh, true, { return vm::cosh(x); })
 EMBER_UNARY_FN(Tanh, true, { return vm::tanh(x); })
 EMBER_UNARY_FN(Sigmoid, true, { return V(S(1)) / (V(S(1)) + vm::exp(-x)); })
 // p.a = eps (0: none): log(z / (1 - z)) with z clamped to [eps, 1 - eps]
-EMBER_UNARY_FN(Logit, true, {
+EMBER_UNARY_FN(Logit, kSimdTranscendental, {
   V z = x;
   if (p.a > 0) z = vm::select(vm::isnan(x), x, vm::min(vm::max(x, splat<V>(p.a)), splat<V>(1 - p.a)));
   return vm::log(z / (V(S(1)) - z));
@@ -179,24 +187,24 @@ EMBER_UNARY_FN(Relu6, true, {
 // p.a = negative slope
 EMBER_UNARY_FN(LeakyRelu, true, { return vm::select(x > V(S(0)), x, x * splat<V>(p.a)); })
 // p.a = alpha
-EMBER_UNARY_FN(Elu, true, { return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x)); })
-EMBER_UNARY_FN(Selu, true, {
+EMBER_UNARY_FN(Elu, kSimdTranscendental, { return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x)); })
+EMBER_UNARY_FN(Selu, kSimdTranscendental, {
   constexpr double kAlpha = 1.6732632423543772848170429916717, kScale = 1.0507009873554804934193349852946;
   return V(S(kScale)) * vm::select(x > V(S(0)), x, V(S(kAlpha)) * vm::expm1(x));
 })
-EMBER_UNARY_FN(Celu, true, { return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x / V(S(p.a)))); })
-EMBER_UNARY_FN(Gelu, true, { return V(S(0.5)) * x * (V(S(1)) + vm::erf(x * V(S(0.70710678118654752440)))); })
-EMBER_UNARY_FN(GeluTanh, true, {
+EMBER_UNARY_FN(Celu, kSimdTranscendental, { return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x / V(S(p.a)))); })
+EMBER_UNARY_FN(Gelu, kSimdTranscendental, { return V(S(0.5)) * x * (V(S(1)) + vm::erf(x * V(S(0.70710678118654752440)))); })
+EMBER_UNARY_FN(GeluTanh, kSimdTranscendental, {
   const V k0(S(0.7978845608028654)), k1(S(0.044715));
   return V(S(0.5)) * x * (V(S(1)) + vm::tanh(k0 * (x + k1 * x * x * x)));
 })
 EMBER_UNARY_FN(Silu, true, { return x / (V(S(1)) + vm::exp(-x)); })
-EMBER_UNARY_FN(Mish, true, {
+EMBER_UNARY_FN(Mish, kSimdTranscendental, {
   V sp = vm::select(x > V(S(20)), x, vm::log1p(vm::exp(x)));
   return x * vm::tanh(sp);
 })
 // p.a = beta, p.b = threshold: x when beta * x > threshold, else log1p(exp(beta x)) / beta
-EMBER_UNARY_FN(Softplus, true, {
+EMBER_UNARY_FN(Softplus, kSimdTranscendental, {
   V bx = V(S(p.a)) * x;
   return vm::select(bx > V(S(p.b)), x, vm::log1p(vm::exp(bx)) / V(S(p.a)));
 })
@@ -254,8 +262,8 @@ EMBER_UNARY_FN(Hardsigmoid, true, {  // NaN propagates, as in PyTorch
   return vm::select(vm::isnan(x), x, vm::min(vm::max(x / V(S(6)) + V(S(0.5)), V(S(0))), V(S(1))));
 })
 EMBER_UNARY_FN(Hardswish, true, { return x * vm::min(vm::max(x + V(S(3)), V(S(0))), V(S(6))) / V(S(6)); })
-EMBER_UNARY_FN(Erf, true, { return vm::erf(x); })
-EMBER_UNARY_FN(Erfc, true, { return vm::erfc(x); })
+EMBER_UNARY_FN(Erf, kSimdTranscendental, { return vm::erf(x); })
+EMBER_UNARY_FN(Erfc, kSimdTranscendental, { return vm::erfc(x); })
 EMBER_UNARY_FN(Erfinv, false, {
   // Giles' single-precision approximation refined by two Newton steps on erf.
   if (x <= S(-1)) return x == S(-1) ? -std::numeric_limits<S>::infinity() : std::numeric_limits<S>::quiet_NaN();
@@ -501,6 +509,19 @@ EMBER_BINARY_FN(Fmin, true, {
 })
 EMBER_BINARY_FN(Hypot, false, { return std::hypot(a, b); })
 EMBER_BINARY_FN(Copysign, false, { return std::copysign(a, b); })
+// grad * (Phi(x) + x phi(x)), Phi and phi the standard normal CDF and density.
+EMBER_BINARY_FN(GeluBackward, kSimdTranscendental, {
+  const V x = b;
+  const V cdf = V(S(0.5)) * (V(S(1)) + vm::erf(x * V(S(0.70710678118654752440))));
+  const V pdf = vm::exp(x * x * V(S(-0.5))) * V(S(0.39894228040143267794));
+  return a * (cdf + x * pdf);
+})
+// grad * s (1 + x (1 - s)), s = sigmoid(x).
+EMBER_BINARY_FN(SiluBackward, kSimdTranscendental, {
+  const V x = b, one(S(1));
+  const V s = one / (one + vm::exp(-x));
+  return a * (s * (one + x * (one - s)));
+})
 EMBER_BINARY_FN(ReluBackward, true, {
   return vm::select(b <= V(S(0)), V(S(0)), a);  // not (b > 0): NaN passes the gradient
 })

@@ -315,6 +315,12 @@ inline double binary(ops::BinaryOp op, double a, double b, bool narrow = false) 
     case B::Hypot: return std::hypot(a, b);
     case B::Copysign: return std::copysign(a, b);
     case B::ReluBackward: return b <= 0 ? 0.0 : a;
+    case B::GeluBackward:
+      return a * (0.5 * (1 + std::erf(b / std::sqrt(2.0))) + b * std::exp(-0.5 * b * b) * 0.39894228040143267794);
+    case B::SiluBackward: {
+      const double s = 1 / (1 + std::exp(-b));
+      return a * s * (1 + b * (1 - s));
+    }
     case B::Eq: return a == b;
     case B::Ne: return a != b;
     case B::Lt: return a < b;

@@ -66,7 +66,8 @@ inline constexpr BinaryGradRow kBinaryGradRows[] = {
   {B::Remainder, {-3, 3}, {0.5, 3}}, {B::Fmod, {-3, 3}, {0.5, 3}},    {B::Pow, {0.5, 2}, {-2, 2}},
   {B::Atan2, {-3, 3}, {-3, 3}},     {B::Maximum, {-3, 3}, {-3, 3}},   {B::Minimum, {-3, 3}, {-3, 3}},
   {B::Fmax, {-3, 3}, {-3, 3}},      {B::Fmin, {-3, 3}, {-3, 3}},      {B::Hypot, {-3, 3}, {-3, 3}},
-  {B::Copysign, {-3, 3}, {-3, 3}},  {B::ReluBackward, {-3, 3}, {-3, 3}},
+  {B::Copysign, {-3, 3}, {-3, 3}},  {B::ReluBackward, {-3, 3}, {-3, 3}}, {B::GeluBackward, {-3, 3}, {-3, 3}},
+  {B::SiluBackward, {-3, 3}, {-3, 3}},
 };
 
 inline constexpr ReduceGradRow kReduceGradRows[] = {

@@ -140,6 +140,8 @@ inline constexpr BinaryRow kBinaryRows[] = {
   {B::Hypot,      {-5, 5}, {-5, 5}, {-5, 5}, {-5, 5}, false, false, T5},
   {B::Copysign,   {-5, 5}, {-5, 5}},
   {B::ReluBackward, {-5, 5}, {-5, 5}},
+  {B::GeluBackward, {-5, 5}, {-6, 6}},
+  {B::SiluBackward, {-5, 5}, {-8, 8}},
   {B::Eq,         {-2, 2}, {-2, 2}, {-2, 2}, {-2, 2}},
   {B::Ne,         {-2, 2}, {-2, 2}, {-2, 2}, {-2, 2}},
   {B::Lt,         {-2, 2}, {-2, 2}, {-2, 2}, {-2, 2}},

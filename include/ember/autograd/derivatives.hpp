@@ -196,12 +196,7 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
         TP xv = X();
         return {where(xv.gt(0.0), g, g * (xv / p.a).exp())};
       }
-      case U::Gelu: {
-        TP xv = X();
-        TP cdf = ((xv / sqrt2).erf() + 1.0) * 0.5;
-        TP pdf = (xv.square() * -0.5).exp() * (inv_sqrt_pi / sqrt2);
-        return {g * (cdf + xv * pdf)};
-      }
+      case U::Gelu: return {g.gelu_backward(X())};
       case U::GeluTanh: {
         const double k = std::sqrt(2.0 / detail::pi()), c = 0.044715;
         TP xv = X();
@@ -209,11 +204,7 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
         TP d = (t + 1.0) * 0.5 + xv * 0.5 * (t.square().neg() + 1.0) * ((xv.square() * (3.0 * c) + 1.0) * k);
         return {g * d};
       }
-      case U::Silu: {
-        TP xv = X();
-        TP s = xv.sigmoid();
-        return {g * s * (xv * (s.neg() + 1.0) + 1.0)};
-      }
+      case U::Silu: return {g.silu_backward(X())};
       case U::Mish: {
         TP xv = X();
         TP t = xv.softplus(1.0, 20.0).tanh();
@@ -369,6 +360,22 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
         if (na) ga = to_a(g.relu_backward(Bv()));
         if (nb) gb = to_b(g.mul(0.0));
         break;
+      case B::GeluBackward: {  // gelu''(x) = phi(x) (2 - x^2)
+        TP xv = Bv();
+        if (na) ga = to_a(g.gelu_backward(xv));
+        constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+        if (nb) gb = to_b(g * A() * ((xv.square() * -0.5).exp() * kInvSqrt2Pi) * (xv.square().neg() + 2.0));
+        break;
+      }
+      case B::SiluBackward: {  // silu''(x) = s (1 - s) (2 + x (1 - 2 s))
+        TP xv = Bv();
+        if (na) ga = to_a(g.silu_backward(xv));
+        if (nb) {
+          TP s = xv.sigmoid();
+          gb = to_b(g * A() * (s * (s.neg() + 1.0)) * (xv * (s * -2.0 + 1.0) + 2.0));
+        }
+        break;
+      }
       default:
         EMBER_FAIL("[{}] has no derivative", ops::name(o));
     }
