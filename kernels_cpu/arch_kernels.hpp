@@ -24,6 +24,11 @@
   void layer_norm_backward(detail::TensorImpl*, detail::TensorImpl*, detail::TensorImpl*, const detail::TensorImpl&, \
                            const detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&,       \
                            const detail::TensorImpl*, int64_t);                                                  \
+  void batch_norm(detail::TensorImpl&, detail::TensorImpl&, detail::TensorImpl*, detail::TensorImpl&,              \
+                  const detail::TensorImpl&, const detail::TensorImpl*, const detail::TensorImpl*, double);      \
+  void batch_norm_backward(detail::TensorImpl*, detail::TensorImpl*, detail::TensorImpl*, const detail::TensorImpl&, \
+                           const detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&,       \
+                           const detail::TensorImpl*, bool);                                                     \
   void winograd_transform(ops::WinogradTransform, const ops::WinogradTiles&, int64_t, int64_t, int64_t, int64_t,    \
                           const detail::TensorImpl&, detail::TensorImpl&);                                       \
   void direct_conv(const ops::DirectConvGeometry&, int64_t, int64_t, const detail::TensorImpl&,                  \

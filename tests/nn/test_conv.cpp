@@ -237,6 +237,53 @@ TEST_CASE("pooling matches direct loops (values and PyTorch's indices), ceil_mod
   CHECK(mp->to_string().rfind("MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)", 0) == 0);
 }
 
+// The fused batch norm (CPU, f32/f64) against the composite formula it replaced, forward and
+// backward, training and evaluation: planes with a vector part and a tail (inner 33), rows of
+// one element per channel ((N, C), BatchNorm1d), with and without weight and bias.
+TEST_CASE("fused batch_norm matches the composite formula, values and gradients") {
+  manual_seed(25);
+  for (const Shape& shape : {Shape{5, 7, 3, 11}, Shape{9, 6}, Shape{3, 4, 17}}) {
+    for (bool training : {true, false}) {
+      for (bool affine : {true, false}) {
+        const int64_t c = shape[1];
+        Shape dims{0}, bs(shape.size(), 1);
+        for (size_t d = 2; d < shape.size(); ++d) dims.push_back(static_cast<int64_t>(d));
+        bs[1] = c;
+        Tensor x = (randn(shape) * 3.0 + 1.0).requires_grad_(true);
+        Tensor w = affine ? (randn({c}) + 1.0).requires_grad_(true) : Tensor();
+        Tensor b = affine ? randn({c}).requires_grad_(true) : Tensor();
+        Tensor rm = randn({c}), rv = rand({c}) + 0.5;
+        Tensor rm2 = rm.clone(), rv2 = rv.clone();
+        Tensor y = nn::F::batch_norm(x, rm, rv, w, b, training, 0.2, 1e-3);
+        // The composite: batch statistics (biased variance) or the running ones.
+        Tensor xd = x.detach().requires_grad_(true);
+        Tensor wd = affine ? w.detach().requires_grad_(true) : Tensor();
+        Tensor bd = affine ? b.detach().requires_grad_(true) : Tensor();
+        Tensor mean = training ? xd.mean(dims) : rm2, var = training ? xd.var(dims, 0) : rv2;
+        Tensor want = (xd - mean.reshape(bs)) * (var.reshape(bs) + 1e-3).rsqrt();
+        if (affine) want = want * wd.reshape(bs) + bd.reshape(bs);
+        CHECK(max_diff(y, want) < 1e-4);
+        if (training) {
+          const double count = static_cast<double>(x.numel() / c);
+          Tensor m = xd.detach().mean(dims), v = xd.detach().var(dims, 0) * (count / (count - 1));
+          CHECK(max_diff(rm, rm2 * 0.8 + m * 0.2) < 1e-5);
+          CHECK(max_diff(rv, rv2 * 0.8 + v * 0.2) < 1e-4);
+        } else {
+          CHECK(max_diff(rm, rm2) == 0);  // evaluation leaves them alone
+        }
+        Tensor g = randn(shape);
+        y.backward(g);
+        want.backward(g);
+        CHECK(max_diff(x.grad(), xd.grad()) < 1e-4);
+        if (affine) {
+          CHECK(max_diff(w.grad(), wd.grad()) < 1e-3);
+          CHECK(max_diff(b.grad(), bd.grad()) < 1e-4);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("batch/group/instance norm, interpolation and pixel shuffle") {
   manual_seed(24);
   nn::BatchNorm2d bn(nn::BatchNormOptions(3));
@@ -300,6 +347,12 @@ TEST_CASE("gradcheck: convolution, pooling, normalisation, resampling") {
   check_grads("adaptive_max_pool2d", [](const auto& x) { return nn::F::adaptive_max_pool2d(x[0], {2, 3}); },
               {r64({1, 2, 5, 4})});
   check_grads("batch_norm", [](const auto& x) { return nn::F::batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); },
+              {r64({4, 3, 2}), r64({3}), r64({3})});
+  check_grads("batch_norm (N, C)", [](const auto& x) { return nn::F::batch_norm(x[0], Tensor(), Tensor(), x[1], x[2], true); },
+              {r64({5, 3}), r64({3}), r64({3})});
+  Tensor rm = r64({3}), rv = r64({3}).abs() + 0.5;
+  check_grads("batch_norm, running statistics",
+              [rm, rv](const auto& x) { return nn::F::batch_norm(x[0], rm, rv, x[1], x[2], false); },
               {r64({4, 3, 2}), r64({3}), r64({3})});
   check_grads("group_norm", [](const auto& x) { return nn::F::group_norm(x[0], 2, x[1], x[2]); },
               {r64({2, 4, 3}), r64({4}), r64({4})});

@@ -81,6 +81,11 @@ struct Recorder {
                      const TensorImpl* weight, const TensorImpl* bias);
   static void record(const ops::LayerNormBackward& op, const ops::LayerNormGrads& out, const TensorImpl& dy,
                      const TensorImpl& x, const TensorImpl& mean, const TensorImpl& rstd, const TensorImpl* weight);
+  static void record(const ops::BatchNorm& op, const ops::BatchNormResult& out, const TensorImpl& x,
+                     const TensorImpl* weight, const TensorImpl* bias, const TensorImpl* running_mean,
+                     const TensorImpl* running_var);
+  static void record(const ops::BatchNormBackward& op, const ops::BatchNormGrads& out, const TensorImpl& dy,
+                     const TensorImpl& x, const TensorImpl& mean, const TensorImpl& rstd, const TensorImpl* weight);
   static void record(const ops::SoftmaxBackward& op, const TensorRef& out, const TensorImpl& grad,
                      const TensorImpl& y);
   static void record(const ops::Attention& op, const ops::AttentionResult& out, const TensorImpl& q,

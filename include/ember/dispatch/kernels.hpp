@@ -57,6 +57,15 @@ struct Kernels<Cpu> {
   static void layer_norm_backward(TensorImpl* dx, TensorImpl* dweight, TensorImpl* dbias, const TensorImpl& dy,
                                   const TensorImpl& x, const TensorImpl& mean, const TensorImpl& rstd,
                                   const TensorImpl* weight, int64_t cols);
+  /// Batch normalisation of contiguous (N, C, inner) (ops/norm_ops.hpp): y and, when `var`
+  /// is given (training), each channel's batch mean, biased variance and 1/std; otherwise
+  /// `mean` and `rstd` are inputs (running statistics). weight/bias optional.
+  static void batch_norm(TensorImpl& y, TensorImpl& mean, TensorImpl* var, TensorImpl& rstd, const TensorImpl& x,
+                         const TensorImpl* weight, const TensorImpl* bias, double eps);
+  /// Its derivative: each of dx, dweight, dbias is computed when not null.
+  static void batch_norm_backward(TensorImpl* dx, TensorImpl* dweight, TensorImpl* dbias, const TensorImpl& dy,
+                                  const TensorImpl& x, const TensorImpl& mean, const TensorImpl& rstd,
+                                  const TensorImpl* weight, bool training);
   /// Philox-based uniform [lo, hi) or normal(mean, std) fill at counter `offset`.
   static void fill_random(TensorImpl& dst, bool normal, double p0, double p1, uint64_t seed, uint64_t offset);
   /// A Winograd transform (ops/winograd_ops.hpp) between contiguous images (N, C, *) and the

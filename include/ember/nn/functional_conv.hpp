@@ -13,6 +13,7 @@
 #include <ember/ops/functions.hpp>
 #include <ember/ops/conv_algorithm.hpp>
 #include <ember/ops/direct_conv_ops.hpp>
+#include <ember/ops/norm_ops.hpp>
 #include <ember/ops/shape_ops.hpp>
 #include <ember/ops/winograd_ops.hpp>
 
@@ -480,6 +481,24 @@ BasicTensor<P> batch_norm(const BasicTensor<P>& x, BasicTensor<P> running_mean, 
                           double momentum = 0.1, double eps = 1e-5) {
   EMBER_CHECK(x.dim() >= 2, "[batch_norm] expects (N, C, ...) input, got shape {}", x.sizes());
   int64_t c = x.size(1);
+  auto fusable = [&](const BasicTensor<P>& t) { return !t.defined() || (t.dtype() == x.dtype() && t.is_cpu()); };
+  if (x.is_cpu() && (x.dtype() == DType::F32 || x.dtype() == DType::F64) && fusable(weight) && fusable(bias) &&
+      fusable(running_mean) && fusable(running_var)) {
+    // One fused op (ops/norm_ops.hpp); other dtypes and devices take the composite below.
+    const bool eval_stats = !training;
+    EMBER_CHECK(training || (running_mean.defined() && running_var.defined()),
+                "[batch_norm] evaluation needs running statistics (track_running_stats)");
+    auto r = dispatch<P>(ops::BatchNorm{eps, training}, x.impl(), weight.defined() ? &weight.impl() : nullptr,
+                         bias.defined() ? &bias.impl() : nullptr, eval_stats ? &running_mean.impl() : nullptr,
+                         eval_stats ? &running_var.impl() : nullptr);
+    if (training && running_mean.defined()) {
+      autograd::NoGradGuard ng;
+      const int64_t count = x.numel() / c;
+      running_mean.mul_(1 - momentum).add_(BasicTensor<P>::wrap(std::move(r.mean)) * momentum);
+      running_var.mul_(1 - momentum).add_(BasicTensor<P>::wrap(std::move(r.var)) * (momentum * count / (count - 1.0)));
+    }
+    return BasicTensor<P>::wrap(std::move(r.y));
+  }
   Shape dims{0};
   for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
   Shape bs(static_cast<size_t>(x.dim()), 1);
