@@ -108,6 +108,39 @@ TEST_CASE("gradcheck: LSTM and GRU (f64)") {
                     gf, {randn({3, 1, 2}, DType::F64).requires_grad_(), randn({2, 1, 2}, DType::F64).requires_grad_()},
                     {}, &why),
                 why);
+  // Twice differentiable through the pieces the steps and gates are cut into.
+  CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(lf, {randn({3, 2, 2}, DType::F64).requires_grad_()}, {}, &why),
+                why);
+  CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(
+                    gf, {randn({3, 1, 2}, DType::F64).requires_grad_(), randn({2, 1, 2}, DType::F64).requires_grad_()},
+                    {}, &why),
+                why);
+}
+
+// The recurrences cut sequences into steps and steps into gates with one node each (Pieces):
+// its backward concatenates or stacks the pieces' gradients, zeros for unused pieces.
+TEST_CASE("RNN pieces: cuts along a dim, one backward for all pieces, zeros for unused ones") {
+  manual_seed(33);
+  Tensor x = randn({4, 6}, DType::F64).requires_grad_();
+  std::vector<Tensor> cols = nn::detail::pieces(x, 1, 2, false);
+  REQUIRE(cols.size() == 3);
+  CHECK(cols[1].sizes() == Shape{4, 2});
+  CHECK((cols[1] - x.narrow(1, 2, 2)).abs().sum().item<double>() == 0);
+  ((cols[0] * 2.0).sum() + cols[2].sum()).backward();  // cols[1] unused
+  Tensor want = cat(std::vector<Tensor>{full({4, 2}, 2.0, DType::F64), zeros({4, 2}, DType::F64), ones({4, 2}, DType::F64)}, 1);
+  CHECK((x.grad() - want).abs().sum().item<double>() == 0);
+  Tensor r = randn({3, 5}, DType::F64).requires_grad_();
+  std::vector<Tensor> rows = nn::detail::pieces(r, 0, 1, true);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[2].sizes() == Shape{5});
+  (rows[2] * 3.0).sum().backward();
+  CHECK((r.grad() - cat(std::vector<Tensor>{zeros({2, 5}, DType::F64), full({1, 5}, 3.0, DType::F64)}, 0)).abs().sum().item<double>() == 0);
+  std::string why;
+  auto f = [](const std::vector<Tensor>& in) {
+    std::vector<Tensor> p = nn::detail::pieces(in[0], 1, 2, false);
+    return p[0] * p[2].sin() + p[1];
+  };
+  CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(f, {randn({3, 6}, DType::F64).requires_grad_()}, {}, &why), why);
 }
 
 TEST_CASE("scaled_dot_product_attention and MultiheadAttention against direct computation") {
