@@ -86,6 +86,24 @@ TEST_CASE("conv2d matches direct loops: stride, padding, dilation, groups, bias"
   Tensor c3 = nn::F::conv3d(v, k, {}, {1}, {0, 1, 1});
   for (int64_t t = 0; t < 3; ++t)
     CHECK(max_diff(c3.select(2, t), nn::F::conv2d(v.select(2, t), k.select(2, 0), {}, {1}, {1})) < 1e-12);
+  // 1x1 kernels, stride 1, no padding: a product per sample on the input as it lies (1-d, 2-d,
+  // 3-d, unbatched); with stride 2 or padding they take im2col. Values and gradients.
+  for (auto [s, p] : {std::pair<int64_t, int64_t>{1, 0}, {2, 0}, {1, 1}}) {
+    Tensor xp = randn({3, 5, 4, 7}, DType::F64).requires_grad_(), wp = randn({6, 5, 1, 1}, DType::F64).requires_grad_(),
+           bp = randn({6}, DType::F64).requires_grad_();
+    CHECK(max_diff(nn::F::conv2d(xp, wp, bp, {s}, {p}), test::ref_conv2d(xp.detach(), wp.detach(), bp.detach(), s, p, p)) <
+          1e-12);
+    std::string why;
+    auto f = [s, p](const std::vector<Tensor>& in) { return nn::F::conv2d(in[0], in[1], in[2], {s}, {p}); };
+    CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(f, {xp, wp, bp}, {}, &why), why);
+  }
+  Tensor x1 = randn({2, 3, 8}, DType::F64), w1 = randn({4, 3, 1}, DType::F64);
+  CHECK(max_diff(nn::F::conv1d(x1, w1), nn::F::conv2d(x1.unsqueeze(2), w1.unsqueeze(2)).squeeze(2)) < 1e-12);
+  Tensor x3 = randn({2, 3, 2, 3, 4}, DType::F64), w3 = randn({4, 3, 1, 1, 1}, DType::F64);
+  CHECK(max_diff(nn::F::conv3d(x3, w3).select(2, 1), nn::F::conv2d(x3.select(2, 1), w3.select(2, 0))) < 1e-12);
+  Tensor xu = randn({3, 4, 5}, DType::F64);  // unbatched (C, H, W)
+  CHECK(max_diff(nn::F::conv2d(xu, w3.select(2, 0)), nn::F::conv2d(xu.unsqueeze(0), w3.select(2, 0)).squeeze(0)) < 1e-12);
+  CHECK(nn::F::conv2d(xu, w3.select(2, 0)).sizes() == Shape{4, 4, 5});
   CHECK_THROWS_WITH_AS(nn::F::conv2d(randn({1, 3, 5, 5}), randn({4, 2, 3, 3})),
                        doctest::Contains("[conv2d] weight of shape [4, 2, 3, 3] expects 2 input channels"), Error);
   CHECK_THROWS_WITH_AS(nn::F::conv2d(randn({1, 3, 2, 2}), randn({4, 3, 3, 3})), doctest::Contains("does not fit"),
