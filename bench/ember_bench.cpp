@@ -19,6 +19,7 @@
 // throughput workloads report the BEST sample (GFLOP/s, GB/s), the usual choice on a shared
 // machine where noise only ever slows a run down; the table also shows their median.
 
+#include "layer_workloads.hpp"
 #include "nn_workloads.hpp"
 #include "workloads.hpp"
 
@@ -319,6 +320,9 @@ std::vector<Workload> workloads() {
     w.push_back({name, Kind::Throughput, "steps/s", 1e9, true, fn});
   w.push_back({"mlp_infer_b1", Kind::Overhead, "us", 0, true, bench::nn_workloads::mlp_infer_b1});
   w.push_back({"adam_step_1M", Kind::Overhead, "us", 0, true, ember_adam_step});
+  // Single layers, forward + backward (bench/layer_workloads.hpp).
+  for (const std::string& name : bench::layer_workloads::names())
+    w.push_back({name, Kind::Overhead, "ms", 0, true, [name](int) { return bench::layer_workloads::make(name); }});
   // memcpy: counts bytes read + bytes written, like softmax (bus traffic, comparable to sum's reads).
   w.push_back({"memcpy_16M", Kind::Throughput, "GB/s", 2.0 * double(int64_t(1) << 24) * 4, false, memcpy_ref});
   // Model files (single-threaded; the thread count does not apply): ms per load of a 100 MB file.

@@ -45,10 +45,12 @@ void set_threads(int n) {
   if (auto f = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) f(n);
 }
 
-RunFn make_nn(const std::string& name);  // libtorch_nn_workloads.cpp
+RunFn make_nn(const std::string& name);     // libtorch_nn_workloads.cpp
+RunFn make_layer(const std::string& name);  // libtorch_layer_workloads.cpp
 
 RunFn make(const std::string& name) {
   if (RunFn f = make_nn(name)) return f;
+  if (RunFn f = make_layer(name)) return f;
   torch::manual_seed(0);
   if (name == "op_overhead_add_4") {
     auto a = std::make_shared<torch::Tensor>(torch::randn({4}));
