@@ -36,6 +36,21 @@ CpuCaches& cpu_caches() {
   return *caches;
 }
 
+/// Set when this thread's cache has been destroyed: at thread exit, and for the main thread
+/// before static destructors run, so a static or thread_local Tensor can be freed after it.
+/// Trivially destructible: it stays readable during static destruction.
+thread_local bool t_cache_ended = false;
+
+/// Serves a thread whose cache has ended: caches nothing, never destroyed, one lock.
+struct OrphanCache {
+  std::mutex mu;
+  CachingAllocator cache{&cpu_system_alloc, &cpu_system_free, &g_cpu_counters, 0};
+};
+OrphanCache& orphan_cache() {
+  static OrphanCache* orphans = new OrphanCache;
+  return *orphans;
+}
+
 /// A thread's CPU cache, registered while its thread lives.
 struct ThreadCache {
   CachingAllocator cache{&cpu_system_alloc, &cpu_system_free, &g_cpu_counters, kCpuCreditLimit};
@@ -52,6 +67,7 @@ struct ThreadCache {
     r.ended_count += cache.stats().count.load(std::memory_order_relaxed);
     r.ended_system += cache.stats().system.load(std::memory_order_relaxed);
     r.live.erase(std::find(r.live.begin(), r.live.end(), &cache));
+    t_cache_ended = true;
   }
 };
 
@@ -83,11 +99,27 @@ size_t size_class(size_t nbytes) {
   return (nbytes + step - 1) & ~(step - 1);
 }
 
-Block cpu_allocate(size_t nbytes) { return cpu_cache().allocate(nbytes, "cpu"); }
+Block cpu_allocate(size_t nbytes) {
+  if (t_cache_ended) {
+    OrphanCache& o = orphan_cache();
+    std::lock_guard<std::mutex> lock(o.mu);
+    return o.cache.allocate(nbytes, "cpu");
+  }
+  return cpu_cache().allocate(nbytes, "cpu");
+}
 void cpu_deallocate(Block block) noexcept {
+  if (t_cache_ended) {  // straight back to the system, the counters kept exact
+    OrphanCache& o = orphan_cache();
+    std::lock_guard<std::mutex> lock(o.mu);
+    o.cache.deallocate(block, 0);
+    o.cache.settle_credit();
+    return;
+  }
   cpu_cache().deallocate(block, g_cpu_cache_limit.load(std::memory_order_relaxed));
 }
-void settle_cpu_credit() noexcept { cpu_cache().settle_credit(); }
+void settle_cpu_credit() noexcept {
+  if (!t_cache_ended) cpu_cache().settle_credit();
+}
 
 }  // namespace detail
 
@@ -99,7 +131,7 @@ AllocatorStats allocator_stats(Device device) {
 
 void empty_cache(Device device) {
   if (device.is_cpu()) {
-    detail::cpu_cache().release_cached();
+    if (!detail::t_cache_ended) detail::cpu_cache().release_cached();
     return;
   }
   auto& h = detail::device_hooks(device.type);

@@ -1,7 +1,8 @@
 #pragma once
 // Per-thread free lists of fixed-size objects (TensorImpl, Storage), so that a warm loop of
 // ops performs no operator new. An object freed on another thread joins that thread's
-// list; each list frees its memory when its thread exits.
+// list; each list frees its memory when its thread exits. After that (a static or
+// thread_local Tensor destroyed at exit) objects come from and go to operator new/delete.
 
 #include <cstddef>
 #include <new>
@@ -14,12 +15,12 @@ class ObjectPool {
  public:
   template <class... Args>
   static T* create(Args&&... args) {
-    Local& l = local();
     void* mem;
-    if (l.head) {
-      mem = l.head;
-      l.head = l.head->next;
-      --l.count;
+    Local* l = ended ? nullptr : &local();
+    if (l && l->head) {
+      mem = l->head;
+      l->head = l->head->next;
+      --l->count;
     } else {
       mem = ::operator new(sizeof(Slot));
     }
@@ -32,6 +33,10 @@ class ObjectPool {
   }
   static void destroy(T* p) noexcept {
     p->~T();
+    if (ended) {
+      ::operator delete(static_cast<void*>(p));
+      return;
+    }
     Local& l = local();
     if (l.count >= kMaxCached) {
       ::operator delete(static_cast<void*>(p));
@@ -61,8 +66,11 @@ class ObjectPool {
         ::operator delete(static_cast<void*>(head));
         head = n;
       }
+      ended = true;
     }
   };
+  /// This thread's list has been destroyed (trivially destructible: readable at exit).
+  static inline thread_local bool ended = false;
   static Local& local() {
     static thread_local Local l;
     return l;
