@@ -376,8 +376,9 @@ std::vector<double> tie_values(Gen& g, DType t, const Layout& l, double lo, doub
 }  // namespace
 
 // Reducing the rows of a matrix (kept columns contiguous) runs in strips of 4 vectors of
-// columns, each lane its own output. NaN must reach only its own column, infinities count, and
-// columns past the last full strip take the scalar loop: 70 columns, NaN and inf in both parts.
+// columns, each lane its own output; a middle dim of (3, 5, 70) likewise, per block of the
+// outer dim. NaN must reach only its own column, infinities count, and columns past the last
+// full strip take the scalar loop: 70 columns, NaN and inf in both parts.
 TEST_CASE("amax, amin, norms and sums over the rows of a matrix, NaN per column") {
   for (DType dt : {DType::F32, DType::F64}) {
     Gen g(11);
@@ -387,11 +388,21 @@ TEST_CASE("amax, amin, norms and sums over the rows of a matrix, NaN per column"
     vals[1 * 70 + 5] = ref::kInf, vals[3 * 70 + 6] = -ref::kInf, vals[2 * 70 + 69] = -ref::kInf;
     Tensor x = from_blob(vals.data(), {5, 70}, TensorOptions(DType::F64)).clone().to(dt);
     ref::Array xa({5, 70}, vals);
+    // The same rows as the middle dim of (3, 5, 70) (blocks of the outer kept dim).
+    std::vector<double> vals3;
+    for (int b = 0; b < 3; ++b)
+      for (double v : vals) vals3.push_back(b == 1 && std::isfinite(v) ? -v : v);
+    Tensor x3 = from_blob(vals3.data(), {3, 5, 70}, TensorOptions(DType::F64)).clone().to(dt);
+    ref::Array xa3({3, 5, 70}, vals3);
     for (R op : {R::Amax, R::Amin, R::NormInf, R::Norm1, R::Norm2, R::Sum, R::Mean}) {
       ref::Array want = ref::reduce(op, xa, 1, false);
       for (auto& v : want.v) v = round_to(dt, v);
       Tensor y = Tensor::wrap(dispatch<DefaultPolicy>(ops::Reduce{op, Shape{0}, false, std::nullopt}, x.impl()));
       REPORT(std::string(ops::name(op)) + " " + dt_name(dt), compare(read(y), want, tolerance(dt, 1e-6)));
+      ref::Array want3 = ref::reduce(op, xa3, 2, true);
+      for (auto& v : want3.v) v = round_to(dt, v);
+      Tensor y3 = Tensor::wrap(dispatch<DefaultPolicy>(ops::Reduce{op, Shape{1}, true, std::nullopt}, x3.impl()));
+      REPORT(std::string(ops::name(op)) + " " + dt_name(dt) + " middle dim", compare(read(y3), want3, tolerance(dt, 1e-6)));
     }
   }
 }
