@@ -24,6 +24,11 @@
   void layer_norm_backward(detail::TensorImpl*, detail::TensorImpl*, detail::TensorImpl*, const detail::TensorImpl&, \
                            const detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&,       \
                            const detail::TensorImpl*, int64_t);                                                  \
+  void depthwise_conv(const ops::ConvGeometry&, const detail::TensorImpl&, const detail::TensorImpl&,             \
+                      const detail::TensorImpl*, detail::TensorImpl&);                                           \
+  void depthwise_conv_backward(const ops::ConvGeometry&, const detail::TensorImpl&, const detail::TensorImpl&,     \
+                               const detail::TensorImpl&, detail::TensorImpl*, detail::TensorImpl*,               \
+                               detail::TensorImpl*);                                                             \
   void batch_norm(detail::TensorImpl&, detail::TensorImpl&, detail::TensorImpl*, detail::TensorImpl&,              \
                   const detail::TensorImpl&, const detail::TensorImpl*, const detail::TensorImpl*, double);      \
   void batch_norm_backward(detail::TensorImpl*, detail::TensorImpl*, detail::TensorImpl*, const detail::TensorImpl&, \

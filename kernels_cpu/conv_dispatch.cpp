@@ -17,6 +17,14 @@ void Kernels<Cpu>::winograd_transform(ops::WinogradTransform kind, const ops::Wi
                                       int64_t n1, int64_t c0, int64_t c1, const TensorImpl& src, TensorImpl& dst) {
   EMBER_CONV_FORWARD(winograd_transform, kind, t, n0, n1, c0, c1, src, dst);
 }
+void Kernels<Cpu>::depthwise_conv(const ops::ConvGeometry& g, const TensorImpl& x, const TensorImpl& w,
+                                  const TensorImpl* b, TensorImpl& y) {
+  EMBER_CONV_FORWARD(depthwise_conv, g, x, w, b, y);
+}
+void Kernels<Cpu>::depthwise_conv_backward(const ops::ConvGeometry& g, const TensorImpl& dy, const TensorImpl& x,
+                                           const TensorImpl& w, TensorImpl* dx, TensorImpl* dw, TensorImpl* db) {
+  EMBER_CONV_FORWARD(depthwise_conv_backward, g, dy, x, w, dx, dw, db);
+}
 void Kernels<Cpu>::direct_conv(const ops::DirectConvGeometry& g, int64_t n0, int64_t n1, const TensorImpl& x,
                                const TensorImpl& w, const TensorImpl* b, TensorImpl& y, TensorImpl& scratch) {
   EMBER_CONV_FORWARD(direct_conv, g, n0, n1, x, w, b, y, scratch);

@@ -110,6 +110,55 @@ TEST_CASE("conv2d matches direct loops: stride, padding, dilation, groups, bias"
                        Error);
 }
 
+// Depthwise convolutions (groups == channels, one output channel each) run their own kernel:
+// values against the reference loops for kernel sizes, strides, paddings and dilations,
+// gradients by gradcheck (the fused backward) and gradgradcheck (the recorded form), and the
+// same values as the im2col path when that is forced.
+TEST_CASE("depthwise conv2d: own kernel against reference loops, gradients, forced im2col") {
+  manual_seed(26);
+  struct Case {
+    int64_t k, s, p, d;
+  };
+  for (Case cs : {Case{3, 1, 1, 1}, Case{3, 2, 1, 1}, Case{5, 1, 2, 1}, Case{3, 1, 2, 2}, Case{1, 1, 0, 1},
+                  Case{3, 2, 0, 1}, Case{2, 3, 1, 1}}) {
+    CAPTURE(cs.k);
+    CAPTURE(cs.s);
+    CAPTURE(cs.p);
+    CAPTURE(cs.d);
+    for (bool bias : {true, false}) {
+      Tensor x = randn({2, 5, 9, 8}, DType::F64), w = randn({5, 1, cs.k, cs.k}, DType::F64);
+      Tensor b = bias ? randn({5}, DType::F64) : Tensor();
+      Tensor got = nn::F::conv2d(x, w, b, {cs.s}, {cs.p}, {cs.d}, 5);
+      CHECK(max_diff(got, test::ref_conv2d(x, w, b, cs.s, cs.p, cs.p, cs.d, 5)) < 1e-12);
+      Tensor x32 = x.to(DType::F32), w32 = w.to(DType::F32), b32 = bias ? b.to(DType::F32) : Tensor();
+      CHECK(max_diff(nn::F::conv2d(x32, w32, b32, {cs.s}, {cs.p}, {cs.d}, 5).to(DType::F64), got) < 1e-4);
+    }
+    std::string why;
+    auto f = [cs](const std::vector<Tensor>& in) { return nn::F::conv2d(in[0], in[1], in[2], {cs.s}, {cs.p}, {cs.d}, 3); };
+    std::vector<Tensor> in = {randn({2, 3, 6, 7}, DType::F64).requires_grad_(), randn({3, 1, cs.k, cs.k}, DType::F64).requires_grad_(),
+                              randn({3}, DType::F64).requires_grad_()};
+    CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(f, in, {}, &why), why);
+    CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(f, in, {}, &why), why);
+  }
+  // Unbatched input; and the im2col path (forced) agrees, forward and backward.
+  Tensor xu = randn({4, 7, 7}, DType::F64), wu = randn({4, 1, 3, 3}, DType::F64);
+  CHECK(max_diff(nn::F::conv2d(xu, wu, {}, {1}, {1}, {1}, 4), nn::F::conv2d(xu.unsqueeze(0), wu, {}, {1}, {1}, {1}, 4).squeeze(0)) < 1e-12);
+  Tensor x = randn({3, 6, 10, 9}).requires_grad_(), w = randn({6, 1, 3, 3}).requires_grad_(), b = randn({6}).requires_grad_();
+  Tensor g = randn({3, 6, 5, 5});
+  Tensor y = nn::F::conv2d(x, w, b, {2}, {1}, {1}, 6);
+  y.backward(g);
+  Tensor gx = x.grad().clone(), gw = w.grad().clone(), gb = b.grad().clone();
+  set_conv_algorithm(ConvAlgorithm::Im2col);
+  Tensor x2 = x.detach().requires_grad_(), w2 = w.detach().requires_grad_(), b2 = b.detach().requires_grad_();
+  Tensor y2 = nn::F::conv2d(x2, w2, b2, {2}, {1}, {1}, 6);
+  y2.backward(g);
+  set_conv_algorithm(ConvAlgorithm::Auto);
+  CHECK(max_diff(y, y2) < 1e-5);
+  CHECK(max_diff(gx, x2.grad()) < 1e-5);
+  CHECK(max_diff(gw, w2.grad()) < 1e-4);
+  CHECK(max_diff(gb, b2.grad()) < 1e-4);
+}
+
 // Size arguments take what libtorch's ExpandingArray takes: one integer for every dim, a
 // braced list, or a vector; each form means the same layer.
 TEST_CASE("conv and pooling options accept an integer, a braced list or a vector per size argument") {

@@ -449,6 +449,52 @@ void Recorder<P>::record(const ops::DirectConvBackward& op, const ops::DirectCon
   EMBER_FAIL("[{}] is not differentiable: differentiate direct_conv instead", op.name());
 }
 
+// Depthwise convolution: a plain backward runs the fused kernel; a recorded one (create_graph)
+// the same gradients through im2col/col2im, a batched product and a broadcast product, which
+// are differentiable.
+template <class P>
+void Recorder<P>::record(const ops::DepthwiseConv& op, const TensorRef& out, const TensorImpl& xi,
+                         const TensorImpl& wi, const TensorImpl* bi) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> x(xi), w(wi);
+  ops::ConvGeometry g = op.g;
+  g.batch_in_columns = false;  // columns (N, C * taps, L)
+  const bool has_b = bi != nullptr;
+  const Shape xs = xi.sizes;
+  auto f = [=](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& dy = gs[0];
+    const bool nx = n.needs_input_grad(0), nw = n.needs_input_grad(1), nb = has_b && n.needs_input_grad(2);
+    TP xv = x.get(n), wv = w.get(n);
+    if (!GradMode::is_enabled() && !dy.requires_grad()) {
+      ops::DepthwiseConvGrads r =
+          dispatch<P>(ops::DepthwiseConvBackward{g, nx, nw, nb}, dy.impl(), xv.impl(), wv.impl());
+      auto wrap = [](TensorRef& t) { return t ? TP::wrap(std::move(t)) : TP(); };
+      return {wrap(r.dx), wrap(r.dw), wrap(r.db)};
+    }
+    const int64_t batch = xs[0], c = xs[1], taps = g.kernel[0] * g.kernel[1], l = dy.size(2) * dy.size(3);
+    TP dy4 = dy.reshape({batch, c, 1, l});
+    TP dx, dw, db;
+    if (nw) {
+      TP cols = TP::wrap(dispatch<P>(ops::Im2Col{g}, xv.impl())).reshape({batch, c, taps, l});
+      dw = dy4.matmul(cols.transpose(2, 3)).sum(Shape{0}).reshape({c, 1, g.kernel[0], g.kernel[1]});
+    }
+    if (nx) {
+      TP dcols = (wv.reshape({1, c, taps, 1}) * dy4).reshape({batch, c * taps, l});
+      dx = TP::wrap(dispatch<P>(ops::Col2Im{g, {xs[2], xs[3], 1}}, dcols.impl()));
+    }
+    if (nb) db = dy.sum(Shape{0, 2, 3});
+    return {dx, dw, db};
+  };
+  set_history(*out, detail::make_node<P>(op.name(), {&xi, &wi, bi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
+void Recorder<P>::record(const ops::DepthwiseConvBackward& op, const ops::DepthwiseConvGrads&, const TensorImpl&,
+                         const TensorImpl&, const TensorImpl&) {
+  EMBER_FAIL("[{}] is not differentiable: differentiate depthwise_conv instead", op.name());
+}
+
 // Max pooling routes each gradient to the element its window chose (a scatter-add through the
 // indices, done by its own kernel); that routing is linear in the gradient, and its
 // derivative gathers through the same indices.

@@ -15,6 +15,7 @@
 #include <ember/autograd/node.hpp>
 #include <ember/ops/attention_op.hpp>
 #include <ember/ops/conv_ops.hpp>
+#include <ember/ops/depthwise_conv_ops.hpp>
 #include <ember/ops/direct_conv_ops.hpp>
 #include <ember/ops/index_ops.hpp>
 #include <ember/ops/norm_ops.hpp>
@@ -73,6 +74,10 @@ struct Recorder {
   static void record(const ops::DirectConv& op, const TensorRef& out, const TensorImpl& x, const TensorImpl& w,
                      const TensorImpl* b);
   static void record(const ops::DirectConvBackward& op, const ops::DirectConvGrads& out, const TensorImpl& dy,
+                     const TensorImpl& x, const TensorImpl& w);
+  static void record(const ops::DepthwiseConv& op, const TensorRef& out, const TensorImpl& x, const TensorImpl& w,
+                     const TensorImpl* b);
+  static void record(const ops::DepthwiseConvBackward& op, const ops::DepthwiseConvGrads& out, const TensorImpl& dy,
                      const TensorImpl& x, const TensorImpl& w);
   static void record(const ops::MaxPool& op, const RefPair& out, const TensorImpl& x);
   static void record(const ops::MaxPoolBackward& op, const TensorRef& out, const TensorImpl& grad,

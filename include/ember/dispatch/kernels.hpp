@@ -13,6 +13,10 @@
 #include <ember/ops/direct_conv_geometry.hpp>
 #include <ember/ops/winograd_tiles.hpp>
 
+namespace ember::ops {
+struct ConvGeometry;  // ops/conv_ops.hpp
+}  // namespace ember::ops
+
 namespace ember::detail {
 
 enum class CumOp : uint8_t { Sum, Prod, Max, Min, Logsumexp };
@@ -57,6 +61,12 @@ struct Kernels<Cpu> {
   static void layer_norm_backward(TensorImpl* dx, TensorImpl* dweight, TensorImpl* dbias, const TensorImpl& dy,
                                   const TensorImpl& x, const TensorImpl& mean, const TensorImpl& rstd,
                                   const TensorImpl* weight, int64_t cols);
+  /// Depthwise 2-D convolution of contiguous (N, C, H, W) (ops/depthwise_conv_ops.hpp), bias
+  /// optional; and its gradients, each computed when not null.
+  static void depthwise_conv(const ops::ConvGeometry& g, const TensorImpl& x, const TensorImpl& w,
+                             const TensorImpl* b, TensorImpl& y);
+  static void depthwise_conv_backward(const ops::ConvGeometry& g, const TensorImpl& dy, const TensorImpl& x,
+                                      const TensorImpl& w, TensorImpl* dx, TensorImpl* dw, TensorImpl* db);
   /// Batch normalisation of contiguous (N, C, inner) (ops/norm_ops.hpp): y and, when `var`
   /// is given (training), each channel's batch mean, biased variance and 1/std; otherwise
   /// `mean` and `rstd` are inputs (running statistics). weight/bias optional.

@@ -12,6 +12,7 @@
 #include <ember/ops/conv_ops.hpp>
 #include <ember/ops/functions.hpp>
 #include <ember/ops/conv_algorithm.hpp>
+#include <ember/ops/depthwise_conv_ops.hpp>
 #include <ember/ops/direct_conv_ops.hpp>
 #include <ember/ops/norm_ops.hpp>
 #include <ember/ops/shape_ops.hpp>
@@ -207,6 +208,15 @@ BasicTensor<P> conv_nd(const BasicTensor<P>& x, const BasicTensor<P>& w, const B
                                                                       : winograd_tile_size(xb, w, g));
       if (b.defined()) out = out + b.reshape({1, o, 1, 1});
     }
+    return unbatched ? out.squeeze(0) : out;
+  }
+  const bool depthwise = nd == 2 && groups > 1 && groups == xb.size(1) && o == groups && xb.is_cpu() &&
+                         (xb.dtype() == DType::F32 || xb.dtype() == DType::F64) && w.dtype() == xb.dtype() &&
+                         (!b.defined() || (b.dtype() == xb.dtype() && b.is_cpu())) &&
+                         conv_algorithm() != ConvAlgorithm::Im2col && xb.numel() > 0;
+  if (depthwise) {
+    // One kernel per channel plane, bias included (ops/depthwise_conv_ops.hpp).
+    out = BasicTensor<P>::wrap(dispatch<P>(ops::DepthwiseConv{g}, xb.impl(), w.impl(), b.defined() ? &b.impl() : nullptr));
     return unbatched ? out.squeeze(0) : out;
   }
   bool pointwise = groups == 1;
