@@ -325,7 +325,22 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
     const AroundDim g(*out, d);
     const int64_t n = idx.size();
     const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(n * g.inner, 1));
+    // Runs of equal consecutive indices (wrapped), the same for every outer slice, plus an
+    // end marker; a per-thread buffer, so a warm loop allocates nothing.
+    struct Run {
+      int64_t index, start;
+    };
+    static thread_local std::vector<Run> run_buf;
+    std::vector<Run>& runs = run_buf;
+    runs.clear();
     auto add = [&]<class T>(T*, const auto* ix) {
+      if (g.inner == 1) {
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t i = ix[k] < 0 ? ix[k] + g.size : ix[k];
+          if (runs.empty() || runs.back().index != i) runs.push_back({i, k});
+        }
+        runs.push_back({-1, n});
+      }
       T* o = static_cast<T*>(out->data());
       const T* s = static_cast<const T*>(sc->data());
       const T a = static_cast<T>(alpha);
@@ -336,14 +351,14 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
           if (g.inner == 1) {
             // Single elements: a run of equal indices (nearest upsampling's backward repeats
             // each) adds into a register, in the same order, instead of through memory.
-            for (int64_t k = 0; k < n;) {
-              const int64_t i = ix[k] < 0 ? ix[k] + g.size : ix[k];
-              T acc = orow[i];
-              do {
-                acc += a == T(1) ? srow[k] : srow[k] * a;
-                ++k;
-              } while (k < n && (ix[k] < 0 ? ix[k] + g.size : ix[k]) == i);
-              orow[i] = acc;
+            for (size_t r = 0; r + 1 < runs.size(); ++r) {
+              T acc = orow[runs[r].index];
+              const int64_t k1 = runs[r + 1].start;
+              if (a == T(1))
+                for (int64_t k = runs[r].start; k < k1; ++k) acc += srow[k];
+              else
+                for (int64_t k = runs[r].start; k < k1; ++k) acc += srow[k] * a;
+              orow[runs[r].index] = acc;
             }
             continue;
           }
