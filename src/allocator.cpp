@@ -86,6 +86,12 @@ AllocatorStats cpu_stats() {
     system += c->stats().system.load(std::memory_order_relaxed);
     credit += c->stats().credit.load(std::memory_order_relaxed);
   }
+  {  // allocations of threads whose cache had ended (static tensors at exit)
+    OrphanCache& o = orphan_cache();
+    std::lock_guard<std::mutex> orphan_lock(o.mu);
+    count += o.cache.stats().count.load(std::memory_order_relaxed);
+    system += o.cache.stats().system.load(std::memory_order_relaxed);
+  }
   return make_stats(g_cpu_counters, cached, count, system, credit);
 }
 

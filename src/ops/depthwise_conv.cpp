@@ -5,6 +5,8 @@
 #include <ember/dispatch/kernels.hpp>
 #include <ember/ops/depthwise_conv_ops.hpp>
 
+#include <algorithm>
+
 namespace ember::ops {
 namespace {
 
@@ -35,7 +37,18 @@ TensorRef depthwise_conv_cpu(const ConvGeometry& g, const TensorImpl& x, const T
   TensorRef bc = b ? detail::contiguous_on_device(*b, op) : TensorRef();
   const int64_t sizes[4] = {x.sizes[0], x.sizes[1], g.out_size(0, x.sizes[2]), g.out_size(1, x.sizes[3])};
   TensorRef y = detail::make_tensor(sizes, x.dtype, x.device(), op);
-  if (x.numel > 0) detail::Kernels<Cpu>::depthwise_conv(g, *xc, *wc, bc.get(), *y);
+  if (x.numel > 0) {
+    detail::Kernels<Cpu>::depthwise_conv(g, *xc, *wc, bc.get(), *y);
+  } else if (y->numel > 0) {  // an empty image padded to a non-empty output: the bias, or 0
+    const int64_t c = x.sizes[1], plane = y->numel / (x.sizes[0] * c);
+    auto fill = [&]<class T>(T*) {
+      T* yp = static_cast<T*>(y->data());
+      const T* bp = bc ? static_cast<const T*>(bc->data()) : nullptr;
+      for (int64_t k = 0; k < x.sizes[0] * c; ++k) std::fill(yp + k * plane, yp + (k + 1) * plane, bp ? bp[k % c] : T(0));
+    };
+    if (x.dtype == DType::F32) fill(static_cast<float*>(nullptr));
+    else fill(static_cast<double*>(nullptr));
+  }
   return y;
 }
 

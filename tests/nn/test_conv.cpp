@@ -101,6 +101,9 @@ TEST_CASE("conv2d matches direct loops: stride, padding, dilation, groups, bias"
   CHECK(max_diff(nn::F::conv1d(x1, w1), nn::F::conv2d(x1.unsqueeze(2), w1.unsqueeze(2)).squeeze(2)) < 1e-12);
   Tensor x3 = randn({2, 3, 2, 3, 4}, DType::F64), w3 = randn({4, 3, 1, 1, 1}, DType::F64);
   CHECK(max_diff(nn::F::conv3d(x3, w3).select(2, 1), nn::F::conv2d(x3.select(2, 1), w3.select(2, 0))) < 1e-12);
+  // Empty batches and zero input channels (the product over an empty dim is zeros).
+  CHECK(nn::F::conv2d(randn({0, 3, 8, 8}), randn({4, 3, 1, 1})).sizes() == Shape{0, 4, 8, 8});
+  CHECK(nn::F::conv2d(randn({2, 0, 3, 3}), randn({4, 0, 1, 1}), ones({4})).sum().item<float>() == 72.0f);
   Tensor xu = randn({3, 4, 5}, DType::F64);  // unbatched (C, H, W)
   CHECK(max_diff(nn::F::conv2d(xu, w3.select(2, 0)), nn::F::conv2d(xu.unsqueeze(0), w3.select(2, 0)).squeeze(0)) < 1e-12);
   CHECK(nn::F::conv2d(xu, w3.select(2, 0)).sizes() == Shape{4, 4, 5});
@@ -139,6 +142,16 @@ TEST_CASE("depthwise conv2d: own kernel against reference loops, gradients, forc
                               randn({3}, DType::F64).requires_grad_()};
     CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(f, in, {}, &why), why);
     CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(f, in, {}, &why), why);
+  }
+  // An empty image padded to a non-empty output holds the bias (the op called directly).
+  {
+    ops::ConvGeometry g;
+    g.kernel = {1, 1, 1}, g.pad_before = {1, 1, 0}, g.pad_after = {1, 1, 0};
+    Tensor e = Tensor::wrap(dispatch<DefaultPolicy>(ops::DepthwiseConv{g}, zeros({1, 2, 0, 4}).impl(),
+                                                   ones({2, 1, 1, 1}).impl(), &tensor({3.f, -1.f}).impl()));
+    CHECK(e.sizes() == Shape{1, 2, 2, 6});
+    CHECK(e.select(1, 0).eq(3.0).all().item<bool>());
+    CHECK(e.select(1, 1).eq(-1.0).all().item<bool>());
   }
   // Unbatched input; and the im2col path (forced) agrees, forward and backward.
   Tensor xu = randn({4, 7, 7}, DType::F64), wu = randn({4, 1, 3, 3}, DType::F64);
