@@ -38,21 +38,6 @@ struct Planes {
   int64_t grain() const { return std::max<int64_t>(1, 32768 / std::max<int64_t>(n * inner, 1)); }
 };
 
-/// sum of (x - m)^2 over x[0, len)
-template <class T>
-T plane_sq_dev(const T* x, int64_t len, T m) {
-  constexpr int64_t W = V<T>::size;
-  V<T> acc(T(0)), mv(m);
-  int64_t j = 0;
-  for (; j + W <= len; j += W) {
-    const V<T> d = V<T>::load_unaligned(x + j) - mv;
-    acc = xsimd::fma(d, d, acc);
-  }
-  T s = xsimd::hadd(acc);
-  for (; j < len; ++j) s += (x[j] - m) * (x[j] - m);
-  return s;
-}
-
 /// sums of dy and of dy * (x - m) over [0, len)
 template <class T>
 void plane_grad_sums(const T* dy, const T* x, int64_t len, T m, T& sum_dy, T& sum_dot) {
@@ -92,7 +77,7 @@ void batch_norm_typed(TensorImpl& y_out, TensorImpl& mean_io, TensorImpl* var_ou
         for (int64_t i = 0; i < g.n; ++i) s += row_sum(xp + g.at(i, ch), g.inner);
         const T m = s * inv_count;
         T q = 0;
-        for (int64_t i = 0; i < g.n; ++i) q += plane_sq_dev(xp + g.at(i, ch), g.inner, m);
+        for (int64_t i = 0; i < g.n; ++i) q += row_sq_dev(xp + g.at(i, ch), g.inner, m);
         mean[ch] = m, var[ch] = q * inv_count;
         rstd[ch] = T(1) / std::sqrt(var[ch] + eps);
       }

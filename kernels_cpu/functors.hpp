@@ -232,30 +232,35 @@ struct BoundsIn {
     return static_cast<double>(f) < v ? std::nextafter(f, std::numeric_limits<S>::infinity()) : f;
   }
 };
+/// The bounds for both floating compute types, made once per op call.
+struct FloatBounds {
+  BoundsIn<float> f32;
+  BoundsIn<double> f64;
+  FloatBounds(double lo, bool has_lo, double hi, bool has_hi) : f32(lo, has_lo, hi, has_hi), f64(lo, has_lo, hi, has_hi) {}
+  template <class S>
+  const BoundsIn<S>& in() const {
+    if constexpr (std::is_same_v<S, float>) return f32;
+    else return f64;
+  }
+};
 
 // p.a = min, p.b = max
 template <>
 struct UnaryFn<ops::UnaryOp::Hardtanh> {
   static constexpr bool kSimd = true;
   ops::UnaryParams p;
-  BoundsIn<float> f32;
-  BoundsIn<double> f64;
-  explicit UnaryFn(const ops::UnaryParams& q) : p(q), f32(q.a, true, q.b, true), f64(q.a, true, q.b, true) {}
+  FloatBounds bounds;
+  explicit UnaryFn(const ops::UnaryParams& q) : p(q), bounds(q.a, true, q.b, true) {}
   template <class V>
   V operator()(const V& x) const {
     using S = scalar_t<V>;
     if constexpr (std::is_floating_point_v<S>) {  // NaN fails both comparisons
-      const BoundsIn<S>& k = bounds<S>();
+      const BoundsIn<S>& k = bounds.in<S>();
       return vm::select(x < V(k.lo_cmp), V(k.lo_val), vm::select(x > V(k.hi_cmp), V(k.hi_val), x));
     } else {
       double v = static_cast<double>(x);
       return v < p.a ? sat_cast<S>(p.a) : (v > p.b ? sat_cast<S>(p.b) : x);
     }
-  }
-  template <class S>
-  const BoundsIn<S>& bounds() const {
-    if constexpr (std::is_same_v<S, float>) return f32;
-    else return f64;
   }
 };
 EMBER_UNARY_FN(Hardsigmoid, true, {  // NaN propagates, as in PyTorch
@@ -320,10 +325,8 @@ template <>
 struct UnaryFn<ops::UnaryOp::Clamp> {
   static constexpr bool kSimd = true;
   ops::UnaryParams p;
-  BoundsIn<float> f32;
-  BoundsIn<double> f64;
-  explicit UnaryFn(const ops::UnaryParams& q)
-      : p(q), f32(q.a, q.has_a, q.b, q.has_b), f64(q.a, q.has_a, q.b, q.has_b) {}
+  FloatBounds bounds;
+  explicit UnaryFn(const ops::UnaryParams& q) : p(q), bounds(q.a, q.has_a, q.b, q.has_b) {}
   template <class V>
   V operator()(const V& x) const {
     using S = scalar_t<V>;
@@ -333,7 +336,7 @@ struct UnaryFn<ops::UnaryOp::Clamp> {
       if (p.has_b) r = r && (p.b != 0);
       return r;
     } else if constexpr (std::is_floating_point_v<S>) {  // NaN fails both comparisons
-      const BoundsIn<S>& k = bounds<S>();
+      const BoundsIn<S>& k = bounds.in<S>();
       V r = vm::select(x < V(k.lo_cmp), V(k.lo_val), x);
       return vm::select(r > V(k.hi_cmp), V(k.hi_val), r);
     } else {
@@ -342,11 +345,6 @@ struct UnaryFn<ops::UnaryOp::Clamp> {
       if (p.has_b && static_cast<double>(r) > p.b) r = sat_cast<S>(p.b);
       return r;
     }
-  }
-  template <class S>
-  const BoundsIn<S>& bounds() const {
-    if constexpr (std::is_same_v<S, float>) return f32;
-    else return f64;
   }
 };
 // p.a = nan value, p.b = +inf value (p.has_a: given), p.c = -inf value (p.has_b: given)

@@ -24,21 +24,6 @@ using detail::TensorImpl;
 template <class T>
 using V = xsimd::batch<T>;
 
-/// sum of (x - m)^2 over x[0, n)
-template <class T>
-T row_sq_dev(const T* x, int64_t n, T m) {
-  constexpr int64_t W = V<T>::size;
-  V<T> acc(T(0)), mv(m);
-  int64_t j = 0;
-  for (; j + W <= n; j += W) {
-    V<T> d = V<T>::load_unaligned(x + j) - mv;
-    acc = xsimd::fma(d, d, acc);
-  }
-  T s = xsimd::hadd(acc);
-  for (; j < n; ++j) s += (x[j] - m) * (x[j] - m);
-  return s;
-}
-
 /// Rows of work per task: at least ~32k elements, so small inputs stay on one thread.
 int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, 32768 / std::max<int64_t>(cols, 1)); }
 

@@ -300,12 +300,8 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
       detail::parallel_for(blocks * strips, grain_strips, [&](int64_t b, int64_t e) {
         for (int64_t task = b; task < e; ++task) {
           const int64_t blk = task / strips, st = task % strips;
-          int64_t in_base = 0, out_base = 0;  // offsets of this block of the outer kept dims
-          for (int64_t i = blk, d = static_cast<int64_t>(s.ksize.size()) - 2; d >= 0; --d) {
-            const int64_t idx = i % s.ksize[d];
-            i /= s.ksize[d];
-            in_base += idx * s.kstride[d], out_base += idx * s.ostride[d];
-          }
+          int64_t in_base, out_base;  // offsets of this block: its first kept element's
+          kept_offsets(s, blk * inner, in_base, out_base);
           const T* xb = xp + in_base;
           const int64_t j0 = st * kStrip, w = std::min(kStrip, inner - j0);
           T* dst = reinterpret_cast<T*>(op) + out_base + j0;
