@@ -364,6 +364,36 @@ TEST_CASE("fused batch_norm matches the composite formula, values and gradients"
   }
 }
 
+// Bad inputs to the fused batch normalisation and depthwise convolution: each refused with
+// an ember::Error naming the op and what is wrong.
+TEST_CASE("fused batch_norm and depthwise convolution reject bad inputs") {
+  Tensor x = randn({4, 3, 5, 5});
+  CHECK_THROWS_WITH_AS(nn::F::batch_norm(x, Tensor(), Tensor(), ones({4}), Tensor(), true),
+                       doctest::Contains("[batch_norm] weight must hold one value per channel (3)"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), false),
+                       doctest::Contains("[batch_norm] evaluation needs running statistics"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::batch_norm(randn({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true),
+                       doctest::Contains("more than one value per channel"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::batch_norm(x, zeros({2}), ones({3}), Tensor(), Tensor(), false),
+                       doctest::Contains("[batch_norm] running_mean must hold one value per channel"), Error);
+  ops::ConvGeometry g;
+  g.kernel = {3, 3, 1}, g.pad_before = {1, 1, 0}, g.pad_after = {1, 1, 0};
+  auto dw = [&](const Tensor& in, const Tensor& w) {
+    return Tensor::wrap(dispatch<DefaultPolicy>(ops::DepthwiseConv{g}, in.impl(), w.impl(), nullptr));
+  };
+  CHECK_THROWS_WITH_AS(dw(x, randn({3, 2, 3, 3})), doctest::Contains("[depthwise_conv] expects a weight of shape (3, 1, 3, 3)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(dw(x, randn({3, 1, 3, 3}, DType::F64)), doctest::Contains("[depthwise_conv] expects a weight"), Error);
+  CHECK_THROWS_WITH_AS(dw(x.to(DType::I32), randn({3, 1, 3, 3})), doctest::Contains("[depthwise_conv] supports f32 and f64"),
+                       Error);
+  CHECK_THROWS_WITH_AS(dw(randn({4, 3, 5}), randn({3, 1, 3, 3})), doctest::Contains("expects an (N, C, H, W) input"), Error);
+  CHECK_THROWS_WITH_AS(
+      Tensor::wrap(dispatch<DefaultPolicy>(ops::DepthwiseConvBackward{g}, randn({4, 3, 4, 5}).impl(), x.impl(),
+                                           randn({3, 1, 3, 3}).impl())
+                       .dx),
+      doctest::Contains("[depthwise_conv_backward] expects a gradient of shape (4, 3, 5, 5)"), Error);
+}
+
 TEST_CASE("batch/group/instance norm, interpolation and pixel shuffle") {
   manual_seed(24);
   nn::BatchNorm2d bn(nn::BatchNormOptions(3));
