@@ -8,6 +8,7 @@
 #include <ember/runtime/threading.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -102,6 +103,112 @@ void by_itemsize(int64_t es, F&& f) {
     case 4: return f(uint32_t{});
     default: return f(uint64_t{});
   }
+}
+
+/// Wraps a negative index; false when it is out of range. The copy loops below test every
+/// index with this (a branch that is never taken in a correct program), stop on the first
+/// bad one and call report_bad_index after the loop, so that no loop body throws.
+inline bool wrap_index(int64_t& i, int64_t size) {
+  if (static_cast<uint64_t>(i) < static_cast<uint64_t>(size)) [[likely]] return true;
+  i += size;  // a negative index counts from the end
+  return static_cast<uint64_t>(i) < static_cast<uint64_t>(size);
+}
+template <class I>
+[[noreturn]] void report_bad_index(const I* ix, int64_t n, int64_t size, const char* op, int64_t dim) {
+  for (int64_t k = 0; k < n; ++k) check_index(ix[k], size, op, dim);
+  EMBER_FAIL("[{}] an index is out of range for dim {} with size {}", op, dim, size);
+}
+
+/// Walks the rows of a shape's last dim from row `begin` on, keeping each operand's element
+/// offset of the row start (offsets use the operands' own strides for dims 0..ndim-2).
+template <size_t N>
+struct RowWalker {
+  const Shape& sizes;
+  std::array<const Shape*, N> strides;
+  Shape pos;
+  std::array<int64_t, N> off{};
+  RowWalker(const Shape& s, std::array<const Shape*, N> st, int64_t begin) : sizes(s), strides(st) {
+    const int64_t rd = static_cast<int64_t>(s.size()) - 1;
+    pos = Shape(static_cast<size_t>(std::max<int64_t>(rd, 0)), 0);
+    for (int64_t d = rd - 1; d >= 0; --d) {
+      pos[d] = begin % s[d];
+      begin /= s[d];
+      for (size_t o = 0; o < N; ++o) off[o] += pos[d] * (*strides[o])[d];
+    }
+  }
+  void next() {
+    for (int64_t d = static_cast<int64_t>(pos.size()) - 1; d >= 0; --d) {
+      ++pos[d];
+      for (size_t o = 0; o < N; ++o) off[o] += (*strides[o])[d];
+      if (pos[d] < sizes[d]) return;
+      for (size_t o = 0; o < N; ++o) off[o] -= (*strides[o])[d] * sizes[d];
+      pos[d] = 0;
+    }
+  }
+};
+
+/// scatter and the scatter reductions that need no per-position count (every write combines
+/// with the current value): rows of the index's last dim, each a typed loop, indices checked
+/// up front. Rows write disjoint output rows only when d is the last dim; then they run in
+/// parallel, otherwise in order (so repeated indices combine in the same order as always).
+void scatter_rows(TensorImpl& out, int64_t d, const IndexReader& idx, const Shape& isizes, const TensorImpl& src,
+                  const Shape& sstr, ScatterReduce reduce, const char* op) {
+  const int64_t numel = idx.size();
+  if (numel == 0) return;
+  const int64_t last = out.ndim() - 1, n = isizes[last], rows = numel / n, size = out.sizes[d];
+  Shape rstr = out.strides;
+  rstr[d] = 0;  // dim d's position comes from the index
+  const int64_t os = out.strides[d], os_inner = d == last ? 0 : out.strides[last], ss_inner = sstr[last];
+  const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / n);
+  with_indices(idx, [&](const auto* ix) {
+    std::atomic<bool> bad{false};
+    visit_dtype(out.dtype, [&]<class T>() {
+      using C = compute_t<T>;
+      T* o = static_cast<T*>(out.data());
+      const T* s = static_cast<const T*>(src.data());
+      auto run = [&](auto combine) {
+        auto body = [&](int64_t b, int64_t e) {
+          // Locals, not captures: stores through dst would otherwise reload them each element.
+          const int64_t sz = size, step = os, inner = os_inner, sinner = ss_inner, len = n;
+          RowWalker<2> w(isizes, {&rstr, &sstr}, b);
+          for (int64_t r = b; r < e; ++r, w.next()) {
+            T* orow = o + w.off[0];
+            const T* srow = s + w.off[1];
+            const auto* ir = ix + r * len;
+            for (int64_t j = 0; j < len; ++j) {
+              int64_t i = ir[j];
+              if (!wrap_index(i, sz)) [[unlikely]] {
+                bad.store(true, std::memory_order_relaxed);
+                return;
+              }
+              T& dst = orow[i * step + j * inner];
+              dst = static_cast<T>(combine(static_cast<C>(dst), static_cast<C>(srow[j * sinner])));
+            }
+          }
+        };
+        if (d == last) parallel_for(rows, grain, body);
+        else body(0, rows);
+      };
+      if constexpr (std::is_same_v<C, bool>) {
+        switch (reduce) {
+          case ScatterReduce::None: return run([](C, C v) { return v; });
+          case ScatterReduce::Prod:
+          case ScatterReduce::Amin: return run([](C c, C v) { return c && v; });
+          default: return run([](C c, C v) { return c || v; });
+        }
+      } else {
+        switch (reduce) {
+          case ScatterReduce::None: return run([](C, C v) { return v; });
+          case ScatterReduce::Mean:  // not reached: a mean needs counts
+          case ScatterReduce::Sum: return run([](C c, C v) { return static_cast<C>(c + v); });
+          case ScatterReduce::Prod: return run([](C c, C v) { return static_cast<C>(c * v); });
+          case ScatterReduce::Amax: return run([](C c, C v) { return (v > c || v != v) ? v : c; });
+          case ScatterReduce::Amin: return run([](C c, C v) { return (v < c || v != v) ? v : c; });
+        }
+      }
+    });
+    if (bad.load()) report_bad_index(ix, numel, size, op, d);
+  });
 }
 
 }  // namespace
@@ -213,6 +320,55 @@ Ref<TensorImpl> IndexKernels<Cpu>::gather(const TensorImpl& x, int64_t dim, cons
   int64_t es = itemsize(x.dtype), size = x.ndim() ? x.sizes[d] : 1, xs = x.ndim() ? x.strides[d] : 0;
   const char* xp = static_cast<const char*>(x.data());
   char* op = static_cast<char*>(out->data());
+  if (x.ndim() > 0) {
+    // Rows of the index's last dim, each a typed loop: out[r, j] = x[row r's offset +
+    // index * stride of d (+ j * stride of the last dim when d is not the last)]. Indices are
+    // checked up front, so the loop cannot throw and runs in parallel.
+    if (out->numel == 0) return out;
+    const int64_t last = x.ndim() - 1, n = index.sizes[last], rows = out->numel / n;
+    Shape rstr = x.strides;
+    rstr[d] = 0;  // dim d's position comes from the index
+    const int64_t xs_inner = d == last ? 0 : x.strides[last];
+    const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / n);
+    with_indices(idx, [&](const auto* ix) {
+      std::atomic<bool> bad{false};
+      by_itemsize(es, [&]<class U>(U) {
+        const U* src = reinterpret_cast<const U*>(xp);
+        U* dst = reinterpret_cast<U*>(op);
+        parallel_for(rows, grain, [&](int64_t b, int64_t e) {
+          // Locals, not captures: stores through dst would otherwise reload them each element.
+          const int64_t sz = size, step = xs, inner = xs_inner, len = n;
+          RowWalker<1> w(index.sizes, {&rstr}, b);
+          for (int64_t r = b; r < e; ++r, w.next()) {
+            const U* xr = src + w.off[0];
+            const auto* ir = ix + r * len;
+            U* orow = dst + r * len;
+            if (step == 1 && inner == 0) {  // along a contiguous last dim: a table lookup
+              for (int64_t j = 0; j < len; ++j) {
+                int64_t i = ir[j];
+                if (!wrap_index(i, sz)) [[unlikely]] {
+                  bad.store(true, std::memory_order_relaxed);
+                  return;
+                }
+                orow[j] = xr[i];
+              }
+              continue;
+            }
+            for (int64_t j = 0; j < len; ++j) {
+              int64_t i = ir[j];
+              if (!wrap_index(i, sz)) [[unlikely]] {
+                bad.store(true, std::memory_order_relaxed);
+                return;
+              }
+              orow[j] = xr[i * step + j * inner];
+            }
+          }
+        });
+      });
+      if (bad.load()) report_bad_index(ix, out->numel, size, "gather", d);
+    });
+    return out;
+  }
   Shape xstr = x.ndim() ? x.strides : Shape{};
   if (x.ndim() == 0) xstr = Shape(index.sizes.size(), 0);
   int64_t k = 0;
@@ -251,6 +407,10 @@ Ref<TensorImpl> IndexKernels<Cpu>::scatter(const TensorImpl& x, int64_t dim, con
   // count per output element (gather's backward: the size of the whole input) would cost
   // more than the scatter itself.
   const bool need_counts = reduce == ScatterReduce::Mean || (reduce != ScatterReduce::None && !include_self);
+  if (!need_counts && x.ndim() > 0) {
+    scatter_rows(*out, d, idx, index.sizes, src, sstr, reduce, op);
+    return out;
+  }
   std::vector<int64_t> counts;
   if (need_counts) counts.assign(static_cast<size_t>(out->numel), include_self ? 1 : 0);
   visit_dtype(x.dtype, [&]<class T>() {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
 
+#include <string>
 #include <vector>
 
 using namespace ember;
@@ -86,6 +87,71 @@ TEST_CASE("gather, scatter, scatter_add, scatter_reduce") {
   CHECK(vals(scatter_reduce(base, 0, tensor({0, 0, 2}), tensor({2.f, 4.f, -6.f}), "amax")) == F{4, 5, -1});
   CHECK(vals(scatter_reduce(base, 0, tensor({0, 0, 2}), tensor({2.f, 4.f, -6.f}), "amin")) == F{1, 5, -6});
   CHECK(vals(scatter_reduce(base, 0, tensor({0, 0, 2}), tensor({2.f, 4.f, 6.f}), "sum", false)) == F{6, 5, 6});
+}
+
+// gather and the count-free scatters walk rows of the index's last dim (a typed loop per row,
+// in parallel when d is the last dim). Checked against plain loops over positions on every
+// dim, with negative indices, a strided input, an index smaller than the input, both index
+// dtypes and a scalar src; a bad index throws naming it, whichever row it sits in.
+TEST_CASE("gather and scatter along every dim against plain loops") {
+  manual_seed(11);
+  const Shape xs{4, 5, 6}, is{3, 4, 5};
+  auto at = [](const Shape& s, int64_t a, int64_t b, int64_t c) { return (a * s[1] + b) * s[2] + c; };
+  Tensor x = randn(xs);
+  Tensor xt = x.permute({2, 1, 0}).contiguous().permute({2, 1, 0});  // same values, strided
+  const std::vector<float> xv = vals(x);
+  for (int64_t d = 0; d < 3; ++d) {
+    const int64_t size = xs[static_cast<size_t>(d)];
+    Tensor idx = randint(-size, size, is);
+    const std::vector<int64_t> iv = vals<int64_t>(idx);
+    auto wrap = [&](int64_t i) { return i < 0 ? i + size : i; };
+    std::vector<float> want(static_cast<size_t>(idx.numel()));
+    for (int64_t a = 0; a < is[0]; ++a)
+      for (int64_t b = 0; b < is[1]; ++b)
+        for (int64_t c = 0; c < is[2]; ++c) {
+          int64_t p[3] = {a, b, c};
+          p[d] = wrap(iv[static_cast<size_t>(at(is, a, b, c))]);
+          want[static_cast<size_t>(at(is, a, b, c))] = xv[static_cast<size_t>(at(xs, p[0], p[1], p[2]))];
+        }
+    CHECK(vals(gather(x, d, idx)) == want);
+    CHECK(vals(gather(xt, d, idx)) == want);
+    CHECK(vals(gather(x, d, idx.to(DType::I32))) == want);
+
+    Tensor src = randn(is);
+    const std::vector<float> sv = vals(src);
+    for (const char* red : {"none", "sum", "prod", "amax", "amin"}) {
+      std::vector<float> ref = xv;
+      for (int64_t a = 0; a < is[0]; ++a)
+        for (int64_t b = 0; b < is[1]; ++b)
+          for (int64_t c = 0; c < is[2]; ++c) {
+            int64_t p[3] = {a, b, c};
+            p[d] = wrap(iv[static_cast<size_t>(at(is, a, b, c))]);
+            float& o = ref[static_cast<size_t>(at(xs, p[0], p[1], p[2]))];
+            const float v = sv[static_cast<size_t>(at(is, a, b, c))];
+            const std::string r = red;
+            o = r == "none" ? v : r == "sum" ? o + v : r == "prod" ? o * v : r == "amax" ? std::max(o, v) : std::min(o, v);
+          }
+      Tensor got = std::string(red) == "none" ? scatter(x, d, idx, src) : scatter_reduce(x, d, idx, src, red);
+      CHECK_MESSAGE(vals(got) == ref, "dim ", d, " reduce ", red);
+      if (std::string(red) == "sum") CHECK(vals(scatter_add(xt, d, idx, src)) == ref);
+    }
+    std::vector<float> filled = xv;
+    for (int64_t k = 0; k < idx.numel(); ++k) {
+      const int64_t a = k / (is[1] * is[2]), b = k / is[2] % is[1], c = k % is[2];
+      int64_t p[3] = {a, b, c};
+      p[d] = wrap(iv[static_cast<size_t>(k)]);
+      filled[static_cast<size_t>(at(xs, p[0], p[1], p[2]))] = 2.5f;
+    }
+    CHECK(vals(scatter(x, d, idx, 2.5)) == filled);
+
+    // One bad index in the last row: the error names it, and x is untouched.
+    std::vector<int64_t> bad = iv;
+    bad.back() = size + 3;
+    Tensor bidx = from_blob(bad.data(), is, DType::I64).clone();
+    CHECK_THROWS_WITH_AS(gather(x, d, bidx), doctest::Contains(("index " + std::to_string(size + 3)).c_str()), Error);
+    CHECK_THROWS_WITH_AS(scatter_add(x, d, bidx, src), doctest::Contains(("index " + std::to_string(size + 3)).c_str()), Error);
+    CHECK(vals(x) == xv);
+  }
 }
 
 TEST_CASE("index_select, index_add, index_copy, index_put, advanced index") {
