@@ -667,6 +667,41 @@ void softmax_backward(TensorImpl& dx, const TensorImpl& g, const TensorImpl& y, 
   else softmax_grad::softmax_backward_typed<double>(dx, g, y, dim, log);
 }
 
+namespace scan {
+
+/// cumsum/cumprod of contiguous tensors along a dim with elements after it: each step k
+/// combines a whole row of `inner` elements with step k-1's row (one loop the compiler
+/// vectorises), in the same order per element as the scalar scan.
+template <class T, class Combine>
+bool rows_along(TensorImpl& out, const TensorImpl& x, int64_t dim, Combine combine) {
+  if (!x.contiguous || !out.contiguous || x.ndim() == 0) return false;
+  int64_t outer = 1, inner = 1;
+  const int64_t len = x.sizes[dim];
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    if (d != dim) (d < dim ? outer : inner) *= x.sizes[d];
+  if (inner == 1 || outer * len * inner == 0) return false;
+  const T* xp = static_cast<const T*>(x.data());
+  T* op = static_cast<T*>(out.data());
+  const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / (len * inner));
+  detail::parallel_for(outer, grain, [&](int64_t b, int64_t e) {
+    const int64_t n = len, w = inner;
+    for (int64_t o = b; o < e; ++o) {
+      const T* xs = xp + o * n * w;
+      T* os = op + o * n * w;
+      std::copy(xs, xs + w, os);
+      for (int64_t k = 1; k < n; ++k) {
+        const T* prev = os + (k - 1) * w;
+        const T* cur = xs + k * w;
+        T* dst = os + k * w;
+        for (int64_t i = 0; i < w; ++i) dst[i] = combine(prev[i], cur[i]);
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace scan
+
 void cumulative(detail::CumOp op, TensorImpl& out, TensorImpl* indices, const TensorImpl& x, int64_t dim) {
   visit_dtype(x.dtype, [&]<class T>() {
     using C = compute_t<T>;
@@ -676,46 +711,69 @@ void cumulative(detail::CumOp op, TensorImpl& out, TensorImpl* indices, const Te
     const T* xp = static_cast<const T*>(x.data());
     T* outp = static_cast<T*>(out.data());
     int64_t* ip = indices ? static_cast<int64_t*>(indices->data()) : nullptr;
-    along_dim(x, out, n ? dim : 0, 64, [&](int64_t io, int64_t oo) {
-      C acc{};
-      int64_t best = 0;
-      for (int64_t k = 0; k < len; ++k) {
-        C v = static_cast<C>(xp[io + k * xs]);
-        if (k == 0) {
-          acc = v;
-        } else {
-          switch (op) {
-            case detail::CumOp::Sum:
-              if constexpr (std::is_same_v<C, bool>) acc = acc || v;
-              else acc = static_cast<C>(acc + v);
-              break;
-            case detail::CumOp::Prod:
-              if constexpr (std::is_same_v<C, bool>) acc = acc && v;
-              else acc = static_cast<C>(acc * v);
-              break;
-            case detail::CumOp::Max:
-            case detail::CumOp::Min: {
-              bool nan_v = false, nan_acc = false;
-              if constexpr (std::is_floating_point_v<C>) nan_v = v != v, nan_acc = acc != acc;
-              bool take = nan_v || (!nan_acc && (op == detail::CumOp::Max ? v >= acc : v <= acc));
-              if (take) acc = v, best = k;
-              break;
-            }
-            case detail::CumOp::Logsumexp:
-              if constexpr (std::is_floating_point_v<C>) {
-                // PyTorch's _log_add_exp_helper: NaN propagates, equal infinities stay.
-                if (acc != acc || v != v) {
-                  acc = std::numeric_limits<C>::quiet_NaN();
-                } else if (!(std::isinf(acc) && acc == v)) {
-                  C hi = std::max(acc, v), lo = std::min(acc, v);
-                  acc = hi + std::log1p(std::exp(lo - hi));
-                }
-              }
-              break;
-          }
+    // cumsum/cumprod hand this floats or i64 (ops/reduction.cpp promotes the rest), and
+    // logcumsumexp floats only: other dtypes instantiate the max/min scans alone.
+    constexpr bool kSumProd = std::is_floating_point_v<C> || std::is_same_v<T, int64_t>;
+    if ((op == detail::CumOp::Sum || op == detail::CumOp::Prod) && !kSumProd)
+      EMBER_FAIL("[cumulative] cumsum/cumprod of {} (expected a float or i64 input)", x.dtype);
+    if (op == detail::CumOp::Logsumexp && !std::is_floating_point_v<C>)
+      EMBER_FAIL("[logcumsumexp] needs a floating tensor, got {}", x.dtype);
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {  // rows along a middle dim
+      if (op == detail::CumOp::Sum && scan::rows_along<T>(out, x, dim, [](C a, C b) { return static_cast<C>(a + b); }))
+        return;
+      if (op == detail::CumOp::Prod && scan::rows_along<T>(out, x, dim, [](C a, C b) { return static_cast<C>(a * b); }))
+        return;
+    }
+    // One walk over the lines along dim per dtype; the op is chosen per line, outside the
+    // scan loop, and step(acc, v, k, best) folds v into the running value.
+    along_dim(x, out, n ? dim : 0, std::max<int64_t>(1, 4096 / std::max<int64_t>(len, 1)), [&](int64_t io, int64_t oo) {
+      const int64_t m = len, sx = xs, so = os, si = is;
+      if (m == 0) return;
+      auto scan_line = [&](auto step) {
+        C acc = static_cast<C>(xp[io]);
+        int64_t best = 0;
+        outp[oo] = static_cast<T>(acc);
+        if (ip) ip[oo] = 0;  // indices share out's (contiguous) layout
+        for (int64_t k = 1; k < m; ++k) {
+          step(acc, static_cast<C>(xp[io + k * sx]), k, best);
+          outp[oo + k * so] = static_cast<T>(acc);
+          if (ip) ip[oo + k * si] = best;
         }
-        outp[oo + k * os] = static_cast<T>(acc);
-        if (ip) ip[oo + k * is] = best;  // indices share out's (contiguous) layout
+      };
+      switch (op) {
+        case detail::CumOp::Sum:
+          if constexpr (kSumProd) scan_line([](C& acc, C v, int64_t, int64_t&) { acc = static_cast<C>(acc + v); });
+          return;
+        case detail::CumOp::Prod:
+          if constexpr (kSumProd) scan_line([](C& acc, C v, int64_t, int64_t&) { acc = static_cast<C>(acc * v); });
+          return;
+        case detail::CumOp::Max:
+          scan_line([](C& acc, C v, int64_t k, int64_t& best) {
+            bool nan_v = false, nan_acc = false;
+            if constexpr (std::is_floating_point_v<C>) nan_v = v != v, nan_acc = acc != acc;
+            if (nan_v || (!nan_acc && v >= acc)) acc = v, best = k;
+          });
+          return;
+        case detail::CumOp::Min:
+          scan_line([](C& acc, C v, int64_t k, int64_t& best) {
+            bool nan_v = false, nan_acc = false;
+            if constexpr (std::is_floating_point_v<C>) nan_v = v != v, nan_acc = acc != acc;
+            if (nan_v || (!nan_acc && v <= acc)) acc = v, best = k;
+          });
+          return;
+        case detail::CumOp::Logsumexp:
+          if constexpr (std::is_floating_point_v<C>) {
+            scan_line([](C& acc, C v, int64_t, int64_t&) {
+              // PyTorch's _log_add_exp_helper: NaN propagates, equal infinities stay.
+              if (acc != acc || v != v) {
+                acc = std::numeric_limits<C>::quiet_NaN();
+              } else if (!(std::isinf(acc) && acc == v)) {
+                C hi = std::max(acc, v), lo = std::min(acc, v);
+                acc = hi + std::log1p(std::exp(lo - hi));
+              }
+            });
+          }
+          return;
       }
     });
   });
