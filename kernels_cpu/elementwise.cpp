@@ -65,14 +65,26 @@ struct Driver {
         return;
       }
     }
+    // Chunks: inputs that are contiguous or broadcast in storage type are read in place,
+    // the rest gathered (f16/bf16 widened); a contiguous output is written in place.
     CI buf[NIN][kChunk];
     CO obuf[kChunk];
     const CI* in[NIN];
-    int64_t ones[NIN];
-    for (int i = 0; i < NIN; ++i) in[i] = buf[i], ones[i] = 1;
+    int64_t step[NIN];
+    bool gather[NIN];
+    for (int i = 0; i < NIN; ++i) {
+      gather[i] = !(std::is_same_v<SI, CI> && (s[i + 1] == sizeof(SI) || s[i + 1] == 0));
+      step[i] = gather[i] || s[i + 1] != 0 ? 1 : 0;
+    }
+    const bool out_direct = std::is_same_v<SO, CO> && s[0] == sizeof(SO);
     for (int64_t base = 0; base < n; base += kChunk) {
       int64_t m = std::min(kChunk, n - base);
       for (int i = 0; i < NIN; ++i) {
+        if (!gather[i]) {
+          in[i] = reinterpret_cast<const CI*>(p[i + 1] + base * s[i + 1]);
+          continue;
+        }
+        in[i] = buf[i];
         if constexpr (is_reduced_v<SI> && std::is_same_v<CI, float>) {
           if (s[i + 1] == sizeof(SI)) {
             widen_run<SI>(p[i + 1] + base * s[i + 1], buf[i], m);
@@ -81,7 +93,11 @@ struct Driver {
         }
         for (int64_t k = 0; k < m; ++k) buf[i][k] = static_cast<CI>(ld<SI>(p[i + 1] + (base + k) * s[i + 1]));
       }
-      fn(obuf, in, ones, m, ctx);
+      if (out_direct) {
+        fn(reinterpret_cast<CO*>(p[0] + base * s[0]), in, step, m, ctx);
+        continue;
+      }
+      fn(obuf, in, step, m, ctx);
       if constexpr (is_reduced_v<SO> && std::is_same_v<CO, float>) {
         if (s[0] == sizeof(SO)) {
           narrow_run<SO>(obuf, p[0] + base * s[0], m);

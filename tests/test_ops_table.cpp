@@ -338,6 +338,32 @@ TEST_CASE("op table: binary ops x dtypes x layouts") {
   }
 }
 
+// The table's runs are shorter than the drivers' chunk (256 elements). Here runs of 600
+// mix layouts: a transposed input is gathered in chunks while a contiguous or broadcast
+// one is read in place and a contiguous output written in place (a strided output through
+// a buffer). Results must equal those of contiguous copies, which take the direct path.
+TEST_CASE("elementwise runs longer than a chunk with mixed input and output layouts") {
+  manual_seed(21);
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32}) {
+    CAPTURE(dt_name(dt));
+    Tensor a = (randn({300, 600}) * 10).to(dt), b = (randn({600, 300}) * 10).to(dt), row = (randn({600}) * 10).to(dt);
+    Tensor bt = b.t();  // 300 x 600, strided
+    auto same = [](const Tensor& x, const Tensor& y) {
+      return x.sizes() == y.sizes() && (x.to(DType::F64) - y.to(DType::F64)).abs().max().item<double>() == 0;
+    };
+    Tensor want = a + bt.contiguous();
+    CHECK(same(a + bt, want));
+    CHECK(same(bt + a, bt.contiguous() + a));
+    CHECK(same(bt * row, bt.contiguous() * row));
+    CHECK(same(maximum(bt, a), maximum(bt.contiguous(), a)));
+    Tensor into = zeros({600, 300}, dt).t();  // a strided output
+    into.copy_(a);
+    into.add_(bt);
+    CHECK(same(into, want));
+    if (is_floating(dt)) CHECK(same(bt.abs(), bt.contiguous().abs()));
+  }
+}
+
 TEST_CASE("op table: reductions x dtypes x layouts x dims") {
   for (const ReduceRow& row : kReduceRows) {
     const char* name = ops::name(row.op);
