@@ -797,6 +797,22 @@ TEST_CASE("nan_to_num defaults use the limits of reduced float dtypes") {
   }
 }
 
+// Reduction kernels exist for accumulator dtypes only: f16/bf16 reduce in f32, and a sum in
+// a narrower integer dtype accumulates in i64 and wraps to the same bits as PyTorch's sum.
+TEST_CASE("sum with a dtype argument accumulates in a kernel's dtype and casts") {
+  Tensor big = tensor({2147483647, 1, 5}).to(DType::I32);
+  Tensor s32 = big.sum({0}, false, DType::I32);
+  CHECK(s32.dtype() == DType::I32);
+  CHECK(s32.item<int32_t>() == -2147483643);  // wrapped, as torch.sum(x, dtype=torch.int32)
+  CHECK(big.sum({0}, false, DType::I64).item<int64_t>() == 2147483653);
+  Tensor s8 = tensor({100, 100, 100}).to(DType::I32).sum({0}, false, DType::I8);
+  CHECK(s8.dtype() == DType::I8);
+  CHECK(s8.item<int64_t>() == 44);  // 300 mod 256
+  CHECK(tensor({1.5f, 2.25f}).to(DType::F16).sum({0}, false, DType::F16).item<float>() == 3.75f);
+  CHECK(tensor({1.5f, 2.25f}).sum({0}, false, DType::F64).dtype() == DType::F64);
+  CHECK(tensor({0, 3, 0}).to(DType::U8).sum({0}, false, DType::Bool).item<bool>());
+}
+
 TEST_CASE("mixed-dtype binary ops promote like PyTorch") {
   Tensor i = tensor({1, 2, 3}).to(DType::I32);
   Tensor f = tensor({0.5f, 1.5f, 2.5f});

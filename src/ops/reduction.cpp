@@ -56,6 +56,8 @@ ReducePlan prepare_reduce(ReduceOp op, const TensorImpl& x, IntArrayRef dims, bo
   if (dtype) {
     EMBER_CHECK(rule(op) == ReduceRule::Sum || rule(op) == ReduceRule::Float,
                 "[{}] does not take a dtype argument", name);
+    EMBER_CHECK(rule(op) != ReduceRule::Float || is_floating(*dtype), "[{}] dtype must be floating, got {}", name,
+                *dtype);
     in = out = *dtype;
   }
   if (op == ReduceOp::Amax || op == ReduceOp::Amin) {
@@ -63,9 +65,15 @@ ReducePlan prepare_reduce(ReduceOp op, const TensorImpl& x, IntArrayRef dims, bo
       EMBER_CHECK(!(plan.mask >> d & 1) || x.sizes[d] > 0,
                   "[{}] cannot reduce over dim {} of size 0 (shape {}): there is no identity", name, d, x.sizes);
   }
-  // Reduced-precision floats accumulate in f32 and are cast back by finish_reduce.
-  DType acc = is_reduced_float(in) ? DType::F32 : in;
-  DType out_acc = is_reduced_float(out) ? DType::F32 : out;
+  // Reduced-precision floats accumulate in f32 and are cast back by finish_reduce; sums and
+  // products asked for in a narrower integer type (or bool) accumulate in i64, which wraps to
+  // the same bits. The kernels are built for these accumulator types only.
+  auto accumulator = [&](DType t) {
+    if (is_reduced_float(t)) return DType::F32;
+    if (rule(op) == ReduceRule::Sum && !is_floating(t)) return DType::I64;
+    return t;
+  };
+  DType acc = accumulator(in), out_acc = accumulator(out);
   plan.input = cast(x, acc);
   Shape keep = x.sizes;
   for (int64_t d = 0; d < x.ndim(); ++d)
