@@ -118,6 +118,27 @@ inline constexpr bool kSimdTranscendental = false;
 #else
 inline constexpr bool kSimdTranscendental = true;
 #endif
+/// Whether this build has a fused multiply-add instruction. The batch forms of fmod,
+/// remainder, floor division and hypot rely on fma's single rounding (fmod's to be exact);
+/// without one (x86-64's SSE2 baseline) they run element by element.
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+inline constexpr bool kHasFma = true;
+#else
+inline constexpr bool kHasFma = false;
+#endif
+
+/// Runs a scalar function on each lane of two batches: the slow path of batch forms that
+/// handle the common range fast and leave edge values to the standard library.
+template <class V, class F>
+inline V per_lane(const V& a, const V& b, F scalar) {
+  using S = scalar_t<V>;
+  alignas(64) S xa[V::size], xb[V::size];
+  a.store_aligned(xa);
+  b.store_aligned(xb);
+  for (size_t i = 0; i < V::size; ++i) xa[i] = scalar(xa[i], xb[i]);
+  return V::load_aligned(xa);
+}
+
 template <ops::UnaryOp Op>
 struct UnaryFn;
 
@@ -416,6 +437,25 @@ inline S int_mod_trunc(S a, S b) {
   return static_cast<S>(a % b);
 }
 
+/// fmod over batches, exactly (fmod's result is always representable): q = trunc(a / b) is
+/// the true truncated quotient or one more in magnitude when a / b rounds up to an integer,
+/// and a - q * b in one fma rounding is exact either way (it is a multiple of b's ulp smaller
+/// than |b|, or of a's when |a| < |b|); the second case has the wrong sign and gets |b| back.
+/// Lanes with |a / b| >= 2^(digits - 1) (where that argument needs more bits), b = 0, inf or
+/// NaN take std::fmod.
+template <class V>
+inline V fmod_batch(const V& a, const V& b) {
+  using S = scalar_t<V>;
+  constexpr S kMaxQuotient = S(1) * static_cast<S>(uint64_t{1} << (std::numeric_limits<S>::digits - 1));
+  const V q = xsimd::trunc(a / b);
+  if (!xsimd::all(xsimd::abs(q) < V(kMaxQuotient) && xsimd::abs(b) < V(std::numeric_limits<S>::infinity())))
+    return per_lane(a, b, [](S x, S y) { return std::fmod(x, y); });
+  V r = xsimd::fnma(q, b, a);
+  const V zero(S(0));
+  r = xsimd::select(r != zero && ((r < zero) != (a < zero)), r + xsimd::copysign(b, a), r);
+  return xsimd::select(r == zero, xsimd::copysign(zero, a), r);
+}
+
 EMBER_BINARY_FN(Add, true, {
   if constexpr (std::is_same_v<S, bool>) return a || b;
   else return a + b;
@@ -426,17 +466,27 @@ EMBER_BINARY_FN(Mul, true, {
   else return a * b;
 })
 EMBER_BINARY_FN(Div, true, { return a / b; })
-EMBER_BINARY_FN(DivTrunc, false, {
+EMBER_BINARY_FN(DivTrunc, true, {
   if constexpr (std::is_integral_v<S>) return int_div_trunc(a, b);
-  else return std::trunc(a / b);
+  else return vm::trunc(a / b);
 })
-EMBER_BINARY_FN(DivFloor, false, {
+// PyTorch's floor division of floats: from fmod, so that the quotient is exact.
+EMBER_BINARY_FN(DivFloor, kHasFma, {
   if constexpr (std::is_integral_v<S>) {
     S q = int_div_trunc(a, b);
     if constexpr (std::is_signed_v<S>) {
       if (b != 0 && (a % (b == -1 ? 1 : b)) != 0 && ((a < 0) != (b < 0))) --q;
     }
     return q;
+  } else if constexpr (is_batch_v<V>) {
+    const V zero(S(0)), one(S(1));
+    const V m = fmod_batch(a, b);
+    V d = (a - m) / b;
+    d = xsimd::select(m != zero && ((b < zero) != (m < zero)), d - one, d);
+    V f = xsimd::floor(d);
+    f = xsimd::select(d - f > V(S(0.5)), f + one, f);
+    f = xsimd::select(d == zero, xsimd::copysign(zero, a / b), f);
+    return xsimd::select(b == zero, a / b, f);
   } else {
     if (b == S(0)) return a / b;
     S m = std::fmod(a, b);
@@ -447,21 +497,25 @@ EMBER_BINARY_FN(DivFloor, false, {
     return d == S(0) ? std::copysign(S(0), a / b) : f;
   }
 })
-EMBER_BINARY_FN(Remainder, false, {
+EMBER_BINARY_FN(Remainder, kHasFma, {
   if constexpr (std::is_integral_v<S>) {
     S r = int_mod_trunc(a, b);
     if constexpr (std::is_signed_v<S>) {
       if (r != 0 && ((r < 0) != (b < 0))) r += b;
     }
     return r;
+  } else if constexpr (is_batch_v<V>) {
+    const V zero(S(0)), r = fmod_batch(a, b);
+    return xsimd::select(r != zero && ((r < zero) != (b < zero)), r + b, r);
   } else {
     S r = std::fmod(a, b);
     if (r != S(0) && ((r < S(0)) != (b < S(0)))) r += b;
     return r;
   }
 })
-EMBER_BINARY_FN(Fmod, false, {
+EMBER_BINARY_FN(Fmod, kHasFma, {
   if constexpr (std::is_integral_v<S>) return int_mod_trunc(a, b);
+  else if constexpr (is_batch_v<V>) return fmod_batch(a, b);
   else return std::fmod(a, b);
 })
 EMBER_BINARY_FN(Pow, false, {
@@ -486,7 +540,17 @@ EMBER_BINARY_FN(Pow, false, {
     return std::pow(a, b);
   }
 })
-EMBER_BINARY_FN(Atan2, false, { return std::atan2(a, b); })
+// xsimd's atan2 gives NaN for 0/0 and inf/inf; std::atan2 gives the signed angles there.
+EMBER_BINARY_FN(Atan2, kSimdTranscendental, {
+  if constexpr (is_batch_v<V>) {
+    const V zero(S(0)), inf(std::numeric_limits<S>::infinity());
+    const auto both_zero = a == zero && b == zero, both_inf = xsimd::abs(a) == inf && xsimd::abs(b) == inf;
+    if (xsimd::any(both_zero || both_inf)) return per_lane(a, b, [](S x, S y) { return std::atan2(x, y); });
+    return xsimd::atan2(a, b);
+  } else {
+    return std::atan2(a, b);
+  }
+})
 // maximum/minimum propagate NaN (a + b is NaN when either is); fmax/fmin return the other
 // operand when one is NaN. Ties (+0 vs -0) return a, in scalar and vector code alike.
 EMBER_BINARY_FN(Maximum, true, {
@@ -505,8 +569,28 @@ EMBER_BINARY_FN(Fmin, true, {
   if constexpr (std::is_floating_point_v<S>) return vm::select(a <= b || vm::isnan(b), a, b);
   else return a <= b ? a : b;
 })
-EMBER_BINARY_FN(Hypot, false, { return std::hypot(a, b); })
-EMBER_BINARY_FN(Copysign, false, { return std::copysign(a, b); })
+// sqrt(a^2 + b^2) with one fma (within an ulp of std::hypot) where the squares can neither
+// overflow nor lose precision to underflow; std::hypot's scaling for the other lanes.
+EMBER_BINARY_FN(Hypot, kHasFma, {
+  if constexpr (is_batch_v<V>) {
+    constexpr int kE = std::numeric_limits<S>::max_exponent / 2 - 4;  // 2^kE squared is far from overflow
+    const V m = xsimd::max(xsimd::abs(a), xsimd::abs(b));
+    if (!xsimd::all((m < V(std::ldexp(S(1), kE)) && m > V(std::ldexp(S(1), -kE))) || m == V(S(0))))
+      return per_lane(a, b, [](S x, S y) { return std::hypot(x, y); });
+    return xsimd::sqrt(xsimd::fma(a, a, b * b));
+  } else if constexpr (kHasFma) {  // the same formula as the batches, so tails agree with them
+    constexpr int kE = std::numeric_limits<S>::max_exponent / 2 - 4;
+    const S m = std::max(std::abs(a), std::abs(b));
+    if ((m < std::ldexp(S(1), kE) && m > std::ldexp(S(1), -kE)) || m == S(0)) return std::sqrt(std::fma(a, a, b * b));
+    return std::hypot(a, b);
+  } else {
+    return std::hypot(a, b);
+  }
+})
+EMBER_BINARY_FN(Copysign, true, {
+  if constexpr (is_batch_v<V>) return xsimd::copysign(a, b);
+  else return std::copysign(a, b);
+})
 // grad * (Phi(x) + x phi(x)), Phi and phi the standard normal CDF and density.
 EMBER_BINARY_FN(GeluBackward, kSimdTranscendental, {
   const V x = b;

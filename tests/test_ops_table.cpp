@@ -9,6 +9,8 @@
 #include "support/op_table.hpp"
 #include "support/tensor_io.hpp"
 
+#include <array>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -784,6 +786,68 @@ TEST_CASE("pow with a common scalar exponent agrees with std::pow") {
         else ok = std::fabs(r - w) <= ulp * std::fabs(w);
         CHECK_MESSAGE(ok, dt_name(dt) << " pow(" << v << ", " << e << ") = " << r << ", std::pow gives " << w);
       }
+    }
+  }
+}
+
+// The batch forms of fmod, remainder and floor division compute a - trunc(a / b) * b with one
+// fma, which is exact even when a / b rounds up to the next integer; hypot uses one fma and a
+// square root where the squares stay in range. Checked bit for bit (fmod family) or to an ulp
+// (hypot) against the standard library on quotients up to and past the exact range, near-
+// integer quotients (a = n * b nudged by an ulp), huge and tiny operands and specials.
+TEST_CASE("fmod, remainder, floor division and hypot over batches agree with the standard library") {
+  Gen g(31);
+  for (DType dt : {DType::F32, DType::F64}) {
+    const bool f32 = dt == DType::F32;
+    auto round = [&](double v) { return f32 ? static_cast<double>(static_cast<float>(v)) : v; };
+    auto nudge = [&](double v, int k) {
+      for (; k > 0; --k) v = f32 ? std::nextafter(static_cast<float>(v), INFINITY) : std::nextafter(v, INFINITY);
+      for (; k < 0; ++k) v = f32 ? std::nextafter(static_cast<float>(v), -INFINITY) : std::nextafter(v, -INFINITY);
+      return v;
+    };
+    std::vector<double> as, bs;
+    for (int i = 0; i < 4000; ++i) {
+      double b = round(g.uniform(0.1, 10) * (g.uniform(0, 1) < 0.5 ? -1 : 1) * std::ldexp(1.0, static_cast<int>(g.uniform(-30, 30))));
+      double q = std::trunc(std::ldexp(g.uniform(0, 1), static_cast<int>(g.uniform(0, f32 ? 27 : 56))));
+      double a = round(q * b * (g.uniform(0, 1) < 0.5 ? -1 : 1));
+      as.push_back(nudge(a, static_cast<int>(g.uniform(-3, 4))));
+      bs.push_back(b);
+    }
+    for (double scale : {f32 ? 1e30 : 1e300, f32 ? 1e-30 : 1e-300})  // squares out of range: whole batches
+      for (int i = 0; i < 32; ++i) as.push_back(round(scale * g.uniform(-4, 4))), bs.push_back(round(scale * g.uniform(-4, 4)));
+    const double sp[] = {0.0, -0.0, ref::kInf, -ref::kInf, ref::kNaN, 1e-310, 1e30, -1e-30, 3.0, -3.0};
+    for (double a : sp)
+      for (double b : sp) as.push_back(round(a)), bs.push_back(round(b));
+    const int64_t n = static_cast<int64_t>(as.size());
+    Tensor a = from_blob(as.data(), {n}, TensorOptions(DType::F64)).clone().to(dt);
+    Tensor b = from_blob(bs.data(), {n}, TensorOptions(DType::F64)).clone().to(dt);
+    ref::Array av = read(a), bv = read(b);
+    ref::Array fm = read(fmod(a, b)), rm = read(remainder(a, b)), fd = read(a.div(b, "floor")), hy = read(hypot(a, b));
+    auto same = [](double x, double y) { return (std::isnan(x) && std::isnan(y)) || (x == y && std::signbit(x) == std::signbit(y)); };
+    int bad = 0;
+    for (int64_t i = 0; i < n && bad < 10; ++i) {
+      const size_t k = static_cast<size_t>(i);
+      const double x = av.v[k], y = bv.v[k];
+      // PyTorch's formulas, evaluated in the tensor's own precision.
+      auto want = [&]<class T>(T p, T q) {
+        const T m = std::fmod(p, q);
+        const T r = m != 0 && (q < 0) != (m < 0) ? m + q : m;
+        T d = (p - m) / q;
+        if (m != 0 && (q < 0) != (m < 0)) d -= 1;
+        T f = std::floor(d);
+        if (d - f > T(0.5)) f += 1;
+        const T fd = q == 0 ? p / q : d == 0 ? std::copysign(T(0), p / q) : f;
+        return std::array<double, 4>{m, r, fd, std::hypot(p, q)};
+      };
+      const std::array<double, 4> w = f32 ? want(static_cast<float>(x), static_cast<float>(y)) : want(x, y);
+      const double wf = w[0], wr = w[1], wd = w[2], wh = w[3];
+      const double ulp = f32 ? 0x1p-23 : 0x1p-52;
+      const bool hyp_ok = same(hy.v[k], wh) || std::fabs(hy.v[k] - wh) <= ulp * std::fabs(wh);
+      const bool ok = same(fm.v[k], wf) && same(rm.v[k], wr) && same(fd.v[k], wd) && hyp_ok;
+      if (!ok) ++bad;
+      CHECK_MESSAGE(ok, dt_name(dt) << " a=" << x << " b=" << y << ": fmod " << fm.v[k] << " vs " << wf << ", remainder "
+                                    << rm.v[k] << " vs " << wr << ", floor div " << fd.v[k] << " vs " << wd << ", hypot "
+                                    << hy.v[k] << " vs " << wh);
     }
   }
 }
