@@ -369,17 +369,22 @@ inline auto compare_batch(const xsimd::batch<C>& a, const xsimd::batch<C>& b) {
   else if constexpr (Op == O::Lt) return a < b;
   else if constexpr (Op == O::Le) return a <= b;
   else if constexpr (Op == O::Gt) return a > b;
-  else return a >= b;
+  else if constexpr (Op == O::Ge) return a >= b;
+  else {  // logical ops: nonzero is true, NaN included (!(x == 0), not the ordered x != 0)
+    const xsimd::batch<C> zero(C(0));
+    const auto ta = !(a == zero), tb = !(b == zero);
+    if constexpr (Op == O::LogicalAnd) return ta & tb;
+    else if constexpr (Op == O::LogicalOr) return ta | tb;
+    else return ta ^ tb;
+  }
 }
 
 template <class C, ops::BinaryOp Op, int SA, int SB>
 void compare_steps(bool* o, const C* a, const C* b, int64_t n) {
   int64_t k = 0;
-  constexpr bool kOrdered = Op == ops::BinaryOp::Eq || Op == ops::BinaryOp::Ne || Op == ops::BinaryOp::Lt ||
-                            Op == ops::BinaryOp::Le || Op == ops::BinaryOp::Gt || Op == ops::BinaryOp::Ge;
-  if constexpr (is_simd_float_v<C> && kOrdered) {
+  if constexpr (is_simd_float_v<C>) {
     // Compilers leave a float compare with a bool store scalar; compare whole batches
-    // (IEEE semantics as the scalar form: NaN compares false, except !=).
+    // (IEEE semantics as the scalar form: NaN compares false, except !=; NaN is true).
     using Bt = xsimd::batch<C>;
     constexpr int64_t W = Bt::size;
     const Bt bs = SB == 0 ? Bt(b[0]) : Bt(C(0));
