@@ -192,7 +192,7 @@ inline double unary(ops::UnaryOp op, double x, const ops::UnaryParams& p = {},
       return scale * (x > 0 ? x : alpha * std::expm1(x));
     }
     case U::Celu: return x > 0 ? x : p.a * std::expm1(x / p.a);
-    case U::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case U::Gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));  // not 1 + erf: no cancellation
     case U::GeluTanh: {
       const double k = std::sqrt(2.0 / 3.14159265358979323846);
       return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
@@ -316,7 +316,7 @@ inline double binary(ops::BinaryOp op, double a, double b, bool narrow = false) 
     case B::Copysign: return std::copysign(a, b);
     case B::ReluBackward: return b <= 0 ? 0.0 : a;
     case B::GeluBackward:
-      return a * (0.5 * (1 + std::erf(b / std::sqrt(2.0))) + b * std::exp(-0.5 * b * b) * 0.39894228040143267794);
+      return a * (0.5 * std::erfc(-b / std::sqrt(2.0)) + b * std::exp(-0.5 * b * b) * 0.39894228040143267794);
     case B::SiluBackward: {
       const double s = 1 / (1 + std::exp(-b));
       return a * s * (1 + b * (1 - s));
