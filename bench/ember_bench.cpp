@@ -20,6 +20,7 @@
 // machine where noise only ever slows a run down; the table also shows their median.
 
 #include "layer_workloads.hpp"
+#include "op_workloads.hpp"
 #include "nn_workloads.hpp"
 #include "workloads.hpp"
 
@@ -323,6 +324,9 @@ std::vector<Workload> workloads() {
   // Single layers, forward + backward (bench/layer_workloads.hpp).
   for (const std::string& name : bench::layer_workloads::names())
     w.push_back({name, Kind::Overhead, "ms", 0, true, [name](int) { return bench::layer_workloads::make(name); }});
+  // Single ops, forward only under no-grad (bench/op_workloads.hpp).
+  for (const std::string& name : bench::op_workloads::names())
+    w.push_back({name, Kind::Overhead, "us", 0, true, [name](int) { return bench::op_workloads::make(name); }});
   // memcpy: counts bytes read + bytes written, like softmax (bus traffic, comparable to sum's reads).
   w.push_back({"memcpy_16M", Kind::Throughput, "GB/s", 2.0 * double(int64_t(1) << 24) * 4, false, memcpy_ref});
   // Model files (single-threaded; the thread count does not apply): ms per load of a 100 MB file.

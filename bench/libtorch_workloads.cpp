@@ -47,10 +47,12 @@ void set_threads(int n) {
 
 RunFn make_nn(const std::string& name);     // libtorch_nn_workloads.cpp
 RunFn make_layer(const std::string& name);  // libtorch_layer_workloads.cpp
+RunFn make_op(const std::string& name);     // libtorch_op_workloads.cpp
 
 RunFn make(const std::string& name) {
   if (RunFn f = make_nn(name)) return f;
   if (RunFn f = make_layer(name)) return f;
+  if (RunFn f = make_op(name)) return f;
   torch::manual_seed(0);
   if (name == "op_overhead_add_4") {
     auto a = std::make_shared<torch::Tensor>(torch::randn({4}));

@@ -1,0 +1,42 @@
+// libtorch's side of the single-op workloads (see op_workloads.hpp for the definitions): the
+// same ops on tensors of the same shapes and distributions. Built only with
+// -Dlibtorch_compare=enabled.
+
+#include <torch/torch.h>
+
+#include "workloads.hpp"
+
+#include <functional>
+#include <string>
+
+namespace bench::libtorch {
+
+RunFn make_op(const std::string& name) {
+  torch::manual_seed(7);
+  std::function<torch::Tensor()> op;
+  torch::Tensor big = torch::randn({64, 1024}), idx = torch::randint(0, 1024, {64, 1024}),
+                zero = torch::zeros({64, 1024});
+  torch::Tensor x = torch::randn({256, 256}), y = torch::randn({256, 256}), p = torch::rand({256, 256}) + 0.5;
+  if (name == "op_gather_64x1024") op = [=] { return big.gather(1, idx); };
+  else if (name == "op_scatter_add_64x1024") op = [=] { return zero.scatter_add(1, idx, big); };
+  else if (name == "op_cumsum_64x1024") op = [=] { return big.cumsum(1); };
+  else if (name == "op_cumsum_dim0_64x1024") op = [=] { return big.cumsum(0); };
+  else if (name == "op_add_transposed_256") op = [=] { return x.t() + y; };
+  else if (name == "op_fmod_256") op = [=] { return torch::fmod(x, p); };
+  else if (name == "op_remainder_256") op = [=] { return torch::remainder(x, p); };
+  else if (name == "op_div_floor_256") op = [=] { return x.div(p, "floor"); };
+  else if (name == "op_atan2_256") op = [=] { return torch::atan2(x, y); };
+  else if (name == "op_hypot_256") op = [=] { return torch::hypot(x, y); };
+  else if (name == "op_logical_and_256") op = [=] { return torch::logical_and(x, y); };
+  else if (name == "op_gelu_256") op = [=] { return torch::gelu(x); };
+  else return {};
+  return [op](int64_t iters) {
+    torch::NoGradGuard no_grad;
+    for (int64_t i = 0; i < iters; ++i) {
+      torch::Tensor r = op();
+      escape(r.data_ptr());
+    }
+  };
+}
+
+}  // namespace bench::libtorch

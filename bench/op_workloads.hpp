@@ -1,0 +1,56 @@
+#pragma once
+/// Single ops outside the issue workloads (us per call, forward only, under no-grad): indexing,
+/// scans, elementwise ops that are not plain arithmetic, and a strided operand. Each input is
+/// made once; libtorch's twins (libtorch_op_workloads.cpp) use the same shapes and values'
+/// distributions.
+
+#include <ember/ember.hpp>
+
+#include "workloads.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bench::op_workloads {
+
+using namespace ember;
+
+/// The op workloads' names, in table order. 64x1024 and 256x256 tensors: 65536 elements.
+inline const std::vector<std::string>& names() {
+  static const std::vector<std::string> n = {
+      "op_gather_64x1024",  "op_scatter_add_64x1024", "op_cumsum_64x1024", "op_cumsum_dim0_64x1024",
+      "op_add_transposed_256", "op_fmod_256",         "op_remainder_256",  "op_div_floor_256",
+      "op_atan2_256",       "op_hypot_256",           "op_logical_and_256", "op_gelu_256"};
+  return n;
+}
+
+/// The workload called `name` (see names()).
+inline RunFn make(const std::string& name) {
+  manual_seed(7);
+  std::function<Tensor()> op;
+  Tensor big = randn({64, 1024}), idx = randint(0, 1024, {64, 1024}), zero = zeros({64, 1024});
+  Tensor x = randn({256, 256}), y = randn({256, 256}), p = rand({256, 256}) + 0.5;
+  if (name == "op_gather_64x1024") op = [=] { return gather(big, 1, idx); };
+  else if (name == "op_scatter_add_64x1024") op = [=] { return scatter_add(zero, 1, idx, big); };
+  else if (name == "op_cumsum_64x1024") op = [=] { return big.cumsum(1); };
+  else if (name == "op_cumsum_dim0_64x1024") op = [=] { return big.cumsum(0); };
+  else if (name == "op_add_transposed_256") op = [=] { return x.t() + y; };
+  else if (name == "op_fmod_256") op = [=] { return fmod(x, p); };
+  else if (name == "op_remainder_256") op = [=] { return remainder(x, p); };
+  else if (name == "op_div_floor_256") op = [=] { return x.div(p, "floor"); };
+  else if (name == "op_atan2_256") op = [=] { return atan2(x, y); };
+  else if (name == "op_hypot_256") op = [=] { return hypot(x, y); };
+  else if (name == "op_logical_and_256") op = [=] { return logical_and(x, y); };
+  else if (name == "op_gelu_256") op = [=] { return x.gelu(); };
+  else return {};
+  return [op](int64_t iters) {
+    autograd::NoGradGuard no_grad;
+    for (int64_t i = 0; i < iters; ++i) {
+      Tensor r = op();
+      escape(r.raw_data());
+    }
+  };
+}
+
+}  // namespace bench::op_workloads
