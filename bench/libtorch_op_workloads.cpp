@@ -29,6 +29,8 @@ RunFn make_op(const std::string& name) {
   else if (name == "op_hypot_256") op = [=] { return torch::hypot(x, y); };
   else if (name == "op_logical_and_256") op = [=] { return torch::logical_and(x, y); };
   else if (name == "op_gelu_256") op = [=] { return torch::gelu(x); };
+  else if (name == "op_sort_64x1024") op = [=] { return std::get<0>(big.sort(1)); };
+  else if (name == "op_topk40_64x1024") op = [=] { return std::get<0>(big.topk(40, 1)); };
   else return {};
   return [op](int64_t iters) {
     torch::NoGradGuard no_grad;

@@ -21,7 +21,8 @@ inline const std::vector<std::string>& names() {
   static const std::vector<std::string> n = {
       "op_gather_64x1024",  "op_scatter_add_64x1024", "op_cumsum_64x1024", "op_cumsum_dim0_64x1024",
       "op_add_transposed_256", "op_fmod_256",         "op_remainder_256",  "op_div_floor_256",
-      "op_atan2_256",       "op_hypot_256",           "op_logical_and_256", "op_gelu_256"};
+      "op_atan2_256",       "op_hypot_256",           "op_logical_and_256", "op_gelu_256",
+      "op_sort_64x1024",    "op_topk40_64x1024"};
   return n;
 }
 
@@ -43,6 +44,8 @@ inline RunFn make(const std::string& name) {
   else if (name == "op_hypot_256") op = [=] { return hypot(x, y); };
   else if (name == "op_logical_and_256") op = [=] { return logical_and(x, y); };
   else if (name == "op_gelu_256") op = [=] { return x.gelu(); };
+  else if (name == "op_sort_64x1024") op = [=] { return sort(big, 1).first; };
+  else if (name == "op_topk40_64x1024") op = [=] { return topk(big, 40, 1).first; };
   else return {};
   return [op](int64_t iters) {
     autograd::NoGradGuard no_grad;

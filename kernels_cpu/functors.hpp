@@ -45,16 +45,21 @@ EMBER_VM1(cosh)
 EMBER_VM1(tanh)
 EMBER_VM1(erf)
 EMBER_VM1(erfc)
-EMBER_VM1(floor)
-EMBER_VM1(ceil)
-EMBER_VM1(trunc)
 EMBER_VM1(abs)
 #undef EMBER_VM1
-template <class V>
-inline V round_even(const V& x) {  // torch.round: half to even
-  if constexpr (is_batch_v<V>) return xsimd::nearbyint(x);
-  else return std::nearbyint(x);
-}
+// Rounding to an integer keeps the sign of x (trunc(-0.5) is -0). xsimd 8's SSE2 forms
+// convert through integers and return +0 there, so the sign is put back.
+#define EMBER_VM_ROUND(name, xname)                                        \
+  template <class V>                                                       \
+  inline V name(const V& x) {                                              \
+    if constexpr (is_batch_v<V>) return xsimd::copysign(xsimd::xname(x), x); \
+    else return std::xname(x);                                             \
+  }
+EMBER_VM_ROUND(floor, floor)
+EMBER_VM_ROUND(ceil, ceil)
+EMBER_VM_ROUND(trunc, trunc)
+EMBER_VM_ROUND(round_even, nearbyint)  // torch.round: half to even
+#undef EMBER_VM_ROUND
 template <class V, class C>
 inline V select(const C& c, const V& a, const V& b) {
   if constexpr (is_batch_v<V>) return xsimd::select(c, a, b);
@@ -121,7 +126,7 @@ inline constexpr bool kSimdTranscendental = true;
 /// Whether this build has a fused multiply-add instruction. The batch forms of fmod,
 /// remainder, floor division and hypot rely on fma's single rounding (fmod's to be exact);
 /// without one (x86-64's SSE2 baseline) they run element by element.
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#if defined(__FMA__) || (defined(__ARM_FEATURE_FMA) && defined(__aarch64__))  // not 32-bit NEON: its division is an estimate
 inline constexpr bool kHasFma = true;
 #else
 inline constexpr bool kHasFma = false;

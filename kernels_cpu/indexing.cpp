@@ -389,13 +389,13 @@ Ref<TensorImpl> IndexKernels<Cpu>::scatter(const TensorImpl& x, int64_t dim, con
   bool src_scalar = src.ndim() == 0;
   if (!src_scalar) {
     EMBER_CHECK(src.ndim() == x.ndim(), "[{}] src rank {} must equal input rank {}", op, src.ndim(), x.ndim());
-    for (int64_t k = 0; k < x.ndim(); ++k) {
+    for (int64_t k = 0; k < x.ndim(); ++k)
       EMBER_CHECK(index.sizes[k] <= src.sizes[k], "[{}] index shape {} exceeds src shape {} in dim {}", op,
                   index.sizes, src.sizes, k);
-      EMBER_CHECK(k == d || index.sizes[k] <= x.sizes[k], "[{}] index shape {} exceeds input shape {} in dim {}", op,
-                  index.sizes, x.sizes, k);
-    }
   }
+  for (int64_t k = 0; k < x.ndim(); ++k)  // a scalar src too: the index alone picks where to write
+    EMBER_CHECK(k == d || index.sizes[k] <= x.sizes[k], "[{}] index shape {} exceeds input shape {} in dim {}", op,
+                index.sizes, x.sizes, k);
   EMBER_CHECK(src.dtype == x.dtype, "[{}] src dtype {} differs from input dtype {}", op, src.dtype, x.dtype);
   IndexReader idx(index, op);
   Ref<TensorImpl> out = clone(x);
@@ -606,9 +606,10 @@ inline bool less_nan_last(C a, C b) {
   return a < b;
 }
 
-/// Runs f(values_row_in, stride_in, values_out, indices_out, stride_out, len) for each row along dim.
-template <class F>
-void rows_along(const TensorImpl& x, int64_t dim, TensorImpl& vals, TensorImpl& idxs, F&& f) {
+/// The element offsets (input, values, indices) of each row along dim, in row-major order of
+/// the other dims: rows are then sorted in parallel.
+std::vector<std::array<int64_t, 3>> row_offsets(const TensorImpl& x, int64_t dim, const TensorImpl& vals,
+                                                const TensorImpl& idxs) {
   int64_t nd = x.ndim();
   Shape outer_sizes, xs, vs, is;
   for (int64_t d = 0; d < nd; ++d) {
@@ -618,15 +619,62 @@ void rows_along(const TensorImpl& x, int64_t dim, TensorImpl& vals, TensorImpl& 
     vs.push_back(vals.strides[d]);
     is.push_back(idxs.strides[d]);
   }
-  for_each_index<3>(outer_sizes, {&xs, &vs, &is}, [&](const int64_t*, const std::array<int64_t, 3>& off) {
-    f(off[0], off[1], off[2]);
+  std::vector<std::array<int64_t, 3>> rows;
+  for_each_index<3>(outer_sizes, {&xs, &vs, &is},
+                    [&](const int64_t*, const std::array<int64_t, 3>& off) { rows.push_back(off); });
+  return rows;
+}
+
+/// A row's element with its position: sorting these pairs (ties broken by position) gives
+/// a stable order with std::sort, and compares values held in the buffer rather than
+/// loaded through the input's strides.
+template <class C>
+struct Keyed {
+  C key;
+  int64_t pos;
+};
+
+/// Sorts or selects (sort_row(first, last) on a buffer of Keyed) every row along dim in
+/// parallel, then writes the first `k` of each row to vals/idxs.
+template <class T, class SortRow>
+void for_rows_sorted(const TensorImpl& x, int64_t d, TensorImpl& vals, TensorImpl& idxs, int64_t k, SortRow sort_row) {
+  using C = compute_t<T>;
+  const int64_t len = x.sizes[d], sx = x.strides[d], sv = vals.strides[d], si = idxs.strides[d];
+  const std::vector<std::array<int64_t, 3>> rows = row_offsets(x, d, vals, idxs);
+  const T* xp = static_cast<const T*>(x.data());
+  T* vp = static_cast<T*>(vals.data());
+  int64_t* ip = static_cast<int64_t*>(idxs.data());
+  const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(len * 8, 1));
+  parallel_for(static_cast<int64_t>(rows.size()), grain, [&](int64_t b, int64_t e) {
+    std::vector<Keyed<C>> buf(static_cast<size_t>(len));
+    for (int64_t r = b; r < e; ++r) {
+      const auto [xo, vo, io] = rows[static_cast<size_t>(r)];
+      for (int64_t i = 0; i < len; ++i) buf[static_cast<size_t>(i)] = {static_cast<C>(xp[xo + i * sx]), i};
+      sort_row(buf.begin(), buf.end());
+      for (int64_t j = 0; j < k; ++j) {
+        vp[vo + j * sv] = xp[xo + buf[static_cast<size_t>(j)].pos * sx];
+        ip[io + j * si] = buf[static_cast<size_t>(j)].pos;
+      }
+    }
   });
+}
+
+/// Orders by value (NaN largest), then by position: ascending, or descending with ties still
+/// in position order (PyTorch's stable sort; topk's lower index first).
+template <class C>
+auto keyed_order(bool descending) {
+  return [descending](const Keyed<C>& a, const Keyed<C>& b) {
+    const bool lt = descending ? less_nan_last(b.key, a.key) : less_nan_last(a.key, b.key);
+    if (lt) return true;
+    const bool gt = descending ? less_nan_last(a.key, b.key) : less_nan_last(b.key, a.key);
+    return !gt && a.pos < b.pos;
+  };
 }
 }  // namespace
 
 std::pair<Ref<TensorImpl>, Ref<TensorImpl>> IndexKernels<Cpu>::sort(const TensorImpl& x, int64_t dim, bool descending,
                                                                     bool stable) {
-  (void)stable;  // std::stable_sort is always used: ties keep their order (PyTorch's stable=True)
+  (void)stable;  // ties always keep their order (PyTorch's stable=True)
   int64_t d = x.ndim() ? wrap_dim(dim, x.ndim(), "sort") : 0;
   Ref<TensorImpl> vals = make_tensor(x.sizes, x.dtype, x.device(), "sort");
   Ref<TensorImpl> idxs = make_tensor(x.sizes, DType::I64, x.device(), "sort");
@@ -635,25 +683,10 @@ std::pair<Ref<TensorImpl>, Ref<TensorImpl>> IndexKernels<Cpu>::sort(const Tensor
     *static_cast<int64_t*>(idxs->data()) = 0;
     return {vals, idxs};
   }
-  int64_t len = x.sizes[d];
+  if (x.numel == 0) return {vals, idxs};
   visit_dtype(x.dtype, [&]<class T>() {
-    using C = compute_t<T>;
-    const T* xp = static_cast<const T*>(x.data());
-    T* vp = static_cast<T*>(vals->data());
-    int64_t* ip = static_cast<int64_t*>(idxs->data());
-    std::vector<int64_t> order(static_cast<size_t>(len));
-    rows_along(x, d, *vals, *idxs, [&](int64_t xo, int64_t vo, int64_t io) {
-      std::iota(order.begin(), order.end(), 0);
-      auto key = [&](int64_t i) { return static_cast<C>(xp[xo + i * x.strides[d]]); };
-      if (descending)
-        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return less_nan_last(key(b), key(a)); });
-      else
-        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return less_nan_last(key(a), key(b)); });
-      for (int64_t k = 0; k < len; ++k) {
-        vp[vo + k * vals->strides[d]] = xp[xo + order[static_cast<size_t>(k)] * x.strides[d]];
-        ip[io + k * idxs->strides[d]] = order[static_cast<size_t>(k)];
-      }
-    });
+    auto order = keyed_order<compute_t<T>>(descending);
+    for_rows_sorted<T>(x, d, *vals, *idxs, x.sizes[d], [&](auto first, auto last) { std::sort(first, last, order); });
   });
   return {vals, idxs};
 }
@@ -672,26 +705,13 @@ std::pair<Ref<TensorImpl>, Ref<TensorImpl>> IndexKernels<Cpu>::topk(const Tensor
     if (k == 1) Kc::copy(*vals, x), *static_cast<int64_t*>(idxs->data()) = 0;
     return {vals, idxs};
   }
+  if (vals->numel == 0) return {vals, idxs};
   visit_dtype(x.dtype, [&]<class T>() {
-    using C = compute_t<T>;
-    const T* xp = static_cast<const T*>(x.data());
-    T* vp = static_cast<T*>(vals->data());
-    int64_t* ip = static_cast<int64_t*>(idxs->data());
-    std::vector<int64_t> order(static_cast<size_t>(len));
-    rows_along(x, d, *vals, *idxs, [&](int64_t xo, int64_t vo, int64_t io) {
-      std::iota(order.begin(), order.end(), 0);
-      auto key = [&](int64_t i) { return static_cast<C>(xp[xo + i * x.strides[d]]); };
-      auto cmp = [&](int64_t a, int64_t b) {
-        C ka = key(a), kb = key(b);
-        bool before = largest ? less_nan_last(kb, ka) : less_nan_last(ka, kb);
-        if (!before && !(largest ? less_nan_last(ka, kb) : less_nan_last(kb, ka))) return a < b;  // ties: lower index
-        return before;
-      };
-      std::partial_sort(order.begin(), order.begin() + k, order.end(), cmp);
-      for (int64_t j = 0; j < k; ++j) {
-        vp[vo + j * vals->strides[d]] = xp[xo + order[static_cast<size_t>(j)] * x.strides[d]];
-        ip[io + j * idxs->strides[d]] = order[static_cast<size_t>(j)];
-      }
+    auto order = keyed_order<compute_t<T>>(largest);
+    for_rows_sorted<T>(x, d, *vals, *idxs, k, [&](auto first, auto last) {
+      // The k first in order: select them, then sort those k.
+      if (k < last - first) std::nth_element(first, first + k, last, order);
+      std::sort(first, first + k, order);
     });
   });
   return {vals, idxs};

@@ -897,6 +897,35 @@ TEST_CASE("sum with a dtype argument accumulates in a kernel's dtype and casts")
   CHECK(tensor({1.5f, 2.25f}).to(DType::F16).sum({0}, false, DType::F16).item<float>() == 3.75f);
   CHECK(tensor({1.5f, 2.25f}).sum({0}, false, DType::F64).dtype() == DType::F64);
   CHECK(tensor({0, 3, 0}).to(DType::U8).sum({0}, false, DType::Bool).item<bool>());
+  // The input is converted to the requested dtype first: 1 and -1 are both true, 0.5 is true,
+  // 3e9 saturates to INT32_MAX like .to(i32) (it would wrap if summed as i64 first).
+  CHECK(tensor({1, -1}).sum({0}, false, DType::Bool).item<bool>());
+  CHECK(tensor({0.5f}).sum({0}, false, DType::Bool).item<bool>());
+  CHECK(tensor({3e9f}).sum({0}, false, DType::I32).item<int32_t>() == tensor({3e9f}).to(DType::I32).item<int32_t>());
+}
+
+// floor, ceil, trunc and round keep the sign of x, also where the result is zero (xsimd's SSE2
+// forms convert through integers and lost it; ember-tests-base runs this on that build).
+TEST_CASE("rounding ops and div_trunc keep the sign of a zero result") {
+  std::vector<float> v(64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = -0.49f + 0.01f * static_cast<float>(i % 8) - (i % 2 ? 0.f : 0.f);
+  v[3] = -0.0f;
+  for (DType dt : {DType::F32, DType::F64}) {
+    Tensor x = from_blob(v.data(), {64}, TensorOptions(DType::F32)).clone().to(dt);
+    ref::Array xv = read(x);
+    for (const char* name : {"floor", "ceil", "trunc", "round", "div_trunc"}) {
+      const std::string n = name;
+      Tensor y = n == "floor" ? x.floor() : n == "ceil" ? x.ceil() : n == "trunc" ? x.trunc() : n == "round" ? x.round()
+                                                                                 : x.div(full({64}, 2.0, dt), "trunc");
+      ref::Array got = read(y);
+      for (size_t i = 0; i < v.size(); ++i) {
+        const double a = xv.v[i];
+        const double w = n == "floor" ? std::floor(a) : n == "ceil" ? std::ceil(a) : n == "trunc" ? std::trunc(a)
+                       : n == "round" ? std::nearbyint(a) : std::trunc(a / 2);
+        CHECK_MESSAGE((got.v[i] == w && std::signbit(got.v[i]) == std::signbit(w)), dt_name(dt), " ", n, "(", a, ") = ", got.v[i], ", want ", w);
+      }
+    }
+  }
 }
 
 TEST_CASE("mixed-dtype binary ops promote like PyTorch") {

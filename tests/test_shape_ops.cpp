@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -80,6 +83,9 @@ TEST_CASE("gather, scatter, scatter_add, scatter_reduce") {
   Tensor sx = scatter_reduce(zeros({2}), 0, tensor({0, 0}), tensor({-2.f, -1.f}), "amax", false);
   CHECK(vals(sx) == F{-1, 0});
   CHECK(vals(scatter(zeros({3}), 0, tensor({1}), 5.0)) == F{0, 5, 0});
+  // A scalar src does not lift the shape check: index rows beyond the input's are refused.
+  CHECK_THROWS_AS(scatter(zeros({2, 2}), 0, zeros({1, 5}, DType::I64), 1.0), Error);
+  CHECK_THROWS_AS(scatter_add(zeros({2, 2}), 1, zeros({3, 1}, DType::I64), full({}, 1.f)), Error);
   // With include_self every write combines with the current value (no per-position counts).
   Tensor base = tensor({1.f, 5.f, -1.f});
   CHECK(vals(scatter_reduce(base, 0, tensor({0, 0, 2}), tensor({2.f, 4.f, 6.f}), "sum")) == F{7, 5, 5});
@@ -242,6 +248,40 @@ TEST_CASE("sort, argsort, topk, kthvalue, unique") {
   CHECK(vals<int64_t>(inv) == I{1, 0, 1, 2});
   CHECK(vals<int64_t>(cnt) == I{1, 2, 1});
   CHECK_THROWS_AS(topk(x, 6), Error);
+}
+
+// sort and topk sort (value, position) pairs per row, rows in parallel: checked against
+// std::stable_sort of each row (NaN largest) along both dims of a strided input with many
+// ties, NaN and both zeros; topk is the sorted prefix for every k (ties: lower index first).
+TEST_CASE("sort and topk along either dim match a stable sort of each row") {
+  manual_seed(9);
+  Tensor base = randint(-4, 5, {37, 300}).to(DType::F32) * 0.5;
+  std::vector<float> bv = vals(base);
+  for (size_t i = 0; i < bv.size(); i += 23) bv[i] = NAN;
+  for (size_t i = 5; i < bv.size(); i += 31) bv[i] = -0.0f;
+  Tensor x = from_blob(bv.data(), {37, 300}, DType::F32).clone();
+  x = x.t().contiguous().t();  // strided: columns contiguous
+  auto less = [](float a, float b) { return std::isnan(b) ? !std::isnan(a) : (!std::isnan(a) && a < b); };
+  for (int64_t d : {0, 1}) {
+    const int64_t len = x.size(d), other = x.size(1 - d);
+    for (bool desc : {false, true}) {
+      auto [sv, si] = sort(x, d, desc);
+      auto [tv, ti] = topk(x, 7, d, desc);
+      std::vector<int64_t> got = vals<int64_t>(si.transpose(d, 1).contiguous());
+      std::vector<int64_t> got_k = vals<int64_t>(ti.transpose(d, 1).contiguous());
+      for (int64_t r = 0; r < other; ++r) {
+        std::vector<int64_t> want(static_cast<size_t>(len));
+        std::iota(want.begin(), want.end(), 0);
+        auto at = [&](int64_t i) { return d == 1 ? bv[static_cast<size_t>(r * 300 + i)] : bv[static_cast<size_t>(i * 300 + r)]; };
+        std::stable_sort(want.begin(), want.end(), [&](int64_t a, int64_t b) { return desc ? less(at(b), at(a)) : less(at(a), at(b)); });
+        CHECK_MESSAGE(std::equal(want.begin(), want.end(), got.begin() + r * len), "dim ", d, " desc ", desc, " row ", r);
+        CHECK_MESSAGE(std::equal(want.begin(), want.begin() + 7, got_k.begin() + r * 7), "topk dim ", d, " row ", r);
+      }
+      CHECK(vals(sv).size() == static_cast<size_t>(37 * 300));
+    }
+  }
+  for (int64_t k : {0, 1, 300}) CHECK(topk(x, k, 1).first.size(1) == k);
+  CHECK(sort(zeros({3, 0}), 1).first.sizes() == Shape{3, 0});
 }
 
 TEST_CASE("one_hot, tril, triu, diag, meshgrid") {

@@ -74,7 +74,9 @@ ReducePlan prepare_reduce(ReduceOp op, const TensorImpl& x, IntArrayRef dims, bo
     return t;
   };
   DType acc = accumulator(in), out_acc = accumulator(out);
-  plan.input = cast(x, acc);
+  // A requested dtype converts the input first (as torch.sum(x, dtype=...) does: 0.5 summed
+  // as bool is true, 3e9 as i32 saturates like .to(i32)), then to the accumulator.
+  plan.input = dtype && *dtype != acc ? cast(*cast(x, *dtype), acc) : cast(x, acc);
   Shape keep = x.sizes;
   for (int64_t d = 0; d < x.ndim(); ++d)
     if (plan.mask >> d & 1) keep[d] = 1;
