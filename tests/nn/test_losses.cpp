@@ -107,6 +107,23 @@ TEST_CASE("losses: cross_entropy and nll_loss with weight, ignore_index and labe
   CHECK(ce(logits, target).item<double>() == doctest::Approx(ref_cross_entropy(lv, n, c, tv, w, 0, 0.2)));
 }
 
+// Without a weight or an ignored target, nll_loss is a gather and a mean/sum; with a weight of
+// ones it takes the general path. Values and input gradients must agree.
+TEST_CASE("losses: cross_entropy's gather path agrees with the general path") {
+  manual_seed(3);
+  for (const char* red : {"mean", "sum"}) {
+    Tensor a = randn({6, 5}).requires_grad_(true), b = a.detach().clone().requires_grad_(true);
+    Tensor target = tensor<int64_t>({4, 0, 2, 2, 1, 3});
+    Tensor fast = nn::F::cross_entropy(a, target, {}, -100, red);
+    Tensor general = nn::F::cross_entropy(b, target, ones({5}), -100, red);
+    CHECK(fast.item<double>() == doctest::Approx(general.item<double>()).epsilon(1e-6));
+    fast.backward();
+    general.backward();
+    CHECK((a.grad() - b.grad()).abs().max().item<double>() < 1e-6);
+  }
+  CHECK(std::isnan(nn::F::cross_entropy(zeros({0, 3}), zeros({0}, DType::I64)).item<float>()));  // mean of nothing
+}
+
 TEST_CASE("losses: binary cross entropy (probabilities and logits), KL divergence") {
   Tensor x = tensor<double>({-2.0, 0.5, 3.0}), y = tensor<double>({0.0, 1.0, 0.25});
   std::vector<double> xv = vals(x), yv = vals(y);

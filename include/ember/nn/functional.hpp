@@ -163,6 +163,23 @@ BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& targe
     EMBER_CHECK(weight.dim() == 1 && weight.size(0) == c, "[nll_loss] weight of shape {} must have {} elements",
                 weight.sizes(), c);
   BasicTensor<P> t = target.to(DType::I64);
+  if (!weight.defined() && input.dim() == 2 && t.is_cpu() && (reduction == "mean" || reduction == "sum")) {
+    // The common case: every target a class (checked here on the host), so the loss is minus
+    // the mean or sum of the picked log-probabilities: one gather and one reduction instead
+    // of the ~15 small ops of the general path (which a batch of 32 pays in microseconds).
+    BasicTensor<P> tc = t.contiguous();
+    const int64_t* tp = tc.template data_ptr<int64_t>();
+    bool ignored = false;
+    for (int64_t i = 0; i < tc.numel() && !ignored; ++i) {
+      ignored = tp[i] == ignore_index;
+      EMBER_CHECK(ignored || (tp[i] >= 0 && tp[i] < c),
+                  "[nll_loss] a target index is outside [0, {}) (and is not ignore_index {})", c, ignore_index);
+    }
+    if (!ignored) {
+      BasicTensor<P> picked = gather(input, 1, tc.unsqueeze(1));
+      return reduction == "mean" ? picked.mean().neg() : picked.sum().neg();
+    }
+  }
   BasicTensor<P> valid = t.ne(ignore_index);
   {
     BasicTensor<P> tv = where(valid, t, int64_t{0});
