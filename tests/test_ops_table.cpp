@@ -945,4 +945,12 @@ TEST_CASE("mixed-dtype binary ops promote like PyTorch") {
   CHECK(i.eq(f).dtype() == DType::Bool);
   ref::Array got = read(u.add(s8));
   CHECK(got.v == std::vector<double>{0, 4, 0});
+  // Numbers next to f32/f64 tensors are made in the tensor's dtype: the same rounding as a
+  // cast from the number itself (an integer past 2^53 is not rounded twice through f64).
+  const int64_t big = (int64_t{1} << 53) + (int64_t{1} << 29) + 1;
+  CHECK((ones({2}) * big)[1].item<float>() == static_cast<float>(big));
+  CHECK((ones({2}) * 0.1)[1].item<float>() == 0.1f);
+  CHECK((ones({2}, DType::F64) * 0.1)[1].item<double>() == 0.1);
+  CHECK((ones({2}) * 3).dtype() == DType::F32);
+  CHECK((ones({2}) * true).dtype() == DType::F32);
 }

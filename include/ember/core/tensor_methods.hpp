@@ -117,7 +117,13 @@ BasicTensor<P> BasicTensor<P>::to(Device d) const {
 template <class P>
 BasicTensor<P> BasicTensor<P>::scalar_like(Scalar v) const {
   // Floating scalars are held in f64 (as PyTorch's wrapped numbers): result_type ignores a
-  // wrapped number's width, and holding 0.1 in f32 would round it before an f64 op.
+  // wrapped number's width, and holding 0.1 in f32 would round it before an f64 op. Next to
+  // an f32/f64 tensor, though, any number computes in that tensor's dtype: made in it
+  // directly (the same rounding as the cast), `x * 0.5` skips a cast op per call.
+  const DType t = dtype();
+  const bool exact = v.is_floating() || (v.default_dtype() == DType::I64 && v.to<int64_t>() >= -(int64_t{1} << 53) &&
+                                         v.to<int64_t>() <= (int64_t{1} << 53));  // no double rounding via f64
+  if ((t == DType::F32 || t == DType::F64) && exact) return wrap(detail::make_scalar_tensor(v, t, device()));
   return wrap(detail::make_scalar_tensor(v, v.is_floating() ? DType::F64 : v.default_dtype(), device()));
 }
 
