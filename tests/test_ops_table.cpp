@@ -592,8 +592,12 @@ TEST_CASE("op table: matmul shapes, layouts and dtypes") {
   };
   const MmCase cases[] = {
       {{7}, {7}},                       // dot
-      {{5, 7}, {7}},                    // matrix-vector
-      {{7}, {7, 3}},                    // vector-matrix
+      {{5, 7}, {7}},                    // matrix-vector (the vector as a one-column matrix view)
+      {{5, 7}, {7}, true, false},       // transposed matrix-vector
+      {{7}, {7, 3}},                    // vector-matrix (a one-row view)
+      {{7}, {7, 3}, false, true},
+      {{0, 7}, {7}},                    // no rows
+      {{5, 0}, {0}},                    // k = 0: zeros
       {{5, 7}, {7, 3}},
       {{5, 7}, {7, 3}, true, false},
       {{5, 7}, {7, 3}, false, true},
@@ -639,6 +643,26 @@ TEST_CASE("op table: matmul shapes, layouts and dtypes") {
       });
     }
   }
+}
+
+// Matrix-vector products read a strided vector in place (a column of a matrix, a step-2
+// slice) and an expanded one (stride 0) through the general path; all equal the products of
+// contiguous copies, with the same gradients.
+TEST_CASE("matrix-vector products with strided and expanded vectors") {
+  manual_seed(17);
+  Tensor m = randn({6, 9}), big = randn({9, 4}), row = randn({20});
+  for (const Tensor& v : {big.select(1, 2), row.narrow(0, 0, 18).view({9, 2}).select(1, 0), randn({1}).expand({9})}) {
+    Tensor want = m.matmul(v.contiguous());
+    CHECK((m.matmul(v) - want).abs().max().item<double>() < 1e-5);
+    Tensor w = randn({9, 6});
+    CHECK((v.matmul(w) - v.contiguous().matmul(w)).abs().max().item<double>() < 1e-5);
+  }
+  Tensor a = randn({6, 9}).requires_grad_(true), x = randn({9, 3}).requires_grad_(true);
+  Tensor y = a.matmul(x.select(1, 1));
+  y.backward(ones({6}));
+  CHECK((a.grad() - x.select(1, 1).detach().unsqueeze(0).expand({6, 9})).abs().max().item<double>() < 1e-6);
+  CHECK((x.grad().select(1, 1) - a.detach().sum({0})).abs().max().item<double>() < 1e-5);
+  CHECK(x.grad().select(1, 0).abs().max().item<double>() == 0);
 }
 
 TEST_CASE("op table: addmm of a single row scales and accumulates as it should (the GEMV path)") {

@@ -104,6 +104,21 @@ bool plan_matrices(GemmPlan& plan, const char* op, const TensorImpl& a, const Te
   int64_t k = a.sizes[na - 1];
   int64_t kb = nb == 1 ? b.sizes[0] : b.sizes[nb - 2];
   EMBER_CHECK(k == kb, "[{}] shapes {} and {} cannot be multiplied ({} != {})", op, a.sizes, b.sizes, k, kb);
+  if (!c && a.device().is_cpu() && ((na == 2 && nb == 1) || (na == 1 && nb == 2))) {
+    // Matrix-vector products (J @ v, v @ W): the vector as a one-column or one-row matrix
+    // view and the two-matrix plan, whose output a 1-d view presents; three new tensors
+    // instead of the batch machinery's nine.
+    const TensorImpl& vec = nb == 1 ? b : a;
+    const int64_t vs[2] = {nb == 1 ? k : 1, nb == 1 ? 1 : k};
+    const int64_t vst[2] = {nb == 1 ? vec.strides[0] : 1, nb == 1 ? 1 : vec.strides[0]};
+    Ref<TensorImpl> v = detail::make_view(vec.storage, vec.dtype, vs, vst, vec.offset);
+    if (plan_matrices(plan, op, nb == 1 ? a : *v, nb == 1 ? *v : b, nullptr, 0)) {
+      (nb == 1 ? plan.b_view : plan.a_view) = std::move(v);  // plan.a / plan.b point at it
+      const int64_t rs[1] = {nb == 1 ? a.sizes[0] : b.sizes[1]};
+      plan.result = detail::make_view(plan.out->storage, a.dtype, rs, contiguous_strides(rs), 0);
+      return plan;
+    }
+  }
   int64_t m = na == 1 ? 1 : a.sizes[na - 2];
   int64_t n = nb == 1 ? 1 : b.sizes[nb - 1];
   // Batch dims broadcast.
