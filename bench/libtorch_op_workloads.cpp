@@ -31,6 +31,14 @@ RunFn make_op(const std::string& name) {
   else if (name == "op_gelu_256") op = [=] { return torch::gelu(x); };
   else if (name == "op_sort_64x1024") op = [=] { return std::get<0>(big.sort(1)); };
   else if (name == "op_topk40_64x1024") op = [=] { return std::get<0>(big.topk(40, 1)); };
+  else if (name == "op_index_rows_256") {
+    torch::Tensor buffer = torch::randn({100000, 64}), rows = torch::randint(0, 100000, {256});
+    op = [=] { return buffer.index({rows}); };
+  } else if (name == "op_masked_select_512" || name == "op_nonzero_512") {
+    torch::Tensor m = torch::randn({512, 512}), mask = m.gt(0.5);
+    if (name == "op_nonzero_512") op = [=] { return torch::nonzero(mask); };
+    else op = [=] { return torch::masked_select(m, mask); };
+  }
   else return {};
   return [op](int64_t iters) {
     torch::NoGradGuard no_grad;

@@ -22,7 +22,8 @@ inline const std::vector<std::string>& names() {
       "op_gather_64x1024",  "op_scatter_add_64x1024", "op_cumsum_64x1024", "op_cumsum_dim0_64x1024",
       "op_add_transposed_256", "op_fmod_256",         "op_remainder_256",  "op_div_floor_256",
       "op_atan2_256",       "op_hypot_256",           "op_logical_and_256", "op_gelu_256",
-      "op_sort_64x1024",    "op_topk40_64x1024"};
+      "op_sort_64x1024",    "op_topk40_64x1024",      "op_index_rows_256", "op_masked_select_512",
+      "op_nonzero_512"};
   return n;
 }
 
@@ -46,6 +47,14 @@ inline RunFn make(const std::string& name) {
   else if (name == "op_gelu_256") op = [=] { return x.gelu(); };
   else if (name == "op_sort_64x1024") op = [=] { return sort(big, 1).first; };
   else if (name == "op_topk40_64x1024") op = [=] { return topk(big, 40, 1).first; };
+  else if (name == "op_index_rows_256") {  // a replay buffer's batch: 256 rows of 64 from 100000
+    Tensor buffer = randn({100000, 64}), rows = randint(0, 100000, {256});
+    op = [=] { return index(buffer, std::vector<Tensor>{rows}); };
+  } else if (name == "op_masked_select_512" || name == "op_nonzero_512") {  // ~31% of 512x512 set
+    Tensor m = randn({512, 512}), mask = m.gt(0.5);
+    if (name == "op_nonzero_512") op = [=] { return nonzero(mask); };
+    else op = [=] { return masked_select(m, mask); };
+  }
   else return {};
   return [op](int64_t iters) {
     autograd::NoGradGuard no_grad;

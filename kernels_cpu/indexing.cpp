@@ -565,6 +565,25 @@ Ref<TensorImpl> IndexKernels<Cpu>::masked_select(const TensorImpl& x, const Tens
   Ref<TensorImpl> bx = ops::broadcast_to(x, shape, "masked_select");
   Ref<TensorImpl> bm = ops::broadcast_to(mask, shape, "masked_select");
   int64_t es = itemsize(x.dtype);
+  if (bx->contiguous && bm->contiguous) {
+    // Same-shape contiguous operands: count, then one typed pass (no offset list).
+    const bool* m = static_cast<const bool*>(bm->data());
+    const int64_t n = bm->numel;
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) count += m[i];
+    Ref<TensorImpl> out = make_tensor(Shape{count}, x.dtype, x.device(), "masked_select");
+    by_itemsize(es, [&]<class U>(U) {
+      const U* src = static_cast<const U*>(bx->data());
+      U* dst = static_cast<U*>(out->data());
+      // Written always, kept when the mask is set: no branch on random masks. The loop ends
+      // with the last kept element, so dst[j] is always in bounds.
+      for (int64_t i = 0, j = 0; j < count; ++i) {
+        dst[j] = src[i];
+        j += m[i];
+      }
+    });
+    return out;
+  }
   std::vector<int64_t> picks;
   const bool* mp = static_cast<const bool*>(bm->data());
   for_each_index<2>(shape, {&bx->strides, &bm->strides}, [&](const int64_t*, const std::array<int64_t, 2>& off) {
@@ -578,20 +597,40 @@ Ref<TensorImpl> IndexKernels<Cpu>::masked_select(const TensorImpl& x, const Tens
 }
 
 Ref<TensorImpl> IndexKernels<Cpu>::nonzero(const TensorImpl& x) {
-  std::vector<int64_t> coords;
-  int64_t nd = x.ndim(), count = 0;
+  const int64_t nd = x.ndim();
+  if (nd == 0) {
+    bool nz = false;
+    visit_dtype(x.dtype, [&]<class T>() { nz = static_cast<compute_t<T>>(*static_cast<const T*>(x.data())) != compute_t<T>(0); });
+    return make_tensor(Shape{nz ? 1 : 0, 0}, DType::I64, x.device(), "nonzero");
+  }
+  // Two passes over x: count, then write each nonzero's coordinates, keeping the
+  // coordinates of the current position as an odometer along the last dim.
+  Ref<TensorImpl> xc = contiguous_on_device(x, "nonzero");
+  int64_t count = 0;
+  Ref<TensorImpl> out;
   visit_dtype(x.dtype, [&]<class T>() {
-    const T* p = static_cast<const T*>(x.data());
-    for_each_index<1>(x.sizes, {&x.strides}, [&](const int64_t* pos, const std::array<int64_t, 1>& off) {
-      if (static_cast<compute_t<T>>(p[off[0]]) != compute_t<T>(0)) {
-        coords.insert(coords.end(), pos, pos + nd);
-        ++count;
+    using C = compute_t<T>;
+    const T* p = static_cast<const T*>(xc->data());
+    const int64_t n = xc->numel;
+    for (int64_t i = 0; i < n; ++i) count += static_cast<C>(p[i]) != C(0);
+    out = make_tensor(Shape{count, nd}, DType::I64, x.device(), "nonzero");
+    int64_t* o = static_cast<int64_t*>(out->data());
+    if (count == 0) return;
+    const int64_t last = x.sizes[nd - 1];
+    Shape pos(static_cast<size_t>(nd), 0);
+    for (int64_t i = 0; i < n; i += last) {
+      const T* row = p + i;
+      for (int64_t j = 0; j < last; ++j) {
+        if (static_cast<C>(row[j]) == C(0)) continue;
+        for (int64_t d = 0; d + 1 < nd; ++d) *o++ = pos[d];
+        *o++ = j;
       }
-    });
-    if (nd == 0 && static_cast<compute_t<T>>(p[0]) != compute_t<T>(0)) ++count;
+      for (int64_t d = nd - 2; d >= 0; --d) {  // next row
+        if (++pos[d] < x.sizes[d]) break;
+        pos[d] = 0;
+      }
+    }
   });
-  Ref<TensorImpl> out = make_tensor(Shape{count, nd}, DType::I64, x.device(), "nonzero");
-  if (!coords.empty()) std::memcpy(out->data(), coords.data(), coords.size() * sizeof(int64_t));
   return out;
 }
 
@@ -831,14 +870,40 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_tensor(const TensorImpl& x, std::span<c
   Shape out_shape = ai.bshape;
   for (int64_t d = ai.ndims_indexed; d < x.ndim(); ++d) out_shape.push_back(x.sizes[d]);
   Ref<TensorImpl> out = make_tensor(out_shape, x.dtype, x.device(), "index");
-  int64_t n = ai.count();
-  for (int64_t k = 0; k < n; ++k) {
-    Ref<TensorImpl> src = trailing_view(x, ai.ndims_indexed, ai.offset(x, k, "index"));
-    Shape flat_b{n};
-    for (int64_t d = ai.ndims_indexed; d < x.ndim(); ++d) flat_b.push_back(x.sizes[d]);
-    Ref<TensorImpl> outv = make_view(out->storage, out->dtype, flat_b, contiguous_strides(flat_b), 0);
-    Kc::copy(*select_view(*outv, 0, k), *src);
+  const int64_t n = ai.count();
+  if (out->numel == 0) return out;
+  // Each index position picks a block of x's trailing dims; the output holds them in order.
+  // Offsets first (checked), then one memcpy per block when the trailing dims are contiguous
+  // in x (rows of a replay buffer, elements picked by a mask), a typed strided copy otherwise:
+  // no views or copy kernels per position.
+  std::vector<int64_t> offsets(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) offsets[static_cast<size_t>(k)] = ai.offset(x, k, "index");
+  Ref<TensorImpl> trailing = trailing_view(x, ai.ndims_indexed, 0);
+  const int64_t block = trailing->numel, es = itemsize(x.dtype);
+  const char* xp = static_cast<const char*>(x.data());
+  char* op = static_cast<char*>(out->data());
+  const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(block, 1));
+  if (trailing->contiguous) {
+    const size_t bytes = static_cast<size_t>(block * es);
+    parallel_for(n, grain, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k)
+        std::memcpy(op + k * static_cast<int64_t>(bytes), xp + offsets[static_cast<size_t>(k)] * es, bytes);
+    });
+    return out;
   }
+  by_itemsize(es, [&]<class U>(U) {
+    const U* src = reinterpret_cast<const U*>(xp);
+    U* dst = reinterpret_cast<U*>(op);
+    parallel_for(n, grain, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        U* o = dst + k * block;
+        const U* base = src + offsets[static_cast<size_t>(k)];
+        int64_t j = 0;
+        for_each_index<1>(trailing->sizes, {&trailing->strides},
+                          [&](const int64_t*, const std::array<int64_t, 1>& off) { o[j++] = base[off[0]]; });
+      }
+    });
+  });
   return out;
 }
 

@@ -284,6 +284,49 @@ TEST_CASE("sort and topk along either dim match a stable sort of each row") {
   CHECK(sort(zeros({3, 0}), 1).first.sizes() == Shape{3, 0});
 }
 
+// Advanced indexing copies one block of trailing dims per index position (a memcpy when they
+// are contiguous in x, a strided copy otherwise); nonzero and masked_select count first and
+// fill in one pass. Checked against index_select, per-element loops and a strided twin.
+TEST_CASE("advanced indexing, nonzero and masked_select against plain loops") {
+  manual_seed(13);
+  Tensor x = randn({7, 5, 3});
+  Tensor xs = x.permute({2, 1, 0}).contiguous().permute({2, 1, 0});  // same values, strided
+  Tensor rows = tensor<int64_t>({6, 0, -1, 3, 3});
+  for (const Tensor& src : {x, xs}) {
+    Tensor want = index_select(x, 0, tensor<int64_t>({6, 0, 6, 3, 3}));
+    CHECK((index(src, std::vector<Tensor>{rows}) - want).abs().max().item<double>() == 0);
+    CHECK((index(src, std::vector<Tensor>{rows.to(DType::I32)}) - want).abs().max().item<double>() == 0);
+    // Two index tensors broadcast against each other: picks (i, j) pairs, trailing dim kept.
+    Tensor i = tensor<int64_t>({{1}, {4}}), j = tensor<int64_t>({0, 2, 4});
+    Tensor pair = index(src, std::vector<Tensor>{i, j});
+    CHECK(pair.sizes() == Shape{2, 3, 3});
+    std::vector<float> xv = vals(x), pv = vals(pair);
+    for (int64_t a = 0; a < 2; ++a)
+      for (int64_t b = 0; b < 3; ++b)
+        for (int64_t c = 0; c < 3; ++c)
+          CHECK(pv[static_cast<size_t>((a * 3 + b) * 3 + c)] == xv[static_cast<size_t>(((a == 0 ? 1 : 4) * 5 + b * 2) * 3 + c)]);
+    CHECK_THROWS_AS(index(src, std::vector<Tensor>{tensor<int64_t>({7})}), Error);
+  }
+  // A bool mask over all dims: the selected elements in row-major order, as masked_select.
+  Tensor m = x.gt(0.3);
+  std::vector<float> xv = vals(x), sel;
+  std::vector<bool> mv;
+  for (float v : xv) mv.push_back(v > 0.3f);
+  std::vector<int64_t> coords;
+  for (size_t k = 0; k < xv.size(); ++k)
+    if (mv[k]) sel.push_back(xv[k]), coords.insert(coords.end(), {static_cast<int64_t>(k / 15), static_cast<int64_t>(k / 3 % 5), static_cast<int64_t>(k % 3)});
+  CHECK(vals(index(x, std::vector<Tensor>{m})) == sel);
+  CHECK(vals(index(xs, std::vector<Tensor>{m})) == sel);
+  CHECK(vals(masked_select(x, m)) == sel);
+  CHECK(vals(masked_select(xs, m)) == sel);
+  CHECK(vals<int64_t>(nonzero(m)) == coords);
+  CHECK(vals<int64_t>(nonzero(m.permute({2, 1, 0}).contiguous().permute({2, 1, 0}))) == coords);
+  CHECK(nonzero(zeros({4, 0, 2})).sizes() == Shape{0, 3});
+  CHECK(nonzero(zeros({5})).sizes() == Shape{0, 1});
+  CHECK(masked_select(x, zeros({7, 5, 3}, DType::Bool)).numel() == 0);
+  CHECK(vals(masked_select(x, ones({3}, DType::Bool).lt(0).logical_not())).size() == xv.size());  // broadcast mask
+}
+
 TEST_CASE("one_hot, tril, triu, diag, meshgrid") {
   CHECK(vals<int64_t>(one_hot(tensor({0, 2}), 3)) == I{1, 0, 0, 0, 0, 1});
   CHECK_THROWS_AS(one_hot(tensor({3}), 3), Error);
