@@ -568,10 +568,26 @@ void fill(TensorImpl& dst, Scalar v) {
     T value = v.to<T>();
     const TensorImpl* ops_[1] = {&dst};
     Loop<1> loop(ops_);
+    // All-zero bits (zeros(), every gradient buffer): memset. Otherwise whole vectors of the
+    // value: this file is built at -O2, where GCC leaves a loop with a tail scalar.
+    unsigned char bytes[sizeof(T)];
+    std::memcpy(bytes, &value, sizeof(T));
+    bool zero = true;
+    for (unsigned char b : bytes) zero &= b == 0;
     loop.run([&](char** p, const int64_t* s, int64_t n) {
       if (s[0] == sizeof(T)) {
         auto* o = reinterpret_cast<T*>(p[0]);
-        for (int64_t k = 0; k < n; ++k) o[k] = value;
+        if (zero) {
+          std::memset(static_cast<void*>(o), 0, static_cast<size_t>(n) * sizeof(T));
+          return;
+        }
+        int64_t k = 0;
+        if constexpr (is_simd_float_v<T>) {
+          using B = xsimd::batch<T>;
+          const B vb(value);
+          for (; k + static_cast<int64_t>(B::size) <= n; k += B::size) vb.store_unaligned(o + k);
+        }
+        for (; k < n; ++k) o[k] = value;
         return;
       }
       for (int64_t k = 0; k < n; ++k) st<T>(p[0] + k * s[0], value);

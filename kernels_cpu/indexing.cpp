@@ -917,8 +917,6 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_put(const TensorImpl& x, std::span<cons
   Ref<TensorImpl> vals = ops::broadcast_to(values, target, "index_put");
   Ref<TensorImpl> out = clone(x);
   int64_t n = ai.count();
-  Shape flat_b{n};
-  for (int64_t d = ai.ndims_indexed; d < x.ndim(); ++d) flat_b.push_back(x.sizes[d]);
   // Values viewed as [n, trailing...]: broadcast index dims collapse only when contiguous, so
   // walk them with a multi-index instead.
   std::vector<int64_t> voff(static_cast<size_t>(n));
@@ -931,23 +929,42 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_put(const TensorImpl& x, std::span<cons
     });
     if (ai.bshape.empty()) voff[0] = 0;
   }
-  for (int64_t k = 0; k < n; ++k) {
-    Ref<TensorImpl> dst = trailing_view(*out, ai.ndims_indexed, ai.offset(*out, k, "index_put"));
-    Ref<TensorImpl> src = trailing_view(*vals, static_cast<int64_t>(ai.bshape.size()), voff[static_cast<size_t>(k)]);
-    if (!accumulate) {
-      Kc::copy(*dst, *src);
-      continue;
+  // Offsets first (checked), then each position's block: a typed loop over the trailing dims
+  // (flat when both blocks are contiguous), in order, so repeated indices accumulate in the
+  // same order as the positions. No views or copy kernels per position.
+  std::vector<int64_t> offsets(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) offsets[static_cast<size_t>(k)] = ai.offset(*out, k, "index_put");
+  Ref<TensorImpl> dst_block = trailing_view(*out, ai.ndims_indexed, 0);
+  Ref<TensorImpl> src_block = trailing_view(*vals, static_cast<int64_t>(ai.bshape.size()), 0);
+  const int64_t block = dst_block->numel;
+  if (block == 0) return out;
+  const bool flat = dst_block->contiguous && src_block->contiguous;
+  visit_dtype(x.dtype, [&]<class T>() {
+    using C = compute_t<T>;
+    T* o = static_cast<T*>(out->data());
+    const T* v = static_cast<const T*>(vals->data());
+    auto put = [&](T& d, T s) {
+      if (!accumulate) d = s;
+      else if constexpr (std::is_same_v<C, bool>) d = d || s;
+      else d = static_cast<T>(static_cast<C>(d) + static_cast<C>(s));
+    };
+    const bool one_dim = dst_block->ndim() == 1;  // rows: any steps, a broadcast gradient's 0 included
+    const int64_t dstep = one_dim ? dst_block->strides[0] : 1, sstep = one_dim ? src_block->strides[0] : 1;
+    for (int64_t k = 0; k < n; ++k) {
+      T* d = o + offsets[static_cast<size_t>(k)];
+      const T* sv = v + voff[static_cast<size_t>(k)];
+      if (one_dim) {
+        for (int64_t j = 0; j < block; ++j) put(d[j * dstep], sv[j * sstep]);
+        continue;
+      }
+      if (flat) {
+        for (int64_t j = 0; j < block; ++j) put(d[j], sv[j]);
+        continue;
+      }
+      for_each_index<2>(dst_block->sizes, {&dst_block->strides, &src_block->strides},
+                        [&](const int64_t*, const std::array<int64_t, 2>& off) { put(d[off[0]], sv[off[1]]); });
     }
-    visit_dtype(x.dtype, [&]<class T>() {
-      using C = compute_t<T>;
-      T* o = static_cast<T*>(dst->data());
-      const T* s = static_cast<const T*>(src->data());
-      for_each_index<2>(dst->sizes, {&dst->strides, &src->strides}, [&](const int64_t*, const std::array<int64_t, 2>& off) {
-        if constexpr (std::is_same_v<C, bool>) o[off[0]] = o[off[0]] || s[off[1]];
-        else o[off[0]] = static_cast<T>(static_cast<C>(o[off[0]]) + static_cast<C>(s[off[1]]));
-      });
-    });
-  }
+  });
   return out;
 }
 

@@ -13,6 +13,9 @@ using namespace ember;
 
 namespace {
 template <class T = float>
+std::vector<T> vals(const Tensor& t);
+std::vector<float> vals_of(const Tensor& t) { return vals<float>(t); }
+template <class T>
 std::vector<T> vals(const Tensor& t) {
   Tensor c = t.to(dtype_of_v<T>).contiguous();
   const T* p = c.data_ptr<T>();
@@ -325,6 +328,52 @@ TEST_CASE("advanced indexing, nonzero and masked_select against plain loops") {
   CHECK(nonzero(zeros({5})).sizes() == Shape{0, 1});
   CHECK(masked_select(x, zeros({7, 5, 3}, DType::Bool)).numel() == 0);
   CHECK(vals(masked_select(x, ones({3}, DType::Bool).lt(0).logical_not())).size() == xv.size());  // broadcast mask
+}
+
+// index_put walks precomputed offsets: rows (1-d blocks, any value step, a broadcast
+// gradient's 0 included), flat blocks and strided blocks, accumulating repeated indices in
+// position order. Checked against per-position loops.
+TEST_CASE("index_put with rows, blocks, broadcast values and repeated indices") {
+  manual_seed(19);
+  Tensor base = randn({6, 4});
+  Tensor rows = tensor<int64_t>({5, 1, 5, -6});  // -6 is row 0
+  const int64_t at[] = {5, 1, 5, 0};
+  Tensor v = randn({4, 4});
+  for (bool acc : {false, true}) {
+    for (const Tensor& vals : {v, v.t().contiguous().t(), randn({4}).expand({4, 4}), full({}, 2.5f)}) {
+      std::vector<float> want = vals_of(base), vv = vals_of(vals.expand({4, 4}).contiguous());
+      for (int64_t k = 0; k < 4; ++k)
+        for (int64_t j = 0; j < 4; ++j) {
+          float& d = want[static_cast<size_t>(at[k] * 4 + j)];
+          d = acc ? d + vv[static_cast<size_t>(k * 4 + j)] : vv[static_cast<size_t>(k * 4 + j)];
+        }
+      CHECK(vals_of(index_put(base, std::vector<Tensor>{rows}, vals, acc)) == want);
+    }
+  }
+  // Blocks of two trailing dims, contiguous and strided (a permuted base).
+  Tensor cube = randn({3, 4, 5}), cv = randn({2, 4, 5});
+  Tensor cs = cube.permute({0, 2, 1}).contiguous().permute({0, 2, 1});
+  Tensor want = index_put(cube, std::vector<Tensor>{tensor<int64_t>({2, 2})}, cv, true);
+  std::vector<float> w = vals_of(cube), cvv = vals_of(cv);
+  for (int64_t k = 0; k < 2; ++k)
+    for (int64_t j = 0; j < 20; ++j) w[static_cast<size_t>(40 + j)] += cvv[static_cast<size_t>(k * 20 + j)];
+  CHECK(vals_of(want) == w);
+  CHECK(vals_of(index_put(cs, std::vector<Tensor>{tensor<int64_t>({2, 2})}, cv.permute({0, 2, 1}).contiguous().permute({0, 2, 1}), true)) == w);
+}
+
+// fill: zero bits take memset, other values whole vectors and a tail; -0.0 is not zero bits.
+TEST_CASE("full and zeros write every element, with the value's exact bits") {
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::I32, DType::U8}) {
+    for (int64_t n : {1, 7, 8, 37, 1000}) {
+      CHECK(zeros({n}, dt).abs().sum().item<double>() == 0);
+      CHECK(full({n}, 3.0, dt).sum().item<double>() == 3.0 * static_cast<double>(n));
+    }
+  }
+  Tensor nz = full({37}, -0.0);
+  for (float f : vals_of(nz)) CHECK(std::signbit(f));
+  Tensor strided = zeros({6, 9}).t();
+  strided.fill_(1.5);
+  CHECK(strided.sum().item<double>() == 1.5 * 54);
 }
 
 TEST_CASE("one_hot, tril, triu, diag, meshgrid") {
