@@ -38,6 +38,10 @@ RunFn make_op(const std::string& name) {
     torch::Tensor m = torch::randn({512, 512}), mask = m.gt(0.5);
     if (name == "op_nonzero_512") op = [=] { return torch::nonzero(mask); };
     else op = [=] { return torch::masked_select(m, mask); };
+  } else if (name == "op_u8_to_f32_64x3x64x64" || name == "op_f32_to_u8_64x3x64x64") {
+    torch::Tensor img = torch::randint(0, 256, {64, 3, 64, 64}).to(torch::kUInt8), f = img.to(torch::kFloat);
+    if (name == "op_u8_to_f32_64x3x64x64") op = [=] { return img.to(torch::kFloat); };
+    else op = [=] { return f.to(torch::kUInt8); };
   }
   else return {};
   return [op](int64_t iters) {

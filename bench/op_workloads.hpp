@@ -23,7 +23,7 @@ inline const std::vector<std::string>& names() {
       "op_add_transposed_256", "op_fmod_256",         "op_remainder_256",  "op_div_floor_256",
       "op_atan2_256",       "op_hypot_256",           "op_logical_and_256", "op_gelu_256",
       "op_sort_64x1024",    "op_topk40_64x1024",      "op_index_rows_256", "op_masked_select_512",
-      "op_nonzero_512"};
+      "op_nonzero_512",     "op_u8_to_f32_64x3x64x64", "op_f32_to_u8_64x3x64x64"};
   return n;
 }
 
@@ -54,6 +54,10 @@ inline RunFn make(const std::string& name) {
     Tensor m = randn({512, 512}), mask = m.gt(0.5);
     if (name == "op_nonzero_512") op = [=] { return nonzero(mask); };
     else op = [=] { return masked_select(m, mask); };
+  } else if (name == "op_u8_to_f32_64x3x64x64" || name == "op_f32_to_u8_64x3x64x64") {  // a batch of images
+    Tensor img = randint(0, 256, {64, 3, 64, 64}).to(DType::U8), f = img.to(DType::F32);
+    if (name == "op_u8_to_f32_64x3x64x64") op = [=] { return img.to(DType::F32); };
+    else op = [=] { return f.to(DType::U8); };
   }
   else return {};
   return [op](int64_t iters) {

@@ -5,6 +5,7 @@
 #include <bit>
 #include "functors.hpp"
 #include "loops.hpp"
+#include "int_float_runs.hpp"
 #include "reduced_float_runs.hpp"
 
 #include <ember/core/bit_select.hpp>
@@ -518,7 +519,7 @@ void convert_run(To* out, const From* const* in, const int64_t* step, int64_t n,
     if (step[0] == 1) return narrow_run<To>(x, reinterpret_cast<char*>(out), n);
   }
   if (step[0] == 1) {
-    for (int64_t k = 0; k < n; ++k) out[k] = convert<To>(x[k]);
+    for (int64_t k = int_float_run(out, x, n); k < n; ++k) out[k] = convert<To>(x[k]);
   } else {
     To v = convert<To>(*x);
     for (int64_t k = 0; k < n; ++k) out[k] = v;

@@ -159,6 +159,42 @@ TEST_CASE("f16 and bf16 conversions of whole tensors agree with the scalar conve
   }
 }
 
+// u8/i8/i32 -> f32 and f32 -> u8/i32 convert eight at a time in the AVX2 build; every value
+// must match the scalar rule: round to nearest into float; truncate toward zero, saturate,
+// NaN -> 0 out of float. Runs are long enough for the vector loop and its tail.
+TEST_CASE("integer <-> f32 conversions agree with the scalar rule on every edge") {
+  std::vector<float> f = {NAN, -NAN, INFINITY, -INFINITY, 0.f, -0.f, 0.5f, -0.5f, 0.99f, 1.f, 254.9f, 255.f, 255.5f,
+                          256.f, -1.f, -255.f, 1e10f, -1e10f, 2147483520.f, 2147483648.f, -2147483648.f,
+                          -2147483904.f, 123.7f, -123.7f, 1e-30f, 3e38f};
+  for (int i = 0; f.size() < 83; ++i) f.push_back(static_cast<float>(i * 37 % 300) - 20.5f);
+  Tensor t = from_blob(f.data(), {static_cast<int64_t>(f.size())}, TensorOptions(DType::F32)).clone();
+  auto sat = [](float v, double lo, double hi) -> double {
+    if (std::isnan(v)) return 0;
+    if (v >= hi) return hi;
+    if (v <= lo) return lo;
+    return std::trunc(static_cast<double>(v));
+  };
+  Tensor u8 = t.to(DType::U8), i32 = t.to(DType::I32);
+  const uint8_t* pu = u8.data_ptr<uint8_t>();
+  const int32_t* pi = i32.data_ptr<int32_t>();
+  for (size_t k = 0; k < f.size(); ++k) {
+    CHECK_MESSAGE(pu[k] == sat(f[k], 0, 255), "u8 of ", f[k]);
+    CHECK_MESSAGE(pi[k] == sat(f[k], -2147483648.0, 2147483647.0), "i32 of ", f[k]);
+  }
+  std::vector<uint8_t> bytes(259);
+  for (size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<uint8_t>(k * 7 + 3);
+  Tensor b = from_blob(bytes.data(), {259}, TensorOptions(DType::U8)).clone();
+  Tensor bf = b.to(DType::F32), sf = b.to(DType::I8).to(DType::F32);
+  std::vector<int32_t> ints(77);
+  for (size_t k = 0; k < ints.size(); ++k) ints[k] = static_cast<int32_t>(k * 2654435761u);  // large, odd: rounding
+  Tensor it = from_blob(ints.data(), {77}, TensorOptions(DType::I32)).clone().to(DType::F32);
+  for (size_t k = 0; k < bytes.size(); ++k) {
+    CHECK(bf.data_ptr<float>()[k] == static_cast<float>(bytes[k]));
+    CHECK(sf.data_ptr<float>()[k] == static_cast<float>(static_cast<int8_t>(bytes[k])));
+  }
+  for (size_t k = 0; k < ints.size(); ++k) CHECK(it.data_ptr<float>()[k] == static_cast<float>(ints[k]));
+}
+
 TEST_CASE("copy_, to(dtype) and conversions") {
   Tensor a = tensor({1.5f, -2.5f, 3.7f});
   CHECK(a.to(DType::I32).dtype() == DType::I32);
