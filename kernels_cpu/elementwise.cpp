@@ -537,6 +537,10 @@ void copy_bytes(TensorImpl& dst, const TensorImpl& src) {
     }
     if (s[0] == sizeof(U) && s[1] == 0) {  // a broadcast value (an expanded tensor): a fill
       const U v = ld<U>(p[1]);
+      if (v == U(0)) {  // an expanded zero (gradients start from one): memset
+        std::memset(p[0], 0, static_cast<size_t>(n) * sizeof(U));
+        return;
+      }
       for (int64_t k = 0; k < n; ++k) st<U>(p[0] + k * static_cast<int64_t>(sizeof(U)), v);
       return;
     }

@@ -871,13 +871,13 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_tensor(const TensorImpl& x, std::span<c
   for (int64_t d = ai.ndims_indexed; d < x.ndim(); ++d) out_shape.push_back(x.sizes[d]);
   Ref<TensorImpl> out = make_tensor(out_shape, x.dtype, x.device(), "index");
   const int64_t n = ai.count();
-  if (out->numel == 0) return out;
   // Each index position picks a block of x's trailing dims; the output holds them in order.
-  // Offsets first (checked), then one memcpy per block when the trailing dims are contiguous
-  // in x (rows of a replay buffer, elements picked by a mask), a typed strided copy otherwise:
-  // no views or copy kernels per position.
+  // Offsets first (checked, even when the blocks are empty), then one memcpy per block when
+  // the trailing dims are contiguous in x (rows of a replay buffer, elements picked by a
+  // mask), a typed strided copy otherwise: no views or copy kernels per position.
   std::vector<int64_t> offsets(static_cast<size_t>(n));
   for (int64_t k = 0; k < n; ++k) offsets[static_cast<size_t>(k)] = ai.offset(x, k, "index");
+  if (out->numel == 0) return out;
   Ref<TensorImpl> trailing = trailing_view(x, ai.ndims_indexed, 0);
   const int64_t block = trailing->numel, es = itemsize(x.dtype);
   const char* xp = static_cast<const char*>(x.data());

@@ -325,6 +325,8 @@ TEST_CASE("advanced indexing, nonzero and masked_select against plain loops") {
   CHECK(vals<int64_t>(nonzero(m)) == coords);
   CHECK(vals<int64_t>(nonzero(m.permute({2, 1, 0}).contiguous().permute({2, 1, 0}))) == coords);
   CHECK(nonzero(zeros({4, 0, 2})).sizes() == Shape{0, 3});
+  CHECK_THROWS_AS(index(zeros({3, 0}), std::vector<Tensor>{tensor<int64_t>({5})}), Error);  // empty rows, bad index
+  CHECK(index(zeros({3, 0}), std::vector<Tensor>{tensor<int64_t>({2, 0})}).sizes() == Shape{2, 0});
   CHECK(nonzero(zeros({5})).sizes() == Shape{0, 1});
   CHECK(masked_select(x, zeros({7, 5, 3}, DType::Bool)).numel() == 0);
   CHECK(vals(masked_select(x, ones({3}, DType::Bool).lt(0).logical_not())).size() == xv.size());  // broadcast mask

@@ -617,7 +617,9 @@ BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_vi
       BasicTensor<P> t = from_blob<P>(v.data(), {out}, TensorOptions(DType::I64)).clone();
       return x.is_cpu() ? t : t.to(x.device());
     };
-    return index_select(index_select(x, 2, index(h, o[0], scale_factor[0])), 3, index(w, o[1], scale_factor[1]));
+    // Columns first, on the smaller input; rows are then whole-row copies. The backward runs
+    // the other way round: whole-row adds on the large gradient, columns on the smaller one.
+    return index_select(index_select(x, 3, index(w, o[1], scale_factor[1])), 2, index(h, o[0], scale_factor[0]));
   }
   EMBER_CHECK(mode == "bilinear", "[interpolate] mode must be 'nearest' or 'bilinear', got '{}'", mode);
   BasicTensor<P> ah = detail::linear_matrix<P>(h, o[0], align_corners, x.dtype(), x.device(), scale_factor[0]);
