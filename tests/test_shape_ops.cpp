@@ -384,6 +384,19 @@ TEST_CASE("one_hot, tril, triu, diag, meshgrid") {
   Tensor m = ones({3, 3});
   CHECK(vals(tril(m)) == F{1, 0, 0, 1, 1, 0, 1, 1, 1});
   CHECK(vals(triu(m, 1)) == F{0, 1, 1, 0, 0, 1, 0, 0, 0});
+  // Every offset on a batch of non-square matrices, against the definition j - i <= k.
+  Tensor b3 = arange(2 * 4 * 6).view({2, 4, 6}).to(DType::F32) + 1;
+  std::vector<float> bv = vals(b3);
+  for (int64_t k : {-5, -2, 0, 1, 3, 7}) {
+    std::vector<float> lo = bv, up = bv;
+    for (int64_t i = 0; i < 48; ++i) {
+      const int64_t r = i / 6 % 4, c = i % 6;
+      if (c - r > k) lo[static_cast<size_t>(i)] = 0;
+      if (c - r < k) up[static_cast<size_t>(i)] = 0;
+    }
+    CHECK(vals(tril(b3, k)) == lo);
+    CHECK(vals(triu(b3, k)) == up);
+  }
   CHECK(vals(diag(tensor({1.f, 2.f}))) == F{1, 0, 0, 2});
   CHECK(vals(diag(tensor({1.f, 2.f}), 1)) == F{0, 1, 0, 0, 0, 2, 0, 0, 0});
   CHECK(vals(diag(arange(9).view({3, 3}).to(DType::F32))) == F{0, 4, 8});

@@ -345,9 +345,10 @@ BasicTensor<P> triangle_mask(const BasicTensor<P>& x, int64_t k, bool lower, con
   EMBER_CHECK(x.dim() >= 2, "[{}] needs at least 2 dims, got shape {}", op, x.sizes());
   int64_t r = x.size(-2), c = x.size(-1);
   TensorOptions o = TensorOptions(DType::I64).device(x.device());
-  BasicTensor<P> rows = arange<P>(r, o).unsqueeze(1), cols = arange<P>(c, o).unsqueeze(0);
-  BasicTensor<P> diff = cols.sub(rows);
-  return lower ? diff.le(k) : diff.ge(k);
+  // col - row <= k as col <= row + k: one broadcast compare into the bool mask, without an
+  // r x c i64 difference in between.
+  BasicTensor<P> rows = arange<P>(r, o).add(k).unsqueeze(1), cols = arange<P>(c, o).unsqueeze(0);
+  return lower ? cols.le(rows) : cols.ge(rows);
 }
 }  // namespace detail
 template <class P>
