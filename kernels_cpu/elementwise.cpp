@@ -289,6 +289,21 @@ bool pow_common_exponent(C* o, const C* x, C e, int64_t n) {
 }
 
 /// A run where each input is contiguous (step 1) or a broadcast scalar (step 0).
+/// Integer ops that run over xsimd batches (wrapping like the scalar code): add, sub and the
+/// bitwise ops for every integer type, mul for i32 (one vpmulld; i64 and i8 have no such
+/// instruction on AVX2). Not in x86's size-first baseline build.
+template <class C, ops::BinaryOp Op>
+constexpr bool int_batch_op() {
+#ifdef EMBER_KERNELS_SIZE_FIRST
+  return false;
+#else
+  if constexpr (!std::is_integral_v<C> || std::is_same_v<C, bool>) return false;
+  using O = ops::BinaryOp;
+  if constexpr (Op == O::Mul) return std::is_same_v<C, int32_t>;
+  return Op == O::Add || Op == O::Sub || Op == O::BitwiseAnd || Op == O::BitwiseOr || Op == O::BitwiseXor;
+#endif
+}
+
 template <class C, class F>
 void binary_run(C* o, const C* const* in, const int64_t* step, int64_t n, const void* ctx) {
   const F f = *static_cast<const F*>(ctx);
@@ -297,7 +312,7 @@ void binary_run(C* o, const C* const* in, const int64_t* step, int64_t n, const 
   if constexpr (is_simd_float_v<C> && F::kOp == ops::BinaryOp::Pow) {
     if (sx == 1 && sy == 0 && pow_common_exponent(o, x, *y, n)) return;
   }
-  if constexpr (is_simd_float_v<C> && F::kSimd) {
+  if constexpr ((is_simd_float_v<C> && F::kSimd) || int_batch_op<C, F::kOp>()) {
     using B = xsimd::batch<C>;
     constexpr int64_t W = B::size;
     if (sx == 1 && sy == 1) {

@@ -502,13 +502,26 @@ inline V fmod_batch(const V& a, const V& b) {
   return xsimd::select(r == zero, xsimd::copysign(zero, a), r);
 }
 
+/// Integer +, - and * wrap modulo 2^bits, as PyTorch's do and as the batch forms do; done in
+/// uint64_t so that signed overflow (undefined in C++) never happens.
+template <class S>
+inline S wrapping(S a, S b, char op) {
+  const uint64_t x = static_cast<uint64_t>(a), y = static_cast<uint64_t>(b);
+  return static_cast<S>(op == '+' ? x + y : op == '-' ? x - y : x * y);
+}
+
 EMBER_BINARY_FN(Add, true, {
   if constexpr (std::is_same_v<S, bool>) return a || b;
+  else if constexpr (std::is_integral_v<S> && !is_batch_v<V>) return wrapping(a, b, '+');
   else return a + b;
 })
-EMBER_BINARY_FN(Sub, true, { return a - b; })
+EMBER_BINARY_FN(Sub, true, {
+  if constexpr (std::is_integral_v<S> && !std::is_same_v<S, bool> && !is_batch_v<V>) return wrapping(a, b, '-');
+  else return a - b;
+})
 EMBER_BINARY_FN(Mul, true, {
   if constexpr (std::is_same_v<S, bool>) return a && b;
+  else if constexpr (std::is_integral_v<S> && !is_batch_v<V>) return wrapping(a, b, '*');
   else return a * b;
 })
 EMBER_BINARY_FN(Div, true, { return a / b; })
@@ -659,9 +672,9 @@ EMBER_BINARY_FN(SiluBackward, kSimdTranscendental, {
 EMBER_BINARY_FN(ReluBackward, true, {
   return vm::select(b <= V(S(0)), V(S(0)), a);  // not (b > 0): NaN passes the gradient
 })
-EMBER_BINARY_FN(BitwiseAnd, false, { return static_cast<S>(a & b); })
-EMBER_BINARY_FN(BitwiseOr, false, { return static_cast<S>(a | b); })
-EMBER_BINARY_FN(BitwiseXor, false, { return static_cast<S>(a ^ b); })
+EMBER_BINARY_FN(BitwiseAnd, false, { return static_cast<V>(a & b); })
+EMBER_BINARY_FN(BitwiseOr, false, { return static_cast<V>(a | b); })
+EMBER_BINARY_FN(BitwiseXor, false, { return static_cast<V>(a ^ b); })
 EMBER_BINARY_FN(ShiftLeft, false, {
   using U = std::make_unsigned_t<S>;
   if (b < 0 || b >= S(sizeof(S) * 8)) return S(0);
