@@ -10,6 +10,7 @@
 #include <ember/runtime/threading.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -367,6 +368,28 @@ constexpr bool reaches_kernel() {
 
 void reduce(ops::ReduceOp op, TensorImpl& out, const TensorImpl& x, uint64_t mask) {
   using R = ops::ReduceOp;
+  if ((op == R::All || op == R::Any) && x.dtype == DType::Bool && x.contiguous && out.numel == 1) {
+    // all()/any() of a whole bool tensor (isfinite(x).all(), mask checks): a scan for the
+    // first false byte (memchr) or the first nonzero word, instead of the generic reduction.
+    const auto* p = static_cast<const unsigned char*>(x.data());
+    const size_t n = static_cast<size_t>(x.numel);
+    bool r;
+    if (op == R::All) {
+      r = n == 0 || std::memchr(p, 0, n) == nullptr;
+    } else {
+      size_t i = 0;
+      uint64_t acc = 0;
+      for (; i + 8 <= n && acc == 0; i += 8) {
+        uint64_t w;
+        std::memcpy(&w, p + i, 8);
+        acc = w;
+      }
+      for (; i < n && acc == 0; ++i) acc = p[i];
+      r = acc != 0;
+    }
+    *static_cast<bool*>(out.data()) = r;
+    return;
+  }
   switch (op) {
 #define EMBER_REDUCE_OP(E, n, r)                                                              \
   case R::E:                                                                                  \

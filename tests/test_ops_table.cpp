@@ -984,6 +984,31 @@ TEST_CASE("integer arithmetic wraps like the scalar code, in batches and tails")
   CHECK((u - w).data_ptr<uint8_t>()[0] == 244);
 }
 
+// all()/any() of a whole contiguous bool tensor scan bytes (memchr / 8-byte words and a
+// tail): a single false or true at every position of runs around the word size.
+TEST_CASE("all and any of whole bool tensors find a single odd element anywhere") {
+  for (int64_t n : {0, 1, 7, 8, 9, 16, 17, 100}) {
+    CHECK(ones({n}, DType::Bool).all().item<bool>());
+    CHECK(!zeros({n}, DType::Bool).any().item<bool>());
+    CHECK(zeros({n}, DType::Bool).all().item<bool>() == (n == 0));
+    CHECK(ones({n}, DType::Bool).any().item<bool>() == (n > 0));
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<uint8_t> t(static_cast<size_t>(n), 1), f(static_cast<size_t>(n), 0);
+      t[static_cast<size_t>(i)] = 0;
+      f[static_cast<size_t>(i)] = 1;
+      Tensor a = from_blob(t.data(), {n}, TensorOptions(DType::Bool)).clone();
+      Tensor b = from_blob(f.data(), {n}, TensorOptions(DType::Bool)).clone();
+      CHECK_MESSAGE(!a.all().item<bool>(), "n ", n, " false at ", i);
+      CHECK_MESSAGE(b.any().item<bool>(), "n ", n, " true at ", i);
+      CHECK(a.view({1, n}).all().item<bool>() == false);
+    }
+  }
+  Tensor m = ones({4, 6}, DType::Bool);
+  m.index_put_({2, 5}, false);
+  CHECK(!m.t().all().item<bool>());  // strided: the general reduction
+  CHECK(m.all({1}).sum().item<int64_t>() == 3);
+}
+
 TEST_CASE("mixed-dtype binary ops promote like PyTorch") {
   Tensor i = tensor({1, 2, 3}).to(DType::I32);
   Tensor f = tensor({0.5f, 1.5f, 2.5f});
