@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -397,6 +398,11 @@ TEST_CASE("one_hot, tril, triu, diag, meshgrid") {
     CHECK(vals(tril(b3, k)) == lo);
     CHECK(vals(triu(b3, k)) == up);
   }
+  const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
+  CHECK(vals(tril(b3, big)) == bv);  // no wrap-around of row + k
+  CHECK(vals(triu(b3, small)) == bv);
+  CHECK(tril(b3, small).abs().sum().item<double>() == 0);
+  CHECK(triu(b3, big).abs().sum().item<double>() == 0);
   CHECK(vals(diag(tensor({1.f, 2.f}))) == F{1, 0, 0, 2});
   CHECK(vals(diag(tensor({1.f, 2.f}), 1)) == F{0, 1, 0, 0, 0, 2, 0, 0, 0});
   CHECK(vals(diag(arange(9).view({3, 3}).to(DType::F32))) == F{0, 4, 8});

@@ -9,6 +9,7 @@
 #include <ember/ops/functions.hpp>
 #include <ember/ops/index_ops.hpp>
 
+#include <algorithm>
 #include <string_view>
 #include <tuple>
 #include <vector>
@@ -347,6 +348,7 @@ BasicTensor<P> triangle_mask(const BasicTensor<P>& x, int64_t k, bool lower, con
   TensorOptions o = TensorOptions(DType::I64).device(x.device());
   // col - row <= k as col <= row + k: one broadcast compare into the bool mask, without an
   // r x c i64 difference in between.
+  k = std::clamp<int64_t>(k, -r, c);  // beyond these the mask no longer changes; row + k cannot wrap
   BasicTensor<P> rows = arange<P>(r, o).add(k).unsqueeze(1), cols = arange<P>(c, o).unsqueeze(0);
   return lower ? cols.le(rows) : cols.ge(rows);
 }
