@@ -343,17 +343,6 @@ Ref<TensorImpl> IndexKernels<Cpu>::gather(const TensorImpl& x, int64_t dim, cons
             const U* xr = src + w.off[0];
             const auto* ir = ix + r * len;
             U* orow = dst + r * len;
-            if (step == 1 && inner == 0) {  // along a contiguous last dim: a table lookup
-              for (int64_t j = 0; j < len; ++j) {
-                int64_t i = ir[j];
-                if (!wrap_index(i, sz)) [[unlikely]] {
-                  bad.store(true, std::memory_order_relaxed);
-                  return;
-                }
-                orow[j] = xr[i];
-              }
-              continue;
-            }
             for (int64_t j = 0; j < len; ++j) {
               int64_t i = ir[j];
               if (!wrap_index(i, sz)) [[unlikely]] {
@@ -369,15 +358,11 @@ Ref<TensorImpl> IndexKernels<Cpu>::gather(const TensorImpl& x, int64_t dim, cons
     });
     return out;
   }
-  Shape xstr = x.ndim() ? x.strides : Shape{};
-  if (x.ndim() == 0) xstr = Shape(index.sizes.size(), 0);
-  int64_t k = 0;
-  for_each_index<1>(index.sizes, {&xstr}, [&](const int64_t* pos, const std::array<int64_t, 1>& off) {
-    int64_t i = check_index(idx[k], size, "gather", d);
-    int64_t base = off[0] - (x.ndim() ? pos[d] * xs : 0);
-    std::memcpy(op + k * es, xp + (base + i * xs) * es, static_cast<size_t>(es));
-    ++k;
-  });
+  // A 0-d input: every index must be 0 or -1, and every output element is x.
+  for (int64_t k = 0; k < out->numel; ++k) {
+    check_index(idx[k], size, "gather", d);
+    std::memcpy(op + k * es, xp, static_cast<size_t>(es));
+  }
   return out;
 }
 
