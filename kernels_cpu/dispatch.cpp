@@ -3,6 +3,7 @@
 // GEMM alone also has an AVX-512 build, taken when the CPU has AVX-512 F/DQ/VL/BW.
 
 #include "arch_kernels.hpp"
+#include "int_gemm.hpp"
 
 #include <ember/dispatch/kernels.hpp>
 #include <ember/runtime/log.hpp>
@@ -111,6 +112,7 @@ void Kernels<Cpu>::cumulative(CumOp op, TensorImpl& out, TensorImpl* indices, co
 }
 
 void Kernels<Cpu>::gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta) {
+  if (is_integral(out.dtype)) return cpu::int_gemm(out, a, b, alpha, beta);
   if (is_reduced_float(out.dtype)) {
     // f16/bf16: compute in f32 (as storage types, see docs/design.md), then round once.
     auto up = [](const TensorImpl& t) {

@@ -4,6 +4,8 @@
 // form on contiguous runs when the functor sets kSimd. Math goes through the vm:: wrappers so
 // one body serves both. Reduced floats (f16, bf16) are computed in float.
 
+#include "int_wrapping.hpp"
+
 #include <ember/ops/op_kinds.hpp>
 
 #include <xsimd/xsimd.hpp>
@@ -193,10 +195,15 @@ struct UnaryFn;
     }                                                           \
   };
 
-EMBER_UNARY_FN(Neg, true, { return V(S(0)) - x; })
+// Integer negation wraps: -INT64_MIN is INT64_MIN, as in PyTorch (computed unsigned, no UB).
+EMBER_UNARY_FN(Neg, true, {
+  if constexpr (std::is_integral_v<S> && !is_batch_v<V>) return static_cast<S>(uint64_t{0} - static_cast<uint64_t>(x));
+  else return V(S(0)) - x;
+})
 EMBER_UNARY_FN(Abs, true, {
   if constexpr (std::is_unsigned_v<S>) return x;
   else if constexpr (is_batch_v<V>) return xsimd::abs(x);
+  else if constexpr (std::is_integral_v<S>) return x < S(0) ? static_cast<S>(uint64_t{0} - static_cast<uint64_t>(x)) : x;
   else return x < S(0) ? S(-x) : x;
 })
 EMBER_UNARY_FN(Sign, true, {
@@ -500,14 +507,6 @@ inline V fmod_batch(const V& a, const V& b) {
   const V zero(S(0));
   r = xsimd::select(r != zero && ((r < zero) != (a < zero)), r + xsimd::copysign(b, a), r);
   return xsimd::select(r == zero, xsimd::copysign(zero, a), r);
-}
-
-/// Integer +, - and * wrap modulo 2^bits, as PyTorch's do and as the batch forms do; done in
-/// uint64_t so that signed overflow (undefined in C++) never happens.
-template <class S>
-inline S wrapping(S a, S b, char op) {
-  const uint64_t x = static_cast<uint64_t>(a), y = static_cast<uint64_t>(b);
-  return static_cast<S>(op == '+' ? x + y : op == '-' ? x - y : x * y);
 }
 
 EMBER_BINARY_FN(Add, true, {

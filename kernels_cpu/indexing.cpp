@@ -1,6 +1,8 @@
 // CPU index kernels: they move elements by index, so most work on raw bytes of itemsize and
 // need no per-dtype code; scatter reductions, sort, topk and unique dispatch on the dtype.
 
+#include "int_wrapping.hpp"
+
 #include <ember/core/device_hooks.hpp>
 #include <ember/dispatch/kernels.hpp>
 #include <ember/ops/index_ops.hpp>
@@ -200,8 +202,8 @@ void scatter_rows(TensorImpl& out, int64_t d, const IndexReader& idx, const Shap
         switch (reduce) {
           case ScatterReduce::None: return run([](C, C v) { return v; });
           case ScatterReduce::Mean:  // not reached: a mean needs counts
-          case ScatterReduce::Sum: return run([](C c, C v) { return static_cast<C>(c + v); });
-          case ScatterReduce::Prod: return run([](C c, C v) { return static_cast<C>(c * v); });
+          case ScatterReduce::Sum: return run([](C c, C v) { return cpu::add_wrapping(c, v); });
+          case ScatterReduce::Prod: return run([](C c, C v) { return cpu::mul_wrapping(c, v); });
           case ScatterReduce::Amax: return run([](C c, C v) { return (v > c || v != v) ? v : c; });
           case ScatterReduce::Amin: return run([](C c, C v) { return (v < c || v != v) ? v : c; });
         }
@@ -537,7 +539,7 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
       const T* sp = static_cast<const T*>(s->data());
       for_each_index<2>(dst->sizes, {&dst->strides, &s->strides}, [&](const int64_t*, const std::array<int64_t, 2>& off) {
         if constexpr (std::is_same_v<C, bool>) o[off[0]] = o[off[0]] || (sp[off[1]] && alpha != 0);
-        else o[off[0]] = static_cast<T>(static_cast<C>(o[off[0]]) + static_cast<C>(static_cast<C>(sp[off[1]]) * static_cast<C>(alpha)));
+        else o[off[0]] = static_cast<T>(cpu::add_wrapping(static_cast<C>(o[off[0]]), cpu::mul_wrapping(static_cast<C>(sp[off[1]]), static_cast<C>(alpha))));
       });
     });
   }

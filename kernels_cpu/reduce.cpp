@@ -113,11 +113,11 @@ struct Reducer {
   }
   static Acc step(Acc a, C v) {
     using R = ops::ReduceOp;
-    if constexpr (Op == R::Sum || Op == R::Mean) return a + Acc(v);
+    if constexpr (Op == R::Sum || Op == R::Mean) return add_wrapping(a, Acc(v));
     else if constexpr (Op == R::Nansum) {
       if constexpr (std::is_floating_point_v<C>) return v != v ? a : a + Acc(v);
-      else return a + Acc(v);
-    } else if constexpr (Op == R::Prod) return a * Acc(v);
+      else return add_wrapping(a, Acc(v));
+    } else if constexpr (Op == R::Prod) return mul_wrapping(a, Acc(v));
     else if constexpr (Op == R::Amax) {
       if constexpr (std::is_floating_point_v<C>) {
         if (v != v || a != a) return std::numeric_limits<Acc>::quiet_NaN();
@@ -143,10 +143,10 @@ struct Reducer {
   }
   static Acc merge(Acc a, Acc b) {
     using R = ops::ReduceOp;
-    if constexpr (Op == R::Prod) return a * b;
+    if constexpr (Op == R::Prod) return mul_wrapping(a, b);
     else if constexpr (Op == R::Amax || Op == R::Amin || Op == R::NormInf || Op == R::All || Op == R::Any)
       return step(a, static_cast<C>(b));
-    else return a + b;
+    else return add_wrapping(a, b);
   }
   static Acc finish(Acc a, int64_t n) {
     if constexpr (Op == ops::ReduceOp::Mean) return n == 0 ? std::numeric_limits<Acc>::quiet_NaN() : a / Acc(n);
@@ -758,9 +758,9 @@ void cumulative(detail::CumOp op, TensorImpl& out, TensorImpl* indices, const Te
     if (op == detail::CumOp::Logsumexp && !std::is_floating_point_v<C>)
       EMBER_FAIL("[logcumsumexp] needs a floating tensor, got {}", x.dtype);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {  // rows along a middle dim
-      if (op == detail::CumOp::Sum && scan::rows_along<T>(out, x, dim, [](C a, C b) { return static_cast<C>(a + b); }))
+      if (op == detail::CumOp::Sum && scan::rows_along<T>(out, x, dim, [](C a, C b) { return add_wrapping(a, b); }))
         return;
-      if (op == detail::CumOp::Prod && scan::rows_along<T>(out, x, dim, [](C a, C b) { return static_cast<C>(a * b); }))
+      if (op == detail::CumOp::Prod && scan::rows_along<T>(out, x, dim, [](C a, C b) { return mul_wrapping(a, b); }))
         return;
     }
     // One walk over the lines along dim per dtype; the op is chosen per line, outside the
@@ -781,10 +781,10 @@ void cumulative(detail::CumOp op, TensorImpl& out, TensorImpl* indices, const Te
       };
       switch (op) {
         case detail::CumOp::Sum:
-          if constexpr (kSumProd) scan_line([](C& acc, C v, int64_t, int64_t&) { acc = static_cast<C>(acc + v); });
+          if constexpr (kSumProd) scan_line([](C& acc, C v, int64_t, int64_t&) { acc = add_wrapping(acc, v); });
           return;
         case detail::CumOp::Prod:
-          if constexpr (kSumProd) scan_line([](C& acc, C v, int64_t, int64_t&) { acc = static_cast<C>(acc * v); });
+          if constexpr (kSumProd) scan_line([](C& acc, C v, int64_t, int64_t&) { acc = mul_wrapping(acc, v); });
           return;
         case detail::CumOp::Max:
           scan_line([](C& acc, C v, int64_t k, int64_t& best) {

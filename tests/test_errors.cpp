@@ -81,7 +81,8 @@ TEST_CASE("errors: unsupported dtypes") {
   CHECK_ERROR(i.softmax(0), "[softmax", "i32");
   CHECK_ERROR(i.log_softmax(0), "[log_softmax", "i32");
   CHECK_ERROR(i.logcumsumexp(0), "[logcumsumexp", "i32");
-  CHECK_ERROR(i.matmul(zeros({3}, TensorOptions(DType::I32))), "[matmul", "i32");
+  CHECK_ERROR(bl.matmul(bl), "[matmul", "bool");
+  CHECK_ERROR(i.matmul(zeros({3}, TensorOptions(DType::I64))), "[matmul", "i32", "i64");
   CHECK_ERROR(f.matmul(zeros({3}, TensorOptions(DType::F64))), "[matmul", "f32", "f64");
   CHECK_ERROR(rand({3}, TensorOptions(DType::I64)), "[rand", "i64");
 }
@@ -159,7 +160,7 @@ TEST_CASE("errors: matmul shape mismatch") {
   CHECK_ERROR(linear(zeros({2, 3}), zeros({4, 3}), zeros({2, 1, 4})), "[linear", "[2, 1, 4]");
   CHECK_ERROR(linear(zeros({2, 3}), zeros({4, 3}, DType::F64)), "[linear", "f32", "f64");
   CHECK_ERROR(linear(zeros({2, 3}), zeros({4, 3}), zeros({4}, DType::F64)), "[linear", "f64");
-  CHECK_ERROR(linear(zeros({2, 3}, DType::I32), zeros({4, 3}, DType::I32)), "[linear", "i32");
+  CHECK_ERROR(linear(zeros({2, 3}, DType::Bool), zeros({4, 3}, DType::Bool)), "[linear", "bool");
   CHECK_ERROR(linear(zeros({2, 2, 3}), zeros({4, 5})), "[linear", "[2, 2, 3]", "[4, 5]");
 }
 

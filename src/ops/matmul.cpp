@@ -63,7 +63,7 @@ bool plan_matrices(GemmPlan& plan, const char* op, const TensorImpl& a, const Te
   EMBER_CHECK(a.device() == b.device(), "[{}] expected tensors on one device, got {} and {}", op, a.device(),
               b.device());
   EMBER_CHECK(a.dtype == b.dtype, "[{}] expected one dtype, got {} and {}", op, a.dtype, b.dtype);
-  EMBER_CHECK(is_floating(a.dtype), "[{}] supports floating dtypes, got {}", op, a.dtype);
+  EMBER_CHECK(a.dtype != DType::Bool, "[{}] supports floating and integer dtypes, got {}", op, a.dtype);
   int64_t na = a.ndim(), nb = b.ndim();
   switch (kind) {
     case MatmulKind::Linear:  // prepare_gemm maps it onto Mm/Addmm before this

@@ -1,0 +1,128 @@
+// Integer arithmetic wraps modulo 2^bits, as PyTorch's does on the CPU: sums, products, scans,
+// matrix products, scatter/index accumulation and powers that overflow give the wrapped value
+// (never undefined behaviour; the sanitizer stage of CI runs these cases under UBSan). The
+// expected values are computed here in uint64_t, independently of the kernels.
+
+#include <doctest/doctest.h>
+#include <ember/ember.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+using namespace ember;
+
+namespace {
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+
+int64_t wrap_add(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
+int64_t wrap_mul(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b)); }
+
+Tensor i64(const std::vector<int64_t>& v) {
+  Tensor t = empty({static_cast<int64_t>(v.size())}, TensorOptions(DType::I64));
+  for (size_t i = 0; i < v.size(); ++i) t.data_ptr<int64_t>()[i] = v[i];
+  return t;
+}
+std::vector<int64_t> values(const Tensor& t) {
+  Tensor c = t.contiguous();
+  REQUIRE(c.dtype() == DType::I64);
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+}  // namespace
+
+TEST_CASE("integer sums and products wrap like PyTorch's") {
+  const std::vector<int64_t> v = {kMax, 3, kMax, 7, -5, kMin, 1000000007};
+  int64_t s = 0, p = 1;
+  for (int64_t x : v) s = wrap_add(s, x), p = wrap_mul(p, x);
+  CHECK(i64(v).sum().item<int64_t>() == s);
+  CHECK(i64(v).nansum().item<int64_t>() == s);
+  CHECK(i64(v).prod().item<int64_t>() == p);
+  // Over a dim, through the strip path (reduced dim first) and the row path (reduced dim last).
+  Tensor m = i64(v).unsqueeze(1).expand({7, 9}).contiguous();
+  for (int64_t x : values(m.sum({0}))) CHECK(x == s);
+  for (int64_t x : values(m.prod({0}))) CHECK(x == p);
+  for (int64_t x : values(m.t().contiguous().sum({1}))) CHECK(x == s);
+  // A long tensor: the chunked full reduction combines chunk sums, which overflow too.
+  Tensor big = full({1 << 17}, kMax / 1000, TensorOptions(DType::I64));
+  int64_t want = 0;
+  for (int i = 0; i < (1 << 17); ++i) want = wrap_add(want, kMax / 1000);
+  CHECK(big.sum().item<int64_t>() == want);
+}
+
+TEST_CASE("integer cumsum and cumprod wrap like PyTorch's") {
+  const std::vector<int64_t> v = {kMax, 2, 3, kMax, kMin, -9};
+  std::vector<int64_t> cs, cp;
+  int64_t s = 0, p = 1;
+  for (int64_t x : v) cs.push_back(s = wrap_add(s, x)), cp.push_back(p = wrap_mul(p, x));
+  CHECK(values(i64(v).cumsum(0)) == cs);
+  CHECK(values(i64(v).cumprod(0)) == cp);
+  // Along dim 0 of a matrix: rows added as vectors.
+  Tensor m = i64(v).unsqueeze(1).expand({6, 5}).contiguous();
+  Tensor ms = m.cumsum(0), mp = m.cumprod(0);
+  for (int64_t c = 0; c < 5; ++c) {
+    CHECK(values(ms.select(1, c)) == cs);
+    CHECK(values(mp.select(1, c)) == cp);
+  }
+}
+
+TEST_CASE("integer scatter_add, index_add, pow, abs and neg wrap like PyTorch's") {
+  Tensor base = i64({kMax, kMin});
+  Tensor idx = i64({0, 1, 0});
+  Tensor src = i64({1, -1, kMax});
+  const std::vector<int64_t> acc = {wrap_add(wrap_add(kMax, 1), kMax), wrap_add(kMin, -1)};
+  CHECK(values(scatter_add(base, 0, idx, src)) == acc);
+  CHECK(values(index_add(base, 0, idx, src)) == acc);
+
+  int64_t p = 1;
+  for (int i = 0; i < 41; ++i) p = wrap_mul(p, 3);
+  CHECK(i64({3}).pow(41).item<int64_t>() == p);
+  CHECK(i64({kMin}).abs().item<int64_t>() == kMin);
+  CHECK(i64({kMin}).neg().item<int64_t>() == kMin);
+}
+
+TEST_CASE("integer matmul, mm, bmm, addmm, dot and outer agree with f64 for i8, u8, i32 and i64") {
+  manual_seed(5);
+  for (DType t : {DType::I8, DType::U8, DType::I32, DType::I64}) {
+    CAPTURE(dtype_name(t));
+    // Values 0..3 over k <= 7: every product fits in i8, so f64 is an exact reference.
+    auto make = [&](const Shape& s) { return randint(0, 4, s).to(t); };
+    auto same = [](const Tensor& got, const Tensor& want) {
+      return got.dtype() == want.dtype() && got.sizes() == want.sizes() &&
+             got.to(DType::F64).eq(want.to(DType::F64)).all().item<bool>();
+    };
+    auto f = [](const Tensor& x) { return x.to(DType::F64); };
+    Tensor a = make({5, 7}), b = make({7, 3}), v = make({7}), bt = make({3, 7}).t();
+    CHECK(same(a.matmul(b), f(a).matmul(f(b)).to(t)));
+    CHECK(same(a.matmul(bt), f(a).matmul(f(bt)).to(t)));             // transposed (column-major) B
+    CHECK(same(a.t().t().mm(b), f(a).mm(f(b)).to(t)));
+    CHECK(same(a.matmul(v), f(a).matmul(f(v)).to(t)));               // matrix @ vector
+    CHECK(same(v.matmul(b), f(v).matmul(f(b)).to(t)));               // vector @ matrix
+    CHECK(same(v.dot(v), f(v).dot(f(v)).to(t)));
+    CHECK(same(v.outer(v), f(v).outer(f(v)).to(t)));
+    Tensor ba = make({2, 1, 5, 7}), bb = make({3, 7, 2});            // broadcast batch dims
+    CHECK(same(ba.matmul(bb), f(ba).matmul(f(bb)).to(t)));
+    Tensor b3 = make({4, 5, 7}), c3 = make({4, 7, 2});
+    CHECK(same(b3.bmm(c3), f(b3).bmm(f(c3)).to(t)));
+    Tensor c = make({5, 3});
+    CHECK(same(c.addmm(a, b, 2, 1), f(c).addmm(f(a), f(b), 2, 1).to(t)));
+    Tensor a2 = make({5, 2}), b2 = make({2, 3});
+    CHECK(same(c.addmm(a2, b2, 2, 3), f(c).addmm(f(a2), f(b2), 2, 3).to(t)));
+    CHECK(same(c.addmm(a, b, 0, 1), f(a).mm(f(b)).to(t)));
+    Tensor e = make({5, 0}), g = make({0, 3});                        // empty inner dim: zeros
+    CHECK(same(e.mm(g), zeros({5, 3}, TensorOptions(t))));
+    CHECK_THROWS_WITH_AS(c.addmm(a, b, 0.5, 1), doctest::Contains("integer beta"), Error);
+  }
+}
+
+TEST_CASE("integer matmul wraps like PyTorch's") {
+  Tensor a = i64({kMax, kMax, 5}).reshape({1, 3});
+  Tensor b = i64({3, 1, kMax}).reshape({3, 1});
+  const int64_t d = wrap_add(wrap_add(wrap_mul(kMax, 3), kMax), wrap_mul(5, kMax));
+  CHECK(a.matmul(b).item<int64_t>() == d);
+  CHECK(a.reshape({3}).dot(b.reshape({3})).item<int64_t>() == d);
+  CHECK(a.matmul(b.reshape({3})).item<int64_t>() == d);
+  // i8: 100 * 3 + 100 * 2 = 500, which is -12 modulo 256.
+  Tensor x = tensor({100, 100}).to(DType::I8).reshape({1, 2}), y = tensor({3, 2}).to(DType::I8).reshape({2, 1});
+  CHECK(x.matmul(y).to(DType::I64).item<int64_t>() == -12);
+}
