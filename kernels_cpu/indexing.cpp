@@ -896,13 +896,22 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_tensor(const TensorImpl& x, std::span<c
 
 Ref<TensorImpl> IndexKernels<Cpu>::index_put(const TensorImpl& x, std::span<const TensorImpl* const> indices,
                                              const TensorImpl& values, bool accumulate) {
-  AdvancedIndex ai(x, indices, "index_put");
-  EMBER_CHECK(values.dtype == x.dtype, "[index_put] values dtype {} differs from the tensor's {}", values.dtype,
-              x.dtype);
-  Shape target = ai.bshape;
-  for (int64_t d = ai.ndims_indexed; d < x.ndim(); ++d) target.push_back(x.sizes[d]);
-  Ref<TensorImpl> vals = ops::broadcast_to(values, target, "index_put");
   Ref<TensorImpl> out = clone(x);
+  index_put_into(*out, indices, values, accumulate, "index_put");
+  return out;
+}
+
+void IndexKernels<Cpu>::index_put_into(TensorImpl& out, std::span<const TensorImpl* const> indices,
+                                       const TensorImpl& values, bool accumulate, const char* op) {
+  AdvancedIndex ai(out, indices, op);
+  EMBER_CHECK(values.dtype == out.dtype, "[{}] values dtype {} differs from the tensor's {}", op, values.dtype,
+              out.dtype);
+  Shape target = ai.bshape;
+  for (int64_t d = ai.ndims_indexed; d < out.ndim(); ++d) target.push_back(out.sizes[d]);
+  // Values that share the destination's storage (x.index_put_({i}, x[j])) are read from a
+  // copy: the writes below would otherwise change values not yet read.
+  Ref<TensorImpl> vals = ops::broadcast_to(values.storage.get() == out.storage.get() ? *clone(values) : values,
+                                           target, op);
   int64_t n = ai.count();
   // Values viewed as [n, trailing...]: broadcast index dims collapse only when contiguous, so
   // walk them with a multi-index instead.
@@ -920,20 +929,20 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_put(const TensorImpl& x, std::span<cons
   // (flat when both blocks are contiguous), in order, so repeated indices accumulate in the
   // same order as the positions. No views or copy kernels per position.
   std::vector<int64_t> offsets(static_cast<size_t>(n));
-  for (int64_t k = 0; k < n; ++k) offsets[static_cast<size_t>(k)] = ai.offset(*out, k, "index_put");
-  Ref<TensorImpl> dst_block = trailing_view(*out, ai.ndims_indexed, 0);
+  for (int64_t k = 0; k < n; ++k) offsets[static_cast<size_t>(k)] = ai.offset(out, k, op);
+  Ref<TensorImpl> dst_block = trailing_view(out, ai.ndims_indexed, 0);
   Ref<TensorImpl> src_block = trailing_view(*vals, static_cast<int64_t>(ai.bshape.size()), 0);
   const int64_t block = dst_block->numel;
-  if (block == 0) return out;
+  if (block == 0) return;
   const bool flat = dst_block->contiguous && src_block->contiguous;
-  visit_dtype(x.dtype, [&]<class T>() {
+  visit_dtype(out.dtype, [&]<class T>() {
     using C = compute_t<T>;
-    T* o = static_cast<T*>(out->data());
+    T* o = static_cast<T*>(out.data());
     const T* v = static_cast<const T*>(vals->data());
     auto put = [&](T& d, T s) {
       if (!accumulate) d = s;
       else if constexpr (std::is_same_v<C, bool>) d = d || s;
-      else d = static_cast<T>(static_cast<C>(d) + static_cast<C>(s));
+      else d = static_cast<T>(cpu::add_wrapping(static_cast<C>(d), static_cast<C>(s)));
     };
     const bool one_dim = dst_block->ndim() == 1;  // rows: any steps, a broadcast gradient's 0 included
     const int64_t dstep = one_dim ? dst_block->strides[0] : 1, sstep = one_dim ? src_block->strides[0] : 1;
@@ -952,7 +961,6 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_put(const TensorImpl& x, std::span<cons
                         [&](const int64_t*, const std::array<int64_t, 2>& off) { put(d[off[0]], sv[off[1]]); });
     }
   });
-  return out;
 }
 
 }  // namespace ember::detail

@@ -180,6 +180,21 @@ TEST_CASE("autograd: tensor hooks see and may replace gradients; retain_grad kee
   check_vals(x.grad(), {180, 360});
 }
 
+TEST_CASE("autograd: index_put_ refuses a leaf that requires grad and bumps the version of saved tensors") {
+  Tensor w = randn({4, 2}).requires_grad_();
+  CHECK_THROWS_WITH_AS(w.index_put_({tensor<int64_t>({1})}, 0.0), doctest::Contains("[index_put_] a leaf tensor"),
+                       Error);
+  {
+    autograd::NoGradGuard ng;  // as optimisers and replay buffers do
+    w.index_put_({tensor<int64_t>({1})}, 0.0);
+  }
+  CHECK(w.index({1, 0}).item<float>() == 0.f);
+  Tensor y = w.exp();  // saves its output
+  Tensor z = y.sum();
+  y.index_put_({tensor<int64_t>({0})}, 1.0);
+  CHECK_THROWS_WITH_AS(z.backward(), doctest::Contains("modified by an in-place operation"), Error);
+}
+
 TEST_CASE("autograd: modifying a saved tensor in place makes backward fail, naming versions") {
   Tensor x = leaf({1, 2});
   Tensor y = x.exp();  // saves its output

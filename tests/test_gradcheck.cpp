@@ -297,4 +297,25 @@ TEST_CASE("gradcheck: in-place ops, also through views") {
                 return h;
               },
               {uniform({3, 4}, d), uniform({4}, d)});
+  check_grads("index_put_ with an index tensor",
+              [](const Inputs& x) {
+                Tensor h = x[0] * 2.0;
+                h.index_put_({tensor<int64_t>({2, 0})}, x[1]);
+                return h * h;
+              },
+              {uniform({3, 4}, d), uniform({2, 4}, d)});
+  check_grads("index_put_ accumulating repeated indices",
+              [](const Inputs& x) {
+                Tensor h = x[0] * 2.0;
+                h.index_put_({tensor<int64_t>({1, 1, 0}), tensor<int64_t>({3, 3, 2})}, x[1], true);
+                return h * h;
+              },
+              {uniform({3, 4}, d), uniform({3}, d)});
+  check_grads("index_put_ into a view",
+              [](const Inputs& x) {
+                Tensor h = x[0] * 2.0;
+                h.narrow(1, 1, 2).index_put_({tensor<int64_t>({2})}, x[1]);
+                return h * h;
+              },
+              {uniform({3, 4}, d), uniform({2}, d)});
 }

@@ -438,3 +438,48 @@ TEST_CASE("typed accessors") {
   CHECK_THROWS_AS((t.accessor<float, 3>()), Error);
   CHECK_THROWS_AS((t.accessor<double, 2>()), Error);
 }
+
+// x.index_put_(tensor indices, values) writes into x itself (no copy of x), with the results of
+// the functional index_put; a bad index leaves x untouched.
+TEST_CASE("index_put_ with index tensors writes in place") {
+  manual_seed(23);
+  Tensor buffer = randn({6, 3});
+  const Tensor before = buffer.clone();
+  const void* storage = buffer.data_ptr<float>();
+  Tensor slots = tensor<int64_t>({4, 0, 4}), batch = randn({3, 3});
+  for (bool acc : {false, true}) {
+    Tensor b = before.clone();
+    const void* p = b.data_ptr<float>();
+    const uint32_t v0 = b.version();
+    b.index_put_({slots}, batch, acc);
+    CHECK(b.data_ptr<float>() == p);
+    CHECK(b.version() != v0);  // saved copies of b now know it changed
+    CHECK(vals_of(b) == vals_of(index_put(before, std::vector<Tensor>{slots}, batch, acc)));
+  }
+  // Two index tensors (single elements), a bool mask, a number, a strided (transposed) target.
+  Tensor rows = tensor<int64_t>({0, 5}), cols = tensor<int64_t>({2, 1});
+  buffer.index_put_({rows, cols}, tensor({7.f, 8.f}));
+  CHECK(buffer.data_ptr<float>() == storage);
+  CHECK(buffer.index({0, 2}).item<float>() == 7.f);
+  CHECK(buffer.index({5, 1}).item<float>() == 8.f);
+  buffer.index_put_({buffer.lt(0)}, 0.0);
+  CHECK(buffer.min().item<float>() >= 0.f);
+  Tensor t = before.clone().t();  // [3, 6], non-contiguous
+  t.index_put_({tensor<int64_t>({1})}, -1.0);
+  CHECK(vals_of(t.contiguous()) == vals_of(index_put(before.t(), std::vector<Tensor>{tensor<int64_t>({1})},
+                                                    full({}, -1.f))));
+  // Values that are a view of the target are read before any write (x[[1, 2]] = x[0:2]).
+  Tensor s = tensor({1.f, 2.f, 3.f});
+  s.index_put_({tensor<int64_t>({1, 2})}, s.narrow(0, 0, 2));
+  CHECK(vals_of(s) == std::vector<float>{1.f, 1.f, 2.f});
+  // Bad input: nothing is written.
+  Tensor g = before.clone();
+  CHECK_THROWS_WITH_AS(g.index_put_({tensor<int64_t>({0, 6})}, 1.0), doctest::Contains("[index_put_]"), Error);
+  CHECK(vals_of(g) == vals_of(before));
+  CHECK_THROWS_WITH_AS(g.index_put_({slots}, randn({3, 3}, TensorOptions(DType::F64))),
+                       doctest::Contains("[index_put_] values dtype f64"), Error);
+  CHECK_THROWS_WITH_AS(g.index_put_({slots}, randn({2, 3})), doctest::Contains("index_put_"), Error);
+  Tensor e = zeros({3}).expand({2, 3});
+  CHECK_THROWS_WITH_AS(e.index_put_({tensor<int64_t>({0})}, 1.0), doctest::Contains("overlaps itself"), Error);
+  CHECK(vals_of(g) == vals_of(before));
+}

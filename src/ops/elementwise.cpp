@@ -192,10 +192,14 @@ void check_copy(const TensorImpl& dst, const TensorImpl& src) {
   (void)broadcast_shapes(dst.sizes, src.sizes, "copy_");
   EMBER_CHECK(dst.device().is_cpu() || src.device().is_cpu() || dst.device() == src.device(),
               "[copy_] copies between two accelerators ({} and {}) are not supported", dst.device(), src.device());
+  check_writable(dst, "copy_");
+}
+
+void check_writable(const TensorImpl& dst, const char* op) {
   // Writing through a view with overlapping elements (an expanded tensor) is ambiguous.
   for (size_t i = 0; i < dst.sizes.size(); ++i)
     EMBER_CHECK(dst.strides[i] != 0 || dst.sizes[i] <= 1,
-                "[copy_] destination of shape {} has stride 0 in dim {}: it overlaps itself", dst.sizes, i);
+                "[{}] destination of shape {} has stride 0 in dim {}: it overlaps itself", op, dst.sizes, i);
 }
 
 }  // namespace ember::ops

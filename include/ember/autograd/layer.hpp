@@ -105,6 +105,7 @@ struct Recorder {
   static TensorRef inplace(const ops::Binary& op, const TensorImpl& a, const TensorImpl& b, TensorImpl* target);
   static void inplace(const ops::CopyInto& op, TensorImpl& dst, const TensorImpl& src);
   static void inplace(const ops::Fill& op, TensorImpl& dst);
+  static void inplace(const ops::IndexPutInto& op, TensorImpl& dst, ImplSpan indices, const TensorImpl& values);
 
   /// The PolicyOps table of P (engine helpers).
   static const PolicyOps& policy_ops();
@@ -127,13 +128,15 @@ inline bool any_grad(const T&) {
 template <class Op, class... A>
 inline constexpr bool kInplaceForm = (std::is_same_v<Op, ops::Unary> && sizeof...(A) == 2) ||
                                      (std::is_same_v<Op, ops::Binary> && sizeof...(A) == 3) ||
-                                     std::is_same_v<Op, ops::CopyInto> || std::is_same_v<Op, ops::Fill>;
+                                     std::is_same_v<Op, ops::CopyInto> || std::is_same_v<Op, ops::Fill> ||
+                                     std::is_same_v<Op, ops::IndexPutInto>;
 
 /// Whether a tensor argument (or the tensor it is a view of) has autograd metadata. In-place
 /// forms are recorded when any argument has it, because the target's history (and its root's)
 /// must be checked and rewritten even when no other input requires grad.
 inline bool has_meta(const TensorImpl& t) { return t.autograd != nullptr || (t.view_of && t.view_of->autograd); }
 inline bool has_meta(const TensorImpl* t) { return t && has_meta(*t); }
+inline bool has_meta(ImplSpan) { return false; }  // index tensors: never differentiable
 
 }  // namespace detail
 

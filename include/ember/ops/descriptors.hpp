@@ -144,6 +144,8 @@ struct Fill {
 };
 
 void check_copy(const TensorImpl& dst, const TensorImpl& src);
+/// Fails naming `op` when dst has a stride-0 dim of size > 1 (an expanded view overlaps itself).
+void check_writable(const TensorImpl& dst, const char* op);
 TensorRef broadcast_to(const TensorImpl& x, IntArrayRef shape, const char* op);
 /// The shape two shapes broadcast to (NumPy rules); fails naming `op` and both shapes.
 Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op);

@@ -39,6 +39,9 @@ struct IndexKernels<Cpu> {
   /// leading dim (all broadcast together); accumulate adds instead of assigning.
   static Ref<TensorImpl> index_put(const TensorImpl& x, std::span<const TensorImpl* const> indices,
                                    const TensorImpl& values, bool accumulate);
+  /// The same, written into x itself (x.index_put_(...)); `op` names it in errors.
+  static void index_put_into(TensorImpl& x, std::span<const TensorImpl* const> indices, const TensorImpl& values,
+                             bool accumulate, const char* op);
   /// x[indices...] for one i64 index tensor per leading dim (advanced indexing).
   static Ref<TensorImpl> index_tensor(const TensorImpl& x, std::span<const TensorImpl* const> indices);
 };
@@ -162,6 +165,17 @@ struct IndexPut {
   template <class BL>
   TensorRef run(const TensorImpl& x, std::span<const TensorImpl* const> indices, const TensorImpl& values) const {
     EMBER_INDEX_RUN(x.device(), index_put(x, indices, values, accumulate));
+  }
+};
+/// x.index_put_(indices, values): index_put written into x, without a copy of x.
+struct IndexPutInto {
+  bool accumulate = false;
+  const char* name() const { return "index_put_"; }
+  template <class BL>
+  void run(TensorImpl& x, std::span<const TensorImpl* const> indices, const TensorImpl& values) const {
+    check_writable(x, name());
+    detail::bump_version(*x.storage);
+    EMBER_INDEX_RUN(x.device(), index_put_into(x, indices, values, accumulate, name()));
   }
 };
 struct IndexTensor {

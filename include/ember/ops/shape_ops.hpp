@@ -155,6 +155,17 @@ BasicTensor<P> index_put(const BasicTensor<P>& x, const std::vector<BasicTensor<
   return BasicTensor<P>::wrap(dispatch<P>(ops::IndexPut{accumulate}, x.impl(),
                                           std::span<const detail::TensorImpl* const>(v), values.impl()));
 }
+template <class P>
+BasicTensor<P>& BasicTensor<P>::index_put_(const std::vector<BasicTensor>& indices, const BasicTensor& values,
+                                           bool accumulate) {
+  auto v = detail::impls(indices);
+  dispatch<P>(ops::IndexPutInto{accumulate}, impl(), std::span<const detail::TensorImpl* const>(v), values.impl());
+  return *this;
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::index_put_(const std::vector<BasicTensor>& indices, Scalar v) {
+  return index_put_(indices, wrap(detail::make_scalar_tensor(v, dtype(), device())));
+}
 /// Advanced indexing x[i0, i1, ...] with index tensors (i64 or bool masks).
 template <class P>
 BasicTensor<P> index(const BasicTensor<P>& x, const std::vector<BasicTensor<P>>& indices) {
