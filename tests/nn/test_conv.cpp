@@ -8,6 +8,7 @@
 #include "reference_conv.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -501,6 +502,52 @@ Tensor ref_im2col(const Tensor& x, const ops::ConvGeometry& g) {
   return cols;
 }
 }  // namespace
+
+// Stride 2 along the last dim has its own f32 row loops (vector shuffles over pairs of
+// elements, a scalar tail): every row width from 1 to 40 with padding on either side, against
+// the definition; col2im against the same additions done one element at a time in tap order
+// (so the f32 sums must agree bit for bit).
+TEST_CASE("im2col and col2im at stride 2 in f32 match their definitions for every row width") {
+  manual_seed(43);
+  for (int64_t width = 1; width <= 40; ++width)
+    for (int64_t kernel = 1; kernel <= 3; ++kernel) {
+      CAPTURE(width);
+      CAPTURE(kernel);
+      ops::ConvGeometry g;
+      g.nd = 2;
+      g.kernel[0] = 2, g.kernel[1] = kernel;
+      g.stride[0] = 1, g.stride[1] = 2;
+      g.pad_before[1] = kernel / 2, g.pad_after[1] = (width + kernel) % 2;
+      if (g.out_size(1, width) <= 0) continue;
+      Tensor x = randn({2, 3, 3, width});
+      x.index_put_({0, 0, 0}, -0.0);  // im2col copies a signed zero as it is
+      Tensor cols = Tensor::wrap(dispatch<DefaultPolicy>(ops::Im2Col{g}, x.impl()));
+      Tensor ref = ref_im2col(x.to(DType::F64), g).to(DType::F32);
+      REQUIRE(cols.sizes() == ref.sizes());
+      CHECK(max_diff(cols.to(DType::F64), ref.to(DType::F64)) == 0.0);
+      // col2im of random columns (one in eight -0.0) against per-element additions.
+      Tensor c = randn(cols.sizes());
+      c = c.masked_fill(rand(cols.sizes()).lt(0.125), -0.0);
+      std::array<int64_t, 3> spatial{3, width, 1};
+      Tensor back = Tensor::wrap(dispatch<DefaultPolicy>(ops::Col2Im{g, spatial}, c.impl())).contiguous();
+      const int64_t oh = g.out_size(0, 3), ow = g.out_size(1, width), taps = 2 * kernel, l = oh * ow;
+      std::vector<float> want(static_cast<size_t>(2 * 3 * 3 * width), 0.f);
+      const Tensor cc = c.contiguous();
+      const float* cp = cc.data_ptr<float>();
+      for (int64_t plane = 0; plane < 6; ++plane)
+        for (int64_t tap = 0; tap < taps; ++tap)
+          for (int64_t o = 0; o < l; ++o) {
+            const int64_t i = o / ow, j = (o % ow) * 2 - g.pad_before[1] + tap % kernel, r = i + tap / kernel;
+            if (j < 0 || j >= width) continue;
+            want[static_cast<size_t>((plane * 3 + r) * width + j)] += cp[(plane * taps + tap) * l + o];
+          }
+      const float* got = back.data_ptr<float>();
+      bool same_bits = true;
+      for (size_t e = 0; e < want.size(); ++e)
+        same_bits = same_bits && std::memcmp(&got[e], &want[e], sizeof(float)) == 0;
+      CHECK(same_bits);
+    }
+}
 
 TEST_CASE("im2col, col2im and the max-pool argmax match their definitions on random geometries (1-3 dims)") {
   manual_seed(41);
