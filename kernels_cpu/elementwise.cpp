@@ -541,11 +541,69 @@ void convert_run(To* out, const From* const* in, const int64_t* step, int64_t n,
   }
 }
 
+/// A copy whose destination runs along a dim the source steps through with a large stride,
+/// while another dim of the source is contiguous: x.t().contiguous(), permutes that move the
+/// last dim. Walked in 8 x 8 tiles of those two dims, source rows outermost: a tile reads
+/// eight source lines, which serve the next tiles of the same rows from L1, and eight lines
+/// are what one L1 set holds when the source rows are a multiple of 4 KiB apart (a 1024-float
+/// matrix). Measured on 1024^2 f32: element by element along the destination 3.8 ms, 32 x 32
+/// tiles 3.2-3.8 ms (16 of their lines share a set), 8 x 8 tiles 0.6 ms; libtorch 0.7-1.2.
+/// False when the layout is not of this kind.
+template <class U>
+bool copy_tiled(const Loop<2>& loop) {
+  constexpr int64_t kTile = 8, e = sizeof(U);
+  const int last = loop.ndim - 1;
+  if (last < 1 || loop.strides[0][last] != e || loop.strides[1][last] == e) return false;
+  int j = -1;  // the source's contiguous dim
+  for (int d = last - 1; d >= 0 && j < 0; --d)
+    if (loop.strides[1][d] == e) j = d;
+  if (j < 0 || loop.sizes[last] < kTile || loop.sizes[j] < kTile) return false;
+  // i: the destination's contiguous dim (source stride si); j: the source's (destination dj).
+  const int64_t ni = loop.sizes[last], nj = loop.sizes[j];
+  const int64_t dj = loop.strides[0][j] / e, si = loop.strides[1][last] / e;
+  const int64_t tiles_i = (ni + kTile - 1) / kTile;
+  int64_t outer = 1;
+  for (int d = 0; d < last; ++d)
+    if (d != j) outer *= loop.sizes[d];
+  const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / (kTile * nj));
+  detail::parallel_for(outer * tiles_i, grain, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      int64_t o = t / tiles_i;
+      const int64_t i0 = t % tiles_i * kTile, wi = std::min(kTile, ni - i0);
+      char* dp = loop.base[0];
+      const char* sp = loop.base[1];
+      for (int d = last - 1; d >= 0; --d) {  // the other dims' position from o
+        if (d == j) continue;
+        const int64_t at = o % loop.sizes[d];
+        o /= loop.sizes[d];
+        dp += at * loop.strides[0][d];
+        sp += at * loop.strides[1][d];
+      }
+      U* dst = reinterpret_cast<U*>(dp) + i0;
+      const U* src = reinterpret_cast<const U*>(sp) + i0 * si;
+      for (int64_t j0 = 0; j0 < nj; j0 += kTile) {
+        const int64_t j1 = std::min(nj, j0 + kTile);
+        for (int64_t jj = j0; jj < j1; ++jj) {
+          U* drow = dst + jj * dj;
+          if (wi == kTile) {
+            for (int64_t ii = 0; ii < kTile; ++ii) drow[ii] = src[ii * si + jj];
+          } else {
+            for (int64_t ii = 0; ii < wi; ++ii) drow[ii] = src[ii * si + jj];
+          }
+        }
+      }
+    }
+  });
+  return true;
+}
+
 /// Same-dtype copies move bytes, so one routine per element size serves every dtype.
 template <class U>
 void copy_bytes(TensorImpl& dst, const TensorImpl& src) {
   const TensorImpl* ops_[2] = {&dst, &src};
-  Loop<2>(ops_).run([](char** p, const int64_t* s, int64_t n) {
+  const Loop<2> loop(ops_);
+  if (copy_tiled<U>(loop)) return;
+  loop.run([](char** p, const int64_t* s, int64_t n) {
     if (s[0] == sizeof(U) && s[1] == sizeof(U)) {
       std::memcpy(p[0], p[1], static_cast<size_t>(n) * sizeof(U));
       return;

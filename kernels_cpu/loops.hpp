@@ -73,31 +73,46 @@ struct Loop {
 
   /// Calls inner(ptrs, inner_strides, n) over the linear element range [begin, end).
   void run_range(int64_t begin, int64_t end, InnerFn inner, const void* ctx) const {
-    int last = ndim - 1;
+    const int last = ndim - 1;
     int64_t idx[kMaxLoopDims];
     int64_t rem = begin;
     for (int d = last; d >= 0; --d) {
       idx[d] = rem % sizes[d];
       rem /= sizes[d];
     }
+    // row[k]: operand k's address at (idx[0..last-1], 0). It steps by one stride per row and
+    // is recomputed only when a carry passes the next-to-last dim, so short rows (a permuted
+    // copy's 32-element runs) cost a few additions each, not a walk over every dim.
+    char* row[N];
+    auto locate_row = [&] {
+      for (int k = 0; k < N; ++k) {
+        char* p = base[k];
+        for (int d = 0; d < last; ++d) p += idx[d] * strides[k][d];
+        row[k] = p;
+      }
+    };
+    locate_row();
     char* ptrs[N];
     int64_t inner_strides[N];
     for (int k = 0; k < N; ++k) inner_strides[k] = strides[k][last];
     int64_t pos = begin;
     while (pos < end) {
-      for (int k = 0; k < N; ++k) {
-        char* p = base[k];
-        for (int d = 0; d <= last; ++d) p += idx[d] * strides[k][d];
-        ptrs[k] = p;
-      }
-      int64_t n = std::min(sizes[last] - idx[last], end - pos);
+      for (int k = 0; k < N; ++k) ptrs[k] = row[k] + idx[last] * inner_strides[k];
+      const int64_t n = std::min(sizes[last] - idx[last], end - pos);
       inner(ctx, ptrs, inner_strides, n);
       pos += n;
       idx[last] += n;
-      for (int d = last; d > 0 && idx[d] >= sizes[d]; --d) {
+      if (idx[last] < sizes[last] || last == 0) continue;
+      idx[last] = 0;
+      if (++idx[last - 1] < sizes[last - 1]) {
+        for (int k = 0; k < N; ++k) row[k] += strides[k][last - 1];
+        continue;
+      }
+      for (int d = last - 1; d > 0 && idx[d] >= sizes[d]; --d) {
         idx[d] = 0;
         ++idx[d - 1];
       }
+      if (pos < end) locate_row();
     }
   }
 

@@ -483,3 +483,37 @@ TEST_CASE("index_put_ with index tensors writes in place") {
   CHECK_THROWS_WITH_AS(e.index_put_({tensor<int64_t>({0})}, 1.0), doctest::Contains("overlaps itself"), Error);
   CHECK(vals_of(g) == vals_of(before));
 }
+
+// Copies whose source is transposed against the destination (x.t().contiguous(), permutes that
+// move the last dim) take 8 x 8 tiles; partial tiles, outer dims, every element size and a
+// destination with gaps between rows. Checked against a dtype conversion of the same view,
+// which walks the elements one by one (another loop).
+TEST_CASE("copies of transposed and permuted tensors, tiled, match an element-wise walk") {
+  manual_seed(29);
+  for (DType t : {DType::U8, DType::F16, DType::F32, DType::I64}) {
+    CAPTURE(dtype_name(t));
+    const DType other = t == DType::F32 ? DType::F64 : DType::F32;
+    auto same = [&](const Tensor& got, const Tensor& view) {
+      return got.sizes() == view.sizes() && got.to(other).eq(view.to(other)).all().item<bool>();
+    };
+    for (int64_t r : {7, 8, 9, 17, 40})
+      for (int64_t c : {8, 13, 33}) {
+        CAPTURE(r);
+        CAPTURE(c);
+        Tensor x = randint(0, 100, {r, c}).to(t);
+        Tensor xt = x.t();
+        Tensor y = xt.contiguous();
+        CHECK(y.is_contiguous());
+        CHECK(same(y, xt));
+        Tensor b = randint(0, 100, {3, r, 2, c}).to(t);  // outer dims around the transposed pair
+        CHECK(same(b.permute({2, 3, 0, 1}).contiguous(), b.permute({2, 3, 0, 1})));
+        CHECK(same(b.permute({0, 3, 2, 1}).contiguous(), b.permute({0, 3, 2, 1})));
+        Tensor wide = zeros({c, r + 5}, TensorOptions(t));
+        Tensor dst = wide.narrow(1, 2, r);  // rows r + 5 apart
+        dst.copy_(xt);
+        CHECK(same(dst, xt));
+        CHECK(wide.narrow(1, 0, 2).to(DType::F32).abs().sum().item<float>() == 0.f);  // gaps untouched
+        CHECK(wide.narrow(1, r + 2, 3).to(DType::F32).abs().sum().item<float>() == 0.f);
+      }
+  }
+}
