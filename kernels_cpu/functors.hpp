@@ -224,7 +224,10 @@ EMBER_UNARY_FN(Log1p, true, { return vm::log1p(x); })
 EMBER_UNARY_FN(Sqrt, true, { return vm::sqrt(x); })
 EMBER_UNARY_FN(Rsqrt, true, { return V(S(1)) / vm::sqrt(x); })
 EMBER_UNARY_FN(Reciprocal, true, { return V(S(1)) / x; })
-EMBER_UNARY_FN(Square, true, { return x * x; })
+EMBER_UNARY_FN(Square, true, {
+  if constexpr (std::is_integral_v<S> && !is_batch_v<V>) return wrapping(x, x, '*');  // wraps, as PyTorch's
+  else return x * x;
+})
 EMBER_UNARY_FN(Sin, true, { return vm::sin(x); })
 EMBER_UNARY_FN(Cos, true, { return vm::cos(x); })
 EMBER_UNARY_FN(Tan, true, { return vm::tan(x); })

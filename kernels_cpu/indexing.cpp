@@ -424,8 +424,8 @@ Ref<TensorImpl> IndexKernels<Cpu>::scatter(const TensorImpl& x, int64_t dim, con
       } else {
         switch (reduce) {
           case ScatterReduce::Sum:
-          case ScatterReduce::Mean: o[at] = static_cast<T>(cur + v); break;
-          case ScatterReduce::Prod: o[at] = static_cast<T>(cur * v); break;
+          case ScatterReduce::Mean: o[at] = static_cast<T>(cpu::add_wrapping(cur, static_cast<C>(v))); break;
+          case ScatterReduce::Prod: o[at] = static_cast<T>(cpu::mul_wrapping(cur, static_cast<C>(v))); break;
           case ScatterReduce::Amax: o[at] = static_cast<T>((v > cur || v != v) ? v : cur); break;
           case ScatterReduce::Amin: o[at] = static_cast<T>((v < cur || v != v) ? v : cur); break;
           case ScatterReduce::None: break;
@@ -453,6 +453,10 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
   int64_t d = wrap_dim(dim, x.ndim(), op);
   EMBER_CHECK(index.ndim() <= 1, "[{}] index must be 1-d, got shape {}", op, index.sizes);
   EMBER_CHECK(src.dtype == x.dtype, "[{}] src dtype {} differs from input dtype {}", op, src.dtype, x.dtype);
+  // An integer tensor's alpha is converted to its dtype: a fraction or an out-of-range value
+  // would be truncated (or undefined), so it is refused, as PyTorch refuses it.
+  EMBER_CHECK(!is_integral(x.dtype, true) || (std::trunc(alpha) == alpha && std::fabs(alpha) < 9.2e18),
+              "[{}] an integer tensor takes an integer alpha, got {}", op, alpha);
   IndexReader idx(index, op);
   Shape expect = x.sizes;
   if (x.ndim()) expect[d] = idx.size();
@@ -895,9 +899,9 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_tensor(const TensorImpl& x, std::span<c
 }
 
 Ref<TensorImpl> IndexKernels<Cpu>::index_put(const TensorImpl& x, std::span<const TensorImpl* const> indices,
-                                             const TensorImpl& values, bool accumulate) {
+                                             const TensorImpl& values, bool accumulate, const char* op) {
   Ref<TensorImpl> out = clone(x);
-  index_put_into(*out, indices, values, accumulate, "index_put");
+  index_put_into(*out, indices, values, accumulate, op);
   return out;
 }
 

@@ -189,6 +189,12 @@ TEST_CASE("autograd: index_put_ refuses a leaf that requires grad and bumps the 
     w.index_put_({tensor<int64_t>({1})}, 0.0);
   }
   CHECK(w.index({1, 0}).item<float>() == 0.f);
+  // Recorded calls (values that require grad) name index_put_ in their errors too.
+  Tensor h = w.detach() * 2.0;
+  CHECK_THROWS_WITH_AS(h.index_put_({tensor<int64_t>({9})}, w.index({0})), doctest::Contains("[index_put_]"), Error);
+  Tensor e = zeros({2}).expand({4, 2});
+  CHECK_THROWS_WITH_AS(e.index_put_({tensor<int64_t>({0})}, w.index({0})),
+                       doctest::Contains("[index_put_] destination of shape [4, 2] has stride 0"), Error);
   Tensor y = w.exp();  // saves its output
   Tensor z = y.sum();
   y.index_put_({tensor<int64_t>({0})}, 1.0);

@@ -73,12 +73,25 @@ TEST_CASE("integer scatter_add, index_add, pow, abs and neg wrap like PyTorch's"
   const std::vector<int64_t> acc = {wrap_add(wrap_add(kMax, 1), kMax), wrap_add(kMin, -1)};
   CHECK(values(scatter_add(base, 0, idx, src)) == acc);
   CHECK(values(index_add(base, 0, idx, src)) == acc);
+  CHECK(values(scatter_reduce(base, 0, idx, src, "sum")) == acc);
+  // Without the input's own values: the counted path.
+  CHECK(values(scatter_reduce(base, 0, idx, src, "sum", false)) == std::vector<int64_t>{wrap_add(1, kMax), -1});
+  CHECK(values(scatter_reduce(base, 0, idx, src, "prod", false)) == std::vector<int64_t>{kMax, -1});
+  CHECK(values(scatter_reduce(base, 0, idx, i64({kMax, 1, kMax}), "prod", false)) ==
+        std::vector<int64_t>{wrap_mul(kMax, kMax), 1});
+  CHECK(values(index_put(base, std::vector<Tensor>{idx}, src, true)) == acc);
+  // An integer tensor takes an integer alpha.
+  CHECK_THROWS_WITH_AS(index_add(base, 0, idx, src, 0.5), doctest::Contains("integer alpha"), Error);
+  CHECK_THROWS_WITH_AS(index_add(base, 0, idx, src, 1e30), doctest::Contains("integer alpha"), Error);
 
   int64_t p = 1;
   for (int i = 0; i < 41; ++i) p = wrap_mul(p, 3);
   CHECK(i64({3}).pow(41).item<int64_t>() == p);
   CHECK(i64({kMin}).abs().item<int64_t>() == kMin);
   CHECK(i64({kMin}).neg().item<int64_t>() == kMin);
+  CHECK(i64({3037000501}).square().item<int64_t>() == wrap_mul(3037000501, 3037000501));
+  CHECK(i64({50001}).to(DType::I32).square().item<int32_t>() ==
+        static_cast<int32_t>(static_cast<uint32_t>(50001u * 50001u)));
 }
 
 TEST_CASE("integer matmul, mm, bmm, addmm, dot and outer agree with f64 for i8, u8, i32 and i64") {

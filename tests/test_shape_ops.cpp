@@ -474,8 +474,10 @@ TEST_CASE("index_put_ with index tensors writes in place") {
   CHECK(vals_of(s) == std::vector<float>{1.f, 1.f, 2.f});
   // Bad input: nothing is written.
   Tensor g = before.clone();
+  const uint32_t version = g.version();
   CHECK_THROWS_WITH_AS(g.index_put_({tensor<int64_t>({0, 6})}, 1.0), doctest::Contains("[index_put_]"), Error);
   CHECK(vals_of(g) == vals_of(before));
+  CHECK(g.version() == version);  // nothing written: saved copies of g stay valid
   CHECK_THROWS_WITH_AS(g.index_put_({slots}, randn({3, 3}, TensorOptions(DType::F64))),
                        doctest::Contains("[index_put_] values dtype f64"), Error);
   CHECK_THROWS_WITH_AS(g.index_put_({slots}, randn({2, 3})), doctest::Contains("index_put_"), Error);

@@ -165,9 +165,9 @@ void im2col_plane(const ConvGeometry& g, const Plan& p, const T* in, T* cols, in
     }
     std::fill(dst, dst + r.lo, pad);
     if (stride == 1) {
-      if (r.hi > r.lo) std::memcpy(dst + r.lo, in + r.src + r.lo, static_cast<size_t>(r.hi - r.lo) * sizeof(T));
+      if (r.hi > r.lo) std::memcpy(dst + r.lo, in + (r.src + r.lo), static_cast<size_t>(r.hi - r.lo) * sizeof(T));
     } else if (stride == 2) {
-      if (r.hi > r.lo) gather_even(dst + r.lo, in + r.src + 2 * r.lo, r.hi - r.lo);
+      if (r.hi > r.lo) gather_even(dst + r.lo, in + (r.src + 2 * r.lo), r.hi - r.lo);
     } else {
       for (int64_t o = r.lo; o < r.hi; ++o) dst[o] = in[r.src + o * stride];
     }
@@ -183,11 +183,11 @@ void col2im_plane(const ConvGeometry& g, const Plan& p, const T* cols, T* out, i
     if (!r.inside || r.hi == r.lo) return;
     const T* src = cols + at;
     if (stride == 1) {
-      T* dst = out + r.src + r.lo;  // in bounds: window lo reads the input
+      T* dst = out + (r.src + r.lo);  // in bounds: window lo reads the input
       const T* s = src + r.lo;
       for (int64_t o = 0, e = r.hi - r.lo; o < e; ++o) dst[o] += s[o];
     } else if (stride == 2) {
-      scatter_add_even(out + r.src + 2 * r.lo, src + r.lo, r.hi - r.lo);
+      scatter_add_even(out + (r.src + 2 * r.lo), src + r.lo, r.hi - r.lo);
     } else {
       for (int64_t o = r.lo; o < r.hi; ++o) out[r.src + o * stride] += src[o];
     }

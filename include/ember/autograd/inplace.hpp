@@ -127,9 +127,11 @@ TensorRef Recorder<P>::inplace(const ops::Binary& op, const TensorImpl&, const T
 template <class P>
 void Recorder<P>::inplace(const ops::IndexPutInto& op, TensorImpl& dst, ImplSpan indices, const TensorImpl& values) {
   detail::check_inplace_target(dst, "index_put");
+  ops::check_writable(dst, op.name());
   detail::T<P> old = detail::old_value<P>(dst);
   detail::T<P> vals = values.storage.get() == dst.storage.get() ? detail::old_value<P>(values) : detail::wrap<P>(values);
-  detail::T<P> value = detail::T<P>::wrap(dispatch<P>(ops::IndexPut{op.accumulate}, old.impl(), indices, vals.impl()));
+  detail::T<P> value =
+      detail::T<P>::wrap(dispatch<P>(ops::IndexPut{op.accumulate, op.name()}, old.impl(), indices, vals.impl()));
   detail::write_back<P>(dst, value);
   detail::rebase_history<P>(dst, &value.impl());
 }

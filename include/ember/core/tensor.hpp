@@ -164,9 +164,11 @@ class BasicTensor {
   /// Assigns through basic indexing: t.index_put_({Slice(), 0}, 1.0).
   BasicTensor& index_put_(std::initializer_list<TensorIndex> idx, Scalar v);
   BasicTensor& index_put_(std::initializer_list<TensorIndex> idx, const BasicTensor& v);
-  /// Writes values at the positions of index tensors (i64 or bool masks), in place and without
-  /// a copy of this tensor: buffer.index_put_({slots}, batch) as in libtorch; accumulate adds
-  /// (repeated positions accumulate too).
+  /// Writes values at the positions of index tensors (i64 or bool masks), in place:
+  /// buffer.index_put_({slots}, batch) as in libtorch; accumulate adds (repeated positions
+  /// accumulate too). Without autograd involvement (NoGradGuard, or no tensor requiring grad)
+  /// it writes into this tensor directly; a recorded call computes the new value out of place
+  /// and copies it back (Note [In-place ops and autograd]).
   BasicTensor& index_put_(const std::vector<BasicTensor>& indices, const BasicTensor& values, bool accumulate = false);
   BasicTensor& index_put_(const std::vector<BasicTensor>& indices, Scalar v);
   BasicTensor operator[](int64_t i) const { return select(0, i); }

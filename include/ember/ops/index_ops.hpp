@@ -38,7 +38,7 @@ struct IndexKernels<Cpu> {
   /// out = x with values written at the positions given by one i64 index tensor per
   /// leading dim (all broadcast together); accumulate adds instead of assigning.
   static Ref<TensorImpl> index_put(const TensorImpl& x, std::span<const TensorImpl* const> indices,
-                                   const TensorImpl& values, bool accumulate);
+                                   const TensorImpl& values, bool accumulate, const char* op);
   /// The same, written into x itself (x.index_put_(...)); `op` names it in errors.
   static void index_put_into(TensorImpl& x, std::span<const TensorImpl* const> indices, const TensorImpl& values,
                              bool accumulate, const char* op);
@@ -161,10 +161,11 @@ struct Unique {
 };
 struct IndexPut {
   bool accumulate = false;
-  const char* name() const { return "index_put"; }
+  const char* label = "index_put";  ///< "index_put_" when it computes an in-place call's value
+  const char* name() const { return label; }
   template <class BL>
   TensorRef run(const TensorImpl& x, std::span<const TensorImpl* const> indices, const TensorImpl& values) const {
-    EMBER_INDEX_RUN(x.device(), index_put(x, indices, values, accumulate));
+    EMBER_INDEX_RUN(x.device(), index_put(x, indices, values, accumulate, label));
   }
 };
 /// x.index_put_(indices, values): index_put written into x, without a copy of x.
@@ -174,8 +175,11 @@ struct IndexPutInto {
   template <class BL>
   void run(TensorImpl& x, std::span<const TensorImpl* const> indices, const TensorImpl& values) const {
     check_writable(x, name());
+    index_backend<BL>(x.device(), name(),
+                      [&] { detail::IndexKernels<Cpu>::index_put_into(x, indices, values, accumulate, name()); });
+    // After the kernel: bad indices (checked before any write) leave x and its version as
+    // they were, so tensors saved for backward stay usable.
     detail::bump_version(*x.storage);
-    EMBER_INDEX_RUN(x.device(), index_put_into(x, indices, values, accumulate, name()));
   }
 };
 struct IndexTensor {
