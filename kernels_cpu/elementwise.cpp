@@ -553,7 +553,8 @@ template <class U>
 bool copy_tiled(const Loop<2>& loop) {
   constexpr int64_t kTile = 8, e = sizeof(U);
   const int last = loop.ndim - 1;
-  if (last < 1 || loop.strides[0][last] != e || loop.strides[1][last] == e) return false;
+  // A source broadcast along the rows (stride 0) is a fill per row: copy_bytes' own path.
+  if (last < 1 || loop.strides[0][last] != e || loop.strides[1][last] == e || loop.strides[1][last] == 0) return false;
   int j = -1;  // the source's contiguous dim
   for (int d = last - 1; d >= 0 && j < 0; --d)
     if (loop.strides[1][d] == e) j = d;
