@@ -598,12 +598,57 @@ bool copy_tiled(const Loop<2>& loop) {
   return true;
 }
 
+/// A copy whose rows (the innermost dim) are contiguous in both tensors but short: attention
+/// heads split or merged (32-float rows), permutes that keep the last dim. Rows are stepped
+/// by pointer increments and copied whole, without Loop::run's indirect call per row
+/// ((16, 4, 64, 32).transpose(1, 2).contiguous(): 38-41 -> 23-24 us; libtorch 32-41).
+/// False for other layouts and for rows long enough that the per-row cost does not show.
+template <class U>
+bool copy_short_rows(const Loop<2>& loop) {
+  constexpr int64_t e = sizeof(U), kMaxRowBytes = 1024;
+  const int last = loop.ndim - 1;
+  if (last < 1 || loop.strides[0][last] != e || loop.strides[1][last] != e || loop.sizes[last] * e > kMaxRowBytes)
+    return false;
+  const int64_t width = loop.sizes[last], rows = loop.numel / width, n1 = loop.sizes[last - 1];
+  const int64_t ds = loop.strides[0][last - 1], ss = loop.strides[1][last - 1];
+  const size_t bytes = static_cast<size_t>(width * e);
+  detail::parallel_for(rows, std::max<int64_t>(1, EMBER_GRAIN_SIZE / width), [&](int64_t r0, int64_t r1) {
+    int64_t idx[kMaxLoopDims];  // position of row r over dims 0 .. last - 1
+    int64_t rem = r0;
+    for (int d = last - 1; d >= 0; --d) {
+      idx[d] = rem % loop.sizes[d];
+      rem /= loop.sizes[d];
+    }
+    char* dp = nullptr;
+    const char* sp = nullptr;
+    auto locate = [&] {
+      dp = loop.base[0], sp = loop.base[1];
+      for (int d = 0; d < last; ++d) dp += idx[d] * loop.strides[0][d], sp += idx[d] * loop.strides[1][d];
+    };
+    locate();
+    for (int64_t r = r0; r < r1; ++r) {
+      std::memcpy(dp, sp, bytes);
+      if (++idx[last - 1] < n1) {
+        dp += ds, sp += ss;
+        continue;
+      }
+      idx[last - 1] = 0;
+      for (int d = last - 1; d > 0; --d) {  // carry into the outer dims
+        if (++idx[d - 1] < loop.sizes[d - 1]) break;
+        idx[d - 1] = 0;
+      }
+      if (r + 1 < r1) locate();
+    }
+  });
+  return true;
+}
+
 /// Same-dtype copies move bytes, so one routine per element size serves every dtype.
 template <class U>
 void copy_bytes(TensorImpl& dst, const TensorImpl& src) {
   const TensorImpl* ops_[2] = {&dst, &src};
   const Loop<2> loop(ops_);
-  if (copy_tiled<U>(loop)) return;
+  if (copy_tiled<U>(loop) || copy_short_rows<U>(loop)) return;
   loop.run([](char** p, const int64_t* s, int64_t n) {
     if (s[0] == sizeof(U) && s[1] == sizeof(U)) {
       std::memcpy(p[0], p[1], static_cast<size_t>(n) * sizeof(U));

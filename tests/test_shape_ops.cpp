@@ -487,8 +487,9 @@ TEST_CASE("index_put_ with index tensors writes in place") {
 }
 
 // Copies whose source is transposed against the destination (x.t().contiguous(), permutes that
-// move the last dim) take 8 x 8 tiles; partial tiles, outer dims, every element size and a
-// destination with gaps between rows. Checked against a dtype conversion of the same view,
+// move the last dim) take 8 x 8 tiles, those that keep short contiguous rows step row by row:
+// partial tiles, outer dims, every element size, a destination with gaps between rows, and
+// tensors split between threads. Checked against a dtype conversion of the same view,
 // which walks the elements one by one (another loop).
 TEST_CASE("copies of transposed and permuted tensors, tiled, match an element-wise walk") {
   manual_seed(29);
@@ -510,6 +511,9 @@ TEST_CASE("copies of transposed and permuted tensors, tiled, match an element-wi
         Tensor b = randint(0, 100, {3, r, 2, c}).to(t);  // outer dims around the transposed pair
         CHECK(same(b.permute({2, 3, 0, 1}).contiguous(), b.permute({2, 3, 0, 1})));
         CHECK(same(b.permute({0, 3, 2, 1}).contiguous(), b.permute({0, 3, 2, 1})));
+        // Permutes that keep the last dim: short contiguous rows stepped one by one.
+        CHECK(same(b.permute({2, 0, 1, 3}).contiguous(), b.permute({2, 0, 1, 3})));
+        CHECK(same(b.transpose(0, 2).contiguous(), b.transpose(0, 2)));
         Tensor wide = zeros({c, r + 5}, TensorOptions(t));
         Tensor dst = wide.narrow(1, 2, r);  // rows r + 5 apart
         dst.copy_(xt);
@@ -517,5 +521,12 @@ TEST_CASE("copies of transposed and permuted tensors, tiled, match an element-wi
         CHECK(wide.narrow(1, 0, 2).to(DType::F32).abs().sum().item<float>() == 0.f);  // gaps untouched
         CHECK(wide.narrow(1, r + 2, 3).to(DType::F32).abs().sum().item<float>() == 0.f);
       }
+    // Large enough to be split between two threads mid-way through the outer dims.
+    set_num_threads(2);
+    Tensor big = randint(0, 100, {24, 33, 17, 24}).to(t);
+    CHECK(same(big.permute({1, 0, 2, 3}).contiguous(), big.permute({1, 0, 2, 3})));
+    CHECK(same(big.permute({2, 1, 0, 3}).contiguous(), big.permute({2, 1, 0, 3})));
+    CHECK(same(big.permute({3, 1, 2, 0}).contiguous(), big.permute({3, 1, 2, 0})));
+    set_num_threads(1);
   }
 }
