@@ -80,6 +80,24 @@ void broadcast_inputs(Prepared& p, const char* op) {
 
 void finish_cast_back(Prepared& p, void (*copy)(TensorImpl&, const TensorImpl&)) { copy(*p.target, *p.out); }
 
+bool aliases_output(const TensorImpl& x, const TensorImpl& out) {
+  if (x.storage.get() != out.storage.get()) return false;
+  return x.offset != out.offset || x.sizes != out.sizes || x.strides != out.strides;
+}
+
+bool reads_transposed(const TensorImpl& x, const TensorImpl& out) {
+  constexpr int64_t kMinElements = 4096;  // below, the elementwise loop's lines stay in L1
+  // CPU only: device kernels read strided operands without a per-line penalty of this kind.
+  if (x.contiguous || x.numel < kMinElements || !out.contiguous || x.sizes != out.sizes || !x.device().is_cpu())
+    return false;
+  int last = static_cast<int>(x.ndim()) - 1;
+  while (last >= 0 && x.sizes[last] == 1) --last;
+  if (last < 1 || x.strides[last] == 0 || x.strides[last] == 1) return false;
+  for (int d = 0; d < last; ++d)
+    if (x.strides[d] == 1 && x.sizes[d] > 1) return true;
+  return false;
+}
+
 TensorRef broadcast_to(const TensorImpl& x, IntArrayRef shape, const char* op) {
   EMBER_CHECK(shape.size() >= x.sizes.size(), "[{}] cannot broadcast shape {} to {}", op, x.sizes,
               Shape(shape).str());
