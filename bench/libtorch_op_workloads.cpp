@@ -42,6 +42,20 @@ RunFn make_op(const std::string& name) {
     torch::Tensor img = torch::randint(0, 256, {64, 3, 64, 64}).to(torch::kUInt8), f = img.to(torch::kFloat);
     if (name == "op_u8_to_f32_64x3x64x64") op = [=] { return img.to(torch::kFloat); };
     else op = [=] { return f.to(torch::kUInt8); };
+  } else if (name == "op_transpose_copy_1024") {
+    torch::Tensor m = torch::randn({1024, 1024});
+    op = [=] { return m.t().contiguous(); };
+  } else if (name == "op_merge_heads_16x4x64x32") {
+    torch::Tensor heads = torch::randn({16, 4, 64, 32});
+    op = [=] { return heads.transpose(1, 2).contiguous(); };
+  } else if (name == "op_index_put_rows_256") {
+    torch::Tensor buffer = torch::zeros({100000, 64}), rows = torch::randint(0, 100000, {256}),
+                  batch = torch::randn({256, 64});
+    op = [=]() mutable { return buffer.index_put_({rows}, batch); };
+  } else if (name == "op_matmul_i32_128") {
+    torch::Tensor a = torch::randint(-100, 100, {128, 128}).to(torch::kInt32),
+                  b = torch::randint(-100, 100, {128, 128}).to(torch::kInt32);
+    op = [=] { return a.matmul(b); };
   }
   else return {};
   return [op](int64_t iters) {

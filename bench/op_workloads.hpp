@@ -23,7 +23,8 @@ inline const std::vector<std::string>& names() {
       "op_add_transposed_256", "op_fmod_256",         "op_remainder_256",  "op_div_floor_256",
       "op_atan2_256",       "op_hypot_256",           "op_logical_and_256", "op_gelu_256",
       "op_sort_64x1024",    "op_topk40_64x1024",      "op_index_rows_256", "op_masked_select_512",
-      "op_nonzero_512",     "op_u8_to_f32_64x3x64x64", "op_f32_to_u8_64x3x64x64"};
+      "op_nonzero_512",     "op_u8_to_f32_64x3x64x64", "op_f32_to_u8_64x3x64x64", "op_transpose_copy_1024",
+      "op_merge_heads_16x4x64x32", "op_index_put_rows_256", "op_matmul_i32_128"};
   return n;
 }
 
@@ -58,6 +59,18 @@ inline RunFn make(const std::string& name) {
     Tensor img = randint(0, 256, {64, 3, 64, 64}).to(DType::U8), f = img.to(DType::F32);
     if (name == "op_u8_to_f32_64x3x64x64") op = [=] { return img.to(DType::F32); };
     else op = [=] { return f.to(DType::U8); };
+  } else if (name == "op_transpose_copy_1024") {
+    Tensor m = randn({1024, 1024});
+    op = [=] { return m.t().contiguous(); };
+  } else if (name == "op_merge_heads_16x4x64x32") {  // attention heads back to (batch, seq, heads, dim)
+    Tensor heads = randn({16, 4, 64, 32});
+    op = [=] { return heads.transpose(1, 2).contiguous(); };
+  } else if (name == "op_index_put_rows_256") {  // 256 rows of 64 written into a replay buffer of 100000
+    Tensor buffer = zeros({100000, 64}), rows = randint(0, 100000, {256}), batch = randn({256, 64});
+    op = [=]() mutable { return buffer.index_put_({rows}, batch); };
+  } else if (name == "op_matmul_i32_128") {
+    Tensor a = randint(-100, 100, {128, 128}).to(DType::I32), b = randint(-100, 100, {128, 128}).to(DType::I32);
+    op = [=] { return a.matmul(b); };
   }
   else return {};
   return [op](int64_t iters) {
