@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -455,8 +456,17 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
   EMBER_CHECK(src.dtype == x.dtype, "[{}] src dtype {} differs from input dtype {}", op, src.dtype, x.dtype);
   // An integer tensor's alpha is converted to its dtype: a fraction or an out-of-range value
   // would be truncated (or undefined), so it is refused, as PyTorch refuses it.
-  EMBER_CHECK(!is_integral(x.dtype, true) || (std::trunc(alpha) == alpha && std::fabs(alpha) < 9.2e18),
-              "[{}] an integer tensor takes an integer alpha, got {}", op, alpha);
+  if (is_integral(x.dtype, true)) {
+    double lo = -9.2e18, hi = 9.2e18;  // i64: inside its range with room for rounding
+    visit_dtype(x.dtype, [&]<class T>() {
+      if constexpr (std::is_integral_v<T> && sizeof(T) < 8) {
+        lo = static_cast<double>(std::numeric_limits<T>::lowest());
+        hi = static_cast<double>(std::numeric_limits<T>::max());
+      }
+    });
+    EMBER_CHECK(std::trunc(alpha) == alpha && alpha >= lo && alpha <= hi,
+                "[{}] alpha {} is not a value of the tensor's dtype {}", op, alpha, x.dtype);
+  }
   IndexReader idx(index, op);
   Shape expect = x.sizes;
   if (x.ndim()) expect[d] = idx.size();

@@ -80,9 +80,15 @@ TEST_CASE("integer scatter_add, index_add, pow, abs and neg wrap like PyTorch's"
   CHECK(values(scatter_reduce(base, 0, idx, i64({kMax, 1, kMax}), "prod", false)) ==
         std::vector<int64_t>{wrap_mul(kMax, kMax), 1});
   CHECK(values(index_put(base, std::vector<Tensor>{idx}, src, true)) == acc);
-  // An integer tensor takes an integer alpha.
-  CHECK_THROWS_WITH_AS(index_add(base, 0, idx, src, 0.5), doctest::Contains("integer alpha"), Error);
-  CHECK_THROWS_WITH_AS(index_add(base, 0, idx, src, 1e30), doctest::Contains("integer alpha"), Error);
+  // An integer tensor takes an alpha its dtype can hold.
+  CHECK_THROWS_WITH_AS(index_add(base, 0, idx, src, 0.5), doctest::Contains("alpha 0.5 is not a value"), Error);
+  CHECK_THROWS_WITH_AS(index_add(base, 0, idx, src, 1e30), doctest::Contains("is not a value"), Error);
+  CHECK_THROWS_WITH_AS(index_add(base.to(DType::I32), 0, idx, src.to(DType::I32), 3e9),
+                       doctest::Contains("dtype i32"), Error);
+  CHECK_THROWS_WITH_AS(index_add(base.to(DType::I8), 0, idx, src.to(DType::I8), 1000), doctest::Contains("dtype i8"),
+                       Error);
+  CHECK(values(index_add(i64({0, 0}).to(DType::I8), 0, idx, i64({1, 1, 0}).to(DType::I8), -128).to(DType::I64)) ==
+        std::vector<int64_t>{-128, -128});  // the dtype's lowest value is an alpha it holds
 
   int64_t p = 1;
   for (int i = 0; i < 41; ++i) p = wrap_mul(p, 3);

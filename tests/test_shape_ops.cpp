@@ -540,7 +540,22 @@ TEST_CASE("elementwise ops with a transposed input match the contiguous computat
     CAPTURE(n);
     Tensor a = randn({n, n}), b = randn({n, n});
     Tensor at = a.t().contiguous();
+    {  // against loops over the values themselves (no copy kernel on this side)
+      const std::vector<float> av = vals_of(a), bv = vals_of(b), got = vals_of(a.t() + b);
+      bool ok = true;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          ok = ok && got[static_cast<size_t>(i * n + j)] == av[static_cast<size_t>(j * n + i)] + bv[static_cast<size_t>(i * n + j)];
+      CHECK(ok);
+      std::vector<float> tv = vals_of(at);
+      bool tok = true;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) tok = tok && tv[static_cast<size_t>(i * n + j)] == av[static_cast<size_t>(j * n + i)];
+      CHECK(tok);
+    }
     CHECK(vals_of(a.t() + b) == vals_of(at + b));
+    Tensor c3 = randn({4, n, n});  // a transposed input broadcast over a batch
+    CHECK(vals_of(c3 + a.t()) == vals_of(c3 + at));
     CHECK(vals_of(b * a.t()) == vals_of(b * at));
     // exp's vector and scalar forms may differ in the last bit, and which elements take the
     // scalar tail depends on the walk.
@@ -558,5 +573,16 @@ TEST_CASE("elementwise ops with a transposed input match the contiguous computat
     Tensor s = a.clone();  // a row broadcast over its own tensor
     s.sub_(s.select(0, 0));
     CHECK(vals_of(s) == vals_of(a - a.select(0, 0)));
+    // copy_ from an overlapping view of the destination reads it whole first.
+    Tensor y = a.clone();
+    y.copy_(y.t());
+    CHECK(vals_of(y) == vals_of(at));
+    Tensor z = a.clone();
+    z.narrow(0, 1, n - 1).copy_(z.narrow(0, 0, n - 1));
+    CHECK(vals_of(z.narrow(0, 1, n - 1)) == vals_of(a.narrow(0, 0, n - 1)));
   }
+  // An expanded target has several elements at one address: in-place ops refuse it.
+  Tensor e = zeros({2}).expand({4, 2});
+  CHECK_THROWS_WITH_AS(e.add_(arange(8).view({4, 2}).to(DType::F32)),
+                       doctest::Contains("[add_] in-place target of shape [4, 2] has stride 0"), Error);
 }

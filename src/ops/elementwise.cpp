@@ -42,6 +42,9 @@ void make_output(Prepared& p, IntArrayRef shape, DType result, TensorImpl* out, 
   }
   EMBER_CHECK(Shape(shape) == out->sizes, "[{}_] in-place op would broadcast its output of shape {} to shape {}",
               op, out->sizes, Shape(shape));
+  for (size_t i = 0; i < out->sizes.size(); ++i)  // an expanded target: several elements, one address
+    EMBER_CHECK(out->strides[i] != 0 || out->sizes[i] <= 1,
+                "[{}_] in-place target of shape {} has stride 0 in dim {}: it overlaps itself", op, out->sizes, i);
   EMBER_CHECK(can_cast(result, out->dtype), "[{}_] result type {} can't be cast to the in-place output type {}", op,
               result, out->dtype);
   detail::bump_version(*out->storage);
@@ -81,20 +84,28 @@ void broadcast_inputs(Prepared& p, const char* op) {
 void finish_cast_back(Prepared& p, void (*copy)(TensorImpl&, const TensorImpl&)) { copy(*p.target, *p.out); }
 
 bool aliases_output(const TensorImpl& x, const TensorImpl& out) {
-  if (x.storage.get() != out.storage.get()) return false;
-  return x.offset != out.offset || x.sizes != out.sizes || x.strides != out.strides;
+  if (x.storage.get() != out.storage.get() || x.numel == 0 || out.numel == 0) return false;
+  if (x.offset == out.offset && x.sizes == out.sizes && x.strides == out.strides) return false;  // out itself
+  // Element ranges [first, last] (strides are non-negative); disjoint ranges cannot overlap.
+  auto last = [](const TensorImpl& t) {
+    int64_t e = t.offset;
+    for (size_t d = 0; d < t.sizes.size(); ++d) e += (t.sizes[d] - 1) * t.strides[d];
+    return e;
+  };
+  return x.offset <= last(out) && out.offset <= last(x);
 }
 
 bool reads_transposed(const TensorImpl& x, const TensorImpl& out) {
   constexpr int64_t kMinElements = 4096;  // below, the elementwise loop's lines stay in L1
   // CPU only: device kernels read strided operands without a per-line penalty of this kind.
-  if (x.contiguous || x.numel < kMinElements || !out.contiguous || x.sizes != out.sizes || !x.device().is_cpu())
+  constexpr int64_t kTile = 8;  // the tiled copy's tile (kernels_cpu/elementwise.cpp)
+  if (x.contiguous || x.numel < kMinElements || !out.contiguous || !x.device().is_cpu() || x.ndim() < 2 ||
+      out.ndim() < 1 || x.sizes.back() != out.sizes.back())
     return false;
-  int last = static_cast<int>(x.ndim()) - 1;
-  while (last >= 0 && x.sizes[last] == 1) --last;
-  if (last < 1 || x.strides[last] == 0 || x.strides[last] == 1) return false;
+  const int last = static_cast<int>(x.ndim()) - 1;
+  if (x.sizes[last] < kTile || x.strides[last] == 0 || x.strides[last] == 1) return false;
   for (int d = 0; d < last; ++d)
-    if (x.strides[d] == 1 && x.sizes[d] > 1) return true;
+    if (x.strides[d] == 1 && x.sizes[d] >= kTile) return true;
   return false;
 }
 

@@ -37,11 +37,12 @@ struct Prepared {
 
 /// Broadcasts the (already cast) inputs to out's shape.
 void broadcast_inputs(Prepared& p, const char* op);
-/// Whether input x (out's shape) runs across out's rows: its step along out's innermost dim is
-/// neither 0 nor 1 while another dim is contiguous (x.t() + y), and it is large enough that
-/// reading it one element per cache line costs more than a tiled copy of it.
+/// Whether input x (before broadcasting) runs across out's rows: its innermost dim, out's
+/// innermost too, steps by neither 0 nor 1 while another dim of 8+ elements is contiguous
+/// (x.t() + y), and it is large enough that reading it one element per cache line costs more
+/// than a tiled copy of it.
 bool reads_transposed(const TensorImpl& x, const TensorImpl& out);
-/// Whether input x shares out's storage without being out itself (x.add_(x.t()),
+/// Whether input x overlaps out's memory without being out itself (x.add_(x.t()),
 /// x[1:].add_(x[:-1])): an in-place loop would read elements it has already written.
 bool aliases_output(const TensorImpl& x, const TensorImpl& out);
 
@@ -60,7 +61,7 @@ void finalize_inputs(Prepared& p, const char* op) {
       p.owned[i] = std::move(c);
     }
   }
-  broadcast_inputs(p, op);
+  // Before broadcasting: the copy has the input's own size, not the output's.
   for (int i = 0; i < p.n_in; ++i) {
     if (reads_transposed(*p.in[i], *p.out) || (p.target && aliases_output(*p.in[i], *p.out))) {
       TensorRef c = detail::make_tensor(p.in[i]->sizes, p.in[i]->dtype, p.in[i]->device(), op);
@@ -69,6 +70,7 @@ void finalize_inputs(Prepared& p, const char* op) {
       p.owned[i] = std::move(c);
     }
   }
+  broadcast_inputs(p, op);
 }
 
 // ---- prepare functions (src/ops/*.cpp): checks, shape and dtype rules, allocation ------------
@@ -172,11 +174,20 @@ Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op);
 template <class BL>
 void CopyInto::run(TensorImpl& dst, const TensorImpl& src) const {
   check_copy(dst, src);
-  TensorRef s = broadcast_to(src, dst.sizes, "copy_");
   detail::bump_version(*dst.storage);
   // A copy across devices runs on the non-CPU side (it owns the transfer).
   Device d = dst.device().is_cpu() ? src.device() : dst.device();
-  on_backend<BL>(d, name(), [&]<class B>() { detail::Kernels<B>::copy(dst, *s); });
+  on_backend<BL>(d, name(), [&]<class B>() {
+    // A source overlapping the destination in another layout (x.copy_(x.t())) is read whole
+    // first: the copy kernel's threads would otherwise read elements already overwritten.
+    TensorRef staged;
+    if (aliases_output(src, dst)) {
+      staged = detail::make_tensor(src.sizes, src.dtype, src.device(), "copy_");
+      detail::Kernels<B>::copy(*staged, src);
+    }
+    TensorRef s = broadcast_to(staged ? *staged : src, dst.sizes, "copy_");
+    detail::Kernels<B>::copy(dst, *s);
+  });
 }
 
 }  // namespace ember::ops
