@@ -439,8 +439,17 @@ Ref<TensorImpl> IndexKernels<Cpu>::scatter(const TensorImpl& x, int64_t dim, con
       for (int64_t p = 0; p < out->numel; ++p) {
         int64_t c = counts[static_cast<size_t>(p)];
         if (c > 1) {
-          if constexpr (std::is_integral_v<C>) o[p] = static_cast<T>(static_cast<C>(o[p]) / static_cast<C>(c));
-          else o[p] = static_cast<T>(static_cast<C>(o[p]) / static_cast<C>(c));
+          if constexpr (std::is_same_v<C, bool>) {
+            // a mean of booleans: any true stays true (c > 0)
+          } else if constexpr (std::is_integral_v<C>) {
+            // PyTorch floors an integer mean (-7 / 2 = -4); in int64, as the count may not fit C.
+            const int64_t a = static_cast<int64_t>(o[p]);
+            int64_t q = a / c;
+            if (a % c != 0 && a < 0) --q;
+            o[p] = static_cast<T>(q);
+          } else {
+            o[p] = static_cast<T>(static_cast<C>(o[p]) / static_cast<C>(c));
+          }
         }
       }
     }

@@ -80,6 +80,11 @@ TEST_CASE("integer scatter_add, index_add, pow, abs and neg wrap like PyTorch's"
   CHECK(values(scatter_reduce(base, 0, idx, i64({kMax, 1, kMax}), "prod", false)) ==
         std::vector<int64_t>{wrap_mul(kMax, kMax), 1});
   CHECK(values(index_put(base, std::vector<Tensor>{idx}, src, true)) == acc);
+  // An integer mean floors, as PyTorch's: (-3 + 0) / 2 = -2, (5 + 2) / 2 = 3; with the input's
+  // zeros counted: -3 / 3 = -1, 7 / 3 = 2.
+  const Tensor mi = i64({0, 0, 1, 1}), ms = i64({-3, 0, 5, 2});
+  CHECK(values(scatter_reduce(i64({0, 0}), 0, mi, ms, "mean", false)) == std::vector<int64_t>{-2, 3});
+  CHECK(values(scatter_reduce(i64({0, 0}), 0, mi, ms, "mean")) == std::vector<int64_t>{-1, 2});
   // An integer tensor takes an alpha its dtype can hold.
   CHECK_THROWS_WITH_AS(index_add(base, 0, idx, src, 0.5), doctest::Contains("alpha 0.5 is not a value"), Error);
   CHECK_THROWS_WITH_AS(index_add(base, 0, idx, src, 1e30), doctest::Contains("is not a value"), Error);
