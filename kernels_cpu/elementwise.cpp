@@ -114,6 +114,18 @@ template <class T>
 using widen_t = compute_t<T>;
 
 // ---- unary --------------------------------------------------------------------------------------
+/// Integer unary ops that run over xsimd batches (wrapping like the scalar code, |INT_MIN| and
+/// -INT_MIN included): neg and abs of signed integers. Not in x86's size-first baseline build.
+template <class C, class F>
+constexpr bool int_unary_batch() {
+#ifdef EMBER_KERNELS_SIZE_FIRST
+  return false;
+#else
+  return std::is_integral_v<C> && std::is_signed_v<C> &&
+         (std::is_same_v<F, UnaryFn<ops::UnaryOp::Neg>> || std::is_same_v<F, UnaryFn<ops::UnaryOp::Abs>>);
+#endif
+}
+
 template <class C, class F>
 void unary_run(C* out, const C* const* in, const int64_t* step, int64_t n, const void* ctx) {
   const F& f = *static_cast<const F*>(ctx);
@@ -124,7 +136,7 @@ void unary_run(C* out, const C* const* in, const int64_t* step, int64_t n, const
     for (; k < n; ++k) out[k] = v;
     return;
   }
-  if constexpr (is_simd_float_v<C> && F::kSimd) {
+  if constexpr ((is_simd_float_v<C> && F::kSimd) || int_unary_batch<C, F>()) {
     using B = xsimd::batch<C>;
     constexpr int64_t W = B::size;
     for (; k + W <= n; k += W) f(B::load_unaligned(x + k)).store_unaligned(out + k);

@@ -101,6 +101,26 @@ TEST_CASE("integer scatter_add, index_add, pow, abs and neg wrap like PyTorch's"
   CHECK(i64({kMin}).abs().item<int64_t>() == kMin);
   CHECK(i64({kMin}).neg().item<int64_t>() == kMin);
   CHECK(i64({3037000501}).square().item<int64_t>() == wrap_mul(3037000501, 3037000501));
+  // Long enough for the vector forms of neg and abs, each integer dtype's lowest value among
+  // ordinary ones (it maps to itself; computed here in uint64_t, then narrowed).
+  for (DType t : {DType::I8, DType::I32, DType::I64}) {
+    CAPTURE(dtype_name(t));
+    const int bits = t == DType::I8 ? 8 : t == DType::I32 ? 32 : 64;
+    const int64_t lowest = bits == 64 ? kMin : -(int64_t{1} << (bits - 1));
+    std::vector<int64_t> v;
+    for (int k = 0; k < 37; ++k) v.push_back(k % 5 == 0 ? lowest : (k * 7) % 23 - 11);
+    auto narrow = [&](uint64_t u) {  // two's complement in `bits` bits, sign-extended
+      return bits == 64 ? static_cast<int64_t>(u) : static_cast<int64_t>(u << (64 - bits)) >> (64 - bits);
+    };
+    std::vector<int64_t> neg, abs;
+    for (int64_t x : v) {
+      neg.push_back(narrow(0 - static_cast<uint64_t>(x)));
+      abs.push_back(x < 0 ? narrow(0 - static_cast<uint64_t>(x)) : x);
+    }
+    const Tensor tv = i64(v).to(t);
+    CHECK(values(tv.neg().to(DType::I64)) == neg);
+    CHECK(values(tv.abs().to(DType::I64)) == abs);
+  }
   CHECK(i64({50001}).to(DType::I32).square().item<int32_t>() ==
         static_cast<int32_t>(static_cast<uint32_t>(50001u * 50001u)));
 }
