@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -23,17 +24,21 @@ namespace {
 
 using detail::TensorImpl;
 
+/// alpha or beta as a value of T: an integer T can hold (PyTorch refuses the rest too).
+template <class T>
 int64_t integer_factor(double v, const char* name) {
-  EMBER_CHECK(std::trunc(v) == v && std::fabs(v) < 9.2e18,
-              "[matmul] integer matrices take an integer {}, got {}", name, v);
+  const double lo = sizeof(T) < 8 ? static_cast<double>(std::numeric_limits<T>::lowest()) : -9.2e18;
+  const double hi = sizeof(T) < 8 ? static_cast<double>(std::numeric_limits<T>::max()) : 9.2e18;
+  EMBER_CHECK(std::trunc(v) == v && v >= lo && v <= hi,
+              "[matmul] integer matrices take an integer {} their dtype holds, got {}", name, v);
   return static_cast<int64_t>(v);
 }
 
 template <class T>
 void int_gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha_d, double beta_d) {
   using U = std::make_unsigned_t<T>;
-  const U alpha = static_cast<U>(integer_factor(alpha_d, "alpha"));
-  const U beta = static_cast<U>(integer_factor(beta_d, "beta"));
+  const U alpha = static_cast<U>(integer_factor<T>(alpha_d, "alpha"));
+  const U beta = static_cast<U>(integer_factor<T>(beta_d, "beta"));
   const size_t d = out.ndim() == 3 ? 1 : 0;
   const int64_t m = out.sizes[d], n = out.sizes[d + 1], k = a.sizes[d + 1];
   const int64_t rows = (d ? out.sizes[0] : 1) * m;

@@ -156,6 +156,9 @@ TEST_CASE("integer matmul, mm, bmm, addmm, dot and outer agree with f64 for i8, 
     Tensor e = make({5, 0}), g = make({0, 3});                        // empty inner dim: zeros
     CHECK(same(e.mm(g), zeros({5, 3}, TensorOptions(t))));
     CHECK_THROWS_WITH_AS(c.addmm(a, b, 0.5, 1), doctest::Contains("integer beta"), Error);
+    if (t == DType::I8 || t == DType::U8)  // a factor the dtype cannot hold
+      CHECK_THROWS_WITH_AS(c.addmm(a, b, 1, 300), doctest::Contains("alpha their dtype holds, got 300"), Error);
+    if (t == DType::U8) CHECK_THROWS_WITH_AS(c.addmm(a, b, -1, 1), doctest::Contains("beta"), Error);
   }
 }
 
