@@ -197,13 +197,13 @@ struct UnaryFn;
 
 // Integer negation wraps: -INT64_MIN is INT64_MIN, as in PyTorch (computed unsigned, no UB).
 EMBER_UNARY_FN(Neg, true, {
-  if constexpr (std::is_integral_v<S> && !is_batch_v<V>) return static_cast<S>(uint64_t{0} - static_cast<uint64_t>(x));
+  if constexpr (std::is_integral_v<S> && !is_batch_v<V>) return wrapping(S(0), x, '-');
   else return V(S(0)) - x;
 })
 EMBER_UNARY_FN(Abs, true, {
   if constexpr (std::is_unsigned_v<S>) return x;
   else if constexpr (is_batch_v<V>) return xsimd::abs(x);
-  else if constexpr (std::is_integral_v<S>) return x < S(0) ? static_cast<S>(uint64_t{0} - static_cast<uint64_t>(x)) : x;
+  else if constexpr (std::is_integral_v<S>) return x < S(0) ? wrapping(S(0), x, '-') : x;
   else return x < S(0) ? S(-x) : x;
 })
 EMBER_UNARY_FN(Sign, true, {

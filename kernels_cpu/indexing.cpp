@@ -13,7 +13,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -425,8 +424,8 @@ Ref<TensorImpl> IndexKernels<Cpu>::scatter(const TensorImpl& x, int64_t dim, con
       } else {
         switch (reduce) {
           case ScatterReduce::Sum:
-          case ScatterReduce::Mean: o[at] = static_cast<T>(cpu::add_wrapping(cur, static_cast<C>(v))); break;
-          case ScatterReduce::Prod: o[at] = static_cast<T>(cpu::mul_wrapping(cur, static_cast<C>(v))); break;
+          case ScatterReduce::Mean: o[at] = static_cast<T>(cpu::add_wrapping(cur, v)); break;
+          case ScatterReduce::Prod: o[at] = static_cast<T>(cpu::mul_wrapping(cur, v)); break;
           case ScatterReduce::Amax: o[at] = static_cast<T>((v > cur || v != v) ? v : cur); break;
           case ScatterReduce::Amin: o[at] = static_cast<T>((v < cur || v != v) ? v : cur); break;
           case ScatterReduce::None: break;
@@ -466,15 +465,11 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
   // An integer tensor's alpha is converted to its dtype: a fraction or an out-of-range value
   // would be truncated (or undefined), so it is refused, as PyTorch refuses it.
   if (is_integral(x.dtype, true)) {
-    double lo = -9.2e18, hi = 9.2e18;  // i64: inside its range with room for rounding
+    bool holds = true;
     visit_dtype(x.dtype, [&]<class T>() {
-      if constexpr (std::is_integral_v<T> && sizeof(T) < 8) {
-        lo = static_cast<double>(std::numeric_limits<T>::lowest());
-        hi = static_cast<double>(std::numeric_limits<T>::max());
-      }
+      if constexpr (std::is_integral_v<T>) holds = cpu::holds_integer<T>(alpha);
     });
-    EMBER_CHECK(std::trunc(alpha) == alpha && alpha >= lo && alpha <= hi,
-                "[{}] alpha {} is not a value of the tensor's dtype {}", op, alpha, x.dtype);
+    EMBER_CHECK(holds, "[{}] alpha {} is not a value of the tensor's dtype {}", op, alpha, x.dtype);
   }
   IndexReader idx(index, op);
   Shape expect = x.sizes;

@@ -8,14 +8,13 @@
 // and a small binary; B's rows are read contiguously when B is row-major.
 
 #include "int_gemm.hpp"
+#include "int_wrapping.hpp"
 
 #include <ember/core/config.hpp>
 #include <ember/core/error.hpp>
 #include <ember/runtime/threading.hpp>
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -27,10 +26,7 @@ using detail::TensorImpl;
 /// alpha or beta as a value of T: an integer T can hold (PyTorch refuses the rest too).
 template <class T>
 int64_t integer_factor(double v, const char* name) {
-  const double lo = sizeof(T) < 8 ? static_cast<double>(std::numeric_limits<T>::lowest()) : -9.2e18;
-  const double hi = sizeof(T) < 8 ? static_cast<double>(std::numeric_limits<T>::max()) : 9.2e18;
-  EMBER_CHECK(std::trunc(v) == v && v >= lo && v <= hi,
-              "[matmul] integer matrices take an integer {} their dtype holds, got {}", name, v);
+  EMBER_CHECK(holds_integer<T>(v), "[matmul] integer matrices take an integer {} their dtype holds, got {}", name, v);
   return static_cast<int64_t>(v);
 }
 

@@ -53,18 +53,12 @@ bool aliases_output(const TensorImpl& x, const TensorImpl& out);
 /// every read sees the old values (PyTorch refuses such calls; here they are well defined).
 template <class B>
 void finalize_inputs(Prepared& p, const char* op) {
+  // Before broadcasting: a copy has the input's own size, not the output's. A cast's copy is
+  // a fresh contiguous tensor, so it serves the other two reasons as well.
   for (int i = 0; i < p.n_in; ++i) {
-    if (p.in[i]->dtype != p.want[i]) {
+    if (p.in[i]->dtype != p.want[i] || reads_transposed(*p.in[i], *p.out) ||
+        (p.target && aliases_output(*p.in[i], *p.out))) {
       TensorRef c = detail::make_tensor(p.in[i]->sizes, p.want[i], p.in[i]->device(), op);
-      detail::Kernels<B>::copy(*c, *p.in[i]);
-      p.in[i] = c.get();
-      p.owned[i] = std::move(c);
-    }
-  }
-  // Before broadcasting: the copy has the input's own size, not the output's.
-  for (int i = 0; i < p.n_in; ++i) {
-    if (reads_transposed(*p.in[i], *p.out) || (p.target && aliases_output(*p.in[i], *p.out))) {
-      TensorRef c = detail::make_tensor(p.in[i]->sizes, p.in[i]->dtype, p.in[i]->device(), op);
       detail::Kernels<B>::copy(*c, *p.in[i]);
       p.in[i] = c.get();
       p.owned[i] = std::move(c);
