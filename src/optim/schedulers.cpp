@@ -17,9 +17,9 @@ constexpr double kPi = std::numbers::pi;  // == Python's math.pi
 }  // namespace
 
 std::vector<double> PerGroup::expand(size_t groups, const char* scheduler, const char* what) const {
-  if (values.size() == 1) return std::vector<double>(groups, values[0]);
-  EMBER_CHECK(values.size() == groups, "[{}] expected 1 or {} values for {} (one per parameter group), got {}",
-              scheduler, groups, what, values.size());
+  if (scalar) return std::vector<double>(groups, values[0]);
+  EMBER_CHECK(values.size() == groups, "[{}] expected one number or a list of {} values for {} (one per parameter "
+              "group), got a list of {}", scheduler, groups, what, values.size());
   return values;
 }
 
@@ -302,7 +302,9 @@ void CosineAnnealingWarmRestarts::step_to(std::optional<int64_t> epoch) {
     e = last_epoch_ + 1;
     T_cur_ = T_cur_ + 1;
     if (T_cur_ >= T_i_) {
-      T_cur_ = T_cur_ - T_i_;
+      // A remainder, not a subtraction: a schedule resumed at last_epoch >= 2 T_0 - 1 starts
+      // with T_cur beyond a whole period (PyTorch's T_cur % T_i).
+      T_cur_ = std::fmod(T_cur_, T_i_);
       T_i_ = T_i_ * static_cast<double>(T_mult_);
     }
   } else {
@@ -406,7 +408,7 @@ SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRS
   // start the first child again.
   last_epoch_ = last_epoch + 1;
   for (ParamGroup& g : optimizer.param_groups()) g.options().set_lr(*g.initial_lr);
-  for (auto& s : schedulers_) s->last_epoch_ -= 1;
+  for (auto& s : schedulers_) s->undo_initial_step();
   schedulers_[0]->initial_step();
   last_lr_ = schedulers_[0]->get_last_lr();
 }
@@ -424,6 +426,10 @@ void SequentialLR::step_to(std::optional<int64_t> epoch) {
   if (idx > 0 && milestones_[idx - 1] == last_epoch_) s.step_to(0);
   else s.step_to(std::nullopt);
   last_lr_ = s.get_last_lr();
+}
+
+void SequentialLR::undo_initial_step() {
+  for (auto& s : schedulers_) s->undo_initial_step();
 }
 
 SchedulerState SequentialLR::state_dict() const {
@@ -587,6 +593,11 @@ std::vector<double> OneCycleLR::get_lr() {
     for (size_t i = 0; i < phases_.size(); ++i) {
       const Phase& ph = phases_[i];
       if (s <= ph.end_step || i + 1 == phases_.size()) {
+        // PyTorch divides by zero here (ZeroDivisionError) rather than set a NaN rate.
+        EMBER_CHECK(ph.end_step != start_step,
+                    "[OneCycleLR] step {} falls in phase {} of zero length (total_steps {}, pct_start {}): "
+                    "choose a pct_start that gives every phase at least one step",
+                    step_num, i + 1, o_.total_steps(), o_.pct_start());
         const double pct = (s - start_step) / (ph.end_step - start_step);
         lr = anneal(anchor(g, ph.start_lr), anchor(g, ph.end_lr), pct);
         if (momentum_name_) momentum = anneal(anchor(g, ph.start_momentum), anchor(g, ph.end_momentum), pct);
@@ -621,9 +632,6 @@ bool ReduceLROnPlateau::is_better(double a, double best) const {
 
 void ReduceLROnPlateau::step(double metric) {
   auto& groups = optimizer_->param_groups();
-  EMBER_CHECK(groups.size() == min_lrs_.size(),
-              "[ReduceLROnPlateau] the optimiser has {} parameter groups; the scheduler was made for {}",
-              groups.size(), min_lrs_.size());
   last_epoch_ += 1;
   if (is_better(metric, best_)) {
     best_ = metric;
@@ -636,6 +644,15 @@ void ReduceLROnPlateau::step(double metric) {
     num_bad_epochs_ = 0;  // bad epochs in cooldown do not count
   }
   if (num_bad_epochs_ > o_.patience()) {
+    // Groups added since construction (add_param_group) share a single min_lr; a list of
+    // them no longer fits (PyTorch checks this only when it reduces, too).
+    if (groups.size() != min_lrs_.size()) {
+      EMBER_CHECK(o_.min_lr().scalar,
+                  "[ReduceLROnPlateau] the optimiser has {} parameter groups; min_lr lists {}: give one min_lr per "
+                  "group, or one number for all",
+                  groups.size(), min_lrs_.size());
+      min_lrs_.assign(groups.size(), o_.min_lr().values[0]);
+    }
     for (size_t i = 0; i < groups.size(); ++i) {
       const double old_lr = groups[i].options().get_lr();
       const double new_lr = std::max(old_lr * o_.factor(), min_lrs_[i]);
@@ -644,6 +661,7 @@ void ReduceLROnPlateau::step(double metric) {
     cooldown_counter_ = o_.cooldown();
     num_bad_epochs_ = 0;
   }
+  last_lr_.resize(groups.size());
   for (size_t i = 0; i < groups.size(); ++i) last_lr_[i] = groups[i].options().get_lr();
 }
 

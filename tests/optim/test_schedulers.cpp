@@ -166,13 +166,21 @@ TEST_CASE("schedulers errors: arguments and states that do not fit name the sche
   CHECK_ERROR(StepLR(x.opt, 3, 0.1, -2), "[StepLR]", "last_epoch", "-2");
   CHECK_ERROR(LambdaLR(x.opt, std::vector<LambdaLR::Lambda>{[](int64_t) { return 1.0; }}), "[LambdaLR]", "2 lr_lambdas",
               "got 1");
-  CHECK_ERROR(OneCycleLR(x.opt, OneCycleLROptions({0.1, 0.2, 0.3}, 10)), "[OneCycleLR]", "max_lr", "got 3");
+  CHECK_ERROR(OneCycleLR(x.opt, OneCycleLROptions({0.1, 0.2, 0.3}, 10)), "[OneCycleLR]", "max_lr", "list of 3");
   CHECK_ERROR(OneCycleLR(x.opt, OneCycleLROptions(0.1, 0)), "[OneCycleLR]", "total_steps", "0");
   CHECK_ERROR(OneCycleLR(x.opt, OneCycleLROptions(0.1, 10).pct_start(1.5)), "[OneCycleLR]", "pct_start", "1.5");
   CHECK_ERROR(CyclicLR(x.opt, CyclicLROptions(0.1, 1.0).step_size_up(0)), "[CyclicLR]", "step_size_up", "0");
   CHECK_ERROR(ReduceLROnPlateau(x.opt, ReduceLROnPlateauOptions().factor(1.0)), "[ReduceLROnPlateau]", "factor", "1");
   CHECK_ERROR(ReduceLROnPlateau(x.opt, ReduceLROnPlateauOptions().min_lr({0.1, 0.2, 0.3})), "[ReduceLROnPlateau]",
-              "min_lr", "got 3");
+              "min_lr", "list of 3");
+  // A list of one is a list (PyTorch: ValueError), not one number for every group.
+  CHECK_ERROR(ReduceLROnPlateau(x.opt, ReduceLROnPlateauOptions().min_lr({0.01})), "[ReduceLROnPlateau]", "min_lr",
+              "list of 2 values", "list of 1");
+  CHECK_ERROR(CyclicLR(x.opt, CyclicLROptions({0.01}, 0.1)), "[CyclicLR]", "base_lr", "list of 1");
+  // A phase of OneCycleLR with no steps (pct_start * total_steps - 1 == 0) divides by zero
+  // in PyTorch; here it is an error instead of a NaN learning rate.
+  CHECK_ERROR(OneCycleLR(x.opt, OneCycleLROptions(0.1, 10).pct_start(0.1)), "[OneCycleLR]", "zero length",
+              "pct_start 0.1");
 
   // Momentum cycling needs an optimiser with momentum or beta1.
   Tensor w = zeros({1}).requires_grad_();
@@ -218,4 +226,59 @@ TEST_CASE("schedulers errors: arguments and states that do not fit name the sche
   // A group added after the scheduler was made.
   z.opt.add_param_group(optim::ParamGroup({zeros({1}).requires_grad_()}));
   CHECK_ERROR(step.step(), "[StepLR]", "3 parameter groups", "made for 2");
+}
+
+TEST_CASE("schedulers: resumed warm restarts, nested SequentialLR, groups added under ReduceLROnPlateau") {
+  using namespace optim;
+  // CosineAnnealingWarmRestarts resumed past two periods: T_cur wraps by a remainder, as
+  // PyTorch's T_cur % T_i (epoch 26 with T_0 = 10 -> T_cur 6, not 16).
+  for (int64_t t_mult : {1, 2}) {
+    CAPTURE(t_mult);
+    Setup x;
+    x.opt.param_groups()[0].initial_lr = 0.1;
+    x.opt.param_groups()[1].initial_lr = 0.05;
+    CosineAnnealingWarmRestarts s(x.opt, 10, t_mult, 0.0, 25);
+    const double t_i = 10.0 * static_cast<double>(t_mult);
+    CHECK(s.get_last_lr()[0] == doctest::Approx(0.1 * (1 + std::cos(std::numbers::pi * 6 / t_i)) / 2).epsilon(1e-14));
+    s.step();
+    CHECK(s.get_last_lr()[0] == doctest::Approx(0.1 * (1 + std::cos(std::numbers::pi * 7 / t_i)) / 2).epsilon(1e-14));
+  }
+
+  // A SequentialLR inside a SequentialLR: the outer one takes back the first steps of the
+  // leaves (PyTorch's recursive_undo), so epoch 0 is the first leaf's epoch 0.
+  {
+    Tensor w = zeros({1}).requires_grad_();
+    SGD opt({w}, SGDOptions(1.0));
+    auto a = std::make_shared<LambdaLR>(opt, [](int64_t e) { return 1.0 / (1.0 + static_cast<double>(e)); });
+    auto b = std::make_shared<LambdaLR>(opt, [](int64_t e) { return 100.0 + static_cast<double>(e); });
+    auto inner = std::make_shared<SequentialLR>(opt, std::vector<std::shared_ptr<LRScheduler>>{a, b},
+                                                std::vector<int64_t>{3});
+    auto c = std::make_shared<LambdaLR>(opt, [](int64_t e) { return 1000.0 + static_cast<double>(e); });
+    SequentialLR outer(opt, {inner, c}, std::vector<int64_t>{6});
+    const double expected[] = {1, 0.5, 100, 101, 102, 103, 1000, 1001};  // traced through PyTorch's source
+    for (int e = 0; e < 8; ++e) {
+      CAPTURE(e);
+      CHECK(opt.param_groups()[0].options().get_lr() == doctest::Approx(expected[e]).epsilon(1e-15));
+      outer.step();
+    }
+  }
+
+  // ReduceLROnPlateau with one min_lr for all groups covers groups added later; a list of
+  // min_lr fails, when it comes to reducing.
+  for (bool scalar : {true, false}) {
+    CAPTURE(scalar);
+    Setup x;
+    ReduceLROnPlateau plateau(x.opt, scalar ? ReduceLROnPlateauOptions().patience(0).min_lr(0.04)
+                                            : ReduceLROnPlateauOptions().patience(0).min_lr({0.04, 0.04}));
+    plateau.step(1.0);
+    x.opt.add_param_group(ParamGroup({zeros({1}).requires_grad_()}, SGDOptions(0.2)));
+    plateau.step(0.5);  // better: no reduction, no check
+    CHECK(plateau.get_last_lr().size() == 3);
+    if (scalar) {
+      plateau.step(0.9);  // worse: every group reduced by 10x, down to min_lr
+      CHECK(plateau.get_last_lr() == std::vector<double>{0.04, 0.04, 0.2 * 0.1 < 0.04 ? 0.04 : 0.02});
+    } else {
+      CHECK_ERROR(plateau.step(0.9), "[ReduceLROnPlateau]", "3 parameter groups", "min_lr lists 2");
+    }
+  }
 }

@@ -35,13 +35,15 @@ struct SchedulerState {
   std::vector<SchedulerState> children;                ///< SequentialLR's schedulers
 };
 
-/// One value for all parameter groups, or one per group: `0.1` or `{0.1, 0.01}`.
+/// One value for all parameter groups, or one per group: `0.1` or `{0.1, 0.01}`. As in
+/// PyTorch, a list must have one value per group, even a list of one (`{0.1}`).
 struct PerGroup {
-  PerGroup(double v) : values{v} {}  // NOLINT: implicit, like a Python scalar-or-list
+  PerGroup(double v) : values{v}, scalar(true) {}  // NOLINT: implicit, like a Python scalar-or-list
   PerGroup(std::initializer_list<double> v) : values(v) {}
   PerGroup(std::vector<double> v) : values(std::move(v)) {}  // NOLINT
   std::vector<double> values;
-  /// One value per group; fails naming `scheduler` and `what` unless there are 1 or `groups`.
+  bool scalar = false;  ///< made from one number, not a list
+  /// One value per group; fails naming `scheduler` and `what` when a list has not `groups` values.
   std::vector<double> expand(size_t groups, const char* scheduler, const char* what) const;
 };
 
@@ -79,6 +81,10 @@ class LRScheduler {
   virtual bool closed_form_lr(std::vector<double>& lrs) const { return false; }
   /// One step, to `epoch` when given (else last_epoch_ + 1).
   virtual void step_to(std::optional<int64_t> epoch);
+  /// Takes back the step a constructor took, when a SequentialLR starts over the schedulers
+  /// made for it: the last epoch goes back by one (SequentialLR: in its children instead, as
+  /// PyTorch's recursive_undo).
+  virtual void undo_initial_step() { last_epoch_ -= 1; }
   /// Sets the groups' learning rates and last_lr_.
   void apply(const std::vector<double>& lrs);
   double group_lr(size_t i) const;
@@ -242,6 +248,7 @@ class SequentialLR : public LRScheduler {
   /// The active scheduler sets the learning rates; this reports what they are now.
   std::vector<double> get_lr() override;
   void step_to(std::optional<int64_t> epoch) override;
+  void undo_initial_step() override;
 
  private:
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
