@@ -7,6 +7,7 @@
 #include <ember/nn.hpp>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -302,4 +303,81 @@ TEST_CASE("EmbeddingBag: sum, mean and max bags from 2-d input or offsets, per-s
   Tensor wx = mx->weight.detach();
   CHECK((mx(tensor<int64_t>({{0, 3}})).select(0, 0) - wx[0].maximum(wx[3])).abs().amax().item<double>() < 1e-6);
   CHECK_THROWS_WITH_AS(mean(in, off, psw), doctest::Contains("need mode 'sum'"), Error);
+}
+
+namespace {
+void check_near(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK_MESSAGE(got[i] == doctest::Approx(want[i]), "element " << i);
+}
+}  // namespace
+
+TEST_CASE("losses: PyTorch's behaviour at saturated, masked and unusual inputs") {
+  const double inf = std::numeric_limits<double>::infinity();
+  // An ignored target whose placeholder class has log-probability -inf counts 0, not NaN.
+  Tensor lp = tensor<double>({{-inf, 0.0}, {std::log(0.5), std::log(0.5)}});
+  Tensor tg = tensor<int64_t>({-100, 1});
+  CHECK(nn::F::nll_loss(lp, tg).item<double>() == doctest::Approx(std::log(2.0)));
+  check_near(vals(nn::F::nll_loss(lp, tg, {}, -100, "none")), {0.0, std::log(2.0)});
+  Tensor logits = tensor<double>({{-inf, 0.0}, {1.0, 2.0}});
+  const double ce1 = std::log1p(std::exp(-1.0));  // -log softmax([1, 2])[1]
+  CHECK(nn::F::cross_entropy(logits, tg).item<double>() == doctest::Approx(ce1));
+  CHECK(nn::F::cross_entropy(logits, tg, {}, -100, "mean", 0.1).item<double>() ==
+        doctest::Approx(0.9 * ce1 + 0.05 * (ce1 + std::log1p(std::exp(1.0)))));
+  {
+    Tensor x = logits.clone().requires_grad_();
+    nn::F::cross_entropy(x, tg, {}, -100, "mean", 0.1).backward();
+    for (double g : vals(x.grad())) CHECK(std::isfinite(g));
+  }
+  CHECK_THROWS_WITH_AS(nn::F::cross_entropy(logits, tensor<double>({{0.5, 0.5}, {0.0, 1.0}}), {}, 0),
+                       doctest::Contains("ignore_index (0) is not supported for probability targets"), Error);
+
+  // binary_cross_entropy at exactly 0 and 1 (a saturated float sigmoid): the input's gradient
+  // is PyTorch's (x - t) / max(x (1 - x), 1e-12), finite; the target's as before.
+  Tensor x = tensor<double>({1.0, 0.0, 1.0, 0.0, 0.3}).requires_grad_();
+  Tensor t = tensor<double>({1.0, 0.0, 0.0, 1.0, 1.0}).requires_grad_();
+  Tensor l = nn::F::binary_cross_entropy(x, t, {}, "sum");
+  CHECK(l.item<double>() == doctest::Approx(200 - std::log(0.3)));
+  l.backward();
+  check_near(vals(x.grad()), {0.0, 0.0, 1e12, -1e12, -0.7 / 0.21});
+  check_near(vals(t.grad()), {-100.0, 100.0, -100.0, 100.0, std::log(0.7 / 0.3)});
+
+  // cosine_embedding_loss: labels other than 1 and -1 count 0; PyTorch's 1e-12 in the norms.
+  Tensor a = tensor<double>({{1.0, 0.0}, {1e-7, 1e-7}}), b = tensor<double>({{1.0, 0.1}, {1e-7, 1e-7}});
+  check_near(vals(nn::F::cosine_embedding_loss(a, b, tensor<double>({0.0, 1.0}), 0.0, "none")),
+             {0.0, 1 - 2e-14 / std::sqrt((2e-14 + 1e-12) * (2e-14 + 1e-12))});
+  CHECK_THROWS_WITH_AS(nn::F::cosine_embedding_loss(randn({2, 3, 4}), randn({2, 3, 4}), ones({2})),
+                       doctest::Contains("[cosine_embedding_loss]"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::margin_ranking_loss(randn({2}), randn({2}), ones({2, 1})),
+                       doctest::Contains("same number of dims"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::triplet_margin_loss(randn({2, 3}), randn({3}), randn({2, 3})),
+                       doctest::Contains("same number of dims"), Error);
+}
+
+TEST_CASE("ctc_loss: empty inputs, zero_infinity, target shapes, one unbatched sequence") {
+  manual_seed(12);
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor lp = randn({3, 2, 3}, DType::F64).log_softmax(2);
+  // No frames: 0 for an empty target, impossible (inf; 0 under zero_infinity) otherwise, and
+  // the log-probabilities are not read (a -inf there gave NaN).
+  Tensor lp_inf = lp.clone();
+  lp_inf.select(1, 0).fill_(-inf);
+  CHECK(vals(nn::F::ctc_loss(lp_inf, tensor<int64_t>({{1}, {2}}), {0, 3}, {0, 1}, 0, "none"))[0] == 0.0);
+  std::vector<double> none = vals(nn::F::ctc_loss(lp, tensor<int64_t>({{1}, {2}}), {0, 3}, {1, 1}, 0, "none", true));
+  CHECK(none[0] == 0.0);
+  CHECK(std::isfinite(none[1]));
+  CHECK(std::isinf(vals(nn::F::ctc_loss(lp, tensor<int64_t>({{1}, {2}}), {0, 3}, {1, 1}, 0, "none"))[0]));
+  // Targets that do not fit the lengths are refused before a label is read.
+  CHECK_THROWS_WITH_AS(nn::F::ctc_loss(lp, tensor<int64_t>({{1, 2}}), {3, 3}, {2, 2}),
+                       doctest::Contains("fit neither"), Error);  // one row for two samples
+  CHECK_THROWS_WITH_AS(nn::F::ctc_loss(lp, tensor<int64_t>({1, 2, 1}), {3, 3}, {1, 1}),
+                       doctest::Contains("fit neither"), Error);  // 3 labels for lengths 1 + 1
+  CHECK_THROWS_WITH_AS(nn::F::ctc_loss(lp, tensor<int64_t>({{1}, {2}}), {3, 3}, {2, 1}),
+                       doctest::Contains("fit neither"), Error);  // a row shorter than its length
+  CHECK_THROWS_WITH_AS(nn::F::ctc_loss(lp, tensor<double>({{1.0}, {2.0}}), {3, 3}, {1, 1}),
+                       doctest::Contains("integer dtype"), Error);
+  // (T, C): one sequence, as sample 1 of the batch.
+  Tensor one = nn::F::ctc_loss(lp.select(1, 1), tensor<int64_t>({2}), {3}, {1}, 0, "none");
+  CHECK(one.dim() == 0);
+  CHECK(one.item<double>() == doctest::Approx(none[1]));
 }

@@ -2,6 +2,7 @@
 /// nn::functional: the functional form of layers and losses, composed of differentiable ops.
 /// Reductions are "mean" (default), "sum" or "none", as in PyTorch.
 
+#include <ember/autograd/function.hpp>
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
 #include <ember/ops/functions.hpp>
@@ -193,7 +194,9 @@ BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& targe
   BasicTensor<P> w = weight.defined() ? index_select(weight, 0, safe.reshape({-1})).reshape(safe.sizes())
                                       : ones_like(picked);
   w = where(valid, w, 0.0).to(input.dtype());
-  BasicTensor<P> losses = picked.neg() * w;
+  // Ignored targets count as exactly 0, also where the class-0 log-probability they picked
+  // (a placeholder) is -inf: -(-inf) * 0 would be NaN.
+  BasicTensor<P> losses = where(valid, picked.neg() * w, 0.0);
   if (reduction == "mean") return losses.sum() / w.sum();
   return detail::reduce(losses, reduction, "nll_loss");
 }
@@ -221,6 +224,8 @@ BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& 
   if (target.is_floating_point()) {  // class probabilities
     EMBER_CHECK(target.sizes() == input.sizes(), "[cross_entropy] probability target of shape {} must match input {}",
                 target.sizes(), input.sizes());
+    EMBER_CHECK(ignore_index < 0, "[cross_entropy] ignore_index ({}) is not supported for probability targets",
+                ignore_index);
     BasicTensor<P> tgt = label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / c : target;
     BasicTensor<P> per = wc.defined() ? lp * tgt * wc : lp * tgt;
     BasicTensor<P> losses = per.sum({cdim}).neg();
@@ -249,6 +254,36 @@ BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& 
   return detail::reduce(losses, reduction, "cross_entropy");
 }
 
+namespace detail {
+/// -(t log x + (1 - t) log(1 - x)) with the logs clamped at -100, as PyTorch, so that x = 0
+/// and 1 give finite losses.
+template <class P>
+BasicTensor<P> bce_terms(const BasicTensor<P>& x, const BasicTensor<P>& t) {
+  return (t * x.log().clamp_min(-100.0) + (1.0 - t) * (1.0 - x).log().clamp_min(-100.0)).neg();
+}
+
+/// Binary cross-entropy per element with PyTorch's derivative for the input,
+/// (x - t) / max(x (1 - x), 1e-12): finite at x = 0 and 1, where a sigmoid saturates in
+/// float. Differentiating the clamped logs would give 0 * inf = NaN there.
+template <class P>
+struct BinaryCrossEntropy : autograd::Function<BinaryCrossEntropy<P>, P> {
+  using T = BasicTensor<P>;
+  static constexpr const char* name = "BinaryCrossEntropy";
+  static T forward(autograd::BasicAutogradContext<P>* ctx, const T& x, const T& t) {
+    ctx->save_for_backward({x, t});
+    return bce_terms(x, t);
+  }
+  static std::vector<T> backward(autograd::BasicAutogradContext<P>* ctx, std::vector<T> grads) {
+    std::vector<T> saved = ctx->get_saved_variables();
+    const T &x = saved[0], &t = saved[1];
+    T gx, gt;
+    if (ctx->needs_input_grad(0)) gx = grads[0] * (x - t) / (x * (1.0 - x)).clamp_min(1e-12);
+    if (ctx->needs_input_grad(1)) gt = grads[0] * ((1.0 - x).log().clamp_min(-100.0) - x.log().clamp_min(-100.0));
+    return {gx, gt};
+  }
+};
+}  // namespace detail
+
 template <class P>
 BasicTensor<P> binary_cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& target,
                                     const BasicTensor<P>& weight = {}, std::string_view reduction = "mean") {
@@ -258,8 +293,12 @@ BasicTensor<P> binary_cross_entropy(const BasicTensor<P>& input, const BasicTens
     bool ok = input.numel() == 0 || input.ge(0.0).logical_and(input.le(1.0)).all().template item<bool>();
     EMBER_CHECK(ok, "[binary_cross_entropy] input values must be probabilities in [0, 1]");
   }
-  // PyTorch clamps the logs at -100 so that 0 and 1 give finite losses.
-  BasicTensor<P> l = (target * input.log().clamp_min(-100.0) + (1.0 - target) * (1.0 - input).log().clamp_min(-100.0)).neg();
+  BasicTensor<P> l;
+  if constexpr (autograd::detail::has_autograd<P>()) {
+    if (autograd::GradMode::is_enabled() && (input.requires_grad() || target.requires_grad()))
+      l = detail::BinaryCrossEntropy<P>::apply(input, target);
+  }
+  if (!l.defined()) l = detail::bce_terms(input, target);
   if (weight.defined()) l = l * weight;
   return detail::reduce(l, reduction, "binary_cross_entropy");
 }
@@ -299,17 +338,30 @@ BasicTensor<P> cosine_similarity(const BasicTensor<P>& a, const BasicTensor<P>& 
   return (a * b).sum({dim}) / (na * nb);
 }
 
+/// 1 - cos(a, b) where y is 1, max(0, cos - margin) where y is -1, 0 for other labels (as
+/// PyTorch). a, b: (N, D) with y (N), or (D) with a 0-d y. The cosine is PyTorch's:
+/// a.b / sqrt((|a|^2 + 1e-12) (|b|^2 + 1e-12)).
 template <class P>
 BasicTensor<P> cosine_embedding_loss(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y,
                                      double margin = 0.0, std::string_view reduction = "mean") {
-  BasicTensor<P> cos = cosine_similarity(a, b, a.dim() - 1);
-  BasicTensor<P> l = where(y.eq(1.0), 1.0 - cos, (cos - margin).clamp_min(0.0));
+  EMBER_CHECK(a.sizes() == b.sizes() && (a.dim() == 1 || a.dim() == 2) && y.dim() == a.dim() - 1 &&
+                  (y.dim() == 0 || y.size(0) == a.size(0)),
+              "[cosine_embedding_loss] expects inputs (N, D) with a target (N), or (D) with a 0-d target; got {}, {} "
+              "and target {}",
+              a.sizes(), b.sizes(), y.sizes());
+  const int64_t d = a.dim() - 1;
+  constexpr double kEps = 1e-12;
+  BasicTensor<P> cos = (a * b).sum({d}) / ((a.square().sum({d}) + kEps) * (b.square().sum({d}) + kEps)).sqrt();
+  BasicTensor<P> l = where(y.eq(1.0), 1.0 - cos, 0.0) + where(y.eq(-1.0), (cos - margin).clamp_min(0.0), 0.0);
   return detail::reduce(l, reduction, "cosine_embedding_loss");
 }
 
 template <class P>
 BasicTensor<P> margin_ranking_loss(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y,
                                    double margin = 0.0, std::string_view reduction = "mean") {
+  EMBER_CHECK(a.dim() == b.dim() && a.dim() == y.dim(),
+              "[margin_ranking_loss] inputs and target must have the same number of dims, got {}, {} and {}",
+              a.sizes(), b.sizes(), y.sizes());
   return detail::reduce((y.neg() * (a - b) + margin).clamp_min(0.0), reduction, "margin_ranking_loss");
 }
 
@@ -317,6 +369,10 @@ template <class P>
 BasicTensor<P> triplet_margin_loss(const BasicTensor<P>& anchor, const BasicTensor<P>& pos, const BasicTensor<P>& neg,
                                    double margin = 1.0, double p = 2.0, double eps = 1e-6, bool swap = false,
                                    std::string_view reduction = "mean") {
+  EMBER_CHECK(anchor.dim() == pos.dim() && anchor.dim() == neg.dim() && anchor.dim() >= 1,
+              "[triplet_margin_loss] anchor, positive and negative must have the same number of dims (>= 1), got {}, "
+              "{} and {}",
+              anchor.sizes(), pos.sizes(), neg.sizes());
   int64_t d = anchor.dim() - 1;
   auto dist = [&](const BasicTensor<P>& x, const BasicTensor<P>& y) { return (x - y + eps).norm(p, {d}); };
   BasicTensor<P> dp = dist(anchor, pos), dn = dist(anchor, neg);
@@ -337,20 +393,45 @@ BasicTensor<P> logsumexp0(const BasicTensor<P>& s) {
 }
 }  // namespace detail
 
-/// Connectionist temporal classification loss. log_probs (T, N, C) (log-softmax over C),
-/// targets (N, S) padded or 1-d concatenated, input_lengths (N), target_lengths (N).
+/// Connectionist temporal classification loss. log_probs (T, N, C) (log-softmax over C), or
+/// (T, C) for one unbatched sequence; targets (N, S) padded or 1-d concatenated (their
+/// lengths summing to its size), input_lengths (N), target_lengths (N).
 /// Computed by the forward (alpha) recursion in log space with differentiable ops, so the
-/// gradient is autograd's. reduction "mean" divides each loss by its target length first.
+/// gradient is autograd's: the exact gradient with respect to log_probs. (PyTorch's kernel
+/// returns a gradient that assumes log_probs came from log_softmax; the two agree after one.)
+/// reduction "mean" divides each loss by its target length first.
 template <class P>
 BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& targets,
                         const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths,
                         int64_t blank = 0, std::string_view reduction = "mean", bool zero_infinity = false) {
-  EMBER_CHECK(log_probs.dim() == 3, "[ctc_loss] log_probs must be (T, N, C), got shape {}", log_probs.sizes());
+  if (log_probs.dim() == 2) {  // one sequence: PyTorch's unbatched form, a 0-d loss
+    EMBER_CHECK(targets.dim() == 1, "[ctc_loss] unbatched log_probs {} need 1-d targets, got shape {}",
+                log_probs.sizes(), targets.sizes());
+    BasicTensor<P> l = ctc_loss(log_probs.unsqueeze(1), targets, input_lengths, target_lengths, blank, reduction,
+                                zero_infinity);
+    return reduction == "none" ? l.squeeze(0) : l;
+  }
+  EMBER_CHECK(log_probs.dim() == 3, "[ctc_loss] log_probs must be (T, N, C) or (T, C), got shape {}",
+              log_probs.sizes());
   int64_t t_max = log_probs.size(0), n = log_probs.size(1), c = log_probs.size(2);
   EMBER_CHECK(static_cast<int64_t>(input_lengths.size()) == n && static_cast<int64_t>(target_lengths.size()) == n,
               "[ctc_loss] need {} input and target lengths, got {} and {}", n, input_lengths.size(),
               target_lengths.size());
   EMBER_CHECK(blank >= 0 && blank < c, "[ctc_loss] blank {} is not a class of {}", blank, c);
+  EMBER_CHECK(!targets.is_floating_point() && targets.dtype() != DType::Bool,
+              "[ctc_loss] targets must hold class indices (an integer dtype), got {}", targets.dtype());
+  // The targets' shape against the lengths, before any label is read.
+  int64_t total = 0, longest = 0;
+  for (int64_t b = 0; b < n; ++b) {
+    EMBER_CHECK(target_lengths[b] >= 0, "[ctc_loss] target length {} of sample {} is negative", target_lengths[b], b);
+    total += target_lengths[b];
+    longest = std::max(longest, target_lengths[b]);
+  }
+  EMBER_CHECK((targets.dim() == 1 && targets.size(0) == total) ||
+                  (targets.dim() == 2 && targets.size(0) == n && targets.size(1) >= longest),
+              "[ctc_loss] targets of shape {} fit neither the concatenated form ({} labels: the sum of the target "
+              "lengths) nor the padded one ({} rows of at least {})",
+              targets.sizes(), total, n, longest);
   BasicTensor<P> tg = targets.to(DType::I64).contiguous();
   const int64_t* tp = tg.template data_ptr<int64_t>();
   const double neg_inf = -std::numeric_limits<double>::infinity();
@@ -359,15 +440,12 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
   for (int64_t b = 0; b < n; ++b) {
     int64_t len = input_lengths[b], s = target_lengths[b];
     EMBER_CHECK(len >= 0 && len <= t_max, "[ctc_loss] input length {} of sample {} is outside [0, {}]", len, b, t_max);
-    EMBER_CHECK(s >= 0, "[ctc_loss] target length {} of sample {} is negative", s, b);
     std::vector<int64_t> ext(static_cast<size_t>(2 * s + 1), blank);  // blank, l1, blank, l2, ..., blank
     for (int64_t i = 0; i < s; ++i) {
       int64_t lab = tg.dim() == 2 ? tp[b * tg.size(1) + i] : tp[offset + i];
       EMBER_CHECK(lab >= 0 && lab < c && lab != blank, "[ctc_loss] target {} of sample {} is not a valid label", lab, b);
       ext[2 * i + 1] = lab;
     }
-    EMBER_CHECK(tg.dim() == 2 ? s <= tg.size(1) : offset + s <= tg.numel(),
-                "[ctc_loss] target length {} of sample {} exceeds the targets given", s, b);
     offset += s;
     int64_t m = 2 * s + 1;
     // Where the skip transition s-2 -> s is allowed (a label differing from the one two back).
@@ -377,8 +455,10 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
     BasicTensor<P> skip_t = ember::detail::index_tensor_1d<P>(std::vector<int64_t>(skip.begin(), skip.end()),
                                                        log_probs.device()).ne(int64_t{0});
     BasicTensor<P> lp = log_probs.select(1, b);  // (T, C)
-    if (len == 0) {
-      losses.push_back(s == 0 ? lp.sum() * 0.0 : lp.sum() * 0.0 + std::numeric_limits<double>::infinity());
+    if (len == 0) {  // no frames: 0 for an empty target, else impossible (log_probs not read)
+      const bool impossible = s > 0 && !zero_infinity;
+      losses.push_back(full<P>({}, impossible ? std::numeric_limits<double>::infinity() : 0.0,
+                               TensorOptions(lp.dtype()).device(lp.device())));
       continue;
     }
     BasicTensor<P> emit0 = index_select(lp.select(0, 0), 0, ext_t);  // (m)
