@@ -11,7 +11,10 @@
 #include <ember/ops/attention_op.hpp>
 #include <ember/runtime/threading.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <vector>
 
 namespace ember::ops {
 namespace {
@@ -79,6 +82,39 @@ void for_each_entry(int64_t batch, F&& f) {
   } else {
     for (int64_t b = 0; b < batch; ++b) f(b);
   }
+}
+
+/// Marks the rows of the contiguous (H, L, S) scores whose every entry is -inf (a query the
+/// mask lets attend to nothing); returns whether there is one. Their softmax is 0/0.
+bool mark_dead_rows(const TensorImpl& scores, std::vector<uint8_t>& dead) {
+  const int64_t rows = scores.sizes[0] * scores.sizes[1], s = scores.sizes[2];
+  dead.assign(static_cast<size_t>(rows), 0);
+  bool any = false;
+  visit_dtype(scores.dtype, [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* p = static_cast<const T*>(scores.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* row = p + r * s;
+        int64_t j = 0;
+        while (j < s && row[j] == -std::numeric_limits<T>::infinity()) ++j;  // stops at once on a live row
+        if (j == s) dead[static_cast<size_t>(r)] = 1, any = true;
+      }
+    }
+  });
+  return any;
+}
+
+/// Probabilities of the marked rows set to 0 (PyTorch's _safe_softmax): their output is 0 and
+/// their backward sees P = 0, so no NaN reaches any gradient.
+void zero_dead_rows(TensorImpl& probs, const std::vector<uint8_t>& dead) {
+  const int64_t s = probs.sizes[2];
+  visit_dtype(probs.dtype, [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      T* p = static_cast<T*>(probs.data());
+      for (size_t r = 0; r < dead.size(); ++r)
+        if (dead[r]) std::fill(p + static_cast<int64_t>(r) * s, p + (static_cast<int64_t>(r) + 1) * s, T(0));
+    }
+  });
 }
 
 /// Sets the scores of keys after their query (j > i) to -inf.
@@ -157,7 +193,11 @@ AttentionResult attention_cpu(const Attention& op, const TensorImpl& q_in, const
       Kernels<Cpu>::binary(BinaryOp::Add, *p, *p, *m);
     }
     if (op.causal) mask_causal(*p);
+    // Only a mask can take a whole row (the causal one leaves key 0 to every query).
+    static thread_local std::vector<uint8_t> dead;
+    const bool some_dead = mask_in && mark_dead_rows(*p, dead);
     Kernels<Cpu>::softmax(*p, *p, 2, false);
+    if (some_dead) zero_dead_rows(*p, dead);
     Kernels<Cpu>::gemm(*o, *p, *V.entry(b), 1.0, 0.0);
   });
   return r;

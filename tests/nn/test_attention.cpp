@@ -254,3 +254,87 @@ TEST_CASE("multi-head attention's weights stay differentiable and private") {
   auto [o2, w2] = mha(x, x, x, Tensor(), true, Tensor(), false);
   CHECK(w2.sizes() == Shape{3, 2, 5, 5});
 }
+
+TEST_CASE("attention: a query with every key masked gets zeros, and no NaN reaches a gradient") {
+  manual_seed(30);
+  // Row 1 of the mask lets nothing through (bool: true = may attend).
+  Tensor allowed = tensor<int64_t>({{1, 1, 0, 1}, {0, 0, 0, 0}, {1, 0, 1, 1}}).to(DType::Bool);
+  for (DType dt : {DType::F32, DType::F64}) {
+    for (bool broadcast_k : {false, true}) {  // k, v over fewer batch entries: the composite path
+      CAPTURE(dt);
+      CAPTURE(broadcast_k);
+      Tensor q = randn({2, 1, 3, 4}, dt).requires_grad_();
+      Tensor k = randn({broadcast_k ? 1 : 2, 1, 4, 4}, dt).requires_grad_();
+      Tensor v = randn({broadcast_k ? 1 : 2, 1, 4, 4}, dt).requires_grad_();
+      Tensor out = nn::F::scaled_dot_product_attention(q, k, v, allowed);
+      CHECK(out.select(2, 1).abs().amax().item<double>() == 0.0);
+      // The live rows are as without the dead one.
+      Tensor live = nn::F::scaled_dot_product_attention(q.index({Slice(), Slice(), Slice(0, 1)}), k, v,
+                                                        allowed.narrow(0, 0, 1));
+      CHECK(max_diff(out.select(2, 0), live.select(2, 0)) < 1e-6);
+      out.select(2, 0).sum().backward();
+      for (const Tensor& g : {q.grad(), k.grad(), v.grad()}) CHECK(g.isfinite().all().item<bool>());
+    }
+  }
+  // Second derivatives through the fused op (the recorded formula) stay finite too.
+  Tensor q = randn({1, 1, 3, 4}, DType::F64).requires_grad_(), k = randn({1, 1, 4, 4}, DType::F64).requires_grad_();
+  Tensor v = randn({1, 1, 4, 4}, DType::F64);
+  Tensor out = nn::F::scaled_dot_product_attention(q, k, v, allowed);
+  Tensor gq = autograd::grad<DefaultPolicy>({out.square().sum()}, {q}, {}, true, true)[0];
+  gq.sum().backward();
+  CHECK(k.grad().isfinite().all().item<bool>());
+
+  // MultiheadAttention with a padding mask that hides every key of batch entry 1: its output
+  // is the output projection's bias, the weights 0, and entry 0's loss has finite gradients.
+  nn::MultiheadAttention mha(4, 2);
+  Tensor x = randn({3, 2, 4});  // (L, N, E)
+  Tensor pad = tensor<int64_t>({{0, 0, 1}, {1, 1, 1}}).to(DType::Bool);
+  for (bool need_weights : {false, true}) {
+    CAPTURE(need_weights);
+    mha->zero_grad();
+    auto [o, w] = mha(x, x, x, pad, need_weights);
+    CHECK(max_diff(o.select(1, 1), mha->out_proj->bias.expand({3, 4})) < 1e-6);
+    if (need_weights) CHECK(w.select(0, 1).abs().amax().item<double>() == 0.0);
+    o.select(1, 0).sum().backward();
+    CHECK(mha->in_proj_weight.grad().isfinite().all().item<bool>());
+  }
+}
+
+TEST_CASE("MultiheadAttention: PyTorch's mask shapes and dtypes; weights after dropout") {
+  manual_seed(31);
+  nn::MultiheadAttention mha(4, 2);
+  Tensor x = randn({3, 2, 4});  // L = S = 3, N = 2
+  auto fails = [&](const Tensor& attn_mask, const Tensor& kpm, const char* what) {
+    CHECK_THROWS_WITH_AS(mha(x, x, x, kpm, false, attn_mask), doctest::Contains(what), Error);
+  };
+  const Tensor none;
+  fails(zeros({1, 3}), none, "neither (3, 3) nor (4, 3, 3)");
+  fails(zeros({3, 1}), none, "neither (3, 3) nor (4, 3, 3)");
+  fails(zeros({2, 2, 3, 3}), none, "neither (3, 3) nor (4, 3, 3)");
+  fails(zeros({3, 3}, DType::I32), none, "attn_mask must be bool or floating");
+  fails(none, zeros({2, 3}, DType::I64), "key_padding_mask must be bool or floating");
+  CHECK(mha(x, x, x, none, false, zeros({4, 3, 3})).first.sizes() == Shape({3, 2, 4}));
+
+  // Training with dropout: the weights returned are the ones the output used (PyTorch
+  // returns them after dropout), so some are exactly 0.
+  nn::MultiheadAttention drop(nn::MultiheadAttentionOptions(4, 1).dropout(0.5));
+  drop->train();
+  Tensor y = randn({8, 1, 4});
+  auto [o, w] = drop(y, y, y, Tensor(), true, Tensor(), false);
+  CHECK(w.eq(0.0).any().item<bool>());
+  // out = out_proj((w @ v_proj)), with v_proj the value third of the packed projection.
+  Tensor vp = nn::F::linear(y, drop->in_proj_weight.narrow(0, 8, 4), drop->in_proj_bias.narrow(0, 8, 4));
+  Tensor ctx = w.squeeze(0).squeeze(0).matmul(vp.squeeze(1)).unsqueeze(1);
+  CHECK(max_diff(o, drop->out_proj(ctx)) < 1e-5);
+}
+
+TEST_CASE("RNN cells: unknown nonlinearity and states of another batch are errors") {
+  CHECK_THROWS_WITH_AS(nn::RNNCell(3, 4, true, "sigmoid"), doctest::Contains("unknown nonlinearity 'sigmoid'"), Error);
+  nn::RNNCell rnn(3, 4);
+  CHECK_THROWS_WITH_AS(rnn(randn({2, 3}), zeros({1, 4})), doctest::Contains("[RNNCell] a state of shape [1, 4]"), Error);
+  nn::LSTMCell lstm(3, 4);
+  CHECK_THROWS_WITH_AS(lstm(randn({2, 3}), std::make_pair(zeros({2, 4}), zeros({2, 5}))),
+                       doctest::Contains("[LSTMCell]"), Error);
+  nn::GRUCell gru(3, 4);
+  CHECK(gru(randn({3}), zeros({4})).sizes() == Shape({4}));  // unbatched
+}

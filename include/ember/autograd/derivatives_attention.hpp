@@ -4,6 +4,7 @@
 
 #include <ember/autograd/derivatives.hpp>
 #include <ember/ops/attention_op.hpp>
+#include <ember/ops/masked_softmax.hpp>
 
 #include <array>
 #include <limits>
@@ -60,7 +61,7 @@ void Recorder<P>::record(const ops::Attention& op, const ops::AttentionResult& o
       TP allowed = tril(ones<P>({s.size(2), s.size(3)}, TensorOptions(DType::Bool).device(s.device())));
       s = where(allowed, s, -std::numeric_limits<double>::infinity());
     }
-    TP p = s.softmax(-1);
+    TP p = mask ? ember::detail::softmax_masked_rows_zero(s) : s.softmax(-1);  // as the kernel
     TP d_o = heads ? dy.reshape({dy.size(0), dy.size(1), heads, dy.size(2) / heads}).permute({1, 2, 0, 3}) : dy;
     TP dv = p.mT().matmul(d_o), dp = d_o.matmul(V.mT());
     TP ds = p * (dp - (dp * p).sum(Shape{3}, true));

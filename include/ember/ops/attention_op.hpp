@@ -16,7 +16,9 @@
 ///    self-attention ([q | k | v] along the last dim, E = heads * D), k and v are null.
 ///    out is (L, N, E), ready for the output projection, and the gradient is one (L, N, 3E)
 ///    tensor, so nothing is split, permuted or copied either way.
-/// mask: additive, the inputs' dtype, (B, H, L, S) (broadcast views welcome); or causal.
+/// mask: additive, the inputs' dtype, (B, H, L, S) (broadcast views welcome); or causal. A query
+/// whose every score the mask makes -inf gets zero probabilities and output (PyTorch's safe
+/// softmax), not NaN.
 ///
 /// Kernels: src/ops/attention.cpp (CPU, f32/f64; its products and softmax are the per-ISA
 /// GEMM and softmax kernels). The derivative (autograd/derivatives_attention.hpp) runs the

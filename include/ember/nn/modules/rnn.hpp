@@ -276,6 +276,8 @@ class BasicRNNCellImplBase : public Cloneable<Derived, P> {
     reset();
   }
   void reset() override {
+    EMBER_CHECK(K != RnnKind::RnnTanh || nonlinearity == "tanh" || nonlinearity == "relu",
+                "[RNNCell] unknown nonlinearity '{}' (tanh or relu)", nonlinearity);
     int64_t g = detail::gate_count(K) * hidden_size;
     double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
     weight_ih = this->register_parameter("weight_ih", empty<P>({g, input_size}));
@@ -291,6 +293,11 @@ class BasicRNNCellImplBase : public Cloneable<Derived, P> {
                 "[{}] expects (N, {}) or ({}) input, got shape {}", this->name(), input_size, input_size, x.sizes());
     Shape hs = x.sizes();
     hs[hs.size() - 1] = hidden_size;
+    // The states must be exactly (N, hidden) for an (N, input) x: broadcasting would hide a
+    // state of another batch (PyTorch: "Input batch size 2 doesn't match hidden batch size 1").
+    for (const TensorT* st : {&h0, &c0})
+      EMBER_CHECK(!st->defined() || st->sizes() == hs, "[{}] a state of shape {} does not fit input {} (expected {})",
+                  this->name(), st->sizes(), x.sizes(), hs);
     TensorT h = h0.defined() ? h0 : zeros<P>(hs, TensorOptions(x.dtype()).device(x.device()));
     TensorT c = K == RnnKind::Lstm ? (c0.defined() ? c0 : zeros<P>(hs, TensorOptions(x.dtype()).device(x.device())))
                                    : TensorT();

@@ -11,6 +11,7 @@
 #include <ember/nn/modules/linear.hpp>
 #include <ember/nn/options.hpp>
 #include <ember/ops/attention_op.hpp>
+#include <ember/ops/masked_softmax.hpp>
 
 #include <cmath>
 #include <limits>
@@ -47,7 +48,8 @@ bool fused_attention_ok(const BasicTensor<P>& q, const BasicTensor<P>& k, const 
 namespace functional {
 
 /// softmax(q k^T * scale + mask) v over the last two dims. attn_mask: boolean (true = may
-/// attend) or additive float, broadcast to (..., L, S); is_causal masks j > i.
+/// attend) or additive float, broadcast to (..., L, S); is_causal masks j > i. A query whose
+/// every key is masked gets zeros (PyTorch >= 2.5; older versions gave NaN).
 template <class P>
 BasicTensor<P> scaled_dot_product_attention(const BasicTensor<P>& q, const BasicTensor<P>& k, const BasicTensor<P>& v,
                                             const BasicTensor<P>& attn_mask = {}, double dropout_p = 0.0,
@@ -101,7 +103,7 @@ BasicTensor<P> scaled_dot_product_attention(const BasicTensor<P>& q, const Basic
   } else if (attn_mask.defined()) {
     scores = attn_mask.dtype() == DType::Bool ? where(attn_mask, scores, neg_inf) : scores + attn_mask;
   }
-  BasicTensor<P> w = scores.softmax(-1);
+  BasicTensor<P> w = attn_mask.defined() ? ember::detail::softmax_masked_rows_zero(scores) : scores.softmax(-1);
   if (dropout_p > 0) w = dropout(w, dropout_p, training);
   return w.matmul(v);
 }
@@ -141,7 +143,10 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
   }
   /// query (L, N, E) [batch_first: (N, L, E)] or unbatched (L, E); key/value (S, N, E).
   /// key_padding_mask (N, S): true = ignore that key. attn_mask (L, S) or (N * heads, L, S):
-  /// bool (true = not allowed, PyTorch's convention here) or additive float.
+  /// bool (true = not allowed, PyTorch's convention here) or additive float. A query with
+  /// every key masked gets zero weights and output (PyTorch >= 2.5 does so with need_weights
+  /// false, and gives NaN with need_weights true). The returned weights are those the output
+  /// used: after dropout in training, as PyTorch's.
   std::pair<TensorT, TensorT> forward(const TensorT& query, const TensorT& key, const TensorT& value,
                                       const TensorT& key_padding_mask = {}, bool need_weights = true,
                                       const TensorT& attn_mask = {}, bool average_attn_weights = true,
@@ -190,9 +195,9 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
     TensorT mask = additive_mask(attn_mask, key_padding_mask, is_causal, q, n, l, s, unbatched);
     TensorT scores = qh.matmul(kh.mT()) * (1.0 / std::sqrt(static_cast<double>(hd)));
     if (mask.defined()) scores = scores + mask;
-    TensorT w = scores.softmax(-1);
-    TensorT wd = options.dropout() > 0 ? F::dropout(w, options.dropout(), this->is_training()) : w;
-    TensorT ctx = wd.matmul(vh).permute({2, 0, 1, 3}).reshape({l, n, e});  // (L, N, E)
+    TensorT w = mask.defined() ? ember::detail::softmax_masked_rows_zero(scores) : scores.softmax(-1);
+    if (options.dropout() > 0) w = F::dropout(w, options.dropout(), this->is_training());
+    TensorT ctx = w.matmul(vh).permute({2, 0, 1, 3}).reshape({l, n, e});  // (L, N, E)
     return finish(ctx, w, need_weights, average_attn_weights, unbatched);
   }
   MultiheadAttentionOptions options;
@@ -224,6 +229,14 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
     TensorT mask;
     auto add_mask = [&](const TensorT& m) { mask = mask.defined() ? mask + m : m; };
     if (attn_mask.defined()) {
+      // PyTorch's shapes: (L, S), or one mask per batch entry and head (N * heads, L, S);
+      // unbatched, (heads, L, S).
+      EMBER_CHECK((attn_mask.dim() == 2 && attn_mask.sizes() == Shape({l, s})) ||
+                      (attn_mask.dim() == 3 && attn_mask.sizes() == Shape({n * heads, l, s})),
+                  "[MultiheadAttention] attn_mask of shape {} is neither ({}, {}) nor ({}, {}, {})", attn_mask.sizes(),
+                  l, s, n * heads, l, s);
+      EMBER_CHECK(attn_mask.dtype() == DType::Bool || attn_mask.is_floating_point(),
+                  "[MultiheadAttention] attn_mask must be bool or floating, got {}", attn_mask.dtype());
       TensorT am = attn_mask.dtype() == DType::Bool ? where(attn_mask, neg_inf, zeros_like(attn_mask, TensorOptions(q.dtype())))
                                                      : attn_mask.to(q.dtype());
       if (am.dim() == 3) am = am.reshape({n, heads, l, s});
@@ -237,6 +250,8 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
       TensorT kpm = unbatched ? key_padding_mask.unsqueeze(0) : key_padding_mask;
       EMBER_CHECK(kpm.sizes() == Shape({n, s}), "[MultiheadAttention] key_padding_mask must be ({}, {}), got {}", n, s,
                   key_padding_mask.sizes());
+      EMBER_CHECK(kpm.dtype() == DType::Bool || kpm.is_floating_point(),
+                  "[MultiheadAttention] key_padding_mask must be bool or floating, got {}", kpm.dtype());
       TensorT kp = kpm.dtype() == DType::Bool
                        ? where(kpm, neg_inf, zeros_like(kpm, TensorOptions(q.dtype())))
                        : kpm.to(q.dtype());
