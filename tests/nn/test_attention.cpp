@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 using namespace ember;
@@ -337,4 +338,33 @@ TEST_CASE("RNN cells: unknown nonlinearity and states of another batch are error
                        doctest::Contains("[LSTMCell]"), Error);
   nn::GRUCell gru(3, 4);
   CHECK(gru(randn({3}), zeros({4})).sizes() == Shape({4}));  // unbatched
+}
+
+TEST_CASE("MultiheadAttention with kdim and vdim: PyTorch's parameters and the per-head formula") {
+  manual_seed(32);
+  nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(6, 2).kdim(5).vdim(3));
+  std::vector<std::string> names;
+  for (const auto& [name, p] : mha->named_parameters()) names.push_back(name + std::string(" ") + fmt::format("{}", p.sizes()));
+  CHECK(names == std::vector<std::string>{"q_proj_weight [6, 6]", "k_proj_weight [6, 5]", "v_proj_weight [6, 3]",
+                                          "in_proj_bias [18]", "out_proj.weight [6, 6]", "out_proj.bias [6]"});
+  nn::init::normal_(mha->in_proj_bias);
+  Tensor q = randn({4, 2, 6}), k = randn({7, 2, 5}), v = randn({7, 2, 3});
+  Tensor pad = tensor<int64_t>({{0, 0, 0, 0, 0, 1, 1}, {0, 0, 0, 0, 0, 0, 0}}).to(DType::Bool);
+  auto [out, w] = mha(q, k, v, pad, true, Tensor(), false);
+  // By hand: project, split into 2 heads of 3, attend, merge, out_proj.
+  auto heads = [&](const Tensor& x, const Tensor& wt, int64_t i) {
+    Tensor y = nn::F::linear(x, wt, mha->in_proj_bias.narrow(0, i * 6, 6));  // (T, N, 6)
+    return y.reshape({x.size(0), 2, 2, 3}).permute({1, 2, 0, 3});          // (N, heads, T, 3)
+  };
+  Tensor qh = heads(q, mha->q_proj_weight, 0), kh = heads(k, mha->k_proj_weight, 1), vh = heads(v, mha->v_proj_weight, 2);
+  Tensor s = qh.matmul(kh.mT()) / std::sqrt(3.0);
+  s = s + zeros({2, 7}).masked_fill(pad, -std::numeric_limits<double>::infinity()).reshape({2, 1, 1, 7});
+  Tensor p = s.softmax(-1);
+  Tensor ctx = p.matmul(vh).permute({2, 0, 1, 3}).reshape({4, 2, 6});
+  CHECK(max_diff(out, mha->out_proj(ctx)) < 1e-5);
+  CHECK(max_diff(w, p) < 1e-6);
+  out.sum().backward();
+  CHECK(mha->k_proj_weight.grad().sizes() == Shape({6, 5}));
+  // Keys of the wrong width name both dims.
+  CHECK_THROWS_WITH_AS(mha(q, randn({7, 2, 6}), v), doctest::Contains("key (S, N, 5)"), Error);
 }

@@ -117,11 +117,17 @@ struct MultiheadAttentionOptions {
   EMBER_ARG(double, dropout) = 0.0;
   EMBER_ARG(bool, bias) = true;
   EMBER_ARG(bool, batch_first) = false;
+  /// Features of key and value when they differ from embed_dim (cross-attention to another
+  /// model's states); unset: embed_dim.
+  EMBER_ARG(std::optional<int64_t>, kdim);
+  EMBER_ARG(std::optional<int64_t>, vdim);
 };
 
 /// Multi-head attention with packed in_proj_weight (3E, E) / in_proj_bias and out_proj, as
-/// PyTorch (xavier_uniform in_proj, zero biases). forward returns (output, averaged weights
-/// or undefined when need_weights is false).
+/// PyTorch (xavier_uniform in_proj, zero biases); with kdim or vdim other than embed_dim,
+/// separate q_proj_weight (E, E), k_proj_weight (E, kdim), v_proj_weight (E, vdim) instead
+/// of in_proj_weight, as PyTorch names them. forward returns (output, averaged weights or
+/// undefined when need_weights is false).
 template <class P = DefaultPolicy>
 class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl<P>, P> {
  public:
@@ -135,10 +141,19 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
     int64_t e = options.embed_dim();
     EMBER_CHECK(options.num_heads() > 0 && e % options.num_heads() == 0,
                 "[MultiheadAttention] embed_dim {} must be divisible by num_heads {}", e, options.num_heads());
-    in_proj_weight = this->register_parameter("in_proj_weight", empty<P>({3 * e, e}));
+    const int64_t kdim = options.kdim().value_or(e), vdim = options.vdim().value_or(e);
+    EMBER_CHECK(kdim > 0 && vdim > 0, "[MultiheadAttention] kdim {} and vdim {} must be positive", kdim, vdim);
+    if (kdim == e && vdim == e) {
+      in_proj_weight = this->register_parameter("in_proj_weight", empty<P>({3 * e, e}));
+      init::xavier_uniform_(in_proj_weight);
+    } else {
+      q_proj_weight = this->register_parameter("q_proj_weight", empty<P>({e, e}));
+      k_proj_weight = this->register_parameter("k_proj_weight", empty<P>({e, kdim}));
+      v_proj_weight = this->register_parameter("v_proj_weight", empty<P>({e, vdim}));
+      for (TensorT* w : {&q_proj_weight, &k_proj_weight, &v_proj_weight}) init::xavier_uniform_(*w);
+    }
     in_proj_bias = this->register_parameter("in_proj_bias", options.bias() ? zeros<P>({3 * e}) : TensorT());
     out_proj = this->register_module("out_proj", Linear(LinearOptions(e, e).bias(options.bias())));
-    init::xavier_uniform_(in_proj_weight);
     if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
   }
   /// query (L, N, E) [batch_first: (N, L, E)] or unbatched (L, E); key/value (S, N, E).
@@ -158,18 +173,20 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
       return options.batch_first() ? t.transpose(0, 1) : t;
     };
     TensorT q = to_lne(query), k = to_lne(key), v = to_lne(value);
-    EMBER_CHECK(q.dim() == 3 && q.size(2) == e && k.size(2) == e && v.size(2) == e && k.size(0) == v.size(0) &&
-                    q.size(1) == k.size(1),
-                "[MultiheadAttention] expects query (L, N, {}) and key/value (S, N, {}), got {}, {}, {}", e, e,
-                query.sizes(), key.sizes(), value.sizes());
+    const int64_t kdim = options.kdim().value_or(e), vdim = options.vdim().value_or(e);
+    EMBER_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && q.size(2) == e && k.size(2) == kdim &&
+                    v.size(2) == vdim && k.size(0) == v.size(0) && q.size(1) == k.size(1) && q.size(1) == v.size(1),
+                "[MultiheadAttention] expects query (L, N, {}), key (S, N, {}) and value (S, N, {}), got {}, {}, {}",
+                e, kdim, vdim, query.sizes(), key.sizes(), value.sizes());
     int64_t l = q.size(0), s = k.size(0), n = q.size(1);
     // Self-attention (query, key and value one tensor) as one packed projection and the fused
     // op: no per-head copies either way, one gradient for in_proj_weight (PyTorch packs it
     // the same way). Needs the fused op's conditions, and no weights to differentiate.
-    const bool self_attention = &query.impl() == &key.impl() && &key.impl() == &value.impl();
+    const bool self_attention =
+        in_proj_weight.defined() && &query.impl() == &key.impl() && &key.impl() == &value.impl();
     const bool weights_need_grad =
         need_weights && autograd::GradMode::is_enabled() &&
-        (query.requires_grad() || in_proj_weight.requires_grad() ||
+        (query.requires_grad() || (in_proj_weight.defined() && in_proj_weight.requires_grad()) ||
          (in_proj_bias.defined() && in_proj_bias.requires_grad()));
     if (self_attention && !weights_need_grad &&
         nn::detail::fused_attention_ok(q, q, q, attn_mask, options.dropout() > 0 && this->is_training()) &&
@@ -186,7 +203,8 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
                     need_weights, average_attn_weights, unbatched);
     }
     auto proj = [&](const TensorT& x, int64_t i) {
-      TensorT w = in_proj_weight.narrow(0, i * e, e);
+      TensorT w = in_proj_weight.defined() ? in_proj_weight.narrow(0, i * e, e)
+                                           : (i == 0 ? q_proj_weight : i == 1 ? k_proj_weight : v_proj_weight);
       TensorT b = in_proj_bias.defined() ? in_proj_bias.narrow(0, i * e, e) : TensorT();
       // (T, N, E) -> (N, heads, T, hd)
       return linear(x, w, b).reshape({x.size(0), n, heads, hd}).permute({1, 2, 0, 3});
@@ -202,6 +220,7 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
   }
   MultiheadAttentionOptions options;
   TensorT in_proj_weight, in_proj_bias;
+  TensorT q_proj_weight, k_proj_weight, v_proj_weight;  ///< with kdim or vdim != embed_dim
   Linear out_proj{nullptr};
 
  private:
