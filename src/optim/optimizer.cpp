@@ -119,10 +119,8 @@ void Optimizer::add_param_group(ParamGroup group) {
     EMBER_CHECK(p.defined(), "[{}] parameter {} of group {} is an undefined tensor", name(), pi, gi);
     EMBER_CHECK(p.is_leaf(), "[{}] parameter {} of group {} (shape {}) is not a leaf: it was produced by {}", name(),
                 pi, gi, p.sizes(), p.grad_fn()->name());
-    EMBER_CHECK(p.requires_grad(),
-                "[{}] parameter {} of group {} (shape {}) does not require grad: call requires_grad_() on it, or "
-                "leave it out of the optimiser",
-                name(), pi, gi, p.sizes());
+    // A parameter that does not require grad (a frozen layer) is accepted, as PyTorch: it is
+    // skipped while it has no gradient, so model->parameters() can be passed whole.
     check_param(name(), p, gi, pi);
     EMBER_CHECK(seen.insert(&p.impl()).second,
                 "[{}] parameter {} of group {} (shape {}) appears more than once in the optimiser's parameter groups",
@@ -216,11 +214,13 @@ StateDict Optimizer::state_dict() const {
       auto it = state_.find(&p.impl());
       if (it != state_.end()) {
         const ParamState& st = it->second;
-        StateDict::Param& pd = d.state[index];
+        StateDict::Param pd;
         if (names.step) pd.numbers["step"] = static_cast<double>(st.step);
         if (names.mu_product) pd.numbers["mu_product"] = st.mu_product;
         for (int i = 0; i < 3; ++i)
           if (names.buffers[i] && st.buffers[i].defined()) pd.tensors[names.buffers[i]] = st.buffers[i].clone();
+        // Nothing to save (SGD without momentum): no entry, as PyTorch.
+        if (!pd.numbers.empty() || !pd.tensors.empty()) d.state[index] = std::move(pd);
       }
       ++index;
     }

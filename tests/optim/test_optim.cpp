@@ -466,7 +466,18 @@ TEST_CASE("optim errors: parameters must be distinct leaves that require grad") 
   Tensor w = zeros({2, 3}).requires_grad_();
   Tensor v = zeros({4}).requires_grad_();
   CHECK_ERROR(optim::SGD({w * 2}, optim::SGDOptions(0.1)), "[SGD]", "not a leaf", "MulBackward", "[2, 3]");
-  CHECK_ERROR(optim::SGD({zeros({3})}, optim::SGDOptions(0.1)), "[SGD]", "does not require grad", "[3]");
+  {
+    // A frozen parameter (no requires_grad) is accepted and left alone, as PyTorch: a model's
+    // parameters() can be passed whole with some layers frozen.
+    Tensor frozen = ones({3}), live = ones({2}).requires_grad_();
+    optim::SGD sgd({frozen, live}, optim::SGDOptions(0.1));
+    live.sum().backward();
+    sgd.step();
+    CHECK(frozen.sum().item<double>() == 3.0);
+    CHECK(live.sum().item<double>() == doctest::Approx(1.8));
+    // Without momentum SGD keeps no state, and its state dict has no entries (PyTorch's too).
+    CHECK(sgd.state_dict().state.empty());
+  }
   CHECK_ERROR(optim::Adam({optim::ParamGroup({w, v}), optim::ParamGroup({v})}), "[Adam]", "parameter 0 of group 1",
               "more than once", "[4]");
   CHECK_ERROR(optim::Adam({w, v, w}), "[Adam]", "parameter 2 of group 0", "more than once");

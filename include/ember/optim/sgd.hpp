@@ -8,7 +8,7 @@
 namespace ember::optim {
 
 struct SGDOptions : OptimizerOptions {
-  /// The learning rate has no default, as in PyTorch.
+  /// The learning rate has no default, as libtorch's SGDOptions (PyTorch >= 2.2 defaults to 1e-3).
   explicit SGDOptions(double lr) : lr_(lr) {}
   EMBER_ARG(double, lr);
   EMBER_ARG(double, momentum) = 0;
