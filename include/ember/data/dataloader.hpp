@@ -19,8 +19,9 @@
 /// most prefetch batches (default 2 x num_workers) are in flight or waiting, counting from
 /// the next one the caller will take. An exception thrown while making a batch is rethrown
 /// to the caller, intact, at that batch (from begin(), ++ or next()); the epoch can go on
-/// with the following batch. Starting another epoch, or destroying the loader, mid-epoch
-/// stops the workers after the sample each is reading and joins them.
+/// with the following batch. Each begin() starts an epoch of its own (loops over one loader
+/// may nest, as in PyTorch); when its last iterator goes, or the loader is destroyed,
+/// mid-epoch, its workers stop after the sample each is reading and are joined.
 /// A DataLoader is used from one thread; the dataset's get() is called from the workers.
 
 #include <ember/data/collate.hpp>
@@ -98,56 +99,28 @@ class DataLoader {
   using batch_type = decltype(invoke_collate(std::declval<const Collate&>(), std::declval<std::vector<example_type>>(),
                                              std::declval<Generator&>()));
 
-  /// Input iterator over the batches of one epoch; compare with end() (a sentinel).
-  class Iterator {
-   public:
-    using value_type = batch_type;
-    using difference_type = std::ptrdiff_t;
-    using iterator_concept = std::input_iterator_tag;
-
-    Iterator() = default;
-    /// The current batch (moving out of it is allowed).
-    batch_type& operator*() const { return loader_->current(); }
-    batch_type* operator->() const { return &loader_->current(); }
-    Iterator& operator++() {
-      loader_->advance();
-      return *this;
-    }
-    void operator++(int) { ++*this; }
-    friend bool operator==(const Iterator& it, std::default_sentinel_t) { return it.at_end(); }
-
-   private:
-    friend class DataLoader;
-    explicit Iterator(DataLoader* loader) : loader_(loader) {}
-    // A member (unlike the friend above), so it may read the loader's private state.
-    bool at_end() const { return loader_ == nullptr || !loader_->run_; }
-    DataLoader* loader_ = nullptr;
-  };
+  class Iterator;
 
   /// Batches of `dataset` in sampler order: shuffled per epoch if options.shuffle().
   explicit DataLoader(D dataset, DataLoaderOptions options = {}, Collate collate = {})
       : DataLoader(std::move(dataset), options, nullptr, std::move(collate)) {}
   /// Batches of the indices `sampler` gives (options.shuffle() must then be false).
   DataLoader(D dataset, DataLoaderOptions options, std::shared_ptr<const Sampler> sampler, Collate collate = {});
-  /// Stops and joins the workers, even mid-epoch.
-  ~DataLoader() = default;
   // Workers hold a pointer to the loader: it stays where it was made.
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
-  /// Starts an epoch (stopping one in progress) and returns an iterator at its first batch.
-  Iterator begin() {
-    start_run();
-    advance();
-    return Iterator(this);
-  }
+  /// Starts an epoch and returns an iterator at its first batch. Each begin() is an epoch of
+  /// its own with its own workers, as each iter() of a PyTorch DataLoader: loops over one
+  /// loader may nest. The epoch stops (its workers are joined) when its last iterator goes.
+  Iterator begin();
   std::default_sentinel_t end() const { return {}; }
 
   /// The next batch, starting an epoch when none is in progress; nullopt once the epoch is
-  /// over (the call after that starts the next epoch).
+  /// over (the call after that starts the next epoch). Independent of the iterators' epochs.
   std::optional<batch_type> next() {
-    if (!run_) start_run();
-    std::optional<batch_type> b = fetch();
+    if (!run_) run_ = start_run();
+    std::optional<batch_type> b = fetch(*run_);
     if (!b) run_.reset();
     return b;
   }
@@ -167,8 +140,18 @@ class DataLoader {
   const D& dataset() const { return dataset_; }
   const DataLoaderOptions& options() const { return options_; }
   const Sampler& sampler() const { return *sampler_; }
-  /// Batches started so far in the current epoch by the workers (0 without workers or epoch).
-  int64_t batches_started() const { return run_ && run_->queue ? run_->queue->started() : 0; }
+  /// Batches started so far by the workers of the epoch started last (0 without workers, or
+  /// once that epoch has stopped).
+  int64_t batches_started() const {
+    std::shared_ptr<Run> r = latest_.lock();
+    return r && r->queue ? r->queue->started() : 0;
+  }
+  /// Stops and joins the workers of every epoch still running, even those that iterators
+  /// outliving the loader hold (such iterators must not be used any more).
+  ~DataLoader() {
+    for (std::weak_ptr<Run>& w : runs_)
+      if (std::shared_ptr<Run> r = w.lock()) r->queue.reset();
+  }
 
  private:
   struct Run {
@@ -182,26 +165,53 @@ class DataLoader {
     std::unique_ptr<detail::PrefetchQueue> queue;
   };
 
-  void start_run();
+  std::shared_ptr<Run> start_run();
   std::optional<batch_type> make_batch(const Run& run, int64_t b, const std::atomic<bool>* stop) const;
-  std::optional<batch_type> fetch();
-  void advance() {
-    EMBER_CHECK(run_, "[DataLoader] iterator advanced past the end of the epoch");
-    run_->current.reset();  // free the previous batch before making room for the next
-    run_->current = fetch();
-    if (!run_->current) run_.reset();
-  }
-  batch_type& current() {
-    EMBER_CHECK(run_ && run_->current, "[DataLoader] no current batch (the epoch is over, or making the batch threw)");
-    return *run_->current;
-  }
+  std::optional<batch_type> fetch(Run& run);
 
   D dataset_;
   DataLoaderOptions options_;
   std::shared_ptr<const Sampler> sampler_;
   Collate collate_;
   int64_t epoch_ = 0;
-  std::unique_ptr<Run> run_;  // last: joined before the dataset and collate it uses go
+  std::vector<std::weak_ptr<Run>> runs_;  // every epoch started, to stop those still running
+  std::weak_ptr<Run> latest_;
+  std::shared_ptr<Run> run_;  // next()'s epoch; last: joined before the dataset and collate it uses go
+
+ public:
+  /// Input iterator over the batches of one epoch; compare with end() (a sentinel). Copies
+  /// share the epoch.
+  class Iterator {
+   public:
+    using value_type = batch_type;
+    using difference_type = std::ptrdiff_t;
+    using iterator_concept = std::input_iterator_tag;
+
+    Iterator() = default;
+    /// The current batch (moving out of it is allowed).
+    batch_type& operator*() const { return current(); }
+    batch_type* operator->() const { return &current(); }
+    Iterator& operator++() {
+      EMBER_CHECK(run_, "[DataLoader] iterator advanced past the end of the epoch");
+      run_->current.reset();  // free the previous batch before making room for the next
+      run_->current = loader_->fetch(*run_);
+      if (!run_->current) run_.reset();  // the end: the epoch's workers are joined here
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    friend bool operator==(const Iterator& it, std::default_sentinel_t) { return !it.run_; }
+
+   private:
+    friend class DataLoader;
+    Iterator(DataLoader* loader, std::shared_ptr<Run> run) : loader_(loader), run_(std::move(run)) {}
+    batch_type& current() const {
+      EMBER_CHECK(run_ && run_->current,
+                  "[DataLoader] no current batch (the epoch is over, or making the batch threw)");
+      return *run_->current;
+    }
+    DataLoader* loader_ = nullptr;
+    std::shared_ptr<Run> run_;
+  };
 };
 
 /// DataLoader(ds, options, std::make_shared<SomeSampler>(...)) takes the sampler, not a collate.
@@ -231,9 +241,16 @@ DataLoader<D, Collate>::DataLoader(D dataset, DataLoaderOptions options, std::sh
 }
 
 template <Dataset D, class Collate>
-void DataLoader<D, Collate>::start_run() {
-  run_.reset();  // stop and join the epoch in progress, if any
-  auto run = std::make_unique<Run>();
+auto DataLoader<D, Collate>::begin() -> Iterator {
+  Iterator it(this, start_run());
+  ++it;  // the first batch
+  return it;
+}
+
+template <Dataset D, class Collate>
+auto DataLoader<D, Collate>::start_run() -> std::shared_ptr<Run> {
+  std::erase_if(runs_, [](const std::weak_ptr<Run>& w) { return w.expired(); });
+  auto run = std::make_shared<Run>();
   run->epoch = epoch_++;
   run->indices = sampler_->indices(run->epoch);
   auto n = static_cast<int64_t>(run->indices.size()), bs = options_.batch_size();
@@ -253,7 +270,9 @@ void DataLoader<D, Collate>::start_run() {
           r->slots[static_cast<size_t>(slot)] = std::move(batch);
         });
   }
-  run_ = std::move(run);
+  runs_.push_back(run);
+  latest_ = run;
+  return run;
 }
 
 template <Dataset D, class Collate>
@@ -277,8 +296,7 @@ auto DataLoader<D, Collate>::make_batch(const Run& run, int64_t b, const std::at
 }
 
 template <Dataset D, class Collate>
-auto DataLoader<D, Collate>::fetch() -> std::optional<batch_type> {
-  Run& r = *run_;
+auto DataLoader<D, Collate>::fetch(Run& r) -> std::optional<batch_type> {
   if (!r.queue) {
     if (r.next_batch >= r.num_batches) return std::nullopt;
     // Count the batch before making it: if it throws, the next call goes on with the next one.
