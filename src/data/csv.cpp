@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <system_error>
@@ -17,11 +18,12 @@ struct Field {
   bool quoted;
 };
 
-bool is_blank(char c) { return c == ' ' || c == '\t'; }
+/// Space, and tab unless tab is the delimiter (a TSV's empty first field is not padding).
+bool is_blank(char c, char delim) { return c == ' ' || (c == '\t' && delim != '\t'); }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
+std::string_view trim(std::string_view s, char delim) {
+  while (!s.empty() && is_blank(s.front(), delim)) s.remove_prefix(1);
+  while (!s.empty() && is_blank(s.back(), delim)) s.remove_suffix(1);
   return s;
 }
 
@@ -34,7 +36,7 @@ void split_line(std::string_view line, char delim, const char* op, std::string_v
   int64_t column = 1;
   for (;;) {
     size_t start = i;
-    while (i < line.size() && is_blank(line[i])) ++i;
+    while (i < line.size() && is_blank(line[i], delim)) ++i;
     if (i < line.size() && line[i] == '"') {
       std::string value;
       ++i;
@@ -51,7 +53,7 @@ void split_line(std::string_view line, char delim, const char* op, std::string_v
         }
         value += line[i++];
       }
-      while (i < line.size() && is_blank(line[i])) ++i;
+      while (i < line.size() && is_blank(line[i], delim)) ++i;
       EMBER_CHECK(i == line.size() || line[i] == delim,
                   "[{}] {}: line {}, column {}: unexpected '{}' after a quoted field", op, source, lineno, column,
                   line[i]);
@@ -59,7 +61,7 @@ void split_line(std::string_view line, char delim, const char* op, std::string_v
       out.push_back({std::string_view(), column, true});
     } else {
       while (i < line.size() && line[i] != delim) ++i;
-      out.push_back({trim(line.substr(start, i - start)), column, false});
+      out.push_back({trim(line.substr(start, i - start), delim), column, false});
     }
     if (i >= line.size()) break;
     ++i;  // the delimiter
@@ -98,7 +100,7 @@ CsvTable parse(std::string_view text, const CsvOptions& o, std::string_view sour
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (trim(line).empty()) continue;
+    if (trim(line, o.delimiter()).empty()) continue;
     unescaped.clear();
     split_line(line, o.delimiter(), op, source, lineno, fields, unescaped);
     auto n = static_cast<int64_t>(fields.size());
@@ -117,7 +119,7 @@ CsvTable parse(std::string_view text, const CsvOptions& o, std::string_view sour
     }
     for (const Field& f : fields)
       values.push_back(
-          parse_number<T>(f.quoted ? trim(unescaped[q++]) : f.text, op, source, lineno, f.column));
+          parse_number<T>(f.quoted ? trim(unescaped[q++], o.delimiter()) : f.text, op, source, lineno, f.column));
     ++rows;
   }
   if (columns < 0) columns = 0;
@@ -143,6 +145,8 @@ CsvTable parse_csv(std::string_view text, const CsvOptions& options, std::string
 }
 
 CsvTable read_csv_table(const std::string& path, const CsvOptions& options) {
+  std::error_code ec;
+  EMBER_CHECK(!std::filesystem::is_directory(path, ec), "[read_csv] '{}': is a directory", path);
   std::ifstream f(path, std::ios::binary);
   EMBER_CHECK(f.good(), "[read_csv] '{}': cannot open the file", path);
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

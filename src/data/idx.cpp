@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <filesystem>
 #include <iterator>
 #include <limits>
 #include <vector>
@@ -15,6 +16,8 @@ namespace ember::data {
 namespace {
 
 std::vector<unsigned char> read_file(const std::string& path, const char* op) {
+  std::error_code ec;  // reading a directory through a filebuf throws std::ios_base::failure
+  EMBER_CHECK(!std::filesystem::is_directory(path, ec), "[{}] '{}': is a directory", op, path);
   std::ifstream f(path, std::ios::binary);
   EMBER_CHECK(f.good(), "[{}] '{}': cannot open the file", op, path);
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -131,6 +134,8 @@ Tensor parse_idx(const std::vector<unsigned char>& b, const std::string& path) {
 
 std::string existing(const std::string& base) {
   for (const std::string& candidate : {base, base + ".gz"}) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(candidate, ec)) continue;
     std::ifstream f(candidate, std::ios::binary);
     if (f.good()) return candidate;
   }

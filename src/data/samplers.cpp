@@ -56,7 +56,7 @@ std::vector<int64_t> SubsetSampler::indices(int64_t epoch) const {
 WeightedRandomSampler::WeightedRandomSampler(std::vector<double> weights, int64_t num_samples, bool replacement,
                                              uint64_t seed)
     : weights_(std::move(weights)), num_samples_(num_samples), replacement_(replacement), seed_(seed) {
-  EMBER_CHECK(num_samples >= 0, "[WeightedRandomSampler] num_samples must be non-negative, got {}", num_samples);
+  EMBER_CHECK(num_samples > 0, "[WeightedRandomSampler] num_samples must be positive (as PyTorch), got {}", num_samples);
   int64_t positive = 0;
   double total = 0;
   cumulative_.reserve(weights_.size());

@@ -257,4 +257,21 @@ TEST_CASE("readers: CSV errors name the line and the column") {
     f << "1,2\n3,4\n5,six\n";
   }
   CHECK_ERROR(data::read_csv(dir.file("bad.csv")), "[read_csv]", "bad.csv", "line 3, column 2", "'six'");
+  // A directory is an ember::Error, not a std::ios_base::failure from the stream.
+  CHECK_ERROR(data::read_csv(dir.path()), "[read_csv]", "is a directory");
+  CHECK_ERROR(data::read_idx(dir.path()), "[read_idx]", "is a directory");
+}
+
+TEST_CASE("readers: TSV, where tab is the delimiter and not padding") {
+  using data_test::error_of;
+  auto tsv = data::CsvOptions().delimiter('\t');
+  // Quoted values and header names next to tabs.
+  data::CsvTable q = data::parse_csv("\"a\"\t\"b\"\n\"1\"\t 2 \n", data::CsvOptions(tsv).header(true));
+  CHECK(q.columns == std::vector<std::string>{"a", "b"});
+  CHECK(values(q.values) == std::vector<double>{1, 2});
+  // An empty first field is an empty field (it was swallowed as padding), as are a middle one
+  // and a line of tabs.
+  CHECK_ERROR(data::parse_csv("\t2\t3\n\t5\t6\n", tsv), "line 1, column 1: empty field");
+  CHECK_ERROR(data::parse_csv("1\t\t3\n4\t5\t6\n", tsv), "line 1, column 2: empty field");
+  CHECK_ERROR(data::parse_csv("1\t2\n\t\n", tsv), "line 2, column 1: empty field");
 }

@@ -142,6 +142,7 @@ TEST_CASE("samplers: weighted errors") {
   CHECK_ERROR(data::WeightedRandomSampler({0, 0}, 2), "[WeightedRandomSampler]", "zero");
   CHECK_ERROR(data::WeightedRandomSampler({1, 0, 1}, 3, false), "[WeightedRandomSampler]", "3 samples", "2 indices");
   CHECK_ERROR(data::WeightedRandomSampler({1}, -1), "[WeightedRandomSampler]", "-1");
+  CHECK_ERROR(data::WeightedRandomSampler({1}, 0), "[WeightedRandomSampler]", "num_samples must be positive", "0");
 }
 
 TEST_CASE("samplers: distributed split pads like PyTorch and partitions the epoch") {
