@@ -352,3 +352,88 @@ TEST_CASE("nn: a small MLP learns a regression problem with plain SGD (loss down
   }
   CHECK(last < first / 20);
 }
+
+namespace {
+/// A Linear with an extra member, derived without a Cloneable of its own.
+struct ScaledLinearImpl : nn::LinearImpl {
+  ScaledLinearImpl() : nn::LinearImpl(2, 2), scales(4, 2.0) {}
+  Tensor forward(const Tensor& x) { return nn::LinearImpl::forward(x) * scales[3]; }
+  std::vector<double> scales;
+};
+/// A module with a cache that is not part of its state.
+struct CachedImpl : nn::Cloneable<CachedImpl> {
+  CachedImpl() : nn::Cloneable<CachedImpl>("Cached") { reset(); }
+  void reset() override {
+    weight = register_parameter("weight", ones({2}));
+    register_buffer("mask", ones({2}), /*persistent=*/false);
+    register_buffer("count", zeros({}, DType::I64));
+  }
+  Tensor weight;
+};
+}  // namespace
+
+TEST_CASE("nn::Module: shared modules and parameters listed once; one namespace for names") {
+  nn::Linear shared(2, 2);
+  nn::BatchNorm1d bn(2);
+  nn::Sequential seq(shared, shared, bn, bn);
+  CHECK(names(seq->named_parameters()) == std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"});
+  CHECK(seq->buffers().size() == 3);  // running_mean, running_var, num_batches_tracked once
+  std::vector<std::string> mods;
+  for (auto& [n, m] : seq->named_modules()) mods.push_back(n);
+  CHECK(mods == std::vector<std::string>{"", "0", "2"});
+  // state_dict keeps every name, as PyTorch's.
+  CHECK(seq->state_dict().size() == 14);  // 2 x (weight, bias) + 2 x BatchNorm1d's 5
+  // A parameter, a buffer and a submodule cannot share a name.
+  nn::Module m("M");
+  m.register_parameter("x", ones({1}));
+  CHECK_THROWS_WITH_AS(m.register_buffer("x", ones({1})), doctest::Contains("already has a parameter named 'x'"),
+                       Error);
+  CHECK_THROWS_WITH_AS(m.register_module("x", nn::Linear(1, 1)), doctest::Contains("already has a parameter named 'x'"),
+                       Error);
+}
+
+TEST_CASE("nn::Module: non-persistent buffers, to(dtype) keeps gradients, clone keeps each child's mode") {
+  auto c = std::make_shared<CachedImpl>();
+  CHECK(names(c->state_dict()) == std::vector<std::string>{"weight", "count"});
+  CHECK(names(c->named_buffers()) == std::vector<std::string>{"mask", "count"});
+  auto copy = std::dynamic_pointer_cast<CachedImpl>(c->clone());
+  CHECK(copy->named_buffers().size() == 2);
+  CHECK(c->load_state_dict(c->state_dict()).missing_keys.empty());
+
+  nn::Linear l(3, 2);
+  l(ones({1, 3})).sum().backward();
+  const Tensor g = l->weight.grad().clone();
+  l->to(DType::F64);
+  REQUIRE(l->weight.grad().defined());
+  CHECK(l->weight.grad().dtype() == DType::F64);
+  CHECK(max_abs_diff(l->weight.grad(), g) == 0.0);
+
+  nn::Sequential seq(nn::Linear(2, 2), nn::Dropout(0.5));
+  seq->train();
+  seq[1]->eval();
+  auto cl = std::dynamic_pointer_cast<nn::SequentialImpl>(seq->clone());
+  CHECK(cl->is_training());
+  CHECK(!(*cl)[1]->is_training());
+  CHECK((*cl)[0]->is_training());
+}
+
+TEST_CASE("nn containers: replace_module updates what forward runs; clone refuses a type it would slice") {
+  nn::Sequential seq(nn::Linear(2, 2), nn::ReLU());
+  nn::Linear zero(2, 2);
+  nn::init::zeros_(zero->weight);
+  nn::init::zeros_(zero->bias);
+  seq->replace_module("0", zero);
+  CHECK(seq[0] == zero.ptr());
+  CHECK(seq(ones({1, 2})).abs().sum().item<double>() == 0.0);
+  CHECK(&seq->parameters()[0].impl() == &zero->weight.impl());
+  nn::ModuleList list;
+  list->push_back(nn::Linear(2, 2));
+  list->replace_module("0", zero);
+  CHECK(list[0] == zero.ptr());
+
+  // A subclass of Linear clones as a Linear: Sequential refuses instead of calling the
+  // subclass's forward on it.
+  nn::Sequential sub(std::make_shared<ScaledLinearImpl>());
+  CHECK(sub(ones({1, 2})).sizes() == Shape({1, 2}));
+  CHECK_THROWS_WITH_AS(sub->clone(), doctest::Contains("cannot be cloned as its own type"), Error);
+}

@@ -18,11 +18,14 @@
 #include <ember/core/tensor.hpp>
 #include <ember/core/tensor_methods.hpp>
 
+#include <algorithm>
+#include <concepts>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -57,8 +60,9 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   /// Adds a parameter (a leaf; requires grad unless told otherwise) and returns the stored
   /// handle. An undefined tensor registers an absent parameter (e.g. bias=false).
   TensorT& register_parameter(std::string name, TensorT t, bool requires_grad = true);
-  /// Adds a buffer: state that is saved and moved with the module but not trained.
-  TensorT& register_buffer(std::string name, TensorT t);
+  /// Adds a buffer: state that is moved with the module but not trained, and saved in
+  /// state_dict() unless `persistent` is false (a cache, e.g. a precomputed mask).
+  TensorT& register_buffer(std::string name, TensorT t, bool persistent = true);
   template <class M>
   std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> m) {
     static_assert(std::is_base_of_v<BasicModule, M>, "register_module needs an nn::Module");
@@ -72,12 +76,28 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
     add_child(std::move(name), holder.ptr());
     return holder;
   }
-  /// Replaces a registered submodule (e.g. to swap a layer); the name must exist.
+  /// Replaces a registered submodule (e.g. to swap a layer); the name must exist. Inside
+  /// Sequential and ModuleList the replacement is also what forward() and [i] use.
   template <class M>
   std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> m) {
+    static_assert(std::is_base_of_v<BasicModule, M>, "replace_module needs an nn::Module");
+    EMBER_CHECK(m != nullptr, "[replace_module] the replacement for '{}' of {} is empty", name, type_name_);
     for (auto& [n, c] : children_)
-      if (n == name) return c = m, m;
+      if (n == name) {
+        Replacement r{m, nullptr};
+        if constexpr (requires(M& x, const TensorT& t) { { x.forward(t) } -> std::convertible_to<TensorT>; })
+          r.forward = [](BasicModule* b, const TensorT& x) -> TensorT { return static_cast<M*>(b)->forward(x); };
+        child_replaced(name, r);  // may refuse (throws) before anything changed
+        c = m;
+        return m;
+      }
     EMBER_FAIL("[replace_module] {} has no submodule named '{}'", type_name_, name);
+  }
+  template <class H>
+    requires requires(H h) { h.ptr(); }
+  H replace_module(const std::string& name, H holder) {
+    replace_module(name, holder.ptr());
+    return holder;
   }
 
   // ---- traversal ----------------------------------------------------------------------------
@@ -87,7 +107,9 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   BasicTensorList<P> named_buffers(bool recurse = true) const;
   std::vector<ModulePtr> children() const;
   const std::vector<std::pair<std::string, ModulePtr>>& named_children() const { return children_; }
-  /// This module (first, when include_self) and all its descendants, depth first.
+  /// This module (first, when include_self) and all its descendants, depth first; a module
+  /// registered in two places is listed once, under its first name (as PyTorch), and likewise
+  /// a shared parameter or buffer in named_parameters() / named_buffers().
   std::vector<ModulePtr> modules(bool include_self = true);
   std::vector<std::pair<std::string, ModulePtr>> named_modules(const std::string& prefix = "",
                                                                bool include_self = true);
@@ -106,7 +128,7 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   /// Calls fn on every module of the tree, children before their parent (as PyTorch).
   void apply(const std::function<void(BasicModule&)>& fn);
 
-  /// Parameters and buffers by dotted name.
+  /// Parameters and persistent buffers by dotted name (shared ones under each of their names).
   BasicTensorList<P> state_dict() const;
   /// Copies values by name. Strict: every missing key, unexpected key and shape or dtype
   /// mismatch is reported in one error. Not strict: mismatched shapes/dtypes still fail;
@@ -129,16 +151,37 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   void clear_registrations() {
     params_.clear();
     buffers_.clear();
+    non_persistent_.clear();
     children_.clear();
   }
   void print_tree(std::string& out, int indent) const;
+  /// Sets this module's training flag only (clone() of containers: the children keep theirs).
+  void set_training_flag(bool on) { training_ = on; }
+  /// What replace_module hands a container: the new module and, when it has one, a call of
+  /// its forward(Tensor).
+  struct Replacement {
+    ModulePtr module;
+    TensorT (*forward)(BasicModule*, const TensorT&);
+  };
+  /// Called by replace_module before the child `name` is replaced; containers that keep their
+  /// own list of children update it (or refuse, by throwing).
+  virtual void child_replaced(const std::string& name, const Replacement& r) {}
   std::string type_name_;
 
  private:
+  using Memo = std::unordered_set<const void*>;
   void add_child(std::string name, ModulePtr m);
-  void collect(BasicTensorList<P>& out, const std::string& prefix, bool params, bool recurse) const;
+  void check_free_name(const std::string& name, const char* what) const;
+  void collect(BasicTensorList<P>& out, const std::string& prefix, bool params, bool recurse, Memo& modules,
+               Memo& tensors) const;
+  void named_modules_into(std::vector<std::pair<std::string, ModulePtr>>& out, const std::string& prefix,
+                          const ModulePtr& self, Memo& seen);
+  bool persistent(const std::string& buffer) const {
+    return std::find(non_persistent_.begin(), non_persistent_.end(), buffer) == non_persistent_.end();
+  }
   std::deque<std::pair<std::string, TensorT>> params_;
   std::deque<std::pair<std::string, TensorT>> buffers_;
+  std::vector<std::string> non_persistent_;  // names of buffers left out of state_dict()
   std::vector<std::pair<std::string, ModulePtr>> children_;
   bool training_ = true;
 };
@@ -152,6 +195,9 @@ template <class Derived, class P = DefaultPolicy>
 class Cloneable : public BasicModule<P> {
  public:
   using BasicModule<P>::BasicModule;
+  /// The dynamic type clone() makes: a class derived from Derived without a Cloneable of its
+  /// own clones as Derived (Sequential refuses to clone such a module as itself).
+  using cloned_type = Derived;
   /// (Re)creates the parameters, buffers and submodules from the options.
   virtual void reset() = 0;
   std::shared_ptr<BasicModule<P>> clone() const override {

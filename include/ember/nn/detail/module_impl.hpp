@@ -26,10 +26,22 @@ inline void check_name(const std::string& name, const std::string& owner, const 
 }  // namespace detail
 
 template <class P>
+void BasicModule<P>::check_free_name(const std::string& name, const char* what) const {
+  detail::check_name(name, type_name_, what);
+  // One namespace for all three kinds, as PyTorch's attributes: a parameter and a buffer of
+  // one name would give state_dict() the key twice.
+  auto clash = [&](const auto& list, const char* kind) {
+    for (const auto& e : list)
+      EMBER_CHECK(e.first != name, "[register_{}] {} already has a {} named '{}'", what, type_name_, kind, name);
+  };
+  clash(params_, "parameter");
+  clash(buffers_, "buffer");
+  clash(children_, "submodule");
+}
+
+template <class P>
 auto BasicModule<P>::register_parameter(std::string name, TensorT t, bool requires_grad) -> TensorT& {
-  detail::check_name(name, type_name_, "parameter");
-  for (auto& [n, v] : params_)
-    EMBER_CHECK(n != name, "[register_parameter] {} already has a parameter named '{}'", type_name_, name);
+  check_free_name(name, "parameter");
   if (t.defined()) {
     EMBER_CHECK(!requires_grad || t.is_floating_point(),
                 "[register_parameter] parameter '{}' of {} must be floating point to require grad, got {}", name,
@@ -43,29 +55,28 @@ auto BasicModule<P>::register_parameter(std::string name, TensorT t, bool requir
 }
 
 template <class P>
-auto BasicModule<P>::register_buffer(std::string name, TensorT t) -> TensorT& {
-  detail::check_name(name, type_name_, "buffer");
-  for (auto& [n, v] : buffers_)
-    EMBER_CHECK(n != name, "[register_buffer] {} already has a buffer named '{}'", type_name_, name);
+auto BasicModule<P>::register_buffer(std::string name, TensorT t, bool persistent) -> TensorT& {
+  check_free_name(name, "buffer");
+  if (!persistent) non_persistent_.push_back(name);
   buffers_.emplace_back(std::move(name), std::move(t));
   return buffers_.back().second;
 }
 
 template <class P>
 void BasicModule<P>::add_child(std::string name, ModulePtr m) {
-  detail::check_name(name, type_name_, "module");
+  check_free_name(name, "module");
   EMBER_CHECK(m != nullptr, "[register_module] submodule '{}' of {} is empty", name, type_name_);
-  for (auto& [n, c] : children_)
-    EMBER_CHECK(n != name, "[register_module] {} already has a submodule named '{}'", type_name_, name);
   children_.emplace_back(std::move(name), std::move(m));
 }
 
 template <class P>
-void BasicModule<P>::collect(BasicTensorList<P>& out, const std::string& prefix, bool params, bool recurse) const {
+void BasicModule<P>::collect(BasicTensorList<P>& out, const std::string& prefix, bool params, bool recurse,
+                             Memo& modules, Memo& tensors) const {
+  if (!modules.insert(this).second) return;  // a module registered twice: listed under its first name
   for (const auto& [n, t] : params ? params_ : buffers_)
-    if (t.defined()) out.emplace_back(prefix + n, t);
+    if (t.defined() && tensors.insert(&t.impl()).second) out.emplace_back(prefix + n, t);
   if (!recurse) return;
-  for (const auto& [n, c] : children_) c->collect(out, prefix + n + ".", params, true);
+  for (const auto& [n, c] : children_) c->collect(out, prefix + n + ".", params, true, modules, tensors);
 }
 
 template <class P>
@@ -80,7 +91,8 @@ std::vector<BasicTensor<P>> BasicModule<P>::parameters(bool recurse) const {
 template <class P>
 BasicTensorList<P> BasicModule<P>::named_parameters(bool recurse) const {
   BasicTensorList<P> out;
-  collect(out, "", true, recurse);
+  Memo modules, tensors;
+  collect(out, "", true, recurse, modules, tensors);
   return out;
 }
 
@@ -94,7 +106,8 @@ std::vector<BasicTensor<P>> BasicModule<P>::buffers(bool recurse) const {
 template <class P>
 BasicTensorList<P> BasicModule<P>::named_buffers(bool recurse) const {
   BasicTensorList<P> out;
-  collect(out, "", false, recurse);
+  Memo modules, tensors;
+  collect(out, "", false, recurse, modules, tensors);
   return out;
 }
 
@@ -116,6 +129,8 @@ template <class P>
 auto BasicModule<P>::named_modules(const std::string& prefix, bool include_self)
     -> std::vector<std::pair<std::string, ModulePtr>> {
   std::vector<std::pair<std::string, ModulePtr>> out;
+  Memo seen;
+  seen.insert(this);
   if (include_self) {
     ModulePtr self = this->weak_from_this().lock();
     EMBER_CHECK(self != nullptr,
@@ -123,11 +138,16 @@ auto BasicModule<P>::named_modules(const std::string& prefix, bool include_self)
                 type_name_);
     out.emplace_back(prefix, self);
   }
-  for (auto& [n, c] : children_) {
-    std::string p = prefix.empty() ? n : prefix + "." + n;
-    for (auto& e : c->named_modules(p, true)) out.push_back(std::move(e));
-  }
+  for (auto& [n, c] : children_) c->named_modules_into(out, prefix.empty() ? n : prefix + "." + n, c, seen);
   return out;
+}
+
+template <class P>
+void BasicModule<P>::named_modules_into(std::vector<std::pair<std::string, ModulePtr>>& out, const std::string& prefix,
+                                        const ModulePtr& self, Memo& seen) {
+  if (!seen.insert(this).second) return;
+  out.emplace_back(prefix, self);
+  for (auto& [n, c] : children_) c->named_modules_into(out, prefix + "." + n, c, seen);
 }
 
 template <class P>
@@ -151,8 +171,13 @@ void BasicModule<P>::to(DType dtype) {
   auto convert = [&](TensorT& t) {
     if (!t.defined() || !t.is_floating_point() || t.dtype() == dtype) return;
     TensorT v = t.to(dtype);
+    TensorT g;
+    if constexpr (autograd::detail::has_autograd<P>()) g = t.grad();
     detail::replace_data(t.impl(), v.impl());
     t.zero_grad();
+    // The gradient goes along, converted (PyTorch's _apply converts param.grad too).
+    if constexpr (autograd::detail::has_autograd<P>())
+      if (g.defined()) t.set_grad(g.to(dtype));
   };
   for (auto& [n, t] : params_) convert(t);
   for (auto& [n, t] : buffers_) convert(t);
@@ -165,8 +190,12 @@ void BasicModule<P>::to(Device device) {
   auto move = [&](TensorT& t) {
     if (!t.defined() || t.device() == device) return;
     TensorT v = t.to(device);
+    TensorT g;
+    if constexpr (autograd::detail::has_autograd<P>()) g = t.grad();
     detail::replace_data(t.impl(), v.impl());
     t.zero_grad();
+    if constexpr (autograd::detail::has_autograd<P>())
+      if (g.defined()) t.set_grad(g.to(device));
   };
   for (auto& [n, t] : params_) move(t);
   for (auto& [n, t] : buffers_) move(t);
@@ -191,7 +220,7 @@ BasicTensorList<P> BasicModule<P>::state_dict() const {
     for (const auto& [n, t] : m.params_)
       if (t.defined()) out.emplace_back(pre + n, t.detach());
     for (const auto& [n, t] : m.buffers_)
-      if (t.defined()) out.emplace_back(pre + n, t.detach());
+      if (t.defined() && m.persistent(n)) out.emplace_back(pre + n, t.detach());
     for (const auto& [n, c] : m.children_) walk(*c, pre + n + ".");
   };
   walk(*this, "");

@@ -90,9 +90,28 @@ class BasicSequentialImpl : public BasicModule<P> {
   }
   ModulePtr clone() const override {
     auto copy = std::make_shared<BasicSequentialImpl>();
-    for (const Entry& e : entries_) copy->add_entry(e.module->clone(), e.call, e.kind);
-    copy->train(this->is_training());
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      const Entry& e = entries_[i];
+      // Each entry's call casts to the type it was added as; the clone must be of that type.
+      EMBER_CHECK(e.clones_as_itself,
+                  "[Sequential] module {} ({}) cannot be cloned as its own type: it derives from a module without "
+                  "a Cloneable of its own (derive it from nn::Cloneable<YourImpl> and rebuild it in reset())",
+                  i, e.module->name());
+      copy->add_entry(e.module->clone(), e.call, e.kind, true);
+    }
+    copy->set_training_flag(this->is_training());  // the children keep their own
     return copy;
+  }
+
+ protected:
+  void child_replaced(const std::string& name, const typename BasicModule<P>::Replacement& r) override {
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (std::to_string(i) != name) continue;
+      EMBER_CHECK(r.forward != nullptr, "[Sequential] the replacement for module {} ({}) has no forward(Tensor)", i,
+                  r.module->name());
+      // Kind::Other: the ReLU/pooling swap in forward() is only for Ember's own types as added.
+      entries_[i] = {r.module, r.forward, Kind::Other, false};
+    }
   }
 
  private:
@@ -102,6 +121,7 @@ class BasicSequentialImpl : public BasicModule<P> {
     ModulePtr module;
     Call call;
     Kind kind;
+    bool clones_as_itself;  // clone() makes an Impl (the type `call` casts to)
   };
   template <class Impl>
   void add(const std::shared_ptr<Impl>& m) {
@@ -110,11 +130,16 @@ class BasicSequentialImpl : public BasicModule<P> {
                           : std::is_same_v<Impl, BasicMaxPoolImpl<1, P>> || std::is_same_v<Impl, BasicMaxPoolImpl<2, P>>
                               ? Kind::MaxPool
                               : Kind::Other;
-    add_entry(m, call, kind);
+    add_entry(m, call, kind, clones_as<Impl>());
   }
-  void add_entry(ModulePtr m, Call call, Kind kind) {
+  template <class Impl>
+  static constexpr bool clones_as() {
+    if constexpr (requires { typename Impl::cloned_type; }) return std::is_same_v<typename Impl::cloned_type, Impl>;
+    else return false;
+  }
+  void add_entry(ModulePtr m, Call call, Kind kind, bool clones_as_itself) {
     this->register_module(std::to_string(entries_.size()), m);
-    entries_.push_back({std::move(m), call, kind});
+    entries_.push_back({std::move(m), call, kind, clones_as_itself});
   }
   std::vector<Entry> entries_;
 };
@@ -151,8 +176,14 @@ class BasicModuleListImpl : public BasicModule<P> {
   ModulePtr clone() const override {
     auto copy = std::make_shared<BasicModuleListImpl>();
     for (auto& m : mods_) copy->add(m->clone());
-    copy->train(this->is_training());
+    copy->set_training_flag(this->is_training());  // the children keep their own
     return copy;
+  }
+
+ protected:
+  void child_replaced(const std::string& name, const typename BasicModule<P>::Replacement& r) override {
+    for (size_t i = 0; i < mods_.size(); ++i)
+      if (std::to_string(i) == name) mods_[i] = r.module;
   }
 
  private:
@@ -198,7 +229,7 @@ class BasicModuleDictImpl : public BasicModule<P> {
   ModulePtr clone() const override {
     auto copy = std::make_shared<BasicModuleDictImpl>();
     for (auto& [n, c] : this->named_children()) copy->insert(n, c->clone());
-    copy->train(this->is_training());
+    copy->set_training_flag(this->is_training());  // the children keep their own
     return copy;
   }
 };
@@ -226,6 +257,7 @@ class BasicParameterListImpl : public BasicModule<P> {
   std::shared_ptr<BasicModule<P>> clone() const override {
     auto copy = std::make_shared<BasicParameterListImpl>();
     for (const TensorT& t : params_) copy->append(t.detach().clone(), t.requires_grad());
+    copy->set_training_flag(this->is_training());
     return copy;
   }
   std::string extra_repr() const override {
