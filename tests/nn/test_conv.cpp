@@ -626,3 +626,102 @@ TEST_CASE("im2col, col2im and the max-pool argmax match their definitions on ran
                                                bad_idx.to(DType::I32).impl()),
                        doctest::Contains("[max_pool_backward] expects int64 indices"), Error);
 }
+
+namespace {
+std::vector<double> flat(const Tensor& t) {
+  Tensor h = t.detach().to(DType::F64).contiguous();
+  return std::vector<double>(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
+}
+}  // namespace
+
+TEST_CASE("resampling and pooling: PyTorch's source pixels, non-finite values stay local, first-max gradients") {
+  const double inf = std::numeric_limits<double>::infinity();
+  namespace F = nn::F;
+  Tensor cols = arange(5, DType::F64).reshape({1, 1, 1, 5});
+  // Nearest with a scale factor: twice the size takes i / 2, the same size copies (PyTorch's
+  // special cases), whatever the factor that led there.
+  CHECK(flat(F::interpolate(cols, {1, 10}, "nearest", false, {2.1, 2.1})) ==
+        std::vector<double>{0, 0, 1, 1, 2, 2, 3, 3, 4, 4});
+  Tensor three = arange(3, DType::F64).reshape({1, 1, 1, 3});
+  CHECK(flat(F::interpolate(three, {1, 3}, "nearest", false, {1.2, 1.2})) == std::vector<double>{0, 1, 2});
+  CHECK(flat(F::interpolate(three, {1, 3}, "bilinear", false, {1.2, 1.2})) == std::vector<double>{0, 1, 2});
+  // The source index in float, as PyTorch: 30 -> 22, output 11 reads pixel 15 (in double
+  // arithmetic 11 * 30 / 22 lands just below 15).
+  Tensor wide = arange(30, DType::F64).reshape({1, 1, 1, 30});
+  CHECK(flat(F::interpolate(wide, {1, 22}))[11] == 15.0);
+  // An inf reaches only the outputs that read it (a matrix product made every output NaN).
+  // The unchanged H dim still weighs its two taps 1 and 0, as PyTorch's kernel: inf * 0 is
+  // NaN in the outputs that read the inf.
+  Tensor with_inf = tensor<double>({inf, 1.0, 2.0, 3.0}).reshape({1, 1, 1, 4});
+  std::vector<double> up = flat(F::interpolate(with_inf, {1, 8}, "bilinear"));
+  for (int i = 0; i < 3; ++i) CHECK(std::isnan(up[i]));
+  CHECK(std::vector<double>(up.begin() + 3, up.end()) == std::vector<double>{1.25, 1.75, 2.25, 2.75, 3.0});
+  CHECK(flat(F::adaptive_avg_pool1d(with_inf.reshape({1, 1, 4}), 2)) == std::vector<double>{inf, 2.5});
+  CHECK(flat(F::adaptive_avg_pool2d(with_inf.reshape({1, 2, 2}), {1, 2})) == std::vector<double>{inf, 2.0});
+  CHECK_THROWS_WITH_AS(nn::Upsample(nn::F::IntArgs{4, 4}, 2.0), doctest::Contains("not both"), Error);
+
+  // Adaptive max pooling over uneven windows: the gradient of a tie goes to the first maximum.
+  Tensor z = zeros({1, 1, 3, 3}, DType::F64).requires_grad_();
+  F::adaptive_max_pool2d(z, {2, 2}).sum().backward();
+  CHECK(flat(z.grad()) == std::vector<double>{1, 1, 0, 1, 1, 0, 0, 0, 0});
+  CHECK_THROWS_WITH_AS(F::adaptive_max_pool2d(z, {0, 2}), doctest::Contains("must be positive"), Error);
+
+  // A dilated max pool may pad up to half its effective kernel (PyTorch >= 2): 'same' size.
+  Tensor x = randn({1, 2, 7, 7}, DType::F64);
+  CHECK(nn::MaxPool2d(nn::PoolOptions(3).stride(1).padding(2).dilation(2))(x).sizes() == Shape{1, 2, 7, 7});
+  CHECK_THROWS_WITH_AS(nn::MaxPool2d(nn::PoolOptions(3).stride(1).padding(3).dilation(2))(x),
+                       doctest::Contains("half the effective kernel size 5"), Error);
+
+  // PixelShuffle of an unbatched (C r^2, H, W) input.
+  Tensor ps = randn({8, 2, 3});
+  CHECK(flat(nn::PixelShuffle(2)(ps)) == flat(nn::PixelShuffle(2)(ps.unsqueeze(0)).squeeze(0)));
+}
+
+TEST_CASE("EmbeddingBag max: padding-only bags are 0, ties send the gradient to the first row; offsets checks") {
+  nn::EmbeddingBag bag(nn::EmbeddingBagOptions(4, 2).mode("max").padding_idx(0));
+  {
+    autograd::NoGradGuard ng;
+    bag->weight.copy_(tensor<float>({{0.0f, 0.0f}, {1.0f, 2.0f}, {1.0f, 2.0f}, {0.5f, 3.0f}}));
+  }
+  Tensor out = bag(tensor<int64_t>({0, 0, 1, 2, 3}), tensor<int64_t>({0, 2}));
+  CHECK(flat(out) == std::vector<double>{0, 0, 1, 3});
+  out.sum().backward();
+  // Row 1 wins feature 0 (tied with row 2: the first), row 3 feature 1.
+  CHECK(flat(bag->weight.grad()) == std::vector<double>{0, 0, 1, 0, 0, 0, 0, 1});
+  CHECK_THROWS_WITH_AS(bag(tensor<int64_t>({1, 2, 3}), tensor<int64_t>({1, 2})),
+                       doctest::Contains("offsets[0] must be 0"), Error);
+  nn::EmbeddingBag sum(nn::EmbeddingBagOptions(4, 2).mode("sum"));
+  CHECK_THROWS_WITH_AS(sum(tensor<int64_t>({{1, 2}}), Tensor(), ones({2, 1})),
+                       doctest::Contains("per_sample_weights must have the input's shape"), Error);
+}
+
+TEST_CASE("normalisation: f16 statistics in f32, shape checks, cumulative BatchNorm, unbatched InstanceNorm2d") {
+  namespace F = nn::F;
+  // Squares of 300 and 600 overflow f16 (max 65504): the statistics are taken in f32.
+  Tensor h = tensor<float>({0.0f, 600.0f}).to(DType::F16);
+  CHECK(flat(F::layer_norm(h, {2})) == std::vector<double>{-1.0, 1.0});
+  std::vector<double> r = flat(F::rms_norm(tensor<float>({300.0f, 400.0f}).to(DType::F16), {2}));
+  CHECK(r[0] == doctest::Approx(300.0 / std::sqrt(125000.0)).epsilon(1e-3));
+  CHECK(r[1] == doctest::Approx(400.0 / std::sqrt(125000.0)).epsilon(1e-3));
+  CHECK(flat(F::group_norm(h.reshape({1, 2, 1}), 1)) == std::vector<double>{-1.0, 1.0});
+  Tensor rm = zeros({1}, DType::F16), rv = ones({1}, DType::F16);
+  CHECK(flat(F::batch_norm(h.reshape({2, 1}), rm, rv, {}, {}, true)) == std::vector<double>{-1.0, 1.0});
+  CHECK(flat(rm) == std::vector<double>{30.0});
+  CHECK_THROWS_WITH_AS(F::rms_norm(randn({2, 5}), {4}), doctest::Contains("does not end with the normalized shape"),
+                       Error);
+  CHECK_THROWS_WITH_AS(F::group_norm(randn({1, 2, 1, 1}), 2), doctest::Contains("more than 1 value per group"), Error);
+
+  // momentum = None: the running statistics are the plain average of the batches so far.
+  nn::BatchNorm1d bn(nn::BatchNormOptions(1).momentum(std::nullopt));
+  bn(tensor<float>({{1.0f}, {3.0f}}));   // mean 2
+  bn(tensor<float>({{5.0f}, {9.0f}}));   // mean 7
+  bn(tensor<float>({{0.0f}, {0.0f}}));   // mean 0
+  CHECK(bn->running_mean.item<float>() == doctest::Approx(3.0));
+  CHECK(bn->to_string().find("momentum=None") != std::string::npos);
+
+  // InstanceNorm2d of an unbatched (C, H, W) input, and of a single pixel (no statistic).
+  nn::InstanceNorm2d in(2);
+  Tensor img = randn({2, 3, 3});
+  CHECK(flat(in(img)) == flat(in(img.unsqueeze(0)).squeeze(0)));
+  CHECK_THROWS_WITH_AS(in(randn({1, 2, 1, 1})), doctest::Contains("more than 1 spatial element"), Error);
+}

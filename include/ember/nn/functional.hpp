@@ -18,6 +18,12 @@
 namespace ember::nn::functional {
 
 namespace detail {
+/// f16 and bf16: normalisation layers compute in f32 and round the result once.
+inline bool reduced_float(DType t) { return t == DType::F16 || t == DType::BF16; }
+template <class P>
+BasicTensor<P> to_f32(const BasicTensor<P>& t) {
+  return t.defined() ? t.to(DType::F32) : t;
+}
 template <class P>
 BasicTensor<P> reduce(const BasicTensor<P>& l, std::string_view reduction, const char* op) {
   if (reduction == "mean") return l.mean();
@@ -95,6 +101,9 @@ BasicTensor<P> layer_norm(const BasicTensor<P>& x, const Shape& normalized_shape
                          bias.defined() ? &bias.impl() : nullptr);
     return BasicTensor<P>::wrap(std::move(r.y));
   }
+  if (detail::reduced_float(x.dtype()))  // statistics in f32, as PyTorch (f16 squares overflow at 256)
+    return layer_norm(x.to(DType::F32), normalized_shape, detail::to_f32(weight), detail::to_f32(bias), eps)
+        .to(x.dtype());
   Shape dims = detail::last_dims(k);
   auto [var, mean] = x.var_mean(dims, 0, true);
   BasicTensor<P> y = (x - mean) * (var + eps).rsqrt();
@@ -109,6 +118,15 @@ BasicTensor<P> rms_norm(const BasicTensor<P>& x, const Shape& normalized_shape, 
   int64_t k = static_cast<int64_t>(normalized_shape.size());
   EMBER_CHECK(k >= 1 && x.dim() >= k, "[rms_norm] input of shape {} cannot be normalised over shape {}", x.sizes(),
               normalized_shape);
+  for (int64_t i = 0; i < k; ++i)
+    EMBER_CHECK(x.size(x.dim() - k + i) == normalized_shape[i],
+                "[rms_norm] input of shape {} does not end with the normalized shape {}", x.sizes(), normalized_shape);
+  EMBER_CHECK(!weight.defined() || weight.sizes() == normalized_shape,
+              "[rms_norm] weight of shape {} must have the normalized shape {}", weight.sizes(), normalized_shape);
+  if (detail::reduced_float(x.dtype())) {  // as PyTorch: in f32, with the input dtype's epsilon
+    const double e16 = x.dtype() == DType::F16 ? 0.0009765625 : 0.0078125;
+    return rms_norm(x.to(DType::F32), normalized_shape, detail::to_f32(weight), eps.value_or(e16)).to(x.dtype());
+  }
   double e = eps.value_or(x.dtype() == DType::F64 ? 2.220446049250313e-16 : 1.1920928955078125e-07);
   BasicTensor<P> y = x * (x.square().mean(detail::last_dims(k), true) + e).rsqrt();
   return weight.defined() ? y * weight : y;

@@ -7,6 +7,7 @@
 /// (ops/conv_ops.hpp). Sizes follow PyTorch.
 
 #include <ember/autograd/grad_mode.hpp>
+#include <ember/nn/functional.hpp>
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
 #include <ember/ops/conv_ops.hpp>
@@ -358,9 +359,10 @@ std::pair<BasicTensor<P>, BasicTensor<P>> max_pool_nd(const BasicTensor<P>& x, i
   bool unbatched;
   BasicTensor<P> xb = batched(x, nd, op, unbatched);
   ops::ConvGeometry g = geometry(nd, kernel, stride, padding, dilation, op);
-  for (int d = 0; d < nd; ++d)
-    EMBER_CHECK(2 * g.pad_before[d] <= g.kernel[d], "[{}] padding {} must be at most half the kernel size {}", op,
-                g.pad_before[d], g.kernel[d]);
+  for (int d = 0; d < nd; ++d)  // PyTorch's bound: half the effective (dilated) kernel
+    EMBER_CHECK(g.pad_before[d] <= ((g.kernel[d] - 1) * g.dilation[d] + 1) / 2,
+                "[{}] padding {} must be at most half the effective kernel size {} (kernel {}, dilation {})", op,
+                g.pad_before[d], (g.kernel[d] - 1) * g.dilation[d] + 1, g.kernel[d], g.dilation[d]);
   if (ceil_mode) apply_ceil_mode(g, xb.sizes(), nd);
   auto [v, i] = dispatch<P>(ops::MaxPool{g}, xb.impl());  // a direct kernel, no im2col copy
   BasicTensor<P> out = BasicTensor<P>::wrap(std::move(v)), idx;
@@ -453,12 +455,36 @@ BasicTensor<P> adaptive_matrix(int64_t in, int64_t out, DType t, Device dev) {
 }
 }  // namespace detail
 
-/// Adaptive average pooling: separable, so one matrix product per spatial dim.
+namespace detail {
+/// Adaptive average over `dim` window by window: each output reads only its window, so an
+/// inf or NaN stays in the windows that hold it (the matrix product multiplies it by the
+/// zeros of every other window: 0 * inf = NaN everywhere).
+template <class P>
+BasicTensor<P> adaptive_avg_windows(const BasicTensor<P>& x, int64_t dim, int64_t out) {
+  const int64_t in = x.size(dim);
+  std::vector<BasicTensor<P>> cells;
+  for (int64_t i = 0; i < out; ++i) {
+    const int64_t s = (i * in) / out, e = ((i + 1) * in + out - 1) / out;
+    cells.push_back(x.narrow(dim, s, e - s).mean({dim}, true));
+  }
+  return cat(cells, dim);
+}
+/// Whether x holds only finite values (the matrix products are exact for those).
+template <class P>
+bool all_finite(const BasicTensor<P>& x) {
+  autograd::NoGradGuard ng;
+  return x.numel() == 0 || x.isfinite().all().template item<bool>();
+}
+}  // namespace detail
+
+/// Adaptive average pooling: separable, so one matrix product per spatial dim (window by
+/// window when the input holds inf or NaN).
 template <class P>
 BasicTensor<P> adaptive_avg_pool1d(const BasicTensor<P>& x, int64_t out) {
   EMBER_CHECK(x.dim() == 2 || x.dim() == 3, "[adaptive_avg_pool1d] expects (C, L) or (N, C, L), got shape {}",
               x.sizes());
   EMBER_CHECK(out > 0, "[adaptive_avg_pool1d] output size must be positive, got {}", out);
+  if (!detail::all_finite(x)) return detail::adaptive_avg_windows(x, x.dim() - 1, out);
   return x.matmul(detail::adaptive_matrix<P>(x.size(-1), out, x.dtype(), x.device()).t());
 }
 template <class P>
@@ -467,6 +493,8 @@ BasicTensor<P> adaptive_avg_pool2d(const BasicTensor<P>& x, IntArgs out) {
               x.sizes());
   auto o = detail::expand_arg(out, 2, "adaptive_avg_pool2d", "output_size");
   EMBER_CHECK(o[0] > 0 && o[1] > 0, "[adaptive_avg_pool2d] output size must be positive, got {}x{}", o[0], o[1]);
+  if (!detail::all_finite(x))
+    return detail::adaptive_avg_windows(detail::adaptive_avg_windows(x, x.dim() - 1, o[1]), x.dim() - 2, o[0]);
   BasicTensor<P> ah = detail::adaptive_matrix<P>(x.size(-2), o[0], x.dtype(), x.device());
   BasicTensor<P> aw = detail::adaptive_matrix<P>(x.size(-1), o[1], x.dtype(), x.device());
   return ah.matmul(x).matmul(aw.t());
@@ -477,7 +505,9 @@ BasicTensor<P> adaptive_max_pool2d(const BasicTensor<P>& x, IntArgs out) {
   EMBER_CHECK(x.dim() == 3 || x.dim() == 4, "[adaptive_max_pool2d] expects (C, H, W) or (N, C, H, W), got shape {}",
               x.sizes());
   auto o = detail::expand_arg(out, 2, "adaptive_max_pool2d", "output_size");
+  EMBER_CHECK(o[0] > 0 && o[1] > 0, "[adaptive_max_pool2d] output size must be positive, got {}x{}", o[0], o[1]);
   int64_t h = x.size(-2), w = x.size(-1);
+  EMBER_CHECK(h > 0 && w > 0, "[adaptive_max_pool2d] input of shape {} has an empty spatial dim", x.sizes());
   if (h % o[0] == 0 && w % o[1] == 0) return max_pool2d(x, {h / o[0], w / o[1]});
   std::vector<BasicTensor<P>> rows;
   for (int64_t i = 0; i < o[0]; ++i) {
@@ -485,7 +515,9 @@ BasicTensor<P> adaptive_max_pool2d(const BasicTensor<P>& x, IntArgs out) {
     std::vector<BasicTensor<P>> cells;
     for (int64_t j = 0; j < o[1]; ++j) {
       int64_t ws = (j * w) / o[1], we = ((j + 1) * w + o[1] - 1) / o[1];
-      cells.push_back(x.narrow(-2, hs, he - hs).narrow(-1, ws, we - ws).amax({-2, -1}));
+      // max over the window with its index: the gradient goes to the first maximum, as
+      // PyTorch's kernel (amax would share it between ties, such as a ReLU's zeros).
+      cells.push_back(x.narrow(-2, hs, he - hs).narrow(-1, ws, we - ws).flatten(-2).max(-1).first);
     }
     rows.push_back(stack(cells, -1));
   }
@@ -523,27 +555,31 @@ BasicTensor<P> batch_norm(const BasicTensor<P>& x, BasicTensor<P> running_mean, 
   for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
   Shape bs(static_cast<size_t>(x.dim()), 1);
   bs[1] = c;
+  // f16 / bf16: statistics and the normalisation in f32 (PyTorch's), the result rounded once.
+  const bool reduced = detail::reduced_float(x.dtype());
+  const BasicTensor<P> xc = reduced ? x.to(DType::F32) : x;
   BasicTensor<P> mean, var;
   if (training) {
     int64_t count = x.numel() / c;
     EMBER_CHECK(count > 1, "[batch_norm] needs more than one value per channel when training, got input shape {}",
                 x.sizes());
-    auto [v, m] = x.var_mean(dims, 0, false);
+    auto [v, m] = xc.var_mean(dims, 0, false);
     mean = m, var = v;
     if (running_mean.defined()) {
       autograd::NoGradGuard ng;
-      running_mean.mul_(1 - momentum).add_(m.detach() * momentum);
-      running_var.mul_(1 - momentum).add_(v.detach() * (momentum * count / (count - 1.0)));
+      running_mean.mul_(1 - momentum).add_((m.detach() * momentum).to(running_mean.dtype()));
+      running_var.mul_(1 - momentum).add_((v.detach() * (momentum * count / (count - 1.0))).to(running_var.dtype()));
     }
   } else {
     EMBER_CHECK(running_mean.defined() && running_var.defined(),
                 "[batch_norm] evaluation needs running statistics (track_running_stats)");
-    mean = running_mean, var = running_var;
+    mean = reduced ? detail::to_f32(running_mean) : running_mean;
+    var = reduced ? detail::to_f32(running_var) : running_var;
   }
-  BasicTensor<P> y = (x - mean.reshape(bs)) * (var.reshape(bs) + eps).rsqrt();
-  if (weight.defined()) y = y * weight.reshape(bs);
-  if (bias.defined()) y = y + bias.reshape(bs);
-  return y;
+  BasicTensor<P> y = (xc - mean.reshape(bs)) * (var.reshape(bs) + eps).rsqrt();
+  if (weight.defined()) y = y * (reduced ? detail::to_f32(weight) : weight).reshape(bs);
+  if (bias.defined()) y = y + (reduced ? detail::to_f32(bias) : bias).reshape(bs);
+  return reduced ? y.to(x.dtype()) : y;
 }
 
 template <class P>
@@ -552,6 +588,12 @@ BasicTensor<P> group_norm(const BasicTensor<P>& x, int64_t groups, const BasicTe
   EMBER_CHECK(x.dim() >= 2, "[group_norm] expects (N, C, ...) input, got shape {}", x.sizes());
   int64_t n = x.size(0), c = x.size(1);
   EMBER_CHECK(groups > 0 && c % groups == 0, "[group_norm] {} channels are not divisible into {} groups", c, groups);
+  // PyTorch's _verify_batch_size on (N * C / G, G, spatial...): one value per group is no statistic.
+  EMBER_CHECK(x.numel() == 0 || x.numel() / groups > 1,
+              "[group_norm] expected more than 1 value per group, got input shape {} with {} groups", x.sizes(),
+              groups);
+  if (detail::reduced_float(x.dtype()))
+    return group_norm(x.to(DType::F32), groups, detail::to_f32(weight), detail::to_f32(bias), eps).to(x.dtype());
   BasicTensor<P> g = x.reshape({n, groups, -1});
   auto [var, mean] = g.var_mean({2}, 0, true);
   BasicTensor<P> y = ((g - mean) * (var + eps).rsqrt()).reshape(x.sizes());
@@ -568,6 +610,8 @@ BasicTensor<P> instance_norm(const BasicTensor<P>& x, const BasicTensor<P>& weig
                              double eps = 1e-5) {
   EMBER_CHECK(x.dim() >= 3, "[instance_norm] expects (N, C, ...) input with spatial dims, got shape {}", x.sizes());
   int64_t n = x.size(0), c = x.size(1);
+  EMBER_CHECK(x.numel() == 0 || x.numel() / (n * c) > 1,
+              "[instance_norm] expected more than 1 spatial element, got input shape {}", x.sizes());
   BasicTensor<P> y = group_norm(x.reshape({1, n * c, -1}), n * c, {}, {}, eps).reshape(x.sizes());
   Shape bs(static_cast<size_t>(x.dim()), 1);
   bs[1] = c;
@@ -578,29 +622,68 @@ BasicTensor<P> instance_norm(const BasicTensor<P>& x, const BasicTensor<P>& weig
 
 // ---- resampling ----------------------------------------------------------------------------
 namespace detail {
-/// (out, in) linear interpolation matrix (PyTorch's source index rule; align_corners or not).
-/// `scale` > 0 is a given scale factor: PyTorch then steps the source by 1 / scale, not in / out
-/// (they differ when in * scale is not a whole number).
-template <class P>
-BasicTensor<P> linear_matrix(int64_t in, int64_t out, bool align_corners, DType t, Device dev, double scale = 0) {
-  BasicTensor<P> m = zeros<P>({out, in}, TensorOptions(DType::F64));
-  double* p = m.template data_ptr<double>();
-  const double step = scale > 0 ? 1.0 / scale : static_cast<double>(in) / out;
-  for (int64_t i = 0; i < out; ++i) {
-    double src = align_corners ? (out > 1 ? static_cast<double>(i) * (in - 1) / (out - 1) : 0.0)
-                               : std::max(0.0, (i + 0.5) * step - 0.5);
-    int64_t i0 = std::min<int64_t>(static_cast<int64_t>(std::floor(src)), in - 1);
-    int64_t i1 = std::min<int64_t>(i0 + 1, in - 1);
-    double f = src - i0;
-    p[i * in + i0] += 1.0 - f;
-    p[i * in + i1] += f;
+/// PyTorch's source pixel for nearest resizing (UpSample.h, nearest_idx): the same pixel at
+/// the same size, i / 2 at twice the size, else floor(i * scale) in float arithmetic, where
+/// scale is 1 / scale_factor when one was given and in / out otherwise.
+inline std::vector<int64_t> nearest_source(int64_t in, int64_t out, double scale_factor) {
+  const float scale =
+      scale_factor > 0 ? static_cast<float>(1.0 / scale_factor) : static_cast<float>(in) / static_cast<float>(out);
+  std::vector<int64_t> v(static_cast<size_t>(out));
+  for (int64_t i = 0; i < out; ++i)
+    v[static_cast<size_t>(i)] = out == in       ? i
+                                : out == 2 * in ? i >> 1
+                                                : std::min(static_cast<int64_t>(std::floor(static_cast<float>(i) * scale)),
+                                                           in - 1);
+  return v;
+}
+
+/// The two source pixels and the weight of the second for each output pixel of a linear
+/// resize, as PyTorch computes them (UpSample.h, compute_source_index_and_lambda) in T (float
+/// for float32 and narrower inputs, double for double): a copy at the same size.
+template <class T>
+void linear_taps(int64_t in, int64_t out, bool align_corners, double scale_factor, std::vector<int64_t>& i0,
+                 std::vector<int64_t>& i1, std::vector<double>& lambda1) {
+  const T ratio = align_corners ? (out > 1 ? static_cast<T>(in - 1) / static_cast<T>(out - 1) : T(0))
+                  : scale_factor > 0 ? static_cast<T>(1.0 / scale_factor)
+                                     : static_cast<T>(in) / static_cast<T>(out);
+  for (int64_t o = 0; o < out; ++o) {
+    if (out == in) {
+      i0.push_back(o), i1.push_back(o), lambda1.push_back(0.0);
+      continue;
+    }
+    const T real = align_corners ? ratio * static_cast<T>(o)
+                                 : std::max(ratio * (static_cast<T>(o) + T(0.5)) - T(0.5), T(0));
+    const int64_t idx = std::min(static_cast<int64_t>(std::floor(real)), in - 1);
+    i0.push_back(idx);
+    i1.push_back(idx + (idx < in - 1 ? 1 : 0));
+    lambda1.push_back(static_cast<double>(std::min(std::max(real - static_cast<T>(idx), T(0)), T(1))));
   }
-  return m.to(t).to(dev);
+}
+
+/// x resized linearly along `dim`: (1 - l) x[i0] + l x[i1] per output pixel. Two taps, not a
+/// matrix product, so an inf or NaN reaches only the outputs that read it.
+template <class P>
+BasicTensor<P> linear_resize(const BasicTensor<P>& x, int64_t dim, int64_t out, bool align_corners,
+                             double scale_factor) {
+  const int64_t in = x.size(dim);
+  std::vector<int64_t> i0, i1;
+  std::vector<double> l1;
+  if (x.dtype() == DType::F64) linear_taps<double>(in, out, align_corners, scale_factor, i0, i1, l1);
+  else linear_taps<float>(in, out, align_corners, scale_factor, i0, i1, l1);
+  auto index = [&](std::vector<int64_t>& v) {
+    BasicTensor<P> t = from_blob<P>(v.data(), {out}, TensorOptions(DType::I64)).clone();
+    return x.is_cpu() ? t : t.to(x.device());
+  };
+  Shape ws(static_cast<size_t>(x.dim()), 1);
+  ws[static_cast<size_t>(dim)] = out;
+  BasicTensor<P> w1 = from_blob<P>(l1.data(), {out}, TensorOptions(DType::F64)).clone().to(x.dtype()).reshape(ws);
+  if (!x.is_cpu()) w1 = w1.to(x.device());
+  return index_select(x, dim, index(i0)) * (1.0 - w1) + index_select(x, dim, index(i1)) * w1;
 }
 }  // namespace detail
 
 /// Nearest or bilinear resizing of (N, C, H, W) to `size`. `scale_factor` (H, W), when the
-/// size came from one, sets the source step to 1 / scale_factor as in PyTorch (Upsample passes it).
+/// size came from one, places the source pixels as in PyTorch (Upsample passes it).
 template <class P>
 BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_view mode = "nearest",
                            bool align_corners = false, std::array<double, 2> scale_factor = {0, 0}) {
@@ -608,12 +691,10 @@ BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_vi
   auto o = detail::expand_arg(size, 2, "interpolate", "size");
   EMBER_CHECK(o[0] > 0 && o[1] > 0, "[interpolate] output size must be positive, got {}x{}", o[0], o[1]);
   int64_t h = x.size(2), w = x.size(3);
+  EMBER_CHECK(h > 0 && w > 0, "[interpolate] input of shape {} has an empty spatial dim", x.sizes());
   if (mode == "nearest") {
     auto index = [&](int64_t in, int64_t out, double scale) {
-      const double step = scale > 0 ? 1.0 / scale : static_cast<double>(in) / out;
-      std::vector<int64_t> v(static_cast<size_t>(out));
-      for (int64_t i = 0; i < out; ++i)
-        v[i] = std::min<int64_t>(static_cast<int64_t>(std::floor(i * step)), in - 1);
+      std::vector<int64_t> v = detail::nearest_source(in, out, scale);
       BasicTensor<P> t = from_blob<P>(v.data(), {out}, TensorOptions(DType::I64)).clone();
       return x.is_cpu() ? t : t.to(x.device());
     };
@@ -622,16 +703,17 @@ BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_vi
     return index_select(index_select(x, 3, index(w, o[1], scale_factor[1])), 2, index(h, o[0], scale_factor[0]));
   }
   EMBER_CHECK(mode == "bilinear", "[interpolate] mode must be 'nearest' or 'bilinear', got '{}'", mode);
-  BasicTensor<P> ah = detail::linear_matrix<P>(h, o[0], align_corners, x.dtype(), x.device(), scale_factor[0]);
-  BasicTensor<P> aw = detail::linear_matrix<P>(w, o[1], align_corners, x.dtype(), x.device(), scale_factor[1]);
-  return ah.matmul(x).matmul(aw.t());
+  // Along W, then H, as PyTorch's kernel combines them.
+  return detail::linear_resize(detail::linear_resize(x, 3, o[1], align_corners, scale_factor[1]), 2, o[0],
+                               align_corners, scale_factor[0]);
 }
 
 /// (N, C r^2, H, W) -> (N, C, H r, W r).
 template <class P>
 BasicTensor<P> pixel_shuffle(const BasicTensor<P>& x, int64_t r) {
+  if (x.dim() == 3) return pixel_shuffle(x.unsqueeze(0), r).squeeze(0);  // unbatched (C r^2, H, W)
   EMBER_CHECK(x.dim() == 4 && r > 0 && x.size(1) % (r * r) == 0,
-              "[pixel_shuffle] expects (N, C * {}^2, H, W), got shape {}", r, x.sizes());
+              "[pixel_shuffle] expects (N, C * {}^2, H, W) or (C * {}^2, H, W), got shape {}", r, r, x.sizes());
   int64_t n = x.size(0), c = x.size(1) / (r * r), h = x.size(2), w = x.size(3);
   return x.reshape({n, c, r, r, h, w}).permute({0, 1, 4, 2, 5, 3}).reshape({n, c, h * r, w * r});
 }

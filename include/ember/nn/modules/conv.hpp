@@ -296,7 +296,9 @@ struct BatchNormOptions {
   BatchNormOptions(int64_t num_features) : num_features_(num_features) {}  // NOLINT
   EMBER_ARG(int64_t, num_features);
   EMBER_ARG(double, eps) = 1e-5;
-  EMBER_ARG(double, momentum) = 0.1;
+  /// std::nullopt: the running statistics are the cumulative average of all batches so far
+  /// (PyTorch's momentum=None).
+  EMBER_ARG(std::optional<double>, momentum) = 0.1;
   EMBER_ARG(bool, affine) = true;
   EMBER_ARG(bool, track_running_stats) = true;
 };
@@ -331,16 +333,18 @@ class BasicBatchNormImpl : public Cloneable<BasicBatchNormImpl<ND, P>, P> {
                 options.num_features(), x.sizes());
     // Batch statistics when training, or always without running statistics.
     bool use_batch = this->is_training() || !options.track_running_stats();
+    double factor = options.momentum().value_or(0.0);
     if (this->is_training() && options.track_running_stats()) {
       autograd::NoGradGuard ng;
       num_batches_tracked.add_(int64_t{1});
+      if (!options.momentum()) factor = 1.0 / static_cast<double>(num_batches_tracked.template item<int64_t>());
     }
-    return F::batch_norm(x, running_mean, running_var, weight, bias, use_batch, options.momentum(), options.eps());
+    return F::batch_norm(x, running_mean, running_var, weight, bias, use_batch, factor, options.eps());
   }
   std::string extra_repr() const override {
     return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", options.num_features(),
-                       options.eps(), options.momentum(), options.affine() ? "True" : "False",
-                       options.track_running_stats() ? "True" : "False");
+                       options.eps(), options.momentum() ? fmt::format("{}", *options.momentum()) : "None",
+                       options.affine() ? "True" : "False", options.track_running_stats() ? "True" : "False");
   }
   BatchNormOptions options;
   TensorT weight, bias, running_mean, running_var, num_batches_tracked;
@@ -394,8 +398,10 @@ class BasicInstanceNorm2dImpl : public Cloneable<BasicInstanceNorm2dImpl<P>, P> 
     bias = this->register_parameter("bias", affine ? zeros<P>({num_features}) : TensorT());
   }
   TensorT forward(const TensorT& x) {
-    EMBER_CHECK(x.dim() == 4 && x.size(1) == num_features, "[InstanceNorm2d] expects (N, {}, H, W), got shape {}",
-                num_features, x.sizes());
+    if (x.dim() == 3) return forward(x.unsqueeze(0)).squeeze(0);  // unbatched (C, H, W)
+    EMBER_CHECK(x.dim() == 4 && x.size(1) == num_features,
+                "[InstanceNorm2d] expects (N, {}, H, W) or ({}, H, W), got shape {}", num_features, num_features,
+                x.sizes());
     return F::instance_norm(x, weight, bias, eps);
   }
   std::string extra_repr() const override {
@@ -417,7 +423,10 @@ class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
   BasicUpsampleImpl(IntArgs size, double scale_factor = 0.0, std::string mode = "nearest", bool align_corners = false)
       : Cloneable<BasicUpsampleImpl<P>, P>("Upsample"), size(std::move(size)), scale_factor(scale_factor),
         mode(std::move(mode)), align_corners(align_corners) {
-    EMBER_CHECK(!this->size.empty() || scale_factor > 0, "[Upsample] needs a size or a positive scale_factor");
+    EMBER_CHECK(!this->size.empty() != (scale_factor > 0),
+                "[Upsample] needs either a size or a positive scale_factor (not both), got {} size values and "
+                "scale_factor {}",
+                this->size.size(), scale_factor);
   }
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) {

@@ -152,12 +152,15 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
                   offsets.defined() ? offsets.sizes() : Shape{});
       TensorT off = offsets.to(DType::I64).contiguous();
       for (int64_t b = 0; b < off.numel(); ++b) starts.push_back(off.template data_ptr<int64_t>()[b]);
+      EMBER_CHECK(starts.empty() || starts[0] == 0, "[EmbeddingBag] offsets[0] must be 0 (PyTorch's rule), got {}",
+                  starts.empty() ? 0 : starts[0]);
     }
     int64_t total = flat.numel();
     TensorT rows = index_select(weight, 0, flat);
     if (per_sample_weights.defined()) {
-      EMBER_CHECK(per_sample_weights.numel() == total, "[EmbeddingBag] per_sample_weights need {} values, got shape {}",
-                  total, per_sample_weights.sizes());
+      EMBER_CHECK(per_sample_weights.sizes() == input.sizes(),
+                  "[EmbeddingBag] per_sample_weights must have the input's shape {}, got {}", input.sizes(),
+                  per_sample_weights.sizes());
       rows = rows * per_sample_weights.reshape({total, 1});
     }
     TensorT keep = options.padding_idx() ? flat.ne(*options.padding_idx()) : TensorT();
@@ -178,8 +181,12 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
         bags.push_back(r.sum({0}));
       } else if (options.mode() == "mean") {
         bags.push_back(n == 0 ? zeros_like(weight.select(0, 0)) : r.sum({0}) / (count_t.defined() ? count_t.clamp_min(1.0) : r.scalar_like(static_cast<double>(n))));
+      } else if (n == 0 || (count_t.defined() && count_t.template item<double>() == 0)) {
+        bags.push_back(zeros_like(weight.select(0, 0)));  // an empty bag, or padding only: 0, as PyTorch
       } else {
-        bags.push_back(n == 0 ? zeros_like(weight.select(0, 0)) : r.amax({0}));
+        // The maximum with its index: the gradient goes to the first maximal row of each
+        // feature, as PyTorch's (amax would share it between ties).
+        bags.push_back(r.max(0).first);
       }
     }
     return stack(bags, 0);
