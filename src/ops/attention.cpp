@@ -85,10 +85,11 @@ void for_each_entry(int64_t batch, F&& f) {
 }
 
 /// Marks the rows of the contiguous (H, L, S) scores whose every entry is -inf (a query the
-/// mask lets attend to nothing); returns whether there is one. Their softmax is 0/0.
-bool mark_dead_rows(const TensorImpl& scores, std::vector<uint8_t>& dead) {
+/// mask lets attend to nothing) in dead[0, H * L); returns whether there is one. Their
+/// softmax is 0/0.
+bool mark_dead_rows(const TensorImpl& scores, uint8_t* dead) {
   const int64_t rows = scores.sizes[0] * scores.sizes[1], s = scores.sizes[2];
-  dead.assign(static_cast<size_t>(rows), 0);
+  std::fill(dead, dead + rows, uint8_t{0});
   bool any = false;
   visit_dtype(scores.dtype, [&]<class T>() {
     if constexpr (std::is_floating_point_v<T>) {
@@ -97,7 +98,7 @@ bool mark_dead_rows(const TensorImpl& scores, std::vector<uint8_t>& dead) {
         const T* row = p + r * s;
         int64_t j = 0;
         while (j < s && row[j] == -std::numeric_limits<T>::infinity()) ++j;  // stops at once on a live row
-        if (j == s) dead[static_cast<size_t>(r)] = 1, any = true;
+        if (j == s) dead[r] = 1, any = true;
       }
     }
   });
@@ -106,13 +107,13 @@ bool mark_dead_rows(const TensorImpl& scores, std::vector<uint8_t>& dead) {
 
 /// Probabilities of the marked rows set to 0 (PyTorch's _safe_softmax): their output is 0 and
 /// their backward sees P = 0, so no NaN reaches any gradient.
-void zero_dead_rows(TensorImpl& probs, const std::vector<uint8_t>& dead) {
-  const int64_t s = probs.sizes[2];
+void zero_dead_rows(TensorImpl& probs, const uint8_t* dead) {
+  const int64_t rows = probs.sizes[0] * probs.sizes[1], s = probs.sizes[2];
   visit_dtype(probs.dtype, [&]<class T>() {
     if constexpr (std::is_floating_point_v<T>) {
       T* p = static_cast<T*>(probs.data());
-      for (size_t r = 0; r < dead.size(); ++r)
-        if (dead[r]) std::fill(p + static_cast<int64_t>(r) * s, p + (static_cast<int64_t>(r) + 1) * s, T(0));
+      for (int64_t r = 0; r < rows; ++r)
+        if (dead[r]) std::fill(p + r * s, p + (r + 1) * s, T(0));
     }
   });
 }
@@ -178,6 +179,9 @@ AttentionResult attention_cpu(const Attention& op, const TensorImpl& q_in, const
   }
   if (batch == 0 || h == 0 || l == 0) return r;
   const Heads P = heads_of(*r.probs);
+  // One flag per query row, each entry its own slice: a task may run on any thread, and the
+  // kernels inside it may hand work to an executor that runs other tasks meanwhile.
+  std::vector<uint8_t> dead(mask_in ? static_cast<size_t>(batch * h * l) : 0);
   for_each_entry(batch, [&](int64_t b) {
     TensorRef p = P.entry(b), o = O.entry(b);
     if (s == 0) {  // no keys: an empty softmax, as the composite form gives (zeros)
@@ -194,10 +198,10 @@ AttentionResult attention_cpu(const Attention& op, const TensorImpl& q_in, const
     }
     if (op.causal) mask_causal(*p);
     // Only a mask can take a whole row (the causal one leaves key 0 to every query).
-    static thread_local std::vector<uint8_t> dead;
-    const bool some_dead = mask_in && mark_dead_rows(*p, dead);
+    uint8_t* dead_b = mask_in ? dead.data() + b * h * l : nullptr;
+    const bool some_dead = mask_in && mark_dead_rows(*p, dead_b);
     Kernels<Cpu>::softmax(*p, *p, 2, false);
-    if (some_dead) zero_dead_rows(*p, dead);
+    if (some_dead) zero_dead_rows(*p, dead_b);
     Kernels<Cpu>::gemm(*o, *p, *V.entry(b), 1.0, 0.0);
   });
   return r;

@@ -270,7 +270,8 @@ TEST_CASE("dataloader: workers run at most prefetch batches ahead of the caller"
   data_test::Watchdog dog(120, "prefetch bound");
   ProbeDataset ds{40};
   data::DataLoader loader(ds, data::DataLoaderOptions(2).num_workers(2).prefetch(3));
-  auto it = loader.begin();  // batch 0 taken: batches 1..3 may be made, not 4
+  auto it = loader.begin();
+  REQUIRE(it != loader.end());  // batch 0 taken: batches 1..3 may be made, not 4
   CHECK(eventually([&] { return ds.calls->load() == 8; }));
   std::this_thread::sleep_for(milliseconds(200));  // give the workers a chance to overrun
   CHECK(ds.calls->load() == 8);
@@ -376,5 +377,21 @@ TEST_CASE("dataloader: loops over one loader nest, each an epoch of its own") {
     auto it = l2->begin();
     CHECK(it != l2->end());
     delete l2;
+  }
+}
+
+TEST_CASE("dataloader: an exception from the first batch leaves the iterator's epoch going") {
+  data_test::Watchdog dog(120, "first batch throws");
+  for (int64_t workers : {0, 2}) {
+    CAPTURE(workers);
+    ProbeDataset ds{6};
+    ds.throw_at = 0;
+    data::DataLoader loader(ds, data::DataLoaderOptions(2).num_workers(workers));
+    auto it = loader.begin();  // makes no batch yet: nothing to throw
+    CHECK_THROWS_WITH_AS((void)(it != loader.end()), "[probe] cannot read example 0 (disk on fire)", Error);
+    ++it;  // the next batch of the same epoch
+    REQUIRE(it != loader.end());
+    CHECK(values(it->select(1, 0))[0] == 2.0);
+    CHECK(loader.epoch() == 1);
   }
 }

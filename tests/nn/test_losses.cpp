@@ -367,6 +367,10 @@ TEST_CASE("ctc_loss: empty inputs, zero_infinity, target shapes, one unbatched s
   CHECK(none[0] == 0.0);
   CHECK(std::isfinite(none[1]));
   CHECK(std::isinf(vals(nn::F::ctc_loss(lp, tensor<int64_t>({{1}, {2}}), {0, 3}, {1, 1}, 0, "none"))[0]));
+  // With no frames at all the loss still hangs on log_probs: a zero gradient, as PyTorch.
+  Tensor lp_leaf = lp.clone().requires_grad_();
+  nn::F::ctc_loss(lp_leaf, tensor<int64_t>({{1}, {2}}), {0, 0}, {1, 1}, 0, "mean", true).backward();
+  CHECK(lp_leaf.grad().abs().sum().item<double>() == 0.0);
   // Targets that do not fit the lengths are refused before a label is read.
   CHECK_THROWS_WITH_AS(nn::F::ctc_loss(lp, tensor<int64_t>({{1, 2}}), {3, 3}, {2, 2}),
                        doctest::Contains("fit neither"), Error);  // one row for two samples

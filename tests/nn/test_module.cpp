@@ -436,4 +436,9 @@ TEST_CASE("nn containers: replace_module updates what forward runs; clone refuse
   nn::Sequential sub(std::make_shared<ScaledLinearImpl>());
   CHECK(sub(ones({1, 2})).sizes() == Shape({1, 2}));
   CHECK_THROWS_WITH_AS(sub->clone(), doctest::Contains("cannot be cloned as its own type"), Error);
+  // Containers clone as themselves (their own clone()), also nested, and after a replacement.
+  nn::Sequential outer(nn::Sequential(nn::Linear(2, 2)), nn::ReLU());
+  CHECK(outer->clone()->named_parameters().size() == 2);
+  seq->replace_module("0", nn::Linear(2, 2));
+  CHECK(seq->clone()->named_parameters().size() == 2);
 }

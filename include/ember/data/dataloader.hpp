@@ -18,10 +18,12 @@
 /// Workers: with num_workers > 0, that many threads make batches in order of batch index; at
 /// most prefetch batches (default 2 x num_workers) are in flight or waiting, counting from
 /// the next one the caller will take. An exception thrown while making a batch is rethrown
-/// to the caller, intact, at that batch (from begin(), ++ or next()); the epoch can go on
-/// with the following batch. Each begin() starts an epoch of its own (loops over one loader
-/// may nest, as in PyTorch); when its last iterator goes, or the loader is destroyed,
-/// mid-epoch, its workers stop after the sample each is reading and are joined.
+/// to the caller, intact, at that batch (from the iterator's first comparison or read, from
+/// ++, or from next()); with the iterator (or next()) kept, the epoch goes on with the
+/// following batch. Each begin() starts an epoch of its own (loops over one loader may nest,
+/// as in PyTorch; next() keeps an epoch of its own too); when its last iterator goes, or the
+/// loader is destroyed, mid-epoch, its workers stop after the sample each is reading and are
+/// joined.
 /// A DataLoader is used from one thread; the dataset's get() is called from the workers.
 
 #include <ember/data/collate.hpp>
@@ -192,25 +194,42 @@ class DataLoader {
     batch_type& operator*() const { return current(); }
     batch_type* operator->() const { return &current(); }
     Iterator& operator++() {
+      first();
       EMBER_CHECK(run_, "[DataLoader] iterator advanced past the end of the epoch");
-      run_->current.reset();  // free the previous batch before making room for the next
-      run_->current = loader_->fetch(*run_);
-      if (!run_->current) run_.reset();  // the end: the epoch's workers are joined here
+      fetch_next();
       return *this;
     }
     void operator++(int) { ++*this; }
-    friend bool operator==(const Iterator& it, std::default_sentinel_t) { return !it.run_; }
+    friend bool operator==(const Iterator& it, std::default_sentinel_t) {
+      it.first();
+      return !it.run_;
+    }
 
    private:
     friend class DataLoader;
     Iterator(DataLoader* loader, std::shared_ptr<Run> run) : loader_(loader), run_(std::move(run)) {}
+    // The first batch is made when the iterator is first compared, read or advanced, not by
+    // begin(): an exception from it then leaves this iterator (and its epoch) alive, and ++
+    // goes on with the next batch, as after any other batch that threw.
+    void first() const {
+      if (started_ || !run_) return;
+      started_ = true;
+      fetch_next();
+    }
+    void fetch_next() const {
+      run_->current.reset();  // free the previous batch before making room for the next
+      run_->current = loader_->fetch(*run_);
+      if (!run_->current) run_.reset();  // the end: the epoch's workers are joined here
+    }
     batch_type& current() const {
+      first();
       EMBER_CHECK(run_ && run_->current,
                   "[DataLoader] no current batch (the epoch is over, or making the batch threw)");
       return *run_->current;
     }
     DataLoader* loader_ = nullptr;
-    std::shared_ptr<Run> run_;
+    mutable std::shared_ptr<Run> run_;
+    mutable bool started_ = false;
   };
 };
 
@@ -242,9 +261,7 @@ DataLoader<D, Collate>::DataLoader(D dataset, DataLoaderOptions options, std::sh
 
 template <Dataset D, class Collate>
 auto DataLoader<D, Collate>::begin() -> Iterator {
-  Iterator it(this, start_run());
-  ++it;  // the first batch
-  return it;
+  return Iterator(this, start_run());  // the first batch comes with the first use
 }
 
 template <Dataset D, class Collate>

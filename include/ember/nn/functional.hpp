@@ -474,9 +474,10 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
                                                        log_probs.device()).ne(int64_t{0});
     BasicTensor<P> lp = log_probs.select(1, b);  // (T, C)
     if (len == 0) {  // no frames: 0 for an empty target, else impossible (log_probs not read)
+      // The sum of no frames keeps the loss on log_probs' graph, with a zero gradient.
+      BasicTensor<P> none = lp.narrow(0, 0, 0).sum();
       const bool impossible = s > 0 && !zero_infinity;
-      losses.push_back(full<P>({}, impossible ? std::numeric_limits<double>::infinity() : 0.0,
-                               TensorOptions(lp.dtype()).device(lp.device())));
+      losses.push_back(impossible ? none + std::numeric_limits<double>::infinity() : none);
       continue;
     }
     BasicTensor<P> emit0 = index_select(lp.select(0, 0), 0, ext_t);  // (m)

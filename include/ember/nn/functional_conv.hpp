@@ -469,23 +469,27 @@ BasicTensor<P> adaptive_avg_windows(const BasicTensor<P>& x, int64_t dim, int64_
   }
   return cat(cells, dim);
 }
-/// Whether x holds only finite values (the matrix products are exact for those).
+/// Whether the pooled result is all finite. When it is, so was every input element (each lies
+/// in some window with a positive weight), and the matrix product is exact; when it is not,
+/// the product may have spread an inf or NaN (0 * inf) and the windows are recomputed. The
+/// test reads the output, usually much smaller than the input.
 template <class P>
-bool all_finite(const BasicTensor<P>& x) {
+bool all_finite(const BasicTensor<P>& y) {
   autograd::NoGradGuard ng;
-  return x.numel() == 0 || x.isfinite().all().template item<bool>();
+  return y.numel() == 0 || y.isfinite().all().template item<bool>();
 }
 }  // namespace detail
 
 /// Adaptive average pooling: separable, so one matrix product per spatial dim (window by
-/// window when the input holds inf or NaN).
+/// window when the input holds inf or NaN); a plain mean for an output of one.
 template <class P>
 BasicTensor<P> adaptive_avg_pool1d(const BasicTensor<P>& x, int64_t out) {
   EMBER_CHECK(x.dim() == 2 || x.dim() == 3, "[adaptive_avg_pool1d] expects (C, L) or (N, C, L), got shape {}",
               x.sizes());
   EMBER_CHECK(out > 0, "[adaptive_avg_pool1d] output size must be positive, got {}", out);
-  if (!detail::all_finite(x)) return detail::adaptive_avg_windows(x, x.dim() - 1, out);
-  return x.matmul(detail::adaptive_matrix<P>(x.size(-1), out, x.dtype(), x.device()).t());
+  if (out == 1) return x.mean({-1}, true);
+  BasicTensor<P> y = x.matmul(detail::adaptive_matrix<P>(x.size(-1), out, x.dtype(), x.device()).t());
+  return detail::all_finite(y) ? y : detail::adaptive_avg_windows(x, x.dim() - 1, out);
 }
 template <class P>
 BasicTensor<P> adaptive_avg_pool2d(const BasicTensor<P>& x, IntArgs out) {
@@ -493,11 +497,12 @@ BasicTensor<P> adaptive_avg_pool2d(const BasicTensor<P>& x, IntArgs out) {
               x.sizes());
   auto o = detail::expand_arg(out, 2, "adaptive_avg_pool2d", "output_size");
   EMBER_CHECK(o[0] > 0 && o[1] > 0, "[adaptive_avg_pool2d] output size must be positive, got {}x{}", o[0], o[1]);
-  if (!detail::all_finite(x))
-    return detail::adaptive_avg_windows(detail::adaptive_avg_windows(x, x.dim() - 1, o[1]), x.dim() - 2, o[0]);
+  if (o[0] == 1 && o[1] == 1) return x.mean({-2, -1}, true);  // global pooling (a classifier's head)
   BasicTensor<P> ah = detail::adaptive_matrix<P>(x.size(-2), o[0], x.dtype(), x.device());
   BasicTensor<P> aw = detail::adaptive_matrix<P>(x.size(-1), o[1], x.dtype(), x.device());
-  return ah.matmul(x).matmul(aw.t());
+  BasicTensor<P> y = ah.matmul(x).matmul(aw.t());
+  if (detail::all_finite(y)) return y;
+  return detail::adaptive_avg_windows(detail::adaptive_avg_windows(x, x.dim() - 1, o[1]), x.dim() - 2, o[0]);
 }
 /// Adaptive max pooling over each output cell's window.
 template <class P>

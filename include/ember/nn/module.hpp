@@ -42,6 +42,20 @@ struct LoadResult {
   std::vector<std::string> unexpected_keys;  ///< in the dict, not in the module
 };
 
+namespace detail {
+/// Whether M::clone() makes an M: M declares its own clone() (the member pointer's class is
+/// M itself), or is nn::Cloneable<M>. A class derived from a module without either clones as
+/// its base (Sequential refuses to clone it as itself).
+template <class M>
+constexpr bool clones_as_itself() {
+  if constexpr (requires { &M::clone; }) {
+    if constexpr (std::is_same_v<decltype(&M::clone), typename M::ModulePtr (M::*)() const>) return true;
+  }
+  if constexpr (requires { typename M::cloned_type; }) return std::is_same_v<typename M::cloned_type, M>;
+  return false;
+}
+}  // namespace detail
+
 template <class P = DefaultPolicy>
 class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
  public:
@@ -84,7 +98,7 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
     EMBER_CHECK(m != nullptr, "[replace_module] the replacement for '{}' of {} is empty", name, type_name_);
     for (auto& [n, c] : children_)
       if (n == name) {
-        Replacement r{m, nullptr};
+        Replacement r{m, nullptr, detail::clones_as_itself<M>()};
         if constexpr (requires(M& x, const TensorT& t) { { x.forward(t) } -> std::convertible_to<TensorT>; })
           r.forward = [](BasicModule* b, const TensorT& x) -> TensorT { return static_cast<M*>(b)->forward(x); };
         child_replaced(name, r);  // may refuse (throws) before anything changed
@@ -162,6 +176,7 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   struct Replacement {
     ModulePtr module;
     TensorT (*forward)(BasicModule*, const TensorT&);
+    bool clones_as_itself;  ///< module->clone() makes the type `forward` casts to
   };
   /// Called by replace_module before the child `name` is replaced; containers that keep their
   /// own list of children update it (or refuse, by throwing).

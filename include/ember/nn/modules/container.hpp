@@ -94,8 +94,9 @@ class BasicSequentialImpl : public BasicModule<P> {
       const Entry& e = entries_[i];
       // Each entry's call casts to the type it was added as; the clone must be of that type.
       EMBER_CHECK(e.clones_as_itself,
-                  "[Sequential] module {} ({}) cannot be cloned as its own type: it derives from a module without "
-                  "a Cloneable of its own (derive it from nn::Cloneable<YourImpl> and rebuild it in reset())",
+                  "[Sequential] module {} ({}) cannot be cloned as its own type: its clone() is inherited from a "
+                  "base class and would make a base object (give it a clone() of its own, e.g. derive it from "
+                  "nn::Cloneable<YourImpl> and rebuild it in reset())",
                   i, e.module->name());
       copy->add_entry(e.module->clone(), e.call, e.kind, true);
     }
@@ -110,7 +111,7 @@ class BasicSequentialImpl : public BasicModule<P> {
       EMBER_CHECK(r.forward != nullptr, "[Sequential] the replacement for module {} ({}) has no forward(Tensor)", i,
                   r.module->name());
       // Kind::Other: the ReLU/pooling swap in forward() is only for Ember's own types as added.
-      entries_[i] = {r.module, r.forward, Kind::Other, false};
+      entries_[i] = {r.module, r.forward, Kind::Other, r.clones_as_itself};
     }
   }
 
@@ -130,12 +131,7 @@ class BasicSequentialImpl : public BasicModule<P> {
                           : std::is_same_v<Impl, BasicMaxPoolImpl<1, P>> || std::is_same_v<Impl, BasicMaxPoolImpl<2, P>>
                               ? Kind::MaxPool
                               : Kind::Other;
-    add_entry(m, call, kind, clones_as<Impl>());
-  }
-  template <class Impl>
-  static constexpr bool clones_as() {
-    if constexpr (requires { typename Impl::cloned_type; }) return std::is_same_v<typename Impl::cloned_type, Impl>;
-    else return false;
+    add_entry(m, call, kind, nn::detail::clones_as_itself<Impl>());
   }
   void add_entry(ModulePtr m, Call call, Kind kind, bool clones_as_itself) {
     this->register_module(std::to_string(entries_.size()), m);

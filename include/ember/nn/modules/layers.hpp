@@ -164,6 +164,14 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
       rows = rows * per_sample_weights.reshape({total, 1});
     }
     TensorT keep = options.padding_idx() ? flat.ne(*options.padding_idx()) : TensorT();
+    // Max bags need to know whether a bag holds only padding: counted on the host, once.
+    std::vector<int64_t> pad_prefix;  // pad_prefix[i] = padding entries among the first i
+    if (keep.defined() && options.mode() == "max") {
+      TensorT host = flat.to(Device::cpu()).contiguous();
+      const int64_t* ip = host.template data_ptr<int64_t>();
+      pad_prefix.assign(static_cast<size_t>(total) + 1, 0);
+      for (int64_t i = 0; i < total; ++i) pad_prefix[i + 1] = pad_prefix[i] + (ip[i] == *options.padding_idx());
+    }
     std::vector<TensorT> bags;
     for (size_t b = 0; b < starts.size(); ++b) {
       int64_t s = starts[b], e = b + 1 < starts.size() ? starts[b + 1] : total;
@@ -181,7 +189,7 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
         bags.push_back(r.sum({0}));
       } else if (options.mode() == "mean") {
         bags.push_back(n == 0 ? zeros_like(weight.select(0, 0)) : r.sum({0}) / (count_t.defined() ? count_t.clamp_min(1.0) : r.scalar_like(static_cast<double>(n))));
-      } else if (n == 0 || (count_t.defined() && count_t.template item<double>() == 0)) {
+      } else if (n == 0 || (!pad_prefix.empty() && pad_prefix[e] - pad_prefix[s] == n)) {
         bags.push_back(zeros_like(weight.select(0, 0)));  // an empty bag, or padding only: 0, as PyTorch
       } else {
         // The maximum with its index: the gradient goes to the first maximal row of each
