@@ -395,3 +395,12 @@ TEST_CASE("dataloader: an exception from the first batch leaves the iterator's e
     CHECK(loader.epoch() == 1);
   }
 }
+
+TEST_CASE("dataloader: copies of a fresh iterator share its first batch") {
+  ProbeDataset ds{6};
+  data::DataLoader loader(ds, data::DataLoaderOptions(2));
+  auto it = loader.begin();
+  auto copy = it;
+  REQUIRE(copy != loader.end());  // the copy makes batch 0 ...
+  CHECK(values(it->select(1, 0))[0] == 0.0);  // ... and the original sees that one, not batch 1
+}

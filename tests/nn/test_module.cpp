@@ -360,6 +360,12 @@ struct ScaledLinearImpl : nn::LinearImpl {
   Tensor forward(const Tensor& x) { return nn::LinearImpl::forward(x) * scales[3]; }
   std::vector<double> scales;
 };
+/// A module with a clone() of its own (noexcept, which changes its member pointer's type).
+struct DoublerImpl : nn::Module {
+  DoublerImpl() : nn::Module("Doubler") {}
+  Tensor forward(const Tensor& x) { return x * 2.0; }
+  ModulePtr clone() const noexcept override { return std::make_shared<DoublerImpl>(); }
+};
 /// A module with a cache that is not part of its state.
 struct CachedImpl : nn::Cloneable<CachedImpl> {
   CachedImpl() : nn::Cloneable<CachedImpl>("Cached") { reset(); }
@@ -441,4 +447,8 @@ TEST_CASE("nn containers: replace_module updates what forward runs; clone refuse
   CHECK(outer->clone()->named_parameters().size() == 2);
   seq->replace_module("0", nn::Linear(2, 2));
   CHECK(seq->clone()->named_parameters().size() == 2);
+  nn::Sequential doubled(std::make_shared<DoublerImpl>());
+  auto dc = std::dynamic_pointer_cast<nn::SequentialImpl>(doubled->clone());
+  REQUIRE(dc != nullptr);
+  CHECK(dc->forward(ones({1})).item<float>() == 2.0f);
 }

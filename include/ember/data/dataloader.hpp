@@ -161,6 +161,7 @@ class DataLoader {
     std::vector<int64_t> indices;
     int64_t num_batches = 0;
     int64_t next_batch = 0;  // without workers: the next batch to make
+    bool started = false;    // an iterator has made (or tried to make) the first batch
     std::optional<batch_type> current;
     std::vector<std::optional<batch_type>> slots;
     // Declared last, so destroyed first: the workers are joined before the slots they fill go.
@@ -211,9 +212,10 @@ class DataLoader {
     // The first batch is made when the iterator is first compared, read or advanced, not by
     // begin(): an exception from it then leaves this iterator (and its epoch) alive, and ++
     // goes on with the next batch, as after any other batch that threw.
+    // The flag lives in the epoch, shared by copies of the iterator: one first batch for all.
     void first() const {
-      if (started_ || !run_) return;
-      started_ = true;
+      if (!run_ || run_->started) return;
+      run_->started = true;
       fetch_next();
     }
     void fetch_next() const {
@@ -229,7 +231,6 @@ class DataLoader {
     }
     DataLoader* loader_ = nullptr;
     mutable std::shared_ptr<Run> run_;
-    mutable bool started_ = false;
   };
 };
 

@@ -46,10 +46,12 @@ namespace detail {
 /// Whether M::clone() makes an M: M declares its own clone() (the member pointer's class is
 /// M itself), or is nn::Cloneable<M>. A class derived from a module without either clones as
 /// its base (Sequential refuses to clone it as itself).
+template <class C, class F>
+C member_class(F C::*);  // the class that declares a member (unevaluated use only)
 template <class M>
 constexpr bool clones_as_itself() {
   if constexpr (requires { &M::clone; }) {
-    if constexpr (std::is_same_v<decltype(&M::clone), typename M::ModulePtr (M::*)() const>) return true;
+    if constexpr (std::is_same_v<decltype(member_class(&M::clone)), M>) return true;
   }
   if constexpr (requires { typename M::cloned_type; }) return std::is_same_v<typename M::cloned_type, M>;
   return false;
