@@ -32,11 +32,35 @@ std::vector<int64_t> SequentialSampler::indices(int64_t) const {
   return p;
 }
 
-RandomSampler::RandomSampler(int64_t n, uint64_t seed) : n_(n), seed_(seed) {
+RandomSampler::RandomSampler(int64_t n, uint64_t seed, bool replacement, std::optional<int64_t> num_samples)
+    : n_(n), seed_(seed), replacement_(replacement), num_samples_(num_samples) {
   EMBER_CHECK(n >= 0, "[RandomSampler] size must be non-negative, got {}", n);
+  EMBER_CHECK(!num_samples || *num_samples > 0, "[RandomSampler] num_samples must be positive (as PyTorch), got {}",
+              num_samples.value_or(0));
+  EMBER_CHECK(!num_samples || n > 0, "[RandomSampler] cannot draw {} samples from an empty dataset",
+              num_samples.value_or(0));
 }
 
-std::vector<int64_t> RandomSampler::indices(int64_t epoch) const { return random_permutation(n_, seed_, epoch); }
+std::vector<int64_t> RandomSampler::indices(int64_t epoch) const {
+  if (!replacement_ && !num_samples_) return random_permutation(n_, seed_, epoch);
+  const int64_t m = size();
+  Generator g(seed_, static_cast<uint64_t>(epoch));
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(m));
+  if (replacement_) {
+    for (int64_t k = 0; k < m; ++k) out.push_back(static_cast<int64_t>(g.below(static_cast<uint64_t>(n_))));
+    return out;
+  }
+  // Permutations one after another (the first is random_permutation's), the last cut short.
+  std::vector<int64_t> p(static_cast<size_t>(n_));
+  while (static_cast<int64_t>(out.size()) < m) {
+    std::iota(p.begin(), p.end(), int64_t{0});
+    for (int64_t i = n_ - 1; i > 0; --i) std::swap(p[i], p[g.below(static_cast<uint64_t>(i) + 1)]);
+    const int64_t take = std::min<int64_t>(n_, m - static_cast<int64_t>(out.size()));
+    out.insert(out.end(), p.begin(), p.begin() + take);
+  }
+  return out;
+}
 
 SubsetSampler::SubsetSampler(std::vector<int64_t> indices, bool shuffle, uint64_t seed)
     : indices_(std::move(indices)), shuffle_(shuffle), seed_(seed) {

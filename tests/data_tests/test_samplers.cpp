@@ -193,3 +193,32 @@ TEST_CASE("samplers: distributed split pads like PyTorch and partitions the epoc
   CHECK_ERROR(data::DistributedSampler(10, 3, 3), "[DistributedSampler]", "rank 3", "[0, 3)");
   CHECK_ERROR(data::DistributedSampler(10, 0, 0), "[DistributedSampler]", "num_replicas", "0");
 }
+
+TEST_CASE("samplers: random with num_samples and replacement, as PyTorch's RandomSampler") {
+  using data_test::error_of;
+  // Without replacement: whole permutations, then the start of another; the first block is
+  // the plain sampler's permutation.
+  data::RandomSampler plain(5, 9), more(5, 9, false, 12), fewer(5, 9, false, 3);
+  std::vector<int64_t> p = plain.indices(2), m = more.indices(2), f = fewer.indices(2);
+  CHECK(more.size() == 12);
+  REQUIRE(m.size() == 12);
+  CHECK(std::vector<int64_t>(m.begin(), m.begin() + 5) == p);
+  std::vector<int64_t> second(m.begin() + 5, m.begin() + 10);
+  std::sort(second.begin(), second.end());
+  CHECK(second == std::vector<int64_t>{0, 1, 2, 3, 4});  // another permutation
+  CHECK(f == std::vector<int64_t>(p.begin(), p.begin() + 3));
+  // With replacement: uniform draws in range, repeats allowed, every index seen in a long run.
+  data::RandomSampler draws(4, 3, true, 400);
+  std::vector<int64_t> d = draws.indices(0);
+  REQUIRE(d.size() == 400);
+  std::vector<int64_t> counts(4, 0);
+  for (int64_t i : d) {
+    REQUIRE((i >= 0 && i < 4));
+    ++counts[static_cast<size_t>(i)];
+  }
+  for (int64_t c : counts) CHECK(c > 60);
+  CHECK(draws.indices(0) == d);  // fixed per (seed, epoch)
+  CHECK(draws.indices(1) != d);
+  CHECK_ERROR(data::RandomSampler(4, 0, false, 0), "[RandomSampler]", "num_samples must be positive");
+  CHECK_ERROR(data::RandomSampler(0, 0, true, 3), "[RandomSampler]", "empty dataset");
+}

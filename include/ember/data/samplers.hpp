@@ -10,6 +10,7 @@
 ///   data::DataLoader loader(ds, data::DataLoaderOptions().batch_size(32), s);
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace ember::data {
@@ -36,16 +37,21 @@ class SequentialSampler final : public Sampler {
 };
 
 /// A permutation of 0..n-1 (without replacement), a new one each epoch, from Generator(seed,
-/// epoch) by Fisher-Yates.
+/// epoch) by Fisher-Yates. As PyTorch's RandomSampler, `num_samples` (default n) may ask for
+/// more or fewer: without replacement, whole permutations one after another and the start of
+/// one more; with `replacement`, independent uniform draws.
 class RandomSampler final : public Sampler {
  public:
-  explicit RandomSampler(int64_t n, uint64_t seed = 0);
+  explicit RandomSampler(int64_t n, uint64_t seed = 0, bool replacement = false,
+                         std::optional<int64_t> num_samples = std::nullopt);
   std::vector<int64_t> indices(int64_t epoch) const override;
-  int64_t size() const override { return n_; }
+  int64_t size() const override { return num_samples_.value_or(n_); }
 
  private:
   int64_t n_;
   uint64_t seed_;
+  bool replacement_;
+  std::optional<int64_t> num_samples_;
 };
 
 /// The given indices, in order or (shuffle) permuted per epoch as RandomSampler does.
