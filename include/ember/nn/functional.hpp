@@ -18,6 +18,17 @@
 namespace ember::nn::functional {
 
 namespace detail {
+/// The number of normalised dims; fails unless x ends with normalized_shape (layer/rms norm).
+template <class P>
+int64_t check_normalized_shape(const BasicTensor<P>& x, const Shape& normalized_shape, const char* op) {
+  const auto k = static_cast<int64_t>(normalized_shape.size());
+  EMBER_CHECK(k >= 1 && x.dim() >= k, "[{}] input of shape {} cannot be normalised over shape {}", op, x.sizes(),
+              normalized_shape);
+  for (int64_t i = 0; i < k; ++i)
+    EMBER_CHECK(x.size(x.dim() - k + i) == normalized_shape[i],
+                "[{}] input of shape {} does not end with the normalized shape {}", op, x.sizes(), normalized_shape);
+  return k;
+}
 /// f16 and bf16: normalisation layers compute in f32 and round the result once.
 inline bool reduced_float(DType t) { return t == DType::F16 || t == DType::BF16; }
 template <class P>
@@ -78,13 +89,7 @@ BasicTensor<P> dropout2d(const BasicTensor<P>& x, double p = 0.5, bool training 
 template <class P>
 BasicTensor<P> layer_norm(const BasicTensor<P>& x, const Shape& normalized_shape, const BasicTensor<P>& weight = {},
                           const BasicTensor<P>& bias = {}, double eps = 1e-5) {
-  int64_t k = static_cast<int64_t>(normalized_shape.size());
-  EMBER_CHECK(k >= 1 && x.dim() >= k, "[layer_norm] input of shape {} cannot be normalised over shape {}", x.sizes(),
-              normalized_shape);
-  for (int64_t i = 0; i < k; ++i)
-    EMBER_CHECK(x.size(x.dim() - k + i) == normalized_shape[i],
-                "[layer_norm] input of shape {} does not end with the normalized shape {}", x.sizes(),
-                normalized_shape);
+  const int64_t k = detail::check_normalized_shape(x, normalized_shape, "layer_norm");
   for (const BasicTensor<P>* p : {&weight, &bias}) {
     if (!p->defined()) continue;
     const char* what = p == &weight ? "weight" : "bias";
@@ -115,12 +120,7 @@ BasicTensor<P> layer_norm(const BasicTensor<P>& x, const Shape& normalized_shape
 template <class P>
 BasicTensor<P> rms_norm(const BasicTensor<P>& x, const Shape& normalized_shape, const BasicTensor<P>& weight = {},
                         std::optional<double> eps = {}) {
-  int64_t k = static_cast<int64_t>(normalized_shape.size());
-  EMBER_CHECK(k >= 1 && x.dim() >= k, "[rms_norm] input of shape {} cannot be normalised over shape {}", x.sizes(),
-              normalized_shape);
-  for (int64_t i = 0; i < k; ++i)
-    EMBER_CHECK(x.size(x.dim() - k + i) == normalized_shape[i],
-                "[rms_norm] input of shape {} does not end with the normalized shape {}", x.sizes(), normalized_shape);
+  const int64_t k = detail::check_normalized_shape(x, normalized_shape, "rms_norm");
   EMBER_CHECK(!weight.defined() || weight.sizes() == normalized_shape,
               "[rms_norm] weight of shape {} must have the normalized shape {}", weight.sizes(), normalized_shape);
   if (detail::reduced_float(x.dtype())) {  // as PyTorch: in f32, with the input dtype's epsilon

@@ -675,15 +675,12 @@ BasicTensor<P> linear_resize(const BasicTensor<P>& x, int64_t dim, int64_t out, 
   std::vector<double> l1;
   if (x.dtype() == DType::F64) linear_taps<double>(in, out, align_corners, scale_factor, i0, i1, l1);
   else linear_taps<float>(in, out, align_corners, scale_factor, i0, i1, l1);
-  auto index = [&](std::vector<int64_t>& v) {
-    BasicTensor<P> t = from_blob<P>(v.data(), {out}, TensorOptions(DType::I64)).clone();
-    return x.is_cpu() ? t : t.to(x.device());
-  };
   Shape ws(static_cast<size_t>(x.dim()), 1);
   ws[static_cast<size_t>(dim)] = out;
   BasicTensor<P> w1 = from_blob<P>(l1.data(), {out}, TensorOptions(DType::F64)).clone().to(x.dtype()).reshape(ws);
   if (!x.is_cpu()) w1 = w1.to(x.device());
-  return index_select(x, dim, index(i0)) * (1.0 - w1) + index_select(x, dim, index(i1)) * w1;
+  return index_select(x, dim, ember::detail::index_tensor_1d<P>(std::move(i0), x.device())) * (1.0 - w1) +
+         index_select(x, dim, ember::detail::index_tensor_1d<P>(std::move(i1), x.device())) * w1;
 }
 }  // namespace detail
 
@@ -699,9 +696,7 @@ BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_vi
   EMBER_CHECK(h > 0 && w > 0, "[interpolate] input of shape {} has an empty spatial dim", x.sizes());
   if (mode == "nearest") {
     auto index = [&](int64_t in, int64_t out, double scale) {
-      std::vector<int64_t> v = detail::nearest_source(in, out, scale);
-      BasicTensor<P> t = from_blob<P>(v.data(), {out}, TensorOptions(DType::I64)).clone();
-      return x.is_cpu() ? t : t.to(x.device());
+      return ember::detail::index_tensor_1d<P>(detail::nearest_source(in, out, scale), x.device());
     };
     // Columns first, on the smaller input; rows are then whole-row copies. The backward runs
     // the other way round: whole-row adds on the large gradient, columns on the smaller one.

@@ -19,6 +19,17 @@ inline void replace_data(ember::detail::TensorImpl& t, const ember::detail::Tens
   t.strides = v.strides;
   t.refresh();
 }
+/// Replaces t's values by convert(t) in place (handles stay valid); its gradient goes along,
+/// converted the same way (PyTorch's _apply converts param.grad too).
+template <class P, class F>
+void convert_in_place(BasicTensor<P>& t, F&& convert) {
+  BasicTensor<P> v = convert(t), g;
+  if constexpr (autograd::detail::has_autograd<P>()) g = t.grad();
+  replace_data(t.impl(), v.impl());
+  t.zero_grad();
+  if constexpr (autograd::detail::has_autograd<P>())
+    if (g.defined()) t.set_grad(convert(g));
+}
 inline void check_name(const std::string& name, const std::string& owner, const char* what) {
   EMBER_CHECK(!name.empty() && name.find('.') == std::string::npos,
               "[register_{}] {} name '{}' must be non-empty and contain no '.'", what, owner, name);
@@ -170,14 +181,7 @@ void BasicModule<P>::to(DType dtype) {
   autograd::NoGradGuard ng;
   auto convert = [&](TensorT& t) {
     if (!t.defined() || !t.is_floating_point() || t.dtype() == dtype) return;
-    TensorT v = t.to(dtype);
-    TensorT g;
-    if constexpr (autograd::detail::has_autograd<P>()) g = t.grad();
-    detail::replace_data(t.impl(), v.impl());
-    t.zero_grad();
-    // The gradient goes along, converted (PyTorch's _apply converts param.grad too).
-    if constexpr (autograd::detail::has_autograd<P>())
-      if (g.defined()) t.set_grad(g.to(dtype));
+    detail::convert_in_place(t, [&](const TensorT& x) { return x.to(dtype); });
   };
   for (auto& [n, t] : params_) convert(t);
   for (auto& [n, t] : buffers_) convert(t);
@@ -189,13 +193,7 @@ void BasicModule<P>::to(Device device) {
   autograd::NoGradGuard ng;
   auto move = [&](TensorT& t) {
     if (!t.defined() || t.device() == device) return;
-    TensorT v = t.to(device);
-    TensorT g;
-    if constexpr (autograd::detail::has_autograd<P>()) g = t.grad();
-    detail::replace_data(t.impl(), v.impl());
-    t.zero_grad();
-    if constexpr (autograd::detail::has_autograd<P>())
-      if (g.defined()) t.set_grad(g.to(device));
+    detail::convert_in_place(t, [&](const TensorT& x) { return x.to(device); });
   };
   for (auto& [n, t] : params_) move(t);
   for (auto& [n, t] : buffers_) move(t);

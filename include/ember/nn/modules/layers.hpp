@@ -164,9 +164,10 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
       rows = rows * per_sample_weights.reshape({total, 1});
     }
     TensorT keep = options.padding_idx() ? flat.ne(*options.padding_idx()) : TensorT();
-    // Max bags need to know whether a bag holds only padding: counted on the host, once.
+    // Padding entries per bag (mean divides by the others; a max bag of padding only is 0),
+    // counted on the host once, not with a tensor op and a sync per bag.
     std::vector<int64_t> pad_prefix;  // pad_prefix[i] = padding entries among the first i
-    if (keep.defined() && options.mode() == "max") {
+    if (keep.defined()) {
       TensorT host = flat.to(Device::cpu()).contiguous();
       const int64_t* ip = host.template data_ptr<int64_t>();
       pad_prefix.assign(static_cast<size_t>(total) + 1, 0);
@@ -178,18 +179,17 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
       EMBER_CHECK(s >= 0 && s <= e && e <= total, "[EmbeddingBag] offsets {} .. {} are out of range for {} indices", s,
                   e, total);
       TensorT r = rows.narrow(0, s, e - s);
-      TensorT count_t;
       if (keep.defined()) {
         TensorT k = keep.narrow(0, s, e - s).unsqueeze(1);
         r = options.mode() == "max" ? where(k, r, -INFINITY) : where(k, r, 0.0);
-        count_t = k.to(weight.dtype()).sum();
       }
-      int64_t n = e - s;
+      const int64_t n = e - s, pads = pad_prefix.empty() ? 0 : pad_prefix[e] - pad_prefix[s];
       if (options.mode() == "sum") {
         bags.push_back(r.sum({0}));
       } else if (options.mode() == "mean") {
-        bags.push_back(n == 0 ? zeros_like(weight.select(0, 0)) : r.sum({0}) / (count_t.defined() ? count_t.clamp_min(1.0) : r.scalar_like(static_cast<double>(n))));
-      } else if (n == 0 || (!pad_prefix.empty() && pad_prefix[e] - pad_prefix[s] == n)) {
+        bags.push_back(n == 0 ? zeros_like(weight.select(0, 0))
+                              : r.sum({0}) / static_cast<double>(std::max<int64_t>(n - pads, 1)));
+      } else if (n == 0 || pads == n) {
         bags.push_back(zeros_like(weight.select(0, 0)));  // an empty bag, or padding only: 0, as PyTorch
       } else {
         // The maximum with its index: the gradient goes to the first maximal row of each
