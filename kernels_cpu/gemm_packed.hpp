@@ -294,13 +294,21 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
   const bool steps_direct = a.sr == 1 && a.sc != 1 && a.sc % 128 != 0;
   const bool steps_per_panel = a.sr == 1 && a.sc != 1 && !steps_direct;
   const bool direct = a.sc == 1 || steps_direct || steps_per_panel;
-  // A row-major B with a short inner dimension (the Winograd products: 32 or 64 steps over a
-  // chunk's tiles) is read in place by the micro-kernels: a panel of it (<= 64 rows of NR
-  // floats, <= 16 KiB) stays in L1 across the row panels just as a packed one does, and the
-  // packing pass (~8% of those products) is gone. Partial panels are still packed (the
-  // kernels read whole vectors). Only with A read in place too: a packed A is the path for
-  // large products, where packing is cheap relative to the arithmetic.
-  const bool b_in_place = MR == 6 && b.sc == 1 && k <= 64 && direct && !steps_per_panel;
+  // A row-major B is read in place by the micro-kernels, without the packing pass, when
+  //  - its inner dimension is short (the Winograd products: 32 or 64 steps over a chunk's
+  //    tiles): a panel of it (<= 64 rows of NR floats, <= 16 KiB) stays in L1 across the row
+  //    panels just as a packed one does, and the packing pass (~8% of those products) is gone;
+  //  - or C has few rows (<= 8 panels: a Linear's input gradient at batch 32): the packed copy
+  //    would be read only that many times, and a panel longer than L1 streams from L2 either
+  //    way. 16-48 rows x 128-1024 inner x 64-512 columns: 1.15-1.6x faster (the robotics MLP's
+  //    32 x 256 @ 256 x 256: 49 -> 42 us). Not when a row of B is longer than a page: a
+  //    panel's rows then sit in as many pages (48 x 4096 @ 4096 x 4096 ran 3x slower, TLB).
+  // Partial panels are still packed (the kernels read whole vectors). Only with A read in place
+  // too: a packed A is the path for large products, where packing is cheap relative to the
+  // arithmetic.
+  constexpr int64_t kFewRows = 48, kPageFloats = 1024;
+  const bool b_in_place = MR == 6 && b.sc == 1 && (k <= 64 || (m <= kFewRows && b.sr <= kPageFloats)) && direct &&
+                          !steps_per_panel;
   const int64_t chunk_panels =
       direct ? ceil_div(m, MR) : std::max<int64_t>(1, kPackedAFloats / (MR * std::max<int64_t>(k, 1)));
   static thread_local Buffer a_buffer;

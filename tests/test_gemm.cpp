@@ -71,10 +71,13 @@ TEST_CASE("f32 matmul matches a double reference for every layout, edge and slic
   // slice), column blocks wider than one packed block of B, GEMV-shaped rows, and outputs
   // narrow enough to be computed as the transposed product (37 x 9, 300 x 5). The 6-row tile
   // reads a row-major B with at most 64 inner steps in place, apart from a partial last
-  // panel (the Winograd products: 64 x 245 over 32, 32 x 245 over 64; 65 steps are packed).
+  // panel (the Winograd products: 64 x 245 over 32, 32 x 245 over 64; 65 steps are packed),
+  // and any row-major B when C has at most 48 rows (32 x 250 over 300; 44 x 192 over 1100:
+  // a partial row panel and three inner slices).
   const Dims dims[] = {{1, 1, 1},      {1, 70, 33},    {5, 1, 17},    {7, 13, 3},     {13, 31, 64},
                        {12, 64, 511},  {65, 65, 513},  {100, 33, 1100}, {31, 1030, 40}, {200, 48, 9},
-                       {37, 9, 600},   {300, 5, 1100}, {64, 245, 32},   {32, 245, 64},  {7, 130, 65}};
+                       {37, 9, 600},   {300, 5, 1100}, {64, 245, 32},   {32, 245, 64},  {7, 130, 65},
+                       {32, 250, 300}, {44, 192, 1100}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Dims& d : dims)
