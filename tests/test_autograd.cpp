@@ -288,6 +288,59 @@ TEST_CASE("autograd: in-place ops on non-leaves and through views keep gradients
   check_vals(s.grad(), {6});
 }
 
+TEST_CASE("autograd: views made before an in-place write see the write (PyTorch's values)") {
+  // The base written in place: v = y[1:3] was made before y.mul_(2), so v = 2 x[1:3].
+  Tensor x = leaf({1, 2, 3});
+  Tensor y = x * 1.0;
+  Tensor v = y.narrow(0, 1, 2);
+  y.mul_(2.0);
+  check_vals(v, {4, 6});
+  (v * 1.0).sum().backward();
+  check_vals(x.grad(), {0, 2, 2});
+
+  // A sibling view written in place: w = y[1:3] sees y[0:2] *= x[0:2] at y[1].
+  Tensor x2 = leaf({1, 2, 3});
+  Tensor y2 = x2 * 1.0;
+  Tensor w = y2.narrow(0, 1, 2);
+  y2.narrow(0, 0, 2).mul_(x2.narrow(0, 0, 2));
+  check_vals(w, {4, 3});
+  (w * 1.0).sum().backward();
+  check_vals(x2.grad(), {0, 4, 1});
+
+  // A view of a view written in place, then the outer view used.
+  Tensor x3 = leaf({1, 2, 3, 4});
+  Tensor y3 = x3 * 1.0;
+  Tensor v3 = y3.narrow(0, 1, 3);
+  v3.narrow(0, 0, 2).mul_(3.0);
+  (v3 * 1.0).sum().backward();
+  check_vals(x3.grad(), {0, 3, 3, 1});
+
+  // The view's history is rebuilt once, then reused; and a write under no-grad (which does not
+  // change the base's history) leaves it alone.
+  Tensor x4 = leaf({1, 2, 3});
+  Tensor y4 = x4 * 1.0;
+  Tensor v4 = y4.narrow(0, 0, 2);
+  y4.mul_(3.0);
+  Tensor a = v4 * 1.0, b = v4 * 2.0;
+  CHECK(a.grad_fn()->next[0].fn.get() == b.grad_fn()->next[0].fn.get());
+  {
+    autograd::NoGradGuard ng;
+    y4.add_(1.0);
+  }
+  Tensor c = v4 * 1.0;
+  CHECK(c.grad_fn()->next[0].fn.get() == a.grad_fn()->next[0].fn.get());
+  (a + b + c).sum().backward();
+  check_vals(x4.grad(), {12, 12, 0});
+
+  // The base filled with a constant: no gradient reaches x5 through the older view.
+  Tensor x5 = leaf({1, 2});
+  Tensor y5 = x5 * 1.0;
+  Tensor v5 = y5.narrow(0, 0, 1);
+  y5.fill_(7.0);
+  ((v5 * 2.0).sum() + x5.sum()).backward();
+  check_vals(x5.grad(), {1, 1});
+}
+
 TEST_CASE("autograd: DetectAnomalyGuard names the node that produced NaN or Inf") {
   Tensor x = leaf({0.0, 1.0});
   Tensor y = x.sqrt().sum();

@@ -38,9 +38,19 @@ AutogradMeta& meta_of(TensorImpl& t) {
 
 uint64_t next_sequence() { return g_sequence.fetch_add(1, std::memory_order_relaxed); }
 
+namespace {
+const Node* grad_fn_of(const TensorImpl& t) { return t.autograd ? t.autograd->grad_fn.get() : nullptr; }
+/// Serialises the rebuilding of views' histories (a view used on several threads at once).
+std::mutex g_view_mu;
+}  // namespace
+
 Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
   AutogradMeta* m = t.autograd;
   if (!m) return {};
+  if (m->grad_fn && t.view_of && m->root_fn != grad_fn_of(*t.view_of)) [[unlikely]] {
+    std::lock_guard<std::mutex> lock(g_view_mu);
+    if (m->grad_fn && m->root_fn != grad_fn_of(*t.view_of)) ops->refresh_view(const_cast<TensorImpl&>(t));
+  }
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
   if (!m->requires_grad) return {};
   std::lock_guard<std::mutex> lock(g_accumulator_mu);
@@ -58,6 +68,7 @@ void set_history(TensorImpl& out, const std::shared_ptr<Node>& node, uint32_t ou
   AutogradMeta& m = meta_of(out);
   m.grad_fn = node;
   m.output_nr = output_nr;
+  if (out.view_of) m.root_fn = grad_fn_of(*out.view_of);
   if (node->outputs.size() <= output_nr) node->outputs.resize(output_nr + 1);
   node->outputs[output_nr] = {out.sizes, out.dtype, out.device()};
 }

@@ -19,6 +19,9 @@ namespace ember::autograd {
 
 namespace detail {
 
+template <class P>
+void refresh_view_history(TensorImpl& view);
+
 /// Binds a policy's ops for the engine.
 template <class P>
 struct PolicyOpsOf {
@@ -40,7 +43,8 @@ struct PolicyOpsOf {
     NoGradGuard ng;
     return T<P>(t).isfinite().all().template item<bool>();
   }
-  static constexpr PolicyOps table{&add, &add_inplace, &zeros, &ones, &clone, &to_dtype, &sum_to_shape, &all_finite};
+  static constexpr PolicyOps table{&add,          &add_inplace, &zeros,      &ones, &clone, &to_dtype, &sum_to_shape,
+                                   &all_finite, &refresh_view_history<P>};
 };
 
 /// The storage offset of every element of a tensor of geometry (sizes, strides, offset),
@@ -103,6 +107,30 @@ T<P> scatter_view_grad(const T<P>& g, const T<P>& positions, const Shape& base_s
 template <class P>
 const PolicyOps* ops_of() {
   return &PolicyOpsOf<P>::table;
+}
+
+/// A node that takes a view's gradient into its root (`root`, whose history it follows): the
+/// gradient scattered to the view's positions in the root.
+template <class P>
+std::shared_ptr<Node> view_node(const TensorImpl& root, const TensorImpl& view) {
+  T<P> pos = view_positions<P>(root, view, "as_strided");
+  Shape root_sizes = root.sizes;
+  auto as_view = [pos, root_sizes](const Node&, Grads<P>& gs) -> Grads<P> {
+    return {scatter_view_grad<P>(gs[0], pos, root_sizes)};
+  };
+  return make_node<P>("as_strided", {&root}, std::move(as_view), ops_of<P>());
+}
+
+/// A view whose root's history changed after the view's was made (AutogradMeta::root_fn):
+/// its gradient now flows into the root's current history, or nowhere when the root no longer
+/// requires grad.
+template <class P>
+void refresh_view_history(TensorImpl& view) {
+  const TensorImpl& root = *view.view_of;
+  if (requires_grad(root))
+    set_history(view, view_node<P>(root, view), 0);
+  else
+    view.autograd->grad_fn.reset();
 }
 
 inline double pi() { return std::numbers::pi; }

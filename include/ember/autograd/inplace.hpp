@@ -60,7 +60,7 @@ void rebase_history(TensorImpl& target, const TensorImpl* value) {
     keep = flat_keep.view(base->sizes);
     if (!base->device().is_cpu()) keep = keep.to(base->device());
   }
-  Shape view_sizes = target.sizes, base_sizes = base->sizes;
+  Shape view_sizes = target.sizes;
   auto copy_slices = [pos, keep, view_sizes](const Node&, Grads<P>& gs) -> Grads<P> {
     const T<P>& g = gs[0];
     T<P> g_region = index_select(g.reshape({-1}), 0, pos.reshape({-1})).view(view_sizes);
@@ -71,10 +71,9 @@ void rebase_history(TensorImpl& target, const TensorImpl* value) {
   cs->sequence = next_sequence();
   cs->next = {gradient_edge(*base, ops), value ? gradient_edge(*value, ops) : Edge{}};
   set_history(*base, cs, 0);
-  auto as_view = [pos, base_sizes](const Node&, Grads<P>& gs) -> Grads<P> {
-    return {scatter_view_grad<P>(gs[0], pos, base_sizes)};
-  };
-  set_history(target, make_node<P>("as_strided", {base.get()}, std::move(as_view), ops), 0);
+  // Other views of base made before this write see base's new history when next used
+  // (gradient_edge: AutogradMeta::root_fn).
+  set_history(target, view_node<P>(*base, target), 0);
 }
 
 /// The in-place result must fit its target exactly, as the kernels' own in-place path demands.

@@ -51,6 +51,8 @@ struct PolicyOps {
   TensorRef (*to_dtype)(const TensorRef& t, DType dtype);
   TensorRef (*sum_to)(const TensorRef& t, IntArrayRef shape);
   bool (*all_finite)(const TensorRef& t);
+  /// Rebuilds a view's history from its root's current one (see AutogradMeta::root_fn).
+  void (*refresh_view)(TensorImpl& view);
 };
 
 struct Node : std::enable_shared_from_this<Node> {
@@ -93,6 +95,12 @@ struct AutogradMeta {
   /// retain_grad() on a non-leaf: a hook on grad_fn writes into this cell (not into the
   /// tensor itself: the graph must not own the tensor that owns the graph).
   std::shared_ptr<TensorRef> retained_grad;
+  /// For a view with a history: its root's grad_fn when that history was made. When the root's
+  /// history has changed since (an in-place op on the root or on another view of it), the
+  /// view's gradient must flow into the root's new history, so gradient_edge rebuilds it
+  /// (PyTorch regenerates a view's grad_fn when its base's version moved). Only compared,
+  /// never dereferenced; the view's own graph keeps that node alive, so it is never reused.
+  const Node* root_fn = nullptr;
 };
 
 /// A tensor's metadata, created on first use.
