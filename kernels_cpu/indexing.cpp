@@ -405,9 +405,10 @@ Ref<TensorImpl> IndexKernels<Cpu>::scatter(const TensorImpl& x, int64_t dim, con
     T* o = static_cast<T*>(out->data());
     const T* s = static_cast<const T*>(src.data());
     int64_t k = 0;
+    const bool rank0 = x.ndim() == 0;  // one element, at offset 0 (pos and ostr are empty)
     for_each_index<2>(index.sizes, {&ostr, &sstr}, [&](const int64_t* pos, const std::array<int64_t, 2>& off) {
       int64_t i = check_index(idx[k++], size, op, d);
-      int64_t at = off[0] + (i - pos[d]) * ostr[d];
+      int64_t at = rank0 ? 0 : off[0] + (i - pos[d]) * ostr[d];
       C v = static_cast<C>(s[off[1]]);
       if (reduce == ScatterReduce::None) {
         o[at] = static_cast<T>(v);
@@ -746,7 +747,10 @@ std::pair<Ref<TensorImpl>, Ref<TensorImpl>> IndexKernels<Cpu>::topk(const Tensor
   Ref<TensorImpl> vals = make_tensor(shape, x.dtype, x.device(), "topk");
   Ref<TensorImpl> idxs = make_tensor(shape, DType::I64, x.device(), "topk");
   if (x.ndim() == 0) {
-    if (k == 1) Kc::copy(*vals, x), *static_cast<int64_t*>(idxs->data()) = 0;
+    // A 0-d result always holds one element: the input, also for k = 0 (as PyTorch; it was
+    // left uninitialised).
+    Kc::copy(*vals, x);
+    *static_cast<int64_t*>(idxs->data()) = 0;
     return {vals, idxs};
   }
   if (vals->numel == 0) return {vals, idxs};
@@ -863,6 +867,39 @@ struct AdvancedIndex {
   }
 };
 
+/// PyTorch reads a 0-d bool index as a new dim of size 1 at its place, indexed by a one-element
+/// mask: true keeps it (a dim of 1), false selects nothing (a dim of 0). `x` is then a view
+/// with those dims inserted and `indices` has the masks as 1-D; both share their storage.
+struct ZeroDimMasks {
+  Ref<TensorImpl> x;
+  std::vector<Ref<TensorImpl>> masks;
+  std::vector<const TensorImpl*> indices;
+
+  static bool present(std::span<const TensorImpl* const> indices) {
+    for (const TensorImpl* t : indices)
+      if (t->dtype == DType::Bool && t->ndim() == 0) return true;
+    return false;
+  }
+  ZeroDimMasks(const TensorImpl& base, std::span<const TensorImpl* const> in) {
+    Shape sizes = base.sizes, strides = base.strides;
+    size_t pos = 0;  // x's dims consumed by the indices so far
+    masks.reserve(in.size());
+    for (const TensorImpl* t : in) {
+      if (t->dtype == DType::Bool && t->ndim() == 0) {
+        sizes.insert(std::min(pos, sizes.size()), 1);
+        strides.insert(std::min(pos, strides.size()), 0);
+        masks.push_back(make_view(t->storage, t->dtype, Shape{1}, Shape{1}, t->offset));
+        indices.push_back(masks.back().get());
+        pos += 1;
+      } else {
+        indices.push_back(t);
+        pos += t->dtype == DType::Bool ? static_cast<size_t>(t->ndim()) : 1;
+      }
+    }
+    x = make_view(base.storage, base.dtype, sizes, strides, base.offset);
+  }
+};
+
 Ref<TensorImpl> trailing_view(const TensorImpl& x, int64_t skip, int64_t offset) {
   Shape s, st;
   for (int64_t d = skip; d < x.ndim(); ++d) s.push_back(x.sizes[d]), st.push_back(x.strides[d]);
@@ -871,6 +908,10 @@ Ref<TensorImpl> trailing_view(const TensorImpl& x, int64_t skip, int64_t offset)
 }  // namespace
 
 Ref<TensorImpl> IndexKernels<Cpu>::index_tensor(const TensorImpl& x, std::span<const TensorImpl* const> indices) {
+  if (ZeroDimMasks::present(indices)) {
+    ZeroDimMasks lifted(x, indices);
+    return index_tensor(*lifted.x, lifted.indices);
+  }
   AdvancedIndex ai(x, indices, "index");
   Shape out_shape = ai.bshape;
   for (int64_t d = ai.ndims_indexed; d < x.ndim(); ++d) out_shape.push_back(x.sizes[d]);
@@ -921,6 +962,10 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_put(const TensorImpl& x, std::span<cons
 
 void IndexKernels<Cpu>::index_put_into(TensorImpl& out, std::span<const TensorImpl* const> indices,
                                        const TensorImpl& values, bool accumulate, const char* op) {
+  if (ZeroDimMasks::present(indices)) {
+    ZeroDimMasks lifted(out, indices);  // a view of out: the writes land in out
+    return index_put_into(*lifted.x, lifted.indices, values, accumulate, op);
+  }
   AdvancedIndex ai(out, indices, op);
   EMBER_CHECK(values.dtype == out.dtype, "[{}] values dtype {} differs from the tensor's {}", op, values.dtype,
               out.dtype);

@@ -586,3 +586,66 @@ TEST_CASE("elementwise ops with a transposed input match the contiguous computat
   CHECK_THROWS_WITH_AS(e.add_(arange(8).view({4, 2}).to(DType::F32)),
                        doctest::Contains("[add_] in-place target of shape [4, 2] has stride 0"), Error);
 }
+
+TEST_CASE("0-d inputs, overflowing view bounds and other edges, as PyTorch") {
+  const Tensor s = full({}, 1.f), s5 = full({}, 5.f), i0 = full({}, 0, DType::I64);
+  // scatter into a 0-d tensor (was a segfault).
+  CHECK(scatter(s, 0, i0, s5).item<float>() == 5.f);
+  CHECK(scatter_add(s, 0, i0, s5).item<float>() == 6.f);
+  CHECK(scatter_reduce(s, 0, i0, s5, "mean").item<float>() == 3.f);
+  // Ops that need a dimension refuse a 0-d tensor cleanly (size(0) read past the shape).
+  CHECK_THROWS_WITH_AS(s.size(0), doctest::Contains("0-d"), Error);
+  CHECK_THROWS_WITH_AS(chunk(s, 2), doctest::Contains("[chunk]"), Error);
+  CHECK_THROWS_WITH_AS(unbind(s), doctest::Contains("[unbind]"), Error);
+  CHECK_THROWS_WITH_AS(split(s, 1), doctest::Contains("[split]"), Error);
+  CHECK_THROWS_WITH_AS(repeat_interleave(s, 3, 0), doctest::Contains("[repeat_interleave]"), Error);
+  CHECK_THROWS_WITH_AS(s.unflatten(0, {1}), doctest::Contains("[unflatten]"), Error);
+  CHECK(flip(s5, {0}).item<float>() == 5.f);
+  CHECK(roll(s5, 1, 0).item<float>() == 5.f);
+  CHECK(vals(repeat_interleave(s5, 3)) == F{5, 5, 5});
+  CHECK_THROWS_WITH_AS(flip(arange(4), {0, -1}), doctest::Contains("more than once"), Error);
+  // topk of a 0-d tensor holds the element, also for k = 0 (was uninitialised).
+  auto [tv, ti] = topk(s5, 0);
+  CHECK(tv.item<float>() == 5.f);
+  CHECK(ti.item<int64_t>() == 0);
+  // chunk of an empty dim: `chunks` empty pieces.
+  CHECK(chunk(empty({0}), 3).size() == 3);
+  CHECK(chunk(zeros({2, 0}), 2, 1).size() == 2);
+  // View bounds that overflow int64 are errors, not views outside the storage.
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  CHECK_THROWS_WITH_AS(arange(5).narrow(0, 1, big), doctest::Contains("[narrow]"), Error);
+  CHECK_THROWS_WITH_AS(arange(10).as_strided({3}, {(int64_t(1) << 62) + (int64_t(1) << 60)}, 0),
+                       doctest::Contains("[as_strided]"), Error);
+  CHECK_THROWS_WITH_AS(arange(10).as_strided({3}, {int64_t(1) << 62}, 0), doctest::Contains("[as_strided]"), Error);
+  CHECK_THROWS_WITH_AS(arange(10).as_strided({2}, {1}, -3), doctest::Contains("negative storage offset"), Error);
+  CHECK_THROWS_WITH_AS(arange(1).expand({-2}), doctest::Contains("[expand]"), Error);
+  CHECK(arange(5).index({Slice(0, None, big)}).numel() == 1);
+  // A 0-d bool index is a new dim of size 1 (true) or 0 (false).
+  const Tensor x = arange(12).view({3, 4});
+  CHECK(index(x, {full({}, true, DType::Bool)}).sizes() == Shape{1, 3, 4});
+  CHECK(index(x, {full({}, false, DType::Bool)}).sizes() == Shape{0, 3, 4});
+  Tensor z = zeros({2, 2});
+  z.index_put_({full({}, false, DType::Bool)}, full({}, 5.f));
+  CHECK(vals(z) == F{0, 0, 0, 0});  // wrote every element before
+  z.index_put_({full({}, true, DType::Bool)}, full({}, 5.f));
+  CHECK(vals(z) == F{5, 5, 5, 5});
+  // hstack lifts 0-d inputs to 1-D.
+  CHECK(vals(hstack(std::vector<Tensor>{full({}, 1.f), full({}, 2.f)})) == F{1, 2});
+  CHECK(vals(hstack(std::vector<Tensor>{arange(2).to(DType::F32), full({}, 9.f)})) == F{0, 1, 9});
+  // Negative padding crops in every mode.
+  const Tensor p = arange(6).view({2, 3}).to(DType::F32);
+  CHECK(vals(pad(p, {-1, 1}, "reflect")) == F{1, 2, 1, 4, 5, 4});
+  CHECK(vals(pad(p, {-1, 2}, "replicate")) == F{1, 2, 2, 2, 4, 5, 5, 5});
+  CHECK(vals(pad(p, {-1, 2}, "circular")) == F{1, 2, 1, 2, 4, 5, 4, 5});
+  CHECK_THROWS_AS(pad(p, {-2, -2}, "replicate"), Error);
+  // einsum broadcasts a subscript of size 1 against the other operand's.
+  CHECK(vals(einsum("ij,ij->ij", std::vector<Tensor>{p, arange(3).view({1, 3}).to(DType::F32)})) == F{0, 1, 4, 0, 4, 10});
+  CHECK(einsum("bij,bjk->bik", std::vector<Tensor>{randn({1, 2, 3}), randn({4, 3, 5})}).sizes() == Shape{4, 2, 5});
+  // index_put_ drops the value's extra leading 1-dims.
+  Tensor r = zeros({2, 3});
+  r.index_put_({0}, ones({1, 3}));
+  CHECK(vals(r) == F{1, 1, 1, 0, 0, 0});
+  // one_hot: no inference from an empty tensor, and -1 is the only negative.
+  CHECK_THROWS_WITH_AS(one_hot(empty({0}, DType::I64)), doctest::Contains("empty"), Error);
+  CHECK_THROWS_AS(one_hot(arange(3), -2), Error);
+}

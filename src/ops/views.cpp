@@ -96,6 +96,8 @@ TensorRef ViewOp::make(const TensorImpl& x) const {
         }
         int64_t d = x.sizes[i - lead];
         if (shape[i] == -1) sizes[i] = d;
+        EMBER_CHECK(sizes[i] >= 0, "[expand] size {} of dim {} is negative (shape {} to {}); only -1 keeps a size",
+                    shape[i], i, x.sizes, shape);
         EMBER_CHECK(sizes[i] == d || d == 1, "[expand] size {} of dim {} cannot expand to {} (shape {} to {})", d, i,
                     shape[i], x.sizes, shape);
         st[i] = sizes[i] == d ? x.strides[i - lead] : 0;
@@ -110,11 +112,16 @@ TensorRef ViewOp::make(const TensorImpl& x) const {
       for (size_t i = 0; i < shape.size(); ++i) {
         EMBER_CHECK(shape[i] >= 0 && strides[i] >= 0, "[as_strided] negative size or stride in {} / {}", shape,
                     strides);
+        int64_t reach = 0;  // (shape[i] - 1) * strides[i], added to max_index, both overflow-checked
         if (shape[i] == 0) empty = true;
-        else max_index += (shape[i] - 1) * strides[i];
+        else
+          EMBER_CHECK(!__builtin_mul_overflow(shape[i] - 1, strides[i], &reach) &&
+                          !__builtin_add_overflow(max_index, reach, &max_index),
+                      "[as_strided] sizes {} strides {} offset {}: the last element's index overflows", shape, strides,
+                      start);
       }
       EMBER_CHECK(start >= 0, "[as_strided] negative storage offset {}", start);
-      EMBER_CHECK(empty || (max_index + 1) * itemsize(x.dtype) <= static_cast<int64_t>(x.storage->nbytes),
+      EMBER_CHECK(empty || max_index < static_cast<int64_t>(x.storage->nbytes) / itemsize(x.dtype),
                   "[as_strided] sizes {} strides {} offset {} reach outside the storage of {} bytes", shape, strides,
                   start, x.storage->nbytes);
       sizes = shape;
@@ -137,7 +144,7 @@ TensorRef ViewOp::make(const TensorImpl& x) const {
         st.erase(d);
       } else if (kind == ViewKind::Narrow) {
         int64_t s = start < 0 ? start + size : start;
-        EMBER_CHECK(s >= 0 && length >= 0 && s + length <= size,
+        EMBER_CHECK(s >= 0 && s <= size && length >= 0 && length <= size - s,
                     "[narrow] start {} and length {} are out of range for dim {} of size {}", start, length, d, size);
         offset += s * x.strides[d];
         sizes[d] = length;
@@ -149,7 +156,7 @@ TensorRef ViewOp::make(const TensorImpl& x) const {
           return std::min(std::max<int64_t>(v, 0), size);
         };
         int64_t s = clampi(start, 0), e = clampi(length, size);
-        int64_t len = e > s ? (e - s + step - 1) / step : 0;
+        int64_t len = e > s ? 1 + (e - s - 1) / step : 0;  // not (e - s + step - 1) / step: overflows
         offset += s * x.strides[d];
         sizes[d] = len;
         st[d] = x.strides[d] * step;

@@ -175,6 +175,20 @@ inline int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   return dim < 0 ? dim + n : dim;
 }
 
+namespace detail {
+/// For ops that need a dimension to work along (chunk, split, unbind, ...).
+inline void check_not_0d(int64_t ndim, const char* op) {
+  EMBER_CHECK(ndim > 0, "[{}] expects a tensor with at least one dimension, got a 0-d tensor", op);
+}
+/// Each of `dims` valid for rank `ndim`, none named twice (as -1 and ndim - 1, say).
+inline void check_distinct_dims(IntArrayRef dims, int64_t ndim, const char* op) {
+  for (size_t i = 0; i < dims.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      EMBER_CHECK(wrap_dim(dims[i], ndim, op) != wrap_dim(dims[j], ndim, op), "[{}] dim {} appears more than once in {}",
+                  op, dims[i], Shape(dims).str());
+}
+}  // namespace detail
+
 }  // namespace ember
 
 template <>

@@ -63,8 +63,16 @@ class BasicTensor {
   const Shape& sizes() const { return impl().sizes; }
   const Shape& shape() const { return impl().sizes; }
   const Shape& strides() const { return impl().strides; }
-  int64_t size(int64_t d) const { return impl().sizes[wrap_dim(d, dim(), "size")]; }
-  int64_t stride(int64_t d) const { return impl().strides[wrap_dim(d, dim(), "stride")]; }
+  /// A 0-d tensor has no dimension to ask about (PyTorch raises too; ops that accept dim 0 of a
+  /// 0-d tensor treat it as size 1 themselves).
+  int64_t size(int64_t d) const {
+    EMBER_CHECK(dim() > 0, "[size] dim {} of a 0-d tensor: it has no dimensions", d);
+    return impl().sizes[wrap_dim(d, dim(), "size")];
+  }
+  int64_t stride(int64_t d) const {
+    EMBER_CHECK(dim() > 0, "[stride] dim {} of a 0-d tensor: it has no dimensions", d);
+    return impl().strides[wrap_dim(d, dim(), "stride")];
+  }
   int64_t dim() const { return impl().ndim(); }
   int64_t ndimension() const { return dim(); }
   int64_t numel() const { return impl().numel; }
@@ -149,9 +157,10 @@ class BasicTensor {
     v.dim = d, v.start = start, v.length = stop, v.step = step;
     return apply(v);
   }
-  BasicTensor as_strided(const Shape& sizes, const Shape& strides, int64_t offset = -1) const {
+  /// `offset`: the storage offset in elements (default: this tensor's).
+  BasicTensor as_strided(const Shape& sizes, const Shape& strides, std::optional<int64_t> offset = {}) const {
     ops::ViewOp v{ops::ViewKind::AsStrided, sizes, strides};
-    v.start = offset < 0 ? impl().offset : offset;
+    v.start = offset ? *offset : impl().offset;
     return apply(v);
   }
   BasicTensor diagonal(int64_t offset = 0, int64_t d0 = 0, int64_t d1 = 1) const {

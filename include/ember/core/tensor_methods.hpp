@@ -72,6 +72,7 @@ BasicTensor<P> BasicTensor<P>::flatten(int64_t start, int64_t end) const {
 
 template <class P>
 BasicTensor<P> BasicTensor<P>::unflatten(int64_t d, const Shape& sizes_in) const {
+  detail::check_not_0d(dim(), "unflatten");
   d = wrap_dim(d, dim(), "unflatten");
   Shape inner = ops::infer_shape(sizes_in, size(d), "unflatten");
   Shape s;
@@ -100,7 +101,11 @@ BasicTensor<P>& BasicTensor<P>::index_put_(std::initializer_list<TensorIndex> id
 template <class P>
 BasicTensor<P>& BasicTensor<P>::index_put_(std::initializer_list<TensorIndex> idx, const BasicTensor& v) {
   BasicTensor dst = index(idx);
-  dst.copy_(v);
+  // Leading size-1 dims of v beyond dst's rank are dropped first (PyTorch's setitem does the
+  // same: z[0] = ones({1, 3}) for a row of 3).
+  BasicTensor src = v;
+  while (src.dim() > dst.dim() && src.size(0) == 1) src = src.squeeze(0);
+  dst.copy_(src);
   return *this;
 }
 

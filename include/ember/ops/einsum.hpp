@@ -26,13 +26,6 @@ BasicTensor<P> einsum(std::string_view equation, const std::vector<BasicTensor<P
               operands.size());
   int64_t ranks[2] = {operands[0].dim(), operands.size() > 1 ? operands[1].dim() : 0};
   detail::EinsumPlan plan = detail::parse_einsum(equation, static_cast<int>(operands.size()), ranks);
-  auto size_of = [&](char c) -> int64_t {
-    for (int k = 0; k < plan.n_inputs; ++k) {
-      auto pos = plan.inputs[k].find(c);
-      if (pos != std::string::npos) return operands[static_cast<size_t>(k)].size(static_cast<int64_t>(pos));
-    }
-    return 1;
-  };
   // Sum away letters of an operand that appear nowhere else.
   BasicTensor<P> ops_[2];
   std::string subs[2];
@@ -66,6 +59,23 @@ BasicTensor<P> einsum(std::string_view equation, const std::vector<BasicTensor<P
   }
   for (char c : subs[1])
     if (subs[0].find(c) == std::string::npos) b_only += c;
+  // A subscript of size 1 in one operand broadcasts against the other's (PyTorch).
+  for (char c : batch + contract) {
+    const auto p0 = static_cast<int64_t>(subs[0].find(c)), p1 = static_cast<int64_t>(subs[1].find(c));
+    const int64_t s0 = ops_[0].size(p0), s1 = ops_[1].size(p1);
+    if (s0 == s1 || (s0 != 1 && s1 != 1)) continue;
+    const int k = s0 == 1 ? 0 : 1;
+    Shape to = ops_[k].sizes();
+    to[k == 0 ? p0 : p1] = std::max(s0, s1);
+    ops_[k] = ops_[k].expand(to);
+  }
+  auto size_of = [&](char c) -> int64_t {
+    for (int k = 0; k < plan.n_inputs; ++k) {
+      auto pos = subs[k].find(c);
+      if (pos != std::string::npos) return ops_[k].size(static_cast<int64_t>(pos));
+    }
+    return 1;
+  };
   for (char c : batch + contract)
     EMBER_CHECK(ops_[0].size(static_cast<int64_t>(subs[0].find(c))) == ops_[1].size(static_cast<int64_t>(subs[1].find(c))),
                 "[einsum] subscript '{}' has size {} in operand 0 but {} in operand 1", c,

@@ -52,7 +52,9 @@ BasicTensor<P> stack(const std::vector<BasicTensor<P>>& ts, int64_t dim = 0) {
 template <class P>
 BasicTensor<P> hstack(const std::vector<BasicTensor<P>>& ts) {
   EMBER_CHECK(!ts.empty(), "[hstack] expects a non-empty list of tensors");
-  return cat(ts, ts[0].dim() == 1 ? 0 : 1);
+  std::vector<BasicTensor<P>> u;  // 0-d inputs count as 1-D (atleast_1d, as PyTorch)
+  for (const auto& t : ts) u.push_back(t.dim() == 0 ? t.reshape({1}) : t);
+  return cat(u, u[0].dim() == 1 ? 0 : 1);
 }
 template <class P>
 BasicTensor<P> vstack(const std::vector<BasicTensor<P>>& ts) {
@@ -64,6 +66,7 @@ BasicTensor<P> vstack(const std::vector<BasicTensor<P>>& ts) {
 /// Pieces of `size` along dim (the last may be smaller); views.
 template <class P>
 std::vector<BasicTensor<P>> split(const BasicTensor<P>& x, int64_t size, int64_t dim = 0) {
+  detail::check_not_0d(x.dim(), "split");
   int64_t d = wrap_dim(dim, x.dim(), "split");
   EMBER_CHECK(size > 0 || x.size(d) == 0, "[split] split size must be positive, got {}", size);
   std::vector<BasicTensor<P>> out;
@@ -74,6 +77,7 @@ std::vector<BasicTensor<P>> split(const BasicTensor<P>& x, int64_t size, int64_t
 /// Pieces with the given sizes along dim; they must add up to the dim's size.
 template <class P>
 std::vector<BasicTensor<P>> split(const BasicTensor<P>& x, const std::vector<int64_t>& sizes, int64_t dim = 0) {
+  detail::check_not_0d(x.dim(), "split");
   int64_t d = wrap_dim(dim, x.dim(), "split");
   int64_t total = 0;
   for (int64_t s : sizes) total += s;
@@ -89,12 +93,15 @@ std::vector<BasicTensor<P>> split(const BasicTensor<P>& x, const std::vector<int
 template <class P>
 std::vector<BasicTensor<P>> chunk(const BasicTensor<P>& x, int64_t chunks, int64_t dim = 0) {
   EMBER_CHECK(chunks > 0, "[chunk] chunks must be positive, got {}", chunks);
+  detail::check_not_0d(x.dim(), "chunk");
   int64_t d = wrap_dim(dim, x.dim(), "chunk");
+  if (x.size(d) == 0) return std::vector<BasicTensor<P>>(static_cast<size_t>(chunks), x);  // PyTorch: `chunks` empty pieces
   int64_t size = (x.size(d) + chunks - 1) / chunks;
   return split(x, std::max<int64_t>(size, 1), d);
 }
 template <class P>
 std::vector<BasicTensor<P>> unbind(const BasicTensor<P>& x, int64_t dim = 0) {
+  detail::check_not_0d(x.dim(), "unbind");
   int64_t d = wrap_dim(dim, x.dim(), "unbind");
   std::vector<BasicTensor<P>> out;
   for (int64_t i = 0; i < x.size(d); ++i) out.push_back(x.select(d, i));
@@ -227,6 +234,8 @@ std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> unique(const BasicTen
 
 template <class P>
 BasicTensor<P> flip(const BasicTensor<P>& x, const Shape& dims) {
+  detail::check_distinct_dims(dims, x.dim(), "flip");
+  if (x.dim() == 0) return x.clone();  // one element: flipping is a copy
   BasicTensor<P> r = x;
   for (int64_t d : dims) {
     int64_t w = wrap_dim(d, x.dim(), "flip");
@@ -240,6 +249,7 @@ template <class P>
 BasicTensor<P> roll(const BasicTensor<P>& x, int64_t shift, std::optional<int64_t> dim = {}) {
   if (!dim) return roll(x.flatten(), shift, 0).view(x.sizes());
   int64_t d = wrap_dim(*dim, x.dim(), "roll");
+  if (x.dim() == 0) return x.clone();
   int64_t n = x.size(d);
   if (n == 0) return x.clone();
   int64_t s = ((shift % n) + n) % n;
@@ -272,6 +282,7 @@ BasicTensor<P> tile(const BasicTensor<P>& x, const Shape& reps) {
 template <class P>
 BasicTensor<P> repeat_interleave(const BasicTensor<P>& x, int64_t repeats, std::optional<int64_t> dim = {}) {
   EMBER_CHECK(repeats >= 0, "[repeat_interleave] negative repeats {}", repeats);
+  if (dim) detail::check_not_0d(x.dim(), "repeat_interleave");
   BasicTensor<P> src = dim ? x : x.flatten();
   int64_t d = dim ? wrap_dim(*dim, x.dim(), "repeat_interleave") : 0;
   std::vector<int64_t> idx;
@@ -313,12 +324,24 @@ BasicTensor<P> pad(const BasicTensor<P>& x, const std::vector<int64_t>& pad, std
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     int64_t d = x.dim() - 1 - static_cast<int64_t>(i);
     int64_t n = x.size(d), l = pad[2 * i], rr = pad[2 * i + 1];
-    EMBER_CHECK(l >= 0 && rr >= 0, "[pad] {} padding must be non-negative, got {} and {}", mode, l, rr);
+    // Negative padding crops, as PyTorch's (the loop below then starts or ends inside x).
+    EMBER_CHECK(l >= -n && rr >= -n && n + l + rr >= 0,
+                "[pad] {} padding ({}, {}) crops more than dim {} of size {} holds", mode, l, rr, d, n);
     if (mode == "reflect")
       EMBER_CHECK(l < n && rr < n, "[pad] reflect padding ({}, {}) must be smaller than dim {} of size {}", l, rr, d, n);
     if (mode == "circular")
       EMBER_CHECK(l <= n && rr <= n, "[pad] circular padding ({}, {}) must not exceed dim {} of size {}", l, rr, d, n);
     EMBER_CHECK(n > 0, "[pad] cannot {}-pad an empty dim {}", mode, d);
+    if (mode == "circular" && (l < 0 || rr < 0)) {  // wraps around the cropped part (PyTorch)
+      const int64_t lo = std::max<int64_t>(-l, 0), hi = n - std::max<int64_t>(-rr, 0);
+      r = r.narrow(d, lo, hi - lo);
+      n = hi - lo, l = std::max<int64_t>(l, 0), rr = std::max<int64_t>(rr, 0);
+      if (n == 0) {
+        EMBER_CHECK(l == 0 && rr == 0, "[pad] circular padding ({}, {}) of dim {}: nothing left to wrap around",
+                    pad[2 * i], pad[2 * i + 1], d);
+        continue;
+      }
+    }
     std::vector<int64_t> idx;
     for (int64_t j = -l; j < n + rr; ++j) {
       int64_t k = j;
@@ -341,7 +364,11 @@ template <class P>
 BasicTensor<P> one_hot(const BasicTensor<P>& labels, int64_t num_classes = -1) {
   EMBER_CHECK(labels.dtype() == DType::I64 || labels.dtype() == DType::I32,
               "[one_hot] labels must be an integer tensor, got {}", labels.dtype());
-  if (num_classes < 0) num_classes = labels.numel() ? labels.max().template item<int64_t>() + 1 : 0;
+  EMBER_CHECK(num_classes >= -1, "[one_hot] num_classes must be -1 (infer) or non-negative, got {}", num_classes);
+  EMBER_CHECK(num_classes >= 0 || labels.numel() > 0,
+              "[one_hot] cannot infer the number of classes from an empty tensor (shape {}); pass num_classes",
+              labels.sizes());
+  if (num_classes < 0) num_classes = labels.max().template item<int64_t>() + 1;
   if (labels.numel()) {
     EMBER_CHECK(labels.min().template item<int64_t>() >= 0, "[one_hot] labels must be non-negative");
     EMBER_CHECK(labels.max().template item<int64_t>() < num_classes, "[one_hot] label {} >= num_classes {}",
