@@ -238,10 +238,11 @@ EMBER_UNARY_FN(Sinh, true, { return vm::sinh(x); })
 EMBER_UNARY_FN(Cosh, true, { return vm::cosh(x); })
 EMBER_UNARY_FN(Tanh, true, { return vm::tanh(x); })
 EMBER_UNARY_FN(Sigmoid, true, { return V(S(1)) / (V(S(1)) + vm::exp(-x)); })
-// p.a = eps (0: none): log(z / (1 - z)) with z clamped to [eps, 1 - eps]
+// p.a = eps when p.has_a (a negative eps is none, as in PyTorch): log(z / (1 - z)) with z
+// clamped to [eps, 1 - eps]
 EMBER_UNARY_FN(Logit, kSimdTranscendental, {
   V z = x;
-  if (p.a > 0) z = vm::select(vm::isnan(x), x, vm::min(vm::max(x, splat<V>(p.a)), splat<V>(1 - p.a)));
+  if (p.has_a && p.a >= 0) z = vm::select(vm::isnan(x), x, vm::min(vm::max(x, splat<V>(p.a)), splat<V>(1 - p.a)));
   return vm::log(z / (V(S(1)) - z));
 })
 EMBER_UNARY_FN(Relu, true, {
@@ -333,10 +334,12 @@ struct UnaryFn<ops::UnaryOp::Hardtanh> {
     using S = scalar_t<V>;
     if constexpr (std::is_floating_point_v<S>) {  // NaN fails both comparisons
       const BoundsIn<S>& k = bounds.in<S>();
-      return vm::select(x < V(k.lo_cmp), V(k.lo_val), vm::select(x > V(k.hi_cmp), V(k.hi_val), x));
+      // min(max(x, lo), hi), as PyTorch's: hi wins when min > max.
+      V r = vm::select(x < V(k.lo_cmp), V(k.lo_val), x);
+      return vm::select(r > V(k.hi_cmp), V(k.hi_val), r);
     } else {
       double v = static_cast<double>(x);
-      return v < p.a ? sat_cast<S>(p.a) : (v > p.b ? sat_cast<S>(p.b) : x);
+      return v > p.b || p.a > p.b ? sat_cast<S>(p.b) : (v < p.a ? sat_cast<S>(p.a) : x);
     }
   }
 };
@@ -403,10 +406,16 @@ struct UnaryFn<ops::UnaryOp::Clamp> {
   static constexpr bool kSimd = true;
   ops::UnaryParams p;
   FloatBounds bounds;
-  explicit UnaryFn(const ops::UnaryParams& q) : p(q), bounds(q.a, q.has_a, q.b, q.has_b) {}
+  /// Both bounds given and one of them NaN: every result is NaN (PyTorch; one NaN bound alone
+  /// is ignored).
+  bool nan_bound;
+  explicit UnaryFn(const ops::UnaryParams& q)
+      : p(q), bounds(q.a, q.has_a, q.b, q.has_b), nan_bound(q.has_a && q.has_b && (q.a != q.a || q.b != q.b)) {}
   template <class V>
   V operator()(const V& x) const {
     using S = scalar_t<V>;
+    if constexpr (std::is_floating_point_v<S>)
+      if (nan_bound) return V(std::numeric_limits<S>::quiet_NaN());
     if constexpr (std::is_same_v<S, bool>) {
       bool r = x;
       if (p.has_a) r = r || (p.a != 0);

@@ -180,7 +180,7 @@ inline double unary(ops::UnaryOp op, double x, const ops::UnaryParams& p = {},
     case U::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
     case U::Logit: {
       double z = x;
-      if (p.a > 0 && !nan) z = std::min(std::max(x, p.a), 1.0 - p.a);
+      if (p.has_a && p.a >= 0 && !nan) z = std::min(std::max(x, p.a), 1.0 - p.a);
       return std::log(z / (1.0 - z));
     }
     case U::Relu: return nan ? x : (x > 0 ? x : 0.0);
@@ -213,6 +213,7 @@ inline double unary(ops::UnaryOp op, double x, const ops::UnaryParams& p = {},
     case U::Trunc: return std::trunc(x);
     case U::Frac: return std::isinf(x) ? kNaN : x - std::trunc(x);
     case U::Clamp: {
+      if (p.has_a && p.has_b && (std::isnan(p.a) || std::isnan(p.b))) return std::nan("");
       if (nan) return x;
       double r = x;
       if (p.has_a) r = std::max(r, p.a);

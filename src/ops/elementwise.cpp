@@ -153,7 +153,8 @@ Prepared prepare_unary(const Unary& u, const TensorImpl& x, TensorImpl* out) {
       result = DType::Bool;
       break;
   }
-  if (u.op == UnaryOp::Logit) EMBER_CHECK(u.p.a >= 0 && u.p.a < 0.5, "[logit] eps must be in [0, 0.5), got {}", u.p.a);
+  if (u.op == UnaryOp::Logit)
+    EMBER_CHECK(!u.p.has_a || u.p.a < 0.5, "[logit] eps must be below 0.5 (negative: no clamp), got {}", u.p.a);
   p.want[0] = compute;
   p.same_shape = true;
   make_output(p, x.sizes, result, out, op);

@@ -199,30 +199,31 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
         TP s = Y();
         return {g * s * (s.neg() + 1.0)};
       }
-      case U::Logit: {
+      case U::Logit: {  // PyTorch: 0 outside [eps, 1 - eps] with an eps, NaN outside [0, 1] without
         TP xv = X();
         TP d = g / (xv * (xv.neg() + 1.0));
-        if (p.a > 0) return {where(xv.lt(p.a).logical_or(xv.gt(1.0 - p.a)), 0.0, d)};
-        return {d};
+        if (p.has_a && p.a >= 0) return {where(xv.lt(p.a).logical_or(xv.gt(1.0 - p.a)), 0.0, d)};
+        return {where(xv.lt(0.0).logical_or(xv.gt(1.0)), std::numeric_limits<double>::quiet_NaN(), d)};
       }
       case U::Relu: return {g.relu_backward(Y())};  // one pass, no boolean mask tensor
-      case U::Relu6: {
+      case U::Relu6: {  // hardtanh(0, 6)'s: NaN passes the gradient, as PyTorch's
         TP xv = X();
-        return {where(xv.gt(0.0).logical_and(xv.lt(6.0)), g, 0.0)};
+        return {where(xv.le(0.0).logical_or(xv.ge(6.0)), 0.0, g)};
       }
       case U::LeakyRelu: return {where(X().gt(0.0), g, g * p.a)};
+      // The negative branch where x <= 0, so that NaN takes the positive one (PyTorch's).
       case U::Elu: {
         TP xv = X();
-        return {where(xv.gt(0.0), g, g * xv.exp() * p.a)};
+        return {where(xv.le(0.0), g * xv.exp() * p.a, g)};
       }
       case U::Selu: {
         constexpr double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
         TP xv = X();
-        return {where(xv.gt(0.0), g * scale, g * xv.exp() * (alpha * scale))};
+        return {where(xv.le(0.0), g * xv.exp() * (alpha * scale), g * scale)};
       }
       case U::Celu: {
         TP xv = X();
-        return {where(xv.gt(0.0), g, g * (xv / p.a).exp())};
+        return {where(xv.le(0.0), g * (xv / p.a).exp(), g)};
       }
       case U::Gelu: return {g.gelu_backward(X())};
       case U::GeluTanh: {
@@ -245,7 +246,7 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
       case U::Softsign: return {g / (X().abs() + 1.0).square()};
       case U::Hardtanh: {
         TP xv = X();
-        return {where(xv.gt(p.a).logical_and(xv.lt(p.b)), g, 0.0)};
+        return {where(xv.le(p.a).logical_or(xv.ge(p.b)), 0.0, g)};  // NaN passes it, as PyTorch's
       }
       case U::Hardsigmoid: {
         TP xv = X();
@@ -358,11 +359,12 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
       case B::Maximum: case B::Minimum: {
         TP av = A(), bv = Bv();
         TP half = g * 0.5;
-        TP a_wins = o == B::Maximum ? av.gt(bv) : av.lt(bv);
-        TP b_wins = o == B::Maximum ? av.lt(bv) : av.gt(bv);
+        // Each side gets g unless it loses (PyTorch's masks): with a NaN both do.
+        TP a_loses = o == B::Maximum ? av.lt(bv) : av.gt(bv);
+        TP b_loses = o == B::Maximum ? av.gt(bv) : av.lt(bv);
         TP tie = av.eq(bv);
-        if (na) ga = to_a(where(tie, half, where(a_wins, g, 0.0)));
-        if (nb) gb = to_b(where(tie, half, where(b_wins, g, 0.0)));
+        if (na) ga = to_a(where(tie, half, where(a_loses, 0.0, g)));
+        if (nb) gb = to_b(where(tie, half, where(b_loses, 0.0, g)));
         break;
       }
       case B::Fmax: case B::Fmin: {

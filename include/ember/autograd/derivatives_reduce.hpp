@@ -82,7 +82,10 @@ void Recorder<P>::record(const ops::Reduce& op, const TensorRef& out, const Tens
       case R::Amax: case R::Amin: case R::NormInf: {
         TP xv = x.get(n);
         TP src = r == R::NormInf ? xv.abs() : xv;
-        TP mask = src.eq(restore(y.get(n))).to(xv.dtype());
+        // Split evenly between the entries equal to the result; a NaN result between the NaN
+        // entries (PyTorch's max()/min(); its amax gives NaN everywhere then).
+        TP yv = restore(y.get(n));
+        TP mask = where(yv.isnan(), src.isnan(), src.eq(yv)).to(xv.dtype());
         Shape rd = dims;
         if (rd.empty())
           for (int64_t d = 0; d < xv.dim(); ++d) rd.push_back(d);
@@ -164,8 +167,9 @@ void Recorder<P>::record(const ops::Cumulative& op, const RefPair& out, const Te
   auto f = [c, dim, x, y, idx, in](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
     const TP& g = gs[0];
     if (in.empty()) return {g};  // a scan of a 0-d tensor is the identity
-    // Sum over positions j >= i along dim: total minus the exclusive prefix.
-    auto rev_cumsum = [&](const TP& t) { return t.sum({dim}, true) - t.cumsum(dim) + t; };
+    // Sum over positions j >= i along dim, as a scan of the reversed slice (not total minus
+    // prefix: that cancels catastrophically, and gives inf - inf = NaN).
+    auto rev_cumsum = [&](const TP& t) { return flip(flip(t, {dim}).cumsum(dim), {dim}); };
     switch (c) {
       case C::Sum: return {rev_cumsum(g)};
       case C::Prod: {
@@ -193,9 +197,21 @@ void Recorder<P>::record(const ops::Cumulative& op, const RefPair& out, const Te
         return {scatter_add(z, dim, idx.get(n), g)};
       }
       case C::Logsumexp: {
-        // d y_j / d x_i = exp(x_i - y_j) for j >= i.
+        // d y_j / d x_i = exp(x_i - y_j) for j >= i: sum_{j >= i} g_j exp(x_i - y_j), in log
+        // space (exp(-y) and exp(x) overflow apart), the positive and negative parts of g
+        // separately, as PyTorch's.
+        // Masked so that the formula stays finite and twice differentiable: log(gp) is -inf
+        // where gp is 0 without an infinite derivative, and a -inf y (only -inf inputs so far,
+        // no gradient to give) counts as 0.
+        constexpr double kNegInf = -std::numeric_limits<double>::infinity();
         TP xv = x.get(n), yv = y.get(n);
-        return {rev_cumsum(g * yv.neg().exp()) * xv.exp()};
+        TP ys = where(yv.eq(kNegInf), 0.0, yv);
+        auto part = [&](const TP& gp) {  // gp >= 0
+          TP pos = gp.gt(0.0);
+          TP lg = where(pos, where(pos, gp, 1.0).log(), kNegInf);
+          return flip(flip(lg - ys, {dim}).logcumsumexp(dim), {dim}).add(xv).exp();
+        };
+        return {part(g.clamp(0.0, std::nullopt)) - part(g.neg().clamp(0.0, std::nullopt))};
       }
     }
     return {};

@@ -216,14 +216,25 @@ class BasicTensor {
   BasicTensor hardtanh(double lo, double hi) const { return unary(ops::UnaryOp::Hardtanh, {lo, hi}); }
   BasicTensor gelu(bool tanh_approx) const { return tanh_approx ? gelu_tanh() : gelu(); }
   BasicTensor clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const {
+    // The result type counts the bounds, as PyTorch's: an integer tensor with a floating
+    // bound clamps in the default float type, a bool one with integer bounds in i64.
+    const DType t = clamp_result_type(lo, hi);
+    if (t != dtype()) return to(t).clamp(lo, hi);
     return unary(ops::UnaryOp::Clamp, clamp_params(lo, hi));
   }
   BasicTensor& clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
+    EMBER_CHECK(clamp_result_type(lo, hi) == dtype(), "[clamp_] the result type {} cannot be written in place into a {} tensor",
+                clamp_result_type(lo, hi), dtype());
     return unary_inplace(ops::UnaryOp::Clamp, clamp_params(lo, hi));
   }
   BasicTensor clamp_min(Scalar lo) const { return clamp(lo, std::nullopt); }
   BasicTensor clamp_max(Scalar hi) const { return clamp(std::nullopt, hi); }
-  BasicTensor clamp(const BasicTensor& lo, const BasicTensor& hi) const { return maximum(lo).minimum(hi); }
+  /// min(max(x, lo), hi) with PyTorch's gradients: to x where lo <= x <= hi, to lo where x < lo
+  /// (and lo <= hi), to hi where the result is hi. NaN bounds are ignored, NaN x kept.
+  BasicTensor clamp(const BasicTensor& lo, const BasicTensor& hi) const {
+    BasicTensor r = lo.where(lt(lo), *this);
+    return hi.where(r.gt(hi), r);
+  }
   BasicTensor nan_to_num(double nan, std::optional<double> posinf = {}, std::optional<double> neginf = {}) const;
   BasicTensor round(int64_t decimals) const;
 
@@ -270,9 +281,7 @@ class BasicTensor {
   BasicTensor argmax(std::optional<int64_t> d = {}, bool keepdim = false) const;
   BasicTensor argmin(std::optional<int64_t> d = {}, bool keepdim = false) const;
   BasicTensor var(const Shape& dims = {}, double correction = 1, bool keepdim = false) const;
-  BasicTensor std(const Shape& dims = {}, double correction = 1, bool keepdim = false) const {
-    return var(dims, correction, keepdim).sqrt();
-  }
+  BasicTensor std(const Shape& dims = {}, double correction = 1, bool keepdim = false) const;
   std::pair<BasicTensor, BasicTensor> var_mean(const Shape& dims = {}, double correction = 1,
                                                bool keepdim = false) const;
   BasicTensor logsumexp(const Shape& dims, bool keepdim = false) const;
@@ -373,6 +382,12 @@ class BasicTensor {
   }
   BasicTensor alpha_scaled(const BasicTensor& o, Scalar alpha) const {
     return alpha.to_double() == 1.0 ? o : o.mul(alpha);
+  }
+  DType clamp_result_type(const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) const {
+    auto any = [&](bool (Scalar::*kind)() const) { return (lo && ((*lo).*kind)()) || (hi && ((*hi).*kind)()); };
+    if (!is_floating_point() && any(&Scalar::is_floating)) return kDefaultFloat;
+    if (dtype() == DType::Bool && any(&Scalar::is_integral)) return DType::I64;
+    return dtype();
   }
   static ops::UnaryParams clamp_params(std::optional<Scalar> lo, std::optional<Scalar> hi) {
     ops::UnaryParams p;

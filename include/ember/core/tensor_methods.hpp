@@ -156,8 +156,11 @@ BasicTensor<P> BasicTensor<P>::nan_to_num(double nan, std::optional<double> posi
 template <class P>
 BasicTensor<P> BasicTensor<P>::round(int64_t decimals) const {
   if (decimals == 0) return round();
-  double scale = std::pow(10.0, static_cast<double>(decimals));
-  return mul(scale).round().div(scale);
+  EMBER_CHECK(is_floating_point(), "[round] decimals need a floating tensor, got {}", dtype());
+  // As PyTorch: scale by 10^|decimals| and undo with the inverse operation, so that round(1500,
+  // -3) is 2000 exactly (multiplying by 1e-3, which float cannot hold, gave 1999.9999).
+  const double scale = std::pow(10.0, static_cast<double>(decimals < 0 ? -decimals : decimals));
+  return decimals > 0 ? mul(scale).round().div(scale) : div(scale).round().mul(scale);
 }
 
 template <class P>
@@ -175,6 +178,10 @@ BasicTensor<P> BasicTensor<P>::argmin(std::optional<int64_t> d, bool keepdim) co
 template <class P>
 std::pair<BasicTensor<P>, BasicTensor<P>> BasicTensor<P>::var_mean(const Shape& dims, double correction,
                                                                    bool keepdim) const {
+  if (dtype() == DType::F16 || dtype() == DType::BF16) {  // in f32, rounded once (bf16 [1000, 1004] had var 16)
+    auto [v, m] = to(DType::F32).var_mean(dims, correction, keepdim);
+    return {v.to(dtype()), m.to(dtype())};
+  }
   BasicTensor m = mean(dims, true);
   int64_t n = detail::reduced_count(impl(), dims, "var");
   BasicTensor v = sub(m).square().sum(dims, keepdim).div(std::max(0.0, static_cast<double>(n) - correction));
@@ -186,9 +193,26 @@ BasicTensor<P> BasicTensor<P>::var(const Shape& dims, double correction, bool ke
   return var_mean(dims, correction, keepdim).first;
 }
 
+namespace detail {
+/// f(v) where v != 0 and `at_zero` where v == 0, with no gradient through f at 0: the
+/// derivatives of sqrt and x^(1/p) are infinite there and would give 0 * inf = NaN (the
+/// gradient of std of a constant, of a norm of zeros). PyTorch masks the same points.
+template <class P, class F>
+BasicTensor<P> masked_at_zero(const BasicTensor<P>& v, F f, double at_zero = 0.0) {
+  BasicTensor<P> nz = v.ne(0.0);
+  return f(v.where(nz, v.scalar_like(1.0).to(v.dtype()))).where(nz, v.scalar_like(at_zero).to(v.dtype()));
+}
+}  // namespace detail
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::std(const Shape& dims, double correction, bool keepdim) const {
+  return detail::masked_at_zero(var(dims, correction, keepdim), [](const BasicTensor& v) { return v.sqrt(); });
+}
+
 template <class P>
 BasicTensor<P> BasicTensor<P>::logsumexp(const Shape& dims, bool keepdim) const {
   BasicTensor x = is_floating_point() ? *this : to(kDefaultFloat);
+  if (x.numel() == 0) return x.exp().sum(dims, keepdim).log();  // -inf; amax has no identity
   BasicTensor m = x.amax(dims, true);
   BasicTensor safe_m = m.where(m.isfinite(), m.scalar_like(0.0).to(m.dtype()));  // all -inf rows stay -inf
   BasicTensor r = x.sub(safe_m).exp().sum(dims, true).log().add(safe_m);
@@ -197,11 +221,18 @@ BasicTensor<P> BasicTensor<P>::logsumexp(const Shape& dims, bool keepdim) const 
 
 template <class P>
 BasicTensor<P> BasicTensor<P>::norm(double p, const Shape& dims, bool keepdim) const {
+  EMBER_CHECK(is_floating_point(), "[norm] needs a floating tensor, got {}", dtype());
+  EMBER_CHECK(!std::isnan(p), "[norm] p is NaN");
   if (p == 1) return norm1(dims, keepdim);
   if (p == 2) return norm2(dims, keepdim);
   if (std::isinf(p) && p > 0) return norm_inf(dims, keepdim);
-  BasicTensor x = is_floating_point() ? *this : to(kDefaultFloat);
-  return x.abs().pow(p).sum(dims, keepdim).pow(1.0 / p);
+  if (std::isinf(p)) return abs().amin(dims, keepdim);     // p = -inf: the smallest |x|
+  if (p == 0) return ne(0.0).sum(dims, keepdim).to(dtype());  // the count of non-zeros (no gradient)
+  // (sum |x|^p)^(1/p), with PyTorch's zero gradients where the derivative is infinite: at
+  // x = 0 for p < 1 (of |x|^p), at a zero norm for p > 1 (of s^(1/p)).
+  BasicTensor a = abs();
+  BasicTensor powered = p < 1 ? detail::masked_at_zero(a, [p](const BasicTensor& v) { return v.pow(p); }) : a.pow(p);
+  return detail::masked_at_zero(powered.sum(dims, keepdim), [p](const BasicTensor& v) { return v.pow(1.0 / p); });
 }
 
 }  // namespace ember

@@ -108,6 +108,7 @@ constexpr UnaryParams default_params(UnaryOp op) {
     case UnaryOp::Celu: p.a = 1.0; break;
     case UnaryOp::Softplus: p.a = 1.0, p.b = 20.0; break;
     case UnaryOp::Hardtanh: p.a = -1.0, p.b = 1.0; break;
+    case UnaryOp::Logit: p.has_a = false; break;  // no eps: no clamp
     case UnaryOp::Clamp: p.has_a = p.has_b = false; break;  // refused: neither bound given
     case UnaryOp::NanToNum: p.has_a = p.has_b = false; break;  // nan -> 0, +-inf -> dtype limits
     default: break;

@@ -1,0 +1,136 @@
+// Values and gradients at edge points (zeros, ties, NaN, huge magnitudes, reduced floats)
+// where a formula that is right in general can still differ from PyTorch's. Expected values
+// are libtorch 1.13's for the same inputs (reviewed against PyTorch's derivatives.yaml and
+// kernels); where newer PyTorch differs, the comment says so.
+
+#include <doctest/doctest.h>
+#include <ember/ember.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace ember;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<double> vals(const Tensor& t) {
+  Tensor h = t.detach().to(DType::F64).contiguous();
+  const double* p = h.data_ptr<double>();
+  return std::vector<double>(p, p + h.numel());
+}
+
+/// Equal values, NaN matching NaN and infinities matching exactly.
+void check_vals(const Tensor& t, const std::vector<double>& expect, double tol = 1e-6) {
+  REQUIRE(t.defined());
+  std::vector<double> v = vals(t);
+  REQUIRE(v.size() == expect.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    CAPTURE(i);
+    if (std::isnan(expect[i])) CHECK(std::isnan(v[i]));
+    else if (std::isinf(expect[i]) || tol == 0) CHECK(v[i] == expect[i]);
+    else CHECK(v[i] == doctest::Approx(expect[i]).epsilon(tol));
+  }
+}
+
+Tensor leaf(std::initializer_list<double> v, DType dt = DType::F64) {
+  return tensor<double>(v).to(dt).detach().requires_grad_();
+}
+
+/// x.grad() after backward of sum(f(x) * [1, 2, ...]) (weights tell the entries apart).
+template <class F>
+Tensor grad_of(const Tensor& x, F f) {
+  Tensor y = f(x);
+  Tensor w = arange(1, y.numel() + 1).to(y.dtype()).view(y.sizes());
+  (y * w).sum().backward();
+  return x.grad();
+}
+
+}  // namespace
+
+TEST_CASE("edge gradients: std of a constant, norms at zero, max with NaN") {
+  check_vals(grad_of(leaf({2, 2, 2}), [](const Tensor& x) { return x.std(); }), {0, 0, 0});
+  check_vals(grad_of(leaf({5}), [](const Tensor& x) { return x.std({}, 0); }), {0});
+  // A constant row among others, over dim 1: only the other row gets a gradient.
+  Tensor x = tensor<double>({1, 1, 1, 3}).view({2, 2}).requires_grad_();
+  check_vals(grad_of(x, [](const Tensor& t) { return t.std({1}); }), {0, 0, -std::sqrt(2.0), std::sqrt(2.0)});
+  check_vals(grad_of(leaf({0, 0, 0}), [](const Tensor& t) { return t.norm(3); }), {0, 0, 0});
+  check_vals(grad_of(leaf({0, 0, 0}), [](const Tensor& t) { return t.norm(1.5); }), {0, 0, 0});
+  check_vals(grad_of(leaf({0, 1, 4}), [](const Tensor& t) { return t.norm(0.5); }), {0, 3, 1.5});
+  check_vals(grad_of(leaf({1, kNaN, 3}), [](const Tensor& t) { return t.max(); }), {0, 1, 0});
+  check_vals(grad_of(leaf({kNaN, 1, kNaN}), [](const Tensor& a) { return a.maximum(tensor<double>({1, kNaN, kNaN})); }),
+             {1, 2, 3});
+  check_vals(grad_of(leaf({kNaN, 1, kNaN}), [](const Tensor& a) { return a.minimum(tensor<double>({1, kNaN, kNaN})); }),
+             {1, 2, 3});
+}
+
+TEST_CASE("edge gradients: activations at NaN and logit's eps") {
+  check_vals(grad_of(leaf({kNaN, 0.5, 7}), [](const Tensor& t) { return t.hardtanh(-1, 1); }), {1, 2, 0});
+  check_vals(grad_of(leaf({kNaN, 3, 7}), [](const Tensor& t) { return t.relu6(); }), {1, 2, 0});
+  check_vals(grad_of(leaf({kNaN, -1}), [](const Tensor& t) { return t.elu(); }), {1, 2 * std::exp(-1.0)});
+  check_vals(grad_of(leaf({kNaN}), [](const Tensor& t) { return t.selu(); }), {1.0507009873554804934193349852946});
+  check_vals(grad_of(leaf({kNaN}), [](const Tensor& t) { return t.celu(); }), {1});
+  // eps = 0 clamps to [0, 1]: log(0) = -inf with a zero gradient; without eps, NaN outside [0, 1].
+  check_vals(leaf({-0.5, 1.5}).logit(0.0), {-kInf, kInf});
+  check_vals(grad_of(leaf({-0.5, 1.5}), [](const Tensor& t) { return t.logit(0.0); }), {0, 0});
+  check_vals(leaf({-0.5, 0.25}).logit(), {kNaN, std::log(1.0 / 3.0)});
+  check_vals(grad_of(leaf({-0.5, 0.25}), [](const Tensor& t) { return t.logit(); }), {kNaN, 2 / (0.25 * 0.75)});
+  check_vals(leaf({0.25}).logit(-1.0), {std::log(1.0 / 3.0)});  // a negative eps: no clamp
+}
+
+TEST_CASE("edge gradients: clamp with tensor bounds gives each side its part") {
+  Tensor x = leaf({0, 1, 2, 3}), lo = leaf({0, 0, 0, 3}), hi = leaf({2, 2, 2, 1});
+  Tensor y = x.clamp(lo, hi);
+  check_vals(y, {0, 1, 2, 1});
+  (y * tensor<double>({1, 2, 3, 4})).sum().backward();
+  check_vals(x.grad(), {1, 2, 3, 0});
+  check_vals(lo.grad(), {0, 0, 0, 0});
+  check_vals(hi.grad(), {0, 0, 0, 4});
+  Tensor x2 = leaf({-5, 5});
+  Tensor lo2 = leaf({0, 0}), hi2 = leaf({1, 1});
+  (x2.clamp(lo2, hi2) * tensor<double>({1, 2})).sum().backward();
+  check_vals(x2.grad(), {0, 0});
+  check_vals(lo2.grad(), {1, 0});
+  check_vals(hi2.grad(), {0, 2});
+}
+
+TEST_CASE("edge gradients: scans at large magnitudes, cancellation and infinities") {
+  check_vals(grad_of(leaf({1000, 1000, 999}), [](const Tensor& t) { return t.logcumsumexp(0); }),
+             {3.2669564, 2.2669564, 0.4660872}, 1e-6);
+  check_vals(grad_of(leaf({-1000, -1000}), [](const Tensor& t) { return t.logcumsumexp(0); }), {2, 1});
+  check_vals(grad_of(leaf({100, 100, 99}, DType::F32), [](const Tensor& t) { return t.logcumsumexp(0); }),
+             {3.2669564, 2.2669564, 0.4660872}, 1e-5);
+  check_vals(grad_of(leaf({0, 0}), [](const Tensor& t) { return t.cumsum(0).sqrt(); }), {kInf, kInf});
+  // The reverse sum of an upstream gradient [1e8, 1, 1] in f32: 1e8, 2, 1 (not 1e8, 1, 1).
+  Tensor c = leaf({1, 1, 1}, DType::F32);
+  c.cumsum(0).backward(tensor<float>({1e8f, 1, 1}));
+  check_vals(c.grad(), {1e8, 2, 1});
+}
+
+TEST_CASE("edge values: norms, logsumexp, round, reduced-float var and clamp's type") {
+  check_vals(tensor<float>({0, 2, 0, -3}).norm(0), {2});
+  check_vals(tensor<float>({0, 2, 0, -3, 1, 0}).view({2, 3}).norm(0, {1}), {1, 2});
+  check_vals(tensor<float>({1, 2, 0.5, -3}).norm(-kInf), {0.5});
+  CHECK_THROWS_WITH_AS(tensor<int64_t>({3, 4}).norm(2), doctest::Contains("[norm]"), Error);
+  check_vals(empty({2, 0}).logsumexp({1}), {-kInf, -kInf});
+  check_vals(tensor<float>({501, 1500}).round(-3), {1000, 2000}, 0);
+  check_vals(tensor<float>({1.2345f}).round(2), {1.23}, 1e-6);
+  CHECK_THROWS_AS(tensor<int64_t>({15}).round(-1), Error);
+  check_vals(tensor<float>({1000, 1004}).to(DType::BF16).var(), {8});
+  // Clamp with both bounds and one NaN: NaN (one NaN bound alone is ignored).
+  check_vals(tensor<float>({1, 5, 3}).clamp(kNaN, 4), {kNaN, kNaN, kNaN});
+  check_vals(tensor<float>({1, 5, 3}).clamp(kNaN, std::nullopt), {1, 5, 3});
+  // min > max: max wins, for hardtanh as for clamp.
+  check_vals(tensor<float>({-3, 0, 3}).hardtanh(2, -1), {-1, -1, -1});
+  check_vals(tensor<float>({-3, 0, 3}).clamp(2, -1), {-1, -1, -1});
+  // An integer tensor with floating bounds clamps in floating point; in place it cannot.
+  Tensor ci = tensor<int32_t>({0, 1, 2, 3}).clamp(0.5, 2.5);
+  CHECK(ci.dtype() == kDefaultFloat);
+  check_vals(ci, {0.5, 1, 2, 2.5});
+  Tensor ii = tensor<int32_t>({0, 1, 2, 3});
+  CHECK_THROWS_WITH_AS(ii.clamp_(0.5, 2.5), doctest::Contains("[clamp_]"), Error);
+  CHECK(tensor<bool>({true, false}).clamp(0, 0).dtype() == DType::I64);
+}
