@@ -153,6 +153,7 @@ Prepared prepare_unary(const Unary& u, const TensorImpl& x, TensorImpl* out) {
       result = DType::Bool;
       break;
   }
+  if (u.op == UnaryOp::Celu) EMBER_CHECK(u.p.a != 0, "[celu] alpha cannot be 0 (it divides)");
   if (u.op == UnaryOp::Logit)
     EMBER_CHECK(!u.p.has_a || u.p.a < 0.5, "[logit] eps must be below 0.5 (negative: no clamp), got {}", u.p.a);
   p.want[0] = compute;

@@ -334,6 +334,43 @@ TEST_CASE("nn::utils: clip_grad_norm_, clip_grad_value_, parameters_to_vector") 
   CHECK(b.item<double>() == 9.0);
 }
 
+TEST_CASE("nn: activations, init and clipping at their edges, as PyTorch (libtorch 1.13)") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto at = [](const Tensor& t, int64_t i) { return t.to(DType::F64).contiguous().data_ptr<double>()[i]; };
+  // NaN stays NaN through Hardshrink and Threshold (only the inside / x <= threshold is replaced).
+  CHECK(std::isnan(at(nn::Hardshrink(0.5)(tensor<double>({nan})), 0)));
+  CHECK(at(nn::Hardshrink(0.5)(tensor<double>({0.5, -0.7})), 0) == 0.0);
+  CHECK(at(nn::Hardshrink(0.5)(tensor<double>({0.5, -0.7})), 1) == -0.7);
+  CHECK(std::isnan(at(nn::Threshold(0.5, -7)(tensor<double>({nan})), 0)));
+  Tensor ti = nn::Threshold(1.0, -7)(tensor<int64_t>({0, 2}));
+  CHECK(ti.dtype() == DType::I64);
+  CHECK(ti.to(DType::F64).data_ptr<double>()[0] == -7.0);
+  CHECK_THROWS_WITH_AS(nn::Softshrink(-1), doctest::Contains("[Softshrink]"), Error);
+  CHECK_THROWS_WITH_AS(nn::CELU(0.0), doctest::Contains("[CELU]"), Error);
+  CHECK_THROWS_WITH_AS(tensor<float>({1}).celu(0.0), doctest::Contains("[celu]"), Error);
+  // PReLU's input gradient at 0 is the slope.
+  nn::PReLU prelu;
+  Tensor x0 = tensor<float>({0.0f}).requires_grad_();
+  prelu(x0).sum().backward();
+  CHECK(x0.grad().item<float>() == doctest::Approx(0.25));
+  // Bilinear: batch dims must match one by one, not just in count.
+  nn::Bilinear bil(3, 4, 5);
+  CHECK_THROWS_WITH_AS(bil(randn({2, 7, 3}), randn({7, 2, 4})), doctest::Contains("[Bilinear]"), Error);
+  CHECK(bil(randn({2, 7, 3}), randn({2, 7, 4})).sizes() == Shape{2, 7, 5});
+  // clip_grad_norm_ with a NaN gradient makes every gradient NaN (left the finite ones before).
+  Tensor a = tensor<double>({1.0, 2.0}).requires_grad_(), b = tensor<double>({2.0}).requires_grad_();
+  (a * tensor<double>({nan, 1.0})).sum().backward();
+  (b * 2.0).sum().backward();
+  nn::utils::clip_grad_norm_<DefaultPolicy>({a, b}, 1.0);
+  CHECK(std::isnan(b.grad().item<double>()));
+  // init refuses what PyTorch refuses.
+  Tensor w = empty({3, 3});
+  CHECK_THROWS_WITH_AS(nn::init::normal_(w, 0.0, -1.0), doctest::Contains("[normal_]"), Error);
+  CHECK_THROWS_WITH_AS(nn::init::uniform_(w, 2.0, 1.0), doctest::Contains("[uniform_]"), Error);
+  Tensor wi = empty({3}, DType::I64);
+  CHECK_THROWS_WITH_AS(nn::init::uniform_(wi), doctest::Contains("[uniform_]"), Error);
+}
+
 TEST_CASE("nn: a small MLP learns a regression problem with plain SGD (loss down 20x)") {
   manual_seed(7);
   nn::Sequential net(nn::Linear(2, 32), nn::Tanh(), nn::Linear(32, 1));

@@ -48,11 +48,15 @@ TensorOptions like(const BasicTensor<P>& t) {
 
 template <class P>
 BasicTensor<P>& uniform_(BasicTensor<P>& t, double a = 0.0, double b = 1.0) {
+  EMBER_CHECK(t.is_floating_point(), "[uniform_] needs a floating tensor, got {}", t.dtype());
+  EMBER_CHECK(a <= b, "[uniform_] expects a <= b, got a={} > b={}", a, b);
   detail::assign(t, rand<P>(t.sizes(), TensorOptions(DType::F64)) * (b - a) + a);
   return t;
 }
 template <class P>
 BasicTensor<P>& normal_(BasicTensor<P>& t, double mean = 0.0, double std = 1.0) {
+  EMBER_CHECK(t.is_floating_point(), "[normal_] needs a floating tensor, got {}", t.dtype());
+  EMBER_CHECK(std >= 0, "[normal_] expects std >= 0, got {}", std);
   detail::assign(t, randn<P>(t.sizes(), TensorOptions(DType::F64)) * std + mean);
   return t;
 }

@@ -31,11 +31,13 @@ BasicTensor<P> clip_grad_norm_(const std::vector<BasicTensor<P>>& params, double
               "[clip_grad_norm_] the total norm of order {} of the gradients is {}; set error_if_nonfinite=false to "
               "clip anyway",
               norm_type, t);
-  double coef = max_norm / (t + 1e-6);
-  if (coef < 1.0)
+  // Multiplied even at 1, as PyTorch: a NaN or inf total norm reaches every gradient (NaN),
+  // rather than leaving the non-finite ones among finite ones.
+  const double coef = std::min(max_norm / (t + 1e-6), 1.0);
+  if (coef < 1.0 || !std::isfinite(t))
     for (const auto& p : params) {
       BasicTensor<P> g = p.grad();
-      if (g.defined()) g.mul_(coef);
+      if (g.defined()) g.mul_(std::isnan(t) ? t : coef);
     }
   return total;
 }

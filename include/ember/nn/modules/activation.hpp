@@ -4,6 +4,7 @@
 #include <ember/nn/module.hpp>
 #include <ember/ops/functions.hpp>
 
+#include <cmath>
 #include <string>
 
 namespace ember::nn {
@@ -34,12 +35,15 @@ EMBER_ACTIVATION_MODULE(LogSigmoid, x.neg().softplus(1.0, 20.0).neg());
 EMBER_ACTIVATION_MODULE(Tanhshrink, x - x.tanh());
 #undef EMBER_ACTIVATION_MODULE
 
-/// An activation with one or two numeric options, printed as PyTorch does.
-#define EMBER_PARAM_ACTIVATION_MODULE(Name, Arg, dflt, expr, repr)                              \
+/// An activation with one numeric option (checked by `valid`, refused with `why`), printed
+/// as PyTorch does.
+#define EMBER_PARAM_ACTIVATION_MODULE(Name, Arg, dflt, expr, repr, valid, why)                   \
   template <class P = DefaultPolicy>                                                            \
   class Basic##Name##Impl : public Cloneable<Basic##Name##Impl<P>, P> {                         \
    public:                                                                                      \
-    explicit Basic##Name##Impl(double Arg = dflt) : Cloneable<Basic##Name##Impl<P>, P>(#Name), Arg(Arg) {} \
+    explicit Basic##Name##Impl(double Arg = dflt) : Cloneable<Basic##Name##Impl<P>, P>(#Name), Arg(Arg) { \
+      EMBER_CHECK(valid, "[" #Name "] " why ", got {}", Arg);                                    \
+    }                                                                                           \
     void reset() override {}                                                                    \
     BasicTensor<P> forward(const BasicTensor<P>& x) { return expr; }                            \
     std::string extra_repr() const override { return fmt::format(repr, Arg); }                  \
@@ -48,12 +52,16 @@ EMBER_ACTIVATION_MODULE(Tanhshrink, x - x.tanh());
   using Name##Impl = Basic##Name##Impl<>;                                                       \
   EMBER_MODULE(Name)
 
-EMBER_PARAM_ACTIVATION_MODULE(LeakyReLU, negative_slope, 0.01, x.leaky_relu(negative_slope), "negative_slope={}");
-EMBER_PARAM_ACTIVATION_MODULE(ELU, alpha, 1.0, x.elu(alpha), "alpha={}");
-EMBER_PARAM_ACTIVATION_MODULE(CELU, alpha, 1.0, x.celu(alpha), "alpha={}");
-EMBER_PARAM_ACTIVATION_MODULE(Hardshrink, lambd, 0.5, where(x.abs().gt(lambd), x, 0.0), "{}");
+EMBER_PARAM_ACTIVATION_MODULE(LeakyReLU, negative_slope, 0.01, x.leaky_relu(negative_slope), "negative_slope={}",
+                              !std::isnan(negative_slope), "negative_slope must be a number");
+EMBER_PARAM_ACTIVATION_MODULE(ELU, alpha, 1.0, x.elu(alpha), "alpha={}", !std::isnan(alpha), "alpha must be a number");
+EMBER_PARAM_ACTIVATION_MODULE(CELU, alpha, 1.0, x.celu(alpha), "alpha={}", alpha != 0 && !std::isnan(alpha),
+                              "alpha cannot be 0 (it divides)");
+// Hardshrink keeps NaN (zero only inside [-lambd, lambd]), as PyTorch.
+EMBER_PARAM_ACTIVATION_MODULE(Hardshrink, lambd, 0.5, where(x.ge(-lambd).logical_and(x.le(lambd)), 0.0, x), "{}",
+                              lambd >= 0, "lambda must be non-negative");
 EMBER_PARAM_ACTIVATION_MODULE(Softshrink, lambd, 0.5, where(x.gt(lambd), x - lambd, where(x.lt(-lambd), x + lambd, 0.0)),
-                              "{}");
+                              "{}", lambd >= 0, "lambda must be non-negative");
 #undef EMBER_PARAM_ACTIVATION_MODULE
 
 /// y = x where x > threshold, else value.
@@ -63,7 +71,10 @@ class BasicThresholdImpl : public Cloneable<BasicThresholdImpl<P>, P> {
   BasicThresholdImpl(double threshold, double value)
       : Cloneable<BasicThresholdImpl<P>, P>("Threshold"), threshold(threshold), value(value) {}
   void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return where(x.gt(threshold), x, value); }
+  /// NaN stays NaN (only x <= threshold is replaced), and the result keeps x's dtype.
+  BasicTensor<P> forward(const BasicTensor<P>& x) {
+    return x.scalar_like(value).to(x.dtype()).where(x.le(threshold), x);
+  }
   std::string extra_repr() const override { return fmt::format("threshold={}, value={}", threshold, value); }
   double threshold, value;
 };
@@ -91,7 +102,7 @@ class BasicPReLUImpl : public Cloneable<BasicPReLUImpl<P>, P> {
       s[1] = num_parameters;
       w = weight.reshape(s);
     }
-    return where(x.ge(0.0), x, w * x);
+    return where(x.gt(0.0), x, w * x);  // at 0 the input's gradient is the slope, as PyTorch's
   }
   std::string extra_repr() const override { return fmt::format("num_parameters={}", num_parameters); }
   int64_t num_parameters;

@@ -85,8 +85,9 @@ class BasicBilinearImpl : public Cloneable<BasicBilinearImpl<P>, P> {
                     x2.size(-1) == options.in2_features(),
                 "[Bilinear] expects inputs with {} and {} features, got shapes {} and {}", options.in1_features(),
                 options.in2_features(), x1.sizes(), x2.sizes());
-    EMBER_CHECK(x1.sizes().size() == x2.sizes().size() && x1.numel() / x1.size(-1) == x2.numel() / x2.size(-1),
-                "[Bilinear] inputs of shapes {} and {} have different batch shapes", x1.sizes(), x2.sizes());
+    bool same_batch = x1.dim() == x2.dim();
+    for (int64_t d = 0; same_batch && d + 1 < x1.dim(); ++d) same_batch = x1.size(d) == x2.size(d);
+    EMBER_CHECK(same_batch, "[Bilinear] inputs of shapes {} and {} have different batch shapes", x1.sizes(), x2.sizes());
     int64_t in1 = options.in1_features(), in2 = options.in2_features(), out = options.out_features();
     TensorT a = x1.reshape({-1, in1}), b = x2.reshape({-1, in2});
     // (B, in1) @ (in1, out * in2) -> (B, out, in2), then contract in2 with x2.
