@@ -521,7 +521,11 @@ void where(TensorImpl& out, const TensorImpl& c, const TensorImpl& a, const Tens
 namespace {
 template <class To, class From>
 inline To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) return static_cast<float>(v) != 0.0f || (std::is_integral_v<From> && v != From(0));
+  if constexpr (std::is_same_v<To, bool>) {
+    // Compared in From's own type: a double 1e-50 is true (through float it rounded to 0).
+    if constexpr (is_reduced_v<From>) return static_cast<float>(v) != 0.0f;
+    else return v != From(0);
+  }
   else if constexpr (is_reduced_v<To>) return To(static_cast<float>(v));
   else if constexpr (is_reduced_v<From>) return static_cast<To>(static_cast<float>(v));
   else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {

@@ -206,13 +206,13 @@ EMBER_UNARY_FN(Abs, true, {
   else if constexpr (std::is_integral_v<S>) return x < S(0) ? wrapping(S(0), x, '-') : x;
   else return x < S(0) ? S(-x) : x;
 })
+// sign(NaN) is 0, as PyTorch's (x > 0) - (x < 0) (NumPy gives NaN).
 EMBER_UNARY_FN(Sign, true, {
   if constexpr (std::is_unsigned_v<S>) return x > S(0) ? S(1) : S(0);
   else if constexpr (is_batch_v<V>) {
     const V zero(S(0)), one(S(1));
-    return vm::select(x > zero, one, vm::select(x < zero, -one, vm::select(vm::isnan(x), x, zero)));
-  } else if constexpr (std::is_floating_point_v<S>) return x != x ? x : S((x > 0) - (x < 0));
-  else return S((x > 0) - (x < 0));
+    return vm::select(x > zero, one, vm::select(x < zero, -one, zero));
+  } else return S((x > 0) - (x < 0));
 })
 EMBER_UNARY_FN(Exp, true, { return vm::exp(x); })
 EMBER_UNARY_FN(Exp2, true, { return vm::exp2(x); })
@@ -592,10 +592,9 @@ EMBER_BINARY_FN(Pow, false, {
   if constexpr (std::is_same_v<S, bool>) return a || !b;
   else if constexpr (std::is_integral_v<S>) {
     if constexpr (std::is_signed_v<S>) {
-      if (b < 0) {
+      if (b < 0) {  // PyTorch's: 1, +-1 for -1, else 0 (a negative scalar exponent is refused earlier)
         if (a == 1) return S(1);
         if (a == -1) return (b & 1) ? S(-1) : S(1);
-        t_integer_fault = true;
         return S(0);
       }
     }

@@ -93,7 +93,14 @@ TEST_CASE("errors: integer division by zero and negative integer powers") {
   CHECK_ERROR(i.div_floor(z), "[div_floor");
   CHECK_ERROR(i.remainder(z), "[remainder");
   CHECK_ERROR(i.fmod(z), "[fmod");
-  CHECK_ERROR(i.pow(tensor({1, -1, 2})), "[pow");
+  // PyTorch: a negative integer scalar power is refused; a tensor of powers gives 0 there
+  // (1 and +-1 for bases 1 and -1).
+  CHECK_ERROR(i.pow(-1), "[pow", "negative");
+  CHECK_ERROR(tensor<uint8_t>({2}).pow(-1), "[pow", "negative");  // not -1 wrapped to 255
+  Tensor pw = tensor({2, 1, -1, 0}).pow(tensor({-1, -1, -3, -1}));
+  CHECK(pw.dtype() == DType::I64);
+  const int64_t* pp = pw.data_ptr<int64_t>();
+  CHECK((pp[0] == 0 && pp[1] == 1 && pp[2] == -1 && pp[3] == 0));
   // Large enough to run on several threads: the fault must still be reported.
   Tensor big = ones({1 << 20}, TensorOptions(DType::I64));
   Tensor zb = ones({1 << 20}, TensorOptions(DType::I64));

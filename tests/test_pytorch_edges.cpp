@@ -134,3 +134,33 @@ TEST_CASE("edge values: norms, logsumexp, round, reduced-float var and clamp's t
   CHECK_THROWS_WITH_AS(ii.clamp_(0.5, 2.5), doctest::Contains("[clamp_]"), Error);
   CHECK(tensor<bool>({true, false}).clamp(0, 0).dtype() == DType::I64);
 }
+
+TEST_CASE("edge values: conversions, sign, lerp, addcmul/addcdiv and alpha, as PyTorch") {
+  // A double converts to bool in its own precision (1e-50 went through float, to 0: false).
+  Tensor b = tensor<double>({1e-50, -1e-300, 0.0, kNaN}).to(DType::Bool);
+  const bool* bp = b.data_ptr<bool>();
+  CHECK((bp[0] && bp[1] && !bp[2] && bp[3]));
+  check_vals(tensor<float>({kNaN, -2, 0, 3}).sign(), {0, -1, 0, 1});
+  check_vals(tensor<double>({kNaN}).sign(), {0});
+  // lerp is exact at weight 1 (start + 1 * (end - start) loses end when |start| >> |end|).
+  check_vals(tensor<float>({3}).lerp(tensor<float>({1e-8f}), 1.0), {double(1e-8f)}, 0);
+  check_vals(tensor<float>({3}).lerp(tensor<float>({1e-8f}), tensor<float>({1.0f})), {double(1e-8f)}, 0);
+  check_vals(tensor<float>({1}).lerp(tensor<float>({3}), 0.25), {1.5});
+  CHECK_THROWS_WITH_AS(tensor<int64_t>({1}).lerp(tensor<int64_t>({3}), 0.5), doctest::Contains("[lerp]"), Error);
+  CHECK_THROWS_WITH_AS(tensor<float>({1}).lerp(tensor<double>({3}), 0.5), doctest::Contains("[lerp]"), Error);
+  // Integer addcdiv is refused; integer addcmul casts value to the tensor's type (0.5 -> 0).
+  Tensor i1 = tensor<int64_t>({1}), i3 = tensor<int64_t>({3}), i2 = tensor<int64_t>({2});
+  CHECK_THROWS_WITH_AS(i1.addcdiv(i3, i2), doctest::Contains("[addcdiv]"), Error);
+  Tensor am = i1.addcmul(i3, i2, 0.5);
+  CHECK(am.dtype() == DType::I64);
+  CHECK(am.item<int64_t>() == 1);
+  // add/sub alpha: no floating alpha for integer results; a bool result takes it as a bool.
+  CHECK_THROWS_WITH_AS(tensor<int32_t>({1}).add(tensor<int32_t>({2}), 2.5), doctest::Contains("alpha"), Error);
+  Tensor ba = tensor<bool>({false}).add(tensor<bool>({true}), 2);
+  CHECK(ba.dtype() == DType::Bool);
+  CHECK(ba.item<bool>());
+  check_vals(tensor<float>({1}).add(tensor<float>({2}), 2.5), {6});
+  // Subtracting with a bool operand is refused even when the other one promotes.
+  CHECK_THROWS_WITH_AS(tensor<bool>({true}).sub(1), doctest::Contains("[sub]"), Error);
+  CHECK_THROWS_WITH_AS(tensor<int64_t>({2}).sub(tensor<bool>({true})), doctest::Contains("[sub]"), Error);
+}

@@ -156,7 +156,7 @@ inline double unary(ops::UnaryOp op, double x, const ops::UnaryParams& p = {},
   switch (op) {
     case U::Neg: return -x;
     case U::Abs: return std::fabs(x);
-    case U::Sign: return nan ? x : (x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0);
+    case U::Sign: return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;  // NaN: 0, as PyTorch
     case U::Exp: return std::exp(x);
     case U::Exp2: return std::exp2(x);
     case U::Expm1: return std::expm1(x);
@@ -375,7 +375,7 @@ inline int64_t binary_int(ops::BinaryOp op, int64_t a, int64_t b, int bits, bool
       if (b < 0) {
         if (a == 1) return 1;
         if (a == -1) return (b % 2 == 0) ? 1 : -1;
-        return fault = true, 0;
+        return 0;  // PyTorch's integer pow
       }
       u64 r = 1;
       for (int64_t i = 0; i < b; ++i) r *= static_cast<u64>(a);

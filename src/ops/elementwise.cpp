@@ -175,7 +175,19 @@ Prepared prepare_binary(const Binary& b, const TensorImpl& x, const TensorImpl& 
       EMBER_CHECK(compute != DType::Bool || b.op == BinaryOp::Add || b.op == BinaryOp::Mul ||
                       b.op == BinaryOp::Maximum || b.op == BinaryOp::Minimum,
                   "[{}] is not defined for bool tensors", op);
-      if (b.op == BinaryOp::Sub) EMBER_CHECK(compute != DType::Bool, "[sub] is not defined for bool tensors");
+      // PyTorch refuses a bool operand even when the other one promotes (mask - 1): inverting
+      // a mask is logical_not.
+      // An integer base to a negative integer scalar power (x.pow(-1)) is refused, as PyTorch;
+      // a tensor of exponents gives 0 (or 1, +-1 for bases 1, -1) where they are negative.
+      if (b.op == BinaryOp::Pow && is_integral(compute, false) && y.wrapped_number && y.dtype == DType::I64 &&
+          y.device().is_cpu())
+        EMBER_CHECK(*static_cast<const int64_t*>(y.data()) >= 0,
+                    "[pow] integers to negative integer powers are not allowed, got {} to the power {}", x.dtype,
+                    *static_cast<const int64_t*>(y.data()));
+      if (b.op == BinaryOp::Sub)
+        EMBER_CHECK(x.dtype != DType::Bool && y.dtype != DType::Bool,
+                    "[sub] is not defined for bool tensors ({} - {}); use logical_not to invert a mask", x.dtype,
+                    y.dtype);
       break;
     case BinaryRule::TrueDiv:
     case BinaryRule::Float:

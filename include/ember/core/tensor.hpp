@@ -245,15 +245,31 @@ class BasicTensor {
   BasicTensor& n##_(Scalar o) { return binary_inplace(ops::BinaryOp::E, scalar_like(o)); }
 #include <ember/ops/binary_list.def>
 #undef EMBER_BINARY_OP
-  BasicTensor add(const BasicTensor& o, Scalar alpha) const { return add(alpha_scaled(o, alpha)); }
-  BasicTensor sub(const BasicTensor& o, Scalar alpha) const { return sub(alpha_scaled(o, alpha)); }
+  BasicTensor add(const BasicTensor& o, Scalar alpha) const { return add(alpha_scaled(o, alpha, "add")); }
+  BasicTensor sub(const BasicTensor& o, Scalar alpha) const { return sub(alpha_scaled(o, alpha, "sub")); }
   BasicTensor div(const BasicTensor& o, const std::string& rounding_mode) const;
-  BasicTensor lerp(const BasicTensor& end, const BasicTensor& weight) const { return add(weight.mul(end.sub(*this))); }
-  BasicTensor lerp(const BasicTensor& end, Scalar weight) const { return add(end.sub(*this).mul(weight)); }
+  /// start + weight (end - start) for |weight| < 0.5, else end - (end - start)(1 - weight), as
+  /// PyTorch: exact at both ends. Floating tensors of one dtype.
+  BasicTensor lerp(const BasicTensor& end, const BasicTensor& weight) const {
+    check_lerp(end, &weight);
+    BasicTensor diff = end.sub(*this);
+    return add(weight.mul(diff)).where(weight.abs().lt(0.5), end.sub(diff.mul(weight.neg().add(1.0))));
+  }
+  BasicTensor lerp(const BasicTensor& end, Scalar weight) const {
+    check_lerp(end, nullptr);
+    const double w = weight.to_double();
+    BasicTensor diff = end.sub(*this);
+    return std::abs(w) < 0.5 ? add(diff.mul(w)) : end.sub(diff.mul(1.0 - w));
+  }
+  /// x + value * t1 * t2; on integer tensors value is cast to the tensor's type first (PyTorch).
   BasicTensor addcmul(const BasicTensor& t1, const BasicTensor& t2, Scalar value = 1) const {
+    if (!is_floating_point() && value.is_floating()) value = Scalar(static_cast<int64_t>(value.to_double()));
     return add(t1.mul(t2).mul(value));
   }
   BasicTensor addcdiv(const BasicTensor& t1, const BasicTensor& t2, Scalar value = 1) const {
+    EMBER_CHECK(is_floating(promote_types(t1.dtype(), t2.dtype())),
+                "[addcdiv] integer division of {} by {} is not supported (PyTorch neither); use floating tensors",
+                t1.dtype(), t2.dtype());
     return add(t1.div(t2).mul(value));
   }
   BasicTensor where(const BasicTensor& cond, const BasicTensor& other) const {
@@ -380,8 +396,19 @@ class BasicTensor {
     dispatch<P>(ops::Binary{op}, impl(), o.impl(), impl_.get());
     return *this;
   }
-  BasicTensor alpha_scaled(const BasicTensor& o, Scalar alpha) const {
+  /// o * alpha for add/sub, with PyTorch's rules: no floating alpha for an integer result, and
+  /// for a bool result alpha is a bool (any non-zero: o itself).
+  BasicTensor alpha_scaled(const BasicTensor& o, Scalar alpha, const char* op) const {
+    const DType r = promote_types(dtype(), o.dtype());
+    EMBER_CHECK(is_floating(r) || !alpha.is_floating(),
+                "[{}] alpha must not be a floating point number for {} tensors, got {}", op, r, alpha.to_double());
+    if (r == DType::Bool) return alpha.to_double() != 0 ? o : o.logical_and(o.logical_not());
     return alpha.to_double() == 1.0 ? o : o.mul(alpha);
+  }
+  void check_lerp(const BasicTensor& end, const BasicTensor* weight) const {
+    EMBER_CHECK(is_floating_point() && end.dtype() == dtype() && (!weight || weight->dtype() == dtype()),
+                "[lerp] expects floating tensors of one dtype, got {} and {}{}", dtype(), end.dtype(),
+                weight ? fmt::format(" (weight {})", weight->dtype()) : std::string());
   }
   DType clamp_result_type(const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) const {
     auto any = [&](bool (Scalar::*kind)() const) { return (lo && ((*lo).*kind)()) || (hi && ((*hi).*kind)()); };
