@@ -360,12 +360,12 @@ void binary_loop(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, cons
   }
   const TensorImpl* ops[3] = {&out, &a, &b};
   Driver<T, T, C, C, 2> d{&binary_run<C, F>, &f};
-  // Integer ops that can fault (division by zero, negative powers) report it through a
+  // Integer ops that can fault (division by zero) report it through a
   // thread_local flag, which only the calling thread's loop sets: run them without workers.
   constexpr bool kMayFault = std::is_integral_v<C> && (F::kOp == ops::BinaryOp::DivTrunc ||
                                                        F::kOp == ops::BinaryOp::DivFloor ||
                                                        F::kOp == ops::BinaryOp::Remainder ||
-                                                       F::kOp == ops::BinaryOp::Fmod || F::kOp == ops::BinaryOp::Pow);
+                                                       F::kOp == ops::BinaryOp::Fmod);
   Loop<3>(ops).run(d, kMayFault ? std::numeric_limits<int64_t>::max() : EMBER_GRAIN_SIZE);
 }
 
@@ -473,7 +473,7 @@ void binary(ops::BinaryOp op, TensorImpl& out, const TensorImpl& a, const Tensor
 #undef EMBER_BINARY_OP
   }
   // Ops that can fault on integers run on this thread only (see binary_loop), so the flag is complete.
-  if (t_integer_fault) EMBER_FAIL("[{}] integer division by zero or negative integer power", ops::name(op));
+  if (t_integer_fault) EMBER_FAIL("[{}] integer division by zero", ops::name(op));
 }
 
 // ---- where, copy, fill ----------------------------------------------------------------------------

@@ -459,7 +459,7 @@ struct BitwiseNotFn {
 // Ops whose result type differs from the input (bool out) are handled in the kernel directly.
 
 // ---- binary -----------------------------------------------------------------------------------
-/// Integer ops that have no answer (division by zero, negative powers) set this flag; the
+/// Integer ops that have no answer (division by zero) set this flag; the
 /// kernel turns it into an ember::Error after the loop.
 inline thread_local bool t_integer_fault = false;
 

@@ -301,13 +301,16 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
   //  - or C has few rows (<= 8 panels: a Linear's input gradient at batch 32): the packed copy
   //    would be read only that many times, and a panel longer than L1 streams from L2 either
   //    way. 16-48 rows x 128-1024 inner x 64-512 columns: 1.15-1.6x faster (the robotics MLP's
-  //    32 x 256 @ 256 x 256: 49 -> 42 us). Not when a row of B is longer than a page: a
-  //    panel's rows then sit in as many pages (48 x 4096 @ 4096 x 4096 ran 3x slower, TLB).
+  //    32 x 256 @ 256 x 256: 49 -> 42 us). Not when a row of B is a page or longer: a
+  //    panel's rows then sit in as many pages, or in one L1 set (48 x 4096 @ 4096 x 4096 ran
+  //    3x slower); and only in the AVX-512 build, whose 64-column panels read 4 lines per
+  //    row: the AVX2 build's 16-column panels (one line per row) ran 1.3-2.5x slower in place.
   // Partial panels are still packed (the kernels read whole vectors). Only with A read in place
   // too: a packed A is the path for large products, where packing is cheap relative to the
   // arithmetic.
   constexpr int64_t kFewRows = 48, kPageFloats = 1024;
-  const bool b_in_place = MR == 6 && b.sc == 1 && (k <= 64 || (m <= kFewRows && b.sr <= kPageFloats)) && direct &&
+  const bool b_in_place = MR == 6 && b.sc == 1 &&
+                          (k <= 64 || (m <= kFewRows && b.sr < kPageFloats && NV * W >= 64)) && direct &&
                           !steps_per_panel;
   const int64_t chunk_panels =
       direct ? ceil_div(m, MR) : std::max<int64_t>(1, kPackedAFloats / (MR * std::max<int64_t>(k, 1)));

@@ -487,8 +487,10 @@ void softmax_strip(const C* x, C* y, int64_t n, int64_t inner, bool log) {
     sum += e;
   }
   if (log) {
-    const B sub = m + xsimd::log(sum);
-    for (int64_t k = 0; k < n; ++k) (B::load_unaligned(x + k * inner) - sub).store_unaligned(y + k * inner);
+    // (x - m) - log(sum), not x - (m + log(sum)): at |m| ~ 1e7 in f32, m + log(sum) rounds
+    // log(sum) away (log_softmax([1e7, 1e7]) gave -1; PyTorch does the same, issue #11752).
+    const B lse = xsimd::log(sum);
+    for (int64_t k = 0; k < n; ++k) ((B::load_unaligned(x + k * inner) - m) - lse).store_unaligned(y + k * inner);
   } else {
     const B inv = B(C(1)) / sum;
     for (int64_t k = 0; k < n; ++k) (B::load_unaligned(y + k * inner) * inv).store_unaligned(y + k * inner);
@@ -587,11 +589,12 @@ void softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
                 if (!log) w[k] = e;
                 sum += e;
               }
-              if (log) {
-                B sub(m + std::log(sum));
+              if (log) {  // (x - m) - log(sum), as above
+                const C lse = std::log(sum);
+                const B mb(m), lb(lse);
                 k = 0;
-                for (; k + W <= len; k += W) (B::load_unaligned(r + k) - sub).store_unaligned(w + k);
-                for (; k < len; ++k) w[k] = r[k] - (m + std::log(sum));
+                for (; k + W <= len; k += W) ((B::load_unaligned(r + k) - mb) - lb).store_unaligned(w + k);
+                for (; k < len; ++k) w[k] = (r[k] - m) - lse;
               } else {
                 B inv(C(1) / sum);
                 k = 0;
@@ -724,15 +727,22 @@ bool rows_along(TensorImpl& out, const TensorImpl& x, int64_t dim, Combine combi
   const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / (len * inner));
   detail::parallel_for(outer, grain, [&](int64_t b, int64_t e) {
     const int64_t n = len, w = inner;
+    // The running values in double (PyTorch's acc_type for float scans): a row of them,
+    // combined with each step's row and rounded into the output.
+    static thread_local std::vector<double> run;
+    run.resize(static_cast<size_t>(w));
+    double* acc = run.data();
     for (int64_t o = b; o < e; ++o) {
       const T* xs = xp + o * n * w;
       T* os = op + o * n * w;
-      std::copy(xs, xs + w, os);
+      for (int64_t i = 0; i < w; ++i) acc[i] = static_cast<double>(xs[i]), os[i] = xs[i];
       for (int64_t k = 1; k < n; ++k) {
-        const T* prev = os + (k - 1) * w;
         const T* cur = xs + k * w;
         T* dst = os + k * w;
-        for (int64_t i = 0; i < w; ++i) dst[i] = combine(prev[i], cur[i]);
+        for (int64_t i = 0; i < w; ++i) {
+          acc[i] = combine(acc[i], static_cast<double>(cur[i]));
+          dst[i] = static_cast<T>(acc[i]);
+        }
       }
     }
   });
@@ -758,9 +768,9 @@ void cumulative(detail::CumOp op, TensorImpl& out, TensorImpl* indices, const Te
     if (op == detail::CumOp::Logsumexp && !std::is_floating_point_v<C>)
       EMBER_FAIL("[logcumsumexp] needs a floating tensor, got {}", x.dtype);
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {  // rows along a middle dim
-      if (op == detail::CumOp::Sum && scan::rows_along<T>(out, x, dim, [](C a, C b) { return add_wrapping(a, b); }))
+      if (op == detail::CumOp::Sum && scan::rows_along<T>(out, x, dim, [](double a, double b) { return a + b; }))
         return;
-      if (op == detail::CumOp::Prod && scan::rows_along<T>(out, x, dim, [](C a, C b) { return mul_wrapping(a, b); }))
+      if (op == detail::CumOp::Prod && scan::rows_along<T>(out, x, dim, [](double a, double b) { return a * b; }))
         return;
     }
     // One walk over the lines along dim per dtype; the op is chosen per line, outside the
@@ -768,23 +778,28 @@ void cumulative(detail::CumOp op, TensorImpl& out, TensorImpl* indices, const Te
     along_dim(x, out, n ? dim : 0, std::max<int64_t>(1, 4096 / std::max<int64_t>(len, 1)), [&](int64_t io, int64_t oo) {
       const int64_t m = len, sx = xs, so = os, si = is;
       if (m == 0) return;
-      auto scan_line = [&](auto step) {
-        C acc = static_cast<C>(xp[io]);
+      // Sums, products and logcumsumexp of floats run in double (PyTorch's acc_type: the last
+      // of a million-element f32 cumsum was off by 2e-5 relative in float).
+      using A = std::conditional_t<std::is_floating_point_v<C>, double, C>;
+      auto scan_line = [&]<class Acc = C>(auto step) {
+        Acc acc = static_cast<Acc>(xp[io]);
         int64_t best = 0;
         outp[oo] = static_cast<T>(acc);
         if (ip) ip[oo] = 0;  // indices share out's (contiguous) layout
         for (int64_t k = 1; k < m; ++k) {
-          step(acc, static_cast<C>(xp[io + k * sx]), k, best);
+          step(acc, static_cast<Acc>(static_cast<C>(xp[io + k * sx])), k, best);
           outp[oo + k * so] = static_cast<T>(acc);
           if (ip) ip[oo + k * si] = best;
         }
       };
       switch (op) {
         case detail::CumOp::Sum:
-          if constexpr (kSumProd) scan_line([](C& acc, C v, int64_t, int64_t&) { acc = add_wrapping(acc, v); });
+          if constexpr (kSumProd)
+            scan_line.template operator()<A>([](A& acc, A v, int64_t, int64_t&) { acc = add_wrapping(acc, v); });
           return;
         case detail::CumOp::Prod:
-          if constexpr (kSumProd) scan_line([](C& acc, C v, int64_t, int64_t&) { acc = mul_wrapping(acc, v); });
+          if constexpr (kSumProd)
+            scan_line.template operator()<A>([](A& acc, A v, int64_t, int64_t&) { acc = mul_wrapping(acc, v); });
           return;
         case detail::CumOp::Max:
           scan_line([](C& acc, C v, int64_t k, int64_t& best) {
@@ -802,12 +817,12 @@ void cumulative(detail::CumOp op, TensorImpl& out, TensorImpl* indices, const Te
           return;
         case detail::CumOp::Logsumexp:
           if constexpr (std::is_floating_point_v<C>) {
-            scan_line([](C& acc, C v, int64_t, int64_t&) {
+            scan_line.template operator()<A>([](A& acc, A v, int64_t, int64_t&) {
               // PyTorch's _log_add_exp_helper: NaN propagates, equal infinities stay.
               if (acc != acc || v != v) {
                 acc = std::numeric_limits<C>::quiet_NaN();
               } else if (!(std::isinf(acc) && acc == v)) {
-                C hi = std::max(acc, v), lo = std::min(acc, v);
+                A hi = std::max(acc, v), lo = std::min(acc, v);
                 acc = hi + std::log1p(std::exp(lo - hi));
               }
             });

@@ -332,6 +332,20 @@ TEST_CASE("autograd: views made before an in-place write see the write (PyTorch'
   (a + b + c).sum().backward();
   check_vals(x4.grad(), {12, 12, 0});
 
+  // retain_grad and hooks on a view made before the write land on its rebuilt history.
+  Tensor x6 = leaf({1, 2, 3});
+  Tensor y6 = x6 * 1.0;
+  Tensor v6 = y6.narrow(0, 1, 2);
+  y6.mul_(2.0);
+  int hook_calls = 0;
+  v6.retain_grad();
+  v6.register_hook([&](const Tensor&) { ++hook_calls; });
+  CHECK(v6.grad_fn()->name() == "AsStridedBackward");
+  (v6 * 3.0).sum().backward();
+  check_vals(x6.grad(), {0, 6, 6});
+  check_vals(v6.grad(), {3, 3});
+  CHECK(hook_calls == 1);
+
   // The base filled with a constant: no gradient reaches x5 through the older view.
   Tensor x5 = leaf({1, 2});
   Tensor y5 = x5 * 1.0;

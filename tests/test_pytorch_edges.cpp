@@ -95,6 +95,13 @@ TEST_CASE("edge gradients: clamp with tensor bounds gives each side its part") {
   check_vals(x2.grad(), {0, 0});
   check_vals(lo2.grad(), {1, 0});
   check_vals(hi2.grad(), {0, 2});
+  // A NaN bound or a NaN x gives NaN, and x no gradient there.
+  Tensor x3 = leaf({1, 2, kNaN});
+  Tensor y3 = x3.clamp(tensor<double>({kNaN, 0, 0}), tensor<double>({5, kNaN, 5}));
+  check_vals(y3, {kNaN, kNaN, kNaN});
+  Tensor x4 = leaf({kNaN, 0.5});
+  (x4.clamp(tensor<double>({0, 0}), tensor<double>({1, 1})) * tensor<double>({1, 2})).sum().backward();
+  check_vals(x4.grad(), {0, 2});
 }
 
 TEST_CASE("edge gradients: scans at large magnitudes, cancellation and infinities") {
@@ -127,10 +134,10 @@ TEST_CASE("edge values: norms, logsumexp, round, reduced-float var and clamp's t
   check_vals(tensor<float>({-3, 0, 3}).hardtanh(2, -1), {-1, -1, -1});
   check_vals(tensor<float>({-3, 0, 3}).clamp(2, -1), {-1, -1, -1});
   // An integer tensor with floating bounds clamps in floating point; in place it cannot.
-  Tensor ci = tensor<int32_t>({0, 1, 2, 3}).clamp(0.5, 2.5);
+  Tensor ci = tensor<int64_t>({0, 1, 2, 3}).to(DType::I32).clamp(0.5, 2.5);
   CHECK(ci.dtype() == kDefaultFloat);
   check_vals(ci, {0.5, 1, 2, 2.5});
-  Tensor ii = tensor<int32_t>({0, 1, 2, 3});
+  Tensor ii = tensor<int64_t>({0, 1, 2, 3}).to(DType::I32);
   CHECK_THROWS_WITH_AS(ii.clamp_(0.5, 2.5), doctest::Contains("[clamp_]"), Error);
   CHECK(tensor<bool>({true, false}).clamp(0, 0).dtype() == DType::I64);
 }
@@ -154,8 +161,12 @@ TEST_CASE("edge values: conversions, sign, lerp, addcmul/addcdiv and alpha, as P
   Tensor am = i1.addcmul(i3, i2, 0.5);
   CHECK(am.dtype() == DType::I64);
   CHECK(am.item<int64_t>() == 1);
+  Tensor amf = i1.addcmul(tensor<float>({3}), tensor<float>({2}), 0.5);  // a float result keeps 0.5
+  CHECK(amf.dtype() == DType::F32);
+  check_vals(amf, {4});
   // add/sub alpha: no floating alpha for integer results; a bool result takes it as a bool.
-  CHECK_THROWS_WITH_AS(tensor<int32_t>({1}).add(tensor<int32_t>({2}), 2.5), doctest::Contains("alpha"), Error);
+  CHECK_THROWS_WITH_AS(tensor<int64_t>({1}).to(DType::I32).add(tensor<int64_t>({2}).to(DType::I32), 2.5),
+                       doctest::Contains("alpha"), Error);
   Tensor ba = tensor<bool>({false}).add(tensor<bool>({true}), 2);
   CHECK(ba.dtype() == DType::Bool);
   CHECK(ba.item<bool>());
@@ -163,4 +174,35 @@ TEST_CASE("edge values: conversions, sign, lerp, addcmul/addcdiv and alpha, as P
   // Subtracting with a bool operand is refused even when the other one promotes.
   CHECK_THROWS_WITH_AS(tensor<bool>({true}).sub(1), doctest::Contains("[sub]"), Error);
   CHECK_THROWS_WITH_AS(tensor<int64_t>({2}).sub(tensor<bool>({true})), doctest::Contains("[sub]"), Error);
+}
+
+TEST_CASE("edge values: log_softmax at large magnitudes, negative-p norms, linear's bias, f32 scans") {
+  // (x - max) - log(sum): at 1e7 in f32, max + log(sum) rounded log(2) away (gave -1).
+  check_vals(tensor<float>({1e7f, 1e7f}).log_softmax(0), {-std::log(2.0), -std::log(2.0)}, 1e-6);
+  check_vals(tensor<float>({1e7f, 1e7f, 1e7f, 1e7f}).view({2, 2}).log_softmax(0), {-std::log(2.0), -std::log(2.0),
+                                                                                -std::log(2.0), -std::log(2.0)},
+             1e-6);
+  check_vals(tensor<double>({1e17, 1e17}).log_softmax(0), {-std::log(2.0), -std::log(2.0)}, 1e-12);
+  // p < 0: a zero entry makes the norm 0 (0^p = inf).
+  check_vals(tensor<float>({0, 1, 2, 4}).norm(-1), {0});
+  check_vals(tensor<float>({1, 2}).norm(-1), {2.0 / 3.0});
+  // linear: a bias that is not one row broadcasts against [..., out], as PyTorch.
+  Tensor x = randn({2, 3, 4}), w = randn({5, 4}), b = randn({3, 5});
+  Tensor want = x.matmul(w.t()) + b;
+  Tensor got = linear(x, w, b);
+  REQUIRE(got.sizes() == Shape{2, 3, 5});
+  CHECK((got - want).abs().amax().item<float>() < 1e-5f);
+  CHECK_THROWS_AS(linear(x, w, randn({6, 1})), Error);
+  CHECK(linear(randn({2, 3, 0}), randn({5, 0}), randn({5})).sizes() == Shape{2, 3, 5});
+  // A million-element f32 cumsum accumulates in double (PyTorch's acc_type): the last entry is
+  // the f32 rounding of the exact sum. Along a middle dim too.
+  Tensor u = full({1 << 20}, 0.1f);
+  const double exact = static_cast<double>(0.1f) * (1 << 20);
+  CHECK(std::abs(u.cumsum(0)[-1].item<float>() - exact) / exact < 1e-7);
+  CHECK(std::abs(u.view({1 << 18, 4}).cumsum(0)[-1][0].item<float>() - exact / 4) / (exact / 4) < 1e-7);
+  // chunk of an empty dim: distinct pieces (not x itself three times).
+  Tensor e = empty({0});
+  auto pieces = chunk(e, 3);
+  REQUIRE(pieces.size() == 3);
+  CHECK(&pieces[0].impl() != &e.impl());
 }

@@ -47,9 +47,14 @@ std::mutex g_view_mu;
 Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
   AutogradMeta* m = t.autograd;
   if (!m) return {};
-  if (m->grad_fn && t.view_of && m->root_fn != grad_fn_of(*t.view_of)) [[unlikely]] {
+  if (m->grad_fn && t.view_of) [[unlikely]] {  // a view: its history may need rebuilding
     std::lock_guard<std::mutex> lock(g_view_mu);
-    if (m->grad_fn && m->root_fn != grad_fn_of(*t.view_of)) ops->refresh_view(const_cast<TensorImpl&>(t));
+    if (m->root_fn != grad_fn_of(*t.view_of)) {
+      m->view_fn = ops->view_history(t);
+      m->root_fn = grad_fn_of(*t.view_of);
+      m->rebuilt = true;
+    }
+    if (m->rebuilt) return m->view_fn ? Edge{m->view_fn, 0} : Edge{};
   }
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
   if (!m->requires_grad) return {};
@@ -68,7 +73,12 @@ void set_history(TensorImpl& out, const std::shared_ptr<Node>& node, uint32_t ou
   AutogradMeta& m = meta_of(out);
   m.grad_fn = node;
   m.output_nr = output_nr;
-  if (out.view_of) m.root_fn = grad_fn_of(*out.view_of);
+  if (out.view_of) {
+    std::lock_guard<std::mutex> lock(g_view_mu);
+    m.root_fn = grad_fn_of(*out.view_of);
+    m.view_fn.reset();
+    m.rebuilt = false;
+  }
   if (node->outputs.size() <= output_nr) node->outputs.resize(output_nr + 1);
   node->outputs[output_nr] = {out.sizes, out.dtype, out.device()};
 }

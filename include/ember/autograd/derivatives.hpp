@@ -20,7 +20,7 @@ namespace ember::autograd {
 namespace detail {
 
 template <class P>
-void refresh_view_history(TensorImpl& view);
+std::shared_ptr<Node> rebuilt_view_history(const TensorImpl& view);
 
 /// Binds a policy's ops for the engine.
 template <class P>
@@ -44,7 +44,7 @@ struct PolicyOpsOf {
     return T<P>(t).isfinite().all().template item<bool>();
   }
   static constexpr PolicyOps table{&add,          &add_inplace, &zeros,      &ones, &clone, &to_dtype, &sum_to_shape,
-                                   &all_finite, &refresh_view_history<P>};
+                                   &all_finite, &rebuilt_view_history<P>};
 };
 
 /// The storage offset of every element of a tensor of geometry (sizes, strides, offset),
@@ -121,16 +121,16 @@ std::shared_ptr<Node> view_node(const TensorImpl& root, const TensorImpl& view) 
   return make_node<P>("as_strided", {&root}, std::move(as_view), ops_of<P>());
 }
 
-/// A view whose root's history changed after the view's was made (AutogradMeta::root_fn):
-/// its gradient now flows into the root's current history, or nowhere when the root no longer
-/// requires grad.
+/// For a view whose root's history changed after the view's was made (AutogradMeta::root_fn):
+/// the node through which its gradient now flows into the root's current history, or null when
+/// the root no longer requires grad.
 template <class P>
-void refresh_view_history(TensorImpl& view) {
+std::shared_ptr<Node> rebuilt_view_history(const TensorImpl& view) {
   const TensorImpl& root = *view.view_of;
-  if (requires_grad(root))
-    set_history(view, view_node<P>(root, view), 0);
-  else
-    view.autograd->grad_fn.reset();
+  if (!requires_grad(root)) return nullptr;
+  std::shared_ptr<Node> n = view_node<P>(root, view);
+  n->outputs.push_back({view.sizes, view.dtype, view.device()});
+  return n;
 }
 
 inline double pi() { return std::numbers::pi; }

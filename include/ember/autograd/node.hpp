@@ -51,8 +51,9 @@ struct PolicyOps {
   TensorRef (*to_dtype)(const TensorRef& t, DType dtype);
   TensorRef (*sum_to)(const TensorRef& t, IntArrayRef shape);
   bool (*all_finite)(const TensorRef& t);
-  /// Rebuilds a view's history from its root's current one (see AutogradMeta::root_fn).
-  void (*refresh_view)(TensorImpl& view);
+  /// A view's history made afresh from its root's current one (see AutogradMeta::root_fn);
+  /// null when the root no longer requires grad.
+  std::shared_ptr<Node> (*view_history)(const TensorImpl& view);
 };
 
 struct Node : std::enable_shared_from_this<Node> {
@@ -97,10 +98,15 @@ struct AutogradMeta {
   std::shared_ptr<TensorRef> retained_grad;
   /// For a view with a history: its root's grad_fn when that history was made. When the root's
   /// history has changed since (an in-place op on the root or on another view of it), the
-  /// view's gradient must flow into the root's new history, so gradient_edge rebuilds it
-  /// (PyTorch regenerates a view's grad_fn when its base's version moved). Only compared,
-  /// never dereferenced; the view's own graph keeps that node alive, so it is never reused.
+  /// view's gradient must flow into the root's new history, so gradient_edge rebuilds it into
+  /// `view_fn` (PyTorch regenerates a view's grad_fn when its base's version moved). Only
+  /// compared, never dereferenced; the view's own graph keeps that node alive, so it is never
+  /// reused. `grad_fn` itself is left alone (requires_grad reads it without a lock); root_fn,
+  /// view_fn and `rebuilt` are read and written under one mutex (meta.cpp), as a view may be
+  /// used on several threads at once.
   const Node* root_fn = nullptr;
+  std::shared_ptr<Node> view_fn;  ///< the rebuilt history, when `rebuilt` (null: no gradient)
+  bool rebuilt = false;
 };
 
 /// A tensor's metadata, created on first use.

@@ -78,7 +78,9 @@ void BasicTensor<P>::zero_grad(bool set_to_none) {
 template <class P>
 std::shared_ptr<autograd::Node> BasicTensor<P>::grad_fn() const {
   const autograd::AutogradMeta* m = impl().autograd;
-  return m ? m->grad_fn : nullptr;
+  if (!m || !m->grad_fn) return nullptr;
+  // Through gradient_edge: a view's history may have been rebuilt (AutogradMeta::root_fn).
+  return autograd::gradient_edge(impl(), &autograd::Recorder<P>::policy_ops()).fn;
 }
 
 template <class P>
@@ -93,10 +95,12 @@ void BasicTensor<P>::retain_grad() {
   EMBER_CHECK(m && (m->grad_fn || m->requires_grad),
               "[retain_grad] called on a tensor (shape {}) that does not require grad", sizes());
   if (!m->grad_fn || m->retained_grad) return;  // leaves keep .grad() anyway
+  const autograd::PolicyOps* ops = &autograd::Recorder<P>::policy_ops();
+  const autograd::Edge e = autograd::gradient_edge(impl(), ops);  // a view's rebuilt history too
+  if (!e.fn) return;
   auto cell = std::make_shared<autograd::TensorRef>();
   m->retained_grad = cell;
-  const autograd::PolicyOps* ops = &autograd::Recorder<P>::policy_ops();
-  m->grad_fn->pre_hooks.push_back({m->output_nr, [cell, ops](const autograd::TensorRef& g) {
+  e.fn->pre_hooks.push_back({e.input_nr, [cell, ops](const autograd::TensorRef& g) {
                                      if (!*cell) {
                                        *cell = autograd::GradMode::is_enabled() ? g : ops->clone(g);
                                      } else {
@@ -157,7 +161,8 @@ void BasicTensor<P>::register_hook(F&& hook) const {
   };
   autograd::AutogradMeta& m = autograd::meta_of(t);
   if (m.grad_fn) {
-    m.grad_fn->pre_hooks.push_back({m.output_nr, std::move(h)});
+    const autograd::Edge e = autograd::gradient_edge(t, &autograd::Recorder<P>::policy_ops());
+    if (e.fn) e.fn->pre_hooks.push_back({e.input_nr, std::move(h)});
   } else {
     m.leaf_hooks.push_back(std::move(h));
   }

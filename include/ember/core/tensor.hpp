@@ -230,10 +230,12 @@ class BasicTensor {
   BasicTensor clamp_min(Scalar lo) const { return clamp(lo, std::nullopt); }
   BasicTensor clamp_max(Scalar hi) const { return clamp(std::nullopt, hi); }
   /// min(max(x, lo), hi) with PyTorch's gradients: to x where lo <= x <= hi, to lo where x < lo
-  /// (and lo <= hi), to hi where the result is hi. NaN bounds are ignored, NaN x kept.
+  /// (and lo <= hi), to hi where the result is hi. NaN where x or a bound is NaN (no gradient).
   BasicTensor clamp(const BasicTensor& lo, const BasicTensor& hi) const {
     BasicTensor r = lo.where(lt(lo), *this);
-    return hi.where(r.gt(hi), r);
+    r = hi.where(r.gt(hi), r);
+    BasicTensor nan = isnan().logical_or(lo.isnan()).logical_or(hi.isnan());
+    return r.scalar_like(std::numeric_limits<double>::quiet_NaN()).to(r.dtype()).where(nan, r);
   }
   BasicTensor nan_to_num(double nan, std::optional<double> posinf = {}, std::optional<double> neginf = {}) const;
   BasicTensor round(int64_t decimals) const;
@@ -263,7 +265,8 @@ class BasicTensor {
   }
   /// x + value * t1 * t2; on integer tensors value is cast to the tensor's type first (PyTorch).
   BasicTensor addcmul(const BasicTensor& t1, const BasicTensor& t2, Scalar value = 1) const {
-    if (!is_floating_point() && value.is_floating()) value = Scalar(static_cast<int64_t>(value.to_double()));
+    if (!is_floating(promote_types(dtype(), promote_types(t1.dtype(), t2.dtype()))) && value.is_floating())
+      value = Scalar(static_cast<int64_t>(value.to_double()));
     return add(t1.mul(t2).mul(value));
   }
   BasicTensor addcdiv(const BasicTensor& t1, const BasicTensor& t2, Scalar value = 1) const {

@@ -231,7 +231,9 @@ BasicTensor<P> BasicTensor<P>::norm(double p, const Shape& dims, bool keepdim) c
   // (sum |x|^p)^(1/p), with PyTorch's zero gradients where the derivative is infinite: at
   // x = 0 for p < 1 (of |x|^p), at a zero norm for p > 1 (of s^(1/p)).
   BasicTensor a = abs();
-  BasicTensor powered = p < 1 ? detail::masked_at_zero(a, [p](const BasicTensor& v) { return v.pow(p); }) : a.pow(p);
+  // (p < 0: 0^p = inf makes the norm 0, as PyTorch; no mask then.)
+  BasicTensor powered =
+      p > 0 && p < 1 ? detail::masked_at_zero(a, [p](const BasicTensor& v) { return v.pow(p); }) : a.pow(p);
   return detail::masked_at_zero(powered.sum(dims, keepdim), [p](const BasicTensor& v) { return v.pow(1.0 / p); });
 }
 

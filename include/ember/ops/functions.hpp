@@ -145,18 +145,27 @@ BasicTensor<P> baddbmm(const BasicTensor<P>& c, const BasicTensor<P>& a, const B
 /// is read in place, and its gradient is computed in its own layout).
 template <class P>
 BasicTensor<P> linear(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {}) {
-  if (x.dim() >= 2 && w.dim() == 2) {
+  // The fused product takes a bias of one row only; any other bias broadcasts against the
+  // whole [..., out] result afterwards (folding the rows first would broadcast it wrongly).
+  if (x.dim() >= 2 && w.dim() == 2 && (!b.defined() || b.dim() == 1)) {
     const auto* bias = b.defined() ? &b.impl() : nullptr;
     if (x.dim() == 2) return BasicTensor<P>::wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Linear}, x.impl(), w.impl(), bias));
     ops::check_linear_features(x.impl(), w.impl());
     Shape s = x.sizes();
+    int64_t rows = 1;  // not -1: an inner dim of 0 leaves nothing to infer it from
+    for (size_t d = 0; d + 1 < s.size(); ++d) rows *= s[d];
     BasicTensor<P> y = BasicTensor<P>::wrap(
-        dispatch<P>(ops::Matmul{ops::MatmulKind::Linear}, x.reshape({-1, s.back()}).impl(), w.impl(), bias));
+        dispatch<P>(ops::Matmul{ops::MatmulKind::Linear}, x.reshape({rows, s.back()}).impl(), w.impl(), bias));
     s[s.size() - 1] = w.size(0);
     return y.reshape(s);
   }
   BasicTensor<P> y = x.matmul(w.t());
-  return b.defined() ? y.add(b) : y;
+  if (!b.defined()) return y;
+  EMBER_CHECK(b.dtype() == y.dtype(), "[linear] bias dtype {} differs from the input's {}", b.dtype(), y.dtype());
+  BasicTensor<P> r = y.add(b);
+  EMBER_CHECK(r.sizes() == y.sizes(), "[linear] a bias of shape {} does not broadcast to the output's shape {}",
+              b.sizes(), y.sizes());
+  return r;
 }
 
 /// PyTorch-style text: tensor([[1., 2.], [3., 4.]]), with dtype/device when not default.

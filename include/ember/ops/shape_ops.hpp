@@ -95,7 +95,11 @@ std::vector<BasicTensor<P>> chunk(const BasicTensor<P>& x, int64_t chunks, int64
   EMBER_CHECK(chunks > 0, "[chunk] chunks must be positive, got {}", chunks);
   detail::check_not_0d(x.dim(), "chunk");
   int64_t d = wrap_dim(dim, x.dim(), "chunk");
-  if (x.size(d) == 0) return std::vector<BasicTensor<P>>(static_cast<size_t>(chunks), x);  // PyTorch: `chunks` empty pieces
+  if (x.size(d) == 0) {  // PyTorch: `chunks` empty pieces, each a view of its own
+    std::vector<BasicTensor<P>> out;
+    for (int64_t i = 0; i < chunks; ++i) out.push_back(x.narrow(d, 0, 0));
+    return out;
+  }
   int64_t size = (x.size(d) + chunks - 1) / chunks;
   return split(x, std::max<int64_t>(size, 1), d);
 }
