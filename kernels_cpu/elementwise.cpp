@@ -527,7 +527,9 @@ inline To convert(From v) {
     else return v != From(0);
   }
   else if constexpr (is_reduced_v<To>) return To(static_cast<float>(v));
-  else if constexpr (is_reduced_v<From>) return static_cast<To>(static_cast<float>(v));
+  // f16/bf16 to an integer goes through float and then the saturating cast below (a direct
+  // cast of 1000 or inf to i8 was undefined behaviour).
+  else if constexpr (is_reduced_v<From>) return convert<To>(static_cast<float>(v));
   else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
     // Out-of-range float -> int is UB in C++; saturate NaN/overflow like a defined cast.
     if (!(v == v)) return To(0);

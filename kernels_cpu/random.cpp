@@ -36,6 +36,18 @@ inline double u01(uint32_t a, uint32_t b) {  // 53-bit uniform in [0, 1)
   return static_cast<double>(v & ((uint64_t{1} << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
+/// The largest f16/bf16 value below `bound` (sign-magnitude: one step of the bits).
+template <class T>
+T below(float bound) {
+  T r = T(bound);
+  while (static_cast<float>(r) >= bound) {
+    uint16_t b = r.bits;
+    b = b == 0 ? uint16_t{0x8001} : (b & 0x8000) ? uint16_t(b + 1) : uint16_t(b - 1);
+    r = T::from_bits(b);
+  }
+  return r;
+}
+
 }  // namespace
 
 void Kernels<Cpu>::fill_random(TensorImpl& dst, bool normal, double p0, double p1, uint64_t seed,
@@ -66,7 +78,12 @@ void Kernels<Cpu>::fill_random(TensorImpl& dst, bool normal, double p0, double p
             float f = static_cast<float>(v);
             // Rounding to float may reach the open upper bound; step back inside [lo, hi).
             if (!normal && f >= static_cast<float>(p1)) f = std::nextafter(static_cast<float>(p1), static_cast<float>(p0));
-            p[i] = static_cast<T>(f);
+            T r = static_cast<T>(f);
+            // And so may rounding to f16/bf16 (rand gave 1.0 about once in 500 bf16 draws): the
+            // largest value of T below the bound instead.
+            if constexpr (!std::is_same_v<T, float>)
+              if (!normal && static_cast<float>(r) >= static_cast<float>(p1)) r = below<T>(static_cast<float>(p1));
+            p[i] = r;
           }
         }
       });

@@ -22,6 +22,16 @@ double load(const TensorImpl& t, int64_t off) {
   });
 }
 
+/// An integer element in its own type (through double, int64 beyond 2^53 printed wrong).
+std::string int_text(const TensorImpl& t, int64_t off) {
+  return visit_dtype(t.dtype, [&]<class T>() -> std::string {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      return fmt::format("{}", static_cast<const T*>(t.storage->data)[off]);
+    else
+      return {};
+  });
+}
+
 struct Formatter {
   bool floating = false, ints_only = true, sci = false;
   int width = 1;
@@ -37,9 +47,10 @@ struct Formatter {
   }
 };
 
-void collect(const TensorImpl& t, int64_t dim, int64_t off, bool summarize, std::vector<double>& out) {
+/// The storage offsets of the elements printed, in order.
+void collect(const TensorImpl& t, int64_t dim, int64_t off, bool summarize, std::vector<int64_t>& out) {
   if (dim == t.ndim()) {
-    out.push_back(load(t, off));
+    out.push_back(off);
     return;
   }
   int64_t n = t.sizes[dim];
@@ -52,7 +63,7 @@ void collect(const TensorImpl& t, int64_t dim, int64_t off, bool summarize, std:
 void render(const TensorImpl& t, const Formatter& f, int64_t dim, int64_t off, bool summarize, int indent,
             std::string& s) {
   if (dim == t.ndim()) {
-    std::string v = f.fmt_one(load(t, off), t.dtype);
+    std::string v = is_integral(t.dtype, false) ? int_text(t, off) : f.fmt_one(load(t, off), t.dtype);
     s += std::string(static_cast<size_t>(std::max<int>(0, f.width - static_cast<int>(v.size()))), ' ') + v;
     return;
   }
@@ -61,8 +72,11 @@ void render(const TensorImpl& t, const Formatter& f, int64_t dim, int64_t off, b
   bool last = dim == t.ndim() - 1;
   for (int64_t i = 0; i < n; ++i) {
     if (summarize && n > 2 * kEdge && i == kEdge) {
-      s += last ? "..., " : "...,\n" + std::string(static_cast<size_t>(indent + 1), ' ');
-      if (!last) s += std::string(static_cast<size_t>(t.ndim() - dim - 2), '\n');
+      // Like the separators below: the newlines, then the next block's indent (a 4-d summary
+      // put the indent on a blank line and the block at column 0).
+      s += last ? "..., "
+                : "...," + std::string(static_cast<size_t>(t.ndim() - dim - 1), '\n') +
+                      std::string(static_cast<size_t>(indent + 1), ' ');
       i = n - kEdge;
     }
     render(t, f, dim + 1, off + i * t.strides[dim], summarize, indent + 1, s);
@@ -84,8 +98,10 @@ void render(const TensorImpl& t, const Formatter& f, int64_t dim, int64_t off, b
 std::string format_tensor(const TensorImpl& t) {
   std::string s = "tensor(";
   bool summarize = t.numel > kThreshold;
+  std::vector<int64_t> offsets;
+  if (t.numel > 0) collect(t, 0, t.offset, summarize, offsets);
   std::vector<double> vals;
-  if (t.numel > 0) collect(t, 0, t.offset, summarize, vals);
+  for (int64_t off : offsets) vals.push_back(load(t, off));
   Formatter f;
   f.floating = is_floating(t.dtype);
   double max_abs = 0, min_abs = INFINITY;
@@ -98,7 +114,10 @@ std::string format_tensor(const TensorImpl& t) {
   }
   if (f.floating && (max_abs >= 1e8 || (!f.ints_only && min_abs < 1e-4) || (min_abs > 0 && max_abs / min_abs > 1000 && !f.ints_only)))
     f.sci = true;
-  for (double v : vals) f.width = std::max<int>(f.width, static_cast<int>(f.fmt_one(v, t.dtype).size()));
+  for (size_t i = 0; i < vals.size(); ++i)
+    f.width = std::max<int>(f.width, static_cast<int>((is_integral(t.dtype, false) ? int_text(t, offsets[i])
+                                                                                    : f.fmt_one(vals[i], t.dtype))
+                                                          .size()));
   if (t.numel == 0) {
     s += "[]";
   } else {

@@ -206,3 +206,30 @@ TEST_CASE("edge values: log_softmax at large magnitudes, negative-p norms, linea
   REQUIRE(pieces.size() == 3);
   CHECK(&pieces[0].impl() != &e.impl());
 }
+
+TEST_CASE("edge values: factories, reduced-float conversions and printing") {
+  // f16/bf16 to an integer saturates like f32 (a direct cast was undefined behaviour).
+  Tensor h = tensor<double>({200, 1000, kInf, kNaN, -1000}).to(DType::F16);
+  Tensor h8 = h.to(DType::I8);
+  const int8_t* p8 = h8.data_ptr<int8_t>();
+  CHECK((p8[0] == 127 && p8[1] == 127 && p8[2] == 127 && p8[3] == 0 && p8[4] == -128));
+  Tensor b32 = tensor<double>({kInf, -kInf}).to(DType::BF16).to(DType::I32);
+  CHECK(b32.data_ptr<int32_t>()[0] == std::numeric_limits<int32_t>::max());
+  CHECK(b32.data_ptr<int32_t>()[1] == std::numeric_limits<int32_t>::lowest());
+  // rand in f16/bf16 stays below 1 (rounding f32 draws up to 1.0 happened once in ~500).
+  manual_seed(5);
+  CHECK(rand({1 << 20}, DType::BF16).to(DType::F32).amax().item<float>() < 1.0f);
+  CHECK(rand({1 << 20}, DType::F16).to(DType::F32).amax().item<float>() < 1.0f);
+  CHECK_THROWS_WITH_AS(eye(3, -5), doctest::Contains("[eye]"), Error);
+  CHECK(eye(2, 3).sizes() == Shape{2, 3});
+  CHECK_THROWS_WITH_AS(arange(0.0, kInf), doctest::Contains("[arange]"), Error);
+  CHECK_THROWS_WITH_AS(arange(0.0, 1e19), doctest::Contains("[arange]"), Error);
+  // int64 prints exactly (through double, INT64_MAX printed as its negation).
+  CHECK(to_string(tensor<int64_t>({std::numeric_limits<int64_t>::max(), (int64_t(1) << 53) + 1})) ==
+        "tensor([9223372036854775807,    9007199254740993])");
+  // A summarised 4-d tensor: blank lines between blocks, each block indented.
+  std::string s4 = to_string(arange(10 * 2 * 2 * 30).view({10, 2, 2, 30}));
+  CHECK(s4.find("...,\n\n\n        [[[") != std::string::npos);
+  CHECK(s4.find("\n ") != std::string::npos);
+  CHECK(s4.find(" \n") == std::string::npos);  // no line ends in the indent meant for the next
+}

@@ -88,8 +88,12 @@ template <class P = DefaultPolicy>
 BasicTensor<P> arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions o = {}) {
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
   EMBER_CHECK(st != 0, "[arange] step must be nonzero");
+  EMBER_CHECK(std::isfinite(s) && std::isfinite(e) && std::isfinite(st), "[arange] unsupported range [{}, {}) step {}",
+              s, e, st);
   EMBER_CHECK((e - s) / st >= 0, "[arange] range [{}, {}) with step {} is empty in the wrong direction", s, e, st);
-  int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
+  const double count = std::ceil((e - s) / st);
+  EMBER_CHECK(count < 9.2e18, "[arange] range [{}, {}) with step {} has too many elements", s, e, st);  // < 2^63
+  int64_t n = static_cast<int64_t>(count);
   bool ints = start.is_integral() && end.is_integral() && step.is_integral();
   return detail::on_cpu_then_move<P>({n}, o, ints ? DType::I64 : kDefaultFloat,
                                      [&](detail::TensorImpl& t) { detail::fill_arange(t, s, st); });
@@ -110,8 +114,9 @@ BasicTensor<P> linspace(double start, double end, int64_t steps, TensorOptions o
 }
 
 template <class P = DefaultPolicy>
-BasicTensor<P> eye(int64_t n, int64_t m = -1, TensorOptions o = {}) {
-  if (m < 0) m = n;
+BasicTensor<P> eye(int64_t n, std::optional<int64_t> m_in = {}, TensorOptions o = {}) {
+  const int64_t m = m_in.value_or(n);
+  EMBER_CHECK(n >= 0 && m >= 0, "[eye] n and m must be non-negative, got {} and {}", n, m);
   return detail::on_cpu_then_move<P>({n, m}, o, kDefaultFloat, [&](detail::TensorImpl& t) { detail::fill_eye(t); });
 }
 

@@ -105,8 +105,12 @@ class BasicTensor {
   void* raw_data() const { return impl().data(); }
 
   /// Typed element access for CPU tensors: `auto a = t.accessor<float, 2>(); a[i][j] = 1;`.
+  /// Not on a temporary: the accessor points into the tensor's memory and shape (as libtorch,
+  /// which deletes `accessor() &&`), and a freed block is reused by the next tensor.
   template <class T, size_t N>
-  TensorAccessor<T, N> accessor() const {
+  TensorAccessor<T, N> accessor() && = delete;
+  template <class T, size_t N>
+  TensorAccessor<T, N> accessor() const& {
     EMBER_CHECK(dim() == static_cast<int64_t>(N), "[accessor] tensor of shape {} has rank {}, not {}", sizes(), dim(), N);
     EMBER_CHECK(is_cpu(), "[accessor] needs a CPU tensor, got one on {}", device());
     return TensorAccessor<T, N>(data_ptr<T>(), sizes().data(), strides().data());

@@ -31,6 +31,11 @@ EigenRowMap<T> to_eigen(const BasicTensor<P>& t) {
   return EigenRowMap<T>(t.template data_ptr<T>(), rows, cols, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(rs, cs));
 }
 
+/// Not of a temporary: the map would outlive the memory it views (a freed block is reused by
+/// the next tensor, so reads would silently see other data).
+template <class T, class P>
+EigenRowMap<T> to_eigen(BasicTensor<P>&& t) = delete;
+
 /// A tensor viewing an Eigen matrix, map or block with direct access (no copy). The Eigen
 /// object must outlive the tensor.
 template <class P = DefaultPolicy, class Derived>

@@ -12,6 +12,9 @@
 namespace ember {
 
 /// An xtensor adaptor over a CPU tensor of dtype T (any rank, any non-negative strides).
+/// Not of a temporary: the adaptor would outlive the memory it views.
+template <class T, class P>
+auto to_xtensor(BasicTensor<P>&& t) = delete;
 template <class T, class P>
 auto to_xtensor(const BasicTensor<P>& t) {
   EMBER_CHECK(t.is_cpu(), "[to_xtensor] needs a CPU tensor, got one on {}", t.device());
