@@ -62,6 +62,27 @@ void fill_arange(TensorImpl& t, double start, double step) {
   });
 }
 
+void fill_arange_int(TensorImpl& t, int64_t start, int64_t step) {
+  visit_dtype(t.dtype, [&]<class T>() {
+    T* p = static_cast<T*>(t.data());
+    for (int64_t i = 0; i < t.numel; ++i) p[i] = static_cast<T>(start + step * i);
+  });
+}
+
+void fill_linspace(TensorImpl& t, double start, double end, int64_t steps) {
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  const int64_t half = steps / 2;
+  visit_dtype(t.dtype, [&]<class T>() {
+    T* p = static_cast<T*>(t.data());
+    for (int64_t i = 0; i < t.numel; ++i) {
+      const double v = i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
+      if constexpr (std::is_same_v<T, bool>) p[i] = v != 0;
+      else if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>) p[i] = static_cast<T>(v);
+      else p[i] = T(static_cast<float>(v));
+    }
+  });
+}
+
 void fill_eye(TensorImpl& t) {
   Kernels<Cpu>::fill(t, 0);
   int64_t n = std::min(t.sizes[0], t.sizes[1]);

@@ -233,3 +233,26 @@ TEST_CASE("edge values: factories, reduced-float conversions and printing") {
   CHECK(s4.find("\n ") != std::string::npos);
   CHECK(s4.find(" \n") == std::string::npos);  // no line ends in the indent meant for the next
 }
+
+TEST_CASE("edge values: arange, linspace and randint, exact as PyTorch") {
+  // Integer arange counts and fills in int64 (through double, 2^53 + 1 was lost).
+  const int64_t big = (int64_t(1) << 53) + 1;
+  Tensor a = arange(big, big + 4);
+  REQUIRE(a.numel() == 4);
+  for (int64_t i = 0; i < 4; ++i) CHECK(a[i].item<int64_t>() == big + i);
+  // An integer dtype with floating bounds truncates them first: [-1, 0], not [-1, 0, 0].
+  Tensor t = arange(-1.5, 1.5, 1, DType::I64);
+  REQUIRE(t.numel() == 2);
+  CHECK((t[0].item<int64_t>() == -1 && t[1].item<int64_t>() == 0));
+  CHECK(arange(10, 0, -3).numel() == 4);  // 10, 7, 4, 1
+  CHECK(arange(0, 10, 3).numel() == 4);   // 0, 3, 6, 9
+  CHECK_THROWS_AS(arange(0, 10, -1), Error);
+  // linspace ends exactly on end.
+  CHECK(linspace(-0.7, 0.3, 11, DType::F64)[-1].item<double>() == 0.3);
+  CHECK(linspace(0.1, 0.9, 7, DType::F64)[0].item<double>() == 0.1);
+  // randint: the range must fit the dtype; large bounds stay exact.
+  CHECK_THROWS_WITH_AS(randint(0, 300, {3}, DType::U8), doctest::Contains("[randint]"), Error);
+  Tensor r = randint((int64_t(1) << 62), (int64_t(1) << 62) + 3, {1000});
+  const int64_t lo = r.amin().item<int64_t>() - (int64_t(1) << 62), hi = r.amax().item<int64_t>() - (int64_t(1) << 62);
+  CHECK((lo == 0 && hi == 2));
+}

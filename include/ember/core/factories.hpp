@@ -6,6 +6,7 @@
 #include <ember/dispatch/default_policy.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include <type_traits>
 
@@ -20,6 +21,11 @@ struct RandomState {
 /// Reserves `n` random numbers and returns where they start (src/random.cpp).
 RandomState reserve_random(uint64_t n);
 void fill_arange(TensorImpl& t, double start, double step);
+/// start + i * step in int64 (exact beyond 2^53), converted to t's dtype.
+void fill_arange_int(TensorImpl& t, int64_t start, int64_t step);
+/// PyTorch's linspace: the first half counts up from start, the second down from end, so
+/// both ends are exact.
+void fill_linspace(TensorImpl& t, double start, double end, int64_t steps);
 void fill_eye(detail::TensorImpl& t);
 template <class P>
 void ensure_backend(Device d, const char* op) {
@@ -83,9 +89,28 @@ BasicTensor<P> on_cpu_then_move(const Shape& shape, TensorOptions o, DType fallb
 }
 }  // namespace detail
 
-/// Values start, start+step, ... below end. Integer arguments give i64, as in PyTorch.
+/// Values start, start+step, ... below end. Integer arguments give i64, as in PyTorch; an
+/// integer dtype counts with the arguments truncated to integers, as PyTorch's.
 template <class P = DefaultPolicy>
 BasicTensor<P> arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions o = {}) {
+  const bool ints = start.is_integral() && end.is_integral() && step.is_integral();
+  const DType dt = o.dtype_or(ints ? DType::I64 : kDefaultFloat);
+  if (is_integral(dt, false)) {
+    auto as_int = [](Scalar v, const char* what) {
+      const double d = v.to_double();
+      EMBER_CHECK(v.is_integral() || (std::isfinite(d) && std::abs(d) < 9.2e18), "[arange] {} {} is not an integer in range",
+                  what, d);
+      return v.is_integral() ? v.to_int() : static_cast<int64_t>(d);
+    };
+    const int64_t si = as_int(start, "start"), ei = as_int(end, "end"), sti = as_int(step, "step");
+    EMBER_CHECK(sti != 0, "[arange] step must be nonzero");
+    int64_t span = 0;
+    EMBER_CHECK(!__builtin_sub_overflow(ei, si, &span), "[arange] range [{}, {}) overflows int64", si, ei);
+    EMBER_CHECK(span == 0 || (span > 0) == (sti > 0), "[arange] range [{}, {}) with step {} is empty in the wrong direction",
+                si, ei, sti);
+    const int64_t n = span == 0 ? 0 : (span > 0 ? (span - 1) / sti + 1 : (span + 1) / sti + 1);
+    return detail::on_cpu_then_move<P>({n}, o, dt, [&](detail::TensorImpl& t) { detail::fill_arange_int(t, si, sti); });
+  }
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
   EMBER_CHECK(st != 0, "[arange] step must be nonzero");
   EMBER_CHECK(std::isfinite(s) && std::isfinite(e) && std::isfinite(st), "[arange] unsupported range [{}, {}) step {}",
@@ -94,8 +119,7 @@ BasicTensor<P> arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions o
   const double count = std::ceil((e - s) / st);
   EMBER_CHECK(count < 9.2e18, "[arange] range [{}, {}) with step {} has too many elements", s, e, st);  // < 2^63
   int64_t n = static_cast<int64_t>(count);
-  bool ints = start.is_integral() && end.is_integral() && step.is_integral();
-  return detail::on_cpu_then_move<P>({n}, o, ints ? DType::I64 : kDefaultFloat,
+  return detail::on_cpu_then_move<P>({n}, o, dt,
                                      [&](detail::TensorImpl& t) { detail::fill_arange(t, s, st); });
 }
 template <class P = DefaultPolicy>
@@ -107,9 +131,8 @@ BasicTensor<P> arange(Scalar end, TensorOptions o = {}) {
 template <class P = DefaultPolicy>
 BasicTensor<P> linspace(double start, double end, int64_t steps, TensorOptions o = {}) {
   EMBER_CHECK(steps >= 0, "[linspace] steps must be non-negative, got {}", steps);
-  double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   return detail::on_cpu_then_move<P>({steps}, o, kDefaultFloat, [&](detail::TensorImpl& t) {
-    detail::fill_arange(t, start, step);
+    detail::fill_linspace(t, start, end, steps);
   });
 }
 
@@ -147,9 +170,26 @@ BasicTensor<P> randn(const Shape& shape, TensorOptions o = {}) {
 template <class P = DefaultPolicy>
 BasicTensor<P> randint(int64_t low, int64_t high, const Shape& shape, TensorOptions o = {}) {
   EMBER_CHECK(high > low, "[randint] high ({}) must be greater than low ({})", high, low);
-  BasicTensor<P> u = detail::random_tensor<P>(shape, TensorOptions(DType::F64), false, static_cast<double>(low),
-                                              static_cast<double>(high), "randint");
-  return u.floor().clamp_max(static_cast<double>(high - 1)).to(o.dtype_or(DType::I64)).to(o.device_or(kCPU));
+  const DType dt = o.dtype_or(DType::I64);
+  if (is_integral(dt, true)) {  // the range must fit the dtype (randint(0, 300, u8) wrapped)
+    int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+    switch (dt) {
+      case DType::Bool: lo = 0, hi = 1; break;
+      case DType::U8: lo = 0, hi = 255; break;
+      case DType::I8: lo = -128, hi = 127; break;
+      case DType::I32: lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max(); break;
+      default: break;
+    }
+    EMBER_CHECK(low >= lo && high - 1 <= hi,
+                "[randint] range [{}, {}) does not fit {}", low, high, dt);
+  }
+  int64_t range = 0;
+  EMBER_CHECK(!__builtin_sub_overflow(high, low, &range), "[randint] range [{}, {}) overflows int64", low, high);
+  // An offset in [0, range) drawn in double, then added to low in int64: exact for ranges up
+  // to 2^53 however large low is (low + u in double lost the low bits beyond 2^53).
+  BasicTensor<P> u = detail::random_tensor<P>(shape, TensorOptions(DType::F64), false, 0.0, static_cast<double>(range),
+                                              "randint");
+  return u.floor().clamp_max(static_cast<double>(range - 1)).to(DType::I64).add(low).to(dt).to(o.device_or(kCPU));
 }
 
 #define EMBER_LIKE_FACTORY(name)                                                                   \
