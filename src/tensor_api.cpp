@@ -49,17 +49,25 @@ Shape reduced_shape(const TensorImpl& x, IntArrayRef dims, bool keepdim, const c
   return s;
 }
 
-void fill_arange(TensorImpl& t, double start, double step) {
-  // Each value is computed in double from its index (no accumulated rounding), then stored.
+namespace {
+/// t[i] = value(i) (a double) for every i, stored in t's dtype: each value computed from its
+/// index, so no rounding accumulates.
+template <class F>
+void fill_by_index(TensorImpl& t, F value) {
   visit_dtype(t.dtype, [&]<class T>() {
     T* p = static_cast<T*>(t.data());
     for (int64_t i = 0; i < t.numel; ++i) {
-      double v = start + step * static_cast<double>(i);
+      const double v = value(i);
       if constexpr (std::is_same_v<T, bool>) p[i] = v != 0;
       else if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>) p[i] = static_cast<T>(v);
       else p[i] = T(static_cast<float>(v));  // float, f16, bf16
     }
   });
+}
+}  // namespace
+
+void fill_arange(TensorImpl& t, double start, double step) {
+  fill_by_index(t, [&](int64_t i) { return start + step * static_cast<double>(i); });
 }
 
 void fill_arange_int(TensorImpl& t, int64_t start, int64_t step) {
@@ -72,14 +80,8 @@ void fill_arange_int(TensorImpl& t, int64_t start, int64_t step) {
 void fill_linspace(TensorImpl& t, double start, double end, int64_t steps) {
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   const int64_t half = steps / 2;
-  visit_dtype(t.dtype, [&]<class T>() {
-    T* p = static_cast<T*>(t.data());
-    for (int64_t i = 0; i < t.numel; ++i) {
-      const double v = i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
-      if constexpr (std::is_same_v<T, bool>) p[i] = v != 0;
-      else if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>) p[i] = static_cast<T>(v);
-      else p[i] = T(static_cast<float>(v));
-    }
+  fill_by_index(t, [&](int64_t i) {
+    return i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
   });
 }
 
