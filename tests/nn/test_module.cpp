@@ -355,7 +355,7 @@ TEST_CASE("nn: activations, init and clipping at their edges, as PyTorch (libtor
   CHECK(x0.grad().item<float>() == doctest::Approx(0.25));
   // Bilinear: batch dims must match one by one, not just in count.
   nn::Bilinear bil(3, 4, 5);
-  CHECK_THROWS_WITH_AS(bil(randn({2, 7, 3}), randn({7, 2, 4})), doctest::Contains("[Bilinear]"), Error);
+  CHECK_THROWS_WITH_AS(bil(randn({2, 7, 3}), randn({7, 2, 4})), doctest::Contains("[bilinear]"), Error);
   CHECK(bil(randn({2, 7, 3}), randn({2, 7, 4})).sizes() == Shape{2, 7, 5});
   // clip_grad_norm_ with a NaN gradient makes every gradient NaN (left the finite ones before).
   Tensor a = tensor<double>({1.0, 2.0}).requires_grad_(), b = tensor<double>({2.0}).requires_grad_();

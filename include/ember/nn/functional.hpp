@@ -1,10 +1,14 @@
 #pragma once
 /// nn::functional: the functional form of layers and losses, composed of differentiable ops.
+/// Activations are in functional_activation.hpp, embedding/bilinear in functional_layers.hpp,
+/// convolution, pooling and normalisation over channels in functional_conv.hpp.
 /// Reductions are "mean" (default), "sum" or "none", as in PyTorch.
 
 #include <ember/autograd/function.hpp>
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
+#include <ember/nn/functional_activation.hpp>
+#include <ember/nn/functional_layers.hpp>
 #include <ember/ops/functions.hpp>
 #include <ember/ops/norm_ops.hpp>
 #include <ember/ops/shape_ops.hpp>
@@ -391,10 +395,8 @@ BasicTensor<P> triplet_margin_loss(const BasicTensor<P>& anchor, const BasicTens
               "[triplet_margin_loss] anchor, positive and negative must have the same number of dims (>= 1), got {}, "
               "{} and {}",
               anchor.sizes(), pos.sizes(), neg.sizes());
-  int64_t d = anchor.dim() - 1;
-  auto dist = [&](const BasicTensor<P>& x, const BasicTensor<P>& y) { return (x - y + eps).norm(p, {d}); };
-  BasicTensor<P> dp = dist(anchor, pos), dn = dist(anchor, neg);
-  if (swap) dn = dn.minimum(dist(pos, neg));
+  BasicTensor<P> dp = pairwise_distance(anchor, pos, p, eps), dn = pairwise_distance(anchor, neg, p, eps);
+  if (swap) dn = dn.minimum(pairwise_distance(pos, neg, p, eps));
   return detail::reduce((dp - dn + margin).clamp_min(0.0), reduction, "triplet_margin_loss");
 }
 

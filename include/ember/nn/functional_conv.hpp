@@ -422,6 +422,13 @@ BasicTensor<P> max_pool2d(const BasicTensor<P>& x, IntArgs kernel, IntArgs strid
                           IntArgs dilation = {1}, bool ceil_mode = false) {
   return detail::max_pool_nd(x, 2, kernel, stride, padding, dilation, ceil_mode, false, "max_pool2d").first;
 }
+/// (values, indices into each input row), as max_pool1d(..., return_indices=True).
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> max_pool1d_with_indices(const BasicTensor<P>& x, IntArgs kernel,
+                                                                  IntArgs stride = {}, IntArgs padding = {0},
+                                                                  IntArgs dilation = {1}, bool ceil_mode = false) {
+  return detail::max_pool_nd(x, 1, kernel, stride, padding, dilation, ceil_mode, true, "max_pool1d");
+}
 /// (values, flat indices into each input plane), as max_pool2d(..., return_indices=True).
 template <class P>
 std::pair<BasicTensor<P>, BasicTensor<P>> max_pool2d_with_indices(const BasicTensor<P>& x, IntArgs kernel,

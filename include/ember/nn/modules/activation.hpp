@@ -1,7 +1,9 @@
 #pragma once
-/// Every activation as a module (ReLU, GELU, ...), plus Softmax/LogSoftmax over a dim.
+/// Every activation as a module (ReLU, GELU, ...), plus Softmax/LogSoftmax/Softmin over a dim
+/// and Softmax2d. Each forwards to its nn::functional form (nn/functional_activation.hpp).
 
 #include <ember/nn/module.hpp>
+#include <ember/nn/functional.hpp>
 #include <ember/ops/functions.hpp>
 
 #include <cmath>
@@ -21,18 +23,18 @@ namespace ember::nn {
   using Name##Impl = Basic##Name##Impl<>;                                                 \
   EMBER_MODULE(Name)
 
-EMBER_ACTIVATION_MODULE(ReLU, x.relu());
-EMBER_ACTIVATION_MODULE(ReLU6, x.relu6());
-EMBER_ACTIVATION_MODULE(SELU, x.selu());
-EMBER_ACTIVATION_MODULE(SiLU, x.silu());
-EMBER_ACTIVATION_MODULE(Mish, x.mish());
-EMBER_ACTIVATION_MODULE(Sigmoid, x.sigmoid());
-EMBER_ACTIVATION_MODULE(Tanh, x.tanh());
-EMBER_ACTIVATION_MODULE(Softsign, x.softsign());
-EMBER_ACTIVATION_MODULE(Hardsigmoid, x.hardsigmoid());
-EMBER_ACTIVATION_MODULE(Hardswish, x.hardswish());
-EMBER_ACTIVATION_MODULE(LogSigmoid, x.neg().softplus(1.0, 20.0).neg());
-EMBER_ACTIVATION_MODULE(Tanhshrink, x - x.tanh());
+EMBER_ACTIVATION_MODULE(ReLU, F::relu(x));
+EMBER_ACTIVATION_MODULE(ReLU6, F::relu6(x));
+EMBER_ACTIVATION_MODULE(SELU, F::selu(x));
+EMBER_ACTIVATION_MODULE(SiLU, F::silu(x));
+EMBER_ACTIVATION_MODULE(Mish, F::mish(x));
+EMBER_ACTIVATION_MODULE(Sigmoid, F::sigmoid(x));
+EMBER_ACTIVATION_MODULE(Tanh, F::tanh(x));
+EMBER_ACTIVATION_MODULE(Softsign, F::softsign(x));
+EMBER_ACTIVATION_MODULE(Hardsigmoid, F::hardsigmoid(x));
+EMBER_ACTIVATION_MODULE(Hardswish, F::hardswish(x));
+EMBER_ACTIVATION_MODULE(LogSigmoid, F::logsigmoid(x));
+EMBER_ACTIVATION_MODULE(Tanhshrink, F::tanhshrink(x));
 #undef EMBER_ACTIVATION_MODULE
 
 /// An activation with one numeric option (checked by `valid`, refused with `why`), printed
@@ -52,16 +54,15 @@ EMBER_ACTIVATION_MODULE(Tanhshrink, x - x.tanh());
   using Name##Impl = Basic##Name##Impl<>;                                                       \
   EMBER_MODULE(Name)
 
-EMBER_PARAM_ACTIVATION_MODULE(LeakyReLU, negative_slope, 0.01, x.leaky_relu(negative_slope), "negative_slope={}",
+EMBER_PARAM_ACTIVATION_MODULE(LeakyReLU, negative_slope, 0.01, F::leaky_relu(x, negative_slope), "negative_slope={}",
                               !std::isnan(negative_slope), "negative_slope must be a number");
-EMBER_PARAM_ACTIVATION_MODULE(ELU, alpha, 1.0, x.elu(alpha), "alpha={}", !std::isnan(alpha), "alpha must be a number");
-EMBER_PARAM_ACTIVATION_MODULE(CELU, alpha, 1.0, x.celu(alpha), "alpha={}", alpha != 0 && !std::isnan(alpha),
+EMBER_PARAM_ACTIVATION_MODULE(ELU, alpha, 1.0, F::elu(x, alpha), "alpha={}", !std::isnan(alpha), "alpha must be a number");
+EMBER_PARAM_ACTIVATION_MODULE(CELU, alpha, 1.0, F::celu(x, alpha), "alpha={}", alpha != 0 && !std::isnan(alpha),
                               "alpha cannot be 0 (it divides)");
 // Hardshrink keeps NaN (zero only inside [-lambd, lambd]), as PyTorch.
-EMBER_PARAM_ACTIVATION_MODULE(Hardshrink, lambd, 0.5, where(x.ge(-lambd).logical_and(x.le(lambd)), 0.0, x), "{}",
+EMBER_PARAM_ACTIVATION_MODULE(Hardshrink, lambd, 0.5, F::hardshrink(x, lambd), "{}",
                               lambd >= 0, "lambda must be non-negative");
-EMBER_PARAM_ACTIVATION_MODULE(Softshrink, lambd, 0.5, where(x.gt(lambd), x - lambd, where(x.lt(-lambd), x + lambd, 0.0)),
-                              "{}", lambd >= 0, "lambda must be non-negative");
+EMBER_PARAM_ACTIVATION_MODULE(Softshrink, lambd, 0.5, F::softshrink(x, lambd), "{}", lambd >= 0, "lambda must be non-negative");
 #undef EMBER_PARAM_ACTIVATION_MODULE
 
 /// y = x where x > threshold, else value.
@@ -72,9 +73,7 @@ class BasicThresholdImpl : public Cloneable<BasicThresholdImpl<P>, P> {
       : Cloneable<BasicThresholdImpl<P>, P>("Threshold"), threshold(threshold), value(value) {}
   void reset() override {}
   /// NaN stays NaN (only x <= threshold is replaced), and the result keeps x's dtype.
-  BasicTensor<P> forward(const BasicTensor<P>& x) {
-    return x.scalar_like(value).to(x.dtype()).where(x.le(threshold), x);
-  }
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::threshold(x, threshold, value); }
   std::string extra_repr() const override { return fmt::format("threshold={}, value={}", threshold, value); }
   double threshold, value;
 };
@@ -93,17 +92,7 @@ class BasicPReLUImpl : public Cloneable<BasicPReLUImpl<P>, P> {
     reset();
   }
   void reset() override { weight = this->register_parameter("weight", full<P>({num_parameters}, init)); }
-  TensorT forward(const TensorT& x) {
-    TensorT w = weight;
-    if (num_parameters > 1) {
-      EMBER_CHECK(x.dim() >= 2 && x.size(1) == num_parameters, "[PReLU] expects {} channels in dim 1, got shape {}",
-                  num_parameters, x.sizes());
-      Shape s(static_cast<size_t>(x.dim()), 1);
-      s[1] = num_parameters;
-      w = weight.reshape(s);
-    }
-    return where(x.gt(0.0), x, w * x);  // at 0 the input's gradient is the slope, as PyTorch's
-  }
+  TensorT forward(const TensorT& x) { return F::prelu(x, weight); }
   std::string extra_repr() const override { return fmt::format("num_parameters={}", num_parameters); }
   int64_t num_parameters;
   double init;
@@ -118,12 +107,7 @@ class BasicGLUImpl : public Cloneable<BasicGLUImpl<P>, P> {
  public:
   explicit BasicGLUImpl(int64_t dim = -1) : Cloneable<BasicGLUImpl<P>, P>("GLU"), dim(dim) {}
   void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) {
-    EMBER_CHECK(x.dim() >= 1 && x.size(dim) % 2 == 0, "[GLU] dim {} of shape {} must have an even size", dim,
-                x.sizes());
-    int64_t h = x.size(dim) / 2;
-    return x.narrow(dim, 0, h) * x.narrow(dim, h, h).sigmoid();
-  }
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::glu(x, dim); }
   std::string extra_repr() const override { return fmt::format("dim={}", dim); }
   int64_t dim;
 };
@@ -140,7 +124,7 @@ class BasicGELUImpl : public Cloneable<BasicGELUImpl<P>, P> {
                 "[GELU] approximate must be 'none' or 'tanh', got '{}'", this->approximate);
   }
   void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return approximate == "tanh" ? x.gelu_tanh() : x.gelu(); }
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::gelu(x, approximate); }
   std::string extra_repr() const override { return approximate == "none" ? "" : "approximate='tanh'"; }
   std::string approximate;
 };
@@ -153,7 +137,7 @@ class BasicSoftplusImpl : public Cloneable<BasicSoftplusImpl<P>, P> {
   explicit BasicSoftplusImpl(double beta = 1.0, double threshold = 20.0)
       : Cloneable<BasicSoftplusImpl<P>, P>("Softplus"), beta(beta), threshold(threshold) {}
   void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return x.softplus(beta, threshold); }
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::softplus(x, beta, threshold); }
   std::string extra_repr() const override { return fmt::format("beta={}, threshold={}", beta, threshold); }
   double beta, threshold;
 };
@@ -168,7 +152,7 @@ class BasicHardtanhImpl : public Cloneable<BasicHardtanhImpl<P>, P> {
     EMBER_CHECK(min_val < max_val, "[Hardtanh] min_val ({}) must be below max_val ({})", min_val, max_val);
   }
   void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return x.hardtanh(min_val, max_val); }
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::hardtanh(x, min_val, max_val); }
   std::string extra_repr() const override { return fmt::format("min_val={}, max_val={}", min_val, max_val); }
   double min_val, max_val;
 };
@@ -181,7 +165,7 @@ class BasicSoftmaxImpl : public Cloneable<BasicSoftmaxImpl<P>, P> {
  public:
   explicit BasicSoftmaxImpl(int64_t dim) : Cloneable<BasicSoftmaxImpl<P>, P>("Softmax"), dim(dim) {}
   void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return x.softmax(dim); }
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::softmax(x, dim); }
   std::string extra_repr() const override { return fmt::format("dim={}", dim); }
   int64_t dim;
 };
@@ -193,7 +177,7 @@ class BasicLogSoftmaxImpl : public Cloneable<BasicLogSoftmaxImpl<P>, P> {
  public:
   explicit BasicLogSoftmaxImpl(int64_t dim) : Cloneable<BasicLogSoftmaxImpl<P>, P>("LogSoftmax"), dim(dim) {}
   void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return x.log_softmax(dim); }
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::log_softmax(x, dim); }
   std::string extra_repr() const override { return fmt::format("dim={}", dim); }
   int64_t dim;
 };
@@ -206,11 +190,43 @@ class BasicSoftminImpl : public Cloneable<BasicSoftminImpl<P>, P> {
  public:
   explicit BasicSoftminImpl(int64_t dim) : Cloneable<BasicSoftminImpl<P>, P>("Softmin"), dim(dim) {}
   void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return x.neg().softmax(dim); }
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::softmin(x, dim); }
   std::string extra_repr() const override { return fmt::format("dim={}", dim); }
   int64_t dim;
 };
 using SoftminImpl = BasicSoftminImpl<>;
 EMBER_MODULE(Softmin);
+
+/// RReLU: a leaky ReLU whose negative slope is drawn from U(lower, upper) per element while
+/// training and is (lower + upper) / 2 in eval mode.
+template <class P = DefaultPolicy>
+class BasicRReLUImpl : public Cloneable<BasicRReLUImpl<P>, P> {
+ public:
+  explicit BasicRReLUImpl(double lower = 1.0 / 8, double upper = 1.0 / 3)
+      : Cloneable<BasicRReLUImpl<P>, P>("RReLU"), lower(lower), upper(upper) {
+    EMBER_CHECK(lower <= upper && std::isfinite(lower) && std::isfinite(upper),
+                "[RReLU] needs finite bounds with lower <= upper, got lower {} and upper {}", lower, upper);
+  }
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::rrelu(x, lower, upper, this->is_training()); }
+  std::string extra_repr() const override { return fmt::format("lower={}, upper={}", lower, upper); }
+  double lower, upper;
+};
+using RReLUImpl = BasicRReLUImpl<>;
+EMBER_MODULE(RReLU);
+
+/// Softmax over the channels (dim -3) of a (C, H, W) or (N, C, H, W) input.
+template <class P = DefaultPolicy>
+class BasicSoftmax2dImpl : public Cloneable<BasicSoftmax2dImpl<P>, P> {
+ public:
+  BasicSoftmax2dImpl() : Cloneable<BasicSoftmax2dImpl<P>, P>("Softmax2d") {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) {
+    EMBER_CHECK(x.dim() == 3 || x.dim() == 4, "[Softmax2d] expects a 3-d or 4-d input, got shape {}", x.sizes());
+    return F::softmax(x, -3);
+  }
+};
+using Softmax2dImpl = BasicSoftmax2dImpl<>;
+EMBER_MODULE(Softmax2d);
 
 }  // namespace ember::nn

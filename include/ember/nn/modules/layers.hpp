@@ -2,6 +2,7 @@
 /// Dropout, Dropout2d, Embedding, LayerNorm, RMSNorm.
 
 #include <ember/nn/functional.hpp>
+#include <ember/nn/functional_layers.hpp>
 #include <ember/nn/init.hpp>
 #include <ember/nn/module.hpp>
 #include <ember/nn/options.hpp>
@@ -41,6 +42,32 @@ class BasicDropout2dImpl : public Cloneable<BasicDropout2dImpl<P>, P> {
 using Dropout2dImpl = BasicDropout2dImpl<>;
 EMBER_MODULE(Dropout2d);
 
+struct EmbeddingFromPretrainedOptions {
+  EMBER_ARG(bool, freeze) = true;  ///< the weight does not require grad
+  EMBER_ARG(std::optional<int64_t>, padding_idx);
+  EMBER_ARG(std::string, mode) = "mean";  ///< EmbeddingBag only
+};
+
+namespace detail {
+/// A Holder (Embedding or EmbeddingBag) whose weight holds a copy of `embeddings` (its dtype
+/// and device; the caller checked it is 2-d); the padding row keeps its given values, as
+/// PyTorch's from_pretrained.
+template <class Holder, class Opts>
+Holder embedding_from_pretrained(const Tensor& embeddings, Opts opts, const EmbeddingFromPretrainedOptions& o,
+                                 const char* op) {
+  EMBER_CHECK(embeddings.is_floating_point(), "[{}::from_pretrained] embeddings must be floating point, got {}", op,
+              embeddings.dtype());
+  Holder h(opts.padding_idx(o.padding_idx()));
+  h->to(embeddings.device(), embeddings.dtype());
+  {
+    autograd::NoGradGuard ng;
+    h->weight.copy_(embeddings);
+  }
+  h->weight.requires_grad_(!o.freeze());
+  return h;
+}
+}  // namespace detail
+
 struct EmbeddingOptions {
   EmbeddingOptions(int64_t num_embeddings, int64_t embedding_dim)
       : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
@@ -73,20 +100,7 @@ class BasicEmbeddingImpl : public Cloneable<BasicEmbeddingImpl<P>, P> {
       weight.select(0, *options.padding_idx()).fill_(0.0);
     }
   }
-  TensorT forward(const TensorT& idx) {
-    EMBER_CHECK(idx.dtype() == DType::I64 || idx.dtype() == DType::I32,
-                "[Embedding] indices must be integers (i64), got {}", idx.dtype());
-    Shape out = idx.sizes();
-    out.push_back(options.embedding_dim());
-    TensorT flat = idx.to(DType::I64).reshape({-1});
-    TensorT rows = index_select(weight, 0, flat);
-    if (options.padding_idx()) {
-      // Same values, but no gradient reaches the padding row.
-      TensorT keep = flat.ne(*options.padding_idx()).unsqueeze(1);
-      rows = where(keep, rows, rows.detach());
-    }
-    return rows.reshape(out);
-  }
+  TensorT forward(const TensorT& idx) { return F::embedding(idx, weight, options.padding_idx()); }
   std::string extra_repr() const override {
     std::string s = fmt::format("{}, {}", options.num_embeddings(), options.embedding_dim());
     if (options.padding_idx()) s += fmt::format(", padding_idx={}", *options.padding_idx());
@@ -96,7 +110,22 @@ class BasicEmbeddingImpl : public Cloneable<BasicEmbeddingImpl<P>, P> {
   TensorT weight;
 };
 using EmbeddingImpl = BasicEmbeddingImpl<>;
-EMBER_MODULE(Embedding);
+
+/// Embedding, with libtorch's Embedding::from_pretrained.
+class Embedding : public ModuleHolder<EmbeddingImpl> {
+ public:
+  using ModuleHolder<EmbeddingImpl>::ModuleHolder;
+  Embedding() = default;
+  Embedding(std::nullptr_t) : ModuleHolder<EmbeddingImpl>(nullptr) {}  // NOLINT
+  /// A table holding a copy of `embeddings` (2-d, floating); frozen unless freeze(false).
+  static Embedding from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o = {}) {
+    EMBER_CHECK(embeddings.defined() && embeddings.dim() == 2,
+                "[Embedding::from_pretrained] embeddings must be 2-d (num_embeddings, embedding_dim), got {}",
+                embeddings.defined() ? embeddings.sizes() : Shape{});
+    return detail::embedding_from_pretrained<Embedding>(
+        embeddings, EmbeddingOptions(embeddings.size(0), embeddings.size(1)), o, "Embedding");
+  }
+};
 
 struct EmbeddingBagOptions {
   EmbeddingBagOptions(int64_t num_embeddings, int64_t embedding_dim)
@@ -136,68 +165,7 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
     }
   }
   TensorT forward(const TensorT& input, const TensorT& offsets = {}, const TensorT& per_sample_weights = {}) {
-    EMBER_CHECK(input.dtype() == DType::I64 || input.dtype() == DType::I32,
-                "[EmbeddingBag] indices must be integers, got {}", input.dtype());
-    EMBER_CHECK(!per_sample_weights.defined() || options.mode() == "sum",
-                "[EmbeddingBag] per_sample_weights need mode 'sum', got '{}'", options.mode());
-    TensorT flat = input.to(DType::I64).reshape({-1});
-    std::vector<int64_t> starts;
-    if (input.dim() == 2) {
-      EMBER_CHECK(!offsets.defined(), "[EmbeddingBag] offsets are only for 1-d input, got input of shape {}",
-                  input.sizes());
-      for (int64_t b = 0; b < input.size(0); ++b) starts.push_back(b * input.size(1));
-    } else {
-      EMBER_CHECK(input.dim() == 1 && offsets.defined() && offsets.dim() == 1,
-                  "[EmbeddingBag] 1-d input needs 1-d offsets (got input {}, offsets {})", input.sizes(),
-                  offsets.defined() ? offsets.sizes() : Shape{});
-      TensorT off = offsets.to(DType::I64).contiguous();
-      for (int64_t b = 0; b < off.numel(); ++b) starts.push_back(off.template data_ptr<int64_t>()[b]);
-      EMBER_CHECK(starts.empty() || starts[0] == 0, "[EmbeddingBag] offsets[0] must be 0 (PyTorch's rule), got {}",
-                  starts.empty() ? 0 : starts[0]);
-    }
-    int64_t total = flat.numel();
-    TensorT rows = index_select(weight, 0, flat);
-    if (per_sample_weights.defined()) {
-      EMBER_CHECK(per_sample_weights.sizes() == input.sizes(),
-                  "[EmbeddingBag] per_sample_weights must have the input's shape {}, got {}", input.sizes(),
-                  per_sample_weights.sizes());
-      rows = rows * per_sample_weights.reshape({total, 1});
-    }
-    TensorT keep = options.padding_idx() ? flat.ne(*options.padding_idx()) : TensorT();
-    // Padding entries per bag (mean divides by the others; a max bag of padding only is 0),
-    // counted on the host once, not with a tensor op and a sync per bag.
-    std::vector<int64_t> pad_prefix;  // pad_prefix[i] = padding entries among the first i
-    if (keep.defined()) {
-      TensorT host = flat.to(Device::cpu()).contiguous();
-      const int64_t* ip = host.template data_ptr<int64_t>();
-      pad_prefix.assign(static_cast<size_t>(total) + 1, 0);
-      for (int64_t i = 0; i < total; ++i) pad_prefix[i + 1] = pad_prefix[i] + (ip[i] == *options.padding_idx());
-    }
-    std::vector<TensorT> bags;
-    for (size_t b = 0; b < starts.size(); ++b) {
-      int64_t s = starts[b], e = b + 1 < starts.size() ? starts[b + 1] : total;
-      EMBER_CHECK(s >= 0 && s <= e && e <= total, "[EmbeddingBag] offsets {} .. {} are out of range for {} indices", s,
-                  e, total);
-      TensorT r = rows.narrow(0, s, e - s);
-      if (keep.defined()) {
-        TensorT k = keep.narrow(0, s, e - s).unsqueeze(1);
-        r = options.mode() == "max" ? where(k, r, -INFINITY) : where(k, r, 0.0);
-      }
-      const int64_t n = e - s, pads = pad_prefix.empty() ? 0 : pad_prefix[e] - pad_prefix[s];
-      if (options.mode() == "sum") {
-        bags.push_back(r.sum({0}));
-      } else if (options.mode() == "mean") {
-        bags.push_back(n == 0 ? zeros_like(weight.select(0, 0))
-                              : r.sum({0}) / static_cast<double>(std::max<int64_t>(n - pads, 1)));
-      } else if (n == 0 || pads == n) {
-        bags.push_back(zeros_like(weight.select(0, 0)));  // an empty bag, or padding only: 0, as PyTorch
-      } else {
-        // The maximum with its index: the gradient goes to the first maximal row of each
-        // feature, as PyTorch's (amax would share it between ties).
-        bags.push_back(r.max(0).first);
-      }
-    }
-    return stack(bags, 0);
+    return F::embedding_bag(input, weight, offsets, options.mode(), per_sample_weights, options.padding_idx());
   }
   std::string extra_repr() const override {
     return fmt::format("{}, {}, mode='{}'", options.num_embeddings(), options.embedding_dim(), options.mode());
@@ -206,7 +174,22 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
   TensorT weight;
 };
 using EmbeddingBagImpl = BasicEmbeddingBagImpl<>;
-EMBER_MODULE(EmbeddingBag);
+
+/// EmbeddingBag, with libtorch's EmbeddingBag::from_pretrained.
+class EmbeddingBag : public ModuleHolder<EmbeddingBagImpl> {
+ public:
+  using ModuleHolder<EmbeddingBagImpl>::ModuleHolder;
+  EmbeddingBag() = default;
+  EmbeddingBag(std::nullptr_t) : ModuleHolder<EmbeddingBagImpl>(nullptr) {}  // NOLINT
+  /// A table holding a copy of `embeddings` (2-d, floating); frozen unless freeze(false).
+  static EmbeddingBag from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o = {}) {
+    EMBER_CHECK(embeddings.defined() && embeddings.dim() == 2,
+                "[EmbeddingBag::from_pretrained] embeddings must be 2-d (num_embeddings, embedding_dim), got {}",
+                embeddings.defined() ? embeddings.sizes() : Shape{});
+    return detail::embedding_from_pretrained<EmbeddingBag>(
+        embeddings, EmbeddingBagOptions(embeddings.size(0), embeddings.size(1)).mode(o.mode()), o, "EmbeddingBag");
+  }
+};
 
 struct LayerNormOptions {
   LayerNormOptions(Shape normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT

@@ -2,6 +2,7 @@
 /// Linear, Bilinear, Identity, Flatten, Unflatten.
 
 #include <ember/nn/functional.hpp>
+#include <ember/nn/functional_layers.hpp>
 #include <ember/nn/init.hpp>
 #include <ember/nn/module.hpp>
 #include <ember/nn/options.hpp>
@@ -80,24 +81,7 @@ class BasicBilinearImpl : public Cloneable<BasicBilinearImpl<P>, P> {
     init::uniform_(weight, -bound, bound);
     if (bias.defined()) init::uniform_(bias, -bound, bound);
   }
-  TensorT forward(const TensorT& x1, const TensorT& x2) {
-    EMBER_CHECK(x1.dim() >= 1 && x1.size(-1) == options.in1_features() && x2.dim() >= 1 &&
-                    x2.size(-1) == options.in2_features(),
-                "[Bilinear] expects inputs with {} and {} features, got shapes {} and {}", options.in1_features(),
-                options.in2_features(), x1.sizes(), x2.sizes());
-    bool same_batch = x1.dim() == x2.dim();
-    for (int64_t d = 0; same_batch && d + 1 < x1.dim(); ++d) same_batch = x1.size(d) == x2.size(d);
-    EMBER_CHECK(same_batch, "[Bilinear] inputs of shapes {} and {} have different batch shapes", x1.sizes(), x2.sizes());
-    int64_t in1 = options.in1_features(), in2 = options.in2_features(), out = options.out_features();
-    TensorT a = x1.reshape({-1, in1}), b = x2.reshape({-1, in2});
-    // (B, in1) @ (in1, out * in2) -> (B, out, in2), then contract in2 with x2.
-    TensorT t = a.matmul(weight.permute({1, 0, 2}).reshape({in1, out * in2})).reshape({-1, out, in2});
-    TensorT y = (t * b.unsqueeze(1)).sum({-1});
-    if (bias.defined()) y = y + bias;
-    Shape s = x1.sizes();
-    s[s.size() - 1] = out;
-    return y.reshape(s);
-  }
+  TensorT forward(const TensorT& x1, const TensorT& x2) { return F::bilinear(x1, x2, weight, bias); }
   std::string extra_repr() const override {
     return fmt::format("in1_features={}, in2_features={}, out_features={}, bias={}", options.in1_features(),
                        options.in2_features(), options.out_features(), options.bias() ? "True" : "False");
