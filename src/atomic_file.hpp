@@ -1,6 +1,6 @@
 #pragma once
-// Atomic file writes: write a temporary file in the same directory, fsync it, rename it over
-// the target, fsync the directory. A crash or a full disk leaves the previous file intact.
+// Atomic file writes of a buffer in memory (the profiler's trace): io::detail::AtomicWriter
+// (src/io/atomic_writer.hpp) underneath. A crash or a full disk leaves the previous file intact.
 
 #include <cstddef>
 #include <string>

@@ -108,7 +108,7 @@ Ref<TensorImpl> make_tensor(IntArrayRef sizes, DType dtype, Device device, const
   int64_t acc = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     t->strides[i] = acc;
-    acc *= std::max<int64_t>(sizes[i], 1);
+    acc = next_contiguous_stride(acc, sizes[i]);
   }
   t->numel = n;
   t->contiguous = true;

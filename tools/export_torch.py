@@ -37,8 +37,8 @@ import torch
 DTYPES = {  # torch dtype -> (safetensors name, element size)
     torch.float64: ("F64", 8), torch.float32: ("F32", 4), torch.float16: ("F16", 2),
     torch.bfloat16: ("BF16", 2), torch.int64: ("I64", 8), torch.int32: ("I32", 4),
-    torch.int16: ("I16", 2), torch.int8: ("I8", 1), torch.uint8: ("U8", 1), torch.bool: ("BOOL", 1),
-}
+    torch.int8: ("I8", 1), torch.uint8: ("U8", 1), torch.bool: ("BOOL", 1),
+}  # no int16: safetensors has I16, but Ember has no 16-bit integer dtype to load it into
 
 
 def tensor_bytes(t):
@@ -58,7 +58,8 @@ def save_safetensors(path, tensors, metadata=None):
         if not isinstance(name, str) or not isinstance(t, torch.Tensor):
             raise TypeError(f"export_torch.py: entry {name!r} is not a named tensor")
         if t.dtype not in DTYPES:
-            raise TypeError(f"export_torch.py: tensor {name!r} has dtype {t.dtype}, which safetensors lacks")
+            raise TypeError(f"export_torch.py: tensor {name!r} has dtype {t.dtype}, which Ember cannot load "
+                            "(convert it first, e.g. int16 -> int32)")
         items.append((name, t))
     items.sort(key=lambda it: (-DTYPES[it[1].dtype][1], it[0]))
     header, chunks, offset = {}, [], 0
@@ -73,14 +74,18 @@ def save_safetensors(path, tensors, metadata=None):
     text = json.dumps(header, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)
     tmp = path + ".tmp"
-    with open(tmp, "wb") as f:  # write then rename, so a failed export leaves no half file
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for c in chunks:
-            f.write(c)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:  # write then rename, so a failed export leaves no half file
+            f.write(struct.pack("<Q", len(text)))
+            f.write(text)
+            for c in chunks:
+                f.write(c)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def export(model_or_state_dict, path, metadata=None):
@@ -230,7 +235,12 @@ def main():
         return
     if not a.source or not a.target:
         ap.error("give SOURCE and TARGET, or --fixtures")
-    obj = torch.load(a.source, map_location="cpu")
+    # A whole pickled module needs weights_only=False (torch >= 2.6 defaults to True); only
+    # load files you trust, as with any torch.load of a module.
+    try:
+        obj = torch.load(a.source, map_location="cpu", weights_only=False)
+    except TypeError:  # torch < 1.13 has no weights_only
+        obj = torch.load(a.source, map_location="cpu")
     if a.key:
         obj = obj[a.key]
     if not isinstance(obj, (torch.nn.Module, dict)):

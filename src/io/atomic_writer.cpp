@@ -1,12 +1,13 @@
 #include "atomic_writer.hpp"
 
-
 #include <ember/core/error.hpp>
 
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace ember::io::detail {
@@ -18,12 +19,36 @@ constexpr size_t kBufferSize = size_t{1} << 20;
 std::atomic<uint64_t> g_tmp_counter{0};
 }  // namespace
 
+namespace {
+/// Where the bytes for `path` really go: through symbolic links to the file they name (as
+/// open() would write, so `last.safetensors -> ckpt_1000.safetensors` updates the checkpoint
+/// and keeps the link); `path` itself otherwise.
+std::string resolve_target(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) return path;
+  std::filesystem::path target = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : target.string();
+}
+}  // namespace
+
 AtomicWriter::AtomicWriter(std::string path, const char* op) : path_(std::move(path)), op_(op) {
-  // Not mkstemp: its files are created 0600, and a saved model should get the permissions
-  // (umask) of any other file the user writes. O_EXCL plus a per-process counter gives the
-  // uniqueness mkstemp would.
+  target_ = resolve_target(path_);
+  // An existing file keeps its permissions, and one the user made read-only is refused, as
+  // open() for writing would refuse it (the rename alone would replace it).
+  struct stat st {};
+  const bool exists = ::stat(target_.c_str(), &st) == 0;
+  EMBER_CHECK(!exists || !S_ISREG(st.st_mode) || ::access(target_.c_str(), W_OK) == 0,
+              "{}the file is not writable: {}", Source{op_, path_}.prefix(), std::strerror(errno));
+  // The temporary file: hidden, in the target's directory (rename cannot cross file
+  // systems), and short whatever the target's name (a 250-byte name plus a suffix would pass
+  // NAME_MAX). Not mkstemp: its files are created 0600, and a saved model should get the
+  // permissions (umask) of any other file the user writes. O_EXCL plus a per-process counter
+  // gives the uniqueness mkstemp would.
+  const size_t slash = target_.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : target_.substr(0, slash + 1);
+  const std::string base = target_.substr(slash == std::string::npos ? 0 : slash + 1).substr(0, 64);
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
-    tmp_ = fmt::format("{}.tmp.{}.{}", path_, ::getpid(), g_tmp_counter.fetch_add(1));
+    tmp_ = fmt::format("{}.{}.{}.{}.tmp", dir, base, ::getpid(), g_tmp_counter.fetch_add(1));
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0 && errno != EEXIST) break;
   }
@@ -33,6 +58,7 @@ AtomicWriter::AtomicWriter(std::string path, const char* op) : path_(std::move(p
     EMBER_FAIL("{}cannot create a temporary file next to it: {}", Source{op_, path_}.prefix(),
                std::strerror(err));
   }
+  if (exists && S_ISREG(st.st_mode)) (void)::fchmod(fd_, st.st_mode & 07777);
   buf_.reserve(kBufferSize);
 }
 
@@ -95,11 +121,11 @@ void AtomicWriter::commit() {
   int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0) fail_errno("closing", errno, flushed_);
-  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail_errno("renaming the temporary file over it", errno, flushed_);
+  if (::rename(tmp_.c_str(), target_.c_str()) != 0) fail_errno("renaming the temporary file over it", errno, flushed_);
   tmp_.clear();
   // The rename is durable only once the directory entry is.
   std::string dir = ".";
-  if (auto slash = path_.rfind('/'); slash != std::string::npos) dir = slash == 0 ? "/" : path_.substr(0, slash);
+  if (auto slash = target_.rfind('/'); slash != std::string::npos) dir = slash == 0 ? "/" : target_.substr(0, slash);
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);

@@ -1,10 +1,11 @@
 #pragma once
-// Streaming atomic file writes for the model-file writers: the bytes go to a temporary file
+// Streaming atomic file writes (model files, traces): the bytes go to a hidden temporary file
 // in the target's directory, which is fsync'ed and renamed over the target only by
 // commit(). Any failure before that (or an exception unwinding past the writer) removes the
-// temporary file, so the previous file at the path is never touched. Unlike
-// detail::write_file_atomic (src/atomic_file.hpp) it streams, so a 10 GB model is never
-// assembled in memory, and it can patch bytes it wrote earlier (zip local headers).
+// temporary file, so the previous file at the path is never touched. It streams, so a 10 GB
+// model is never assembled in memory, and it can patch bytes it wrote earlier (zip local
+// headers). Like a plain write, it follows a symbolic link to the file it names, keeps an
+// existing file's permissions and refuses a read-only one.
 
 #include "format_common.hpp"
 
@@ -35,7 +36,9 @@ class AtomicWriter {
   void write_fd(const void* data, size_t n, uint64_t at);
   [[noreturn]] void fail_errno(const char* what, int err, uint64_t at);
 
-  std::string path_, tmp_;
+  std::string path_;    // as the caller named it (messages)
+  std::string target_;  // the file written: path_ through symbolic links
+  std::string tmp_;
   const char* op_;
   int fd_ = -1;
   uint64_t flushed_ = 0;

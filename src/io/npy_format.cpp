@@ -4,6 +4,7 @@
 
 #include <ember/core/error.hpp>
 
+#include <algorithm>
 #include <limits>
 
 namespace ember::io::detail {
@@ -159,9 +160,18 @@ NpyLayout parse_npy(Bytes file, const Source& src) {
   EMBER_CHECK(has_fortran, "{}header: missing key 'fortran_order'", pre);
   EMBER_CHECK(has_shape, "{}header: missing key 'shape'", pre);
 
+  // numpy reads '<u1', '>i1', '=b1' (cnpy writes those) as '|u1' and so on, and '=' as the
+  // host's order, little-endian wherever Ember runs: compare in its own spelling.
+  std::string canonical = descr;
+  if (canonical.size() >= 2 && (canonical[0] == '<' || canonical[0] == '=' || canonical[0] == '|' ||
+                                canonical[0] == '>')) {
+    bool one_byte = canonical.substr(1) == "b1" || canonical.substr(1) == "u1" || canonical.substr(1) == "i1";
+    if (one_byte) canonical[0] = '|';
+    else if (canonical[0] == '=') canonical[0] = '<';
+  }
   bool found = false;
   for (int i = 0; i < kNumDTypes && !found; ++i) {
-    if (!kDescr[i].empty() && kDescr[i] == descr) {
+    if (!kDescr[i].empty() && kDescr[i] == canonical) {
       out.dtype = static_cast<DType>(i);
       found = true;
     }
@@ -172,10 +182,12 @@ NpyLayout parse_npy(Bytes file, const Source& src) {
     EMBER_FAIL("{}header: descr {} has no Ember dtype (Ember reads <f8 <f4 <f2 <i8 <i4 |i1 |u1 |b1)", pre,
                quoted(descr));
   }
-  int64_t numel = 1, nbytes = 0;
+  // A zero anywhere makes the array empty, whatever the other dims multiply to.
+  const bool empty_array = std::find(out.shape.begin(), out.shape.end(), 0) != out.shape.end();
+  int64_t numel = empty_array ? 0 : 1, nbytes = 0;
   for (int64_t d : out.shape)
-    EMBER_CHECK(!__builtin_mul_overflow(numel, d, &numel), "{}header: shape {} has more elements than int64 can count",
-                pre, out.shape);
+    EMBER_CHECK(empty_array || !__builtin_mul_overflow(numel, d, &numel),
+                "{}header: shape {} has more elements than int64 can count", pre, out.shape);
   EMBER_CHECK(!__builtin_mul_overflow(numel, itemsize(out.dtype), &nbytes),
               "{}header: shape {} of {} has more bytes than int64 can count", pre, out.shape, descr);
   out.nbytes = static_cast<uint64_t>(nbytes);

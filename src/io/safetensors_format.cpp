@@ -129,10 +129,12 @@ SafetensorsLayout parse_safetensors(Bytes file, const Source& src) {
 
   for (const SafetensorsEntry& e : out.tensors) {
     std::string what = tensor_what(e.name);
-    int64_t numel = 1, nbytes = 0;
+    // A zero anywhere makes the tensor empty, whatever the other dims multiply to.
+    const bool empty_tensor = std::find(e.shape.begin(), e.shape.end(), 0) != e.shape.end();
+    int64_t numel = empty_tensor ? 0 : 1, nbytes = 0;
     for (int64_t d : e.shape)
-      EMBER_CHECK(!__builtin_mul_overflow(numel, d, &numel), "{}{}: shape {} has more elements than int64 can count",
-                  pre, what, e.shape);
+      EMBER_CHECK(empty_tensor || !__builtin_mul_overflow(numel, d, &numel),
+                  "{}{}: shape {} has more elements than int64 can count", pre, what, e.shape);
     EMBER_CHECK(!__builtin_mul_overflow(numel, itemsize(e.dtype), &nbytes),
                 "{}{}: shape {} of {} has more bytes than int64 can count", pre, what, e.shape,
                 safetensors_dtype_name(e.dtype));

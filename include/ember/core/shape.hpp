@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <string>
 
@@ -145,15 +146,28 @@ class Shape {
   uint32_t cap_ = 0;
 };
 
-/// Product of dims; fails naming `op` when it overflows int64 or a dim is negative.
+/// Product of dims; fails naming `op` when it overflows int64 or a dim is negative. A zero
+/// dim anywhere makes it 0 whatever the others ([2^62, 2^62, 0] as [0, 2^62, 2^62]).
 inline int64_t checked_numel(IntArrayRef dims, const char* op) {
-  int64_t n = 1;
+  bool has_zero = false;
   for (int64_t d : dims) {
     EMBER_CHECK(d >= 0, "[{}] negative dimension {} in shape {}", op, d, Shape(dims).str());
+    has_zero |= d == 0;
+  }
+  if (has_zero) return 0;
+  int64_t n = 1;
+  for (int64_t d : dims)
     EMBER_CHECK(!__builtin_mul_overflow(n, d, &n), "[{}] shape {} has more elements than int64 can count",
                 op, Shape(dims).str());
-  }
   return n;
+}
+
+/// The stride after one of `acc` over a dim of size d: acc * max(d, 1), saturating at
+/// INT64_MAX. Only an empty tensor's strides can saturate ([0, 2^62, 2^62]), and those never
+/// address memory.
+inline int64_t next_contiguous_stride(int64_t acc, int64_t d) {
+  int64_t r;
+  return __builtin_mul_overflow(acc, std::max<int64_t>(d, 1), &r) ? std::numeric_limits<int64_t>::max() : r;
 }
 
 /// Contiguous (row-major) strides for `dims`.
@@ -163,7 +177,7 @@ inline Shape contiguous_strides(IntArrayRef dims) {
   int64_t acc = 1;
   for (size_t i = dims.size(); i-- > 0;) {
     s[i] = acc;
-    acc *= std::max<int64_t>(dims[i], 1);
+    acc = next_contiguous_stride(acc, dims[i]);
   }
   return s;
 }
