@@ -3,11 +3,14 @@
 #include <ember/data/csv.hpp>
 
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <system_error>
+#include <type_traits>
 
 namespace ember::data {
 namespace {
@@ -69,6 +72,24 @@ void split_line(std::string_view line, char delim, const char* op, std::string_v
   }
 }
 
+/// The value of a number that from_chars found out of T's range, when it is out of range
+/// because it is too close to zero (read through a wider type, or 0 when even that
+/// underflows); nullopt when it is too large.
+template <class T>
+std::optional<T> underflowed(std::string_view body) {
+  using Wide = std::conditional_t<std::is_same_v<T, float>, double, long double>;
+  Wide w{};
+  auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), w);
+  if (ec == std::errc() && end == body.data() + body.size()) {
+    if (std::abs(w) >= 1) return std::nullopt;
+    return static_cast<T>(w);
+  }
+  // Out of range for the wide type too: the exponent's sign says which way.
+  size_t e = body.find_first_of("eE");
+  if (e == std::string_view::npos || e + 1 >= body.size() || body[e + 1] != '-') return std::nullopt;
+  return body[0] == '-' ? -T(0) : T(0);
+}
+
 template <class T>
 T parse_number(std::string_view s, const char* op, std::string_view source, int64_t lineno, int64_t column) {
   EMBER_CHECK(!s.empty(), "[{}] {}: line {}, column {}: empty field", op, source, lineno, column);
@@ -77,8 +98,14 @@ T parse_number(std::string_view s, const char* op, std::string_view source, int6
   if (body.size() > 1 && body[0] == '+' && body[1] != '-' && body[1] != '+') body.remove_prefix(1);
   T v{};
   auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), v);
-  EMBER_CHECK(ec != std::errc::result_out_of_range, "[{}] {}: line {}, column {}: '{}' is out of range for {}", op,
-              source, lineno, column, s, dtype_of_v<T>);
+  if (ec == std::errc::result_out_of_range && end == body.data() + body.size()) {
+    // Too small for T reads as T's nearest value (a subnormal or a signed zero), as numpy and
+    // strtod do; too large is an error.
+    std::optional<T> tiny = underflowed<T>(body);
+    EMBER_CHECK(tiny.has_value(), "[{}] {}: line {}, column {}: '{}' is out of range for {}", op, source, lineno,
+                column, s, dtype_of_v<T>);
+    return *tiny;
+  }
   EMBER_CHECK(ec == std::errc() && end == body.data() + body.size(),
               "[{}] {}: line {}, column {}: '{}' is not a number", op, source, lineno, column, s);
   return v;
@@ -130,8 +157,9 @@ CsvTable parse(std::string_view text, const CsvOptions& o, std::string_view sour
 
 CsvTable parse_as(std::string_view text, const CsvOptions& o, std::string_view source, const char* op) {
   char d = o.delimiter();
+  // Letters are refused too: they occur in numbers (1e5, nan, inf).
   EMBER_CHECK(d != '"' && d != ' ' && d != '\n' && d != '\r' && d != '.' && d != '-' && d != '+' &&
-                  !(d >= '0' && d <= '9') && d != '\0',
+                  !(d >= '0' && d <= '9') && !(d >= 'a' && d <= 'z') && !(d >= 'A' && d <= 'Z') && d != '\0',
               "[{}] {}: delimiter '{}' cannot separate numbers", op, source, d);
   EMBER_CHECK(o.dtype() == DType::F32 || o.dtype() == DType::F64, "[{}] {}: dtype must be f32 or f64, got {}", op,
               source, o.dtype());

@@ -48,6 +48,9 @@ std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const st
     rc = inflate(&zs, Z_NO_FLUSH);
     out.resize(before + chunk - zs.avail_out);
     if (rc == Z_STREAM_END) {
+      // Zero bytes after a member are padding (tape blocks; Python's gzip and GNU gzip skip
+      // them), not the start of another member.
+      while (zs.avail_in > 0 && *zs.next_in == 0) ++zs.next_in, --zs.avail_in;
       if (zs.avail_in == 0) break;
       inflateReset(&zs);  // another gzip member follows
       continue;
@@ -106,14 +109,18 @@ Tensor parse_idx(const std::vector<unsigned char>& b, const std::string& path) {
   EMBER_CHECK(b.size() >= header, "[{}] '{}': dims: {} dimensions need a {}-byte header, the file has {} bytes", op,
               path, rank, header, b.size());
   Shape shape;
-  int64_t n = 1;
+  bool empty_tensor = false;
   for (int d = 0; d < rank; ++d) {
-    uint32_t v = be32(b.data() + 4 + 4 * d);
-    // Bounded by the file size below; this only keeps the product from overflowing first.
-    EMBER_CHECK(v == 0 || n <= (int64_t{1} << 40) / static_cast<int64_t>(v),
-                "[{}] '{}': dim {}: {} makes the element count overflow", op, path, d, v);
-    shape.push_back(static_cast<int64_t>(v));
-    n *= static_cast<int64_t>(v);
+    shape.push_back(static_cast<int64_t>(be32(b.data() + 4 + 4 * d)));
+    empty_tensor |= shape.back() == 0;
+  }
+  int64_t n = empty_tensor ? 0 : 1;
+  for (int d = 0; d < rank && !empty_tensor; ++d) {
+    // Bounded by the file size below; this only keeps the product from overflowing first
+    // (whatever the order of the dims: a zero anywhere makes the tensor empty).
+    EMBER_CHECK(n <= (int64_t{1} << 40) / shape[d], "[{}] '{}': dim {}: {} makes the element count overflow", op,
+                path, d, shape[d]);
+    n *= shape[d];
   }
   auto expected = static_cast<size_t>(n) * static_cast<size_t>(size);
   size_t have = b.size() - header;

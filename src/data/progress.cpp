@@ -67,7 +67,8 @@ std::string counts_text(const ProgressState& s) {
 }  // namespace
 
 std::string format_duration(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "--:--";
+  // Beyond ~3000 years (and past int64's range) a clock has nothing useful to show.
+  if (!std::isfinite(seconds) || seconds < 0 || seconds >= 1e11) return "--:--";
   auto t = static_cast<int64_t>(seconds);  // whole seconds elapsed, as a clock shows them
   int64_t h = t / 3600, m = t / 60 % 60, sec = t % 60;
   return h > 0 ? fmt::format("{}:{:02}:{:02}", h, m, sec) : fmt::format("{:02}:{:02}", m, sec);

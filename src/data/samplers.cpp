@@ -82,16 +82,21 @@ WeightedRandomSampler::WeightedRandomSampler(std::vector<double> weights, int64_
     : weights_(std::move(weights)), num_samples_(num_samples), replacement_(replacement), seed_(seed) {
   EMBER_CHECK(num_samples > 0, "[WeightedRandomSampler] num_samples must be positive (as PyTorch), got {}", num_samples);
   int64_t positive = 0;
-  double total = 0;
-  cumulative_.reserve(weights_.size());
+  double largest = 0;
   for (size_t i = 0; i < weights_.size(); ++i) {
     double w = weights_[i];
     EMBER_CHECK(std::isfinite(w) && w >= 0, "[WeightedRandomSampler] weight {} is {}; weights must be finite and >= 0",
                 i, w);
     positive += w > 0;
-    total += w;
-    cumulative_.push_back(total);
+    largest = std::max(largest, w);
   }
+  // Only ratios matter: scaled to a largest weight of 1, the sum cannot overflow (1e308 x 3)
+  // and the keys E / w below cannot all become inf (weights near 1e-310).
+  if (largest > 0)
+    for (double& w : weights_) w /= largest;
+  double total = 0;
+  cumulative_.reserve(weights_.size());
+  for (double w : weights_) cumulative_.push_back(total += w);
   EMBER_CHECK(num_samples == 0 || positive > 0,
               "[WeightedRandomSampler] all {} weights are zero; nothing can be drawn", weights_.size());
   EMBER_CHECK(replacement || num_samples <= positive,

@@ -17,13 +17,27 @@ Tensor per_image(const Tensor& x, bool batch, F&& f) {
   std::vector<Tensor> out;
   out.reserve(static_cast<size_t>(x.size(0)));
   for (int64_t n = 0; n < x.size(0); ++n) out.push_back(f(x.select(0, n)));
-  if (out.empty()) return x;
+  if (out.empty()) return x;  // callers whose output shape differs handle empty batches first
   return stack(out, 0);
 }
 
 void check_image(const Tensor& x, const char* op) {
   EMBER_CHECK(x.dim() >= 2 && x.dim() <= 4,
               "[{}] expects an image [H, W], [C, H, W] or a batch [N, C, H, W], got shape {}", op, x.sizes());
+}
+
+/// Crop and flip work on the last two dims; a channels-last u8 image ([H, W, C] straight from a
+/// decoder) would have its channels flipped or cropped. Refused when the shape says so.
+void check_not_channels_last(const Tensor& x, const char* op) {
+  EMBER_CHECK(!(x.dtype() == DType::U8 && x.dim() >= 3 && x.size(-1) <= 4 && x.size(-3) > 4),
+              "[{}] u8 input of shape {} looks channels-last ([H, W, C]); this transform works on [C, H, W]: "
+              "apply to_tensor first (it moves the channels)",
+              op, x.sizes());
+}
+
+void check_padding_mode(const std::string& mode, const char* op) {
+  EMBER_CHECK(mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular",
+              "[{}] padding_mode must be constant, reflect, replicate or circular, got '{}'", op, mode);
 }
 
 }  // namespace
@@ -35,7 +49,15 @@ Tensor to_tensor(const Tensor& image, ImageLayout layout) {
   Tensor chw = image;
   if (image.dim() == 2) {
     chw = image.unsqueeze(0);
+  } else if (layout == ImageLayout::HW) {
+    EMBER_CHECK(image.dim() == 3, "[to_tensor] ImageLayout::HW expects [H, W] or a batch [N, H, W], got shape {}",
+                image.sizes());
+    chw = image.unsqueeze(1);
   } else if (layout == ImageLayout::HWC) {
+    EMBER_CHECK(image.size(-1) <= 4,
+                "[to_tensor] as HWC, shape {} would have {} channels; for a batch of one-channel images [N, H, W] "
+                "pass ImageLayout::HW, for [C, H, W] pass ImageLayout::CHW",
+                image.sizes(), image.size(-1));
     chw = image.dim() == 3 ? image.permute({2, 0, 1}) : image.permute({0, 3, 1, 2});
   }
   // Divide in f32 as PyTorch's ToTensor does: v / 255 rounded once.
@@ -55,24 +77,32 @@ Tensor normalize(const Tensor& x, const std::vector<double>& mean, const std::ve
     return full;
   };
   std::vector<double> m = per_channel(mean, "mean"), s = per_channel(stddev, "std");
-  for (int64_t i = 0; i < c; ++i)
-    EMBER_CHECK(s[static_cast<size_t>(i)] != 0 && std::isfinite(s[static_cast<size_t>(i)]),
-                "[normalize] std of channel {} is {}; it must be finite and nonzero", i, s[static_cast<size_t>(i)]);
   // clone: from_blob views the local vectors, which must not outlive this call.
-  Tensor mt = from_blob(m.data(), {c, 1, 1}, TensorOptions(DType::F64)).clone().to(x.dtype()).to(x.device());
-  Tensor st = from_blob(s.data(), {c, 1, 1}, TensorOptions(DType::F64)).clone().to(x.dtype()).to(x.device());
-  return x.sub(mt).div(st);
+  Tensor mt = from_blob(m.data(), {c, 1, 1}, TensorOptions(DType::F64)).clone().to(x.dtype());
+  Tensor st = from_blob(s.data(), {c, 1, 1}, TensorOptions(DType::F64)).clone().to(x.dtype());
+  // Checked in x's dtype, as torchvision: 1e-50 is a fine double but 0 in f32.
+  Tensor st64 = st.to(DType::F64);
+  for (int64_t i = 0; i < c; ++i) {
+    double v = st64.data_ptr<double>()[i];
+    EMBER_CHECK(v != 0 && std::isfinite(v), "[normalize] std of channel {} is {}, which is {} in {}; it must be finite "
+                "and nonzero", i, s[static_cast<size_t>(i)], v, x.dtype());
+  }
+  return x.sub(mt.to(x.device())).div(st.to(x.device()));
 }
 
 Tensor random_crop(const Tensor& x, int64_t height, int64_t width, int64_t padding, Generator& rng,
                    const std::string& padding_mode, double fill) {
   check_image(x, "random_crop");
+  check_not_channels_last(x, "random_crop");
+  check_padding_mode(padding_mode, "random_crop");
   EMBER_CHECK(height > 0 && width > 0, "[random_crop] crop size must be positive, got {}x{}", height, width);
   EMBER_CHECK(padding >= 0, "[random_crop] padding must be non-negative, got {}", padding);
   int64_t hp = x.size(-2) + 2 * padding, wp = x.size(-1) + 2 * padding;
   EMBER_CHECK(height <= hp && width <= wp,
               "[random_crop] crop {}x{} is larger than the padded image {}x{} (image {}x{}, padding {})", height, width,
               hp, wp, x.size(-2), x.size(-1), padding);
+  if (x.dim() == 4 && x.size(0) == 0)
+    return empty({0, x.size(1), height, width}, TensorOptions(x.dtype()).device(x.device()));
   return per_image(x, x.dim() == 4, [&](const Tensor& img) {
     int64_t top = rng.randint(0, hp - height + 1);
     int64_t left = rng.randint(0, wp - width + 1);
@@ -83,6 +113,7 @@ Tensor random_crop(const Tensor& x, int64_t height, int64_t width, int64_t paddi
 
 Tensor random_horizontal_flip(const Tensor& x, double p, Generator& rng) {
   check_image(x, "random_horizontal_flip");
+  check_not_channels_last(x, "random_horizontal_flip");
   EMBER_CHECK(p >= 0 && p <= 1, "[random_horizontal_flip] p must be in [0, 1], got {}", p);
   return per_image(x, x.dim() == 4, [&](const Tensor& img) { return rng.uniform() < p ? flip(img, {-1}) : img; });
 }
@@ -101,10 +132,7 @@ RandomCrop::RandomCrop(int64_t height, int64_t width, int64_t padding, std::stri
     : height(height), width(width), padding(padding), padding_mode(std::move(padding_mode)), fill(fill) {
   EMBER_CHECK(height > 0 && width > 0, "[RandomCrop] crop size must be positive, got {}x{}", height, width);
   EMBER_CHECK(padding >= 0, "[RandomCrop] padding must be non-negative, got {}", padding);
-  EMBER_CHECK(this->padding_mode == "constant" || this->padding_mode == "reflect" ||
-                  this->padding_mode == "replicate" || this->padding_mode == "circular",
-              "[RandomCrop] padding_mode must be constant, reflect, replicate or circular, got '{}'",
-              this->padding_mode);
+  check_padding_mode(this->padding_mode, "RandomCrop");
 }
 
 RandomHorizontalFlip::RandomHorizontalFlip(double p) : p(p) {

@@ -91,6 +91,11 @@ class PrefetchQueue {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// For each position of an epoch's index list, how many earlier positions hold the same
+/// index (its repeat number; see Note [Per-sample seeds]); empty when no index repeats, as
+/// with every sampler that draws without replacement. Indices outside [0, size) count as 0.
+std::vector<uint32_t> repeat_numbers(const std::vector<int64_t>& indices, int64_t size);
 }  // namespace detail
 
 template <Dataset D, class Collate = Stack>
@@ -137,7 +142,7 @@ class DataLoader {
   /// Batches per epoch.
   int64_t size() const {
     int64_t n = sampler_->size(), bs = options_.batch_size();
-    return options_.drop_last() ? n / bs : (n + bs - 1) / bs;
+    return options_.drop_last() ? n / bs : n / bs + (n % bs != 0);  // no n + bs - 1: bs may be huge
   }
   const D& dataset() const { return dataset_; }
   const DataLoaderOptions& options() const { return options_; }
@@ -159,6 +164,7 @@ class DataLoader {
   struct Run {
     int64_t epoch = 0;
     std::vector<int64_t> indices;
+    std::vector<uint32_t> repeat;  // see detail::repeat_numbers
     int64_t num_batches = 0;
     int64_t next_batch = 0;  // without workers: the next batch to make
     bool started = false;    // an iterator has made (or tried to make) the first batch
@@ -271,8 +277,9 @@ auto DataLoader<D, Collate>::start_run() -> std::shared_ptr<Run> {
   auto run = std::make_shared<Run>();
   run->epoch = epoch_++;
   run->indices = sampler_->indices(run->epoch);
+  run->repeat = detail::repeat_numbers(run->indices, static_cast<int64_t>(dataset_.size()));
   auto n = static_cast<int64_t>(run->indices.size()), bs = options_.batch_size();
-  run->num_batches = options_.drop_last() ? n / bs : (n + bs - 1) / bs;
+  run->num_batches = options_.drop_last() ? n / bs : n / bs + (n % bs != 0);
   int64_t workers = options_.num_workers();
   if (workers > 0 && run->num_batches > 0) {
     int64_t capacity = options_.prefetch() > 0 ? options_.prefetch() : 2 * workers;
@@ -306,7 +313,8 @@ auto DataLoader<D, Collate>::make_batch(const Run& run, int64_t b, const std::at
     int64_t i = run.indices[static_cast<size_t>(p)];
     EMBER_CHECK(i >= 0 && i < size, "[DataLoader] the sampler gave index {} (position {} of epoch {}), outside a "
                                     "dataset of {} examples", i, p, run.epoch, size);
-    SampleContext ctx = SampleContext::make(options_.seed(), run.epoch, i);
+    SampleContext ctx = SampleContext::make(options_.seed(), run.epoch, i,
+                                            run.repeat.empty() ? 0 : run.repeat[static_cast<size_t>(p)]);
     examples.push_back(get_example(dataset_, i, ctx));
   }
   Generator rng(batch_seed(options_.seed(), static_cast<uint64_t>(run.epoch), static_cast<uint64_t>(b)));

@@ -28,13 +28,14 @@ namespace ember::data {
 struct SampleContext {
   int64_t epoch = 0;
   int64_t index = 0;
-  /// Seeded by sample_seed(loader seed, epoch, index).
+  /// Seeded by sample_seed(loader seed, epoch, index), stream `repeat`.
   Generator rng;
 
-  /// The context the DataLoader builds for sample `index` of `epoch` under `seed`.
-  static SampleContext make(uint64_t seed, int64_t epoch, int64_t index) {
+  /// The context the DataLoader builds for sample `index` of `epoch` under `seed`, drawn for
+  /// the (repeat + 1)-th time in that epoch (Note [Per-sample seeds]).
+  static SampleContext make(uint64_t seed, int64_t epoch, int64_t index, uint32_t repeat = 0) {
     return {epoch, index,
-            Generator(sample_seed(seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index)))};
+            Generator(sample_seed(seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index)), repeat)};
   }
 };
 

@@ -8,9 +8,10 @@
 /// A random transform therefore draws the same numbers for sample `index` of epoch `epoch`
 /// whether it runs on the caller or on any of N workers, in any order: batches are
 /// bit-identical for every num_workers. The seed depends on the dataset index, not on the
-/// position in the epoch, so a sample drawn twice in one epoch (a sampler with replacement)
-/// gets the same augmentation both times, and a DistributedSampler rank sees the same
-/// augmentation of a sample as a single process would.
+/// position in the epoch, so a DistributedSampler rank sees the same augmentation of a sample
+/// as a single process would. A sample drawn again in the same epoch (a sampler with
+/// replacement oversampling a rare class, a DistributedSampler's padding) draws from another
+/// stream of that seed, its repeat number, so each copy gets its own augmentation.
 
 #include <ember/core/error.hpp>
 

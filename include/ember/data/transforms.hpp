@@ -26,20 +26,29 @@
 
 namespace ember::data {
 
-/// Where the channels of a u8 image are: last (HWC: decoded image files, numpy) or first.
-enum class ImageLayout { HWC, CHW };
+/// Where the channels of a u8 image are: last (HWC: decoded image files, numpy), first, or
+/// nowhere (HW: one channel without a channel dim, as MNIST's [N, 28, 28] images).
+enum class ImageLayout { HWC, CHW, HW };
 
 /// u8 image -> f32 [C, H, W] with values v / 255 in [0, 1]. Takes [H, W, C] or [C, H, W] as
-/// `layout` says, [H, W] (one channel), or a batch [N, H, W, C] / [N, C, H, W] -> [N, C, H, W].
+/// `layout` says, [H, W] (one channel, any layout), or a batch [N, H, W, C] / [N, C, H, W] /
+/// (HW) [N, H, W] -> [N, C, H, W]. As HWC, a last dim of more than 4 is refused: it is almost
+/// always a batch of one-channel images (use HW) or a CHW image (use CHW), which a
+/// channels-last reading would scramble.
 Tensor to_tensor(const Tensor& image, ImageLayout layout = ImageLayout::HWC);
 
 /// (x - mean[c]) / stddev[c] for each channel c (dim -3) of a floating [C, H, W] or
-/// [N, C, H, W] tensor. mean and stddev hold C values, or one value for all channels.
+/// [N, C, H, W] tensor. mean and stddev hold C values, or one value for all channels; a std
+/// that is 0 in x's dtype (1e-50 in f32) is refused, as torchvision's.
 Tensor normalize(const Tensor& x, const std::vector<double>& mean, const std::vector<double>& stddev);
 
 /// Pads H and W by `padding` on each side (mode: "constant" with `fill`, "reflect",
 /// "replicate" or "circular"), then cuts a height x width window at a uniform offset: top =
 /// rng.randint(0, Hp - height + 1), then left = rng.randint(0, Wp - width + 1).
+///
+/// random_crop and random_horizontal_flip work on the last two dims (H, W). A u8 input that
+/// looks channels-last (a last dim of at most 4 after a dim of more than 4, like [32, 32, 3])
+/// is refused: apply to_tensor first, which moves the channels.
 Tensor random_crop(const Tensor& x, int64_t height, int64_t width, int64_t padding, Generator& rng,
                    const std::string& padding_mode = "constant", double fill = 0.0);
 
