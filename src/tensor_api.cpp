@@ -5,6 +5,9 @@
 #include <ember/dispatch/default_policy.hpp>
 
 #include <atomic>
+#include <cmath>
+#include <limits>
+#include <utility>
 
 namespace ember::detail {
 
@@ -15,6 +18,42 @@ Scalar read_scalar(const TensorImpl& t, const char* op) {
     if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return Scalar(static_cast<float>(v));
     else return Scalar(v);
   });
+}
+
+void check_scalar_fits(Scalar v, DType t, const char* op) {
+  if (t == DType::Bool || t == DType::F64 || v.is_bool()) return;
+  bool fits = true;
+  if (is_floating(t)) {
+    const double largest = t == DType::F32 ? std::numeric_limits<float>::max()
+                           : t == DType::F16 ? 65504.0
+                                              : 3.3895313892515355e38;  // bf16
+    const double d = v.to_double();
+    fits = !std::isfinite(d) || std::abs(d) <= largest;
+  } else {
+    const auto [lo, hi] = visit_dtype(t, [&]<class T>() -> std::pair<double, double> {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        const double top = static_cast<double>(std::numeric_limits<T>::max());
+        return {std::is_signed_v<T> ? static_cast<double>(std::numeric_limits<T>::min()) : -top, top};
+      } else {
+        return {0.0, 0.0};
+      }
+    });
+    const bool is_unsigned = lo == -hi;
+    if (v.is_integral()) {
+      // int64 values compare exactly as int64 (doubles lose the low bits near 2^63).
+      const int64_t i = v.to_int();
+      fits = t == DType::I64 || (static_cast<double>(i) >= lo && static_cast<double>(i) <= hi);
+    } else {
+      // As PyTorch: the value itself within [min, max] (2147483647.5 does not fit i32 though it
+      // truncates to max); a negative value only where it truncates to 0 for unsigned types;
+      // 2^63 (the double nearest INT64_MAX) is already out of int64.
+      const double d = v.to_double();
+      fits = std::isfinite(d) && (is_unsigned ? d > -1.0 : d >= lo) &&
+             (t == DType::I64 ? d < 9223372036854775808.0 : d <= hi);
+    }
+  }
+  EMBER_CHECK(fits, "[{}] value {} cannot be converted to {} without overflow", op,
+              v.is_floating() ? fmt::format("{}", v.to_double()) : fmt::format("{}", v.to_int()), t);
 }
 
 Ref<TensorImpl> make_scalar_tensor(Scalar v, DType t, Device device) {

@@ -256,3 +256,39 @@ TEST_CASE("edge values: arange, linspace and randint, exact as PyTorch") {
   const int64_t lo = r.amin().item<int64_t>() - (int64_t(1) << 62), hi = r.amax().item<int64_t>() - (int64_t(1) << 62);
   CHECK((lo == 0 && hi == 2));
 }
+
+TEST_CASE("numbers that do not fit the dtype are refused where they become elements, as PyTorch") {
+  // libtorch 1.13: "value cannot be converted to type uint8_t without overflow".
+  CHECK_THROWS_WITH_AS(full({1}, 300, DType::U8), doctest::Contains("[full] value 300 cannot be converted to u8"),
+                       Error);
+  check_vals(full({1}, -1, DType::U8), {255}, 0);  // negative values down to -max wrap, as PyTorch allows
+  check_vals(full({1}, -255, DType::U8), {1}, 0);
+  CHECK_THROWS_AS(full({1}, -256, DType::U8), Error);
+  CHECK_THROWS_AS(full({1}, -129, DType::I8), Error);
+  check_vals(full({1}, 65504.0, DType::F16), {65504}, 0);
+  CHECK_THROWS_AS(full({1}, 65519.0, DType::F16), Error);
+  CHECK_THROWS_AS(full({1}, 70000, DType::F16), Error);
+  CHECK_THROWS_AS(full({1}, 1e39), Error);  // the default dtype, f32
+  check_vals(full({1}, kInf), {kInf}, 0);
+  check_vals(full({1}, kNaN), {kNaN}, 0);
+  check_vals(full({1}, 2.7, DType::I32), {2}, 0);
+  check_vals(full({1}, -2.7, DType::I32), {-2}, 0);
+  CHECK_THROWS_AS(full({1}, 2147483647.5, DType::I32), Error);
+  CHECK_THROWS_AS(full({1}, kInf, DType::I32), Error);
+  CHECK_THROWS_AS(full({1}, kNaN, DType::I64), Error);  // PyTorch casts NaN to int undefinedly
+  CHECK_THROWS_AS(full({1}, 9.3e18, DType::I64), Error);
+  CHECK_THROWS_AS(full({1}, 9223372036854775808.0, DType::I64), Error);
+  check_vals(full({1}, std::numeric_limits<int64_t>::max(), DType::I64), {9223372036854775807.0}, 0);
+  CHECK_THROWS_AS(full({1}, -1.5, DType::U8), Error);
+  check_vals(full({1}, 300, DType::Bool), {1}, 0);
+  CHECK_THROWS_WITH_AS(zeros({1}, DType::I32).fill_(3e9), doctest::Contains("[fill_]"), Error);
+  Tensor mask = tensor<bool>({true, false});
+  CHECK_THROWS_WITH_AS(zeros({2}, DType::U8).masked_fill(mask, 256), doctest::Contains("[masked_fill]"), Error);
+  CHECK_THROWS_AS(zeros({2}, DType::F16).masked_fill(mask, 1e5), Error);
+  CHECK_THROWS_WITH_AS(tensor<int64_t>({300}).item<int8_t>(), doctest::Contains("[item]"), Error);
+  CHECK_THROWS_AS(tensor<double>({1e300}).item<float>(), Error);
+  CHECK(tensor<double>({2.5}).item<int32_t>() == 2);
+  Tensor u = zeros({2}, DType::U8);
+  CHECK_THROWS_AS(u.index_put_({0}, 300), Error);
+  CHECK(vals(u) == std::vector<double>{0, 0});  // nothing written
+}

@@ -66,7 +66,9 @@ BasicTensor<P> empty(const Shape& shape, TensorOptions o = {}) {
 template <class P = DefaultPolicy>
 BasicTensor<P> full(const Shape& shape, Scalar value, TensorOptions o = {}) {
   TensorOptions plain = o.requires_grad(false);
-  BasicTensor<P> t = empty<P>(shape, o.has_dtype() ? plain : plain.dtype(value.default_dtype()));
+  const DType dtype = o.dtype_or(value.default_dtype());
+  detail::check_scalar_fits(value, dtype, "full");
+  BasicTensor<P> t = empty<P>(shape, plain.dtype(dtype));
   t.fill_(value);
   return detail::with_grad_option<P>(t, o);
 }

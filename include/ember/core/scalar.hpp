@@ -65,6 +65,16 @@ class Scalar {
 template <> inline double Scalar::to<double>() const { return to_double(); }
 template <> inline float Scalar::to<float>() const { return static_cast<float>(to_double()); }
 
+namespace detail {
+/// Fails naming `op` when v does not fit dtype t, by PyTorch's checked_convert: an integer
+/// outside t's range (unsigned types also take -max..-1, which wrap, as PyTorch allows), a
+/// finite float beyond a floating type's largest value, or a float that is NaN, infinite or
+/// out of range for an integer type (PyTorch lets NaN through to an undefined cast). Bool
+/// takes anything. Used where a number becomes an element: fill_, full, masked_fill,
+/// index_put_ with a number, item<T>().
+void check_scalar_fits(Scalar v, DType t, const char* op);
+}  // namespace detail
+
 /// Result dtype of (tensor of dtype t) op (scalar s), by PyTorch's rule: the scalar only
 /// raises the category (bool -> int -> float), never the width within a category.
 constexpr DType promote_with_scalar(DType t, Scalar::Kind k) {

@@ -282,7 +282,10 @@ class BasicTensor {
   BasicTensor where(const BasicTensor& cond, const BasicTensor& other) const {
     return wrap(dispatch<P>(ops::Where{}, cond.impl(), impl(), other.impl()));
   }
-  BasicTensor masked_fill(const BasicTensor& mask, Scalar v) const { return scalar_like(v).where(mask, *this).to(dtype()); }
+  BasicTensor masked_fill(const BasicTensor& mask, Scalar v) const {
+    detail::check_scalar_fits(v, dtype(), "masked_fill");
+    return scalar_like(v).where(mask, *this).to(dtype());
+  }
 
   // ---- reductions -----------------------------------------------------------------------------
 #define EMBER_REDUCE_OP(E, n, r)                                                                      \

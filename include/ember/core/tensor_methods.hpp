@@ -25,7 +25,9 @@ template <class T>
 T BasicTensor<P>::item() const {
   EMBER_CHECK(numel() == 1, "[item] a tensor of shape {} has {} elements, not 1", sizes(), numel());
   BasicTensor host = is_cpu() ? *this : cpu();
-  return detail::read_scalar(host.impl(), "item").template to<T>();
+  const Scalar v = detail::read_scalar(host.impl(), "item");
+  if constexpr (requires { dtype_of<T>::value; }) detail::check_scalar_fits(v, dtype_of<T>::value, "item");
+  return v.template to<T>();
 }
 
 template <class P>

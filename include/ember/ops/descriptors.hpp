@@ -153,6 +153,7 @@ struct Fill {
   const char* name() const { return "fill_"; }
   template <class BL>
   void run(TensorImpl& dst) const {
+    detail::check_scalar_fits(value, dst.dtype, name());
     detail::bump_version(*dst.storage);
     on_backend<BL>(dst.device(), name(), [&]<class B>() { detail::Kernels<B>::fill(dst, value); });
   }
