@@ -22,4 +22,8 @@ struct AccumulateGrad final : Node {
 /// graph's first read (ThreadSanitizer caught it in test_autograd_function's concurrent test).
 std::mutex& leaf_lock(const TensorImpl& leaf);
 
+/// Fails unless a hook's result `r` has the shape, dtype and device of the gradient it
+/// replaces (PyTorch: "hook '0' has changed the size of value").
+void check_hook_result(const TensorRef& r, const OutputInfo& want, const char* where);
+
 }  // namespace ember::autograd

@@ -3,6 +3,8 @@
 #include <ember/autograd/engine.hpp>
 #include <ember/autograd/grad_mode.hpp>
 
+#include "accumulate_grad.hpp"
+
 #include <algorithm>
 #include <queue>
 #include <unordered_map>
@@ -103,8 +105,9 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
                   g->sizes, i, out->sizes);
       EMBER_CHECK(g->device() == out->device(), "[{}] gradient {} is on {} but output {} is on {}", api, i,
                   g->device(), i, out->device());
-      EMBER_CHECK(g->dtype == out->dtype, "[{}] gradient {} has dtype {} but output {} has dtype {}", api, i,
-                  g->dtype, i, out->dtype);
+      EMBER_CHECK(is_floating(g->dtype), "[{}] gradient {} has dtype {}; gradients are floating point", api, i,
+                  g->dtype);
+      if (g->dtype != out->dtype) g = rq.ops->to_dtype(g, out->dtype);  // as PyTorch, not an error
     }
   }
 
@@ -183,7 +186,10 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
     for (auto& [idx, hook] : node->pre_hooks) {
       if (idx < grads.size() && grads[idx]) {
         TensorRef r = hook(grads[idx]);
-        if (r) grads[idx] = std::move(r);
+        if (r) {
+          check_hook_result(r, node->outputs[idx], node->name().c_str());
+          grads[idx] = std::move(r);
+        }
       }
     }
     bool run = true;
@@ -193,6 +199,11 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
         for (auto [input_nr, slot] : it->second) captured[slot] = input_nr < grads.size() ? grads[input_nr] : TensorRef();
       run = needed.count(node) > 0;
     }
+    // A node that received no gradient at all passes none on: its inputs' gradients stay
+    // undefined (a leaf keeps no .grad rather than a zero one), as PyTorch's.
+    bool any_grad = false;
+    for (const TensorRef& g : grads) any_grad = any_grad || static_cast<bool>(g);
+    run = run && any_grad;
     std::vector<TensorRef> in_grads;
     if (run) {
       for (size_t i = 0; i < grads.size(); ++i)

@@ -49,9 +49,12 @@ Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
   if (!m) return {};
   if (m->grad_fn && t.view_of) [[unlikely]] {  // a view: its history may need rebuilding
     std::lock_guard<std::mutex> lock(g_view_mu);
-    if (m->root_fn != grad_fn_of(*t.view_of)) {
+    // Rebuilt when an in-place op gave the root a new history. A root that lost its history
+    // (detach_()) leaves its views' histories as they are, as PyTorch does.
+    const Node* root_now = grad_fn_of(*t.view_of);
+    if (root_now && m->root_fn != root_now) {
       m->view_fn = ops->view_history(t);
-      m->root_fn = grad_fn_of(*t.view_of);
+      m->root_fn = root_now;
       m->rebuilt = true;
     }
     if (m->rebuilt) return m->view_fn ? Edge{m->view_fn, 0} : Edge{};
@@ -69,10 +72,26 @@ Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
   return {std::move(acc), 0};
 }
 
+void attach_retain_hook(Node& fn, uint32_t output_nr, const std::shared_ptr<RetainedGrad>& cell,
+                        const PolicyOps* ops) {
+  cell->node = &fn;
+  fn.pre_hooks.push_back({output_nr, [cell, ops, self = &fn](const TensorRef& g) {
+                            if (cell->node != self) return TensorRef();  // moved on by an in-place op
+                            if (!cell->grad) {
+                              cell->grad = GradMode::is_enabled() ? g : ops->clone(g);
+                            } else {
+                              cell->grad = ops->add(cell->grad, g);
+                            }
+                            return TensorRef();
+                          }});
+}
+
 void set_history(TensorImpl& out, const std::shared_ptr<Node>& node, uint32_t output_nr) {
   AutogradMeta& m = meta_of(out);
   m.grad_fn = node;
   m.output_nr = output_nr;
+  if (m.retained_grad && m.retained_grad->node != node.get() && node->ops)
+    attach_retain_hook(*node, output_nr, m.retained_grad, node->ops);
   if (out.view_of) {
     std::lock_guard<std::mutex> lock(g_view_mu);
     m.root_fn = grad_fn_of(*out.view_of);
@@ -129,19 +148,35 @@ std::mutex& leaf_lock(const TensorImpl& leaf) {
   return locks[(reinterpret_cast<uintptr_t>(&leaf) / alignof(TensorImpl)) % 64];
 }
 
+void check_hook_result(const TensorRef& r, const OutputInfo& want, const char* where) {
+  EMBER_CHECK(r->sizes == want.sizes, "[register_hook] a hook on {} changed the gradient's shape from {} to {}", where,
+              want.sizes, r->sizes);
+  EMBER_CHECK(r->dtype == want.dtype, "[register_hook] a hook on {} changed the gradient's dtype from {} to {}", where,
+              want.dtype, r->dtype);
+  EMBER_CHECK(r->device() == want.device, "[register_hook] a hook on {} moved the gradient from {} to {}", where,
+              want.device, r->device());
+}
+
 std::vector<TensorRef> AccumulateGrad::apply(std::vector<TensorRef>& grads) {
-  std::lock_guard<std::mutex> lock(leaf_lock(*variable));
   TensorRef g = std::move(grads[0]);
   AutogradMeta& m = meta_of(*variable);
+  // Hooks run before the leaf's lock is taken: a hook may itself run a backward that reaches
+  // this leaf (or another leaf whose lock is the same one of the fixed set).
   for (const GradHook& h : m.leaf_hooks) {
+    if (!g) break;
     TensorRef r = h(g);
-    if (r) g = std::move(r);
+    if (r) {
+      check_hook_result(r, outputs[0], "a leaf");
+      g = std::move(r);
+    }
   }
   if (!g) return {};
+  std::lock_guard<std::mutex> lock(leaf_lock(*variable));
   if (!m.grad) {
     // Keep the incoming gradient when nothing else can see it (a fresh, dense result the
-    // engine holds alone); otherwise copy it, so that later accumulation in place cannot
-    // write into a tensor the user or another node holds.
+    // engine holds alone, without a history); otherwise copy it (recorded under create_graph),
+    // so that later accumulation in place cannot write into a tensor the user or another node
+    // holds, nor into the root gradient the caller passed.
     bool exclusive = g.use_count() == 1 && g->storage.use_count() == 1 && g->contiguous && !g->autograd;
     // A view that alone holds its root, covering all of it (the transpose of a weight gradient
     // computed in the transposed layout): its storage is unshared too; keep it as a plain
@@ -153,7 +188,7 @@ std::vector<TensorRef> AccumulateGrad::apply(std::vector<TensorRef>& grads) {
     if (!GradMode::is_enabled() && sole_view) {
       m.grad = ember::detail::make_view(g->storage, g->dtype, g->sizes, g->strides, 0);
     } else {
-      m.grad = GradMode::is_enabled() || exclusive ? std::move(g) : ops->clone(g);
+      m.grad = exclusive ? std::move(g) : ops->clone(g);
     }
   } else if (GradMode::is_enabled()) {
     m.grad = ops->add(m.grad, g);  // create_graph: out of place, recorded

@@ -121,8 +121,13 @@ struct Function {
     // history does not overwrite the input's.
     for (TensorT* o : outs) {
       if (!o->defined()) continue;
-      for (const TensorImpl* in : inputs)
-        if (in == &o->impl()) *o = TensorT(ember::autograd::detached(o->impl()));
+      for (const TensorImpl* in : inputs) {
+        if (in != &o->impl()) continue;
+        *o = TensorT(ember::autograd::detached(o->impl()));
+        // mark_non_differentiable named the input; the mark is for the output it became.
+        for (const TensorImpl*& nd : ctx->non_diff_)
+          if (nd == in) nd = &o->impl();
+      }
     }
     if (!record) {
       for (const TensorT& t : ctx->to_save_)

@@ -9,6 +9,7 @@
 #include <ember/core/tensor.hpp>
 #include <ember/core/tensor_methods.hpp>
 
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -55,6 +56,9 @@ template <class P, class F>
 struct FnNode final : Node {
   FnNode(const char* op, F&& f) : op_(op), fn_(std::move(f)) {}
   std::vector<TensorRef> apply(std::vector<TensorRef>& grads) override {
+    // Backward passes on several threads may share this node: one may free the closure while
+    // another runs it. The second then gets the 'second time' error, not a freed closure.
+    std::lock_guard<std::mutex> lock(mu_);
     EMBER_CHECK(fn_.has_value(),
                 "[backward] trying to backward through {} a second time: the graph was freed by the first "
                 "backward; pass retain_graph=true to the first backward to go through it again",
@@ -68,11 +72,15 @@ struct FnNode final : Node {
       if (res[i].defined() && needs_input_grad(i)) out[i] = res[i].impl_ref();
     return out;
   }
-  void release_saved() override { fn_.reset(); }
+  void release_saved() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    fn_.reset();
+  }
   std::string name() const override { return backward_name(op_); }
 
  private:
   const char* op_;
+  std::mutex mu_;
   std::optional<F> fn_;
 };
 

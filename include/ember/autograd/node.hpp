@@ -81,6 +81,14 @@ struct Node : std::enable_shared_from_this<Node> {
   bool needs_input_grad(size_t i) const { return i < next.size() && next[i].valid(); }
 };
 
+/// The gradient retain_grad() keeps for a non-leaf, and the node whose hook fills it: an
+/// in-place op on the tensor moves the hook to the new history (the gradient retained is the
+/// tensor's current value's, as PyTorch); the old node's hook then does nothing.
+struct RetainedGrad {
+  TensorRef grad;
+  const Node* node = nullptr;
+};
+
 /// What a tensor that takes part in autograd carries (TensorImpl::autograd; null otherwise).
 struct AutogradMeta {
   /// Set by requires_grad_() on a leaf. A non-leaf requires grad because it has a grad_fn.
@@ -95,7 +103,7 @@ struct AutogradMeta {
   std::vector<GradHook> leaf_hooks;
   /// retain_grad() on a non-leaf: a hook on grad_fn writes into this cell (not into the
   /// tensor itself: the graph must not own the tensor that owns the graph).
-  std::shared_ptr<TensorRef> retained_grad;
+  std::shared_ptr<RetainedGrad> retained_grad;
   /// For a view with a history: its root's grad_fn when that history was made. When the root's
   /// history has changed since (an in-place op on the root or on another view of it), the
   /// view's gradient must flow into the root's new history, so gradient_edge rebuilds it into
@@ -123,6 +131,9 @@ inline bool is_leaf(const TensorImpl& t) { return !t.autograd || !t.autograd->gr
 Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops);
 /// Makes `node` the history of output `output_nr` of an op (shape/dtype/device recorded).
 void set_history(TensorImpl& out, const std::shared_ptr<Node>& node, uint32_t output_nr);
+/// Makes `fn`'s output `output_nr` fill `cell` (retain_grad), taking it from any older node.
+void attach_retain_hook(Node& fn, uint32_t output_nr, const std::shared_ptr<RetainedGrad>& cell,
+                        const PolicyOps* ops);
 /// A fresh alias of t (same storage and geometry) without autograd metadata.
 TensorRef detached(const TensorImpl& t);
 /// Next creation number for a node.

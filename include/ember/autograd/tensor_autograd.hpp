@@ -48,7 +48,7 @@ template <class P>
 BasicTensor<P> BasicTensor<P>::grad() const {
   const autograd::AutogradMeta* m = impl().autograd;
   if (!m) return {};
-  if (m->grad_fn) return m->retained_grad ? BasicTensor(*m->retained_grad) : BasicTensor();
+  if (m->grad_fn) return m->retained_grad ? BasicTensor(m->retained_grad->grad) : BasicTensor();
   return BasicTensor(m->grad);
 }
 
@@ -98,16 +98,8 @@ void BasicTensor<P>::retain_grad() {
   const autograd::PolicyOps* ops = &autograd::Recorder<P>::policy_ops();
   const autograd::Edge e = autograd::gradient_edge(impl(), ops);  // a view's rebuilt history too
   if (!e.fn) return;
-  auto cell = std::make_shared<autograd::TensorRef>();
-  m->retained_grad = cell;
-  e.fn->pre_hooks.push_back({e.input_nr, [cell, ops](const autograd::TensorRef& g) {
-                                     if (!*cell) {
-                                       *cell = autograd::GradMode::is_enabled() ? g : ops->clone(g);
-                                     } else {
-                                       *cell = ops->add(*cell, g);
-                                     }
-                                     return autograd::TensorRef();
-                                   }});
+  m->retained_grad = std::make_shared<autograd::RetainedGrad>();
+  autograd::attach_retain_hook(*e.fn, e.input_nr, m->retained_grad, ops);
 }
 
 template <class P>
@@ -123,6 +115,10 @@ BasicTensor<P> BasicTensor<P>::detach() const {
 
 template <class P>
 BasicTensor<P>& BasicTensor<P>::detach_() {
+  // A view's history is tied to its root's (in-place writes through either reach both);
+  // PyTorch refuses this too.
+  EMBER_CHECK(!impl().view_of || !requires_grad(),
+              "[detach_] cannot detach a view in place (shape {}); use detach() for a new tensor", sizes());
   autograd::AutogradMeta* m = impl().autograd;
   if (m) {
     m->grad_fn.reset();
