@@ -158,3 +158,32 @@ TEST_CASE("autograd edges: fill_ of a tensor with a history keeps it requiring g
   z.fill_(1.0);
   CHECK_FALSE(z.requires_grad());
 }
+
+TEST_CASE("autograd edges: hooks are removed by the handle register_hook returns") {
+  Tensor x = leaf({1, 2});
+  int leaf_calls = 0, inner_calls = 0;
+  unsigned h0 = x.register_hook([&](const Tensor& g) {
+    ++leaf_calls;
+    return g * 10.0;
+  });
+  unsigned h1 = x.register_hook([&](const Tensor&) { ++leaf_calls; });
+  CHECK(h0 == 0);
+  CHECK(h1 == 1);
+  Tensor y = x * 1.0;
+  unsigned hy = y.register_hook([&](const Tensor& g) {
+    ++inner_calls;
+    return g * 2.0;
+  });
+  (y * 1.0).sum().backward({}, true);
+  CHECK(vals(x.grad()) == std::vector<double>{20, 20});
+  CHECK(leaf_calls == 2);
+  CHECK(inner_calls == 1);
+  x.remove_hook(h0);
+  y.remove_hook(hy);
+  x.set_grad(Tensor());
+  (y * 1.0).sum().backward();
+  CHECK(vals(x.grad()) == std::vector<double>{1, 1});
+  CHECK(leaf_calls == 3);  // only the hook still registered
+  CHECK(inner_calls == 1);
+  CHECK_THROWS_WITH_AS(x.remove_hook(7), doctest::Contains("[remove_hook]"), Error);
+}

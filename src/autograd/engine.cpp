@@ -184,7 +184,7 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
     buffers.erase(node);
     grads.resize(node->outputs.size());
     for (auto& [idx, hook] : node->pre_hooks) {
-      if (idx < grads.size() && grads[idx]) {
+      if (hook && idx < grads.size() && grads[idx]) {
         TensorRef r = hook(grads[idx]);
         if (r) {
           check_hook_result(r, node->outputs[idx], node->name().c_str());

@@ -164,6 +164,7 @@ std::vector<TensorRef> AccumulateGrad::apply(std::vector<TensorRef>& grads) {
   // this leaf (or another leaf whose lock is the same one of the fixed set).
   for (const GradHook& h : m.leaf_hooks) {
     if (!g) break;
+    if (!h) continue;  // removed
     TensorRef r = h(g);
     if (r) {
       check_hook_result(r, outputs[0], "a leaf");

@@ -69,7 +69,8 @@ struct Node : std::enable_shared_from_this<Node> {
   std::vector<Edge> next;
   std::vector<OutputInfo> outputs;
   const PolicyOps* ops = nullptr;
-  /// Hooks registered on non-leaf outputs: (output index, hook), run before apply.
+  /// Hooks registered on non-leaf outputs: (output index, hook), run before apply (an empty
+  /// function: a removed hook).
   std::vector<std::pair<uint32_t, GradHook>> pre_hooks;
   /// Creation order: the engine runs ready nodes newest first, as PyTorch does.
   uint64_t sequence = 0;
@@ -99,8 +100,17 @@ struct AutogradMeta {
   uint32_t output_nr = 0;
   /// A leaf's AccumulateGrad, while some graph holds it.
   std::weak_ptr<Node> grad_accumulator;
-  /// Hooks of a leaf: run on the incoming gradient before it is accumulated.
+  /// Hooks of a leaf: run on the incoming gradient before it is accumulated (an empty
+  /// function: a removed hook).
   std::vector<GradHook> leaf_hooks;
+  /// Where the hook with handle i (register_hook's return value) lives: at `index` of
+  /// leaf_hooks, or of `node`'s pre_hooks.
+  struct HookSlot {
+    bool leaf = false;
+    std::weak_ptr<Node> node;
+    size_t index = 0;
+  };
+  std::vector<HookSlot> hook_slots;
   /// retain_grad() on a non-leaf: a hook on grad_fn writes into this cell (not into the
   /// tensor itself: the graph must not own the tensor that owns the graph).
   std::shared_ptr<RetainedGrad> retained_grad;

@@ -141,7 +141,7 @@ void BasicTensor<P>::backward(const BasicTensor& grad, std::optional<bool> retai
 
 template <class P>
 template <class F>
-void BasicTensor<P>::register_hook(F&& hook) const {
+unsigned BasicTensor<P>::register_hook(F&& hook) const {
   autograd::detail::require_autograd<P>();
   Impl& t = impl();
   EMBER_CHECK(autograd::requires_grad(t),
@@ -156,12 +156,33 @@ void BasicTensor<P>::register_hook(F&& hook) const {
     }
   };
   autograd::AutogradMeta& m = autograd::meta_of(t);
+  autograd::AutogradMeta::HookSlot slot;
   if (m.grad_fn) {
     const autograd::Edge e = autograd::gradient_edge(t, &autograd::Recorder<P>::policy_ops());
-    if (e.fn) e.fn->pre_hooks.push_back({e.input_nr, std::move(h)});
+    if (e.fn) {
+      slot = {false, e.fn, e.fn->pre_hooks.size()};
+      e.fn->pre_hooks.push_back({e.input_nr, std::move(h)});
+    }
   } else {
+    slot = {true, {}, m.leaf_hooks.size()};
     m.leaf_hooks.push_back(std::move(h));
   }
+  m.hook_slots.push_back(std::move(slot));
+  return static_cast<unsigned>(m.hook_slots.size() - 1);
+}
+
+template <class P>
+void BasicTensor<P>::remove_hook(unsigned handle) const {
+  autograd::AutogradMeta* m = impl().autograd;
+  EMBER_CHECK(m && handle < m->hook_slots.size(), "[remove_hook] no hook with handle {} on this tensor (shape {})",
+              handle, sizes());
+  const autograd::AutogradMeta::HookSlot& slot = m->hook_slots[handle];
+  if (slot.leaf) {
+    m->leaf_hooks[slot.index] = nullptr;
+  } else if (std::shared_ptr<autograd::Node> node = slot.node.lock()) {
+    node->pre_hooks[slot.index].second = nullptr;
+  }
+  // A hook whose node is gone went with its graph.
 }
 
 namespace autograd {

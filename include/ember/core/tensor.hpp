@@ -365,9 +365,12 @@ class BasicTensor {
   /// create_graph.
   void backward(const BasicTensor& grad = {}, std::optional<bool> retain_graph = {}, bool create_graph = false) const;
   /// Calls hook(grad) when this tensor's gradient is computed; a hook returning a tensor
-  /// replaces the gradient.
+  /// replaces the gradient (of the same shape, dtype and device). Returns a handle for
+  /// remove_hook, as libtorch's.
   template <class F>
-  void register_hook(F&& hook) const;
+  unsigned register_hook(F&& hook) const;
+  /// Removes the hook register_hook returned `handle` for; later backward passes skip it.
+  void remove_hook(unsigned handle) const;
 
   // ---- operators ------------------------------------------------------------------------------
   BasicTensor operator-() const { return neg(); }
