@@ -30,26 +30,30 @@ void check_scalar_fits(Scalar v, DType t, const char* op) {
     const double d = v.to_double();
     fits = !std::isfinite(d) || std::abs(d) <= largest;
   } else {
-    const auto [lo, hi] = visit_dtype(t, [&]<class T>() -> std::pair<double, double> {
+    struct Range {
+      double lo, hi;
+      bool is_unsigned;
+    };
+    const Range r = visit_dtype(t, [&]<class T>() -> Range {
       if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        const double top = static_cast<double>(std::numeric_limits<T>::max());
-        return {std::is_signed_v<T> ? static_cast<double>(std::numeric_limits<T>::min()) : -top, top};
+        return {static_cast<double>(std::numeric_limits<T>::lowest()), static_cast<double>(std::numeric_limits<T>::max()),
+                std::is_unsigned_v<T>};
       } else {
-        return {0.0, 0.0};
+        return {0.0, 0.0, false};
       }
     });
-    const bool is_unsigned = lo == -hi;
     if (v.is_integral()) {
       // int64 values compare exactly as int64 (doubles lose the low bits near 2^63).
+      // Unsigned types also take -max..-1, which wrap (uint8: -1 is 255), as PyTorch.
       const int64_t i = v.to_int();
-      fits = t == DType::I64 || (static_cast<double>(i) >= lo && static_cast<double>(i) <= hi);
+      const double lo = r.is_unsigned ? -r.hi : r.lo;
+      fits = t == DType::I64 || (static_cast<double>(i) >= lo && static_cast<double>(i) <= r.hi);
     } else {
-      // As PyTorch: the value itself within [min, max] (2147483647.5 does not fit i32 though it
-      // truncates to max); a negative value only where it truncates to 0 for unsigned types;
-      // 2^63 (the double nearest INT64_MAX) is already out of int64.
+      // As PyTorch (c10::overflows): the value itself within [lowest, max] (2147483647.5 does
+      // not fit i32 though it truncates to max; -0.5 does not fit u8), NaN and infinities
+      // refused; 2^63 (the double nearest INT64_MAX) is already out of int64.
       const double d = v.to_double();
-      fits = std::isfinite(d) && (is_unsigned ? d > -1.0 : d >= lo) &&
-             (t == DType::I64 ? d < 9223372036854775808.0 : d <= hi);
+      fits = std::isfinite(d) && d >= r.lo && (t == DType::I64 ? d < 9223372036854775808.0 : d <= r.hi);
     }
   }
   EMBER_CHECK(fits, "[{}] value {} cannot be converted to {} without overflow", op,

@@ -187,3 +187,71 @@ TEST_CASE("autograd edges: hooks are removed by the handle register_hook returns
   CHECK(inner_calls == 1);
   CHECK_THROWS_WITH_AS(x.remove_hook(7), doctest::Contains("[remove_hook]"), Error);
 }
+
+TEST_CASE("autograd edges (diff review): detach_ after an in-place write, self-removing hooks, retained views") {
+  // The base written in place before detach_(): the view's value depends on the lost history.
+  Tensor x = leaf({1, 2, 3});
+  Tensor y = x * 2.0;
+  Tensor v = y.narrow(0, 0, 2);
+  y.mul_(3.0);
+  y.detach_();
+  v.sum().backward();
+  CHECK_FALSE(x.grad().defined());  // libtorch: undefined; was [2, 2, 0] (v is 6x)
+
+  // A hook that removes itself while it runs.
+  Tensor a = leaf({1, 2});
+  int calls = 0;
+  unsigned h = 0;
+  h = a.register_hook([&](const Tensor& g) {
+    a.remove_hook(h);
+    ++calls;
+    return g * 2.0;
+  });
+  (a * 1.0).sum().backward();
+  (a * 1.0).sum().backward();
+  CHECK(calls == 1);
+  CHECK(vals(a.grad()) == std::vector<double>{3, 3});
+
+  // retain_grad on a view follows the view's rebuilt history.
+  Tensor b = leaf({1, 2, 3});
+  Tensor c = b * 1.0;
+  Tensor w = c.narrow(0, 0, 2);
+  w.retain_grad();
+  c.mul_(2.0);
+  (w * 3.0).sum().backward();
+  REQUIRE(w.grad().defined());
+  CHECK(vals(w.grad()) == std::vector<double>{3, 3});  // libtorch: [3, 3]
+
+  // fill_ passes a zero gradient to the previous history.
+  Tensor p = leaf({1, 2});
+  Tensor q = p * 2.0;
+  q.fill_(1.0);
+  q.sum().backward({}, true);
+  CHECK(vals(p.grad()) == std::vector<double>{0, 0});  // libtorch: [0, 0]
+  q.sum().backward();
+  CHECK(vals(p.grad()) == std::vector<double>{0, 0});
+}
+
+namespace {
+int g_counted_calls = 0;
+struct NoGrad : autograd::Function<NoGrad> {
+  static constexpr const char* name = "NoGrad";
+  static Tensor forward(AutogradContext*, const Tensor& x) { return x * 1.0; }
+  static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor>) { return {Tensor()}; }
+};
+struct Counted : autograd::Function<Counted> {
+  static constexpr const char* name = "Counted";
+  static Tensor forward(AutogradContext*, const Tensor& x) { return x * 1.0; }
+  static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) {
+    ++g_counted_calls;
+    return {g[0]};
+  }
+};
+}  // namespace
+
+TEST_CASE("autograd edges (diff review): custom Functions run on zero-filled gradients") {
+  Tensor x = leaf({1, 2});
+  NoGrad::apply(Counted::apply(x)).sum().backward();
+  CHECK(g_counted_calls == 1);  // libtorch calls it once, with zeros
+  CHECK(vals(x.grad()) == std::vector<double>{0, 0});
+}

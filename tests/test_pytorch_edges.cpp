@@ -275,7 +275,13 @@ TEST_CASE("numbers that do not fit the dtype are refused where they become eleme
   check_vals(full({1}, -2.7, DType::I32), {-2}, 0);
   CHECK_THROWS_AS(full({1}, 2147483647.5, DType::I32), Error);
   CHECK_THROWS_AS(full({1}, kInf, DType::I32), Error);
-  CHECK_THROWS_AS(full({1}, kNaN, DType::I64), Error);  // PyTorch casts NaN to int undefinedly
+  CHECK_THROWS_AS(full({1}, kNaN, DType::I64), Error);
+  check_vals(full({2}, -2.5, DType::I64), {-2, -2}, 0);  // i64 is signed, though its bounds look symmetric in double
+  check_vals(full({1}, -9223372036854775808.0, DType::I64), {-9223372036854775808.0}, 0);
+  check_vals(zeros({1}, DType::I64).fill_(-1.0), {-1}, 0);
+  CHECK(tensor<float>({-3}).sum().item<int64_t>() == -3);
+  check_vals(full({1}, -0.0, DType::U8), {0}, 0);
+  CHECK_THROWS_AS(full({1}, -0.5, DType::U8), Error);  // libtorch refuses it too
   CHECK_THROWS_AS(full({1}, 9.3e18, DType::I64), Error);
   CHECK_THROWS_AS(full({1}, 9223372036854775808.0, DType::I64), Error);
   check_vals(full({1}, std::numeric_limits<int64_t>::max(), DType::I64), {9223372036854775807.0}, 0);

@@ -118,7 +118,7 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
     std::vector<Node*> stack;
     std::unordered_set<Node*> seen;
     for (const Edge& e : roots)
-      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+      if (e.valid() && seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
     while (!stack.empty()) {
       Node* n = stack.back();
       stack.pop_back();
@@ -169,13 +169,16 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
     TensorRef& slot = buf[e.input_nr];
     slot = slot ? rq.ops->add(slot, g) : std::move(g);
   };
-  for (size_t i = 0; i < n_out; ++i) deliver(roots[i], rq.grad_outputs[i]);
+  // An output without a path to any leaf (a view whose root's history was detached) gives
+  // no gradient, as PyTorch.
+  for (size_t i = 0; i < n_out; ++i)
+    if (roots[i].valid()) deliver(roots[i], rq.grad_outputs[i]);
 
   std::priority_queue<Task> ready;
   {
     std::unordered_set<Node*> queued;
     for (const Edge& e : roots)
-      if (deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push({e.fn.get()});
+      if (e.valid() && deps[e.fn.get()] == 0 && queued.insert(e.fn.get()).second) ready.push({e.fn.get()});
   }
   while (!ready.empty()) {
     Node* node = ready.top().node;
@@ -183,7 +186,10 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
     std::vector<TensorRef> grads = std::move(buffers[node]);
     buffers.erase(node);
     grads.resize(node->outputs.size());
-    for (auto& [idx, hook] : node->pre_hooks) {
+    // By index, on a copy of each hook: a hook may remove itself or register others.
+    for (size_t k = 0; k < node->pre_hooks.size(); ++k) {
+      const uint32_t idx = node->pre_hooks[k].first;
+      const GradHook hook = node->pre_hooks[k].second;
       if (hook && idx < grads.size() && grads[idx]) {
         TensorRef r = hook(grads[idx]);
         if (r) {
@@ -203,7 +209,7 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
     // undefined (a leaf keeps no .grad rather than a zero one), as PyTorch's.
     bool any_grad = false;
     for (const TensorRef& g : grads) any_grad = any_grad || static_cast<bool>(g);
-    run = run && any_grad;
+    run = run && (any_grad || node->run_without_grads);
     std::vector<TensorRef> in_grads;
     if (run) {
       for (size_t i = 0; i < grads.size(); ++i)

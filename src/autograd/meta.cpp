@@ -56,6 +56,17 @@ Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
       m->view_fn = ops->view_history(t);
       m->root_fn = root_now;
       m->rebuilt = true;
+      // retain_grad() follows the view to its new history, as it follows in-place ops.
+      if (m->view_fn && m->retained_grad) attach_retain_hook(*m->view_fn, 0, m->retained_grad, ops);
+    } else if (!root_now && m->root_fn) {
+      // The root was detach_()ed. Written in place before that (its last history is not the
+      // one this view's history was made from), the view's value depends on a history that is
+      // gone: no gradient, as PyTorch.
+      const AutogradMeta* rm = t.view_of->autograd;
+      if (rm && rm->detached_fn && rm->detached_fn != m->root_fn) {
+        m->view_fn.reset();
+        m->rebuilt = true;
+      }
     }
     if (m->rebuilt) return m->view_fn ? Edge{m->view_fn, 0} : Edge{};
   }
@@ -70,6 +81,25 @@ Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
     m->grad_accumulator = acc;
   }
   return {std::move(acc), 0};
+}
+
+namespace {
+struct OverwriteBackward final : Node {
+  std::vector<TensorRef> apply(std::vector<TensorRef>&) override {
+    std::vector<TensorRef> out(next.size());
+    if (!next.empty() && next[0].valid()) out[0] = ops->zeros(next[0].fn->outputs[next[0].input_nr]);
+    return out;
+  }
+  std::string name() const override { return "OverwriteBackward"; }
+};
+}  // namespace
+
+std::shared_ptr<Node> make_overwrite_node(const Edge& old, const PolicyOps* ops) {
+  auto n = std::make_shared<OverwriteBackward>();
+  n->ops = ops;
+  n->sequence = next_sequence();
+  n->next.push_back(old);
+  return n;
 }
 
 void attach_retain_hook(Node& fn, uint32_t output_nr, const std::shared_ptr<RetainedGrad>& cell,
@@ -162,8 +192,10 @@ std::vector<TensorRef> AccumulateGrad::apply(std::vector<TensorRef>& grads) {
   AutogradMeta& m = meta_of(*variable);
   // Hooks run before the leaf's lock is taken: a hook may itself run a backward that reaches
   // this leaf (or another leaf whose lock is the same one of the fixed set).
-  for (const GradHook& h : m.leaf_hooks) {
+  // By index, on a copy of each hook: a hook may remove itself or register others.
+  for (size_t k = 0; k < m.leaf_hooks.size(); ++k) {
     if (!g) break;
+    const GradHook h = m.leaf_hooks[k];
     if (!h) continue;  // removed
     TensorRef r = h(g);
     if (r) {

@@ -90,13 +90,11 @@ WeightedRandomSampler::WeightedRandomSampler(std::vector<double> weights, int64_
     positive += w > 0;
     largest = std::max(largest, w);
   }
-  // Only ratios matter: scaled to a largest weight of 1, the sum cannot overflow (1e308 x 3)
-  // and the keys E / w below cannot all become inf (weights near 1e-310).
-  if (largest > 0)
-    for (double& w : weights_) w /= largest;
+  // Only ratios matter: the prefix sums of the weights scaled to a largest of 1 cannot overflow
+  // (1e308 x 3). (A ratio that underflows to 0 is drawn with probability 0, as it would be.)
   double total = 0;
   cumulative_.reserve(weights_.size());
-  for (double w : weights_) cumulative_.push_back(total += w);
+  for (double w : weights_) cumulative_.push_back(total += largest > 0 ? w / largest : 0.0);
   EMBER_CHECK(num_samples == 0 || positive > 0,
               "[WeightedRandomSampler] all {} weights are zero; nothing can be drawn", weights_.size());
   EMBER_CHECK(replacement || num_samples <= positive,
@@ -126,12 +124,17 @@ std::vector<int64_t> WeightedRandomSampler::indices(int64_t epoch) const {
   // increasing key order are successive draws proportional to the weights not yet drawn
   // (Efraimidis and Spirakis, 2006). Every index draws its key, so the list does not depend
   // on num_samples beyond its length.
+  // Keys in log space, log E - log w: the same order as E / w, but finite for any positive
+  // weight (E / 1e-310 overflows to inf, and ties would always favour the lowest indices).
   std::vector<std::pair<double, int64_t>> keys;
   keys.reserve(weights_.size());
   for (size_t i = 0; i < weights_.size(); ++i) {
     double e = -std::log1p(-g.uniform());  // Exp(1); uniform() < 1 keeps it finite
-    if (weights_[i] > 0) keys.emplace_back(e / weights_[i], static_cast<int64_t>(i));
+    if (weights_[i] > 0) keys.emplace_back(std::log(e) - std::log(weights_[i]), static_cast<int64_t>(i));
   }
+  EMBER_CHECK(static_cast<int64_t>(keys.size()) >= num_samples_,
+              "[WeightedRandomSampler] {} indices of positive weight for {} draws without replacement", keys.size(),
+              num_samples_);
   auto mid = keys.begin() + num_samples_;
   std::partial_sort(keys.begin(), mid, keys.end());  // ties broken by index: deterministic
   for (auto it = keys.begin(); it != mid; ++it) out.push_back(it->second);

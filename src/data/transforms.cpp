@@ -54,10 +54,15 @@ Tensor to_tensor(const Tensor& image, ImageLayout layout) {
                 image.sizes());
     chw = image.unsqueeze(1);
   } else if (layout == ImageLayout::HWC) {
-    EMBER_CHECK(image.size(-1) <= 4,
+    // Shapes that are almost surely not channels-last: more than 4 "channels" where the
+    // first dim of an image (or dim 1 of a batch) is a plausible channel count, or equal to
+    // the "width" (square one-channel images, [N, 28, 28]). Multispectral HWC images pass.
+    const int64_t c = image.size(-1);
+    const int64_t lead = image.dim() == 3 ? image.size(0) : image.size(1);
+    EMBER_CHECK(c <= 4 || (lead > 4 && c != image.size(-2)),
                 "[to_tensor] as HWC, shape {} would have {} channels; for a batch of one-channel images [N, H, W] "
                 "pass ImageLayout::HW, for [C, H, W] pass ImageLayout::CHW",
-                image.sizes(), image.size(-1));
+                image.sizes(), c);
     chw = image.dim() == 3 ? image.permute({2, 0, 1}) : image.permute({0, 3, 1, 2});
   }
   // Divide in f32 as PyTorch's ToTensor does: v / 255 rounded once.

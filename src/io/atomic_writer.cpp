@@ -20,14 +20,20 @@ std::atomic<uint64_t> g_tmp_counter{0};
 }  // namespace
 
 namespace {
-/// Where the bytes for `path` really go: through symbolic links to the file they name (as
-/// open() would write, so `last.safetensors -> ckpt_1000.safetensors` updates the checkpoint
-/// and keeps the link); `path` itself otherwise.
+/// Where the bytes for `path` really go: through symbolic links (a chain of them, and one to
+/// a file that does not exist yet) to the file they name, as open() would write, so
+/// `last.safetensors -> ckpt_1000.safetensors` updates the checkpoint and keeps the link;
+/// `path` itself otherwise.
 std::string resolve_target(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p = path;
   std::error_code ec;
-  if (!std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) return path;
-  std::filesystem::path target = std::filesystem::weakly_canonical(path, ec);
-  return ec ? path : target.string();
+  for (int depth = 0; depth < 40 && fs::is_symlink(fs::symlink_status(p, ec)); ++depth) {
+    fs::path link = fs::read_symlink(p, ec);
+    if (ec) return path;
+    p = link.is_absolute() ? link : p.parent_path() / link;
+  }
+  return p.string();
 }
 }  // namespace
 

@@ -164,3 +164,16 @@ TEST_CASE("data edges: durations too long for a clock") {
   CHECK(format_duration(1e19) == "--:--");
   CHECK(format_duration(3725) == "1:02:05");
 }
+
+TEST_CASE("data edges (diff review): weights whose ratio underflows; multispectral HWC") {
+  data::WeightedRandomSampler s({1e308, 1e-20}, 2, false, 0);
+  std::vector<int64_t> idx = s.indices(0);
+  std::sort(idx.begin(), idx.end());
+  CHECK(idx == std::vector<int64_t>{0, 1});
+  // 13 channels last on a 32 x 16 image: not a one-channel batch, not CHW.
+  CHECK(data::to_tensor(zeros({32, 16, 13}, DType::U8)).sizes() == Shape{13, 32, 16});
+  CHECK(data::to_tensor(zeros({2, 32, 16, 13}, DType::U8)).sizes() == Shape{2, 13, 32, 16});
+  CHECK_ERROR(data::to_tensor(zeros({64, 28, 28}, DType::U8)), "ImageLayout::HW");
+  CHECK(data::detail::repeat_numbers({5, -1, 5, 9}, 6) == std::vector<uint32_t>{0, 0, 1, 0});
+  CHECK(data::detail::repeat_numbers({5, -1, -1, 1000000}, 1000) .empty());
+}

@@ -113,3 +113,17 @@ TEST_CASE("file edges: an empty array whose other dims are huge loads in any dim
   CHECK(empty({int64_t{1} << 62, int64_t{1} << 62, 0}).numel() == 0);
   CHECK_THROWS_AS(empty({int64_t{1} << 62, int64_t{1} << 62}), Error);
 }
+
+TEST_CASE("file edges: a link to a file not written yet, and a chain of links") {
+  TempDir dir;
+  std::filesystem::create_symlink("missing.npy", dir.file("dangling.npy"));
+  io::save_npy(dir.file("dangling.npy"), arange(2));
+  CHECK(std::filesystem::is_symlink(dir.file("dangling.npy")));
+  CHECK(vals(io::load_npy(dir.file("missing.npy"))) == std::vector<double>{0, 1});
+  std::filesystem::create_symlink("link2.npy", dir.file("link1.npy"));
+  std::filesystem::create_symlink("end.npy", dir.file("link2.npy"));
+  io::save_npy(dir.file("link1.npy"), arange(3));
+  CHECK(std::filesystem::is_symlink(dir.file("link1.npy")));
+  CHECK(std::filesystem::is_symlink(dir.file("link2.npy")));
+  CHECK(vals(io::load_npy(dir.file("end.npy"))) == std::vector<double>{0, 1, 2});
+}

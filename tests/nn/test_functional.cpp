@@ -226,3 +226,9 @@ TEST_CASE("Embedding::from_pretrained copies the table, frozen by default") {
   CHECK_THROWS_WITH_AS(nn::Embedding::from_pretrained(pre.to(DType::I64)),
                        doctest::Contains("[Embedding::from_pretrained]"), Error);
 }
+
+TEST_CASE("functional embedding_bag refuses indices outside every bag") {
+  Tensor w = arange(6, DType::F64).view({3, 2});
+  CHECK_THROWS_WITH_AS(nn::F::embedding_bag(tensor<int64_t>({0, 1}), w, empty({0}, DType::I64)),
+                       doctest::Contains("[embedding_bag]"), Error);
+}

@@ -149,6 +149,7 @@ struct Function {
     auto node = detail::make_node<P>(detail::function_name<Derived>(),
                                      std::span<const TensorImpl* const>(inputs.data(), inputs.size()), std::move(body),
                                      &Recorder<P>::policy_ops());
+    node->run_without_grads = true;  // backward sees zero-filled gradients, as PyTorch's
     uint32_t nr = 0;
     for (TensorT* o : outs) {
       uint32_t this_nr = nr++;

@@ -44,13 +44,10 @@ void rebase_history(TensorImpl& target, const TensorImpl* value) {
       set_history(target, value->autograd->grad_fn, value->autograd->output_nr);
     } else if (m && m->grad_fn && !base) {
       // Overwritten by values without a history (fill_, copy_ from a constant): the tensor
-      // still requires grad, as in PyTorch, with a history that passes nothing back. Views
-      // made before the write see it (their root's history changed), unlike after detach_().
-      auto none = [](const Node&, Grads<P>&) -> Grads<P> { return {}; };
-      auto n = std::make_shared<FnNode<P, decltype(none)>>("overwrite", std::move(none));
-      n->ops = ops;
-      n->sequence = next_sequence();
-      set_history(target, n, 0);
+      // still requires grad, with a history that passes a zero gradient back (PyTorch's
+      // FillBackward). Views made before the write see it (their root's history changed),
+      // unlike after detach_().
+      set_history(target, make_overwrite_node(Edge{m->grad_fn, m->output_nr}, ops), 0);
     } else if (m) {
       m->grad_fn.reset();
     }

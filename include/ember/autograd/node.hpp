@@ -78,6 +78,9 @@ struct Node : std::enable_shared_from_this<Node> {
   /// that saved tensors is then an error. Atomic: a leaf's accumulator may be run by graphs on
   /// several threads.
   std::atomic<bool> released{false};
+  /// Run even when no gradient reaches it, on zero-filled gradients (custom Functions, as
+  /// PyTorch materializes their gradients); other nodes are skipped then.
+  bool run_without_grads = false;
 
   bool needs_input_grad(size_t i) const { return i < next.size() && next[i].valid(); }
 };
@@ -125,6 +128,9 @@ struct AutogradMeta {
   const Node* root_fn = nullptr;
   std::shared_ptr<Node> view_fn;  ///< the rebuilt history, when `rebuilt` (null: no gradient)
   bool rebuilt = false;
+  /// For a root: its history when detach_() removed it. Views whose history was made from
+  /// that one keep it; views of an older value (written in place since) lose their gradient.
+  const Node* detached_fn = nullptr;
 };
 
 /// A tensor's metadata, created on first use.
@@ -141,6 +147,10 @@ inline bool is_leaf(const TensorImpl& t) { return !t.autograd || !t.autograd->gr
 Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops);
 /// Makes `node` the history of output `output_nr` of an op (shape/dtype/device recorded).
 void set_history(TensorImpl& out, const std::shared_ptr<Node>& node, uint32_t output_nr);
+/// The history of a tensor overwritten by values without one (fill_, copy_ of a constant): a
+/// zero gradient to its previous history `old`, as PyTorch's FillBackward. Saves nothing, so
+/// it may run again after a backward without retain_graph.
+std::shared_ptr<Node> make_overwrite_node(const Edge& old, const PolicyOps* ops);
 /// Makes `fn`'s output `output_nr` fill `cell` (retain_grad), taking it from any older node.
 void attach_retain_hook(Node& fn, uint32_t output_nr, const std::shared_ptr<RetainedGrad>& cell,
                         const PolicyOps* ops);

@@ -121,6 +121,7 @@ BasicTensor<P>& BasicTensor<P>::detach_() {
               "[detach_] cannot detach a view in place (shape {}); use detach() for a new tensor", sizes());
   autograd::AutogradMeta* m = impl().autograd;
   if (m) {
+    if (m->grad_fn) m->detached_fn = m->grad_fn.get();
     m->grad_fn.reset();
     m->requires_grad = false;
   }

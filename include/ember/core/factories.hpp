@@ -67,7 +67,7 @@ template <class P = DefaultPolicy>
 BasicTensor<P> full(const Shape& shape, Scalar value, TensorOptions o = {}) {
   TensorOptions plain = o.requires_grad(false);
   const DType dtype = o.dtype_or(value.default_dtype());
-  detail::check_scalar_fits(value, dtype, "full");
+  detail::check_scalar_fits(value, dtype, "full");  // named here; fill_ checks again, cheaply
   BasicTensor<P> t = empty<P>(shape, plain.dtype(dtype));
   t.fill_(value);
   return detail::with_grad_option<P>(t, o);

@@ -68,10 +68,10 @@ template <> inline float Scalar::to<float>() const { return static_cast<float>(t
 namespace detail {
 /// Fails naming `op` when v does not fit dtype t, by PyTorch's checked_convert: an integer
 /// outside t's range (unsigned types also take -max..-1, which wrap, as PyTorch allows), a
-/// finite float beyond a floating type's largest value, or a float that is NaN, infinite or
-/// out of range for an integer type (PyTorch lets NaN through to an undefined cast). Bool
-/// takes anything. Used where a number becomes an element: fill_, full, masked_fill,
-/// index_put_ with a number, item<T>().
+/// finite float beyond a floating type's largest value, or a float into an integer type that
+/// is NaN, infinite or outside [lowest, max] (-0.5 into u8 too). Bool takes anything. Used
+/// where a number becomes an element: fill_, full, masked_fill, index_put_ with a number,
+/// item<T>().
 void check_scalar_fits(Scalar v, DType t, const char* op);
 }  // namespace detail
 

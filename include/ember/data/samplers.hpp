@@ -78,8 +78,8 @@ class WeightedRandomSampler final : public Sampler {
   int64_t size() const override { return num_samples_; }
 
  private:
-  std::vector<double> weights_;     // scaled to a largest weight of 1
-  std::vector<double> cumulative_;  // prefix sums, for draws with replacement
+  std::vector<double> weights_;
+  std::vector<double> cumulative_;  // prefix sums of the weights scaled to a largest of 1  // prefix sums, for draws with replacement
   int64_t num_samples_;
   bool replacement_;
   uint64_t seed_;

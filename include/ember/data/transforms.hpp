@@ -32,9 +32,10 @@ enum class ImageLayout { HWC, CHW, HW };
 
 /// u8 image -> f32 [C, H, W] with values v / 255 in [0, 1]. Takes [H, W, C] or [C, H, W] as
 /// `layout` says, [H, W] (one channel, any layout), or a batch [N, H, W, C] / [N, C, H, W] /
-/// (HW) [N, H, W] -> [N, C, H, W]. As HWC, a last dim of more than 4 is refused: it is almost
-/// always a batch of one-channel images (use HW) or a CHW image (use CHW), which a
-/// channels-last reading would scramble.
+/// (HW) [N, H, W] -> [N, C, H, W]. As HWC, a last dim of more than 4 is refused where the shape
+/// says it is a batch of one-channel images (use HW) or a CHW image (use CHW), which a
+/// channels-last reading would scramble: when it equals the dim before it ([N, 28, 28]) or
+/// the leading dim is 4 or less ([3, 32, 32]).
 Tensor to_tensor(const Tensor& image, ImageLayout layout = ImageLayout::HWC);
 
 /// (x - mean[c]) / stddev[c] for each channel c (dim -3) of a floating [C, H, W] or

@@ -82,6 +82,8 @@ BasicTensor<P> embedding_bag(const BasicTensor<P>& input, const BasicTensor<P>& 
     for (int64_t b = 0; b < off.numel(); ++b) starts.push_back(off.template data_ptr<int64_t>()[b]);
     EMBER_CHECK(starts.empty() || starts[0] == 0, "[embedding_bag] offsets[0] must be 0 (PyTorch's rule), got {}",
                 starts.empty() ? 0 : starts[0]);
+    EMBER_CHECK(!starts.empty() || input.numel() == 0,
+                "[embedding_bag] empty offsets for {} indices: every index must belong to a bag", input.numel());
   }
   const int64_t total = flat.numel();
   BasicTensor<P> rows = index_select(weight, 0, flat);
