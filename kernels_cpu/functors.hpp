@@ -196,15 +196,19 @@ struct UnaryFn;
   };
 
 // Integer negation wraps: -INT64_MIN is INT64_MIN, as in PyTorch (computed unsigned, no UB).
+// Floating negation flips the sign bit (neg(0.0) is -0.0, as PyTorch; 0 - x gave +0.0).
 EMBER_UNARY_FN(Neg, true, {
   if constexpr (std::is_integral_v<S> && !is_batch_v<V>) return wrapping(S(0), x, '-');
-  else return V(S(0)) - x;
+  else if constexpr (std::is_integral_v<S>) return V(S(0)) - x;
+  else return -x;
 })
+// abs(-0.0) is +0.0, as PyTorch (x < 0 ? -x : x kept the sign of -0.0).
 EMBER_UNARY_FN(Abs, true, {
   if constexpr (std::is_unsigned_v<S>) return x;
   else if constexpr (is_batch_v<V>) return xsimd::abs(x);
   else if constexpr (std::is_integral_v<S>) return x < S(0) ? wrapping(S(0), x, '-') : x;
-  else return x < S(0) ? S(-x) : x;
+  else if constexpr (std::is_floating_point_v<S>) return std::fabs(x);
+  else return x < S(0) ? S(-x) : S(x > S(0) ? x : S(0));
 })
 // sign(NaN) is 0, as PyTorch's (x > 0) - (x < 0) (NumPy gives NaN).
 EMBER_UNARY_FN(Sign, true, {

@@ -150,6 +150,13 @@ __device__ __forceinline__ C bin(C a, C b) {
   if constexpr (std::is_same_v<C, bool>) {
     if constexpr (op == BinOp::Add) return a || b;
     else return a && b;  // Mul
+  } else if constexpr (std::is_integral_v<C> && (op == BinOp::Add || op == BinOp::Sub || op == BinOp::Mul)) {
+    // Integer arithmetic wraps, computed unsigned (no signed-overflow UB), as the CPU's.
+    using U = std::make_unsigned_t<C>;
+    const U ua = static_cast<U>(a), ub = static_cast<U>(b);
+    if constexpr (op == BinOp::Add) return static_cast<C>(static_cast<U>(ua + ub));
+    else if constexpr (op == BinOp::Sub) return static_cast<C>(static_cast<U>(ua - ub));
+    else return static_cast<C>(static_cast<U>(ua * ub));
   } else if constexpr (op == BinOp::Add) {
     return a + b;
   } else if constexpr (op == BinOp::Sub) {
@@ -163,13 +170,13 @@ __device__ __forceinline__ C bin(C a, C b) {
       if (a != a) return a;
       if (b != b) return b;
     }
-    return a > b ? a : b;
+    return a < b ? b : a;  // std::max's choice between +0 and -0, as the CPU (and PyTorch)
   } else {  // Minimum
     if constexpr (std::is_floating_point_v<C>) {
       if (a != a) return a;
       if (b != b) return b;
     }
-    return a < b ? a : b;
+    return b < a ? b : a;  // std::min's choice between +0 and -0
   }
 }
 
@@ -226,12 +233,22 @@ template <UnOp op, class C>
 __device__ __forceinline__ C un(C x) {
   constexpr bool f32 = std::is_same_v<C, float>;
   if constexpr (op == UnOp::Neg) {
-    return C(0) - x;
+    if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>)  // wraps (-INT_MIN is INT_MIN), unsigned
+      return static_cast<C>(static_cast<std::make_unsigned_t<C>>(0 - static_cast<std::make_unsigned_t<C>>(x)));
+    else return -x;  // neg(0.0) is -0.0
   } else if constexpr (op == UnOp::Abs) {
     if constexpr (std::is_unsigned_v<C>) return x;
-    else return x < C(0) ? C(-x) : x;
+    else if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>)
+      return x < C(0) ? static_cast<C>(static_cast<std::make_unsigned_t<C>>(0 - static_cast<std::make_unsigned_t<C>>(x)))
+                      : x;
+    else return fabs(x);  // abs(-0.0) is +0.0
   } else if constexpr (op == UnOp::Square) {
-    return x * x;
+    if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) {
+      using U = std::make_unsigned_t<C>;
+      return static_cast<C>(static_cast<U>(static_cast<U>(x) * static_cast<U>(x)));
+    } else {
+      return x * x;
+    }
   } else if constexpr (op == UnOp::Relu) {
     if constexpr (std::is_floating_point_v<C>) return x > C(0) ? x : (x != x ? x : C(0));
     else return x > C(0) ? x : C(0);

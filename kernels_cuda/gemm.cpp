@@ -55,12 +55,13 @@ bool layout(const TensorImpl& x, Operand& o) {
   o.sb = x.sizes[0] == 1 ? 0 : sb;
   if ((sc == 1 || cols == 1) && (rows == 1 || sr >= cols)) {
     o.row_major = true;
-    o.ld = std::max<int64_t>({sr, cols, 1});
+    // One row: its stride is never read (a row view of a huge tensor must not fail int32).
+    o.ld = rows == 1 ? std::max<int64_t>(cols, 1) : std::max<int64_t>({sr, cols, 1});
     return true;
   }
   if ((sr == 1 || rows == 1) && (cols == 1 || sc >= rows)) {
     o.row_major = false;
-    o.ld = std::max<int64_t>({sc, rows, 1});
+    o.ld = cols == 1 ? std::max<int64_t>(rows, 1) : std::max<int64_t>({sc, rows, 1});
     return true;
   }
   return false;

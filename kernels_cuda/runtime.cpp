@@ -39,13 +39,21 @@ struct DeviceMemory {
   // Called with `mu` held and the owning device current.
   static void* sys_alloc(size_t n) {
     void* p = nullptr;
-    if (cudaMalloc(&p, n) != cudaSuccess) {
+    const cudaError_t rc = cudaMalloc(&p, n);
+    if (rc == cudaErrorMemoryAllocation) {
       cudaGetLastError();  // out of memory is not sticky; the allocator retries or reports it
       return nullptr;
     }
+    // Anything else (a sticky fault from an earlier kernel, a lost device) is not "out of
+    // memory": report it by name.
+    EMBER_CUDA_CHECK("allocate", rc);
     return p;
   }
-  static void sys_free(void* p, size_t) { cudaFree(p); }
+  static void sys_free(void* p, size_t) {
+    // A failure here (usually an earlier sticky fault) must not surface in the next,
+    // unrelated launch check.
+    if (cudaFree(p) != cudaSuccess) cudaGetLastError();
+  }
 };
 
 DeviceMemory* g_memory[kMaxDevices] = {};
@@ -136,7 +144,7 @@ DeviceGuard::DeviceGuard(int index) : index_(index) {
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (prev_ >= 0 && prev_ != index_) cudaSetDevice(prev_);
+  if (prev_ >= 0 && prev_ != index_ && cudaSetDevice(prev_) != cudaSuccess) cudaGetLastError();
 }
 
 void check_on_cuda(const detail::TensorImpl& t, const char* op, const char* what) {

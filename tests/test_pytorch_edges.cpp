@@ -298,3 +298,20 @@ TEST_CASE("numbers that do not fit the dtype are refused where they become eleme
   CHECK_THROWS_AS(u.index_put_({0}, 300), Error);
   CHECK(vals(u) == std::vector<double>{0, 0});  // nothing written
 }
+
+TEST_CASE("signed zeros: neg(0.0) is -0.0 and abs(-0.0) is +0.0, as PyTorch") {
+  for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+    CAPTURE(dt);
+    Tensor z = tensor<double>({0.0, -0.0}).to(dt);
+    std::vector<double> n = vals(z.neg()), a = vals(z.abs());
+    CHECK(std::signbit(n[0]));
+    CHECK_FALSE(std::signbit(n[1]));
+    CHECK_FALSE(std::signbit(a[0]));
+    CHECK_FALSE(std::signbit(a[1]));
+    // Strided (non-vector) path too.
+    Tensor s = tensor<double>({0.0, 1.0, -0.0, 1.0}).to(dt).narrow(0, 0, 4).view({2, 2}).t().select(0, 0);
+    std::vector<double> sn = vals(s.neg()), sa = vals(s.abs());
+    CHECK(std::signbit(sn[0]));
+    CHECK_FALSE(std::signbit(sa[1]));
+  }
+}
