@@ -76,6 +76,10 @@ void release(Storage* s) noexcept {
 }
 
 bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides) {
+  // Empty: contiguous whatever the strides (checked first: the other dims' product may
+  // overflow, [2^62, 2^62, 0] transposed).
+  for (int64_t d : sizes)
+    if (d == 0) return true;
   int64_t expected = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     if (sizes[i] == 1) continue;
@@ -87,9 +91,14 @@ bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides) {
 }
 
 void TensorImpl::refresh() {
+  // A zero dim first: the others may multiply past int64 in an empty view ([2^62, 2^62, 0]
+  // transposed); a non-empty view's product is bounded by its base's, checked when made.
+  bool empty = false;
+  for (int64_t d : sizes) empty |= d == 0;
   int64_t n = 1;
-  for (int64_t d : sizes) n *= d;
-  numel = n;
+  if (!empty)
+    for (int64_t d : sizes) n *= d;
+  numel = empty ? 0 : n;
   contiguous = compute_contiguous(sizes, strides);
 }
 
