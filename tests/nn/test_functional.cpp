@@ -232,3 +232,12 @@ TEST_CASE("functional embedding_bag refuses indices outside every bag") {
   CHECK_THROWS_WITH_AS(nn::F::embedding_bag(tensor<int64_t>({0, 1}), w, empty({0}, DType::I64)),
                        doctest::Contains("[embedding_bag]"), Error);
 }
+
+TEST_CASE("functional softmax and log_softmax with a dtype compute in it") {
+  Tensor x = tensor<double>({1.0, 2.0, 3.0}).to(DType::F16);
+  Tensor s = nn::F::softmax(x, 0, DType::F32), l = nn::F::log_softmax(x, 0, DType::F64);
+  CHECK(s.dtype() == DType::F32);
+  CHECK(l.dtype() == DType::F64);
+  check_vals(l, {3}, {-2.4076059644443806, -1.4076059644443806, -0.40760596444438046});
+  check_vals(s, {3}, {0.090030573170380462, 0.24472847105479764, 0.66524095577483361}, 1e-6);
+}

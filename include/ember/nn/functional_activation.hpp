@@ -141,6 +141,17 @@ BasicTensor<P> rrelu(const BasicTensor<P>& x, double lower = 1.0 / 8, double upp
   return x * where(x.le(0.0), slope, 1.0);
 }
 
+/// softmax / log_softmax computed in `dtype` (x is converted first), as PyTorch's dtype
+/// argument: F::softmax(half_logits, -1, DType::F32) for a stable f32 result.
+template <class P>
+BasicTensor<P> softmax(const BasicTensor<P>& x, int64_t dim, DType dtype) {
+  return x.to(dtype).softmax(dim);
+}
+template <class P>
+BasicTensor<P> log_softmax(const BasicTensor<P>& x, int64_t dim, DType dtype) {
+  return x.to(dtype).log_softmax(dim);
+}
+
 /// softmax(-x) over dim.
 template <class P>
 BasicTensor<P> softmin(const BasicTensor<P>& x, int64_t dim) {
