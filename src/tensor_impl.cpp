@@ -91,14 +91,9 @@ bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides) {
 }
 
 void TensorImpl::refresh() {
-  // A zero dim first: the others may multiply past int64 in an empty view ([2^62, 2^62, 0]
+  // Zero-first (an empty view's other dims may multiply past int64, [2^62, 2^62, 0]
   // transposed); a non-empty view's product is bounded by its base's, checked when made.
-  bool empty = false;
-  for (int64_t d : sizes) empty |= d == 0;
-  int64_t n = 1;
-  if (!empty)
-    for (int64_t d : sizes) n *= d;
-  numel = empty ? 0 : n;
+  numel = *product_of_dims(sizes);
   contiguous = compute_contiguous(sizes, strides);
 }
 

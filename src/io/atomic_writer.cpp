@@ -17,9 +17,7 @@ int (*g_write_fault)(uint64_t offset, size_t n) = nullptr;
 namespace {
 constexpr size_t kBufferSize = size_t{1} << 20;
 std::atomic<uint64_t> g_tmp_counter{0};
-}  // namespace
 
-namespace {
 /// Where the bytes for `path` really go: through symbolic links (a chain of them, and one to
 /// a file that does not exist yet) to the file they name, as open() would write, so
 /// `last.safetensors -> ckpt_1000.safetensors` updates the checkpoint and keeps the link;

@@ -4,8 +4,8 @@
 
 #include <ember/core/error.hpp>
 
-#include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace ember::io::detail {
 namespace {
@@ -182,13 +182,10 @@ NpyLayout parse_npy(Bytes file, const Source& src) {
     EMBER_FAIL("{}header: descr {} has no Ember dtype (Ember reads <f8 <f4 <f2 <i8 <i4 |i1 |u1 |b1)", pre,
                quoted(descr));
   }
-  // A zero anywhere makes the array empty, whatever the other dims multiply to.
-  const bool empty_array = std::find(out.shape.begin(), out.shape.end(), 0) != out.shape.end();
-  int64_t numel = empty_array ? 0 : 1, nbytes = 0;
-  for (int64_t d : out.shape)
-    EMBER_CHECK(empty_array || !__builtin_mul_overflow(numel, d, &numel),
-                "{}header: shape {} has more elements than int64 can count", pre, out.shape);
-  EMBER_CHECK(!__builtin_mul_overflow(numel, itemsize(out.dtype), &nbytes),
+  const std::optional<int64_t> numel = product_of_dims(out.shape);  // a zero anywhere: empty
+  EMBER_CHECK(numel.has_value(), "{}header: shape {} has more elements than int64 can count", pre, out.shape);
+  int64_t nbytes = 0;
+  EMBER_CHECK(!__builtin_mul_overflow(*numel, itemsize(out.dtype), &nbytes),
               "{}header: shape {} of {} has more bytes than int64 can count", pre, out.shape, descr);
   out.nbytes = static_cast<uint64_t>(nbytes);
   const uint64_t have = file.size() - out.data_offset;

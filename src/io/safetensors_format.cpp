@@ -129,13 +129,10 @@ SafetensorsLayout parse_safetensors(Bytes file, const Source& src) {
 
   for (const SafetensorsEntry& e : out.tensors) {
     std::string what = tensor_what(e.name);
-    // A zero anywhere makes the tensor empty, whatever the other dims multiply to.
-    const bool empty_tensor = std::find(e.shape.begin(), e.shape.end(), 0) != e.shape.end();
-    int64_t numel = empty_tensor ? 0 : 1, nbytes = 0;
-    for (int64_t d : e.shape)
-      EMBER_CHECK(empty_tensor || !__builtin_mul_overflow(numel, d, &numel),
-                  "{}{}: shape {} has more elements than int64 can count", pre, what, e.shape);
-    EMBER_CHECK(!__builtin_mul_overflow(numel, itemsize(e.dtype), &nbytes),
+    const std::optional<int64_t> numel = product_of_dims(e.shape);  // a zero anywhere: empty
+    EMBER_CHECK(numel.has_value(), "{}{}: shape {} has more elements than int64 can count", pre, what, e.shape);
+    int64_t nbytes = 0;
+    EMBER_CHECK(!__builtin_mul_overflow(*numel, itemsize(e.dtype), &nbytes),
                 "{}{}: shape {} of {} has more bytes than int64 can count", pre, what, e.shape,
                 safetensors_dtype_name(e.dtype));
     EMBER_CHECK(e.begin <= e.end, "{}{}: data_offsets [{}, {}] end before they begin", pre, what, e.begin, e.end);

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -146,20 +147,24 @@ class Shape {
   uint32_t cap_ = 0;
 };
 
-/// Product of dims; fails naming `op` when it overflows int64 or a dim is negative. A zero
-/// dim anywhere makes it 0 whatever the others ([2^62, 2^62, 0] as [0, 2^62, 2^62]).
-inline int64_t checked_numel(IntArrayRef dims, const char* op) {
-  bool has_zero = false;
-  for (int64_t d : dims) {
-    EMBER_CHECK(d >= 0, "[{}] negative dimension {} in shape {}", op, d, Shape(dims).str());
-    has_zero |= d == 0;
-  }
-  if (has_zero) return 0;
+/// Product of dims: 0 when any dim is 0, whatever the others multiply to ([2^62, 2^62, 0] as
+/// [0, 2^62, 2^62]); nullopt when it overflows int64. The element count of a shape read from
+/// a file or built by a factory.
+inline std::optional<int64_t> product_of_dims(IntArrayRef dims) {
+  for (int64_t d : dims)
+    if (d == 0) return 0;
   int64_t n = 1;
   for (int64_t d : dims)
-    EMBER_CHECK(!__builtin_mul_overflow(n, d, &n), "[{}] shape {} has more elements than int64 can count",
-                op, Shape(dims).str());
+    if (__builtin_mul_overflow(n, d, &n)) return std::nullopt;
   return n;
+}
+
+/// Product of dims; fails naming `op` when it overflows int64 or a dim is negative.
+inline int64_t checked_numel(IntArrayRef dims, const char* op) {
+  for (int64_t d : dims) EMBER_CHECK(d >= 0, "[{}] negative dimension {} in shape {}", op, d, Shape(dims).str());
+  const std::optional<int64_t> n = product_of_dims(dims);
+  EMBER_CHECK(n.has_value(), "[{}] shape {} has more elements than int64 can count", op, Shape(dims).str());
+  return *n;
 }
 
 /// The stride after one of `acc` over a dim of size d: acc * max(d, 1), saturating at
