@@ -49,15 +49,18 @@ struct EmbeddingFromPretrainedOptions {
 };
 
 namespace detail {
-/// A Holder (Embedding or EmbeddingBag) whose weight holds a copy of `embeddings` (its dtype
-/// and device; the caller checked it is 2-d); the padding row keeps its given values, as
-/// PyTorch's from_pretrained.
-template <class Holder, class Opts>
-Holder embedding_from_pretrained(const Tensor& embeddings, Opts opts, const EmbeddingFromPretrainedOptions& o,
-                                 const char* op) {
+/// A Holder (Embedding or EmbeddingBag) whose weight holds a copy of `embeddings` (2-d,
+/// floating; its dtype and device); make_options(rows, cols) gives the holder's options. The
+/// padding row keeps its given values, as PyTorch's from_pretrained.
+template <class Holder, class MakeOptions>
+Holder embedding_from_pretrained(const Tensor& embeddings, MakeOptions make_options,
+                                 const EmbeddingFromPretrainedOptions& o, const char* op) {
+  EMBER_CHECK(embeddings.defined() && embeddings.dim() == 2,
+              "[{}::from_pretrained] embeddings must be 2-d (num_embeddings, embedding_dim), got {}", op,
+              embeddings.defined() ? embeddings.sizes() : Shape{});
   EMBER_CHECK(embeddings.is_floating_point(), "[{}::from_pretrained] embeddings must be floating point, got {}", op,
               embeddings.dtype());
-  Holder h(opts.padding_idx(o.padding_idx()));
+  Holder h(make_options(embeddings.size(0), embeddings.size(1)).padding_idx(o.padding_idx()));
   h->to(embeddings.device(), embeddings.dtype());
   {
     autograd::NoGradGuard ng;
@@ -88,11 +91,7 @@ class BasicEmbeddingImpl : public Cloneable<BasicEmbeddingImpl<P>, P> {
   }
   void reset() override {
     int64_t n = options.num_embeddings();
-    if (options.padding_idx()) {
-      int64_t& p = *options.padding_idx();
-      EMBER_CHECK(p >= -n && p < n, "[Embedding] padding_idx {} is out of range for {} embeddings", p, n);
-      if (p < 0) p += n;
-    }
+    options.padding_idx(F::detail::resolve_padding_idx(options.padding_idx(), n, "Embedding"));
     weight = this->register_parameter("weight", empty<P>({n, options.embedding_dim()}));
     init::normal_(weight);
     if (options.padding_idx()) {
@@ -119,11 +118,8 @@ class Embedding : public ModuleHolder<EmbeddingImpl> {
   Embedding(std::nullptr_t) : ModuleHolder<EmbeddingImpl>(nullptr) {}  // NOLINT
   /// A table holding a copy of `embeddings` (2-d, floating); frozen unless freeze(false).
   static Embedding from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o = {}) {
-    EMBER_CHECK(embeddings.defined() && embeddings.dim() == 2,
-                "[Embedding::from_pretrained] embeddings must be 2-d (num_embeddings, embedding_dim), got {}",
-                embeddings.defined() ? embeddings.sizes() : Shape{});
     return detail::embedding_from_pretrained<Embedding>(
-        embeddings, EmbeddingOptions(embeddings.size(0), embeddings.size(1)), o, "Embedding");
+        embeddings, [](int64_t rows, int64_t cols) { return EmbeddingOptions(rows, cols); }, o, "Embedding");
   }
 };
 
@@ -152,11 +148,7 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
     const std::string& m = options.mode();
     EMBER_CHECK(m == "sum" || m == "mean" || m == "max", "[EmbeddingBag] mode must be sum, mean or max, got '{}'", m);
     int64_t n = options.num_embeddings();
-    if (options.padding_idx()) {
-      int64_t& p = *options.padding_idx();
-      EMBER_CHECK(p >= -n && p < n, "[EmbeddingBag] padding_idx {} is out of range for {} embeddings", p, n);
-      if (p < 0) p += n;
-    }
+    options.padding_idx(F::detail::resolve_padding_idx(options.padding_idx(), n, "EmbeddingBag"));
     weight = this->register_parameter("weight", empty<P>({n, options.embedding_dim()}));
     init::normal_(weight);
     if (options.padding_idx()) {
@@ -183,11 +175,9 @@ class EmbeddingBag : public ModuleHolder<EmbeddingBagImpl> {
   EmbeddingBag(std::nullptr_t) : ModuleHolder<EmbeddingBagImpl>(nullptr) {}  // NOLINT
   /// A table holding a copy of `embeddings` (2-d, floating); frozen unless freeze(false).
   static EmbeddingBag from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o = {}) {
-    EMBER_CHECK(embeddings.defined() && embeddings.dim() == 2,
-                "[EmbeddingBag::from_pretrained] embeddings must be 2-d (num_embeddings, embedding_dim), got {}",
-                embeddings.defined() ? embeddings.sizes() : Shape{});
     return detail::embedding_from_pretrained<EmbeddingBag>(
-        embeddings, EmbeddingBagOptions(embeddings.size(0), embeddings.size(1)).mode(o.mode()), o, "EmbeddingBag");
+        embeddings, [&](int64_t rows, int64_t cols) { return EmbeddingBagOptions(rows, cols).mode(o.mode()); }, o,
+        "EmbeddingBag");
   }
 };
 
