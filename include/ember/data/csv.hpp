@@ -6,9 +6,10 @@
 /// Fields are numbers as C++ from_chars reads them (1, -2.5, 3e-4, nan, inf), optionally with
 /// a leading '+', surrounded by spaces or tabs, or in double quotes; a number too small for
 /// the dtype reads as its nearest value (1e-50 as f32 is 0, as numpy), one too large is an
-/// error. The delimiter cannot be a character numbers use (digits, letters, . + -). Blank lines are skipped;
-/// CRLF line ends and a UTF-8 byte-order mark are accepted. Every row must have as many fields
-/// as the first. Errors name the source, the line and the column (both from 1).
+/// error. The delimiter cannot be a character numbers use (digits, letters, . + -). Blank
+/// lines are skipped; CRLF line ends and a UTF-8 byte-order mark are accepted. Every row must
+/// have as many fields as the first. Errors name the source, the line and the column (both
+/// from 1).
 
 #include <ember/ember.hpp>
 #include <ember/nn/options.hpp>

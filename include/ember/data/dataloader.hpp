@@ -140,10 +140,7 @@ class DataLoader {
     epoch_ = epoch;
   }
   /// Batches per epoch.
-  int64_t size() const {
-    int64_t n = sampler_->size(), bs = options_.batch_size();
-    return options_.drop_last() ? n / bs : n / bs + (n % bs != 0);  // no n + bs - 1: bs may be huge
-  }
+  int64_t size() const { return batches_for(sampler_->size()); }
   const D& dataset() const { return dataset_; }
   const DataLoaderOptions& options() const { return options_; }
   const Sampler& sampler() const { return *sampler_; }
@@ -174,6 +171,11 @@ class DataLoader {
     std::unique_ptr<detail::PrefetchQueue> queue;
   };
 
+  /// Batches for n indices: the last one short unless drop_last (no n + bs - 1: bs may be huge).
+  int64_t batches_for(int64_t n) const {
+    const int64_t bs = options_.batch_size();
+    return options_.drop_last() ? n / bs : n / bs + (n % bs != 0);
+  }
   std::shared_ptr<Run> start_run();
   std::optional<batch_type> make_batch(const Run& run, int64_t b, const std::atomic<bool>* stop) const;
   std::optional<batch_type> fetch(Run& run);
@@ -278,8 +280,7 @@ auto DataLoader<D, Collate>::start_run() -> std::shared_ptr<Run> {
   run->epoch = epoch_++;
   run->indices = sampler_->indices(run->epoch);
   run->repeat = detail::repeat_numbers(run->indices, static_cast<int64_t>(dataset_.size()));
-  auto n = static_cast<int64_t>(run->indices.size()), bs = options_.batch_size();
-  run->num_batches = options_.drop_last() ? n / bs : n / bs + (n % bs != 0);
+  run->num_batches = batches_for(static_cast<int64_t>(run->indices.size()));
   int64_t workers = options_.num_workers();
   if (workers > 0 && run->num_batches > 0) {
     int64_t capacity = options_.prefetch() > 0 ? options_.prefetch() : 2 * workers;

@@ -79,7 +79,7 @@ class WeightedRandomSampler final : public Sampler {
 
  private:
   std::vector<double> weights_;
-  std::vector<double> cumulative_;  // prefix sums of the weights scaled to a largest of 1  // prefix sums, for draws with replacement
+  std::vector<double> cumulative_;  // for draws with replacement: prefix sums of the weights / largest
   int64_t num_samples_;
   bool replacement_;
   uint64_t seed_;
