@@ -6,28 +6,14 @@
 
 #include <string>
 
+#include "error_text.hpp"
+
 using namespace ember;
 
 namespace {
-/// Runs f, which must throw ember::Error, and returns what().
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not an ember::Error: ") + e.what() + ">";
-  }
-  return "<no error>";
-}
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using ::ember_test::error_of;
+using ::ember_test::has;
 
-#define CHECK_ERROR(expr, ...)                                                         \
-  do {                                                                                 \
-    std::string msg_ = error_of([&] { (void)(expr); });                                \
-    for (const char* part_ : {__VA_ARGS__}) CHECK_MESSAGE(has(msg_, part_), #expr " -> '" << msg_ << "' lacks '" << part_ << "'"); \
-  } while (0)
 }  // namespace
 
 TEST_CASE("errors: broadcasting shape mismatch names the op and both shapes") {

@@ -17,28 +17,12 @@
 #include <thread>
 #include <vector>
 
+#include "../error_text.hpp"
+
 namespace data_test {
 
-/// Runs f, which must throw ember::Error, and returns what().
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const ember::Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not an ember::Error: ") + e.what() + ">";
-  }
-  return "<no error>";
-}
-inline bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-#define CHECK_ERROR(expr, ...)                                                                             \
-  do {                                                                                                     \
-    std::string msg_ = ::data_test::error_of([&] { (void)(expr); });                                       \
-    for (const char* part_ : {__VA_ARGS__})                                                                \
-      CHECK_MESSAGE(::data_test::has(msg_, part_), #expr " -> '" << msg_ << "' lacks '" << std::string(part_) << "'"); \
-  } while (0)
+using ::ember_test::error_of;
+using ::ember_test::has;
 
 /// A fresh directory under the system's temporary directory, removed with its contents.
 class TempDir {

@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "../error_text.hpp"
+
 namespace io_test {
 
 using namespace ember;
@@ -58,26 +60,8 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   REQUIRE(f.good());
 }
 
-/// Runs f, which must throw ember::Error, and returns what().
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not an ember::Error: ") + e.what() + ">";
-  }
-  return "<no error>";
-}
-inline bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-#define CHECK_ERROR(expr, ...)                                                                            \
-  do {                                                                                                    \
-    std::string msg_ = ::io_test::error_of([&] { (void)(expr); });                                        \
-    for (const char* part_ : {__VA_ARGS__})                                                               \
-      CHECK_MESSAGE(::io_test::has(msg_, part_), #expr " -> '" << msg_ << "' lacks '" << part_ << "'");   \
-  } while (0)
+using ::ember_test::error_of;
+using ::ember_test::has;
 
 inline constexpr DType kAllDTypes[] = {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
                                        DType::I32, DType::I8,  DType::U8,  DType::Bool};
