@@ -137,7 +137,7 @@ int64_t Optimizer::size() const {
 
 const ParamState* Optimizer::state(const Tensor& p) const {
   auto it = state_.find(&p.impl());
-  return it == state_.end() ? nullptr : &it->second;
+  return it == state_.end() ? nullptr : &it->second.state;
 }
 
 Tensor Optimizer::step(const LossClosure& closure) {
@@ -159,7 +159,10 @@ Tensor Optimizer::step(const LossClosure& closure) {
                   "[{}] the gradient of parameter {} of group {} ({} {} on {}) does not match it ({} {} on {})", name(),
                   pi, gi, grad.sizes(), grad.dtype(), grad.device(), p.sizes(), p.dtype(), p.device());
       if (!grad.is_contiguous()) grad = grad.contiguous();
-      items_.push_back(Item{p, std::move(grad), &state_[&p.impl()]});
+      Entry& e = state_[&p.impl()];
+      if (!e.param.defined()) e.param = p;
+      items_.push_back(Item{p, std::move(grad), &e.state});
+      conform_buffers(items_.back(), gi, pi);
     }
     if (items_.empty()) continue;
     update(g.options(), items_);
@@ -172,7 +175,40 @@ Tensor Optimizer::step(const LossClosure& closure) {
     }
   }
   items_.clear();  // holds no gradient beyond the step
+  if (static_cast<int64_t>(state_.size()) > size()) drop_stale_state();
   return loss;
+}
+
+void Optimizer::conform_buffers(Item& it, size_t group, size_t index) const {
+  const StateNames names = state_names();
+  for (int i = 0; i < 3; ++i) {
+    Tensor& b = it.state->buffers[i];
+    if (!b.defined()) continue;
+    EMBER_CHECK(b.sizes() == it.param.sizes(),
+                "[{}] parameter {} of group {} has shape {}, but its state \"{}\" has shape {}: the parameter was "
+                "replaced or resized after the optimiser updated it; make a new optimiser (or load a state dict) for "
+                "the new parameters",
+                name(), index, group, it.param.sizes(), names.buffers[i] ? names.buffers[i] : "buffer", b.sizes());
+    // Module::to(dtype/device) changes a parameter in place: its state follows, as PyTorch's
+    // update (whose ops promote and cast) keeps going.
+    if (b.dtype() != it.param.dtype() || b.device() != it.param.device())
+      b = b.to(it.param.device(), it.param.dtype()).contiguous();
+  }
+}
+
+void Optimizer::drop_stale_state() {
+  std::unordered_set<const detail::TensorImpl*> held;
+  for (const ParamGroup& g : groups_)
+    for (const Tensor& p : g.params()) held.insert(&p.impl());
+  std::erase_if(state_, [&](const auto& kv) { return !held.count(kv.first); });
+}
+
+unsigned Optimizer::required_buffers(const OptimizerOptions&) const {
+  const StateNames names = state_names();
+  unsigned mask = 0;
+  for (int i = 0; i < 3; ++i)
+    if (names.buffers[i]) mask |= 1u << i;
+  return mask;
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
@@ -213,7 +249,7 @@ StateDict Optimizer::state_dict() const {
       gd.params.push_back(index);
       auto it = state_.find(&p.impl());
       if (it != state_.end()) {
-        const ParamState& st = it->second;
+        const ParamState& st = it->second.state;
         StateDict::Param pd;
         if (names.step) pd.numbers["step"] = static_cast<double>(st.step);
         if (names.mu_product) pd.numbers["mu_product"] = st.mu_product;
@@ -269,12 +305,32 @@ void Optimizer::load_state_dict(const StateDict& d) {
     initial_lrs.push_back(initial_lr);
   }
   StateNames names = state_names();
-  std::unordered_map<const detail::TensorImpl*, ParamState> state;
+  std::map<const Tensor*, size_t> group_of;
+  for (size_t gi = 0; gi < groups_.size(); ++gi)
+    for (const Tensor& p : groups_[gi].params()) group_of[&p] = gi;
+  std::unordered_map<const detail::TensorImpl*, Entry> state;
   for (const auto& [index, sp] : d.state) {
     auto found = by_index.find(index);
     EMBER_CHECK(found != by_index.end(), "[{}] load_state_dict: state for parameter {}, which no group holds", opt,
                 index);
     const Tensor& p = *found->second;
+    // What the next update reads must all be there (PyTorch's step fails on a missing key):
+    // a step count without its moments, or moments without their step count, would restart
+    // the bias correction or the averages silently.
+    EMBER_CHECK(!names.step || sp.numbers.count("step"),
+                "[{}] load_state_dict: the state of parameter {} has no \"step\"", opt, index);
+    if (names.mu_product) {
+      auto mu = sp.numbers.find("mu_product");
+      EMBER_CHECK(mu != sp.numbers.end() && std::isfinite(mu->second) && mu->second > 0,
+                  "[{}] load_state_dict: the state of parameter {} needs a finite, positive \"mu_product\", got {}",
+                  opt, index, mu == sp.numbers.end() ? std::string("none") : fmt::format("{}", mu->second));
+    }
+    const unsigned required = required_buffers(*options[group_of.at(found->second)]);
+    for (int i = 0; i < 3; ++i)
+      EMBER_CHECK(!(required >> i & 1) || sp.tensors.count(names.buffers[i]),
+                  "[{}] load_state_dict: the state of parameter {} has no buffer \"{}\", which its group's options "
+                  "use",
+                  opt, index, names.buffers[i]);
     ParamState st;
     for (const auto& [key, value] : sp.numbers) {
       if (key == "step" && names.step) {
@@ -294,16 +350,17 @@ void Optimizer::load_state_dict(const StateDict& d) {
         if (names.buffers[i] && key == names.buffers[i]) slot = i;
       EMBER_CHECK(slot >= 0, "[{}] load_state_dict: parameter {} has an unknown buffer \"{}\"", opt, index, key);
       EMBER_CHECK(t.defined() && t.is_floating_point() && t.sizes() == p.sizes(),
-                  "[{}] load_state_dict: buffer \"{}\" of parameter {} ({}) does not fit the parameter (shape {})", opt,
-                  key, index, t.defined() ? fmt::format("{} {}", t.dtype(), t.sizes()) : std::string("undefined"),
-                  p.sizes());
+                  "[{}] load_state_dict: buffer \"{}\" of parameter {} ({}) does not fit the parameter ({} {}): it "
+                  "must be a floating-point tensor of the parameter's shape",
+                  opt, key, index, t.defined() ? fmt::format("{} {}", t.dtype(), t.sizes()) : std::string("undefined"),
+                  p.dtype(), p.sizes());
       // A private, contiguous copy in the parameter's dtype and on its device (as PyTorch
       // casts floating-point state to the parameter's dtype).
       Tensor b = t.to(p.device(), p.dtype());
       if (b.is_same(t)) b = t.clone();
       st.buffers[slot] = b.contiguous();
     }
-    state.emplace(&p.impl(), std::move(st));
+    state.emplace(&p.impl(), Entry{p, std::move(st)});
   }
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     groups_[gi].set_options(std::move(options[gi]));

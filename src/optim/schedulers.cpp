@@ -407,7 +407,12 @@ SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRS
   // As PyTorch: back to the initial learning rates, undo the children's first steps, and
   // start the first child again.
   last_epoch_ = last_epoch + 1;
-  for (ParamGroup& g : optimizer.param_groups()) g.options().set_lr(*g.initial_lr);
+  for (size_t i = 0; i < optimizer.param_groups().size(); ++i) {
+    ParamGroup& g = optimizer.param_groups()[i];
+    EMBER_CHECK(g.initial_lr, "[SequentialLR] parameter group {} has no initial_lr; make the schedulers after loading "
+                              "the optimiser's state", i);
+    g.options().set_lr(*g.initial_lr);
+  }
   for (auto& s : schedulers_) s->undo_initial_step();
   schedulers_[0]->initial_step();
   last_lr_ = schedulers_[0]->get_last_lr();
@@ -564,7 +569,14 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, OneCycleLROptions options, int64_t 
 
 double OneCycleLR::anchor(size_t group, Anchor a) const {
   switch (a) {
-    case Initial: return *optimizer_->param_groups()[group].initial_lr;
+    case Initial: {
+      // Cleared by an optimiser state loaded without one (PyTorch: KeyError 'initial_lr').
+      const std::optional<double>& lr = optimizer_->param_groups()[group].initial_lr;
+      EMBER_CHECK(lr, "[OneCycleLR] parameter group {} has no initial_lr (an optimiser state loaded since the "
+                      "schedule started did not carry one); load the state dict saved with the schedule running",
+                  group);
+      return *lr;
+    }
     case Max: return max_lrs_[group];
     case Min: return min_lrs_[group];
     case BaseMomentum: return base_momentums_[group];

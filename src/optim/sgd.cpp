@@ -34,6 +34,9 @@ Optimizer::StateNames SGD::state_names() const {
   n.step = false;  // PyTorch's SGD keeps no step count
   return n;
 }
+// A state without a momentum buffer starts one from the next gradient, as PyTorch's SGD does
+// when state['momentum_buffer'] is missing.
+unsigned SGD::required_buffers(const OptimizerOptions&) const { return 0; }
 
 void SGD::update(const OptimizerOptions& options, std::vector<Item>& items) {
   const auto& o = static_cast<const SGDOptions&>(options);

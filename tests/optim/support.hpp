@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "../error_text.hpp"
+
 namespace ember::optim_test {
 
 using OptionMap = std::map<std::string, double>;
@@ -79,5 +81,8 @@ inline bool bit_equal(const Tensor& a, const Tensor& b) {
   Tensor x = a.detach().contiguous(), y = b.detach().contiguous();
   return std::memcmp(x.raw_data(), y.raw_data(), static_cast<size_t>(x.nbytes())) == 0;
 }
+
+using ::ember_test::error_of;
+using ::ember_test::has;
 
 }  // namespace ember::optim_test

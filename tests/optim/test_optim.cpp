@@ -17,25 +17,9 @@ using optim_test::values_of;
 
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not an ember::Error: ") + e.what() + ">";
-  }
-  return "<no error>";
-}
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using optim_test::error_of;
+using optim_test::has;
 
-#define CHECK_ERROR(expr, ...)                                                                              \
-  do {                                                                                                      \
-    std::string msg_ = error_of([&] { (void)(expr); });                                                     \
-    for (const char* part_ : {__VA_ARGS__})                                                                 \
-      CHECK_MESSAGE(has(msg_, part_), #expr " -> '" << msg_ << "' lacks '" << part_ << "'");               \
-  } while (0)
 
 /// Options that switch on every buffer and branch of each optimiser (momentum, amsgrad,
 /// centering, weight decay, ...), for the tests that must exercise all of its state.

@@ -13,25 +13,9 @@ using namespace ember;
 
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not an ember::Error: ") + e.what() + ">";
-  }
-  return "<no error>";
-}
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using optim_test::error_of;
+using optim_test::has;
 
-#define CHECK_ERROR(expr, ...)                                                                              \
-  do {                                                                                                      \
-    std::string msg_ = error_of([&] { (void)(expr); });                                                     \
-    for (const char* part_ : {__VA_ARGS__})                                                                 \
-      CHECK_MESSAGE(has(msg_, part_), #expr " -> '" << msg_ << "' lacks '" << part_ << "'");               \
-  } while (0)
 
 /// An SGD optimiser with momentum over two one-element groups (lr 0.1 and 0.05).
 struct Setup {

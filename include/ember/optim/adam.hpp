@@ -22,6 +22,7 @@ class Adam : public Optimizer {
   explicit Adam(std::vector<Tensor> params, const AdamOptions& defaults = AdamOptions());
   Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults = AdamOptions());
   StateNames state_names() const override;
+  unsigned required_buffers(const OptimizerOptions& options) const override;
 
  protected:
   void update(const OptimizerOptions& options, std::vector<Item>& items) override;

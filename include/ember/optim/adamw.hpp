@@ -22,6 +22,7 @@ class AdamW : public Optimizer {
   explicit AdamW(std::vector<Tensor> params, const AdamWOptions& defaults = AdamWOptions());
   AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults = AdamWOptions());
   StateNames state_names() const override;
+  unsigned required_buffers(const OptimizerOptions& options) const override;
 
  protected:
   void update(const OptimizerOptions& options, std::vector<Item>& items) override;

@@ -156,7 +156,9 @@ class Optimizer {
   /// One update of every parameter that has a gradient. With a closure, calls it first (grad
   /// mode on) and returns its loss.
   Tensor step(const LossClosure& closure = nullptr);
-  /// Drops (set_to_none) or zeroes every parameter's gradient.
+  /// Drops (set_to_none) or zeroes every parameter's gradient. The default is PyTorch 2's
+  /// (libtorch 1.13 zeroed): a dropped gradient makes the next step skip the parameter,
+  /// where a zero one would still apply momentum and weight decay.
   void zero_grad(bool set_to_none = true);
   /// Adds a group; without options it takes a copy of the defaults. Its parameters must be
   /// leaves that require grad and appear in no other group.
@@ -185,6 +187,10 @@ class Optimizer {
     bool mu_product = false;  ///< NAdam
   };
   virtual StateNames state_names() const = 0;
+  /// Which of state_names()'s buffers an update with `options` keeps (bit i: buffers[i]): a
+  /// loaded state must hold all of them, as PyTorch's step would fail on a missing one rather
+  /// than restart it from zeros. Default: every named buffer.
+  virtual unsigned required_buffers(const OptimizerOptions& options) const;
 
   // ---- for optimiser implementations ----------------------------------------------------------
   /// One parameter of the group being updated, with its (contiguous) gradient and its state.
@@ -208,7 +214,20 @@ class Optimizer {
  private:
   std::unique_ptr<OptimizerOptions> defaults_;
   std::vector<ParamGroup> groups_;
-  std::unordered_map<const detail::TensorImpl*, ParamState> state_;
+  /// A parameter's state, with a reference to the parameter: its address is the key, and
+  /// holding it keeps the address from being reused by a new tensor while the state exists (a
+  /// parameter replaced in a group would otherwise pass its state to whatever tensor the
+  /// allocator put there next). Entries of parameters no group holds any more are dropped by
+  /// step().
+  struct Entry {
+    Tensor param;
+    ParamState state;
+  };
+  std::unordered_map<const detail::TensorImpl*, Entry> state_;
+  /// Buffers of `it` that no longer match its parameter: cast after the parameter's dtype or
+  /// device changed (Module::to), refused when its shape did.
+  void conform_buffers(Item& it, size_t group, size_t index) const;
+  void drop_stale_state();
   std::vector<Item> items_;  // reused by every step
 };
 

@@ -23,6 +23,7 @@ class RMSprop : public Optimizer {
   explicit RMSprop(std::vector<Tensor> params, const RMSpropOptions& defaults = RMSpropOptions());
   RMSprop(std::vector<ParamGroup> groups, const RMSpropOptions& defaults = RMSpropOptions());
   StateNames state_names() const override;
+  unsigned required_buffers(const OptimizerOptions& options) const override;
 
  protected:
   void update(const OptimizerOptions& options, std::vector<Item>& items) override;

@@ -24,6 +24,7 @@ class SGD : public Optimizer {
   SGD(std::vector<Tensor> params, const SGDOptions& defaults);
   SGD(std::vector<ParamGroup> groups, const SGDOptions& defaults);
   StateNames state_names() const override;
+  unsigned required_buffers(const OptimizerOptions& options) const override;
 
  protected:
   void update(const OptimizerOptions& options, std::vector<Item>& items) override;
