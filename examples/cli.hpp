@@ -2,14 +2,21 @@
 // The examples' command line: `--flag value` pairs and --help. An example binds each flag to
 // a field of its settings, whose value at that moment is the default --help shows. A mistake
 // (unknown flag, missing value, a number that does not parse) prints one line and exits with
-// status 2, so a typo never runs a long training with a silent default.
+// status 2, so a typo never runs a long training with a silent default. A flag may name the
+// smallest value that makes sense (`--batch 0` is refused like a typo), and numbers must be
+// finite. main's body runs inside run_main(), so an error from Ember during the run (an
+// unwritable checkpoint path, say) ends it with one line and status 1 rather than an abort.
 
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
+#include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -24,7 +31,13 @@ class Cli {
   /// Binds `name value` (e.g. "--epochs", "N") to `target`, which must outlive parse().
   template <class T>
   Cli& flag(std::string name, T& target, std::string metavar, std::string help) {
-    flags_.push_back({std::move(name), std::move(metavar), std::move(help), shown(target), &target});
+    flags_.push_back({std::move(name), std::move(metavar), std::move(help), shown(target), &target, std::nullopt});
+    return *this;
+  }
+  /// The same, refusing values below `at_least`.
+  template <class T>
+  Cli& flag(std::string name, T& target, std::string metavar, std::string help, double at_least) {
+    flags_.push_back({std::move(name), std::move(metavar), std::move(help), shown(target), &target, at_least});
     return *this;
   }
 
@@ -42,6 +55,8 @@ class Cli {
       std::string_view value = argv[++i];
       if (!std::visit([&](auto* target) { return assign(*target, value); }, f->target))
         fail(f->name + " expects " + expected(f->target) + ", got '" + std::string(value) + "'");
+      if (f->at_least && std::visit([&](auto* target) { return below(*target, *f->at_least); }, f->target))
+        fail(f->name + " must be at least " + shown(*f->at_least) + ", got '" + std::string(value) + "'");
     }
   }
 
@@ -50,6 +65,7 @@ class Cli {
   struct Flag {
     std::string name, metavar, help, default_text;
     Target target;
+    std::optional<double> at_least;
   };
 
   void print_help() const {
@@ -75,6 +91,8 @@ class Cli {
     T v{};
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc() || end != text.data() + text.size() || text.empty()) return false;
+    if constexpr (std::is_floating_point_v<T>)
+      if (!std::isfinite(v)) return false;  // from_chars reads "nan" and "inf"
     target = v;
     return true;
   }
@@ -83,10 +101,16 @@ class Cli {
     return true;
   }
 
+  template <class T>
+  static bool below(const T& v, double at_least) {
+    return static_cast<double>(v) < at_least;
+  }
+  static bool below(const std::string&, double) { return false; }
+
   static const char* expected(const Target& t) {
     if (std::holds_alternative<int*>(t)) return "an integer";
     if (std::holds_alternative<uint64_t*>(t)) return "a non-negative integer";
-    return "a number";
+    return "a finite number";
   }
 
   static std::string shown(const std::string& v) { return v; }
@@ -108,5 +132,21 @@ class Cli {
   std::string program_, about_;
   std::vector<Flag> flags_;
 };
+
+/// Runs an example's body; an exception ends the program with its message and status 1.
+template <class Body>
+int run_main(const char* program, Body&& body) {
+#if defined(__cpp_exceptions)
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
+  }
+#else  // -fno-exceptions: Ember's error handler reports and aborts
+  (void)program;
+  return body();
+#endif
+}
 
 }  // namespace ember_examples

@@ -40,9 +40,9 @@ Args parse(int argc, char** argv) {
                       "Trains a small CNN on Fashion-MNIST (apt-get install dataset-fashion-mnist), saves and\n"
                       "reloads a checkpoint, prints test_accuracy.")
       .flag("--data", a.data, "DIR", "folder of the Fashion-MNIST IDX files")
-      .flag("--epochs", a.epochs, "N", "passes over the training set")
-      .flag("--batch", a.batch, "B", "images per optimiser step")
-      .flag("--workers", a.workers, "W", "data loader threads")
+      .flag("--epochs", a.epochs, "N", "passes over the training set", 0)
+      .flag("--batch", a.batch, "B", "images per optimiser step", 1)
+      .flag("--workers", a.workers, "W", "data loader threads", 0)
       .flag("--checkpoint", a.checkpoint, "PATH", "where the model is saved and reloaded from")
       .parse(argc, argv);
   return a;
@@ -67,7 +67,7 @@ EMBER_MODULE(Cnn);
 /// Images as f32 (N, 1, 28, 28) normalised with Fashion-MNIST's mean and deviation.
 Tensor prepare(const Tensor& u8) { return ((u8.to(DType::F32) / 255.0 - 0.2860) / 0.3530).unsqueeze(1); }
 
-/// A stand-in task when the dataset is missing: class k is a grid of stripes at angle/period k.
+/// A stand-in task when the dataset is missing: class k is stripes at angle and period k.
 data::MnistData synthetic(int64_t n, uint64_t seed) {
   manual_seed(seed);
   Tensor labels = randint(0, 10, {n});
@@ -93,59 +93,62 @@ double accuracy(Cnn& model, const Tensor& images, const Tensor& labels) {
 
 int main(int argc, char** argv) {
   Args args = parse(argc, argv);
-  data::MnistData train, test;
-  bool real = std::filesystem::exists(args.data);
-  if (real) {
-    train = data::load_mnist(args.data, true);
-    test = data::load_mnist(args.data, false);
-  } else {
-    std::fprintf(stderr,
-                 "note: Fashion-MNIST not found in %s; install it with\n"
-                 "  apt-get install dataset-fashion-mnist\n"
-                 "(or pass --data DIR). Training on a built-in synthetic task instead.\n",
-                 args.data.c_str());
-    train = synthetic(12000, 1);
-    test = synthetic(2000, 2);
-  }
-  std::printf("%s: %lld training and %lld test images\n", real ? "Fashion-MNIST" : "synthetic",
-              static_cast<long long>(train.images.size(0)), static_cast<long long>(test.images.size(0)));
-
-  manual_seed(0);
-  Cnn model;
-  optim::Adam opt(model->parameters(), optim::AdamOptions(1e-3));
-  data::TensorDataset ds({train.images, train.labels});
-  data::DataLoader loader(ds, data::DataLoaderOptions().batch_size(args.batch).shuffle(true).num_workers(args.workers));
-  auto t0 = std::chrono::steady_clock::now();
-  for (int epoch = 1; epoch <= args.epochs; ++epoch) {
-    model->train();
-    double running = 0;
-    int64_t step = 0;
-    for (auto& batch : loader) {
-      opt.zero_grad();
-      Tensor loss = nn::F::cross_entropy(model(prepare(batch[0])), batch[1]);
-      loss.backward();
-      opt.step();
-      running = step == 0 ? loss.item<double>() : 0.98 * running + 0.02 * loss.item<double>();
-      if (++step % 200 == 0) std::printf("epoch %d step %5lld  loss %.4f\n", epoch, static_cast<long long>(step), running);
+  return ember_examples::run_main("fashion_mnist", [&] {
+    data::MnistData train, test;
+    bool real = std::filesystem::exists(args.data);
+    if (real) {
+      train = data::load_mnist(args.data, true);
+      test = data::load_mnist(args.data, false);
+    } else {
+      std::fprintf(stderr,
+                   "note: Fashion-MNIST not found in %s; install it with\n"
+                   "  apt-get install dataset-fashion-mnist\n"
+                   "(or pass --data DIR). Training on a built-in synthetic task instead.\n",
+                   args.data.c_str());
+      train = synthetic(12000, 1);
+      test = synthetic(2000, 2);
     }
-    model->eval();
-    std::printf("epoch %d  test_accuracy %.4f\n", epoch, accuracy(model, test.images, test.labels));
-  }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  double acc = accuracy(model, test.images, test.labels);
+    std::printf("%s: %lld training and %lld test images\n", real ? "Fashion-MNIST" : "synthetic",
+                static_cast<long long>(train.images.size(0)), static_cast<long long>(test.images.size(0)));
 
-  // Save, reload into a fresh model, and check that the predictions are bit-identical.
-  nn::save(*model, args.checkpoint, {{"example", "fashion_mnist"}});
-  Cnn fresh;
-  nn::load(*fresh, args.checkpoint);
-  fresh->eval();
-  Tensor probe = prepare(test.images.narrow(0, 0, 256));
-  bool identical;
-  {
-    autograd::NoGradGuard ng;
-    identical = model(probe).eq(fresh(probe)).all().item<bool>();
-  }
-  std::printf("dataset=%s epochs=%d seconds=%.1f test_accuracy=%.4f checkpoint=%s reload_identical=%d\n",
-              real ? "fashion-mnist" : "synthetic", args.epochs, secs, acc, args.checkpoint.c_str(), identical ? 1 : 0);
-  return identical ? 0 : 1;
+    manual_seed(0);
+    Cnn model;
+    optim::Adam opt(model->parameters(), optim::AdamOptions(1e-3));
+    data::TensorDataset ds({train.images, train.labels});
+    data::DataLoader loader(ds, data::DataLoaderOptions().batch_size(args.batch).shuffle(true).num_workers(args.workers));
+    auto t0 = std::chrono::steady_clock::now();
+    for (int epoch = 1; epoch <= args.epochs; ++epoch) {
+      model->train();
+      double running = 0;
+      int64_t step = 0;
+      for (auto& batch : loader) {
+        opt.zero_grad();
+        Tensor loss = nn::F::cross_entropy(model(prepare(batch[0])), batch[1]);
+        loss.backward();
+        opt.step();
+        running = step == 0 ? loss.item<double>() : 0.98 * running + 0.02 * loss.item<double>();
+        if (++step % 200 == 0) std::printf("epoch %d step %5lld  loss %.4f\n", epoch, static_cast<long long>(step), running);
+      }
+      model->eval();
+      std::printf("epoch %d  test_accuracy %.4f\n", epoch, accuracy(model, test.images, test.labels));
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    model->eval();  // also with --epochs 0
+    double acc = accuracy(model, test.images, test.labels);
+
+    // Save, reload into a fresh model, and check that the predictions are bit-identical.
+    nn::save(*model, args.checkpoint, {{"example", "fashion_mnist"}});
+    Cnn fresh;
+    nn::load(*fresh, args.checkpoint);
+    fresh->eval();
+    Tensor probe = prepare(test.images.narrow(0, 0, 256));
+    bool identical;
+    {
+      autograd::NoGradGuard ng;
+      identical = model(probe).eq(fresh(probe)).all().item<bool>();
+    }
+    std::printf("dataset=%s epochs=%d seconds=%.1f test_accuracy=%.4f checkpoint=%s reload_identical=%d\n",
+                real ? "fashion-mnist" : "synthetic", args.epochs, secs, acc, args.checkpoint.c_str(), identical ? 1 : 0);
+    return identical ? 0 : 1;
+  });
 }

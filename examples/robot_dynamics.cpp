@@ -31,9 +31,9 @@ struct Args {
 Args parse(int argc, char** argv) {
   Args a;
   ember_examples::Cli("robot_dynamics", "Learns a two-link arm's forward dynamics online; prints val_mse at the end.")
-      .flag("--ticks", a.ticks, "N", "control ticks, one optimiser step each")
-      .flag("--batch", a.batch, "B", "fresh transitions per tick")
-      .flag("--lr", a.lr, "LR", "Adam learning rate")
+      .flag("--ticks", a.ticks, "N", "control ticks, one optimiser step each", 1)
+      .flag("--batch", a.batch, "B", "fresh transitions per tick", 1)
+      .flag("--lr", a.lr, "LR", "Adam learning rate", 0)
       .flag("--seed", a.seed, "S", "seed of the simulator and the weights")
       .parse(argc, argv);
   return a;
@@ -83,33 +83,35 @@ Tensor features(const Tensor& x) {
 
 int main(int argc, char** argv) {
   Args args = parse(argc, argv);
-  manual_seed(args.seed);
-  std::mt19937_64 rng(args.seed);
-  TwoLinkArm arm;
+  return ember_examples::run_main("robot_dynamics", [&] {
+    manual_seed(args.seed);
+    std::mt19937_64 rng(args.seed);
+    TwoLinkArm arm;
 
-  nn::Sequential model(nn::Linear(8, 128), nn::SiLU(), nn::Linear(128, 128), nn::SiLU(), nn::Linear(128, 2));
-  optim::Adam opt(model->parameters(), optim::AdamOptions(args.lr));
-  nn::MSELoss mse;
+    nn::Sequential model(nn::Linear(8, 128), nn::SiLU(), nn::Linear(128, 128), nn::SiLU(), nn::Linear(128, 2));
+    optim::Adam opt(model->parameters(), optim::AdamOptions(args.lr));
+    nn::MSELoss mse;
 
-  auto [vx, vy] = sample(arm, 2048, rng);  // held-out validation set
-  auto t0 = std::chrono::steady_clock::now();
-  double running = 0;
-  for (int tick = 1; tick <= args.ticks; ++tick) {
-    auto [x, y] = sample(arm, args.batch, rng);
-    opt.zero_grad();
-    Tensor loss = mse(model(features(x)), y);
-    loss.backward();
-    opt.step();
-    running = 0.98 * running + 0.02 * loss.item<double>();
-    if (tick % 500 == 0) std::printf("tick %5d  train_mse %.5f\n", tick, running);
-  }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  double val;
-  {
-    autograd::NoGradGuard ng;
-    val = mse(model(features(vx)), vy).item<double>();
-  }
-  std::printf("ticks=%d batch=%d seconds=%.2f us_per_tick=%.1f val_mse=%.5f\n", args.ticks, args.batch, secs,
-              1e6 * secs / args.ticks, val);
-  return 0;
+    auto [vx, vy] = sample(arm, 2048, rng);  // held-out validation set
+    auto t0 = std::chrono::steady_clock::now();
+    double running = 0;
+    for (int tick = 1; tick <= args.ticks; ++tick) {
+      auto [x, y] = sample(arm, args.batch, rng);
+      opt.zero_grad();
+      Tensor loss = mse(model(features(x)), y);
+      loss.backward();
+      opt.step();
+      running = 0.98 * running + 0.02 * loss.item<double>();
+      if (tick % 500 == 0) std::printf("tick %5d  train_mse %.5f\n", tick, running);
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double val;
+    {
+      autograd::NoGradGuard ng;
+      val = mse(model(features(vx)), vy).item<double>();
+    }
+    std::printf("ticks=%d batch=%d seconds=%.2f us_per_tick=%.1f val_mse=%.5f\n", args.ticks, args.batch, secs,
+                1e6 * secs / args.ticks, val);
+    return 0;
+  });
 }

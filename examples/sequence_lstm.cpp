@@ -28,9 +28,9 @@ struct Args {
 Args parse(int argc, char** argv) {
   Args a;
   ember_examples::Cli("sequence_lstm", "Trains an LSTM on the adding problem; prints test_mse at the end.")
-      .flag("--steps", a.steps, "N", "optimiser steps of 64 sequences")
-      .flag("--length", a.length, "L", "sequence length")
-      .flag("--hidden", a.hidden, "H", "LSTM hidden size")
+      .flag("--steps", a.steps, "N", "optimiser steps of 64 sequences", 0)
+      .flag("--length", a.length, "L", "sequence length (two steps are marked)", 2)
+      .flag("--hidden", a.hidden, "H", "LSTM hidden size", 1)
       .flag("--seed", a.seed, "S", "seed of the data and the weights")
       .parse(argc, argv);
   return a;
@@ -71,26 +71,28 @@ EMBER_MODULE(Adder);
 
 int main(int argc, char** argv) {
   Args args = parse(argc, argv);
-  manual_seed(args.seed);
-  std::mt19937_64 rng(args.seed);
-  Adder model(args.hidden);
-  optim::Adam opt(model->parameters(), optim::AdamOptions(1e-2));
-  for (int step = 1; step <= args.steps; ++step) {
-    auto [x, y] = adding_batch(64, args.length, rng);
-    opt.zero_grad();
-    Tensor loss = nn::F::mse_loss(model(x), y);
-    loss.backward();
-    nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-    opt.step();
-    if (step % 250 == 0) std::printf("step %5d  mse %.5f\n", step, loss.item<double>());
-  }
-  auto [tx, ty] = adding_batch(1000, args.length, rng);
-  double test;
-  {
-    autograd::NoGradGuard ng;
-    test = nn::F::mse_loss(model(tx), ty).item<double>();
-  }
-  std::printf("steps=%d length=%d hidden=%d baseline_mse=0.1667 test_mse=%.5f\n", args.steps, args.length, args.hidden,
-              test);
-  return 0;
+  return ember_examples::run_main("sequence_lstm", [&] {
+    manual_seed(args.seed);
+    std::mt19937_64 rng(args.seed);
+    Adder model(args.hidden);
+    optim::Adam opt(model->parameters(), optim::AdamOptions(1e-2));
+    for (int step = 1; step <= args.steps; ++step) {
+      auto [x, y] = adding_batch(64, args.length, rng);
+      opt.zero_grad();
+      Tensor loss = nn::F::mse_loss(model(x), y);
+      loss.backward();
+      nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+      opt.step();
+      if (step % 250 == 0) std::printf("step %5d  mse %.5f\n", step, loss.item<double>());
+    }
+    auto [tx, ty] = adding_batch(1000, args.length, rng);
+    double test;
+    {
+      autograd::NoGradGuard ng;
+      test = nn::F::mse_loss(model(tx), ty).item<double>();
+    }
+    std::printf("steps=%d length=%d hidden=%d baseline_mse=0.1667 test_mse=%.5f\n", args.steps, args.length, args.hidden,
+                test);
+    return 0;
+  });
 }

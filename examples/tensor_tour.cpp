@@ -2,6 +2,8 @@
 // Build and run:  ./scripts/demo   (or: ninja -C build && build/examples/tensor_tour)
 #include <ember/ember.hpp>
 
+#include "cli.hpp"
+
 #include <cstdio>
 #include <string>
 
@@ -12,7 +14,9 @@ static void show(const char* what, const Tensor& t) {
               t.is_contiguous() ? "contiguous" : "a strided view", to_string(t).c_str());
 }
 
-int main() {
+int main(int argc, char** argv) {
+  ember_examples::Cli("tensor_tour", "Prints a tour of Ember's tensors: factories, views, broadcasting, reductions.")
+      .parse(argc, argv);
   std::printf("Ember %d.%d.%d: a tour of the tensor core\n\n", kVersion / 10000, kVersion / 100 % 100, kVersion % 100);
 
   // 1. Factories.
@@ -56,5 +60,6 @@ int main() {
     std::printf("a + arange(5) fails as it should:\n  %s\n", e.what());
   }
 #endif  // without exceptions a failed check calls the handler from ember::set_error_handler
+  std::printf("tour=done version=%d.%d.%d\n", kVersion / 10000, kVersion / 100 % 100, kVersion % 100);
   return 0;
 }
