@@ -31,7 +31,29 @@ int64_t now_ns() {
       .count();
 }
 
-uint64_t thread_id() { return std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000; }
+uint64_t thread_id() {
+  // Numbered in order of first use: hashes of thread ids could collide in the trace.
+  static std::atomic<uint64_t> next{1};
+  thread_local const uint64_t id = next.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+namespace {
+/// Per thread: for each op being recorded, the time of the ops nested in it so far.
+thread_local std::vector<int64_t> t_nested_ns;
+}  // namespace
+
+uint32_t enter() {
+  t_nested_ns.push_back(0);
+  return static_cast<uint32_t>(t_nested_ns.size() - 1);
+}
+
+int64_t leave(int64_t elapsed_ns) {
+  const int64_t nested = t_nested_ns.back();
+  t_nested_ns.pop_back();
+  if (!t_nested_ns.empty()) t_nested_ns.back() += elapsed_ns;
+  return nested;
+}
 
 }  // namespace detail
 
@@ -43,7 +65,8 @@ Profile::Profile() {
 
 Profile::~Profile() {
   std::lock_guard<std::mutex> l(detail::g_mutex);
-  if (detail::g_active_profiles.fetch_sub(1) == 1) detail::g_events.clear();
+  // The last scope frees the events' memory too (clear() would keep the capacity).
+  if (detail::g_active_profiles.fetch_sub(1) == 1) std::vector<Event>().swap(detail::g_events);
 }
 
 std::vector<Event> Profile::events() const {
@@ -54,22 +77,26 @@ std::vector<Event> Profile::events() const {
 
 std::string Profile::summary() const {
   struct Row {
-    int64_t calls = 0, total = 0;
+    int64_t calls = 0, self = 0, total = 0;
   };
   std::map<std::string, Row> rows;
   int64_t all = 0;
+  size_t width = 2;
   for (const Event& e : events()) {
     Row& r = rows[e.name];
     ++r.calls;
+    r.self += e.self_ns;
     r.total += e.duration_ns;
-    all += e.duration_ns;
+    all += e.self_ns;
+    width = std::max(width, std::char_traits<char>::length(e.name));
   }
   std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.total > b.second.total; });
-  std::string s = fmt::format("{:<20} {:>8} {:>12} {:>12} {:>7}\n", "op", "calls", "total ms", "mean us", "share");
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.self > b.second.self; });
+  std::string s = fmt::format("{:<{}} {:>8} {:>12} {:>12} {:>12} {:>7}\n", "op", width, "calls", "self ms", "total ms",
+                              "mean us", "share");
   for (const auto& [name, r] : sorted)
-    s += fmt::format("{:<20} {:>8} {:>12.3f} {:>12.3f} {:>6.1f}%\n", name, r.calls, r.total / 1e6,
-                     r.total / 1e3 / static_cast<double>(r.calls), all ? 100.0 * r.total / all : 0.0);
+    s += fmt::format("{:<{}} {:>8} {:>12.3f} {:>12.3f} {:>12.3f} {:>6.1f}%\n", name, width, r.calls, r.self / 1e6,
+                     r.total / 1e6, r.self / 1e3 / static_cast<double>(r.calls), all ? 100.0 * r.self / all : 0.0);
   return s;
 }
 
@@ -81,8 +108,9 @@ void Profile::write_chrome_trace(const std::string& path) const {
     first = false;
     json += fmt::format(
         "{{\"name\": \"{}\", \"ph\": \"X\", \"ts\": {:.3f}, \"dur\": {:.3f}, \"pid\": 0, \"tid\": {}, "
-        "\"args\": {{\"shapes\": \"{}\", \"dtype\": \"{}\", \"device\": \"{}\"}}}}",
-        e.name, e.start_ns / 1e3, e.duration_ns / 1e3, e.thread, e.shapes, dtype_name(e.dtype), e.device.str());
+        "\"args\": {{\"shapes\": \"{}\", \"dtype\": \"{}\", \"device\": \"{}\"{}}}}}",
+        e.name, e.start_ns / 1e3, e.duration_ns / 1e3, e.thread, e.shapes, dtype_name(e.dtype), e.device.str(),
+        e.failed ? ", \"failed\": true" : "");
   }
   json += "\n]}\n";
   ember::detail::write_file_atomic(path, json.data(), json.size(), "write_chrome_trace");

@@ -6,10 +6,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <thread>
 #include <type_traits>
 
 using namespace ember;
@@ -90,6 +93,51 @@ TEST_CASE("Profile records ops, summarises them and writes a Chrome trace") {
   // Outside the scope nothing is recorded.
   profiler::Profile later;
   CHECK(later.events().empty());
+}
+
+TEST_CASE("Profile: ops run inside ops have a depth and self time, counted once in the summary") {
+  Tensor x = randn({128, 128}).requires_grad_();
+  Tensor y = x * 2;
+  profiler::Profile prof;
+  y.add_(1.0);  // with a history: runs add out of place and copies (ops inside the op)
+  auto events = prof.events();
+  int64_t top = 0, self = 0;
+  uint32_t deepest = 0;
+  for (const auto& e : events) {
+    CHECK(e.self_ns >= 0);
+    CHECK(e.self_ns <= e.duration_ns);
+    CHECK(!e.failed);
+    if (e.depth == 0) top += e.duration_ns;
+    self += e.self_ns;
+    deepest = std::max(deepest, e.depth);
+  }
+  CHECK(deepest >= 1);
+  // Self times add up to the top-level ops' time at most (no double counting).
+  CHECK(self <= top);
+  CHECK(self > 0);
+  std::string summary = prof.summary();
+  CHECK(summary.find("self ms") != std::string::npos);
+}
+
+TEST_CASE("Profile: failed ops are flagged; threads get distinct small ids") {
+  profiler::Profile prof;
+  Tensor a = ones({3});
+  CHECK_THROWS_AS(a + ones({4}), Error);
+  std::thread t([] { Tensor b = ones({2}) * 3; (void)b; });
+  t.join();
+  Tensor c = a * 2;
+  (void)c;
+  auto events = prof.events();
+  REQUIRE(events.size() >= 3);
+  bool failed_add = false;
+  std::set<uint64_t> threads;
+  for (const auto& e : events) {
+    if (std::string(e.name) == "add" && e.failed) failed_add = true;
+    threads.insert(e.thread);
+    CHECK(e.thread < 100000);
+  }
+  CHECK(failed_add);
+  CHECK(threads.size() == 2);
 }
 
 TEST_CASE("a failed trace write leaves no partial file and names the path") {

@@ -77,8 +77,8 @@ void AtomicWriter::fail_errno(const char* what, int err, uint64_t at) {
   fd_ = -1;
   ::unlink(tmp_.c_str());
   tmp_.clear();
-  EMBER_FAIL("{}{} failed at byte {}: {}; the previous file is unchanged", Source{op_, path_}.prefix(), what, at,
-             std::strerror(err ? err : EIO));
+  EMBER_FAIL("{}{} failed{}: {}; the previous file is unchanged", Source{op_, path_}.prefix(), what,
+             at == kNoByte ? std::string() : fmt::format(" at byte {}", at), std::strerror(err ? err : EIO));
 }
 
 void AtomicWriter::write_fd(const void* data, size_t n, uint64_t at) {
@@ -121,11 +121,11 @@ void AtomicWriter::write_at(uint64_t offset, const void* data, size_t n) {
 
 void AtomicWriter::commit() {
   flush();
-  if (::fsync(fd_) != 0) fail_errno("flushing to disk", errno, flushed_);
+  if (::fsync(fd_) != 0) fail_errno("flushing to disk", errno, kNoByte);
   int rc = ::close(fd_);
   fd_ = -1;
-  if (rc != 0) fail_errno("closing", errno, flushed_);
-  if (::rename(tmp_.c_str(), target_.c_str()) != 0) fail_errno("renaming the temporary file over it", errno, flushed_);
+  if (rc != 0) fail_errno("closing", errno, kNoByte);
+  if (::rename(tmp_.c_str(), target_.c_str()) != 0) fail_errno("renaming the temporary file over it", errno, kNoByte);
   tmp_.clear();
   // The rename is durable only once the directory entry is.
   std::string dir = ".";

@@ -34,7 +34,9 @@ class AtomicWriter {
  private:
   void flush();
   void write_fd(const void* data, size_t n, uint64_t at);
+  /// `at`: the byte being written, or kNoByte for steps that write none (fsync, rename).
   [[noreturn]] void fail_errno(const char* what, int err, uint64_t at);
+  static constexpr uint64_t kNoByte = ~uint64_t(0);
 
   std::string path_;    // as the caller named it (messages)
   std::string target_;  // the file written: path_ through symbolic links

@@ -1,8 +1,15 @@
 #pragma once
-/// The Profile layer: inside an `ember::profiler::Profile` scope every op records its name,
-/// input shapes, dtype, device and duration; the scope prints a summary table sorted by total
-/// time and writes a Chrome-trace JSON file (open it in Perfetto or chrome://tracing).
-/// Outside a scope the layer costs one predictable branch per op.
+/// The Profile layer: inside an `ember::profiler::Profile` scope every op that goes through the
+/// dispatcher records its name, input shapes, dtype, device and duration; the scope prints a
+/// summary table sorted by self time and writes a Chrome-trace JSON file (open it in Perfetto
+/// or chrome://tracing). Outside a scope the layer costs one predictable branch per op.
+///
+/// Ops may run ops (an in-place op on a tensor with a history runs its out-of-place form and
+/// a copy): each event has its nesting depth and its self time (its duration less its nested
+/// ops'), so the summary's self times add up to the profiled time once. A CUDA op's duration is
+/// its launch, not its kernel (nothing synchronises). Factories that fill new memory without an
+/// op (randn, rand, arange) are not recorded. Events take ~100 bytes each while any scope is
+/// open; the last scope to close frees them.
 ///
 ///   {
 ///     ember::profiler::Profile prof;
@@ -16,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <span>
 #include <string>
 #include <utility>
@@ -31,7 +39,10 @@ struct Event {
   Device device;
   int64_t start_ns;
   int64_t duration_ns;
-  uint64_t thread;
+  uint64_t thread;       ///< small numbers, one per thread, in order of first use
+  int64_t self_ns = 0;   ///< duration_ns less that of the ops run inside this one
+  uint32_t depth = 0;    ///< ops of this thread this one ran inside
+  bool failed = false;   ///< the op threw
 };
 
 namespace detail {
@@ -39,6 +50,10 @@ extern std::atomic<int> g_active_profiles;
 void record(Event&& e);
 int64_t now_ns();
 uint64_t thread_id();
+/// Opens an op's record on this thread; returns its depth.
+uint32_t enter();
+/// Closes it, `elapsed_ns` after it opened; returns the time of the ops nested in it.
+int64_t leave(int64_t elapsed_ns);
 
 inline void describe(std::string& s, DType& t, Device& d, bool& first, const ember::detail::TensorImpl& x) {
   if (!s.empty()) s += ", ";
@@ -66,7 +81,8 @@ class Profile {
 
   /// Events recorded since this scope opened (all threads).
   std::vector<Event> events() const;
-  /// A table: op, calls, total ms, mean us, share; sorted by total time.
+  /// A table: op, calls, self ms, total ms, mean (self) us, share of self time; sorted by
+  /// self time. Total counts nested calls of the same op twice (an op inside itself).
   std::string summary() const;
   /// Writes the events as Chrome-trace JSON, atomically (temporary file, then rename).
   void write_chrome_trace(const std::string& path) const;
@@ -83,16 +99,25 @@ struct ProfileLayer {
     static decltype(auto) call(const Op& op, A&&... a) {
       if (EMBER_LIKELY(detail::g_active_profiles.load(std::memory_order_relaxed) == 0))
         return Next::call(op, std::forward<A>(a)...);
-      Event e{op.name(), {}, DType::F32, kCPU, detail::now_ns(), 0, detail::thread_id()};
+      const int64_t opened = detail::now_ns();
+      Event e{op.name(), {}, DType::F32, kCPU, 0, 0, detail::thread_id()};
       bool first = true;
       (detail::describe(e.shapes, e.dtype, e.device, first, a), ...);
+      e.depth = detail::enter();
       struct Finish {
         Event& e;
+        int64_t opened;
+        int uncaught;
         ~Finish() {
-          e.duration_ns = detail::now_ns() - e.start_ns;
+          const int64_t end = detail::now_ns();
+          e.duration_ns = end - e.start_ns;
+          // The parent's self time also loses this op's bookkeeping (from `opened`).
+          e.self_ns = e.duration_ns - detail::leave(end - opened);
+          e.failed = std::uncaught_exceptions() > uncaught;
           detail::record(std::move(e));
         }
-      } finish{e};
+      } finish{e, opened, std::uncaught_exceptions()};
+      e.start_ns = detail::now_ns();  // after the shapes are formatted
       return Next::call(op, std::forward<A>(a)...);
     }
   };
