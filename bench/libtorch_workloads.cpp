@@ -35,7 +35,19 @@ std::string description() {
 #else
   const char* version = TORCH_VERSION " (Debian libtorch-dev)";
 #endif
-  return std::string("libtorch ") + version + ", sgemm_ from " + blas_library();
+  std::string d = std::string("libtorch ") + version + ", sgemm_ from " + blas_library();
+  // OpenBLAS picks its kernels by CPU model; one it does not know gets a generic SSE3 kernel
+  // ("Prescott", 5x slower on AVX-512 machines): Debian 12's 0.3.21 does not know Sapphire or
+  // Emerald Rapids. Name the core so that such a run cannot pass for a fair comparison.
+  using CoreFn = char* (*)();
+  if (auto f = reinterpret_cast<CoreFn>(dlsym(RTLD_DEFAULT, "openblas_get_corename"))) {
+    std::string core = f();
+    d += " (OpenBLAS core " + core + ")";
+    if (core == "Prescott" || core == "prescott")
+      d += "\nwarning: OpenBLAS did not recognise this CPU; rerun with OPENBLAS_CORETYPE=SkylakeX (AVX-512) or "
+           "Haswell (AVX2) for libtorch's real speed";
+  }
+  return d;
 }
 
 void set_threads(int n) {
