@@ -298,6 +298,17 @@ TEST_CASE("the pool gives the same results whatever its workers' spin time") {
   CHECK_THROWS_WITH_AS(set_worker_spin_us(-1), doctest::Contains("[set_worker_spin_us]"), Error);
 }
 
+TEST_CASE("the pool measures its hand-off when it is made") {
+  set_num_threads(1);
+  CHECK(detail::region_overhead_ns() == 0);
+  set_num_threads(2);
+  // A worker joining a region takes some time, and not seconds (its wait gives up at 200 us).
+  CHECK(detail::region_overhead_ns() > 0);
+  CHECK(detail::region_overhead_ns() < 1'000'000);
+  set_num_threads(1);
+  CHECK(detail::region_overhead_ns() == 0);
+}
+
 namespace {
 
 /// Runs one parallel region over the indices of `hits` in chunks of `grain`, each chunk
