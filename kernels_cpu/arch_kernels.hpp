@@ -52,9 +52,10 @@ namespace ember::detail {
 /// EMBER_MAX_CPU_ISA), for kernels dispatched from their own files.
 bool cpu_uses_avx2_build();
 }  // namespace ember::detail
-// Only the f32 GEMM has an AVX-512 build (kernels_cpu/meson.build says why).
+// Only the f32 GEMM and the compute-bound f32 elementwise ops (transcendental_wide.hpp) have
+// an AVX-512 build (kernels_cpu/meson.build says why).
 namespace ember::cpu::avx512 {
 void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double);
 }
-#define EMBER_HAVE_AVX512_GEMM_BUILD 1
+#define EMBER_HAVE_AVX512_BUILD 1
 #endif

@@ -1,9 +1,11 @@
 // Kernels<Cpu>: picks, once, the widest instruction-set build of the kernels that this CPU
 // runs (AVX2+FMA, else the baseline), then forwards every call to it with a switch. The f32
-// GEMM alone also has an AVX-512 build, taken when the CPU has AVX-512 F/DQ/VL/BW.
+// GEMM and the compute-bound f32 elementwise ops also have an AVX-512 build, taken when the CPU
+// has AVX-512 F/DQ/VL/BW.
 
 #include "arch_kernels.hpp"
 #include "int_gemm.hpp"
+#include "transcendental_wide.hpp"
 
 #include <ember/dispatch/kernels.hpp>
 #include <ember/runtime/log.hpp>
@@ -44,15 +46,15 @@ inline Isa isa() {
   return value;
 }
 
-#if defined(EMBER_HAVE_AVX512_GEMM_BUILD)
+#if defined(EMBER_HAVE_AVX512_BUILD)
 bool detect_avx512() {
   __builtin_cpu_init();
   bool yes = isa() == Isa::Avx2 && max_isa_level() >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-  if (yes) log(LogLevel::Info, "CPU kernels: AVX-512 GEMM");
+  if (yes) log(LogLevel::Info, "CPU kernels: AVX-512 GEMM and f32 transcendental ops");
   return yes;
 }
-inline bool avx512_gemm() {
+inline bool avx512() {
   static const bool value = detect_avx512();
   return value;
 }
@@ -69,9 +71,22 @@ bool cpu_uses_avx2_build() { return isa() == Isa::Avx2; }
 #endif
 
 void Kernels<Cpu>::unary(ops::UnaryOp op, const ops::UnaryParams& p, TensorImpl& out, const TensorImpl& x) {
+#if defined(EMBER_HAVE_AVX512_BUILD)
+  if (out.dtype == DType::F32 && x.dtype == DType::F32 && out.contiguous && x.contiguous && x.numel == out.numel &&
+      avx512() &&
+      cpu::avx512::unary_f32(op, p, static_cast<float*>(out.data()), static_cast<const float*>(x.data()), out.numel))
+    return;
+#endif
   EMBER_CPU_FORWARD(unary, op, p, out, x);
 }
 void Kernels<Cpu>::binary(ops::BinaryOp op, TensorImpl& out, const TensorImpl& a, const TensorImpl& b) {
+#if defined(EMBER_HAVE_AVX512_BUILD)
+  if (out.dtype == DType::F32 && a.dtype == DType::F32 && b.dtype == DType::F32 && out.contiguous && a.contiguous &&
+      b.contiguous && a.numel == out.numel && b.numel == out.numel && avx512() &&
+      cpu::avx512::binary_f32(op, static_cast<float*>(out.data()), static_cast<const float*>(a.data()),
+                              static_cast<const float*>(b.data()), out.numel))
+    return;
+#endif
   EMBER_CPU_FORWARD(binary, op, out, a, b);
 }
 void Kernels<Cpu>::where(TensorImpl& out, const TensorImpl& c, const TensorImpl& a, const TensorImpl& b) {
@@ -125,8 +140,8 @@ void Kernels<Cpu>::gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& 
     copy(out, *fo);
     return;
   }
-#if defined(EMBER_HAVE_AVX512_GEMM_BUILD)
-  if (out.dtype == DType::F32 && avx512_gemm()) return cpu::avx512::gemm(out, a, b, alpha, beta);
+#if defined(EMBER_HAVE_AVX512_BUILD)
+  if (out.dtype == DType::F32 && avx512()) return cpu::avx512::gemm(out, a, b, alpha, beta);
 #endif
   EMBER_CPU_FORWARD(gemm, out, a, b, alpha, beta);
 }
