@@ -72,8 +72,8 @@ bool cpu_uses_avx2_build() { return isa() == Isa::Avx2; }
 
 void Kernels<Cpu>::unary(ops::UnaryOp op, const ops::UnaryParams& p, TensorImpl& out, const TensorImpl& x) {
 #if defined(EMBER_HAVE_AVX512_BUILD)
-  if (out.dtype == DType::F32 && x.dtype == DType::F32 && out.contiguous && x.contiguous && x.numel == out.numel &&
-      avx512() &&
+  if (cpu::avx512::has_unary_f32(op) && out.dtype == DType::F32 && x.dtype == DType::F32 && out.contiguous &&
+      x.contiguous && x.numel == out.numel && avx512() &&
       cpu::avx512::unary_f32(op, p, static_cast<float*>(out.data()), static_cast<const float*>(x.data()), out.numel))
     return;
 #endif
@@ -81,8 +81,9 @@ void Kernels<Cpu>::unary(ops::UnaryOp op, const ops::UnaryParams& p, TensorImpl&
 }
 void Kernels<Cpu>::binary(ops::BinaryOp op, TensorImpl& out, const TensorImpl& a, const TensorImpl& b) {
 #if defined(EMBER_HAVE_AVX512_BUILD)
-  if (out.dtype == DType::F32 && a.dtype == DType::F32 && b.dtype == DType::F32 && out.contiguous && a.contiguous &&
-      b.contiguous && a.numel == out.numel && b.numel == out.numel && avx512() &&
+  if (cpu::avx512::has_binary_f32(op) && out.dtype == DType::F32 && a.dtype == DType::F32 &&
+      b.dtype == DType::F32 && out.contiguous && a.contiguous && b.contiguous && a.numel == out.numel &&
+      b.numel == out.numel && avx512() &&
       cpu::avx512::binary_f32(op, static_cast<float*>(out.data()), static_cast<const float*>(a.data()),
                               static_cast<const float*>(b.data()), out.numel))
     return;
