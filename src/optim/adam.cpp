@@ -65,9 +65,7 @@ Adam::Adam(std::vector<Tensor> params, const AdamOptions& defaults)
 Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults)
     : Optimizer(std::move(groups), defaults.clone()) {}
 Optimizer::StateNames Adam::state_names() const { return adam_names(true); }
-unsigned Adam::required_buffers(const OptimizerOptions& o) const {
-  return static_cast<const AdamOptions&>(o).amsgrad() ? 7u : 3u;
-}
+unsigned Adam::required_buffers(const OptimizerOptions&) const { return 3u; }
 
 void Adam::update(const OptimizerOptions& options, std::vector<Item>& items) {
   const auto& o = static_cast<const AdamOptions&>(options);
@@ -94,9 +92,7 @@ AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& defaults)
 AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults)
     : Optimizer(std::move(groups), defaults.clone()) {}
 Optimizer::StateNames AdamW::state_names() const { return adam_names(true); }
-unsigned AdamW::required_buffers(const OptimizerOptions& o) const {
-  return static_cast<const AdamWOptions&>(o).amsgrad() ? 7u : 3u;
-}
+unsigned AdamW::required_buffers(const OptimizerOptions&) const { return 3u; }
 
 void AdamW::update(const OptimizerOptions& options, std::vector<Item>& items) {
   const auto& o = static_cast<const AdamWOptions&>(options);

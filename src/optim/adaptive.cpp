@@ -40,10 +40,7 @@ Optimizer::StateNames RMSprop::state_names() const {
   n.buffers[2] = "grad_avg";
   return n;
 }
-unsigned RMSprop::required_buffers(const OptimizerOptions& options) const {
-  const auto& o = static_cast<const RMSpropOptions&>(options);
-  return 1u | (o.momentum() > 0 ? 2u : 0u) | (o.centered() ? 4u : 0u);
-}
+unsigned RMSprop::required_buffers(const OptimizerOptions&) const { return 1u; }
 
 void RMSprop::update(const OptimizerOptions& options, std::vector<Item>& items) {
   const auto& o = static_cast<const RMSpropOptions&>(options);

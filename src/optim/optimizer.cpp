@@ -175,7 +175,7 @@ Tensor Optimizer::step(const LossClosure& closure) {
     }
   }
   items_.clear();  // holds no gradient beyond the step
-  if (static_cast<int64_t>(state_.size()) > size()) drop_stale_state();
+  drop_stale_state();
   return loss;
 }
 
@@ -197,9 +197,16 @@ void Optimizer::conform_buffers(Item& it, size_t group, size_t index) const {
 }
 
 void Optimizer::drop_stale_state() {
+  // Usually nothing to drop: count the groups' parameters that have state first (lookups, no
+  // allocation), and rebuild only when some entry belongs to no group.
+  size_t with_state = 0;
+  for (const ParamGroup& g : groups_)
+    for (const Tensor& p : g.params()) with_state += p.defined() && state_.count(&p.impl());
+  if (with_state == state_.size()) return;
   std::unordered_set<const detail::TensorImpl*> held;
   for (const ParamGroup& g : groups_)
-    for (const Tensor& p : g.params()) held.insert(&p.impl());
+    for (const Tensor& p : g.params())
+      if (p.defined()) held.insert(&p.impl());
   std::erase_if(state_, [&](const auto& kv) { return !held.count(kv.first); });
 }
 
@@ -255,8 +262,10 @@ StateDict Optimizer::state_dict() const {
         if (names.mu_product) pd.numbers["mu_product"] = st.mu_product;
         for (int i = 0; i < 3; ++i)
           if (names.buffers[i] && st.buffers[i].defined()) pd.tensors[names.buffers[i]] = st.buffers[i].clone();
-        // Nothing to save (SGD without momentum): no entry, as PyTorch.
-        if (!pd.numbers.empty() || !pd.tensors.empty()) d.state[index] = std::move(pd);
+        // Nothing to save (SGD without momentum, or a step that failed before the update
+        // made any buffer): no entry, as PyTorch.
+        const bool started = st.step > 0 || !pd.tensors.empty();
+        if (started && (!pd.numbers.empty() || !pd.tensors.empty())) d.state[index] = std::move(pd);
       }
       ++index;
     }

@@ -187,9 +187,11 @@ class Optimizer {
     bool mu_product = false;  ///< NAdam
   };
   virtual StateNames state_names() const = 0;
-  /// Which of state_names()'s buffers an update with `options` keeps (bit i: buffers[i]): a
-  /// loaded state must hold all of them, as PyTorch's step would fail on a missing one rather
-  /// than restart it from zeros. Default: every named buffer.
+  /// Which of state_names()'s buffers a loaded state must hold (bit i: buffers[i]): the ones
+  /// every update keeps (Adam's moments), whose loss would restart the averages silently. A
+  /// buffer that an option switches on (amsgrad's maximum, RMSprop's momentum) starts from
+  /// zeros when missing, in a step as after a load: options may change during training.
+  /// Default: every named buffer.
   virtual unsigned required_buffers(const OptimizerOptions& options) const;
 
   // ---- for optimiser implementations ----------------------------------------------------------
@@ -218,7 +220,7 @@ class Optimizer {
   /// holding it keeps the address from being reused by a new tensor while the state exists (a
   /// parameter replaced in a group would otherwise pass its state to whatever tensor the
   /// allocator put there next). Entries of parameters no group holds any more are dropped by
-  /// step().
+  /// the next step().
   struct Entry {
     Tensor param;
     ParamState state;
