@@ -28,7 +28,7 @@ struct Region {
   void (*fn)(void*, int64_t, int64_t);
   int64_t n, chunk, nchunks;
   /// Chunks taken per claim: with thousands of small chunks (one image plane each), claiming
-  /// them one at a time made the threads fight over `next` and `done` (cnn_small_step's max
+  /// them one at a time made the threads fight over the claim word and `done` (cnn_small_step's max
   /// pooling, 2048 chunks: slower at 2 threads than at 1). fn still runs once per chunk, so
   /// what a chunk computes never depends on this.
   int64_t claim = 1;
@@ -167,7 +167,8 @@ class Pool {
 };
 
 /// One two-chunk region whose chunks each wait (briefly) until both have started: the time
-/// the other thread takes to join, plus the hand-back.
+/// the other thread takes to join, plus the hand-back; -1 when it did not join in time (not
+/// scheduled: a sample of the machine's load, not of the hand-off).
 int64_t time_handoff_ns(Pool& pool) {
   std::atomic<int> started{0};
   Region r;
@@ -175,7 +176,7 @@ int64_t time_handoff_ns(Pool& pool) {
   r.fn = [](void* c, int64_t, int64_t) {
     auto& s = *static_cast<std::atomic<int>*>(c);
     s.fetch_add(1);
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
     while (s.load() < 2 && std::chrono::steady_clock::now() < give_up) {
     }
   };
@@ -185,17 +186,22 @@ int64_t time_handoff_ns(Pool& pool) {
   r.unclaimed.store(uint64_t(2) << 32, std::memory_order_relaxed);
   const auto t0 = std::chrono::steady_clock::now();
   pool.run(r);
+  if (started.load() < 2) return -1;
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// The median of the samples where the other thread joined. When most did not (a loaded
+/// machine), 50 us: splitting short work is then a loss anyway.
 int64_t measure_region_overhead_ns(Pool& pool) {
   t_in_region = true;
   for (int i = 0; i < 16; ++i) time_handoff_ns(pool);  // the workers are awake and polling
-  std::vector<int64_t> t(31);
-  for (int64_t& x : t) x = time_handoff_ns(pool);
+  std::vector<int64_t> t;
+  for (int i = 0; i < 31; ++i)
+    if (int64_t x = time_handoff_ns(pool); x >= 0) t.push_back(x);
   t_in_region = false;
-  std::nth_element(t.begin(), t.begin() + 15, t.end());
-  return t[15];
+  if (t.size() < 16) return 50'000;
+  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
+  return t[t.size() / 2];
 }
 
 std::atomic<int> g_threads{1};
@@ -256,8 +262,8 @@ void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void*, int64_t
   r.ctx = ctx;
   r.fn = fn;
   r.n = n;
-  // Chunks are a fixed multiple of the grain, so the split never depends on the thread count
-  // (at most 2^31 of them, for the claim word).
+  // Chunks are the grain (larger only past 2^31 chunks, which the claim word cannot count), so
+  // the split never depends on the thread count.
   r.chunk = std::max(grain, (n - 1) / (int64_t(1) << 31) + 1);
   r.nchunks = (n + r.chunk - 1) / r.chunk;
   r.unclaimed.store(static_cast<uint64_t>(r.nchunks) << 32, std::memory_order_relaxed);
