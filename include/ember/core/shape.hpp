@@ -161,10 +161,18 @@ inline std::optional<int64_t> product_of_dims(IntArrayRef dims) {
 
 /// Product of dims; fails naming `op` when it overflows int64 or a dim is negative.
 inline int64_t checked_numel(IntArrayRef dims, const char* op) {
-  for (int64_t d : dims) EMBER_CHECK(d >= 0, "[{}] negative dimension {} in shape {}", op, d, Shape(dims).str());
-  const std::optional<int64_t> n = product_of_dims(dims);
-  EMBER_CHECK(n.has_value(), "[{}] shape {} has more elements than int64 can count", op, Shape(dims).str());
-  return *n;
+  // One pass (every op's output goes through here): a zero dim makes the product 0 even when
+  // the other dims' product overflowed, as product_of_dims.
+  int64_t n = 1;
+  bool overflow = false, empty = false;
+  for (int64_t d : dims) {
+    EMBER_CHECK(d >= 0, "[{}] negative dimension {} in shape {}", op, d, Shape(dims).str());
+    empty |= d == 0;
+    overflow |= __builtin_mul_overflow(n, d, &n);
+  }
+  if (empty) return 0;
+  EMBER_CHECK(!overflow, "[{}] shape {} has more elements than int64 can count", op, Shape(dims).str());
+  return n;
 }
 
 /// The stride after one of `acc` over a dim of size d: acc * max(d, 1), saturating at

@@ -56,7 +56,7 @@ void finalize_inputs(Prepared& p, const char* op) {
   // Before broadcasting: a copy has the input's own size, not the output's. A cast's copy is
   // a fresh contiguous tensor, so it serves the other two reasons as well.
   for (int i = 0; i < p.n_in; ++i) {
-    if (p.in[i]->dtype != p.want[i] || reads_transposed(*p.in[i], *p.out) ||
+    if (p.in[i]->dtype != p.want[i] || (!p.in[i]->contiguous && reads_transposed(*p.in[i], *p.out)) ||
         (p.target && aliases_output(*p.in[i], *p.out))) {
       TensorRef c = detail::make_tensor(p.in[i]->sizes, p.want[i], p.in[i]->device(), op);
       detail::Kernels<B>::copy(*c, *p.in[i]);
