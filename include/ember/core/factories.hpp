@@ -231,59 +231,74 @@ BasicTensor<P> from_blob(void* data, const Shape& shape, const Shape& strides, T
   if (span != 0)
     for (size_t i = 0; i < shape.size(); ++i) span += (shape[i] - 1) * strides[i];
   EMBER_CHECK(data != nullptr || n == 0, "[from_blob] null data for shape {}", shape);
+  // Every check comes before the storage, which owns `deleter` from then on: a failed call
+  // never runs it (the caller still owns the memory).
+  EMBER_CHECK(!o.get_requires_grad() || is_floating(t),
+              "[from_blob] only floating-point tensors can require gradients, got {}", t);
   auto storage = detail::make_user_storage(data, static_cast<size_t>(span * itemsize(t)), o.device_or(kCPU),
                                            deleter, ctx);
   return detail::with_grad_option<P>(BasicTensor<P>(detail::make_view(storage, t, shape, strides, 0)), o);
 }
 
 namespace detail {
+/// How tensor() stages a list's values before converting them to the dtype asked for: bool
+/// as bytes, floating-point values as double, integers as int64 (every value of every C++
+/// arithmetic type up to 64 bits but the unsigned ones above INT64_MAX, which are refused).
 template <class T>
-struct NestedList {
-  std::vector<T> values;
-  Shape shape;
-};
+using list_stage_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t,
+                                        std::conditional_t<std::is_floating_point_v<T>, double, int64_t>>;
+
+template <class T>
+list_stage_t<T> stage_list_value(T v) {
+  if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) >= 8)
+    EMBER_CHECK(v <= static_cast<T>(std::numeric_limits<int64_t>::max()),
+                "[tensor] {} does not fit int64, the widest integer dtype", v);
+  return static_cast<list_stage_t<T>>(v);
+}
+
+/// The dtype a list of T becomes without TensorOptions: bool, i64, or f64 for double (and
+/// long double), the default float otherwise (PyTorch's rules, with C++'s float/double).
+template <class T>
+constexpr DType natural_list_dtype() {
+  if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  else if constexpr (std::is_floating_point_v<T>) return sizeof(T) >= 8 ? DType::F64 : kDefaultFloat;
+  else return DType::I64;
+}
+
+template <class T, class P>
+BasicTensor<P> tensor_from_staged(std::vector<list_stage_t<T>>& staged, const Shape& shape, TensorOptions o) {
+  using S = list_stage_t<T>;
+  const DType stage = std::is_same_v<S, uint8_t> ? DType::Bool : std::is_same_v<S, double> ? DType::F64 : DType::I64;
+  BasicTensor<P> t =
+      from_blob<P>(staged.data(), {static_cast<int64_t>(staged.size())}, TensorOptions(stage)).reshape(shape).clone();
+  return with_grad_option<P>(t.to(o.dtype_or(natural_list_dtype<T>())).to(o.device_or(kCPU)), o);
+}
 }  // namespace detail
 
 /// A tensor from a flat list of values: tensor({1.f, 2.f, 3.f}).
 template <class T, class P = DefaultPolicy>
   requires std::is_arithmetic_v<T>
 BasicTensor<P> tensor(std::initializer_list<T> values, TensorOptions o = {}) {
-  using S = std::conditional_t<std::is_same_v<T, bool>, bool,
-                               std::conditional_t<std::is_floating_point_v<T>, std::conditional_t<sizeof(T) == 8, double, float>,
-                                                  std::conditional_t<sizeof(T) == 8, int64_t, int32_t>>>;
-  std::vector<S> buf(values.begin(), values.end());
-  if constexpr (std::is_same_v<S, bool>) {
-    std::vector<uint8_t> b(values.begin(), values.end());
-    BasicTensor<P> t = from_blob<P>(b.data(), {static_cast<int64_t>(b.size())}, TensorOptions(DType::Bool)).clone();
-    return detail::with_grad_option<P>(t.to(o.dtype_or(DType::Bool)).to(o.device_or(kCPU)), o);
-  } else {
-    DType natural = std::is_floating_point_v<T> ? kDefaultFloat : DType::I64;
-    if constexpr (std::is_same_v<S, double>) natural = DType::F64;
-    BasicTensor<P> t = from_blob<P>(buf.data(), {static_cast<int64_t>(buf.size())}, TensorOptions(dtype_of_v<S>)).clone();
-    return detail::with_grad_option<P>(t.to(o.dtype_or(natural)).to(o.device_or(kCPU)), o);
-  }
+  std::vector<detail::list_stage_t<T>> staged;
+  staged.reserve(values.size());
+  for (T v : values) staged.push_back(detail::stage_list_value(v));
+  return detail::tensor_from_staged<T, P>(staged, {static_cast<int64_t>(staged.size())}, o);
 }
 /// A 2-d tensor from nested lists: tensor({{1.f, 2.f}, {3.f, 4.f}}). Ragged rows are an error.
+/// An empty list `{}` (which selects this overload) is a 1-d tensor of 0 elements, as
+/// torch.tensor([]); `{{}}` is [1, 0].
 template <class T, class P = DefaultPolicy>
   requires std::is_arithmetic_v<T>
 BasicTensor<P> tensor(std::initializer_list<std::initializer_list<T>> rows, TensorOptions o = {}) {
-  std::vector<T> flat;
-  int64_t cols = rows.size() ? static_cast<int64_t>(rows.begin()->size()) : 0;
+  std::vector<detail::list_stage_t<T>> staged;
+  const int64_t cols = rows.size() ? static_cast<int64_t>(rows.begin()->size()) : 0;
   for (const auto& r : rows) {
     EMBER_CHECK(static_cast<int64_t>(r.size()) == cols, "[tensor] ragged nested list: rows of {} and {} elements",
                 cols, r.size());
-    flat.insert(flat.end(), r.begin(), r.end());
+    for (T v : r) staged.push_back(detail::stage_list_value(v));
   }
-  BasicTensor<P> t = tensor<T, P>(std::initializer_list<T>{}, o.requires_grad(false));
-  if (!flat.empty()) {
-    BasicTensor<P> f = from_blob<P>(flat.data(), {static_cast<int64_t>(flat.size())},
-                                    TensorOptions(dtype_of_v<std::conditional_t<std::is_same_v<T, bool>, bool, T>>));
-    t = f.clone().to(o.dtype_or(std::is_floating_point_v<T> ? (sizeof(T) == 8 ? DType::F64 : kDefaultFloat)
-                                                             : (std::is_same_v<T, bool> ? DType::Bool : DType::I64)));
-  } else {
-    t = t.to(o.dtype_or(t.dtype()));
-  }
-  return detail::with_grad_option<P>(t.reshape({static_cast<int64_t>(rows.size()), cols}).to(o.device_or(kCPU)), o);
+  const Shape shape = rows.size() == 0 ? Shape{0} : Shape{static_cast<int64_t>(rows.size()), cols};
+  return detail::tensor_from_staged<T, P>(staged, shape, o);
 }
 
 }  // namespace ember

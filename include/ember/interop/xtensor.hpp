@@ -22,11 +22,11 @@ auto to_xtensor(const BasicTensor<P>& t) {
               dtype_of_v<T>);
   std::vector<size_t> shape(t.sizes().begin(), t.sizes().end());
   std::vector<std::ptrdiff_t> strides(t.strides().begin(), t.strides().end());
-  // The adaptor's extent: one past the furthest element reachable through the strides.
-  size_t extent = t.numel() == 0 ? 0 : 1;
-  for (int64_t d = 0; d < t.dim() && t.numel() > 0; ++d)
-    extent += static_cast<size_t>((t.size(d) - 1) * t.stride(d));
-  return xt::adapt(t.template data_ptr<T>(), extent, xt::no_ownership(), shape, strides);
+  // The buffer size is the element count, not the span the strides reach: xtensor resizes
+  // an adaptor's buffer to the shape's product and refuses any other size, so a view with
+  // gaps (a column, an expanded dim) threw std::runtime_error. Elements are reached through
+  // the strides either way.
+  return xt::adapt(t.template data_ptr<T>(), static_cast<size_t>(t.numel()), xt::no_ownership(), shape, strides);
 }
 
 /// A tensor viewing an xtensor container's memory (xt::xarray / xt::xtensor / adaptors with
