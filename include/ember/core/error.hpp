@@ -1,6 +1,10 @@
 #pragma once
 /// Ember's single error path: EMBER_CHECK throws ember::Error, or, in builds without
 /// exceptions (-fno-exceptions or EMBER_NO_EXCEPTIONS), calls an installable handler.
+/// The library's own checks follow how *it* was built: a program compiled with
+/// -fno-exceptions needs an Ember configured with -Dexceptions=false (whose ember_dep,
+/// pkg-config file and CMake package pass EMBER_NO_EXCEPTIONS on); linked against the default
+/// library, a failed check inside it throws, which such a program cannot catch (abort).
 /// Messages start with the op in brackets: "[add] shapes [2, 3] and [4] cannot broadcast".
 
 #include <ember/core/config.hpp>
