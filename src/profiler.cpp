@@ -48,11 +48,11 @@ uint32_t enter() {
   return static_cast<uint32_t>(t_nested_ns.size() - 1);
 }
 
-int64_t leave(int64_t elapsed_ns) {
-  const int64_t nested = t_nested_ns.back();
+int64_t nested_ns() { return t_nested_ns.back(); }
+
+void leave(int64_t elapsed_ns) {
   t_nested_ns.pop_back();
   if (!t_nested_ns.empty()) t_nested_ns.back() += elapsed_ns;
-  return nested;
 }
 
 }  // namespace detail

@@ -120,3 +120,15 @@ TEST_CASE("tensor() from lists keeps every value of its C++ type") {
   CHECK(empty.dtype() == DType::F32);
   CHECK(tensor<float>({{}}).sizes() == Shape{1, 0});
 }
+
+TEST_CASE("negative strides are refused by the function the user called") {
+  float buf[4] = {1, 2, 3, 4};
+  // Column-major 2x2 whose columns run backwards through memory.
+  Eigen::Map<Eigen::MatrixXf, 0, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>> m(
+      buf + 2, 2, 2, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(-2, 1));
+  CHECK_THROWS_WITH_AS(from_eigen(m), doctest::Contains("[from_eigen] negative stride -2"), Error);
+  xt::xarray<float> a = {1.f, 2.f, 3.f, 4.f};
+  auto reversed = xt::view(a, xt::range(3, xt::placeholders::_, -1));
+  CHECK_THROWS_WITH_AS(from_xtensor(reversed), doctest::Contains("[from_xtensor] negative stride"), Error);
+  CHECK_THROWS_WITH_AS(from_blob(buf, {2}, {-1}), doctest::Contains("[from_blob] negative stride -1"), Error);
+}

@@ -217,16 +217,24 @@ BasicTensor<P> from_blob(void* data, const Shape& shape, TensorOptions o = {},
                          void (*deleter)(void* ctx, void* data) = nullptr, void* ctx = nullptr) {
   return from_blob<P>(data, shape, contiguous_strides(shape), o, deleter, ctx);
 }
+namespace detail {
+/// Views of user memory need non-negative strides; `op` is the function the user called.
+inline void check_view_strides(const Shape& strides, const char* op) {
+  for (int64_t s : strides)
+    EMBER_CHECK(s >= 0, "[{}] negative stride {} in {}: Ember's views need non-negative strides (copy first)", op,
+                s, strides);
+}
+}  // namespace detail
+
 template <class P = DefaultPolicy>
 BasicTensor<P> from_blob(void* data, const Shape& shape, const Shape& strides, TensorOptions o = {},
                          void (*deleter)(void* ctx, void* data) = nullptr, void* ctx = nullptr) {
   EMBER_CHECK(shape.size() == strides.size(), "[from_blob] shape {} and strides {} differ in rank", shape, strides);
+  detail::check_view_strides(strides, "from_blob");
   DType t = o.dtype_or(kDefaultFloat);
   int64_t span = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    EMBER_CHECK(strides[i] >= 0, "[from_blob] negative stride {} in {}", strides[i], strides);
+  for (size_t i = 0; i < shape.size(); ++i)
     if (shape[i] == 0) span = 0;
-  }
   int64_t n = checked_numel(shape, "from_blob");
   if (span != 0)
     for (size_t i = 0; i < shape.size(); ++i) span += (shape[i] - 1) * strides[i];

@@ -43,6 +43,7 @@ BasicTensor<P> from_eigen(Eigen::PlainObjectBase<Derived>& m) {
   using T = typename Derived::Scalar;
   constexpr bool row_major = Derived::IsRowMajor;
   Shape strides = row_major ? Shape{m.outerStride(), m.innerStride()} : Shape{m.innerStride(), m.outerStride()};
+  detail::check_view_strides(strides, "from_eigen");
   return from_blob<P>(m.data(), {m.rows(), m.cols()}, strides, TensorOptions(dtype_of_v<T>));
 }
 template <class P = DefaultPolicy, class M, int Opt, class S>
@@ -50,6 +51,7 @@ BasicTensor<P> from_eigen(Eigen::Map<M, Opt, S>& m) {
   using T = typename M::Scalar;
   constexpr bool row_major = M::IsRowMajor;
   Shape strides = row_major ? Shape{m.outerStride(), m.innerStride()} : Shape{m.innerStride(), m.outerStride()};
+  detail::check_view_strides(strides, "from_eigen");
   return from_blob<P>(const_cast<std::remove_const_t<T>*>(m.data()), {m.rows(), m.cols()}, strides,
                       TensorOptions(dtype_of_v<std::remove_const_t<T>>));
 }

@@ -40,6 +40,7 @@ BasicTensor<P> from_xtensor(E& e) {
     // xtensor reports stride 0 for size-1 dims; any stride is valid there.
     strides.push_back(static_cast<int64_t>(e.strides()[d]));
   }
+  detail::check_view_strides(strides, "from_xtensor");
   return from_blob<P>(e.data() + e.data_offset(), shape, strides, TensorOptions(dtype_of_v<T>));
 }
 

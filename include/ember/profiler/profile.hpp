@@ -52,8 +52,11 @@ int64_t now_ns();
 uint64_t thread_id();
 /// Opens an op's record on this thread; returns its depth.
 uint32_t enter();
-/// Closes it, `elapsed_ns` after it opened; returns the time of the ops nested in it.
-int64_t leave(int64_t elapsed_ns);
+/// The time of the ops nested so far in the innermost open record.
+int64_t nested_ns();
+/// Closes it, `elapsed_ns` after it opened (its bookkeeping included): the parent's nested
+/// time grows by that.
+void leave(int64_t elapsed_ns);
 
 inline void describe(std::string& s, DType& t, Device& d, bool& first, const ember::detail::TensorImpl& x) {
   if (!s.empty()) s += ", ";
@@ -109,12 +112,13 @@ struct ProfileLayer {
         int64_t opened;
         int uncaught;
         ~Finish() {
-          const int64_t end = detail::now_ns();
-          e.duration_ns = end - e.start_ns;
-          // The parent's self time also loses this op's bookkeeping (from `opened`).
-          e.self_ns = e.duration_ns - detail::leave(end - opened);
+          e.duration_ns = detail::now_ns() - e.start_ns;
+          e.self_ns = e.duration_ns - detail::nested_ns();
           e.failed = std::uncaught_exceptions() > uncaught;
           detail::record(std::move(e));
+          // The parent's self time also loses this op's bookkeeping: from `opened`, through
+          // the shapes' formatting, to the record just stored.
+          detail::leave(detail::now_ns() - opened);
         }
       } finish{e, opened, std::uncaught_exceptions()};
       e.start_ns = detail::now_ns();  // after the shapes are formatted
