@@ -33,11 +33,11 @@ struct Region {
   /// what a chunk computes never depends on this.
   int64_t claim = 1;
   /// The chunks not yet claimed, [front, back), as front | back << 32. The caller claims from
-  /// the front and the workers from the back, so that with two threads each does the same part
-  /// of a repeated region every time: a batch-1 GEMV's halves of the weight then stay in the
-  /// L2 of the core that read them (with one shared counter the halves swapped cores at random,
-  /// and reading the other core's half cost more than the split saved: mlp_infer_b1 at 2
-  /// threads took 6.3 us against 3.8 us at 1 on a Xeon with 2 MiB L2 per core).
+  /// the front and the workers from the back, so that with two threads each tends to do the
+  /// same part of a repeated region (a batch-1 GEMV's half of the weight stays in the cache of
+  /// the core that read it last). This alone did not fix mlp_infer_b1 being slower at 2 threads
+  /// than at 1 on a Xeon VM (6.2 vs 3.8 us): that was the cost of the hand-off itself, which
+  /// gemm.cpp's split rule now weighs (region_overhead_ns).
   std::atomic<uint64_t> unclaimed{0};
   std::atomic<int64_t> done{0};
 };

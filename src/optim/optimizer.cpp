@@ -282,7 +282,12 @@ void Optimizer::load_state_dict(const StateDict& d) {
               "[{}] load_state_dict: the state dict has {} parameter groups, the optimiser {}", opt,
               d.param_groups.size(), groups_.size());
   // Everything is checked and built first, so that a failed load leaves the optimiser as it was.
-  std::map<int64_t, const Tensor*> by_index;  // saved index -> our parameter, as PyTorch pairs them
+  // Saved index -> our parameter and its group, as PyTorch pairs them.
+  struct Slot {
+    const Tensor* param;
+    size_t group;
+  };
+  std::map<int64_t, Slot> by_index;
   std::vector<std::unique_ptr<OptimizerOptions>> options;
   std::vector<std::optional<double>> initial_lrs;
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
@@ -292,7 +297,7 @@ void Optimizer::load_state_dict(const StateDict& d) {
                 "[{}] load_state_dict: group {} has {} parameters in the state dict and {} in the optimiser", opt, gi,
                 sg.params.size(), g.params().size());
     for (size_t pi = 0; pi < sg.params.size(); ++pi) {
-      EMBER_CHECK(by_index.emplace(sg.params[pi], &g.params()[pi]).second,
+      EMBER_CHECK(by_index.emplace(sg.params[pi], Slot{&g.params()[pi], gi}).second,
                   "[{}] load_state_dict: parameter index {} appears twice in the state dict's groups", opt,
                   sg.params[pi]);
     }
@@ -314,15 +319,12 @@ void Optimizer::load_state_dict(const StateDict& d) {
     initial_lrs.push_back(initial_lr);
   }
   StateNames names = state_names();
-  std::map<const Tensor*, size_t> group_of;
-  for (size_t gi = 0; gi < groups_.size(); ++gi)
-    for (const Tensor& p : groups_[gi].params()) group_of[&p] = gi;
   std::unordered_map<const detail::TensorImpl*, Entry> state;
   for (const auto& [index, sp] : d.state) {
     auto found = by_index.find(index);
     EMBER_CHECK(found != by_index.end(), "[{}] load_state_dict: state for parameter {}, which no group holds", opt,
                 index);
-    const Tensor& p = *found->second;
+    const Tensor& p = *found->second.param;
     // What the next update reads must all be there (PyTorch's step fails on a missing key):
     // a step count without its moments, or moments without their step count, would restart
     // the bias correction or the averages silently.
@@ -334,7 +336,7 @@ void Optimizer::load_state_dict(const StateDict& d) {
                   "[{}] load_state_dict: the state of parameter {} needs a finite, positive \"mu_product\", got {}",
                   opt, index, mu == sp.numbers.end() ? std::string("none") : fmt::format("{}", mu->second));
     }
-    const unsigned required = required_buffers(*options[group_of.at(found->second)]);
+    const unsigned required = required_buffers(*options[found->second.group]);
     for (int i = 0; i < 3; ++i)
       EMBER_CHECK(!(required >> i & 1) || sp.tensors.count(names.buffers[i]),
                   "[{}] load_state_dict: the state of parameter {} has no buffer \"{}\", which its group's options "
