@@ -23,6 +23,7 @@ std::atomic<int64_t> g_spin_us{50};
 // True on pool workers and on a thread inside a region: nested regions run serially.
 thread_local bool t_in_region = false;
 
+/// What a parallel region runs: fn(ctx, begin, end) once per chunk of [0, n).
 struct Region {
   void* ctx;
   void (*fn)(void*, int64_t, int64_t);
@@ -32,39 +33,16 @@ struct Region {
   /// pooling, 2048 chunks: slower at 2 threads than at 1). fn still runs once per chunk, so
   /// what a chunk computes never depends on this.
   int64_t claim = 1;
-  /// The chunks not yet claimed, [front, back), as front | back << 32. The caller claims from
-  /// the front and the workers from the back, so that with two threads each tends to do the
-  /// same part of a repeated region (a batch-1 GEMV's half of the weight stays in the cache of
-  /// the core that read it last). This alone did not fix mlp_infer_b1 being slower at 2 threads
-  /// than at 1 on a Xeon VM (6.2 vs 3.8 us): that was the cost of the hand-off itself, which
-  /// gemm.cpp's split rule now weighs (region_overhead_ns).
-  std::atomic<uint64_t> unclaimed{0};
-  std::atomic<int64_t> done{0};
 };
 
-/// Claims up to r.claim chunks from one end: [first, last). False when none are left.
-bool claim_chunks(Region& r, bool from_back, int64_t& first, int64_t& last) {
-  uint64_t cur = r.unclaimed.load(std::memory_order_relaxed);
-  for (;;) {
-    const int64_t front = static_cast<int64_t>(cur & 0xffffffffu), back = static_cast<int64_t>(cur >> 32);
-    if (front >= back) return false;
-    const int64_t take = std::min(r.claim, back - front);
-    first = from_back ? back - take : front;
-    last = first + take;
-    const uint64_t next = from_back ? (static_cast<uint64_t>(front) | static_cast<uint64_t>(back - take) << 32)
-                                    : (static_cast<uint64_t>(front + take) | static_cast<uint64_t>(back) << 32);
-    if (r.unclaimed.compare_exchange_weak(cur, next, std::memory_order_relaxed)) return true;
-  }
-}
-
-void run_chunks(Region& r, bool from_back) {
-  int64_t first, last;
-  while (claim_chunks(r, from_back, first, last)) {
-    for (int64_t k = first; k < last; ++k) r.fn(r.ctx, k * r.chunk, std::min(r.n, (k + 1) * r.chunk));
-    r.done.fetch_add(last - first, std::memory_order_acq_rel);
-  }
-}
-
+/// The workers and the one region they serve at a time. The region's description lives in the
+/// pool, not in the caller's frame, and a thread reads it only after it has claimed chunks: a
+/// region cannot end while chunks are claimed and not counted done, so what a claimant reads
+/// is the region it claimed from, and no worker can touch a finished region. (The region used
+/// to live in the caller's frame, and the caller waited at the end for every worker that might
+/// still look at it: with the claim word, the done count and that wait each on their own
+/// cache line, an empty two-thread region cost ~700 ns of cache-line hand-offs on a 2-core
+/// Xeon VM; this way, ~500 ns.)
 class Pool {
  public:
   explicit Pool(int workers) {
@@ -79,33 +57,99 @@ class Pool {
     cv_.notify_all();
     for (auto& t : threads_) t.join();
   }
-  void run(Region& r) {
-    // No worker may still hold the region when it goes out of scope, even when something here
-    // throws. A worker announces itself in active_ before it reads region_; after region_ is
-    // cleared, a worker that announces itself reads null, so only those counted can hold it.
-    struct Retire {
+  /// Runs r with the workers; one caller at a time (parallel_for's region mutex).
+  void run(const Region& r) {
+    ctx_.store(r.ctx, std::memory_order_relaxed);
+    fn_.store(r.fn, std::memory_order_relaxed);
+    n_.store(r.n, std::memory_order_relaxed);
+    chunk_.store(r.chunk, std::memory_order_relaxed);
+    claim_.store(r.claim, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    // The claim word publishes the fields above to whoever claims from it. A worker still
+    // claiming from the previous region may take this one's chunks: that is fine, it reads
+    // the description after its claim.
+    unclaimed_.store(static_cast<uint64_t>(r.nchunks) << 32, std::memory_order_release);
+    generation_.store(generation_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    // Waits until no chunk is in flight, also when one of the caller's chunks throws: the
+    // chunks it had claimed, and those nobody has, count as done (they will not run), and
+    // those the workers claimed are waited for (fn's context lives in the caller's frame).
+    struct Finish {
       Pool& pool;
-      ~Retire() {
-        pool.region_.store(nullptr);
-        wait_until([&] { return pool.active_.load() == 0; });
+      int64_t nchunks, pending = 0;  // the caller's claimed chunks not yet counted done
+      ~Finish() {
+        pool.done_.fetch_add(pending + pool.take_all(), std::memory_order_relaxed);
+        wait_until([&] { return pool.done_.load(std::memory_order_acquire) >= nchunks; });
       }
-    } retire{*this};
-    region_.store(&r);
-    generation_.fetch_add(1);
+    } finish{*this, r.nchunks};
     // A worker going to sleep raises sleepers_ before it re-reads the generation under m_, so
     // either it sees this region's generation or this reads its sleepers_ and wakes it.
-    if (sleepers_.load() != 0) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_relaxed) != 0) {
       std::lock_guard<std::mutex> l(m_);
       cv_.notify_all();
     }
-    run_chunks(r, /*from_back=*/false);
-    wait_until([&] { return r.done.load(std::memory_order_acquire) >= r.nchunks; });
+    run_chunks(/*from_back=*/false, &finish.pending);
   }
   int size() const { return static_cast<int>(threads_.size()) + 1; }
+  /// Waits (up to `limit`) until every worker has started polling; false when some have not.
+  bool wait_started(std::chrono::milliseconds limit) const {
+    const auto give_up = std::chrono::steady_clock::now() + limit;
+    while (started_.load() < static_cast<int>(threads_.size()))
+      if (std::chrono::steady_clock::now() > give_up) return false;
+      else std::this_thread::yield();
+    return true;
+  }
 
  private:
+  /// Claims up to claim_ chunks from one end: [first, last). False when none are left. The
+  /// caller claims from the front and the workers from the back, so that with two threads each
+  /// tends to do the same part of a repeated region (a batch-1 GEMV's half of the weight stays
+  /// in the cache of the core that read it last).
+  bool claim_chunks(bool from_back, int64_t& first, int64_t& last) {
+    uint64_t cur = unclaimed_.load(std::memory_order_relaxed);
+    // Possibly the previous region's: it only sets how many chunks one claim takes.
+    const int64_t claim = claim_.load(std::memory_order_relaxed);
+    for (;;) {
+      const int64_t front = static_cast<int64_t>(cur & 0xffffffffu), back = static_cast<int64_t>(cur >> 32);
+      if (front >= back) return false;
+      const int64_t take = std::min(claim, back - front);
+      first = from_back ? back - take : front;
+      last = first + take;
+      const uint64_t next = from_back ? (static_cast<uint64_t>(front) | static_cast<uint64_t>(back - take) << 32)
+                                      : (static_cast<uint64_t>(front + take) | static_cast<uint64_t>(back) << 32);
+      if (unclaimed_.compare_exchange_weak(cur, next, std::memory_order_acquire, std::memory_order_relaxed))
+        return true;
+    }
+  }
+  /// Claims every chunk left (a caller's chunk threw): how many.
+  int64_t take_all() {
+    uint64_t cur = unclaimed_.load(std::memory_order_relaxed);
+    for (;;) {
+      const int64_t front = static_cast<int64_t>(cur & 0xffffffffu), back = static_cast<int64_t>(cur >> 32);
+      if (front >= back) return 0;
+      if (unclaimed_.compare_exchange_weak(cur, static_cast<uint64_t>(back) | static_cast<uint64_t>(back) << 32,
+                                           std::memory_order_relaxed))
+        return back - front;
+    }
+  }
+  /// Claims and runs chunks until none are left; `pending` (the caller's) holds the chunks
+  /// claimed and not yet counted done.
+  void run_chunks(bool from_back, int64_t* pending) {
+    int64_t first, last;
+    while (claim_chunks(from_back, first, last)) {
+      if (pending) *pending = last - first;
+      void* const ctx = ctx_.load(std::memory_order_relaxed);
+      const auto fn = fn_.load(std::memory_order_relaxed);
+      const int64_t n = n_.load(std::memory_order_relaxed), chunk = chunk_.load(std::memory_order_relaxed);
+      for (int64_t k = first; k < last; ++k) fn(ctx, k * chunk, std::min(n, (k + 1) * chunk));
+      if (pending) *pending = 0;
+      // Release: the chunk's writes happen before the caller sees the region done.
+      done_.fetch_add(last - first, std::memory_order_release);
+    }
+  }
   void loop() {
     t_in_region = true;
+    started_.fetch_add(1);
     uint64_t seen = 0;  // the generation at construction: a region (or the shutdown) published
                         // before this thread got here must still be seen as new
     for (;;) {
@@ -125,13 +169,9 @@ class Pool {
         sleepers_.fetch_sub(1);
       }
       if (stop_.load()) return;
-      seen = generation_.load();
-      active_.fetch_add(1);
-      if (Region* r = region_.load()) {
-        run_chunks(*r, /*from_back=*/true);
-        detail::settle_cpu_credit();  // blocks freed in the task: not to linger in the peak
-      }
-      active_.fetch_sub(1, std::memory_order_release);
+      seen = generation_.load(std::memory_order_acquire);
+      run_chunks(/*from_back=*/true, nullptr);
+      detail::settle_cpu_credit();  // blocks freed in the task: not to linger in the peak
     }
   }
   /// The caller's waits are mostly short (a worker finishing its chunk): poll for a few
@@ -153,40 +193,52 @@ class Pool {
   }
 
   std::vector<std::thread> threads_;
-  // The handshake is sequentially consistent (the default order) where two threads each write
-  // one variable and read the other's: region_/active_ and generation_/sleepers_.
-  // Each on its own cache line by who writes it: the caller (region_, generation_), the
-  // workers per region (active_), rarely (sleepers_, stop_).
-  alignas(64) std::atomic<Region*> region_{nullptr};
-  std::atomic<uint64_t> generation_{0};  // bumped per region (and at shutdown)
-  alignas(64) std::atomic<int> active_{0};  // workers that may be reading region_'s region
+  // Each on its own cache line by who writes it: the caller, per region (the generation and
+  // the description, which a claimant reads right after the generation); everyone (the claim
+  // word; the done count); rarely (sleepers_, stop_). generation_/sleepers_ pair as in
+  // Dekker's algorithm: each side writes one and then reads the other, with a full fence or
+  // the sequentially consistent default order between.
+  alignas(64) std::atomic<uint64_t> generation_{0};  // bumped per region (and at shutdown)
+  std::atomic<void*> ctx_{nullptr};
+  std::atomic<void (*)(void*, int64_t, int64_t)> fn_{nullptr};
+  std::atomic<int64_t> n_{0}, chunk_{1}, claim_{1};
+  /// The chunks not yet claimed, [front, back), as front | back << 32.
+  alignas(64) std::atomic<uint64_t> unclaimed_{0};
+  alignas(64) std::atomic<int64_t> done_{0};  // chunks run (or given up), this region
   alignas(64) std::atomic<int> sleepers_{0};  // workers asleep (or about to be) on cv_
   std::atomic<bool> stop_{false};
+  std::atomic<int> started_{0};  // workers that have entered their loop
   std::mutex m_;  // only for sleeping and waking
   std::condition_variable cv_;
 };
 
 /// One two-chunk region whose chunks each wait (briefly) until both have started: the time
-/// the other thread takes to join, plus the hand-back; -1 when it did not join in time (not
-/// scheduled: a sample of the machine's load, not of the hand-off).
+/// the other thread takes to join, plus the hand-back; -1 when they did not meet in time (the
+/// worker was not running, or ran on the caller's core: a sample of the machine's load or the
+/// scheduler's placement, not of the hand-off).
 int64_t time_handoff_ns(Pool& pool) {
-  std::atomic<int> started{0};
+  struct Meeting {
+    std::thread::id caller = std::this_thread::get_id();
+    std::atomic<int> started{0}, met{0};
+    std::atomic<bool> other_thread{false};  // a chunk ran on a worker (the caller may run both)
+  } meeting;
   Region r;
-  r.ctx = &started;
+  r.ctx = &meeting;
   r.fn = [](void* c, int64_t, int64_t) {
-    auto& s = *static_cast<std::atomic<int>*>(c);
-    s.fetch_add(1);
+    auto& m = *static_cast<Meeting*>(c);
+    if (std::this_thread::get_id() != m.caller) m.other_thread.store(true);
+    m.started.fetch_add(1);
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-    while (s.load() < 2 && std::chrono::steady_clock::now() < give_up) {
-    }
+    while (m.started.load() < 2)
+      if (std::chrono::steady_clock::now() > give_up) return;
+    m.met.fetch_add(1);
   };
   r.n = 2;
   r.chunk = 1;
   r.nchunks = 2;
-  r.unclaimed.store(uint64_t(2) << 32, std::memory_order_relaxed);
   const auto t0 = std::chrono::steady_clock::now();
   pool.run(r);
-  if (started.load() < 2) return -1;
+  if (!meeting.other_thread.load() || meeting.met.load() < 2) return -1;
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -194,9 +246,16 @@ int64_t time_handoff_ns(Pool& pool) {
 /// machine), 50 us: splitting short work is then a loss anyway.
 int64_t measure_region_overhead_ns(Pool& pool) {
   t_in_region = true;
-  for (int i = 0; i < 16; ++i) time_handoff_ns(pool);  // the workers are awake and polling
+  // A new worker often starts on the caller's core, and the scheduler moves it to an idle one
+  // only after a few milliseconds (on a 2-core VM: ~2 ms, during which every region timed
+  // out and the pool reported 50 us about half the times it was made). So samples are taken
+  // until 31 joined, or for at most 30 ms, after 8 joined ones in a row (workers polling).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+  pool.wait_started(std::chrono::milliseconds(30));
+  for (int in_a_row = 0; in_a_row < 8 && std::chrono::steady_clock::now() < give_up;)
+    in_a_row = time_handoff_ns(pool) >= 0 ? in_a_row + 1 : 0;
   std::vector<int64_t> t;
-  for (int i = 0; i < 31; ++i)
+  while (t.size() < 31 && std::chrono::steady_clock::now() < give_up)
     if (int64_t x = time_handoff_ns(pool); x >= 0) t.push_back(x);
   t_in_region = false;
   if (t.size() < 16) return 50'000;
@@ -266,7 +325,6 @@ void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void*, int64_t
   // the split never depends on the thread count.
   r.chunk = std::max(grain, (n - 1) / (int64_t(1) << 31) + 1);
   r.nchunks = (n + r.chunk - 1) / r.chunk;
-  r.unclaimed.store(static_cast<uint64_t>(r.nchunks) << 32, std::memory_order_relaxed);
   r.claim = std::max<int64_t>(1, r.nchunks / (16 * static_cast<int64_t>(threads)));  // ~16 claims per thread
   if (g_executor.run) {
     g_executor.run(g_executor.ctx, [](void* c, int64_t i) {

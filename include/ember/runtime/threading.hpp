@@ -43,7 +43,7 @@ void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void* ctx, int
 /// (the median of a few dozen two-chunk regions; 50 us when the workers mostly did not join
 /// within that, on a loaded machine); 0 with one thread, and a guess of 1 us under
 /// a user's executor. Splitting work shorter than a few times this loses (on a 2-core Xeon VM
-/// it is ~1 us; on a Zen 4 one, a third of that).
+/// it is ~0.5 us; on a Zen 4 one, ~0.3 us).
 int64_t region_overhead_ns();
 
 template <class F>
