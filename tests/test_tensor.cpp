@@ -302,7 +302,7 @@ TEST_CASE("the pool measures its hand-off when it is made") {
   set_num_threads(1);
   CHECK(detail::region_overhead_ns() == 0);
   set_num_threads(2);
-  // A worker joining a region takes some time, and not seconds (its wait gives up at 200 us).
+  // A worker joining a region takes some time, and not seconds (its wait gives up at 50 us).
   CHECK(detail::region_overhead_ns() > 0);
   CHECK(detail::region_overhead_ns() < 1'000'000);
   set_num_threads(1);
