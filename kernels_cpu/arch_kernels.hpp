@@ -17,7 +17,8 @@
   void arg_reduce(detail::ArgReduceOp, detail::TensorImpl*, detail::TensorImpl&, const detail::TensorImpl&, int64_t); \
   void softmax(detail::TensorImpl&, const detail::TensorImpl&, int64_t, bool);                                  \
   void cumulative(detail::CumOp, detail::TensorImpl&, detail::TensorImpl*, const detail::TensorImpl&, int64_t); \
-  void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double);         \
+  void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double,         \
+            const detail::TensorImpl* row = nullptr);                                                           \
   void softmax_backward(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, int64_t, bool); \
   void layer_norm(detail::TensorImpl&, detail::TensorImpl&, detail::TensorImpl&, const detail::TensorImpl&,        \
                   const detail::TensorImpl*, const detail::TensorImpl*, int64_t, double);                        \
@@ -55,7 +56,8 @@ bool cpu_uses_avx2_build();
 // Only the f32 GEMM and the compute-bound f32 elementwise ops (transcendental_wide.hpp) have
 // an AVX-512 build (kernels_cpu/meson.build says why).
 namespace ember::cpu::avx512 {
-void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double);
+void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double,
+          const detail::TensorImpl* row = nullptr);
 }
 #define EMBER_HAVE_AVX512_BUILD 1
 #endif

@@ -192,8 +192,12 @@ void gemv_rows(T* y, const T* x, int64_t incx, const T* b, int64_t ldb, int64_t 
   }
 }
 
+/// With `row` (2-D products only): out's prior value is taken to be that row in every row (a
+/// Linear's bias, not yet written to out). The packed GEMM reads it in its stores; the other
+/// paths get out filled with it first.
 template <class T>
-void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha_d, double beta_d) {
+void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha_d, double beta_d,
+                const T* row) {
   // Operands are (batch, rows, cols) or, for two plain matrices, (rows, cols) with one batch.
   const size_t d = out.sizes.size() == 3 ? 1 : 0;
   const int64_t batch = d ? out.sizes[0] : 1, m = out.sizes[d], n = out.sizes[d + 1], k = a.sizes[d + 1];
@@ -203,6 +207,10 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   const T* ap = static_cast<const T*>(a.data());
   const T* bp = static_cast<const T*>(b.data());
   int64_t ldc = out.strides[d];
+  if (row && !(kFastPaths<T> && m > 1 && batch == 1 && k > 0)) {
+    for (int64_t i = 0; i < m; ++i) std::copy(row, row + n, cp + i * ldc);
+    row = nullptr;
+  }
   if (k == 0) {  // empty inner dim: out = beta * out, through out's strides (a view may have gaps)
     for (int64_t bi = 0; bi < batch; ++bi)
       for (int64_t i = 0; i < m; ++i) {
@@ -231,7 +239,7 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
     if constexpr (kFastPaths<T>)  // f32 only
       packed_gemm::sgemm(r1 - r0, c1 - c0, k, {ap + bi * sa0 + r0 * a_sr, a_sr, a_sc},
                          {bp + bi * sb0 + c0 * b_sc, b_sr, b_sc}, cp + bi * sc0 + r0 * ldc + c0, ldc, alpha, beta,
-                         thr);
+                         thr, row ? row + c0 : nullptr);
   };
 #endif
   auto product = [&](int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
@@ -310,11 +318,13 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
 
 }  // namespace
 
-void gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta) {
+void gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta,
+          const TensorImpl* row) {
+  const void* r = row ? row->data() : nullptr;
   switch (out.dtype) {
-    case DType::F32: return gemm_typed<float>(out, a, b, alpha, beta);
+    case DType::F32: return gemm_typed<float>(out, a, b, alpha, beta, static_cast<const float*>(r));
 #if !defined(EMBER_GEMM_F32_ONLY)
-    case DType::F64: return gemm_typed<double>(out, a, b, alpha, beta);
+    case DType::F64: return gemm_typed<double>(out, a, b, alpha, beta, static_cast<const double*>(r));
 #endif
     default: EMBER_FAIL("[matmul] the CPU GEMM supports f32 and f64 directly, got {}", out.dtype);
   }

@@ -111,6 +111,9 @@ struct GemmPlan {
   const TensorImpl* a = nullptr;  ///< the operands the kernel reads: the views, or the inputs
   const TensorImpl* b = nullptr;
   double alpha = 1, beta = 0;
+  /// CPU f32/f64 matrices only: out's prior value is this row (the bias vector of a Linear or
+  /// an addmm) in every row, for the kernel to read in its stores; out is not filled with it.
+  const TensorImpl* bias_row = nullptr;
 };
 /// Linear: a (m, k) @ b^T + c for a weight b (n, k) read in place (torch.nn.functional.linear
 /// on 2-d input): no transposed view of the weight is made, and the weight's gradient goes to
@@ -135,6 +138,9 @@ struct Matmul {
   TensorRef run(const TensorImpl& a, const TensorImpl& b, const TensorImpl* c = nullptr) const {
     GemmPlan plan = prepare_gemm(kind, a, b, c, beta, alpha);
     on_backend<BL>(a.device(), name(), [&]<class B>() {
+      if constexpr (std::is_same_v<B, Cpu>)
+        if (plan.bias_row)
+          return detail::Kernels<B>::gemm_bias(*plan.out, *plan.a, *plan.b, *plan.bias_row, plan.alpha, plan.beta);
       detail::Kernels<B>::gemm(*plan.out, *plan.a, *plan.b, plan.alpha, plan.beta);
     });
     return finish_gemm(plan);
