@@ -421,18 +421,26 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
 /// save an eighth of the area to be chosen. (A quarter until 64-row products, such as the
 /// attention backward's 64 x 32 per head, showed that the 12-row tile's partial last panel,
 /// packed separately, costs more: that backward ~5% faster, the CNN step unchanged.)
+/// A long product with a transposed A (`long_steps`: a weight gradient dY^T @ X over 512 or
+/// more rows of a batch, C of 64 rows or more) takes the 12-row tile unless it pads C by more
+/// than 5%: its steps come one cache line each, and the 12 x 2 tile needs half the B loads per
+/// FMA of the 6 x 4 one. On the transformer benchmark's weight gradients (1024 steps, C 128-512
+/// x 128-512) 12 x 2 ran 3-13% faster, also where it pads more (256 rows: 264 against 258).
+/// Not below 64 rows (32 rows: 12 x 2 was 20-40% slower, its partial last panel a third of
+/// the work; 48 rows: no clear winner), nor over short inner dimensions (96 x 64 x 512: 30% slower); on a row-major A
+/// the two tiles run level.
 #if defined(__AVX512F__)
 enum class Tile { Wide6x4, Tall12x2, Small8x2 };
 inline int64_t padded(int64_t m, int64_t n, int64_t mr, int64_t nv) { return ceil_div(m, mr) * mr * ceil_div(n, nv * W) * nv * W; }
-inline Tile choose_tile(int64_t m, int64_t n, int64_t& area) {
+inline Tile choose_tile(int64_t m, int64_t n, int64_t& area, bool long_steps = false) {
   const int64_t wide = padded(m, n, 6, 4), tall = padded(m, n, 12, 2), small = padded(m, n, 8, 2);
   if (small * 8 < std::min(wide, tall) * 7) return area = small, Tile::Small8x2;
-  if (tall < wide) return area = tall, Tile::Tall12x2;
+  if (tall < wide || (long_steps && tall * 20 <= wide * 21)) return area = tall, Tile::Tall12x2;
   return area = wide, Tile::Wide6x4;
 }
 #else
 enum class Tile { Avx2_6x2 };
-inline Tile choose_tile(int64_t m, int64_t n, int64_t& area) {
+inline Tile choose_tile(int64_t m, int64_t n, int64_t& area, bool = false) {
   area = ceil_div(m, 6) * 6 * ceil_div(n, 2 * W) * 2 * W;
   return Tile::Avx2_6x2;
 }
@@ -513,7 +521,7 @@ inline void sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* 
     return transposed_product(choose_tile(n, m, area_w));
   }
   int64_t area = 0, area_t = 0;
-  const Tile tile = choose_tile(m, n, area);
+  const Tile tile = choose_tile(m, n, area, /*long_steps=*/a.sr == 1 && a.sc != 1 && k >= 512 && m >= 64);
   if (n < 2 * W && m > n) {
     const Tile tile_t = choose_tile(n, m, area_t);
     if (area_t * 4 <= area * 3) return transposed_product(tile_t);

@@ -101,14 +101,17 @@ TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the thread
   //  - C at most one tile wide with 2 threads splits by rows: 2000 x 12 (each task packs B);
   //  - a narrow C computed as the transposed product, on 2 threads: 2000 x 5;
   //  - a wide C over few rows with B's columns contiguous, computed as the transposed product
-  //    and written back in 8 x 8 transposes: 20 x 300 and 8 x 64 (row and column tails, none).
+  //    and written back in 8 x 8 transposes: 20 x 300 and 8 x 64 (row and column tails, none);
+  //  - a long product with a transposed A read in place by the 12-row tile: 384 x 70 over
+  //    1100 (three slices, a partial B panel) and 130 x 64 over 600 (a partial last row panel).
   manual_seed(14);
   struct Case {
     int64_t m, n, k;
     int la, lb;
   };
   const Case cases[] = {{256, 40, 600, 1, 0}, {1024, 40, 2100, 1, 1}, {1024, 40, 2100, 2, 0}, {2000, 12, 600, 0, 0},
-                        {2000, 5, 600, 0, 1},  {20, 300, 700, 0, 1},   {8, 64, 256, 0, 1}};
+                        {2000, 5, 600, 0, 1},  {20, 300, 700, 0, 1},   {8, 64, 256, 0, 1},
+                        {384, 70, 1100, 1, 0}, {130, 64, 600, 1, 2}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Case& c : cases) {
