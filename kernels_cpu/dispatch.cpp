@@ -109,6 +109,14 @@ void Kernels<Cpu>::arg_reduce(ArgReduceOp op, TensorImpl* values, TensorImpl& in
   EMBER_CPU_FORWARD(arg_reduce, op, values, indices, x, dim);
 }
 void Kernels<Cpu>::softmax(TensorImpl& out, const TensorImpl& x, int64_t dim, bool log) {
+#if defined(EMBER_HAVE_AVX512_BUILD)
+  if (x.dtype == DType::F32 && out.dtype == DType::F32 && x.contiguous && out.contiguous && x.ndim() > 0 &&
+      dim == x.ndim() - 1 && x.numel > 0 && x.numel == out.numel && avx512()) {
+    const int64_t len = x.sizes[static_cast<size_t>(dim)];
+    return cpu::avx512::softmax_rows_f32(static_cast<float*>(out.data()), static_cast<const float*>(x.data()),
+                                         x.numel / len, len, log);
+  }
+#endif
   EMBER_CPU_FORWARD(softmax, out, x, dim, log);
 }
 void Kernels<Cpu>::softmax_backward(TensorImpl& dx, const TensorImpl& g, const TensorImpl& y, int64_t dim, bool log) {

@@ -1,5 +1,6 @@
 // The compute-bound f32 elementwise ops (exp, tanh, sigmoid, gelu, erf, ... and the gradients
-// of gelu and silu) over contiguous tensors, for the AVX-512 build only.
+// of gelu and silu) over contiguous tensors, and softmax over a contiguous tensor's last dim,
+// for the AVX-512 build only.
 //
 // Why a separate file: every other elementwise op is memory-bound and gains nothing from
 // 512-bit vectors, and a whole AVX-512 copy of elementwise.cpp (470 KB) would break the 2 MiB
@@ -14,6 +15,10 @@
 
 #include <ember/core/config.hpp>
 #include <ember/runtime/threading.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace ember::cpu::EMBER_CPU_ARCH {
 namespace {
@@ -49,7 +54,64 @@ void binary_run(float* out, const float* a, const float* b, int64_t n) {
   });
 }
 
+/// Lane reductions through zero-masked extracts (GCC 12's unmasked ones and _mm512_reduce_*
+/// trip its own -Wmaybe-uninitialized, as gemm.cpp's add_halves notes).
+inline float lane_max(const B& v) {
+  __m256 h = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(0xFF, v, 0), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
+  __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_max_ss(q, _mm_movehdup_ps(q)));
+}
+inline float lane_sum(const B& v) {
+  __m256 h = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, v, 0), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+}
+
+/// One contiguous line: max, exp and sum, scale; the steps of reduce.cpp's contiguous-row path
+/// on 16 lanes, and the same scalar tail. Special lines need no test (as its strips): a NaN, or
+/// a +inf (inf - inf), makes the sum NaN, and a line of -inf subtracts -inf from itself; each
+/// gives the NaN line that path's element-by-element fallback gives.
+void softmax_row(float* w, const float* r, int64_t len, bool log) {
+  int64_t k = 0;
+  B mb(-std::numeric_limits<float>::infinity());
+  for (; k + W <= len; k += W) mb = xsimd::max(mb, B::load_unaligned(r + k));
+  float m = lane_max(mb);
+  for (; k < len; ++k) m = std::max(m, r[k]);
+  const B mv(m);
+  B sb(0.f);
+  for (k = 0; k + W <= len; k += W) {
+    const B e = xsimd::exp(B::load_unaligned(r + k) - mv);
+    if (!log) e.store_unaligned(w + k);
+    sb += e;
+  }
+  float sum = lane_sum(sb);
+  for (; k < len; ++k) {
+    const float e = std::exp(r[k] - m);
+    if (!log) w[k] = e;
+    sum += e;
+  }
+  if (log) {  // (x - m) - log(sum): m + log(sum) would round log(sum) away at |m| ~ 1e7
+    const float lse = std::log(sum);
+    const B lb(lse);
+    for (k = 0; k + W <= len; k += W) ((B::load_unaligned(r + k) - mv) - lb).store_unaligned(w + k);
+    for (; k < len; ++k) w[k] = (r[k] - m) - lse;
+  } else {
+    const B inv(1.f / sum);
+    for (k = 0; k + W <= len; k += W) (B::load_unaligned(w + k) * inv).store_unaligned(w + k);
+    for (; k < len; ++k) w[k] *= 1.f / sum;
+  }
+}
+
 }  // namespace
+
+void softmax_rows_f32(float* out, const float* x, int64_t rows, int64_t len, bool log) {
+  ember::detail::parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)),
+                              [&](int64_t r0, int64_t r1) {
+                                for (int64_t r = r0; r < r1; ++r) softmax_row(out + r * len, x + r * len, len, log);
+                              });
+}
 
 bool unary_f32(ops::UnaryOp op, const ops::UnaryParams& p, float* out, const float* x, int64_t n) {
   using U = ops::UnaryOp;
