@@ -285,15 +285,16 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   // A single row (batch-1 inference) is split too, below the flop threshold, when its weight
   // takes several times longer to read than handing half of it to another thread costs: the
   // GEMV streams B from L2 and does little else, so each thread reads its columns from its own
-  // core's L2. At ~110 GB/s a byte takes ~0.009 ns. A split costs about twice the measured
-  // hand-off (x and y cross cores too), so it pays when the read takes 4 hand-offs or more:
-  // on a Xeon VM (hand-off ~0.8 us) a 256 KiB weight took 2.3 us on one thread and 2.8 us
-  // split, a 1 MiB one 10.0 and 5.9 us; on a Zen 4 VM (about a third of that) splitting
-  // mlp_infer_b1's 256 KiB weight took it from 3.6 to 3.1 us. The blocks of 32 columns keep
-  // every column's arithmetic as in one thread.
+  // core's L2. At ~110 GB/s a byte takes ~0.009 ns. A split costs several measured hand-offs
+  // (x and y cross cores too, and in a network the previous layer's output), so it pays when
+  // the read takes 6 hand-offs or more: on a Xeon VM (hand-off ~0.5-0.7 us) splitting the
+  // 256 KiB weight of mlp_infer_b1 made it slower (3.7 -> 4.15 us; alone, that GEMV went
+  // 2.28 -> 2.09 us), while 512 KiB went 6.5 -> 4.6 us and 1 MiB 12.0 -> 7.2; on a Zen 4 VM
+  // (hand-off ~0.3 us) splitting the 256 KiB weight took the MLP from 3.6 to 3.1 us. The
+  // blocks of 32 columns keep every column's arithmetic as in one thread.
   const double weight_read_ns = static_cast<double>(k) * static_cast<double>(n) * sizeof(T) * 0.009;
   const double handoff_ns = static_cast<double>(std::max<int64_t>(ember::detail::region_overhead_ns(), 100));
-  const bool wide_gemv = kFastPaths<T> && m == 1 && threads > 1 && n >= 64 && weight_read_ns >= 4.0 * handoff_ns;
+  const bool wide_gemv = kFastPaths<T> && m == 1 && threads > 1 && n >= 64 && weight_read_ns >= 6.0 * handoff_ns;
   for (int64_t bi = 0; bi < batch; ++bi) {
     if (!wide_gemv && (!parallel || flops < 4e6 || (m < 64 && n < 64))) {
       product(bi, 0, m, 0, n);
