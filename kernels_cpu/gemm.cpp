@@ -16,6 +16,7 @@
 #if defined(__AVX2__)
 #include "gemm_packed.hpp"
 #endif
+#include "lane_reduce.hpp"
 
 namespace ember::cpu::EMBER_CPU_ARCH {
 namespace {
@@ -58,26 +59,12 @@ void product_block(T* c, int64_t ldc, const A& a, const B& b, int64_t r0, int64_
   assign(C, a.middleRows(r0, r1 - r0));
 }
 
-#if defined(__AVX512F__)
-/// The sum of a 512-bit vector's two 256-bit halves. Zero-masked extracts: GCC 12's unmasked
-/// ones (and _mm512_reduce_add_ps, the 512->256 cast) start from an "undefined" vector that
-/// trips its own -Wmaybe-uninitialized; an all-ones mask compiles to the plain instruction.
-inline __m256 add_halves(__m512 v) {
-  return _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, v, 0), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
-}
-#endif
-
-/// Sum of a vector's lanes: halves added down to one lane, cheaper than xsimd 8.1's reduction,
-/// which goes through two 256-bit vhaddps.
+/// Sum of a vector's lanes: halves added down to one lane (lane_reduce.hpp) for 16 floats,
+/// cheaper than xsimd 8.1's reduction, which goes through two 256-bit vhaddps.
 template <class T>
 T lane_sum(const xsimd::batch<T>& v) {
 #if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float> && xsimd::batch<T>::size == 16) {
-    const __m256 h = add_halves(v);
-    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
-  }
+  if constexpr (std::is_same_v<T, float> && xsimd::batch<T>::size == 16) return sum_lanes(v);
 #endif
   return xsimd::hadd(v);
 }

@@ -102,8 +102,8 @@ inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int6
   for (int64_t i = 0; i < mr; ++i)
     for (int64_t j = 0; j < nr; ++j) {
       float& y = c[i * ldc + j];
-      const float prior = beta == 0.f ? 0.f : row ? row[j] : y;
-      y = beta == 0.f ? alpha * tmp[i][j] : std::fma(beta, prior, alpha * tmp[i][j]);  // as full tiles round
+      // One fma, as full tiles round.
+      y = beta == 0.f ? alpha * tmp[i][j] : std::fma(beta, row ? row[j] : y, alpha * tmp[i][j]);
     }
 }
 
@@ -427,8 +427,8 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
 /// FMA of the 6 x 4 one. On the transformer benchmark's weight gradients (1024 steps, C 128-512
 /// x 128-512) 12 x 2 ran 3-13% faster, also where it pads more (256 rows: 264 against 258).
 /// Not below 64 rows (32 rows: 12 x 2 was 20-40% slower, its partial last panel a third of
-/// the work; 48 rows: no clear winner), nor over short inner dimensions (96 x 64 x 512: 30% slower); on a row-major A
-/// the two tiles run level.
+/// the work; 48 rows: no clear winner), nor over short inner dimensions (96 x 64 x 512: 30%
+/// slower); on a row-major A the two tiles run level.
 #if defined(__AVX512F__)
 enum class Tile { Wide6x4, Tall12x2, Small8x2 };
 inline int64_t padded(int64_t m, int64_t n, int64_t mr, int64_t nv) { return ceil_div(m, mr) * mr * ceil_div(n, nv * W) * nv * W; }

@@ -11,6 +11,7 @@
 // The functors are the AVX2 build's (functors.hpp), instantiated for f32 batches of 16.
 
 #include "functors.hpp"
+#include "lane_reduce.hpp"
 #include "transcendental_wide.hpp"
 
 #include <ember/core/config.hpp>
@@ -54,21 +55,6 @@ void binary_run(float* out, const float* a, const float* b, int64_t n) {
   });
 }
 
-/// Lane reductions through zero-masked extracts (GCC 12's unmasked ones and _mm512_reduce_*
-/// trip its own -Wmaybe-uninitialized, as gemm.cpp's add_halves notes).
-inline float lane_max(const B& v) {
-  __m256 h = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(0xFF, v, 0), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
-  __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_max_ps(q, _mm_movehl_ps(q, q));
-  return _mm_cvtss_f32(_mm_max_ss(q, _mm_movehdup_ps(q)));
-}
-inline float lane_sum(const B& v) {
-  __m256 h = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xFF, v, 0), _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
-  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
-  return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
-}
-
 /// One contiguous line: max, exp and sum, scale; the steps of reduce.cpp's contiguous-row path
 /// on 16 lanes, and the same scalar tail. Special lines need no test (as its strips): a NaN, or
 /// a +inf (inf - inf), makes the sum NaN, and a line of -inf subtracts -inf from itself; each
@@ -77,7 +63,7 @@ void softmax_row(float* w, const float* r, int64_t len, bool log) {
   int64_t k = 0;
   B mb(-std::numeric_limits<float>::infinity());
   for (; k + W <= len; k += W) mb = xsimd::max(mb, B::load_unaligned(r + k));
-  float m = lane_max(mb);
+  float m = max_lanes(mb);
   for (; k < len; ++k) m = std::max(m, r[k]);
   const B mv(m);
   B sb(0.f);
@@ -86,7 +72,7 @@ void softmax_row(float* w, const float* r, int64_t len, bool log) {
     if (!log) e.store_unaligned(w + k);
     sb += e;
   }
-  float sum = lane_sum(sb);
+  float sum = sum_lanes(sb);
   for (; k < len; ++k) {
     const float e = std::exp(r[k] - m);
     if (!log) w[k] = e;

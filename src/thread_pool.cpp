@@ -91,14 +91,6 @@ class Pool {
     run_chunks(/*from_back=*/false, &finish.pending);
   }
   int size() const { return static_cast<int>(threads_.size()) + 1; }
-  /// Waits (up to `limit`) until every worker has started polling; false when some have not.
-  bool wait_started(std::chrono::milliseconds limit) const {
-    const auto give_up = std::chrono::steady_clock::now() + limit;
-    while (started_.load() < static_cast<int>(threads_.size()))
-      if (std::chrono::steady_clock::now() > give_up) return false;
-      else std::this_thread::yield();
-    return true;
-  }
 
  private:
   /// Claims up to claim_ chunks from one end: [first, last). False when none are left. The
@@ -149,7 +141,6 @@ class Pool {
   }
   void loop() {
     t_in_region = true;
-    started_.fetch_add(1);
     uint64_t seen = 0;  // the generation at construction: a region (or the shutdown) published
                         // before this thread got here must still be seen as new
     for (;;) {
@@ -207,7 +198,6 @@ class Pool {
   alignas(64) std::atomic<int64_t> done_{0};  // chunks run (or given up), this region
   alignas(64) std::atomic<int> sleepers_{0};  // workers asleep (or about to be) on cv_
   std::atomic<bool> stop_{false};
-  std::atomic<int> started_{0};  // workers that have entered their loop
   std::mutex m_;  // only for sleeping and waking
   std::condition_variable cv_;
 };
@@ -215,18 +205,16 @@ class Pool {
 /// One two-chunk region whose chunks each wait (briefly) until both have started: the time
 /// the other thread takes to join, plus the hand-back; -1 when they did not meet in time (the
 /// worker was not running, or ran on the caller's core: a sample of the machine's load or the
-/// scheduler's placement, not of the hand-off).
+/// scheduler's placement, not of the hand-off). Both chunks meet only when two threads run
+/// them at once: run one after the other, the first gives up waiting.
 int64_t time_handoff_ns(Pool& pool) {
   struct Meeting {
-    std::thread::id caller = std::this_thread::get_id();
     std::atomic<int> started{0}, met{0};
-    std::atomic<bool> other_thread{false};  // a chunk ran on a worker (the caller may run both)
   } meeting;
   Region r;
   r.ctx = &meeting;
   r.fn = [](void* c, int64_t, int64_t) {
     auto& m = *static_cast<Meeting*>(c);
-    if (std::this_thread::get_id() != m.caller) m.other_thread.store(true);
     m.started.fetch_add(1);
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
     while (m.started.load() < 2)
@@ -238,7 +226,7 @@ int64_t time_handoff_ns(Pool& pool) {
   r.nchunks = 2;
   const auto t0 = std::chrono::steady_clock::now();
   pool.run(r);
-  if (!meeting.other_thread.load() || meeting.met.load() < 2) return -1;
+  if (meeting.met.load() < 2) return -1;
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -246,12 +234,12 @@ int64_t time_handoff_ns(Pool& pool) {
 /// machine), 50 us: splitting short work is then a loss anyway.
 int64_t measure_region_overhead_ns(Pool& pool) {
   t_in_region = true;
-  // A new worker often starts on the caller's core, and the scheduler moves it to an idle one
-  // only after a few milliseconds (on a 2-core VM: ~2 ms, during which every region timed
-  // out and the pool reported 50 us about half the times it was made). So samples are taken
-  // until 31 joined, or for at most 30 ms, after 8 joined ones in a row (workers polling).
+  // A new worker may not have started yet, and often starts on the caller's core, where the
+  // scheduler moves it to an idle one only after a few milliseconds (on a 2-core VM: ~2 ms,
+  // during which every region timed out and the pool reported 50 us about half the times it
+  // was made). So samples are taken until 31 joined, or for at most 30 ms, after 8 joined
+  // ones in a row (workers polling).
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
-  pool.wait_started(std::chrono::milliseconds(30));
   for (int in_a_row = 0; in_a_row < 8 && std::chrono::steady_clock::now() < give_up;)
     in_a_row = time_handoff_ns(pool) >= 0 ? in_a_row + 1 : 0;
   std::vector<int64_t> t;

@@ -43,11 +43,11 @@ bool plan_matrices(GemmPlan& plan, const char* op, const TensorImpl& a, const Te
   plan.a = &a;  // the caller holds the inputs for the product's duration
   plan.b = &b;
   plan.beta = c ? beta : 0;
-  if (c && c->ndim() == 1 && c->sizes[0] == n && (c->strides[0] == 1 || n == 1) &&
-      (a.dtype == DType::F32 || a.dtype == DType::F64)) {
+  const bool bias_vector = c && c->ndim() == 1 && c->sizes[0] == n && (c->strides[0] == 1 || n == 1);
+  if (bias_vector && (a.dtype == DType::F32 || a.dtype == DType::F64)) {
     // A bias vector (Linear): the kernel reads it where it would read out's prior value.
     plan.bias_row = c;
-  } else if (c && c->ndim() == 1 && c->sizes[0] == n && (c->strides[0] == 1 || n == 1)) {
+  } else if (bias_vector) {
     // A bias vector of another dtype: copied into each row directly rather than through a
     // broadcast view.
     const size_t row_bytes = static_cast<size_t>(n) * itemsize(a.dtype);
