@@ -341,9 +341,18 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
     };
     // Tasks: column blocks of at most NC, narrowed so that every thread gets one; when C is
     // too narrow for that, row blocks too (each packs its own copy of its B block).
+    // A read in place that is at least twice as tall as C is wide is split by rows instead:
+    // each thread then reads only its share of A, and packs all of the smaller B. Split by
+    // columns, every thread read all of A, which in a training step is typically a weight the
+    // optimiser has just written, half of it from the other core's cache (a batch-128 Linear,
+    // computed as the transposed product W @ X^T: 512 rows of A, 128 columns of C). The MNIST
+    // MLP's step at two threads: ~13% faster; its forward Linears had scaled 1.2-1.4x in the
+    // step against 1.7-1.8x standalone.
     int64_t width = std::min(NC, ceil_div(n, NR) * NR);
     int64_t row_tasks = 1;
-    if (threads > 1) {
+    if (threads > 1 && direct && !steps_per_panel && rows >= 2 * n && panels >= threads) {
+      row_tasks = threads;
+    } else if (threads > 1) {
       if (ceil_div(n, width) < threads) width = std::max(NR, ceil_div(ceil_div(n, threads), NR) * NR);
       const int64_t col_tasks = ceil_div(n, width);
       if (col_tasks < threads) row_tasks = std::min(panels, ceil_div(threads, col_tasks));

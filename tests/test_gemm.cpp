@@ -99,6 +99,8 @@ TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the thread
   //  - a packed A of more than 2M floats goes in row chunks: 1024 x 2100 with strided rows
   //    and columns;
   //  - C at most one tile wide with 2 threads splits by rows: 2000 x 12 (each task packs B);
+  //  - so does a C at least twice as tall as wide whose A is read in place: 512 x 128 over 784
+  //    with B's columns contiguous (a batch-128 Linear's transposed product);
   //  - a narrow C computed as the transposed product, on 2 threads: 2000 x 5;
   //  - a wide C over few rows with B's columns contiguous, computed as the transposed product
   //    and written back in 8 x 8 transposes: 20 x 300 and 8 x 64 (row and column tails, none);
@@ -111,7 +113,7 @@ TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the thread
   };
   const Case cases[] = {{256, 40, 600, 1, 0}, {1024, 40, 2100, 1, 1}, {1024, 40, 2100, 2, 0}, {2000, 12, 600, 0, 0},
                         {2000, 5, 600, 0, 1},  {20, 300, 700, 0, 1},   {8, 64, 256, 0, 1},
-                        {384, 70, 1100, 1, 0}, {130, 64, 600, 1, 2}};
+                        {384, 70, 1100, 1, 0}, {130, 64, 600, 1, 2}, {512, 128, 784, 0, 1}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Case& c : cases) {
