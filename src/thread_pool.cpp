@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -256,7 +257,14 @@ std::atomic<int64_t> g_region_overhead_ns{0};
 std::mutex g_region_mutex;  // one region at a time; a second concurrent caller runs serially
 std::mutex g_pool_mutex;
 std::unique_ptr<Pool> g_pool;
-Executor g_executor;
+// The user's executor (null: Ember's own pool). Ops read it without a lock while another
+// thread may install a different one, so each installed executor is a copy that is never
+// freed: a region that loaded the old pointer keeps using a valid copy. Identical executors
+// share one copy, so a program that switches back and forth does not grow the list.
+std::atomic<const Executor*> g_executor{nullptr};
+std::deque<Executor> g_installed_executors;  // guarded by g_pool_mutex
+
+const Executor* user_executor() { return g_executor.load(std::memory_order_acquire); }
 
 }  // namespace
 
@@ -276,7 +284,7 @@ void set_num_threads(int n) {
 
 namespace detail {
 int64_t region_overhead_ns() {
-  if (g_executor.run) return g_executor.concurrency > 1 ? 1000 : 0;
+  if (const Executor* e = user_executor()) return e->concurrency > 1 ? 1000 : 0;
   return g_region_overhead_ns.load(std::memory_order_relaxed);
 }
 }  // namespace detail
@@ -288,11 +296,21 @@ void set_worker_spin_us(int64_t microseconds) {
 
 int64_t get_worker_spin_us() { return g_spin_us.load(std::memory_order_relaxed); }
 
-int get_num_threads() { return g_executor.run ? g_executor.concurrency : g_threads.load(); }
+int get_num_threads() {
+  const Executor* e = user_executor();
+  return e ? e->concurrency : g_threads.load();
+}
 
 void set_executor(Executor e) {
   std::lock_guard<std::mutex> l(g_pool_mutex);
-  g_executor = e;
+  if (!e.run) {
+    g_executor.store(nullptr, std::memory_order_release);
+    return;
+  }
+  auto same = [&](const Executor& x) { return x.ctx == e.ctx && x.run == e.run && x.concurrency == e.concurrency; };
+  auto it = std::find_if(g_installed_executors.begin(), g_installed_executors.end(), same);
+  const Executor* copy = it != g_installed_executors.end() ? &*it : &g_installed_executors.emplace_back(e);
+  g_executor.store(copy, std::memory_order_release);
 }
 
 namespace detail {
@@ -300,7 +318,9 @@ namespace detail {
 void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void*, int64_t, int64_t)) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  int threads = get_num_threads();
+  // One read of the executor for the whole region: set_executor may run meanwhile.
+  const Executor* executor = user_executor();
+  int threads = executor ? executor->concurrency : g_threads.load();
   if (threads <= 1 || n <= grain) {
     fn(ctx, 0, n);
     return;
@@ -314,8 +334,8 @@ void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void*, int64_t
   r.chunk = std::max(grain, (n - 1) / (int64_t(1) << 31) + 1);
   r.nchunks = (n + r.chunk - 1) / r.chunk;
   r.claim = std::max<int64_t>(1, r.nchunks / (16 * static_cast<int64_t>(threads)));  // ~16 claims per thread
-  if (g_executor.run) {
-    g_executor.run(g_executor.ctx, [](void* c, int64_t i) {
+  if (executor) {
+    executor->run(executor->ctx, [](void* c, int64_t i) {
       auto* rr = static_cast<Region*>(c);
       int64_t b = i * rr->chunk, e = std::min(rr->n, b + rr->chunk);
       rr->fn(rr->ctx, b, e);

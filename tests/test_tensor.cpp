@@ -323,6 +323,24 @@ int64_t indices_not_run_once(std::vector<std::atomic<int>>& hits, int64_t grain)
   return wrong;
 }
 
+/// Another thread running 16-chunk regions back to back until stop(), counting chunks not run
+/// exactly once.
+struct RegionsOnAnotherThread {
+  std::atomic<bool> stopping{false};
+  std::atomic<int64_t> wrong{0}, regions{0};
+  std::thread user{[this] {
+    std::vector<std::atomic<int>> hits(16);
+    while (!stopping.load()) {
+      wrong += indices_not_run_once(hits, 1);
+      regions.fetch_add(1);
+    }
+  }};
+  void stop() {
+    stopping = true;
+    user.join();
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the pool runs every chunk of back-to-back regions exactly once, from several callers") {
@@ -375,20 +393,11 @@ TEST_CASE("the pool calls the body once per chunk of the grain") {
 }
 
 TEST_CASE("the pool can be resized while another thread runs regions on it") {
-  std::atomic<bool> stop{false};
-  std::atomic<int64_t> wrong{0}, regions{0};
-  std::thread user([&] {
-    std::vector<std::atomic<int>> hits(16);
-    while (!stop.load()) {
-      wrong += indices_not_run_once(hits, 1);
-      regions.fetch_add(1);
-    }
-  });
+  RegionsOnAnotherThread other;
   for (int rep = 0; rep < 100; ++rep) set_num_threads(1 + rep % 4);
-  while (regions.load() < 100) std::this_thread::yield();
-  stop = true;
-  user.join();
-  CHECK(wrong == 0);
+  while (other.regions.load() < 100) std::this_thread::yield();
+  other.stop();
+  CHECK(other.wrong == 0);
   // Not from inside a region: the caller's chunk would wait for its own region to end.
   set_num_threads(2);
   const auto caller = std::this_thread::get_id();
@@ -407,6 +416,33 @@ TEST_CASE("the pool can be resized while another thread runs regions on it") {
     });
   REQUIRE(tried.load());
   CHECK(refused == 1);
+  CHECK(get_num_threads() == 2);
+  set_num_threads(1);
+}
+
+TEST_CASE("the pool and a user's executor can be swapped while another thread runs regions") {
+  // set_executor used to overwrite the executor that running regions read without a lock (a
+  // data race ThreadSanitizer reports); each region now keeps the executor it started with.
+  struct Counting {
+    std::atomic<int64_t> tasks{0};
+  } counting;
+  Executor inline_executor;
+  inline_executor.ctx = &counting;
+  inline_executor.run = [](void* ctx, void (*task)(void*, int64_t), void* task_ctx, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) task(task_ctx, i);
+    static_cast<Counting*>(ctx)->tasks.fetch_add(n);
+  };
+  inline_executor.concurrency = 3;
+  set_num_threads(2);
+  RegionsOnAnotherThread other;
+  for (int rep = 0; rep < 200 || other.regions.load() < 200; ++rep) {
+    set_executor(rep % 2 ? Executor{} : inline_executor);
+    std::this_thread::yield();
+  }
+  other.stop();
+  CHECK(other.wrong == 0);
+  CHECK(counting.tasks.load() > 0);  // some regions ran on the executor
+  set_executor(Executor{});
   CHECK(get_num_threads() == 2);
   set_num_threads(1);
 }

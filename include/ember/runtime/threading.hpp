@@ -27,7 +27,9 @@ struct Executor {
   void (*run)(void* ctx, void (*task)(void* task_ctx, int64_t i), void* task_ctx, int64_t n) = nullptr;
   int concurrency = 1;  ///< how many tasks it can run at once
 };
-/// Installs `e` (or, with a default Executor{}, goes back to Ember's own pool).
+/// Installs `e` (or, with a default Executor{}, goes back to Ember's own pool). May be called
+/// while other threads run ops: a parallel region already started finishes on the executor
+/// it began with. Ember keeps a copy of each distinct executor installed (a few bytes each).
 void set_executor(Executor e);
 
 namespace detail {
