@@ -467,19 +467,19 @@ inline void sgemm_tiled(Tile tile, int64_t m, int64_t n, int64_t k, Operand a, O
 #endif
 }
 
-/// C[i, j] = alpha * ct[j * m + i] + beta * C[i, j] for an (n x m) row-major ct: C written
-/// back from its transposed product, 8 x 8 blocks transposed in registers. beta uses one fma,
-/// as the micro-kernels do; C is not read at beta 0, nor with `row` (C's prior value in every
-/// row, as in store_tile).
+/// C[i, j] = alpha * ct[j * m + i] + beta * C[i, j] for an (n x m) row-major ct and rows i
+/// in [i0, i1) (i0 a multiple of 8): C written back from its transposed product, 8 x 8 blocks
+/// transposed in registers. beta uses one fma, as the micro-kernels do; C is not read at
+/// beta 0, nor with `row` (C's prior value in every row, as in store_tile).
 inline void store_transposed(const float* ct, int64_t m, int64_t n, float* c, int64_t ldc, float alpha, float beta,
-                             const float* row) {
+                             const float* row, int64_t i0, int64_t i1) {
   auto store = [&](float& y, float v, int64_t j) {
     y = beta == 0.f ? alpha * v : std::fma(beta, row ? row[j] : y, alpha * v);
   };
-  const int64_t m8 = m / 8 * 8, n8 = n / 8 * 8;
+  const int64_t m8 = m / 8 * 8, n8 = n / 8 * 8, i8 = std::min(i1, m8);
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
   for (int64_t j = 0; j < n8; j += 8)
-    for (int64_t i = 0; i < m8; i += 8) {
+    for (int64_t i = i0; i < i8; i += 8) {
       __m256 r[8];
       for (int64_t q = 0; q < 8; ++q) r[q] = _mm256_loadu_ps(ct + (j + q) * m + i);
       transpose8x8(r);  // r[q] = C[i + q, j .. j + 8)
@@ -490,7 +490,7 @@ inline void store_transposed(const float* ct, int64_t m, int64_t n, float* c, in
         _mm256_storeu_ps(y, v);
       }
     }
-  for (int64_t i = 0; i < m; ++i) {
+  for (int64_t i = i0; i < i1; ++i) {
     for (int64_t j = n8; j < n; ++j) store(c[i * ldc + j], ct[j * m + i], j);
     if (i >= m8)
       for (int64_t j = 0; j < n8; ++j) store(c[i * ldc + j], ct[j * m + i], j);
@@ -523,7 +523,18 @@ inline void sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* 
     static thread_local Buffer scratch;
     float* ct = reserve(scratch, n * m);
     sgemm_tiled(tile_t, n, m, k, {b.p, b.sc, b.sr}, {a.p, a.sc, a.sr}, ct, m, 1.f, 0.f, threads);
-    store_transposed(ct, m, n, c, ldc, alpha, beta, row);
+    // The write-back is split too, by C's rows in halves (caller first, as elementwise ops
+    // split), where it is a few microseconds of work: done by the caller alone it was serial
+    // time, and it left all of C in the caller's cache for the next op's other half (the
+    // MNIST MLP's 128 x 512 Linears, followed by a ReLU).
+    const int64_t blocks = ceil_div(m, 8);
+    if (threads > 1 && m * n >= (int64_t(1) << 14) && blocks >= threads) {
+      ember::detail::parallel_for(blocks, ceil_div(blocks, threads), [&](int64_t b0, int64_t b1) {
+        store_transposed(ct, m, n, c, ldc, alpha, beta, row, b0 * 8, std::min(m, b1 * 8));
+      });
+    } else {
+      store_transposed(ct, m, n, c, ldc, alpha, beta, row, 0, m);
+    }
   };
   if (b.sr == 1 && b.sc != 1 && a.sc == 1 && m >= 8 && n >= 8 && 2 * m * (k + n) <= k * n) {
     int64_t area_w = 0;

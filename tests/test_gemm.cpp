@@ -103,7 +103,8 @@ TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the thread
   //    with B's columns contiguous (a batch-128 Linear's transposed product);
   //  - a narrow C computed as the transposed product, on 2 threads: 2000 x 5;
   //  - a wide C over few rows with B's columns contiguous, computed as the transposed product
-  //    and written back in 8 x 8 transposes: 20 x 300 and 8 x 64 (row and column tails, none);
+  //    and written back in 8 x 8 transposes: 20 x 300 and 8 x 64 (row and column tails, none),
+  //    and 43 x 517, large enough for two threads to write back a half each;
   //  - a long product with a transposed A read in place by the 12-row tile: 384 x 70 over
   //    1100 (three slices, a partial B panel) and 130 x 64 over 600 (a partial last row panel).
   manual_seed(14);
@@ -113,7 +114,8 @@ TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the thread
   };
   const Case cases[] = {{256, 40, 600, 1, 0}, {1024, 40, 2100, 1, 1}, {1024, 40, 2100, 2, 0}, {2000, 12, 600, 0, 0},
                         {2000, 5, 600, 0, 1},  {20, 300, 700, 0, 1},   {8, 64, 256, 0, 1},
-                        {384, 70, 1100, 1, 0}, {130, 64, 600, 1, 2}, {512, 128, 784, 0, 1}};
+                        {384, 70, 1100, 1, 0}, {130, 64, 600, 1, 2}, {512, 128, 784, 0, 1},
+                        {43, 517, 700, 0, 1}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Case& c : cases) {
@@ -219,14 +221,14 @@ TEST_CASE("linear with a bias on every GEMM path, against x @ w^T + b") {
   // The output starts as the bias and the GEMM runs at beta 1. With one inner slice
   // (k <= 512) the result must equal the product rounded and then the bias added, bitwise;
   // with more slices it is checked against the double reference. Shapes reach the batch-1
-  // GEMV (1 x 70), the wide transposed product (20 x 300), the narrow transposed product
-  // (300 x 5), the packed GEMM with partial tiles (37 x 70) and three inner slices (100 x 33
-  // over 1100).
+  // GEMV (1 x 70), the wide transposed product (20 x 300; 43 x 517, written back by both
+  // threads), the narrow transposed product (300 x 5), the packed GEMM with partial tiles
+  // (37 x 70) and three inner slices (100 x 33 over 1100).
   manual_seed(15);
   struct Dims {
     int64_t m, n, k;
   };
-  const Dims dims[] = {{1, 70, 530}, {20, 300, 256}, {300, 5, 200}, {37, 70, 500}, {100, 33, 1100}};
+  const Dims dims[] = {{1, 70, 530}, {20, 300, 256}, {43, 517, 480}, {300, 5, 200}, {37, 70, 500}, {100, 33, 1100}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Dims& d : dims) {
