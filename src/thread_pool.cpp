@@ -261,8 +261,14 @@ std::unique_ptr<Pool> g_pool;
 // thread may install a different one, so each installed executor is a copy that is never
 // freed: a region that loaded the old pointer keeps using a valid copy. Identical executors
 // share one copy, so a program that switches back and forth does not grow the list.
+// The list is allocated on first use and never destroyed, so that the pointer stays valid for
+// ops run from static constructors and destructors (a namespace-scope deque is built after,
+// and freed before, some of those run).
 std::atomic<const Executor*> g_executor{nullptr};
-std::deque<Executor> g_installed_executors;  // guarded by g_pool_mutex
+std::deque<Executor>& installed_executors() {  // guarded by g_pool_mutex
+  static auto* list = new std::deque<Executor>;
+  return *list;
+}
 
 const Executor* user_executor() { return g_executor.load(std::memory_order_acquire); }
 
@@ -308,8 +314,9 @@ void set_executor(Executor e) {
     return;
   }
   auto same = [&](const Executor& x) { return x.ctx == e.ctx && x.run == e.run && x.concurrency == e.concurrency; };
-  auto it = std::find_if(g_installed_executors.begin(), g_installed_executors.end(), same);
-  const Executor* copy = it != g_installed_executors.end() ? &*it : &g_installed_executors.emplace_back(e);
+  std::deque<Executor>& list = installed_executors();
+  auto it = std::find_if(list.begin(), list.end(), same);
+  const Executor* copy = it != list.end() ? &*it : &list.emplace_back(e);
   g_executor.store(copy, std::memory_order_release);
 }
 

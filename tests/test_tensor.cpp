@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -322,6 +323,25 @@ int64_t indices_not_run_once(std::vector<std::atomic<int>>& hits, int64_t grain)
   for (auto& h : hits) wrong += h.load(std::memory_order_relaxed) != 1;
   return wrong;
 }
+
+/// At exit, after every test: installs a user executor and runs a region on it. The list of
+/// installed executors must still be alive then (static destructors of the library's own
+/// translation units may already have run; under AddressSanitizer a list destroyed with them
+/// is a use after free).
+struct ExecutorAtExit {
+  ~ExecutorAtExit() {
+    Executor inline_executor;
+    inline_executor.run = [](void*, void (*task)(void*, int64_t), void* task_ctx, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) task(task_ctx, i);
+    };
+    inline_executor.concurrency = 2;
+    set_executor(inline_executor);
+    std::atomic<int64_t> covered{0};
+    detail::parallel_for(8, 1, [&](int64_t b, int64_t e) { covered += e - b; });
+    set_executor(Executor{});
+    if (covered.load() != 8) std::abort();
+  }
+} executor_at_exit;
 
 /// Another thread running 16-chunk regions back to back until stop(), counting chunks not run
 /// exactly once.
