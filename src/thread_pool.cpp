@@ -271,6 +271,8 @@ std::deque<Executor>& installed_executors() {  // guarded by g_pool_mutex
 }
 
 const Executor* user_executor() { return g_executor.load(std::memory_order_acquire); }
+/// The threads a region may use under executor `e` (null: Ember's pool).
+int threads_under(const Executor* e) { return e ? e->concurrency : g_threads.load(); }
 
 }  // namespace
 
@@ -302,10 +304,7 @@ void set_worker_spin_us(int64_t microseconds) {
 
 int64_t get_worker_spin_us() { return g_spin_us.load(std::memory_order_relaxed); }
 
-int get_num_threads() {
-  const Executor* e = user_executor();
-  return e ? e->concurrency : g_threads.load();
-}
+int get_num_threads() { return threads_under(user_executor()); }
 
 void set_executor(Executor e) {
   std::lock_guard<std::mutex> l(g_pool_mutex);
@@ -327,7 +326,7 @@ void parallel_for(int64_t n, int64_t grain, void* ctx, void (*fn)(void*, int64_t
   grain = std::max<int64_t>(grain, 1);
   // One read of the executor for the whole region: set_executor may run meanwhile.
   const Executor* executor = user_executor();
-  int threads = executor ? executor->concurrency : g_threads.load();
+  const int threads = threads_under(executor);
   if (threads <= 1 || n <= grain) {
     fn(ctx, 0, n);
     return;

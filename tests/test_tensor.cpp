@@ -324,18 +324,26 @@ int64_t indices_not_run_once(std::vector<std::atomic<int>>& hits, int64_t grain)
   return wrong;
 }
 
+/// A user executor that runs every task on the calling thread, adding their number to
+/// `*tasks` when given.
+Executor inline_executor(int concurrency, std::atomic<int64_t>* tasks = nullptr) {
+  Executor e;
+  e.ctx = tasks;
+  e.run = [](void* ctx, void (*task)(void*, int64_t), void* task_ctx, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) task(task_ctx, i);
+    if (ctx) static_cast<std::atomic<int64_t>*>(ctx)->fetch_add(n);
+  };
+  e.concurrency = concurrency;
+  return e;
+}
+
 /// At exit, after every test: installs a user executor and runs a region on it. The list of
 /// installed executors must still be alive then (static destructors of the library's own
 /// translation units may already have run; under AddressSanitizer a list destroyed with them
 /// is a use after free).
 struct ExecutorAtExit {
   ~ExecutorAtExit() {
-    Executor inline_executor;
-    inline_executor.run = [](void*, void (*task)(void*, int64_t), void* task_ctx, int64_t n) {
-      for (int64_t i = 0; i < n; ++i) task(task_ctx, i);
-    };
-    inline_executor.concurrency = 2;
-    set_executor(inline_executor);
+    set_executor(inline_executor(2));
     std::atomic<int64_t> covered{0};
     detail::parallel_for(8, 1, [&](int64_t b, int64_t e) { covered += e - b; });
     set_executor(Executor{});
@@ -443,25 +451,17 @@ TEST_CASE("the pool can be resized while another thread runs regions on it") {
 TEST_CASE("the pool and a user's executor can be swapped while another thread runs regions") {
   // set_executor used to overwrite the executor that running regions read without a lock (a
   // data race ThreadSanitizer reports); each region now keeps the executor it started with.
-  struct Counting {
-    std::atomic<int64_t> tasks{0};
-  } counting;
-  Executor inline_executor;
-  inline_executor.ctx = &counting;
-  inline_executor.run = [](void* ctx, void (*task)(void*, int64_t), void* task_ctx, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) task(task_ctx, i);
-    static_cast<Counting*>(ctx)->tasks.fetch_add(n);
-  };
-  inline_executor.concurrency = 3;
+  std::atomic<int64_t> tasks{0};
+  const Executor counting = inline_executor(3, &tasks);
   set_num_threads(2);
   RegionsOnAnotherThread other;
   for (int rep = 0; rep < 200 || other.regions.load() < 200; ++rep) {
-    set_executor(rep % 2 ? Executor{} : inline_executor);
+    set_executor(rep % 2 ? Executor{} : counting);
     std::this_thread::yield();
   }
   other.stop();
   CHECK(other.wrong == 0);
-  CHECK(counting.tasks.load() > 0);  // some regions ran on the executor
+  CHECK(tasks.load() > 0);  // some regions ran on the executor
   set_executor(Executor{});
   CHECK(get_num_threads() == 2);
   set_num_threads(1);
