@@ -52,12 +52,22 @@ namespace ember::detail {
 /// Whether Kernels<Cpu> forwards to the AVX2 build (dispatch.cpp's choice, which honours
 /// EMBER_MAX_CPU_ISA), for kernels dispatched from their own files.
 bool cpu_uses_avx2_build();
+/// Whether the f32 GEMM runs the AVX-512 build (the AVX2 build is in use and the CPU has
+/// AVX-512 F/DQ/VL/BW, unless EMBER_MAX_CPU_ISA caps it).
+bool cpu_uses_avx512_build();
 }  // namespace ember::detail
+// The fused f32 attention (kernels_cpu/attention_heads.cpp), in the AVX2 and AVX-512 builds.
+namespace ember::cpu::avx2 {
+bool attention_heads(const ops::AttentionHeads&);
+bool attention_heads_backward(const ops::AttentionHeads&);
+}  // namespace ember::cpu::avx2
 // Only the f32 GEMM and the compute-bound f32 elementwise ops (transcendental_wide.hpp) have
 // an AVX-512 build (kernels_cpu/meson.build says why).
 namespace ember::cpu::avx512 {
 void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double,
           const detail::TensorImpl* row = nullptr);
+bool attention_heads(const ops::AttentionHeads&);
+bool attention_heads_backward(const ops::AttentionHeads&);
 }
 #define EMBER_HAVE_AVX512_BUILD 1
 #endif

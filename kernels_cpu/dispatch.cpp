@@ -62,6 +62,9 @@ inline bool avx512() {
 
 }  // namespace
 
+#if defined(EMBER_HAVE_AVX512_BUILD)
+bool cpu_uses_avx512_build() { return avx512(); }
+#endif
 #if defined(EMBER_HAVE_AVX2_BUILD)
 bool cpu_uses_avx2_build() { return isa() == Isa::Avx2; }
 #define EMBER_CPU_FORWARD(fn, ...) \

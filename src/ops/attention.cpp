@@ -6,6 +6,9 @@
 // masked, normalised and consumed while they are in cache, by the per-ISA GEMM (batched over
 // the heads) and softmax kernels. Tasks write disjoint parts of every output, and the kernels
 // run serially inside a task, so results do not depend on the thread count.
+// f32 without a mask first asks Kernels<Cpu>::attention_heads (kernels_cpu/attention_heads.cpp,
+// one task per head, the same arithmetic without a GEMM call per product), and runs the
+// general path below where that build or shape has no fused kernel.
 
 #include <ember/core/error.hpp>
 #include <ember/ops/attention_op.hpp>
@@ -63,6 +66,15 @@ const TensorImpl& gemm_readable(const TensorImpl& t, TensorRef& holder, const ch
   holder = detail::make_tensor(t.sizes, t.dtype, t.device(), op);
   Kernels<Cpu>::copy(*holder, t);
   return *holder;
+}
+
+/// A (B, H, R, C) f32 operand or output as the fused kernel reads it.
+ops::HeadOperand head_operand(const Heads& x) {
+  return {static_cast<const float*>(x.t->storage->data) + x.offset, x.sb, x.sh, x.sr};
+}
+ops::HeadOutput head_output(const Heads& x) {
+  if (!x.t) return {};
+  return {static_cast<float*>(x.t->storage->data) + x.offset, x.sb, x.sh, x.sr};
 }
 
 void check_floating(const TensorImpl& t, const char* what, const char* op) {
@@ -178,6 +190,13 @@ AttentionResult attention_cpu(const Attention& op, const TensorImpl& q_in, const
                 mask_in->dtype, mask_in->sizes);
   }
   if (batch == 0 || h == 0 || l == 0) return r;
+  if (op.fused && q.dtype == DType::F32 && !mask_in && s > 0) {
+    ops::AttentionHeads a;
+    a.batch = batch, a.heads = h, a.l = l, a.s = s, a.d = Q.C, a.dv = V.C;
+    a.scale = static_cast<float>(op.scale), a.causal = op.causal, a.probs = r.probs.get();
+    a.q = head_operand(Q), a.k = head_operand(K), a.v = head_operand(V), a.out = head_output(O);
+    if (Kernels<Cpu>::attention_heads(a)) return r;
+  }
   const Heads P = heads_of(*r.probs);
   // One flag per query row, each entry its own slice: a task may run on any thread, and the
   // kernels inside it may hand work to an executor that runs other tasks meanwhile.
@@ -251,6 +270,14 @@ AttentionGrads attention_backward_cpu(const AttentionBackward& op, const TensorI
     for (const TensorRef* t : {&g.dq, &g.dk, &g.dv})
       if (*t) Kernels<Cpu>::fill(**t, Scalar(0.0));
     return g;
+  }
+  if (op.fused && q.dtype == DType::F32) {
+    ops::AttentionHeads a;
+    a.batch = batch, a.heads = h, a.l = l, a.s = s, a.d = Q.C, a.dv = V.C;
+    a.scale = static_cast<float>(op.scale), a.probs = &probs;
+    a.q = head_operand(Q), a.k = head_operand(K), a.v = head_operand(V), a.dout = head_operand(dO);
+    a.dq = head_output(dQ), a.dk = head_output(dK), a.dv_out = head_output(dV);
+    if (Kernels<Cpu>::attention_heads_backward(a)) return g;
   }
   const Heads P = heads_of(probs);
   for_each_entry(batch, [&](int64_t b) {

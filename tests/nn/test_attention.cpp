@@ -409,3 +409,67 @@ TEST_CASE("fused attention: fully masked rows stay zero under an executor that i
   CHECK(!got.isnan().any().item<bool>());
   CHECK(max_diff(got, expected) == 0.0);
 }
+
+TEST_CASE("fused attention: the per-head f32 kernel equals the general path bit for bit") {
+  // kernels_cpu/attention_heads.cpp (AVX2 and AVX-512 builds; head dims a multiple of the
+  // vector width, every dim <= 512) runs the same fma chains and softmax kernels as the
+  // general path (Attention::fused = false), so outputs, probabilities and gradients are equal,
+  // at any thread count. Shapes: odd L and S (partial row panels, partial vectors of keys),
+  // narrow and wide head dims, causal, packed, and strided q/k/v.
+  manual_seed(46);
+  auto same = [](const ops::TensorRef& a, const ops::TensorRef& b) {
+    if (!a || !b) return !a && !b;
+    return Tensor::wrap(a).sizes() == Tensor::wrap(b).sizes() && max_diff(Tensor::wrap(a), Tensor::wrap(b)) == 0.0;
+  };
+  struct Case {
+    int64_t b, h, l, s, d, dv;
+    bool causal, packed;
+  };
+  const Case cases[] = {{3, 4, 64, 64, 32, 32, false, true}, {2, 3, 13, 37, 16, 32, false, false},
+                        {1, 1, 7, 5, 32, 16, true, false},   {2, 2, 64, 64, 32, 32, true, true},
+                        {2, 2, 100, 70, 48, 64, false, false}, {2, 2, 9, 9, 8, 8, false, true},
+                        {1, 2, 19, 130, 80, 16, true, false}};
+  for (const Case& c : cases) {
+    CAPTURE(c.l);
+    CAPTURE(c.s);
+    CAPTURE(c.d);
+    const double scale = 0.3;
+    // Separate inputs as strided views: q is a slice of a wider tensor, k and v transposed.
+    Tensor q = randn({c.b, c.h, c.l, c.d + 3}).narrow(3, 1, c.d);
+    Tensor k = randn({c.b, c.s, c.h, c.d}).transpose(1, 2), v = randn({c.b, c.s, c.h, c.dv}).transpose(1, 2);
+    Tensor qkv = randn({c.l, c.b, 3 * c.h * c.d});
+    Tensor g = c.packed ? randn({c.l, c.b, c.h * c.d}) : randn({c.b, c.h, c.l, c.dv});
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      for (int need = 0; need < (c.packed ? 1 : 4); ++need) {  // all, then each one alone
+        ops::AttentionResult f[2];
+        ops::AttentionGrads dg[2];
+        for (int fused = 0; fused < 2; ++fused) {
+          ops::Attention op{scale, c.causal, c.packed ? c.h : 0};
+          op.fused = fused == 1;
+          ops::AttentionBackward bop{scale, c.packed ? c.h : 0, need == 0 || need == 1, need == 0 || need == 2,
+                                     need == 0 || need == 3};
+          bop.fused = fused == 1;
+          if (c.packed) {
+            f[fused] = dispatch<DefaultPolicy>(op, qkv.impl(), nullptr, nullptr, nullptr);
+            dg[fused] = dispatch<DefaultPolicy>(bop, g.impl(), qkv.impl(), nullptr, nullptr, *f[fused].probs);
+          } else {
+            f[fused] = dispatch<DefaultPolicy>(op, q.impl(), &k.impl(), &v.impl(), nullptr);
+            dg[fused] = dispatch<DefaultPolicy>(bop, g.impl(), q.impl(), &k.impl(), &v.impl(), *f[fused].probs);
+          }
+        }
+        CHECK(same(f[0].out, f[1].out));
+        CHECK(same(f[0].probs, f[1].probs));
+        CHECK(same(dg[0].dq, dg[1].dq));
+        CHECK(same(dg[0].dk, dg[1].dk));
+        CHECK(same(dg[0].dv, dg[1].dv));
+      }
+    }
+    set_num_threads(1);
+    // And against the composite formula (scale 0.3 there as q * 0.3 * sqrt(d) at 1 / sqrt(d)).
+    if (!c.packed) {
+      Tensor out = nn::F::scaled_dot_product_attention(q, k, v, {}, 0.0, c.causal, scale);
+      CHECK(max_diff(out, composite(q * (scale * std::sqrt(static_cast<double>(c.d))), k, v, {}, c.causal)) < 1e-5);
+    }
+  }
+}

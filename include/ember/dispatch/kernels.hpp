@@ -9,6 +9,7 @@
 #include <ember/core/scalar.hpp>
 #include <ember/core/tensor_impl.hpp>
 #include <ember/dispatch/policy.hpp>
+#include <ember/ops/attention_heads.hpp>
 #include <ember/ops/op_kinds.hpp>
 #include <ember/ops/direct_conv_geometry.hpp>
 #include <ember/ops/winograd_tiles.hpp>
@@ -81,6 +82,12 @@ struct Kernels<Cpu> {
   static void batch_norm_backward(TensorImpl* dx, TensorImpl* dweight, TensorImpl* dbias, const TensorImpl& dy,
                                   const TensorImpl& x, const TensorImpl& mean, const TensorImpl& rstd,
                                   const TensorImpl* weight, bool training);
+  /// Fused scaled dot-product attention of f32 heads (ops/attention_heads.hpp), each head's
+  /// products, softmax and products in one task: returns false, doing nothing, when this CPU's
+  /// kernel build has none for the shape (then src/ops/attention.cpp runs the general one).
+  static bool attention_heads(const ops::AttentionHeads& a);
+  /// Its derivative: the gradients whose output is given.
+  static bool attention_heads_backward(const ops::AttentionHeads& a);
   /// Philox-based uniform [lo, hi) or normal(mean, std) fill at counter `offset`.
   static void fill_random(TensorImpl& dst, bool normal, double p0, double p1, uint64_t seed, uint64_t offset);
   /// A Winograd transform (ops/winograd_ops.hpp) between contiguous images (N, C, *) and the

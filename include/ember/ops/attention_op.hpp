@@ -21,7 +21,7 @@
 /// softmax), not NaN.
 ///
 /// Kernels: src/ops/attention.cpp (CPU, f32/f64; its products and softmax are the per-ISA
-/// GEMM and softmax kernels). The derivative (autograd/derivatives_attention.hpp) runs the
+/// GEMM and softmax kernels; f32 heads without a mask run kernels_cpu/attention_heads.cpp). The derivative (autograd/derivatives_attention.hpp) runs the
 /// fused backward in a plain backward and the composite formula under create_graph.
 
 #include <ember/ops/descriptors.hpp>
@@ -37,6 +37,10 @@ struct Attention {
   double scale = 1.0;
   bool causal = false;  ///< key j > query i masked (L == S expected of callers)
   int64_t heads = 0;    ///< > 0: packed layout with that many heads
+  /// f32 without a mask: each head in one task of the per-ISA fused kernel where there is one
+  /// (Kernels<Cpu>::attention_heads); bit-identical to the general path, which tests select
+  /// with false to compare the two.
+  bool fused = true;
   const char* name() const { return "scaled_dot_product_attention"; }
   template <class BL>
   AttentionResult run(const TensorImpl& q, const TensorImpl* k, const TensorImpl* v, const TensorImpl* mask) const;
@@ -51,6 +55,7 @@ struct AttentionBackward {
   double scale = 1.0;
   int64_t heads = 0;
   bool need_q = true, need_k = true, need_v = true;
+  bool fused = true;  ///< as Attention::fused
   const char* name() const { return "scaled_dot_product_attention_backward"; }
   template <class BL>
   AttentionGrads run(const TensorImpl& dout, const TensorImpl& q, const TensorImpl* k, const TensorImpl* v,
