@@ -18,7 +18,7 @@
   void softmax(detail::TensorImpl&, const detail::TensorImpl&, int64_t, bool);                                  \
   void cumulative(detail::CumOp, detail::TensorImpl&, detail::TensorImpl*, const detail::TensorImpl&, int64_t); \
   void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double,         \
-            const detail::TensorImpl* row = nullptr);                                                           \
+            const detail::TensorImpl* row = nullptr, bool relu = false);                                        \
   void softmax_backward(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, int64_t, bool); \
   void layer_norm(detail::TensorImpl&, detail::TensorImpl&, detail::TensorImpl&, const detail::TensorImpl&,        \
                   const detail::TensorImpl*, const detail::TensorImpl*, int64_t, double);                        \
@@ -65,7 +65,7 @@ bool attention_heads_backward(const ops::AttentionHeads&);
 // an AVX-512 build (kernels_cpu/meson.build says why).
 namespace ember::cpu::avx512 {
 void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double,
-          const detail::TensorImpl* row = nullptr);
+          const detail::TensorImpl* row = nullptr, bool relu = false);
 bool attention_heads(const ops::AttentionHeads&);
 bool attention_heads_backward(const ops::AttentionHeads&);
 }

@@ -158,15 +158,16 @@ void Kernels<Cpu>::gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& 
   EMBER_CPU_FORWARD(gemm, out, a, b, alpha, beta);
 }
 
-void Kernels<Cpu>::gemm_bias(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, const TensorImpl& row,
-                             double alpha, double beta) {
-  // The plan passes a row only for f32 and f64 matrices (ops/matmul.cpp's plan_matrices).
+void Kernels<Cpu>::gemm_bias(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, const TensorImpl* row,
+                             double alpha, double beta, bool relu) {
+  // The plan passes a row, and linear_relu a ReLU, only for f32 and f64 matrices
+  // (ops/matmul.cpp's plan_matrices).
   EMBER_CHECK(out.dtype == DType::F32 || out.dtype == DType::F64, "[addmm] internal: a bias row for a {} product",
               out.dtype);
 #if defined(EMBER_HAVE_AVX512_BUILD)
-  if (out.dtype == DType::F32 && avx512()) return cpu::avx512::gemm(out, a, b, alpha, beta, &row);
+  if (out.dtype == DType::F32 && avx512()) return cpu::avx512::gemm(out, a, b, alpha, beta, row, relu);
 #endif
-  EMBER_CPU_FORWARD(gemm, out, a, b, alpha, beta, &row);
+  EMBER_CPU_FORWARD(gemm, out, a, b, alpha, beta, row, relu);
 }
 
 }  // namespace ember::detail

@@ -184,7 +184,7 @@ void gemv_rows(T* y, const T* x, int64_t incx, const T* b, int64_t ldb, int64_t 
 /// paths get out filled with it first.
 template <class T>
 void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha_d, double beta_d,
-                const T* row) {
+                const T* row, bool relu) {
   // Operands are (batch, rows, cols) or, for two plain matrices, (rows, cols) with one batch.
   const size_t d = out.sizes.size() == 3 ? 1 : 0;
   const int64_t batch = d ? out.sizes[0] : 1, m = out.sizes[d], n = out.sizes[d + 1], k = a.sizes[d + 1];
@@ -226,7 +226,7 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
     if constexpr (kFastPaths<T>)  // f32 only
       packed_gemm::sgemm(r1 - r0, c1 - c0, k, {ap + bi * sa0 + r0 * a_sr, a_sr, a_sc},
                          {bp + bi * sb0 + c0 * b_sc, b_sr, b_sc}, cp + bi * sc0 + r0 * ldc + c0, ldc, alpha, beta,
-                         thr, row ? row + c0 : nullptr);
+                         thr, row ? row + c0 : nullptr, relu);
   };
 #endif
   auto product = [&](int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
@@ -304,15 +304,42 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   }
 }
 
+/// ReLU of every element of out (ReLU's kernel arithmetic: NaN passes, -0 becomes +0), for the
+/// products whose path has no ReLU in its stores.
+template <class T>
+void relu_in_place(TensorImpl& out) {
+  const size_t d = out.sizes.size() == 3 ? 1 : 0;
+  const int64_t batch = d ? out.sizes[0] : 1, m = out.sizes[d], n = out.sizes[d + 1];
+  T* cp = static_cast<T*>(out.data());
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t i = 0; i < m; ++i) {
+      T* y = cp + (d ? bi * out.strides[0] : 0) + i * out.strides[d];
+      for (int64_t j = 0; j < n; ++j) {
+        T& v = y[j * out.strides[d + 1]];
+        v = v <= T(0) ? T(0) : v;
+      }
+    }
+}
+
+template <class T>
+void gemm_relu(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta, const T* row,
+               bool relu) {
+  gemm_typed<T>(out, a, b, alpha, beta, row, relu);
+  // Only the packed f32 GEMM (two or more rows, a non-empty sum) applies it in its stores.
+  const size_t d = out.sizes.size() == 3 ? 1 : 0;
+  const bool in_stores = kFastPaths<T> && out.sizes[d] > 1 && a.sizes[d + 1] > 0;
+  if (relu && !in_stores) relu_in_place<T>(out);
+}
+
 }  // namespace
 
 void gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta,
-          const TensorImpl* row) {
+          const TensorImpl* row, bool relu) {
   const void* r = row ? row->data() : nullptr;
   switch (out.dtype) {
-    case DType::F32: return gemm_typed<float>(out, a, b, alpha, beta, static_cast<const float*>(r));
+    case DType::F32: return gemm_relu<float>(out, a, b, alpha, beta, static_cast<const float*>(r), relu);
 #if !defined(EMBER_GEMM_F32_ONLY)
-    case DType::F64: return gemm_typed<double>(out, a, b, alpha, beta, static_cast<const double*>(r));
+    case DType::F64: return gemm_relu<double>(out, a, b, alpha, beta, static_cast<const double*>(r), relu);
 #endif
     default: EMBER_FAIL("[matmul] the CPU GEMM supports f32 and f64 directly, got {}", out.dtype);
   }

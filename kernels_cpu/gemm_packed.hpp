@@ -81,10 +81,12 @@ inline float* reserve(Buffer& b, int64_t n) {
 /// (BLAS semantics: it may hold garbage or NaN then). With `row` (a Linear's bias, from the
 /// tile's first column), C's prior value is taken to be that row in every row of the tile, and
 /// C is not read: the same arithmetic as filling C with the bias first, without that pass over
-/// C (a Linear forward 5-10% faster on the transformer benchmark's shapes).
+/// C (a Linear forward 5-10% faster on the transformer benchmark's shapes). With `relu`, the
+/// stored value is ReLU's of it (the last KC slice only), as the ReLU kernel computes it: NaN
+/// passes, -0 and negatives become +0 (nn::functional::linear_relu).
 template <int MR, int NV>
 inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta,
-                       const float* row) {
+                       const float* row, bool relu = false) {
   const V va(alpha);
   if (mr == MR && nr == NV * W) {
     for (int i = 0; i < MR; ++i)
@@ -92,6 +94,7 @@ inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int6
         float* cp = c + i * ldc + j * W;
         V r = acc[i][j] * va;
         if (beta != 0.f) r = xsimd::fma(V(beta), V::load_unaligned(row ? row + j * W : cp), r);
+        if (relu) r = xsimd::select(r <= V(0.f), V(0.f), r);
         r.store_unaligned(cp);
       }
     return;
@@ -103,7 +106,8 @@ inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int6
     for (int64_t j = 0; j < nr; ++j) {
       float& y = c[i * ldc + j];
       // One fma, as full tiles round.
-      y = beta == 0.f ? alpha * tmp[i][j] : std::fma(beta, row ? row[j] : y, alpha * tmp[i][j]);
+      const float v = beta == 0.f ? alpha * tmp[i][j] : std::fma(beta, row ? row[j] : y, alpha * tmp[i][j]);
+      y = relu && v <= 0.f ? 0.f : v;
     }
 }
 
@@ -123,7 +127,8 @@ enum class ALayout { Packed, Rows, Steps };
 
 template <int MR, int NV, ALayout kA>
 void micro_kernel(int64_t kc, const float* __restrict ap, int64_t lda, const float* __restrict bp, int64_t ldb,
-                  float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta, const float* row) {
+                  float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta, const float* row,
+                  bool relu = false) {
   V acc[MR][NV];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NV; ++j) acc[i][j] = V(0.f);
@@ -136,7 +141,7 @@ void micro_kernel(int64_t kc, const float* __restrict ap, int64_t lda, const flo
     }
     bp += MR == 6 ? ldb : NV * W;
   }
-  store_tile<MR, NV>(acc, c, ldc, mr, nr, alpha, beta, row);
+  store_tile<MR, NV>(acc, c, ldc, mr, nr, alpha, beta, row, relu);
 }
 
 /// Transposes an 8 x 8 block held in eight 256-bit rows (AVX, present in both builds that use
@@ -278,7 +283,7 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 /// product into tasks over Ember's pool.
 template <int MR, int NV>
 void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64_t ldc, float alpha, float beta,
-          int threads, const float* row) {
+          int threads, const float* row, bool relu = false) {
   constexpr int64_t NR = NV * W;
   const int64_t KC = slice_length(k), kblocks = ceil_div(k, KC);
   const int64_t NC = std::max<int64_t>(NR, kPackedBFloats / KC / NR * NR);
@@ -381,6 +386,7 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
           // Later slices add to C; only the first reads the prior value (or the row).
           const float beta_k = kb == 0 ? beta : 1.f;
           const float* row_k = kb == 0 ? row : nullptr;
+          const bool relu_k = relu && kb == kblocks - 1;
           for (int64_t panel = pa; panel < pb; ++panel) {
             const int64_t i = panel * MR, mr = std::min<int64_t>(MR, rows - i);
             float* cp = c + (r0 + i) * ldc;
@@ -391,10 +397,11 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
                 if (steps_direct)
                   micro_kernel<MR, NV, ALayout::Steps>(kc, a0, a.sc, bj.p, bj.ld, cp + j, ldc, mr,
                                                        std::min(NR, j1 - j), alpha, beta_k,
-                                                       row_k ? row_k + j : nullptr);
+                                                       row_k ? row_k + j : nullptr, relu_k);
                 else
                   micro_kernel<MR, NV, ALayout::Rows>(kc, a0, a.sr, bj.p, bj.ld, cp + j, ldc, mr,
-                                                      std::min(NR, j1 - j), alpha, beta_k, row_k ? row_k + j : nullptr);
+                                                      std::min(NR, j1 - j), alpha, beta_k, row_k ? row_k + j : nullptr,
+                                                      relu_k);
               }
               continue;
             }
@@ -406,7 +413,7 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
             for (int64_t j = j0; j < j1; j += NR) {
               const B_panel bj = b_panel(j);
               micro_kernel<MR, NV, ALayout::Packed>(kc, apanel, 0, bj.p, bj.ld, cp + j, ldc, mr, std::min(NR, j1 - j),
-                                                    alpha, beta_k, row_k ? row_k + j : nullptr);
+                                                    alpha, beta_k, row_k ? row_k + j : nullptr, relu_k);
             }
           }
         }
@@ -456,25 +463,26 @@ inline Tile choose_tile(int64_t m, int64_t n, int64_t& area, bool = false) {
 #endif
 
 inline void sgemm_tiled(Tile tile, int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64_t ldc,
-                        float alpha, float beta, int threads, const float* row = nullptr) {
+                        float alpha, float beta, int threads, const float* row = nullptr, bool relu = false) {
 #if defined(__AVX512F__)
-  if (tile == Tile::Small8x2) return gemm<8, 2>(m, n, k, a, b, c, ldc, alpha, beta, threads, row);
-  if (tile == Tile::Tall12x2) return gemm<12, 2>(m, n, k, a, b, c, ldc, alpha, beta, threads, row);
-  return gemm<6, 4>(m, n, k, a, b, c, ldc, alpha, beta, threads, row);
+  if (tile == Tile::Small8x2) return gemm<8, 2>(m, n, k, a, b, c, ldc, alpha, beta, threads, row, relu);
+  if (tile == Tile::Tall12x2) return gemm<12, 2>(m, n, k, a, b, c, ldc, alpha, beta, threads, row, relu);
+  return gemm<6, 4>(m, n, k, a, b, c, ldc, alpha, beta, threads, row, relu);
 #else
   (void)tile;
-  return gemm<6, 2>(m, n, k, a, b, c, ldc, alpha, beta, threads, row);
+  return gemm<6, 2>(m, n, k, a, b, c, ldc, alpha, beta, threads, row, relu);
 #endif
 }
 
 /// C[i, j] = alpha * ct[j * m + i] + beta * C[i, j] for an (n x m) row-major ct and rows i
 /// in [i0, i1) (i0 a multiple of 8): C written back from its transposed product, 8 x 8 blocks
 /// transposed in registers. beta uses one fma, as the micro-kernels do; C is not read at
-/// beta 0, nor with `row` (C's prior value in every row, as in store_tile).
+/// beta 0, nor with `row` (C's prior value in every row, as in store_tile); `relu` as there.
 inline void store_transposed(const float* ct, int64_t m, int64_t n, float* c, int64_t ldc, float alpha, float beta,
-                             const float* row, int64_t i0, int64_t i1) {
+                             const float* row, int64_t i0, int64_t i1, bool relu) {
   auto store = [&](float& y, float v, int64_t j) {
-    y = beta == 0.f ? alpha * v : std::fma(beta, row ? row[j] : y, alpha * v);
+    const float r = beta == 0.f ? alpha * v : std::fma(beta, row ? row[j] : y, alpha * v);
+    y = relu && r <= 0.f ? 0.f : r;
   };
   const int64_t m8 = m / 8 * 8, n8 = n / 8 * 8, i8 = std::min(i1, m8);
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
@@ -487,6 +495,7 @@ inline void store_transposed(const float* ct, int64_t m, int64_t n, float* c, in
         float* y = c + (i + q) * ldc + j;
         __m256 v = _mm256_mul_ps(va, r[q]);
         if (beta != 0.f) v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row ? row + j : y), v);
+        if (relu) v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LE_OQ));
         _mm256_storeu_ps(y, v);
       }
     }
@@ -503,14 +512,18 @@ inline void store_transposed(const float* ct, int64_t m, int64_t n, float* c, in
 /// scratch buffer and written back transposed (conv1's weight gradient in the CNN benchmark,
 /// 32 x 9 over 50176: 2.3 ms -> see the commit). The choice depends on the shape only, so
 /// results do not depend on the thread count. With `row`, C's prior value is that row in
-/// every row, and C is only written (store_tile).
+/// every row, and C is only written (store_tile). With `relu`, C is ReLU's of the result
+/// (store_tile).
 inline void sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64_t ldc, float alpha,
-                  float beta, int threads, const float* row = nullptr) {
+                  float beta, int threads, const float* row = nullptr, bool relu = false) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: C = beta * C (not read at beta 0)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j)
         c[i * ldc + j] = beta == 0.f ? 0.f : beta * (row ? row[j] : c[i * ldc + j]);
+    if (relu)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = c[i * ldc + j] <= 0.f ? 0.f : c[i * ldc + j];
     return;
   }
   // A wide C over few rows whose B has contiguous columns (a Linear's forward at a small
@@ -530,10 +543,10 @@ inline void sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* 
     const int64_t blocks = ceil_div(m, 8);
     if (threads > 1 && m * n >= (int64_t(1) << 14) && blocks >= threads) {
       ember::detail::parallel_for(blocks, ceil_div(blocks, threads), [&](int64_t b0, int64_t b1) {
-        store_transposed(ct, m, n, c, ldc, alpha, beta, row, b0 * 8, std::min(m, b1 * 8));
+        store_transposed(ct, m, n, c, ldc, alpha, beta, row, b0 * 8, std::min(m, b1 * 8), relu);
       });
     } else {
-      store_transposed(ct, m, n, c, ldc, alpha, beta, row, 0, m);
+      store_transposed(ct, m, n, c, ldc, alpha, beta, row, 0, m, relu);
     }
   };
   if (b.sr == 1 && b.sc != 1 && a.sc == 1 && m >= 8 && n >= 8 && 2 * m * (k + n) <= k * n) {
@@ -546,7 +559,7 @@ inline void sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* 
     const Tile tile_t = choose_tile(n, m, area_t);
     if (area_t * 4 <= area * 3) return transposed_product(tile_t);
   }
-  sgemm_tiled(tile, m, n, k, a, b, c, ldc, alpha, beta, threads, row);
+  sgemm_tiled(tile, m, n, k, a, b, c, ldc, alpha, beta, threads, row, relu);
 }
 
 }  // namespace ember::cpu::EMBER_CPU_ARCH::packed_gemm

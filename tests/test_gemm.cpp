@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 using namespace ember;
@@ -247,6 +249,44 @@ TEST_CASE("linear with a bias on every GEMM path, against x @ w^T + b") {
     CHECK((linear(xd, wd, bd) - (xd.matmul(wd.t()) + bd)).abs().amax().item<double>() < 1e-12);
     const Tensor x0 = randn({4, 0}), w0 = randn({3, 0}), b0 = randn({3});
     CHECK((linear(x0, w0, b0) == b0.expand({4, 3})).all().item<bool>());
+  }
+  set_num_threads(1);
+}
+
+TEST_CASE("linear_relu equals relu(linear) bit for bit on every GEMM path") {
+  // The ReLU runs in the packed GEMM's stores (full and partial tiles, the last of several
+  // inner slices, the transposed products' write-back) and after the other paths (batch-1
+  // GEMV, f64 through Eigen, f16, an empty inner dim): each must give ReLU's exact values,
+  // NaN passing and -0 becoming +0. Compared as bytes, so a -0 would show.
+  manual_seed(16);
+  auto same_bytes = [](const Tensor& a, const Tensor& b) {
+    const Tensor x = a.contiguous(), y = b.contiguous();
+    if (x.sizes() != y.sizes() || x.dtype() != y.dtype()) return false;
+    return std::memcmp(x.raw_data(), y.raw_data(), static_cast<size_t>(x.numel()) * itemsize(x.dtype())) == 0;
+  };
+  struct Dims {
+    int64_t m, n, k;
+  };
+  const Dims dims[] = {{1, 70, 530}, {20, 300, 256}, {43, 517, 480}, {300, 5, 200},
+                       {37, 70, 500}, {100, 33, 1100}, {6, 1, 1}, {128, 512, 64}};
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const Dims& d : dims) {
+      INFO("threads ", threads, " m ", d.m, " n ", d.n, " k ", d.k);
+      Tensor x = randn({d.m, d.k}), w = randn({d.n, d.k}), b = randn({d.n});
+      x.index_put_({d.m - 1, 0}, std::numeric_limits<double>::quiet_NaN());  // a NaN row
+      if (d.k == 1) x = -x.abs(), w = zeros({d.n, 1});  // products of -0: ReLU gives +0
+      CHECK(same_bytes(linear_relu(x, w, b), linear(x, w, b).relu()));
+      CHECK(same_bytes(linear_relu(x, w), linear(x, w).relu()));
+    }
+    const Tensor x3 = randn({2, 5, 40}), w3 = randn({30, 40}), b3 = randn({30});
+    CHECK(same_bytes(linear_relu(x3, w3, b3), linear(x3, w3, b3).relu()));
+    const Tensor xd = randn({9, 40}, DType::F64), wd = randn({7, 40}, DType::F64), bd = randn({7}, DType::F64);
+    CHECK(same_bytes(linear_relu(xd, wd, bd), linear(xd, wd, bd).relu()));
+    const Tensor xh = randn({9, 40}).to(DType::F16), wh = randn({7, 40}).to(DType::F16), bh = randn({7}).to(DType::F16);
+    CHECK(same_bytes(linear_relu(xh, wh, bh), linear(xh, wh, bh).relu()));
+    const Tensor x0 = randn({4, 0}), w0 = randn({3, 0}), b0 = randn({3});
+    CHECK(same_bytes(linear_relu(x0, w0, b0), b0.expand({4, 3}).relu()));
   }
   set_num_threads(1);
 }

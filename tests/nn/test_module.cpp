@@ -2,6 +2,7 @@
 // (strict errors list every problem), deep clone, printing, containers and user modules.
 
 #include <doctest/doctest.h>
+#include <ember/autograd/gradcheck.hpp>
 #include <ember/nn.hpp>
 
 #include <cmath>
@@ -235,6 +236,57 @@ TEST_CASE("nn::Sequential runs ReLU then max pooling as pooling then ReLU: same 
   for (const auto& e : profile.events())
     if (std::string(e.name) == "relu" || std::string(e.name) == "max_pool") order.push_back(e.name);
   CHECK(order == std::vector<std::string>{"max_pool", "relu", "max_pool", "relu", "max_pool", "relu"});
+}
+
+TEST_CASE("nn::Sequential runs Linear then ReLU as linear_relu: same values and gradients") {
+  manual_seed(32);
+  // The batch benchmark's MLP shape in miniature, a NaN input, a 3-d input, and f64 for
+  // gradcheck; then the fused op's first and second derivatives.
+  nn::Sequential net(nn::Linear(12, 16), nn::ReLU(), nn::Linear(16, 16), nn::ReLU(), nn::Linear(16, 3));
+  auto run_in_order = [&](const Tensor& in) {  // the modules one by one, as written
+    Tensor y = in;
+    for (size_t i = 0; i < net->size(); ++i) {
+      const auto m = (*net)[i];
+      if (auto l = std::dynamic_pointer_cast<nn::LinearImpl>(m)) y = l->forward(y);
+      else y = std::dynamic_pointer_cast<nn::ReLUImpl>(m)->forward(y);
+    }
+    return y;
+  };
+  for (const Shape& shape : {Shape{5, 12}, Shape{2, 3, 12}}) {
+    Tensor x = randn(shape);
+    x.view({-1, 12}).index_put_({1, 2}, std::numeric_limits<double>::quiet_NaN());
+    auto grads = [&](bool in_order) {
+      net->zero_grad();
+      Tensor xg = x.clone().requires_grad_();
+      Tensor y = in_order ? run_in_order(xg) : net(xg);
+      y.nan_to_num(0, 0, 0).pow(2).sum().backward();
+      std::vector<Tensor> r{y.detach(), xg.grad()};
+      for (const Tensor& p : net->parameters()) r.push_back(p.grad());
+      return r;
+    };
+    const auto fused = grads(false), plain = grads(true);
+    for (size_t i = 0; i < fused.size(); ++i) {
+      CAPTURE(i);
+      CHECK(fused[i].isnan().eq(plain[i].isnan()).all().item<bool>());
+      CHECK(fused[i].nan_to_num(0, 0, 0).eq(plain[i].nan_to_num(0, 0, 0)).all().item<bool>());
+    }
+  }
+  // The rewrite happens: two linear_relu ops and one linear, no relu.
+  {
+    profiler::Profile profile;
+    net(randn({4, 12}));
+    std::vector<std::string> ops;
+    for (const auto& e : profile.events())
+      if (std::string(e.name).rfind("linear", 0) == 0 || std::string(e.name) == "relu") ops.push_back(e.name);
+    CHECK(ops == std::vector<std::string>{"linear_relu", "linear_relu", "linear"});
+  }
+  // f64: finite differences, and second derivatives through the fused op.
+  Tensor x = randn({4, 5}, DType::F64), w = randn({3, 5}, DType::F64), b = randn({3}, DType::F64);
+  auto f = [](const std::vector<Tensor>& in) { return nn::F::linear_relu(in[0], in[1], in[2]); };
+  const std::vector<Tensor> in{x.requires_grad_(), w.requires_grad_(), b.requires_grad_()};
+  std::string why;
+  CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(f, in, {}, &why), why);
+  CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(f, in, {}, &why), why);
 }
 
 TEST_CASE("nn::Linear and friends match their definitions; bad inputs name the layer") {

@@ -227,9 +227,12 @@ void Recorder<P>::record(const ops::Matmul& op, const TensorRef& out, const Tens
   const K k = op.kind;
   const double alpha = op.alpha, beta = op.beta;
   const bool need_a = requires_grad(ai), need_b = requires_grad(bi);
-  detail::Saved<P> a, b;
+  detail::Saved<P> a, b, y;
   if (need_b) a = detail::Saved<P>(ai);
   if (need_a) b = detail::Saved<P>(bi);
+  // linear_relu: the gradient passes where the output is positive (or NaN), as ReLU's.
+  const bool relu = op.relu;
+  if (relu) y = detail::Saved<P>(*out, true);
   Shape sa = ai.sizes, sb = bi.sizes, sc = ci ? ci->sizes : Shape{};
   // A 2-d operand that is a transposed contiguous matrix (Linear's w.t()) gets its gradient
   // in the same layout, computed as a transposed product; the transpose's own backward then
@@ -238,8 +241,9 @@ void Recorder<P>::record(const ops::Matmul& op, const TensorRef& out, const Tens
     return t.ndim() == 2 && t.sizes[0] > 1 && t.sizes[1] > 1 && t.strides[0] == 1 && t.strides[1] == t.sizes[0];
   };
   const bool a_cm = col_major(ai), b_cm = col_major(bi);
-  auto f = [k, alpha, beta, a, b, sa, sb, sc, a_cm, b_cm](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
-    const TP& g = gs[0];
+  auto f = [k, alpha, beta, a, b, y, relu, sa, sb, sc, a_cm, b_cm](const Node& n,
+                                                                    detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP g = relu ? gs[0].relu_backward(y.get(n)) : gs[0];
     TP ga, gb, gc;
     const bool na = n.needs_input_grad(0), nb = n.needs_input_grad(1), nc = n.needs_input_grad(2);
     switch (k) {

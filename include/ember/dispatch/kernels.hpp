@@ -51,10 +51,11 @@ template <>
 struct Kernels<Cpu> {
   EMBER_DECLARE_KERNELS
   /// gemm for 2-d f32/f64 matrices with out's prior value taken to be `row` (its columns) in
-  /// every row, and out not read: a Linear's bias, added in the product's stores rather than
-  /// copied into out first (ops::GemmPlan::bias_row).
-  static void gemm_bias(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, const TensorImpl& row,
-                        double alpha, double beta);
+  /// every row when given, and out not read: a Linear's bias, added in the product's stores
+  /// rather than copied into out first (ops::GemmPlan::bias_row); with `relu`, out is ReLU's
+  /// of the result, also in the stores (ops::Matmul::relu).
+  static void gemm_bias(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, const TensorImpl* row,
+                        double alpha, double beta, bool relu = false);
   /// dx = softmax / log_softmax derivative along `dim` from the upstream gradient g and the
   /// forward's output y (all contiguous, one f32/f64 dtype; dx may be g, as each element of g
   /// is read before its dx is written); see ops/softmax_backward_op.hpp.

@@ -67,6 +67,7 @@ inline Shape last_dims(int64_t n) {
 }  // namespace detail
 
 using ember::linear;
+using ember::linear_relu;
 
 /// Zeroes elements with probability p and scales the rest by 1 / (1 - p) when training.
 template <class P>

@@ -140,25 +140,33 @@ BasicTensor<P> baddbmm(const BasicTensor<P>& c, const BasicTensor<P>& a, const B
                        Scalar alpha = 1) {
   return c.baddbmm(a, b, beta, alpha);
 }
-/// x @ w^T + b, as torch.nn.functional.linear (w: [out, in]).
-/// Input of 2 or more dims is one product over its rows (ops::MatmulKind::Linear: the weight
-/// is read in place, and its gradient is computed in its own layout).
+namespace detail {
+/// linear's one product over the rows of an input of 2 or more dims (ops::MatmulKind::Linear:
+/// the weight is read in place, and its gradient is computed in its own layout), with ReLU in
+/// its stores when `relu`; undefined when the operands need the general form.
 template <class P>
-BasicTensor<P> linear(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {}) {
+BasicTensor<P> linear_rows(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b, bool relu) {
   // The fused product takes a bias of one row only; any other bias broadcasts against the
   // whole [..., out] result afterwards (folding the rows first would broadcast it wrongly).
-  if (x.dim() >= 2 && w.dim() == 2 && (!b.defined() || b.dim() == 1)) {
-    const auto* bias = b.defined() ? &b.impl() : nullptr;
-    if (x.dim() == 2) return BasicTensor<P>::wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Linear}, x.impl(), w.impl(), bias));
-    ops::check_linear_features(x.impl(), w.impl());
-    Shape s = x.sizes();
-    int64_t rows = 1;  // not -1: an inner dim of 0 leaves nothing to infer it from
-    for (size_t d = 0; d + 1 < s.size(); ++d) rows *= s[d];
-    BasicTensor<P> y = BasicTensor<P>::wrap(
-        dispatch<P>(ops::Matmul{ops::MatmulKind::Linear}, x.reshape({rows, s.back()}).impl(), w.impl(), bias));
-    s[s.size() - 1] = w.size(0);
-    return y.reshape(s);
-  }
+  if (!(x.dim() >= 2 && w.dim() == 2 && (!b.defined() || b.dim() == 1))) return {};
+  ops::Matmul op{ops::MatmulKind::Linear};
+  op.relu = relu;
+  const auto* bias = b.defined() ? &b.impl() : nullptr;
+  if (x.dim() == 2) return BasicTensor<P>::wrap(dispatch<P>(op, x.impl(), w.impl(), bias));
+  ops::check_linear_features(x.impl(), w.impl());
+  Shape s = x.sizes();
+  int64_t rows = 1;  // not -1: an inner dim of 0 leaves nothing to infer it from
+  for (size_t d = 0; d + 1 < s.size(); ++d) rows *= s[d];
+  BasicTensor<P> y = BasicTensor<P>::wrap(dispatch<P>(op, x.reshape({rows, s.back()}).impl(), w.impl(), bias));
+  s[s.size() - 1] = w.size(0);
+  return y.reshape(s);
+}
+}  // namespace detail
+
+/// x @ w^T + b, as torch.nn.functional.linear (w: [out, in]).
+template <class P>
+BasicTensor<P> linear(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {}) {
+  if (BasicTensor<P> y = detail::linear_rows(x, w, b, false); y.defined()) return y;
   BasicTensor<P> y = x.matmul(w.t());
   if (!b.defined()) return y;
   EMBER_CHECK(b.dtype() == y.dtype(), "[linear] bias dtype {} differs from the input's {}", b.dtype(), y.dtype());
@@ -166,6 +174,18 @@ BasicTensor<P> linear(const BasicTensor<P>& x, const BasicTensor<P>& w, const Ba
   EMBER_CHECK(r.sizes() == y.sizes(), "[linear] a bias of shape {} does not broadcast to the output's shape {}",
               b.sizes(), y.sizes());
   return r;
+}
+
+/// relu(linear(x, w, b)), the same values and gradients, with the ReLU applied as the CPU
+/// product stores its output: one pass over the output instead of two, and one tensor instead
+/// of two. nn::Sequential runs Linear followed by ReLU this way, and so do the Transformer
+/// layers' feed-forward blocks. Other devices, and operands linear takes the general form for,
+/// run the two ops.
+template <class P>
+BasicTensor<P> linear_relu(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {}) {
+  if (x.defined() && x.is_cpu())
+    if (BasicTensor<P> y = detail::linear_rows(x, w, b, true); y.defined()) return y;
+  return linear(x, w, b).relu();
 }
 
 /// PyTorch-style text: tensor([[1., 2.], [3., 4.]]), with dtype/device when not default.

@@ -130,18 +130,26 @@ struct Matmul {
   explicit Matmul(MatmulKind k, double beta_ = 1, double alpha_ = 1) : kind(k), beta(beta_), alpha(alpha_) {}
   MatmulKind kind = MatmulKind::Matmul;
   double beta = 1, alpha = 1;
+  /// ReLU of the result (Linear only: nn::functional::linear_relu). The CPU GEMM applies it in
+  /// its stores, so the product's output is written once; its values are relu(linear(...))'s.
+  bool relu = false;
   const char* name() const {
     static constexpr const char* n[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", "dot", "outer", "linear"};
-    return n[static_cast<int>(kind)];
+    return relu ? "linear_relu" : n[static_cast<int>(kind)];
   }
   template <class BL>
   TensorRef run(const TensorImpl& a, const TensorImpl& b, const TensorImpl* c = nullptr) const {
     GemmPlan plan = prepare_gemm(kind, a, b, c, beta, alpha);
     on_backend<BL>(a.device(), name(), [&]<class B>() {
-      if constexpr (std::is_same_v<B, Cpu>)
-        if (plan.bias_row)
-          return detail::Kernels<B>::gemm_bias(*plan.out, *plan.a, *plan.b, *plan.bias_row, plan.alpha, plan.beta);
+      if constexpr (std::is_same_v<B, Cpu>) {
+        const bool two_d_float = !plan.result && plan.out->ndim() == 2 &&
+                                 (plan.out->dtype == DType::F32 || plan.out->dtype == DType::F64);
+        if (plan.bias_row || (relu && two_d_float))
+          return detail::Kernels<B>::gemm_bias(*plan.out, *plan.a, *plan.b, plan.bias_row, plan.alpha, plan.beta,
+                                               relu);
+      }
       detail::Kernels<B>::gemm(*plan.out, *plan.a, *plan.b, plan.alpha, plan.beta);
+      if (relu) detail::Kernels<B>::unary(UnaryOp::Relu, UnaryParams{}, *plan.out, *plan.out);
     });
     return finish_gemm(plan);
   }

@@ -46,6 +46,13 @@ class BasicLinearImpl : public Cloneable<BasicLinearImpl<P>, P> {
                 x.sizes());
     return linear(x, weight, bias);
   }
+  /// relu(forward(x)), through linear_relu (Sequential's Linear followed by ReLU).
+  TensorT forward_relu(const TensorT& x) {
+    EMBER_CHECK(x.dim() >= 1 && x.size(-1) == options.in_features(),
+                "[Linear] expects inputs with {} features in the last dim, got shape {}", options.in_features(),
+                x.sizes());
+    return linear_relu(x, weight, bias);
+  }
   std::string extra_repr() const override {
     return fmt::format("in_features={}, out_features={}, bias={}", options.in_features(), options.out_features(),
                        options.bias() ? "True" : "False");

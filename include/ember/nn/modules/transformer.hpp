@@ -298,9 +298,10 @@ using TransformerEncoderLayerOptions = TransformerLayerOptions;
 using TransformerDecoderLayerOptions = TransformerLayerOptions;
 
 namespace detail {
-template <class P>
-BasicTensor<P> activate(const std::string& a, const BasicTensor<P>& x) {
-  return a == "gelu" ? x.gelu() : x.relu();
+/// activation(linear(x)): relu through linear_relu (the ReLU in the product's stores).
+template <class L, class P>
+BasicTensor<P> linear_activate(const std::string& a, L& linear, const BasicTensor<P>& x) {
+  return a == "gelu" ? linear(x).gelu() : linear->forward_relu(x);
 }
 inline void check_activation(const std::string& a) {
   EMBER_CHECK(a == "relu" || a == "gelu", "[Transformer] activation must be 'relu' or 'gelu', got '{}'", a);
@@ -336,7 +337,7 @@ class BasicTransformerEncoderLayerImpl : public Cloneable<BasicTransformerEncode
       return dropout1(self_attn(x, x, x, src_key_padding_mask, false, src_mask, true, is_causal).first);
     };
     auto ff = [&](const TensorT& x) {
-      return dropout2(linear2(dropout(detail::activate(options.activation(), linear1(x)))));
+      return dropout2(linear2(dropout(detail::linear_activate(options.activation(), linear1, x))));
     };
     TensorT x = src;
     if (options.norm_first()) {
@@ -397,7 +398,7 @@ class BasicTransformerDecoderLayerImpl : public Cloneable<BasicTransformerDecode
       return dropout2(multihead_attn(x, memory, memory, memory_key_padding_mask, false, memory_mask).first);
     };
     auto ff = [&](const TensorT& x) {
-      return dropout3(linear2(dropout(detail::activate(options.activation(), linear1(x)))));
+      return dropout3(linear2(dropout(detail::linear_activate(options.activation(), linear1, x))));
     };
     TensorT x = tgt;
     if (options.norm_first()) {
