@@ -9,6 +9,7 @@
 #include <ember/ember.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -254,4 +255,47 @@ TEST_CASE("autograd edges (diff review): custom Functions run on zero-filled gra
   NoGrad::apply(Counted::apply(x)).sum().backward();
   CHECK(g_counted_calls == 1);  // libtorch calls it once, with zeros
   CHECK(vals(x.grad()) == std::vector<double>{0, 0});
+}
+
+TEST_CASE("autograd edges (review): long graphs are freed and differentiated without deep recursion") {
+  // 200K nodes in a chain: freeing it from its output's destructor, backward through it and
+  // autograd::grad over it each recursed once per node (a segfault on an 8 MiB stack).
+  constexpr int kLength = 200000;
+  Tensor x = ones({1}, DType::F64).requires_grad_();
+  {
+    Tensor y = x;
+    for (int i = 0; i < kLength; ++i) y = y * 1.0;
+  }  // dropped without a backward
+  Tensor y = x;
+  for (int i = 0; i < kLength; ++i) y = y + 0.0;
+  CHECK(vals(autograd::grad<DefaultPolicy>({y.sum()}, {x}, {}, true)[0]) == std::vector<double>{1.0});
+  y.sum().backward();
+  CHECK(vals(x.grad()) == std::vector<double>{1.0});
+}
+
+TEST_CASE("autograd edges (review): autograd::grad frees only the nodes it ran") {
+  // z = exp(x) + b with b = exp(y): a grad for x does not run b's node, which keeps what it
+  // saved, so a later grad through b works (as PyTorch).
+  Tensor x = leaf({1.0}), y = leaf({2.0});
+  Tensor b = y.exp(), z = x.exp() + b;
+  CHECK(vals(autograd::grad<DefaultPolicy>({z}, {x})[0])[0] == doctest::Approx(std::exp(1.0)));
+  CHECK(vals(autograd::grad<DefaultPolicy>({b}, {y})[0])[0] == doctest::Approx(std::exp(2.0)));
+  // The nodes that ran did give up theirs.
+  CHECK_THROWS_AS(autograd::grad<DefaultPolicy>({z}, {x}), Error);
+}
+
+TEST_CASE("autograd edges (review): erfinv's derivative does not need its output") {
+  // PyTorch saves erfinv's input, so writing the output in place is allowed.
+  Tensor x = leaf({0.1, 0.2});
+  Tensor y = x.erfinv();
+  y.mul_(2.0);
+  y.sum().backward();
+  const std::vector<double> g = vals(x.grad());
+  const double pi = std::acos(-1.0);
+  for (size_t i = 0; i < 2; ++i) {
+    const double xi = i == 0 ? 0.1 : 0.2;
+    double v = 0;  // erfinv(xi) by Newton's method
+    for (int it = 0; it < 50; ++it) v -= (std::erf(v) - xi) / (2.0 / std::sqrt(pi) * std::exp(-v * v));
+    CHECK(g[i] == doctest::Approx(2.0 * std::sqrt(pi) / 2.0 * std::exp(v * v)).epsilon(1e-9));
+  }
 }

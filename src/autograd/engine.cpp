@@ -144,20 +144,33 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
       Edge e = gradient_edge(*in, rq.ops);
       captures[e.fn.get()].push_back({e.input_nr, i});
     }
-    // needed(n): n has a capture below it. Post-order over the reachable graph.
-    std::unordered_map<Node*, bool> memo;
-    std::function<bool(Node*)> leads = [&](Node* n) -> bool {
-      auto it = memo.find(n);
-      if (it != memo.end()) return it->second;
-      memo[n] = false;
-      bool r = false;
-      for (const Edge& e : n->next)
-        if (e.valid()) r = leads(e.fn.get()) || captures.count(e.fn.get()) || r;
-      memo[n] = r;
-      return r;
-    };
+    // needed(n): n has a capture below it. Post-order over the reachable graph, with an
+    // explicit stack (recursion overflowed the thread's stack at ~120K nodes).
+    std::unordered_map<Node*, bool> leads;
+    std::vector<std::pair<Node*, size_t>> path;  // a node and the next of its edges to visit
+    for (Node* root : order) {
+      if (!leads.emplace(root, false).second) continue;
+      path.push_back({root, 0});
+      while (!path.empty()) {
+        Node* n = path.back().first;
+        const size_t i = path.back().second;
+        if (i == n->next.size()) {
+          path.pop_back();
+          if (!path.empty() && leads[n]) leads[path.back().first] = true;
+          continue;
+        }
+        ++path.back().second;
+        const Edge& e = n->next[i];
+        if (!e.valid()) continue;
+        Node* c = e.fn.get();
+        if (captures.count(c)) leads[n] = true;
+        auto [it, fresh] = leads.emplace(c, false);
+        if (fresh) path.push_back({c, 0});  // a DAG: a known child is finished, its value final
+        else if (it->second) leads[n] = true;
+      }
+    }
     for (Node* n : order)
-      if (leads(n)) needed.insert(n);
+      if (leads[n]) needed.insert(n);
   }
 
   GradModeScope mode(rq.create_graph);
@@ -205,6 +218,9 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
         for (auto [input_nr, slot] : it->second) captured[slot] = input_nr < grads.size() ? grads[input_nr] : TensorRef();
       run = needed.count(node) > 0;
     }
+    // Only a node this pass runs gives up its saved tensors: autograd::grad for one input
+    // leaves the rest of the graph usable (as PyTorch, which frees what it executed).
+    const bool release = !rq.retain_graph && run;
     // A node that received no gradient at all passes none on: its inputs' gradients stay
     // undefined (a leaf keeps no .grad rather than a zero one), as PyTorch's.
     bool any_grad = false;
@@ -219,7 +235,7 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
                   "[backward] {} returned {} gradients for {} inputs", node->name(), in_grads.size(),
                   node->next.size());
     }
-    if (!rq.retain_graph) {
+    if (release) {
       node->release_saved();
       node->released.store(true, std::memory_order_relaxed);
     }

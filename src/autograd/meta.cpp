@@ -8,8 +8,41 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 namespace ember::autograd {
+
+namespace {
+/// The nodes an outer ~Node on this thread is freeing; null when none is running.
+thread_local std::vector<std::shared_ptr<Node>>* t_freeing = nullptr;
+}  // namespace
+
+Node::~Node() {
+  // Derived members (saved tensors) are gone already; what is left to free is the graph
+  // below, through `next`. A child held only here is moved to the list of the outermost
+  // destructor on this thread, which frees the list's nodes one at a time, each adding its own
+  // children: the stack stays two frames deep however long the graph is (PyTorch's
+  // deleteNode does the same). A child others still hold is only released.
+  auto take = [](std::vector<Edge>& edges, std::vector<std::shared_ptr<Node>>& list) {
+    for (Edge& e : edges)
+      if (e.fn && e.fn.use_count() == 1) list.push_back(std::move(e.fn));
+  };
+  if (t_freeing) {
+    take(next, *t_freeing);
+    return;
+  }
+  std::vector<std::shared_ptr<Node>> list;
+  take(next, list);
+  if (list.empty()) return;
+  t_freeing = &list;
+  while (!list.empty()) {
+    std::shared_ptr<Node> n = std::move(list.back());
+    list.pop_back();
+    n.reset();  // its ~Node adds its children to `list`
+  }
+  t_freeing = nullptr;
+}
+
 namespace {
 
 void delete_meta(AutogradMeta* m) { delete m; }

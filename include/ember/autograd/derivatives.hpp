@@ -155,7 +155,7 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
   bool uses_y = false, uses_x = true;
   switch (u) {
     case U::Exp: case U::Exp2: case U::Expm1: case U::Sqrt: case U::Rsqrt: case U::Reciprocal: case U::Tan:
-    case U::Tanh: case U::Sigmoid: case U::Relu: case U::Erfinv:
+    case U::Tanh: case U::Sigmoid: case U::Relu:
       uses_y = true, uses_x = false;
       break;
     case U::Neg: case U::Frac: case U::Sign: case U::Floor: case U::Ceil: case U::Round: case U::Trunc:
@@ -258,7 +258,8 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
       }
       case U::Erf: return {g * (X().square().neg().exp() * (2.0 * inv_sqrt_pi))};
       case U::Erfc: return {g * (X().square().neg().exp() * (-2.0 * inv_sqrt_pi))};
-      case U::Erfinv: return {g * (Y().square().exp() * (std::sqrt(detail::pi()) / 2.0))};
+      // From the input, recomputing erfinv (as PyTorch): the output may be written in place.
+      case U::Erfinv: return {g * (X().erfinv().square().exp() * (std::sqrt(detail::pi()) / 2.0))};
       case U::Clamp: {
         TP xv = X();
         TP keep = xv.isnan().logical_not();

@@ -57,7 +57,10 @@ struct PolicyOps {
 };
 
 struct Node : std::enable_shared_from_this<Node> {
-  virtual ~Node() = default;
+  /// Frees the nodes only this one holds (through `next`) one after another rather than each
+  /// from its parent's destructor: a chain of ~150K nodes (a long unrolled loop) overflowed an
+  /// 8 MiB stack when its output was dropped. Out of line (meta.cpp).
+  virtual ~Node();
   /// Gradients of the inputs (one per edge in `next`; undefined where not needed) from the
   /// gradients of the outputs (one per output, each defined: the engine fills zeros).
   virtual std::vector<TensorRef> apply(std::vector<TensorRef>& grads) = 0;
