@@ -315,3 +315,21 @@ TEST_CASE("signed zeros: neg(0.0) is -0.0 and abs(-0.0) is +0.0, as PyTorch") {
     CHECK_FALSE(std::signbit(sa[1]));
   }
 }
+
+TEST_CASE("edge shapes (review): argmax over all elements with keepdim, 0-d transpose dims, empty inf norm") {
+  // torch.argmax(x, keepdim=True) without a dim keeps every dim as 1.
+  Tensor x = arange(24, TensorOptions(DType::F32)).view({2, 3, 4});
+  CHECK(x.argmax(std::nullopt, true).sizes() == Shape{1, 1, 1});
+  CHECK(x.argmax(std::nullopt, true).item<int64_t>() == 23);
+  CHECK(x.argmin(std::nullopt, true).sizes() == Shape{1, 1, 1});
+  CHECK(x.argmax().sizes() == Shape{});
+  // A 0-d tensor takes dims 0 and -1 only.
+  Tensor s = full({}, 1.0);
+  CHECK(s.transpose(0, -1).dim() == 0);
+  CHECK_THROWS_WITH_AS(s.transpose(3, 7), doctest::Contains("[transpose] dim 3 out of range"), Error);
+  // The largest |x| over nothing has no value (PyTorch: "cannot compute the inf norm on an empty
+  // tensor"); over a non-empty dim of an empty tensor it is an empty result.
+  CHECK_THROWS_WITH_AS(zeros({0}).norm(kInf), doctest::Contains("[norm] the inf norm over an empty dim"), Error);
+  CHECK_THROWS_WITH_AS(zeros({2, 0}).norm(kInf, Shape{1}), doctest::Contains("[norm]"), Error);
+  CHECK(zeros({0, 3}).norm(kInf, Shape{1}).sizes() == Shape{0});
+}

@@ -41,7 +41,11 @@ BasicTensor<P> BasicTensor<P>::reshape(const Shape& shape) const {
 template <class P>
 BasicTensor<P> BasicTensor<P>::transpose(int64_t d0, int64_t d1) const {
   int64_t n = dim();
-  if (n == 0) return apply(ops::ViewOp{ops::ViewKind::Alias});
+  if (n == 0) {  // dims 0 and -1 only, as PyTorch
+    wrap_dim(d0, n, "transpose");
+    wrap_dim(d1, n, "transpose");
+    return apply(ops::ViewOp{ops::ViewKind::Alias});
+  }
   d0 = wrap_dim(d0, n, "transpose");
   d1 = wrap_dim(d1, n, "transpose");
   Shape perm(static_cast<size_t>(n));
@@ -167,13 +171,14 @@ BasicTensor<P> BasicTensor<P>::round(int64_t decimals) const {
 
 template <class P>
 BasicTensor<P> BasicTensor<P>::argmax(std::optional<int64_t> d, bool keepdim) const {
-  if (!d) return flatten().arg(detail::ArgReduceOp::Max, 0, false, false).second;
+  // Over all elements; keepdim keeps every dim as 1, as PyTorch.
+  if (!d) return flatten().arg(detail::ArgReduceOp::Max, 0, false, false).second.reshape(Shape(keepdim ? sizes().size() : 0, 1));
   return arg(detail::ArgReduceOp::Max, *d, keepdim, false).second;
 }
 
 template <class P>
 BasicTensor<P> BasicTensor<P>::argmin(std::optional<int64_t> d, bool keepdim) const {
-  if (!d) return flatten().arg(detail::ArgReduceOp::Min, 0, false, false).second;
+  if (!d) return flatten().arg(detail::ArgReduceOp::Min, 0, false, false).second.reshape(Shape(keepdim ? sizes().size() : 0, 1));
   return arg(detail::ArgReduceOp::Min, *d, keepdim, false).second;
 }
 
@@ -227,7 +232,13 @@ BasicTensor<P> BasicTensor<P>::norm(double p, const Shape& dims, bool keepdim) c
   EMBER_CHECK(!std::isnan(p), "[norm] p is NaN");
   if (p == 1) return norm1(dims, keepdim);
   if (p == 2) return norm2(dims, keepdim);
-  if (std::isinf(p) && p > 0) return norm_inf(dims, keepdim);
+  if (std::isinf(p) && p > 0) {
+    // A maximum over nothing has no value (PyTorch errors too); -inf errors in amin.
+    bool empty = dims.empty() && numel() == 0;
+    for (int64_t d : dims) empty = empty || size(d) == 0;
+    EMBER_CHECK(!empty, "[norm] the inf norm over an empty dim of shape {} (dims {}) has no value", sizes(), dims);
+    return norm_inf(dims, keepdim);
+  }
   if (std::isinf(p)) return abs().amin(dims, keepdim);     // p = -inf: the smallest |x|
   if (p == 0) return ne(0.0).sum(dims, keepdim).to(dtype());  // the count of non-zeros (no gradient)
   // (sum |x|^p)^(1/p), with PyTorch's zero gradients where the derivative is infinite: at
