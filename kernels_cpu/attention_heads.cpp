@@ -10,7 +10,8 @@
 // per head into an L1-sized buffer, and nothing else is set up.
 //
 // The arithmetic is the general path's, element for element: each product is the same fma
-// chain over the same steps (one KC slice: every dim <= 512), scaled once at the store, and
+// chain over the same steps (one KC slice: every dim <= 512; two or more queries and keys, so
+// that no product is a GEMV there), scaled once at the store, and
 // the softmax and its derivative are the same kernels (Kernels<Cpu>), so the results are
 // bit-identical to it (tests/nn/test_attention.cpp compares them) and independent of the
 // thread count.
@@ -202,8 +203,10 @@ void head_backward(const ops::AttentionHeads& a, int64_t b, int64_t h) {
     product<ALayout::Steps>(s, a.d, l, dsp, s, a.q.at(b, h), a.q.sr, a.dk.at(b, h), a.dk.sr, a.scale);
 }
 
+/// Shapes the general path also runs as packed products: with one query or one key, some of
+/// its products have one row and go to the GEMV kernels, whose sums are ordered differently.
 bool supported(const ops::AttentionHeads& a) {
-  return a.d % W == 0 && a.dv % W == 0 && a.l >= 1 && a.s >= 1 && a.d >= 1 && a.dv >= 1 && a.l <= kMaxDim &&
+  return a.d % W == 0 && a.dv % W == 0 && a.l >= 2 && a.s >= 2 && a.d >= 1 && a.dv >= 1 && a.l <= kMaxDim &&
          a.s <= kMaxDim && a.d <= kMaxDim && a.dv <= kMaxDim;
 }
 

@@ -266,6 +266,10 @@ TEST_CASE("autograd edges (review): long graphs are freed and differentiated wit
     Tensor y = x;
     for (int i = 0; i < kLength; ++i) y = y * 1.0;
   }  // dropped without a backward
+  {
+    Tensor y = x;
+    for (int i = 0; i < kLength; ++i) y = y + y;  // two edges to the same child
+  }
   Tensor y = x;
   for (int i = 0; i < kLength; ++i) y = y + 0.0;
   CHECK(vals(autograd::grad<DefaultPolicy>({y.sum()}, {x}, {}, true)[0]) == std::vector<double>{1.0});

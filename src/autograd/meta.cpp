@@ -22,10 +22,15 @@ Node::~Node() {
   // below, through `next`. A child held only here is moved to the list of the outermost
   // destructor on this thread, which frees the list's nodes one at a time, each adding its own
   // children: the stack stays two frames deep however long the graph is (PyTorch's
-  // deleteNode does the same). A child others still hold is only released.
+  // deleteNode does the same). A child others still hold is released here, at once: when the
+  // other holder is this node's next edge (y + y), that edge then takes it to the list rather
+  // than freeing it from `next`'s destructor, which nests again.
   auto take = [](std::vector<Edge>& edges, std::vector<std::shared_ptr<Node>>& list) {
-    for (Edge& e : edges)
-      if (e.fn && e.fn.use_count() == 1) list.push_back(std::move(e.fn));
+    for (Edge& e : edges) {
+      if (!e.fn) continue;
+      if (e.fn.use_count() == 1) list.push_back(std::move(e.fn));
+      else e.fn.reset();
+    }
   };
   if (t_freeing) {
     take(next, *t_freeing);

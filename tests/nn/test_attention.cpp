@@ -428,7 +428,8 @@ TEST_CASE("fused attention: the per-head f32 kernel equals the general path bit 
   const Case cases[] = {{3, 4, 64, 64, 32, 32, false, true}, {2, 3, 13, 37, 16, 32, false, false},
                         {1, 1, 7, 5, 32, 16, true, false},   {2, 2, 64, 64, 32, 32, true, true},
                         {2, 2, 100, 70, 48, 64, false, false}, {2, 2, 9, 9, 8, 8, false, true},
-                        {1, 2, 19, 130, 80, 16, true, false}};
+                        {1, 2, 19, 130, 80, 16, true, false}, {2, 2, 1, 33, 32, 32, false, false},
+                        {2, 2, 5, 1, 32, 32, false, false}};  // one query, one key: the general path
   for (const Case& c : cases) {
     CAPTURE(c.l);
     CAPTURE(c.s);
