@@ -2,12 +2,13 @@
 // (batch entry, head) pair runs that head's products straight through the packed GEMM's
 // micro-kernels, with the head's softmax between them.
 //
-// Why: src/ops/attention.cpp's general path makes each of a head's products a full GEMM call
-// (plan, views, B packed into its buffer, threads considered). At the sizes attention has in
-// small models (64 x 64 x 32 per head: ~4K cycles of FMAs) that overhead was most of the time:
-// the transformer benchmark's attention ran at ~22 GFLOP/s forward and ~25 backward, against
-// ~100 for its other products. Here q, k^T-as-packed, v, dO are read in place or packed once
-// per head into an L1-sized buffer, and nothing else is set up.
+// Why: src/ops/attention.cpp's general path makes each of a batch entry's products a full
+// GEMM call (plan, views, B packed into its buffer, threads considered). At the sizes attention
+// has in small models (64 x 64 x 32 per head) the transformer benchmark's attention ran at ~55
+// GFLOP/s forward and ~68 backward, against ~100 for its other products. Here k^T and v^T are
+// packed once per head into an L1-sized buffer, q, v, dO read in place, and nothing else is set
+// up: 5-8% faster at head dim 32, ~10% / ~27% (forward / backward) at 16, level at 64, where
+// the 6 x 4 tiles already ran near peak (docs/benchmarks.md, "Nineteenth session").
 //
 // The arithmetic is the general path's, element for element: each product is the same fma
 // chain over the same steps (one KC slice: every dim <= 512; two or more queries and keys, so
