@@ -429,10 +429,10 @@ struct UnaryFn<ops::UnaryOp::Clamp> {
       const BoundsIn<S>& k = bounds.in<S>();
       V r = vm::select(x < V(k.lo_cmp), V(k.lo_val), x);
       return vm::select(r > V(k.hi_cmp), V(k.hi_val), r);
-    } else {
+    } else {  // the bounds converted to S, as PyTorch's (Tensor::clamp checked that they fit)
       S r = x;
-      if (p.has_a && static_cast<double>(r) < p.a) r = sat_cast<S>(p.a);
-      if (p.has_b && static_cast<double>(r) > p.b) r = sat_cast<S>(p.b);
+      if (p.has_a && r < static_cast<S>(p.ia)) r = static_cast<S>(p.ia);
+      if (p.has_b && r > static_cast<S>(p.ib)) r = static_cast<S>(p.ib);
       return r;
     }
   }

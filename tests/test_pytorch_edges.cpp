@@ -333,3 +333,27 @@ TEST_CASE("edge shapes (review): argmax over all elements with keepdim, 0-d tran
   CHECK_THROWS_WITH_AS(zeros({2, 0}).norm(kInf, Shape{1}), doctest::Contains("[norm]"), Error);
   CHECK(zeros({0, 3}).norm(kInf, Shape{1}).sizes() == Shape{0});
 }
+
+TEST_CASE("edge values: clamp of integers is exact beyond 2^53, and its bounds convert as PyTorch's") {
+  auto ints = [](const Tensor& t) {
+    Tensor c = t.contiguous();
+    return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+  };
+  const int64_t big = int64_t{1} << 60;
+  Tensor x = tensor<int64_t>({big + 1, big + 3, -big - 1, 5});
+  CHECK(ints(x.clamp(Scalar(big + 2), Scalar(big + 2))) == std::vector<int64_t>(4, big + 2));
+  CHECK(ints(x.clamp_min(Scalar(big + 2))) == std::vector<int64_t>{big + 2, big + 3, big + 2, big + 2});
+  CHECK(ints(x.clamp_max(Scalar(-big))) == std::vector<int64_t>{-big, -big, -big - 1, -big});
+  Tensor y = x.clone();
+  y.clamp_(Scalar(-big), Scalar(big + 2));
+  CHECK(ints(y) == std::vector<int64_t>{big + 1, big + 2, -big, 5});
+  // Bounds convert to the tensor's dtype: negative ones wrap for uint8 (-1 is 255), and
+  // one outside a signed dtype's range is refused (PyTorch: "cannot be converted").
+  Tensor u = tensor<int64_t>({1, 2, 200}).to(DType::U8);
+  CHECK(ints(u.clamp_min(Scalar(-1)).to(DType::I64)) == std::vector<int64_t>{255, 255, 255});
+  CHECK(ints(u.clamp_max(Scalar(-56)).to(DType::I64)) == std::vector<int64_t>{1, 2, 200});
+  Tensor i8 = tensor<int64_t>({1, -4}).to(DType::I8);
+  CHECK(ints(i8.clamp(Scalar(-2), Scalar(2)).to(DType::I64)) == std::vector<int64_t>{1, -2});
+  CHECK_THROWS_WITH_AS(i8.clamp_min(Scalar(-200)), doctest::Contains("[clamp]"), Error);
+  CHECK_THROWS_WITH_AS(i8.clamp_(Scalar(0), Scalar(128)), doctest::Contains("[clamp]"), Error);
+}

@@ -260,8 +260,8 @@ inline int64_t unary_int(ops::UnaryOp op, int64_t x, const ops::UnaryParams& p =
         return r;
       }
       int64_t r = x;
-      if (p.has_a) r = std::max(r, cast(p.a));
-      if (p.has_b) r = std::min(r, cast(p.b));
+      if (p.has_a) r = std::max(r, p.ia);
+      if (p.has_b) r = std::min(r, p.ib);
       return r;
     }
     case U::Isnan:

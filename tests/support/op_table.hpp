@@ -55,6 +55,9 @@ struct ReduceRow {
 constexpr ops::UnaryParams P(double a = 0, double b = 0, double c = 0, bool has_a = true, bool has_b = true) {
   ops::UnaryParams p;
   p.a = a, p.b = b, p.c = c, p.has_a = has_a, p.has_b = has_b;
+  // The integer bounds clamp reads (Tensor::clamp sets both forms from one Scalar).
+  auto exact = [](double v) { return v > -9e18 && v < 9e18 ? static_cast<int64_t>(v) : int64_t{0}; };
+  p.ia = exact(a), p.ib = exact(b);
   return p;
 }
 

@@ -429,12 +429,20 @@ class BasicTensor {
     if (dtype() == DType::Bool && any(&Scalar::is_integral)) return DType::I64;
     return dtype();
   }
-  static ops::UnaryParams clamp_params(std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  ops::UnaryParams clamp_params(std::optional<Scalar> lo, std::optional<Scalar> hi) const {
+    if (!is_floating_point() && dtype() != DType::Bool) {  // e.g. clamp(min=-200) of an i8 tensor
+      if (lo) detail::check_scalar_fits(*lo, dtype(), "clamp");
+      if (hi) detail::check_scalar_fits(*hi, dtype(), "clamp");
+    }
     ops::UnaryParams p;
     p.has_a = lo.has_value();
     p.has_b = hi.has_value();
     p.a = lo ? lo->to_double() : 0.0;
     p.b = hi ? hi->to_double() : 0.0;
+    // Integer tensors are clamped only by integer or bool bounds (a float bound makes the
+    // result float: clamp_result_type).
+    p.ia = lo && !lo->is_floating() ? lo->to_int() : 0;
+    p.ib = hi && !hi->is_floating() ? hi->to_int() : 0;
     return p;
   }
   BasicTensor reduce(ops::ReduceOp op, const Shape& dims, bool keepdim) const {

@@ -96,6 +96,8 @@ constexpr ReduceRule rule(ReduceOp op) { return tables::kReduceRules[static_cast
 struct UnaryParams {
   double a = 0, b = 0, c = 0;
   bool has_a = true, has_b = true;  ///< clamp: whether min / max were given
+  /// clamp of an integer tensor: a and b exactly (doubles round above 2^53).
+  int64_t ia = 0, ib = 0;
 };
 
 /// The parameters of an op called without any (x.leaky_relu(), x.hardtanh()): PyTorch's
