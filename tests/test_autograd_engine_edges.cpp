@@ -303,3 +303,96 @@ TEST_CASE("autograd edges (review): erfinv's derivative does not need its output
     CHECK(g[i] == doctest::Approx(2.0 * std::sqrt(pi) / 2.0 * std::exp(v * v)).epsilon(1e-9));
   }
 }
+
+/// Returns x * 3 and saves nothing for backward.
+struct Triple : autograd::Function<Triple> {
+  static constexpr const char* name = "Triple";
+  static Tensor forward(AutogradContext*, const Tensor& x) { return x * 3.0; }
+  static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) { return {g[0] * 3.0}; }
+};
+/// Returns x * x and saves x.
+struct SquareSaved : autograd::Function<SquareSaved> {
+  static constexpr const char* name = "SquareSaved";
+  static Tensor forward(AutogradContext* ctx, const Tensor& x) {
+    ctx->save_for_backward({x});
+    return x * x;
+  }
+  static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> g) {
+    return {g[0] * ctx->get_saved_variables()[0] * 2.0};
+  }
+};
+
+TEST_CASE("autograd edges: nodes that saved no tensor run again after a backward without retain_graph") {
+  // As in PyTorch 1.13: only saved tensors are freed, so grad for a, then grad for b, through
+  // one AddBackward works; so does a second backward through negation, views and sums.
+  Tensor a = leaf({1.0, 2.0}), b = leaf({3.0, 4.0});
+  Tensor l = (a + b).sum();
+  CHECK(vals(autograd::grad<DefaultPolicy>({l}, {a})[0]) == std::vector<double>{1.0, 1.0});
+  CHECK(vals(autograd::grad<DefaultPolicy>({l}, {b})[0]) == std::vector<double>{1.0, 1.0});
+  Tensor n = (-a).reshape({2, 1}).t().expand({3, 2}).sum();
+  n.backward();
+  n.backward();
+  CHECK(vals(a.grad()) == std::vector<double>{-6.0, -6.0});
+  // A node that saved a tensor still refuses, wherever it is in the graph.
+  Tensor s = (a.sin() + b).sum();
+  s.backward();
+  CHECK_THROWS_WITH_AS(s.backward(), doctest::Contains("second time"), Error);
+  // Custom Functions: with nothing saved they run again; with saved tensors they refuse.
+  Tensor c = leaf({1.0, -2.0});
+  Tensor t = Triple::apply(c).sum();
+  t.backward();
+  t.backward();
+  CHECK(vals(c.grad()) == std::vector<double>{6.0, 6.0});
+  Tensor q = SquareSaved::apply(c).sum();
+  q.backward();
+  CHECK_THROWS_WITH_AS(q.backward(), doctest::Contains("second time"), Error);
+}
+
+TEST_CASE("autograd edges: a backward without retain_graph frees what the nodes saved") {
+  // exp saves its 8 MiB output, which only its node holds: freed by a plain backward, kept
+  // by one that retains the graph.
+  auto in_use_after = [](bool retain) {
+    Tensor x = randn({1 << 20}, DType::F64).requires_grad_();
+    Tensor l = (x * 2.0).exp().sum();
+    l.backward({}, retain);
+    return allocator_stats(Device::cpu()).bytes_in_use;
+  };
+  const int64_t kept = in_use_after(true), freed = in_use_after(false);
+  CHECK(kept - freed >= int64_t{8} << 20);
+}
+
+TEST_CASE("autograd edges: backward with inputs accumulates into those tensors only (libtorch's inputs=)") {
+  // Values from PyTorch 1.13: h = a * b, l = sum(h * h).
+  Tensor a = leaf({1.0, 2.0}), b = leaf({3.0, 4.0}), c = leaf({1.0});
+  Tensor h = a * b;
+  Tensor l = (h * h).sum();
+  l.backward({}, true, false, {a});
+  CHECK(vals(a.grad()) == std::vector<double>{18.0, 64.0});
+  CHECK(!b.grad().defined());
+  // A non-leaf input retains its gradient; the leaves keep theirs.
+  l.backward({}, true, false, {h});
+  CHECK(h.retains_grad());
+  CHECK(vals(h.grad()) == std::vector<double>{6.0, 16.0});
+  CHECK(vals(a.grad()) == std::vector<double>{18.0, 64.0});
+  l.backward({}, true, false, {h});
+  CHECK(vals(h.grad()) == std::vector<double>{12.0, 32.0});
+  // An input the graph does not reach keeps no .grad; one that does not require grad is refused.
+  l.backward({}, true, false, {c});
+  CHECK(!c.grad().defined());
+  CHECK_THROWS_WITH_AS(l.backward({}, true, false, {tensor<double>({1.0})}), doctest::Contains("does not require grad"),
+                       Error);
+  // A leaf input's hooks run, as its accumulator does.
+  a.zero_grad();
+  a.register_hook([](Tensor g) { return g * 10.0; });
+  autograd::backward<DefaultPolicy>({l}, {}, true, false, {a});
+  CHECK(vals(a.grad()) == std::vector<double>{180.0, 640.0});
+  // Only the nodes leading to an input run and give up their saved tensors: b's exp still
+  // holds its output for a second pass without retain_graph.
+  Tensor x = leaf({0.5}), y = leaf({1.5});
+  Tensor s = (x.exp() + y.exp()).sum();
+  s.backward({}, false, false, {x});
+  s.backward({}, false, false, {y});
+  CHECK(vals(x.grad())[0] == doctest::Approx(std::exp(0.5)));
+  CHECK(vals(y.grad())[0] == doctest::Approx(std::exp(1.5)));
+  CHECK_THROWS_WITH_AS(s.backward({}, false, false, {x}), doctest::Contains("second time"), Error);
+}

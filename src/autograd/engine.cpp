@@ -171,6 +171,10 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
     }
     for (Node* n : order)
       if (leads[n]) needed.insert(n);
+    // backward(inputs=): a leaf input's accumulator runs too (its hooks, its .grad).
+    if (rq.accumulate_inputs)
+      for (const auto& [n, caps] : captures)
+        if (dynamic_cast<AccumulateGrad*>(n)) needed.insert(n);
   }
 
   GradModeScope mode(rq.create_graph);
@@ -256,7 +260,7 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
     }
   }
 
-  if (!capture_mode) return {};
+  if (!capture_mode || rq.accumulate_inputs) return {};
   for (size_t i = 0; i < captured.size(); ++i) {
     EMBER_CHECK(captured[i] || rq.allow_unused,
                 "[{}] input {} (shape {}) was not used in the graph of the outputs; pass allow_unused=true if "

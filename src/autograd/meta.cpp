@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace ember::autograd {
@@ -174,7 +175,16 @@ TensorRef detached(const TensorImpl& t) {
   return ember::detail::make_view(t.storage, t.dtype, t.sizes, t.strides, t.offset);
 }
 
+namespace {
+thread_local uint32_t t_saved_count = 0;
+}  // namespace
+
+uint32_t take_saved_count() {
+  return std::exchange(t_saved_count, 0u);
+}
+
 SavedTensor::SavedTensor(const TensorImpl& t, bool is_output) : is_output_(is_output) {
+  ++t_saved_count;
   EMBER_CHECK(t.storage->versioned,
               "[autograd] a tensor created under InferenceModeGuard cannot be saved for backward; clone it "
               "outside inference mode first");

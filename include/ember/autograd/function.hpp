@@ -167,6 +167,11 @@ struct Function {
       ctx->saved_.emplace_back(t.impl(), is_out);
     }
     ctx->to_save_.clear();
+    // Saved after the node was made, so make_node could not count them. Without any, the
+    // node runs again after a backward without retain_graph (PyTorch frees only the saved
+    // tensors; ctx and its saved_data stay).
+    node->saved_tensors = !ctx->saved_.empty();
+    (void)take_saved_count();
     return result;
   }
 };

@@ -73,6 +73,7 @@ struct FnNode final : Node {
     return out;
   }
   void release_saved() override {
+    if (!saved_tensors) return;  // nothing to free: the formula may run again
     std::lock_guard<std::mutex> lock(mu_);
     fn_.reset();
   }
@@ -88,7 +89,10 @@ struct FnNode final : Node {
 template <class P, class F>
 std::shared_ptr<Node> make_node(const char* op, std::initializer_list<const TensorImpl*> inputs, F f,
                                 const PolicyOps* ops) {
+  // First, before gradient_edge below can build a view's history node of its own.
+  const bool saved = take_saved_count() != 0;
   auto n = std::make_shared<FnNode<P, F>>(op, std::move(f));
+  n->saved_tensors = saved;
   n->ops = ops;
   n->sequence = next_sequence();
   n->next.reserve(inputs.size());
@@ -99,7 +103,10 @@ std::shared_ptr<Node> make_node(const char* op, std::initializer_list<const Tens
 /// The same for a runtime list of inputs (cat).
 template <class P, class F>
 std::shared_ptr<Node> make_node(const char* op, std::span<const TensorImpl* const> inputs, F f, const PolicyOps* ops) {
+  // First, before gradient_edge below can build a view's history node of its own.
+  const bool saved = take_saved_count() != 0;
   auto n = std::make_shared<FnNode<P, F>>(op, std::move(f));
+  n->saved_tensors = saved;
   n->ops = ops;
   n->sequence = next_sequence();
   n->next.reserve(inputs.size());

@@ -84,6 +84,10 @@ struct Node : std::enable_shared_from_this<Node> {
   /// Run even when no gradient reaches it, on zero-filled gradients (custom Functions, as
   /// PyTorch materializes their gradients); other nodes are skipped then.
   bool run_without_grads = false;
+  /// Whether the node's formula saved tensors. A node that saved none keeps its formula after
+  /// a backward without retain_graph and can run again, as in PyTorch: grad(loss, {a}) and
+  /// then grad(loss, {b}) through an AddBackward.
+  bool saved_tensors = true;
 
   bool needs_input_grad(size_t i) const { return i < next.size() && next[i].valid(); }
 };
@@ -161,6 +165,11 @@ void attach_retain_hook(Node& fn, uint32_t output_nr, const std::shared_ptr<Reta
 TensorRef detached(const TensorImpl& t);
 /// Next creation number for a node.
 uint64_t next_sequence();
+/// How many tensors this thread saved for backward (SavedTensor from a tensor) since the last
+/// call; resets the count. make_node calls it first thing: the formula's closure, built just
+/// before, holds every tensor saved since the previous node. A count left over by a path that
+/// made no node only makes the next node free its formula after backward (the safe side).
+uint32_t take_saved_count();
 
 /// A tensor saved for backward, with the storage version it had when saved. Unpacking a
 /// tensor modified in place since is an error naming the node and both versions. Outputs of

@@ -129,18 +129,6 @@ BasicTensor<P>& BasicTensor<P>::detach_() {
 }
 
 template <class P>
-void BasicTensor<P>::backward(const BasicTensor& grad, std::optional<bool> retain_graph, bool create_graph) const {
-  autograd::detail::require_autograd<P>();
-  autograd::detail::BackwardRequest rq;
-  rq.outputs.push_back(impl_ref());
-  rq.grad_outputs.push_back(grad.impl_ref());
-  rq.retain_graph = retain_graph.value_or(create_graph);
-  rq.create_graph = create_graph;
-  rq.ops = &autograd::Recorder<P>::policy_ops();
-  autograd::detail::run_backward(rq);
-}
-
-template <class P>
 template <class F>
 unsigned BasicTensor<P>::register_hook(F&& hook) const {
   autograd::detail::require_autograd<P>();
@@ -189,14 +177,27 @@ void BasicTensor<P>::remove_hook(unsigned handle) const {
 namespace autograd {
 
 /// Accumulates the gradients of `tensors` (weighted by `grad_tensors`, default ones for
-/// one-element tensors) into the leaves' .grad().
+/// one-element tensors) into the leaves' .grad(). With `inputs` (libtorch's `inputs=`), into
+/// those tensors' .grad() only: leaves through their accumulators (hooks run), non-leaves by
+/// retain_grad(); an input the graph does not reach keeps its .grad(). Only the nodes that
+/// lead to an input run, and only they give up their saved tensors.
 template <class P>
 void backward(const std::vector<BasicTensor<P>>& tensors, const std::vector<BasicTensor<P>>& grad_tensors = {},
-              std::optional<bool> retain_graph = {}, bool create_graph = false) {
+              std::optional<bool> retain_graph = {}, bool create_graph = false,
+              const std::vector<BasicTensor<P>>& inputs = {}) {
   detail::require_autograd<P>();
   detail::BackwardRequest rq;
   for (const auto& t : tensors) rq.outputs.push_back(t.impl_ref());
   for (const auto& g : grad_tensors) rq.grad_outputs.push_back(g.impl_ref());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    BasicTensor<P> in = inputs[i];
+    EMBER_CHECK(in.defined(), "[backward] input {} is an undefined tensor", i);
+    EMBER_CHECK(in.requires_grad(), "[backward] input {} (shape {}) does not require grad", i, in.sizes());
+    if (!in.is_leaf()) in.retain_grad();
+    rq.inputs.push_back(in.impl_ref());
+  }
+  rq.accumulate_inputs = !inputs.empty();
+  rq.allow_unused = true;
   rq.retain_graph = retain_graph.value_or(create_graph);
   rq.create_graph = create_graph;
   rq.ops = &Recorder<P>::policy_ops();
@@ -230,5 +231,12 @@ std::vector<BasicTensor<P>> grad(const std::vector<BasicTensor<P>>& outputs, con
 }
 
 }  // namespace autograd
+
+// After autograd::backward, which it calls.
+template <class P>
+void BasicTensor<P>::backward(const BasicTensor& grad, std::optional<bool> retain_graph, bool create_graph,
+                              const std::vector<BasicTensor>& inputs) const {
+  autograd::backward<P>({*this}, {grad}, retain_graph, create_graph, inputs);
+}
 
 }  // namespace ember

@@ -362,8 +362,10 @@ class BasicTensor {
   BasicTensor& detach_();
   /// Gradients of this tensor with respect to the leaves of its graph, accumulated into their
   /// .grad(). `grad` defaults to ones for one-element tensors; retain_graph defaults to
-  /// create_graph.
-  void backward(const BasicTensor& grad = {}, std::optional<bool> retain_graph = {}, bool create_graph = false) const;
+  /// create_graph. With `inputs`, only those tensors' .grad() is accumulated (non-leaves
+  /// among them retain_grad()), and only the part of the graph leading to them runs.
+  void backward(const BasicTensor& grad = {}, std::optional<bool> retain_graph = {}, bool create_graph = false,
+                const std::vector<BasicTensor>& inputs = {}) const;
   /// Calls hook(grad) when this tensor's gradient is computed; a hook returning a tensor
   /// replaces the gradient (of the same shape, dtype and device). Returns a handle for
   /// remove_hook, as libtorch's.
