@@ -455,7 +455,13 @@ TEST_CASE("the pool and a user's executor can be swapped while another thread ru
   const Executor counting = inline_executor(3, &tasks);
   set_num_threads(2);
   RegionsOnAnotherThread other;
-  for (int rep = 0; rep < 200 || other.regions.load() < 200; ++rep) {
+  // Until the other thread has run 200 regions and some ran on the counting executor: with
+  // both cores busy (meson runs two test binaries at once), this thread can be descheduled
+  // with the pool's executor installed for all of the other thread's time slice. A broken
+  // swap never reaches the executor, and the deadline fails the check below.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int rep = 0; rep < 200 || other.regions.load() < 200 || (tasks.load() == 0 && std::chrono::steady_clock::now() < deadline);
+       ++rep) {
     set_executor(rep % 2 ? Executor{} : counting);
     std::this_thread::yield();
   }
