@@ -3,15 +3,18 @@
 // full reduction splits into fixed-size chunks combined in order, so results do not depend
 // on the thread count.
 
+#include "cascade_sum.hpp"
 #include "functors.hpp"
 
 #include <ember/core/tensor_impl.hpp>
 #include <ember/dispatch/kernels.hpp>
 #include <ember/runtime/threading.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace ember::cpu::EMBER_CPU_ARCH {
@@ -200,8 +203,35 @@ struct SimdReduce {
     else return acc;
   }
 
+  /// Sums longer than this go by blocks of it into a cascade (each lane of the four
+  /// accumulators adds 64 elements per block).
+  static constexpr int64_t kBlock = 64 * 4 * W;
+
   /// The reduction of n contiguous elements, as the scalar reducer's value for them.
   static T run(const T* p, int64_t n) {
+    if constexpr (kSum) {
+      if (n > kBlock) {
+        Cascade<B> blocks(B(T(0)));
+        M nan(false);  // unused by sums
+        int64_t k = 0;
+        for (; k + kBlock <= n; k += kBlock) {
+          B a0 = init(), a1 = init(), a2 = init(), a3 = init();
+          for (int64_t j = k; j < k + kBlock; j += 4 * W) {
+            a0 = step(a0, B::load_unaligned(p + j), nan);
+            a1 = step(a1, B::load_unaligned(p + j + W), nan);
+            a2 = step(a2, B::load_unaligned(p + j + 2 * W), nan);
+            a3 = step(a3, B::load_unaligned(p + j + 3 * W), nan);
+          }
+          blocks.push(merge(merge(a0, a1), merge(a2, a3)));
+        }
+        return xsimd::hadd(blocks.total(B(T(0)))) + run_short(p + k, n - k);
+      }
+    }
+    return run_short(p, n);
+  }
+
+  /// run() for n <= kBlock (sums), or any n (extremes: order-free).
+  static T run_short(const T* p, int64_t n) {
     using Rd = Reducer<T, Op>;
     B a0 = init(), a1 = init(), a2 = init(), a3 = init();
     M nan(false);
@@ -244,7 +274,40 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
     });
   };
   using Simd = SimdReduce<T, Op>;
+  // Floating sums (sum, mean, nansum, the 1- and 2-norms) add blocks into a cascade
+  // (cascade_sum.hpp): one accumulator down a million elements was off by ~1e-4.
+  constexpr bool kAdditive = std::is_floating_point_v<Acc> && (Op == ops::ReduceOp::Sum || Op == ops::ReduceOp::Mean ||
+                                                               Op == ops::ReduceOp::Nansum || Op == ops::ReduceOp::Norm1 ||
+                                                               Op == ops::ReduceOp::Norm2);
+  constexpr int64_t kScalarBlock = 64;
+  // The region's sum by blocks of kScalarBlock elements (or runs, which cascade themselves).
+  auto cascade_region = [&](int64_t base) -> Acc {
+    Cascade<Acc> blocks(Acc(0));
+    Acc block = Rd::init();
+    int64_t in_block = 0;
+    for_runs(s, [&](int64_t off, int64_t n, int64_t stride) {
+      const T* p = xp + base + off;
+      if constexpr (Simd::kEnabled) {
+        if (stride == 1) {  // run() cascades long runs itself
+          block = Rd::merge(block, Simd::run(p, n));
+          in_block += n;
+          if (in_block >= kScalarBlock) blocks.push(std::exchange(block, Rd::init())), in_block = 0;
+          return;
+        }
+      }
+      for (int64_t k = 0; k < n;) {
+        const int64_t end = k + std::min(n - k, kScalarBlock - in_block);
+        in_block += end - k;
+        for (; k < end; ++k) block = Rd::step(block, static_cast<C>(p[k * stride]));
+        if (in_block == kScalarBlock) blocks.push(std::exchange(block, Rd::init())), in_block = 0;
+      }
+    });
+    return blocks.total(block);
+  };
   auto reduce_region = [&](int64_t base) -> Acc {
+    if constexpr (kAdditive) {
+      if (s.reduced > kScalarBlock) return cascade_region(base);
+    }
     Acc acc = Rd::init();
     for_runs(s, [&](int64_t off, int64_t n, int64_t stride) {
       const T* p = xp + base + off;
@@ -279,7 +342,13 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
       }
     });
     Acc acc = partial[0];
-    for (size_t c = 1; c < partial.size(); ++c) acc = Rd::merge(acc, partial[c]);
+    if constexpr (kAdditive) {
+      Cascade<Acc> chunks(Acc(0));
+      for (const Acc& c : partial) chunks.push(c);
+      acc = chunks.total(Acc(0));
+    } else {
+      for (size_t c = 1; c < partial.size(); ++c) acc = Rd::merge(acc, partial[c]);
+    }
     store(0, Rd::finish(acc, n));
     return;
   }
@@ -306,31 +375,41 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
           const T* xb = xp + in_base;
           const int64_t j0 = st * kStrip, w = std::min(kStrip, inner - j0);
           T* dst = reinterpret_cast<T*>(op) + out_base + j0;
-          if (w == kStrip) {
-            B a0 = Simd::init(), a1 = Simd::init(), a2 = Simd::init(), a3 = Simd::init();
-            typename Simd::M n0(false), n1(false), n2(false), n3(false);
-            for_runs(s, [&](int64_t off, int64_t n, int64_t stride) {
-              for (int64_t r = 0; r < n; ++r) {
-                const T* row = xb + off + r * stride + j0;
-                a0 = Simd::step(a0, B::load_unaligned(row), n0);
-                a1 = Simd::step(a1, B::load_unaligned(row + W), n1);
-                a2 = Simd::step(a2, B::load_unaligned(row + 2 * W), n2);
-                a3 = Simd::step(a3, B::load_unaligned(row + 3 * W), n3);
+          // A narrower last strip is copied row by row into `pad` (its other lanes stay at
+          // the reducer's identity), so that it takes the same vector path.
+          alignas(64) T pad[kStrip];
+          std::fill(pad, pad + kStrip, Rd::init());
+          B a0 = Simd::init(), a1 = Simd::init(), a2 = Simd::init(), a3 = Simd::init();
+          typename Simd::M n0(false), n1(false), n2(false), n3(false);
+          // Sums push every kRows rows into cascades (cascade_sum.hpp).
+          constexpr int64_t kRows = 64;
+          const B zero(T(0));
+          Cascade<B> c0(zero), c1(zero), c2(zero), c3(zero);
+          int64_t in_block = 0;
+          for_runs(s, [&](int64_t off, int64_t n, int64_t stride) {
+            for (int64_t r = 0; r < n; ++r) {
+              const T* row = xb + off + r * stride + j0;
+              if (w < kStrip) row = static_cast<const T*>(std::memcpy(pad, row, static_cast<size_t>(w) * sizeof(T)));
+              a0 = Simd::step(a0, B::load_unaligned(row), n0);
+              a1 = Simd::step(a1, B::load_unaligned(row + W), n1);
+              a2 = Simd::step(a2, B::load_unaligned(row + 2 * W), n2);
+              a3 = Simd::step(a3, B::load_unaligned(row + 3 * W), n3);
+              if constexpr (Simd::kSum) {
+                if (++in_block == kRows) {
+                  c0.push(a0), c1.push(a1), c2.push(a2), c3.push(a3);
+                  a0 = a1 = a2 = a3 = Simd::init();
+                  in_block = 0;
+                }
               }
-            });
-            Simd::settle(a0, n0).store_unaligned(dst);
-            Simd::settle(a1, n1).store_unaligned(dst + W);
-            Simd::settle(a2, n2).store_unaligned(dst + 2 * W);
-            Simd::settle(a3, n3).store_unaligned(dst + 3 * W);
-          } else {
-            std::fill(dst, dst + w, Rd::init());
-            for_runs(s, [&](int64_t off, int64_t n, int64_t stride) {
-              for (int64_t r = 0; r < n; ++r) {
-                const T* row = xb + off + r * stride + j0;
-                for (int64_t j = 0; j < w; ++j) dst[j] = Rd::step(dst[j], row[j]);
-              }
-            });
-          }
+            }
+          });
+          if constexpr (Simd::kSum) a0 = c0.total(a0), a1 = c1.total(a1), a2 = c2.total(a2), a3 = c3.total(a3);
+          T* sink = w == kStrip ? dst : pad;
+          Simd::settle(a0, n0).store_unaligned(sink);
+          Simd::settle(a1, n1).store_unaligned(sink + W);
+          Simd::settle(a2, n2).store_unaligned(sink + 2 * W);
+          Simd::settle(a3, n3).store_unaligned(sink + 3 * W);
+          if (w < kStrip) std::copy(pad, pad + w, dst);
           for (int64_t j = 0; j < w; ++j) dst[j] = Rd::finish(dst[j], s.reduced);
         }
       });

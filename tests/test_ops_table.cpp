@@ -1035,3 +1035,27 @@ TEST_CASE("mixed-dtype binary ops promote like PyTorch") {
   CHECK((ones({2}) * 3).dtype() == DType::F32);
   CHECK((ones({2}) * true).dtype() == DType::F32);
 }
+
+TEST_CASE("long f32 sums cascade: a million rows, columns, strided and contiguous runs") {
+  // One accumulator down a million floats was off by ~3e-5 (columns), ~1e-6 (runs); blocks
+  // added as a binary tree (kernels_cpu/cascade_sum.hpp) keep every layout near 1e-7, as
+  // PyTorch's cascade sum. Uniform [0, 1) data: no cancellation, so relative error is fair.
+  manual_seed(3);
+  auto check = [](const char* what, const Tensor& got, const Tensor& want) {
+    const double err = (got.to(DType::F64) - want).abs().div(want.abs()).amax().item<double>();
+    INFO(std::string(what) << ": max relative error " << err);
+    CHECK(err < 4e-7);
+  };
+  Tensor col = rand({1 << 20, 3}), col64 = col.to(DType::F64);
+  check("sum of columns", col.sum({0}), col64.sum({0}));
+  check("mean of columns", col.mean({0}), col64.mean({0}));
+  check("nansum of columns", col.nansum({0}), col64.sum({0}));
+  check("sum over a stride-3 dim", col.t().sum({1}), col64.t().sum({1}));
+  Tensor wide = rand({1 << 16, 70});  // a last strip narrower than the others
+  check("sum of 70 columns", wide.sum({0}), wide.to(DType::F64).sum({0}));
+  Tensor rows = rand({2, 1 << 21}), rows64 = rows.to(DType::F64);
+  check("sum of long rows", rows.sum({1}), rows64.sum({1}));
+  check("2-norm of long rows", rows.norm(2, {1}), rows64.norm(2, {1}));
+  Tensor mid = rand({2, 1 << 19, 2});
+  check("sum over a middle dim", mid.sum({1}), mid.to(DType::F64).sum({1}));
+}
