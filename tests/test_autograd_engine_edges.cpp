@@ -359,6 +359,21 @@ TEST_CASE("autograd edges: a backward without retain_graph frees what the nodes 
   };
   const int64_t kept = in_use_after(true), freed = in_use_after(false);
   CHECK(kept - freed >= int64_t{8} << 20);
+  // as_strided's node holds the view's positions (8 MiB of i64), not a saved tensor: freed too.
+  auto strided_in_use_after = [](bool retain) {
+    Tensor x = randn({1 << 20}, DType::F64).requires_grad_();
+    Tensor l = (x * 2.0).as_strided({1 << 20}, {1}).sum();
+    l.backward({}, retain);
+    return allocator_stats(Device::cpu()).bytes_in_use;
+  };
+  CHECK(strided_in_use_after(true) - strided_in_use_after(false) >= int64_t{8} << 20);
+  // A custom Function run without recording saves for no node: the count it leaves must not
+  // make the next node (here the AddBackward) refuse a second run.
+  (void)SquareSaved::apply(tensor<double>({1.0}));
+  Tensor a = leaf({1.0}), b = leaf({2.0});
+  Tensor l = (a + b).sum();
+  CHECK(vals(autograd::grad<DefaultPolicy>({l}, {a})[0]) == std::vector<double>{1.0});
+  CHECK(vals(autograd::grad<DefaultPolicy>({l}, {b})[0]) == std::vector<double>{1.0});
 }
 
 TEST_CASE("autograd edges: backward with inputs accumulates into those tensors only (libtorch's inputs=)") {
@@ -395,4 +410,41 @@ TEST_CASE("autograd edges: backward with inputs accumulates into those tensors o
   CHECK(vals(x.grad())[0] == doctest::Approx(std::exp(0.5)));
   CHECK(vals(y.grad())[0] == doctest::Approx(std::exp(1.5)));
   CHECK_THROWS_WITH_AS(s.backward({}, false, false, {x}), doctest::Contains("second time"), Error);
+  // A branch that leads to no input sees no gradient: its hooks and retain_grad stay quiet.
+  Tensor p = leaf({1.0, 2.0}), side = leaf({3.0, 4.0});
+  Tensor q = side * 2.0;
+  q.retain_grad();
+  int calls = 0;
+  q.register_hook([&calls](Tensor) { ++calls; });
+  (p * q).sum().backward({}, false, false, {p});
+  CHECK(vals(p.grad()) == std::vector<double>{6.0, 8.0});
+  CHECK(!q.grad().defined());
+  CHECK(calls == 0);
+  CHECK(!side.grad().defined());
+}
+
+namespace {
+/// Returns (x * 2, x * 3); backward records whether the second gradient came undefined.
+struct TwoOutputs : autograd::Function<TwoOutputs> {
+  static constexpr const char* name = "TwoOutputs";
+  static inline bool materialize = true, second_undefined = false;
+  static std::vector<Tensor> forward(AutogradContext* ctx, const Tensor& x) {
+    ctx->set_materialize_grads(materialize);
+    return {x * 2.0, x * 3.0};
+  }
+  static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) {
+    second_undefined = !g[1].defined();
+    return {g[1].defined() ? g[0] * 2.0 + g[1] * 3.0 : g[0] * 2.0};
+  }
+};
+}  // namespace
+
+TEST_CASE("autograd edges: set_materialize_grads(false) passes unused outputs' gradients as undefined") {
+  for (bool materialize : {true, false}) {
+    TwoOutputs::materialize = materialize;
+    Tensor x = leaf({1.0, 2.0});
+    TwoOutputs::apply(x)[0].sum().backward();
+    CHECK(TwoOutputs::second_undefined == !materialize);
+    CHECK(vals(x.grad()) == std::vector<double>{2.0, 2.0});
+  }
 }

@@ -91,7 +91,12 @@ ref::Array unary_reference(const UnaryRow& row, DType dt, const ref::Array& x) {
       double r = ref::unary(row.op, v, row.params, finite_max(rt));
       return is_floating(rt) ? round_to(rt, r) : (r != 0 ? 1.0 : 0.0);
     }
-    int64_t r = ref::unary_int(row.op, static_cast<int64_t>(v), row.params, dt == DType::Bool);
+    ops::UnaryParams params = row.params;
+    if (row.op == U::Clamp && dt != DType::Bool) {  // the bounds convert to the dtype (u8: -1 is 255)
+      params.ia = ref::wrap_int(params.ia, dtype_bits(dt), dtype_signed(dt));
+      params.ib = ref::wrap_int(params.ib, dtype_bits(dt), dtype_signed(dt));
+    }
+    int64_t r = ref::unary_int(row.op, static_cast<int64_t>(v), params, dt == DType::Bool);
     if (rt == DType::Bool) return r != 0 ? 1.0 : 0.0;
     return static_cast<double>(ref::wrap_int(r, dtype_bits(rt), dtype_signed(rt)));
   });

@@ -232,8 +232,9 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
     run = run && (any_grad || node->run_without_grads);
     std::vector<TensorRef> in_grads;
     if (run) {
-      for (size_t i = 0; i < grads.size(); ++i)
-        if (!grads[i]) grads[i] = rq.ops->zeros(node->outputs[i]);
+      if (node->materialize_grads)
+        for (size_t i = 0; i < grads.size(); ++i)
+          if (!grads[i]) grads[i] = rq.ops->zeros(node->outputs[i]);
       in_grads = node->apply(grads);
       EMBER_CHECK(in_grads.size() == node->next.size() || in_grads.empty(),
                   "[backward] {} returned {} gradients for {} inputs", node->name(), in_grads.size(),
@@ -254,7 +255,9 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
                       "was '{}'",
                       node->name(), i, g->sizes, forward_name(node->name()));
         }
-        deliver(e, std::move(g));
+        // autograd::grad and backward(inputs=): a node that leads to no input neither runs
+        // nor sees the gradient (its hooks and retain_grad stay quiet), as PyTorch's.
+        if (!capture_mode || needed.count(e.fn.get()) || captures.count(e.fn.get())) deliver(e, std::move(g));
       }
       if (--deps[e.fn.get()] == 0) ready.push({e.fn.get()});
     }

@@ -240,4 +240,7 @@ TEST_CASE("functional softmax and log_softmax with a dtype compute in it") {
   CHECK(l.dtype() == DType::F64);
   check_vals(l, {3}, {-2.4076059644443806, -1.4076059644443806, -0.40760596444438046});
   check_vals(s, {3}, {0.090030573170380462, 0.24472847105479764, 0.66524095577483361}, 1e-6);
+  // The Tensor methods take the dtype too (libtorch's x.softmax(dim, dtype)).
+  CHECK(x.softmax(0, DType::F64).dtype() == DType::F64);
+  check_vals(x.log_softmax(0, DType::F32), {3}, {-2.4076059644443806, -1.4076059644443806, -0.40760596444438046}, 1e-6);
 }

@@ -118,7 +118,9 @@ std::shared_ptr<Node> view_node(const TensorImpl& root, const TensorImpl& view) 
   auto as_view = [pos, root_sizes](const Node&, Grads<P>& gs) -> Grads<P> {
     return {scatter_view_grad<P>(gs[0], pos, root_sizes)};
   };
-  return make_node<P>("as_strided", {&root}, std::move(as_view), ops_of<P>());
+  std::shared_ptr<Node> n = make_node<P>("as_strided", {&root}, std::move(as_view), ops_of<P>());
+  n->saved_tensors = true;  // pos (numel of the view) is freed after backward, as saved tensors
+  return n;
 }
 
 /// For a view whose root's history changed after the view's was made (AutogradMeta::root_fn):

@@ -95,6 +95,7 @@ void Recorder<P>::record(const ops::ViewOp& op, const TensorRef& out, const Tens
       node = detail::make_node<P>(op.name(), {&xi}, [in, pos](const Node&, detail::Grads<P>& g) -> detail::Grads<P> {
         return {detail::scatter_view_grad<P>(g[0], pos, in)};
       }, ops);
+      node->saved_tensors = true;  // pos (numel of the view) is freed after backward, as saved tensors
       break;
     }
   }

@@ -57,6 +57,9 @@ class BasicAutogradContext {
   }
   /// Whether backward must produce a gradient for forward argument i.
   bool needs_input_grad(size_t i) const { return i < needs_.size() && needs_[i]; }
+  /// With false, backward gets an undefined tensor (not zeros) for each output that received
+  /// no gradient, as libtorch's: it saves filling and adding zeros. Call it in forward.
+  void set_materialize_grads(bool value) { materialize_grads_ = value; }
   /// Anything else backward needs (numbers, shapes).
   std::unordered_map<std::string, std::any> saved_data;
 
@@ -67,6 +70,7 @@ class BasicAutogradContext {
   std::vector<SavedTensor> saved_;
   std::vector<const TensorImpl*> non_diff_;
   std::vector<bool> needs_;
+  bool materialize_grads_ = true;
   const Node* node_ = nullptr;
 };
 
@@ -133,6 +137,7 @@ struct Function {
       for (const TensorT& t : ctx->to_save_)
         if (t.defined()) ctx->saved_.emplace_back(t.impl(), false);
       ctx->to_save_.clear();
+      (void)take_saved_count();  // for no node: the next node's count starts clean
       return result;
     }
     const size_t n_args = sizeof...(Args);
@@ -150,6 +155,7 @@ struct Function {
                                      std::span<const TensorImpl* const>(inputs.data(), inputs.size()), std::move(body),
                                      &Recorder<P>::policy_ops());
     node->run_without_grads = true;  // backward sees zero-filled gradients, as PyTorch's
+    node->materialize_grads = ctx->materialize_grads_;
     uint32_t nr = 0;
     for (TensorT* o : outs) {
       uint32_t this_nr = nr++;

@@ -84,6 +84,9 @@ struct Node : std::enable_shared_from_this<Node> {
   /// Run even when no gradient reaches it, on zero-filled gradients (custom Functions, as
   /// PyTorch materializes their gradients); other nodes are skipped then.
   bool run_without_grads = false;
+  /// Whether outputs that received no gradient get zeros before apply (false: undefined, for
+  /// custom Functions that called ctx->set_materialize_grads(false)).
+  bool materialize_grads = true;
   /// Whether the node's formula saved tensors. A node that saved none keeps its formula after
   /// a backward without retain_graph and can run again, as in PyTorch: grad(loss, {a}) and
   /// then grad(loss, {b}) through an AddBackward.

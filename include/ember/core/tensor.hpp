@@ -320,6 +320,9 @@ class BasicTensor {
   }
   BasicTensor softmax(int64_t d) const { return wrap(dispatch<P>(ops::Softmax{d, false}, impl())); }
   BasicTensor log_softmax(int64_t d) const { return wrap(dispatch<P>(ops::Softmax{d, true}, impl())); }
+  /// Computed in `t` (this tensor converted first), as libtorch's dtype argument.
+  BasicTensor softmax(int64_t d, DType t) const { return to(t).softmax(d); }
+  BasicTensor log_softmax(int64_t d, DType t) const { return to(t).log_softmax(d); }
   BasicTensor cumsum(int64_t d) const { return cum(detail::CumOp::Sum, d).first; }
   BasicTensor cumprod(int64_t d) const { return cum(detail::CumOp::Prod, d).first; }
   BasicTensor logcumsumexp(int64_t d) const { return cum(detail::CumOp::Logsumexp, d).first; }

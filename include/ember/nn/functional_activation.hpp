@@ -145,11 +145,11 @@ BasicTensor<P> rrelu(const BasicTensor<P>& x, double lower = 1.0 / 8, double upp
 /// argument: F::softmax(half_logits, -1, DType::F32) for a stable f32 result.
 template <class P>
 BasicTensor<P> softmax(const BasicTensor<P>& x, int64_t dim, DType dtype) {
-  return x.to(dtype).softmax(dim);
+  return x.softmax(dim, dtype);
 }
 template <class P>
 BasicTensor<P> log_softmax(const BasicTensor<P>& x, int64_t dim, DType dtype) {
-  return x.to(dtype).log_softmax(dim);
+  return x.log_softmax(dim, dtype);
 }
 
 /// softmax(-x) over dim.
