@@ -7,7 +7,8 @@
 
 #include <cstdint>
 
-namespace ember::cpu {
+// In the per-ISA namespace (Note [One definition per instruction set] in meson.build).
+namespace ember::cpu::EMBER_CPU_ARCH {
 
 /// Level i holds the sum of 2^i consecutive blocks (a binary counter); `total` adds the
 /// levels that are occupied. A (a scalar or an xsimd batch) needs only `+`.
@@ -39,4 +40,4 @@ class Cascade {
   uint64_t count_ = 0;
 };
 
-}  // namespace ember::cpu
+}  // namespace ember::cpu::EMBER_CPU_ARCH

@@ -9,13 +9,16 @@
 #include <Eigen/Core>
 #include <xsimd/xsimd.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #if defined(__AVX2__)
 #include "gemm_packed.hpp"
 #endif
+#include "cascade_sum.hpp"
 #include "lane_reduce.hpp"
 
 namespace ember::cpu::EMBER_CPU_ARCH {
@@ -102,23 +105,44 @@ void store_scaled(T& y, T alpha, T d, T beta) {
 /// columns share each load of x. Measured on the 64-256-256-8 MLP's weights (L2-resident):
 /// Eigen's GEMV 2.52 us, this 2.22 us; a vector's width of columns per block with one
 /// combined reduction (xsimd::haddp) 2.50 us, as 16 streams at once defeat the prefetcher.
+///
+/// Dot products longer than 16 blocks of kBlockK elements per lane (dot(), a matrix-vector
+/// product over a long row) push each block's sums into a cascade (cascade_sum.hpp): one
+/// accumulator per lane over 4M elements was off by 1.4e-5 relative (PyTorch's dot: 7e-7).
+/// Shorter ones, every Linear at batch 1, keep the single pass.
+constexpr int64_t kBlockK = 64;
+constexpr int64_t kLongDot = 4096;
 template <class T>
 void gemv_columns(T* y, const T* x, const T* b, int64_t ldb, int64_t k, int64_t c0, int64_t c1, T alpha, T beta) {
   using V = xsimd::batch<T>;
   constexpr int64_t W = static_cast<int64_t>(V::size);
   const int64_t kv = k / W * W;
+  const bool cascade = kv > 16 * kBlockK * W;
   auto finish = [&](int64_t j, T dot) { store_scaled(y[j], alpha, dot, beta); };
   int64_t j = c0;
   for (; j + 4 <= c1; j += 4) {
     const T* b0 = b + j * ldb;
     const T *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
     V s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
-    for (int64_t i = 0; i < kv; i += W) {
-      const V xv = V::load_unaligned(x + i);
-      s0 = xsimd::fma(V::load_unaligned(b0 + i), xv, s0);
-      s1 = xsimd::fma(V::load_unaligned(b1 + i), xv, s1);
-      s2 = xsimd::fma(V::load_unaligned(b2 + i), xv, s2);
-      s3 = xsimd::fma(V::load_unaligned(b3 + i), xv, s3);
+    auto accumulate = [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; i += W) {
+        const V xv = V::load_unaligned(x + i);
+        s0 = xsimd::fma(V::load_unaligned(b0 + i), xv, s0);
+        s1 = xsimd::fma(V::load_unaligned(b1 + i), xv, s1);
+        s2 = xsimd::fma(V::load_unaligned(b2 + i), xv, s2);
+        s3 = xsimd::fma(V::load_unaligned(b3 + i), xv, s3);
+      }
+    };
+    if (!cascade) {
+      accumulate(0, kv);
+    } else {
+      Cascade<V> q0(s0), q1(s0), q2(s0), q3(s0);
+      for (int64_t i0 = 0; i0 < kv; i0 += kBlockK * W) {
+        accumulate(i0, std::min(kv, i0 + kBlockK * W));
+        q0.push(s0), q1.push(s1), q2.push(s2), q3.push(s3);
+        s0 = s1 = s2 = s3 = V(T(0));
+      }
+      s0 = q0.total(s0), s1 = q1.total(s1), s2 = q2.total(s2), s3 = q3.total(s3);
     }
     alignas(16) T d[4];
 #if defined(__AVX2__)
@@ -133,7 +157,19 @@ void gemv_columns(T* y, const T* x, const T* b, int64_t ldb, int64_t k, int64_t 
   for (; j < c1; ++j) {
     const T* bj = b + j * ldb;
     V s(T(0));
-    for (int64_t i = 0; i < kv; i += W) s = xsimd::fma(V::load_unaligned(bj + i), V::load_unaligned(x + i), s);
+    auto accumulate = [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; i += W) s = xsimd::fma(V::load_unaligned(bj + i), V::load_unaligned(x + i), s);
+    };
+    if (!cascade) {
+      accumulate(0, kv);
+    } else {
+      Cascade<V> q(s);
+      for (int64_t i0 = 0; i0 < kv; i0 += kBlockK * W) {
+        accumulate(i0, std::min(kv, i0 + kBlockK * W));
+        q.push(std::exchange(s, V(T(0))));
+      }
+      s = q.total(s);
+    }
     T d = lane_sum(s);
     for (int64_t i = kv; i < k; ++i) d += x[i] * bj[i];
     finish(j, d);
@@ -154,22 +190,49 @@ void gemv_rows(T* y, const T* x, int64_t incx, const T* b, int64_t ldb, int64_t 
     if (beta != T(0)) r = xsimd::fma(V(beta), V::load_unaligned(y + j), r);
     r.store_unaligned(y + j);
   };
+  // Each lane adds k products: beyond 16 blocks of kBlockK rows, block sums into a cascade.
+  const bool cascade = k > 16 * kBlockK;
   int64_t j = c0;
   for (; j + 4 * W <= c1; j += 4 * W) {
     V s0(T(0)), s1(T(0)), s2(T(0)), s3(T(0));
-    for (int64_t i = 0; i < k; ++i) {
-      const V xv(x[i * incx]);
-      const T* bi = b + i * ldb + j;
-      s0 = xsimd::fma(xv, V::load_unaligned(bi), s0);
-      s1 = xsimd::fma(xv, V::load_unaligned(bi + W), s1);
-      s2 = xsimd::fma(xv, V::load_unaligned(bi + 2 * W), s2);
-      s3 = xsimd::fma(xv, V::load_unaligned(bi + 3 * W), s3);
+    auto accumulate = [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const V xv(x[i * incx]);
+        const T* bi = b + i * ldb + j;
+        s0 = xsimd::fma(xv, V::load_unaligned(bi), s0);
+        s1 = xsimd::fma(xv, V::load_unaligned(bi + W), s1);
+        s2 = xsimd::fma(xv, V::load_unaligned(bi + 2 * W), s2);
+        s3 = xsimd::fma(xv, V::load_unaligned(bi + 3 * W), s3);
+      }
+    };
+    if (!cascade) {
+      accumulate(0, k);
+    } else {
+      Cascade<V> q0(s0), q1(s0), q2(s0), q3(s0);
+      for (int64_t i0 = 0; i0 < k; i0 += kBlockK) {
+        accumulate(i0, std::min(k, i0 + kBlockK));
+        q0.push(s0), q1.push(s1), q2.push(s2), q3.push(s3);
+        s0 = s1 = s2 = s3 = V(T(0));
+      }
+      s0 = q0.total(s0), s1 = q1.total(s1), s2 = q2.total(s2), s3 = q3.total(s3);
     }
     finish(j, s0), finish(j + W, s1), finish(j + 2 * W, s2), finish(j + 3 * W, s3);
   }
   for (; j + W <= c1; j += W) {
     V s(T(0));
-    for (int64_t i = 0; i < k; ++i) s = xsimd::fma(V(x[i * incx]), V::load_unaligned(b + i * ldb + j), s);
+    auto accumulate = [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) s = xsimd::fma(V(x[i * incx]), V::load_unaligned(b + i * ldb + j), s);
+    };
+    if (!cascade) {
+      accumulate(0, k);
+    } else {
+      Cascade<V> q(s);
+      for (int64_t i0 = 0; i0 < k; i0 += kBlockK) {
+        accumulate(i0, std::min(k, i0 + kBlockK));
+        q.push(std::exchange(s, V(T(0))));
+      }
+      s = q.total(s);
+    }
     finish(j, s);
   }
   for (; j < c1; ++j) {
@@ -230,7 +293,14 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   };
 #endif
   auto product = [&](int64_t bi, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-    if (kFastPaths<T> && r1 - r0 == 1) {
+    // Long single-row products take the GEMV kernels in every build and dtype, for their
+    // cascaded sums: Eigen's product added a dot of 4M floats in one accumulator (1.9e-3
+    // relative in the baseline build, the only build on ARM).
+    if (k >= kLongDot && c1 - c0 == 1 && r1 - r0 > 1 && a_sc == 1 && b_sr == 1 && ldc == 1)
+      // A matrix times a long vector: the matrix's rows are the dot products' columns.
+      return gemv_columns<T>(cp + bi * sc0 + c0, bp + bi * sb0 + c0 * b_sc, ap + bi * sa0, a_sr, k, r0, r1, alpha,
+                             beta);
+    if ((kFastPaths<T> || k >= kLongDot) && r1 - r0 == 1) {
       // One row (batch-1 inference): GEMV kernels that read B in place; the general product
       // would first pack B. B with contiguous columns (a Linear's weight) takes dot products,
       // B with contiguous rows takes scaled row sums.
@@ -263,7 +333,9 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   }
 #if defined(__AVX2__)
   if constexpr (kFastPaths<T>) {
-    if (m > 1) {  // Ember's packed GEMM splits one product over the threads itself
+    // Ember's packed GEMM splits one product over the threads itself; a matrix times a long
+    // vector goes to the GEMV below instead (it reads A once and cascades its sums).
+    if (m > 1 && !(n == 1 && k >= kLongDot)) {
       for (int64_t bi = 0; bi < batch; ++bi) packed(bi, 0, m, 0, n, parallel ? threads : 1);
       return;
     }
