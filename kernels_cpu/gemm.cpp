@@ -112,6 +112,14 @@ void store_scaled(T& y, T alpha, T d, T beta) {
 /// Shorter ones, every Linear at batch 1, keep the single pass.
 constexpr int64_t kBlockK = 64;
 constexpr int64_t kLongDot = 4096;
+
+/// Whether gemm_typed sends an (m, k) x (k, n) product to the packed f32 GEMM, which adds the
+/// bias row and applies the ReLU in its stores; the other paths get out pre-filled with the
+/// row and a ReLU pass after. A matrix times a long vector takes the GEMV instead.
+template <class T>
+constexpr bool packed_product(int64_t m, int64_t n, int64_t k) {
+  return kFastPaths<T> && m > 1 && k > 0 && !(n == 1 && k >= kLongDot);
+}
 template <class T>
 void gemv_columns(T* y, const T* x, const T* b, int64_t ldb, int64_t k, int64_t c0, int64_t c1, T alpha, T beta) {
   using V = xsimd::batch<T>;
@@ -257,7 +265,7 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   const T* ap = static_cast<const T*>(a.data());
   const T* bp = static_cast<const T*>(b.data());
   int64_t ldc = out.strides[d];
-  if (row && !(kFastPaths<T> && m > 1 && batch == 1 && k > 0)) {
+  if (row && !(packed_product<T>(m, n, k) && batch == 1)) {
     for (int64_t i = 0; i < m; ++i) std::copy(row, row + n, cp + i * ldc);
     row = nullptr;
   }
@@ -335,7 +343,7 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   if constexpr (kFastPaths<T>) {
     // Ember's packed GEMM splits one product over the threads itself; a matrix times a long
     // vector goes to the GEMV below instead (it reads A once and cascades its sums).
-    if (m > 1 && !(n == 1 && k >= kLongDot)) {
+    if (packed_product<T>(m, n, k)) {
       for (int64_t bi = 0; bi < batch; ++bi) packed(bi, 0, m, 0, n, parallel ? threads : 1);
       return;
     }
@@ -399,7 +407,7 @@ void gemm_relu(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double
   gemm_typed<T>(out, a, b, alpha, beta, row, relu);
   // Only the packed f32 GEMM (two or more rows, a non-empty sum) applies it in its stores.
   const size_t d = out.sizes.size() == 3 ? 1 : 0;
-  const bool in_stores = kFastPaths<T> && out.sizes[d] > 1 && a.sizes[d + 1] > 0;
+  const bool in_stores = packed_product<T>(out.sizes[d], out.sizes[d + 1], a.sizes[d + 1]);
   if (relu && !in_stores) relu_in_place<T>(out);
 }
 

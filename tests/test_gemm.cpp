@@ -230,7 +230,10 @@ TEST_CASE("linear with a bias on every GEMM path, against x @ w^T + b") {
   struct Dims {
     int64_t m, n, k;
   };
-  const Dims dims[] = {{1, 70, 530}, {20, 300, 256}, {43, 517, 480}, {300, 5, 200}, {37, 70, 500}, {100, 33, 1100}};
+  // (5 x 1 over 5000: a matrix times a long vector, through the GEMV rather than the packed
+  // GEMM, so the bias must be filled in first.)
+  const Dims dims[] = {{1, 70, 530},  {20, 300, 256},   {43, 517, 480}, {300, 5, 200},
+                       {37, 70, 500}, {100, 33, 1100}, {5, 1, 5000}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Dims& d : dims) {
@@ -268,7 +271,7 @@ TEST_CASE("linear_relu equals relu(linear) bit for bit on every GEMM path") {
     int64_t m, n, k;
   };
   const Dims dims[] = {{1, 70, 530}, {20, 300, 256}, {43, 517, 480}, {300, 5, 200},
-                       {37, 70, 500}, {100, 33, 1100}, {6, 1, 1}, {128, 512, 64}};
+                       {37, 70, 500}, {100, 33, 1100}, {6, 1, 1}, {128, 512, 64}, {5, 1, 5000}};
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     for (const Dims& d : dims) {
