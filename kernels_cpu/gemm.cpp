@@ -243,9 +243,21 @@ void gemv_rows(T* y, const T* x, int64_t incx, const T* b, int64_t ldb, int64_t 
     }
     finish(j, s);
   }
-  for (; j < c1; ++j) {
+  for (; j < c1; ++j) {  // the last n % W columns, one at a time
     T d = T(0);
-    for (int64_t i = 0; i < k; ++i) d += x[i * incx] * b[i * ldb + j];
+    auto accumulate = [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) d += x[i * incx] * b[i * ldb + j];
+    };
+    if (!cascade) {
+      accumulate(0, k);
+    } else {
+      Cascade<T> q(T(0));
+      for (int64_t i0 = 0; i0 < k; i0 += kBlockK) {
+        accumulate(i0, std::min(k, i0 + kBlockK));
+        q.push(std::exchange(d, T(0)));
+      }
+      d = q.total(d);
+    }
     store_scaled(y[j], alpha, d, beta);
   }
 }

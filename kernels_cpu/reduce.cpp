@@ -335,9 +335,19 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
         const T* p = xp + c * kChunk;
         int64_t len = std::min(kChunk, n - c * kChunk);
         Acc acc = Rd::init();
-        if constexpr (Simd::kEnabled) acc = Simd::run(p, len);
-        else
+        if constexpr (Simd::kEnabled) {
+          acc = Simd::run(p, len);
+        } else if constexpr (kAdditive) {  // nansum; the norms in a size-first build
+          Cascade<Acc> blocks(Acc(0));
+          for (int64_t k0 = 0; k0 < len; k0 += kScalarBlock) {
+            Acc block = Rd::init();
+            for (int64_t k = k0; k < std::min(len, k0 + kScalarBlock); ++k) block = Rd::step(block, static_cast<C>(p[k]));
+            blocks.push(block);
+          }
+          acc = blocks.total(Acc(0));
+        } else {
           for (int64_t k = 0; k < len; ++k) acc = Rd::step(acc, static_cast<C>(p[k]));
+        }
         part[c] = acc;
       }
     });

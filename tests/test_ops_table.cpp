@@ -1063,16 +1063,19 @@ TEST_CASE("long f32 sums cascade: a million rows, columns, strided and contiguou
   check("2-norm of long rows", rows.norm(2, {1}), rows64.norm(2, {1}));
   Tensor mid = rand({2, 1 << 19, 2});
   check("sum over a middle dim", mid.sum({1}), mid.to(DType::F64).sum({1}));
+  // Whole-tensor reductions without a SIMD form (nansum) go by 32K chunks: each chunk too.
+  Tensor flat = rand({1 << 22});
+  check("nansum of 4M", flat.nansum(), flat.to(DType::F64).sum());
 }
 
 TEST_CASE("long f32 dot products cascade too: dot, and a vector times a tall matrix") {
   // The batch-1 GEMV kernels ran one accumulator per lane down all of k: 1.4e-5 relative for
-  // dot over 4M elements, 1.8e-4 for (1M) @ (1M, 64). PyTorch: ~7e-7.
+  // dot over 4M elements, 1.8e-4 for (1M) @ (1M, 64) (here 64K rows). PyTorch: ~7e-7.
   manual_seed(4);
   Tensor a = rand({1 << 22}), b = rand({1 << 22});
   const double want = (a.to(DType::F64) * b.to(DType::F64)).sum().item<double>();
   CHECK(std::abs(a.dot(b).item<double>() - want) / want < 4e-7);
-  Tensor v = rand({1 << 20}), w = rand({1 << 20, 64});
+  Tensor v = rand({1 << 16}), w = rand({1 << 16, 67});  // 67: three columns after the vectors
   Tensor wantv = v.to(DType::F64).matmul(w.to(DType::F64));
   CHECK((v.matmul(w).to(DType::F64) - wantv).abs().div(wantv).amax().item<double>() < 4e-7);
   // A matrix times a long vector (1.2e-5 through Eigen in the baseline build).
