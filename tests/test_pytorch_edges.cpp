@@ -357,3 +357,20 @@ TEST_CASE("edge values: clamp of integers is exact beyond 2^53, and its bounds c
   CHECK_THROWS_WITH_AS(i8.clamp_min(Scalar(-200)), doctest::Contains("[clamp]"), Error);
   CHECK_THROWS_WITH_AS(i8.clamp_(Scalar(0), Scalar(128)), doctest::Contains("[clamp]"), Error);
 }
+
+TEST_CASE("edge values: sign and square of bool, all and any of uint8, as PyTorch") {
+  const Tensor b = tensor<bool>({true, false});
+  CHECK(b.sign().dtype() == DType::Bool);
+  CHECK((b.sign() == b).all().item<bool>());
+  Tensor bi = b.clone();
+  CHECK((bi.sign_() == b).all().item<bool>());
+  CHECK(b.square().dtype() == DType::I64);
+  check_vals(b.square(), {1, 0}, 0);
+  const Tensor u = tensor<int64_t>({0, 3, 5, 7}).to(DType::U8).view({2, 2});
+  CHECK(u.all().dtype() == DType::U8);
+  CHECK(u.any({1}).dtype() == DType::U8);
+  check_vals(u.all(), {0}, 0);
+  check_vals(u.any(), {1}, 0);
+  check_vals(u.all({1}), {0, 1}, 0);
+  CHECK(tensor<int64_t>({1, 2}).all().dtype() == DType::Bool);  // other dtypes give bool
+}

@@ -402,8 +402,15 @@ class BasicTensor {
 
  private:
   BasicTensor vop(ops::ViewKind k, const Shape& s) const { return apply(ops::ViewOp{k, s}); }
-  BasicTensor unary(ops::UnaryOp op, ops::UnaryParams p = {}) const { return apply(ops::Unary{op, p}); }
+  BasicTensor unary(ops::UnaryOp op, ops::UnaryParams p = {}) const {
+    if (dtype() == DType::Bool) {  // as PyTorch: sign of a bool is itself, its square an i64
+      if (op == ops::UnaryOp::Sign) return clone();
+      if (op == ops::UnaryOp::Square) return to(DType::I64).square();
+    }
+    return apply(ops::Unary{op, p});
+  }
   BasicTensor& unary_inplace(ops::UnaryOp op, ops::UnaryParams p = {}) {
+    if (op == ops::UnaryOp::Sign && dtype() == DType::Bool) return *this;  // the identity
     dispatch<P>(ops::Unary{op, p}, impl(), impl_.get());
     return *this;
   }
@@ -451,7 +458,10 @@ class BasicTensor {
     return p;
   }
   BasicTensor reduce(ops::ReduceOp op, const Shape& dims, bool keepdim) const {
-    return wrap(dispatch<P>(ops::Reduce{op, dims, keepdim, std::nullopt}, impl()));
+    BasicTensor r = wrap(dispatch<P>(ops::Reduce{op, dims, keepdim, std::nullopt}, impl()));
+    // all/any of uint8 give uint8, as PyTorch's (a legacy of masks stored as bytes).
+    if ((op == ops::ReduceOp::All || op == ops::ReduceOp::Any) && dtype() == DType::U8) return r.to(DType::U8);
+    return r;
   }
   std::pair<BasicTensor, BasicTensor> arg(detail::ArgReduceOp op, int64_t d, bool keepdim, bool values) const {
     auto [v, i] = dispatch<P>(ops::ArgReduce{op, d, keepdim, values}, impl());
