@@ -421,6 +421,14 @@ TEST_CASE("autograd edges: backward with inputs accumulates into those tensors o
   CHECK(!q.grad().defined());
   CHECK(calls == 0);
   CHECK(!side.grad().defined());
+  // A non-leaf input's own node runs, as in PyTorch 1.13: it frees its saved tensors (a second
+  // pass through it fails), but what it computes reaches no leaf below it.
+  Tensor u = leaf({0.5});
+  Tensor e = u.exp();
+  (e * 2.0).sum().backward({}, false, false, {e});
+  CHECK(vals(e.grad()) == std::vector<double>{2.0});
+  CHECK(!u.grad().defined());
+  CHECK_THROWS_WITH_AS(e.sum().backward(), doctest::Contains("second time"), Error);
 }
 
 namespace {

@@ -20,8 +20,8 @@ struct BackwardRequest {
   bool retain_graph = false;
   bool create_graph = false;
   bool allow_unused = false;
-  /// backward(inputs=): the pass runs as for autograd::grad, but the inputs' accumulators run
-  /// (non-leaf inputs were given retain_grad) and nothing is returned.
+  /// backward(inputs=): the pass runs as for autograd::grad, but the inputs' own nodes run too
+  /// (leaves' accumulators; non-leaf inputs were given retain_grad) and nothing is returned.
   bool accumulate_inputs = false;
   const PolicyOps* ops = nullptr;
   const char* api = "backward";  ///< named in errors

@@ -180,7 +180,8 @@ namespace autograd {
 /// one-element tensors) into the leaves' .grad(). With `inputs` (libtorch's `inputs=`), into
 /// those tensors' .grad() only: leaves through their accumulators (hooks run), non-leaves by
 /// retain_grad(); an input the graph does not reach keeps its .grad(). Only the nodes that
-/// lead to an input run, and only they give up their saved tensors.
+/// lead to an input run, and the inputs' own nodes (as PyTorch 1.13), and only they give up
+/// their saved tensors.
 template <class P>
 void backward(const std::vector<BasicTensor<P>>& tensors, const std::vector<BasicTensor<P>>& grad_tensors = {},
               std::optional<bool> retain_graph = {}, bool create_graph = false,
