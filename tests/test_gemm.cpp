@@ -19,7 +19,7 @@ namespace {
 /// out[i, j] = beta * c[i, j] + alpha * sum_p a[i, p] * b[p, j], in double; c may be empty.
 /// The operands are copied to row-major doubles (b transposed) first and multiplied with
 /// plain pointer loops: element accessors made this reference most of the suite's time
-/// under the sanitizers (-O0).
+/// under the sanitizers (-O0). (The copies use Ember's conversion, not the GEMM under test.)
 std::vector<double> reference(const Tensor& a, const Tensor& b, const Tensor* c, double beta, double alpha) {
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
   const Tensor ad = a.to(DType::F64).contiguous(), btd = b.t().to(DType::F64).contiguous();
@@ -86,17 +86,28 @@ TEST_CASE("f32 matmul matches a double reference for every layout, edge and slic
                        {12, 64, 511},  {65, 65, 513},  {100, 33, 1100}, {31, 1030, 40}, {200, 48, 9},
                        {37, 9, 600},   {300, 5, 1100}, {64, 245, 32},   {32, 245, 64},  {7, 130, 65},
                        {32, 250, 300}, {44, 192, 1100}};
+  // The operands and references are made once for both thread counts (switching the count
+  // rebuilds the pool, so it stays the outer loop).
+  struct Product {
+    Dims d;
+    int la, lb;
+    Tensor a, b;
+    std::vector<double> want;
+  };
+  std::vector<Product> products;
   for (const Dims& d : dims)
     for (int la = 0; la < 3; ++la)
       for (int lb = 0; lb < 3; ++lb) {
         const Tensor a = operand(d.m, d.k, la), b = operand(d.k, d.n, lb);
-        const std::vector<double> want = reference(a, b, nullptr, 0, 1);
-        for (int threads : {1, 2}) {
-          INFO("threads ", threads, " m ", d.m, " n ", d.n, " k ", d.k, " layouts ", la, lb);
-          set_num_threads(threads);
-          CHECK(max_error(a.matmul(b), want, d.k) < 1e-5);
-        }
+        products.push_back({d, la, lb, a, b, reference(a, b, nullptr, 0, 1)});
       }
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const Product& p : products) {
+      INFO("threads ", threads, " m ", p.d.m, " n ", p.d.n, " k ", p.d.k, " layouts ", p.la, p.lb);
+      CHECK(max_error(p.a.matmul(p.b), p.want, p.d.k) < 1e-5);
+    }
+  }
   set_num_threads(1);
 }
 
@@ -125,13 +136,19 @@ TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the thread
                         {2000, 5, 600, 0, 1},  {20, 300, 700, 0, 1},   {8, 64, 256, 0, 1},
                         {384, 70, 1100, 1, 0}, {130, 64, 600, 1, 2}, {512, 128, 784, 0, 1},
                         {43, 517, 700, 0, 1}};
+  std::vector<Tensor> as, bs;
+  std::vector<std::vector<double>> wants;
   for (const Case& c : cases) {
-    const Tensor a = operand(c.m, c.k, c.la), b = operand(c.k, c.n, c.lb);
-    const std::vector<double> want = reference(a, b, nullptr, 0, 1);
-    for (int threads : {1, 2}) {
+    as.push_back(operand(c.m, c.k, c.la));
+    bs.push_back(operand(c.k, c.n, c.lb));
+    wants.push_back(reference(as.back(), bs.back(), nullptr, 0, 1));
+  }
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (size_t i = 0; i < std::size(cases); ++i) {
+      const Case& c = cases[i];
       INFO("threads ", threads, " m ", c.m, " n ", c.n, " k ", c.k, " layouts ", c.la, c.lb);
-      set_num_threads(threads);
-      CHECK(max_error(a.matmul(b), want, c.k) < 1e-5);
+      CHECK(max_error(as[i].matmul(bs[i]), wants[i], c.k) < 1e-5);
     }
   }
   set_num_threads(1);
