@@ -171,7 +171,7 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
     const TP& g = gs[0];
     auto X = [&] { return x.get(n); };
     auto Y = [&] { return y.get(n); };
-    const double sqrt2 = std::sqrt(2.0), inv_sqrt_pi = 1.0 / std::sqrt(detail::pi());
+    const double inv_sqrt_pi = 1.0 / std::sqrt(detail::pi());
     switch (u) {
       case U::Neg: return {g.neg()};
       case U::Abs: return {g * X().sign()};

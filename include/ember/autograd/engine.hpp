@@ -21,7 +21,8 @@ struct BackwardRequest {
   bool create_graph = false;
   bool allow_unused = false;
   /// backward(inputs=): the pass runs as for autograd::grad, but the inputs' own nodes run too
-  /// (leaves' accumulators; non-leaf inputs were given retain_grad) and nothing is returned.
+  /// (leaves' accumulators, non-leaves' grad_fns; a non-leaf's .grad comes from retain_grad)
+  /// and nothing is returned.
   bool accumulate_inputs = false;
   const PolicyOps* ops = nullptr;
   const char* api = "backward";  ///< named in errors
