@@ -135,7 +135,6 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
   const bool capture_mode = !rq.inputs.empty();
   std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;  // node -> (input_nr, slot)
   std::unordered_set<Node*> needed;
-  std::unordered_set<Node*> input_nodes;  // each input's grad_fn, or a leaf's AccumulateGrad
   std::vector<TensorRef> captured(rq.inputs.size());
   if (capture_mode) {
     for (size_t i = 0; i < rq.inputs.size(); ++i) {
@@ -144,7 +143,6 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
       EMBER_CHECK(requires_grad(*in), "[{}] input {} (shape {}) does not require grad", api, i, in->sizes);
       Edge e = gradient_edge(*in, rq.ops);
       captures[e.fn.get()].push_back({e.input_nr, i});
-      input_nodes.insert(e.fn.get());
     }
     // needed(n): n has a capture below it. Post-order over the reachable graph, with an
     // explicit stack (recursion overflowed the thread's stack at ~120K nodes).
@@ -173,10 +171,12 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
     }
     for (Node* n : order)
       if (leads[n]) needed.insert(n);
-    // backward(inputs=): the inputs' own nodes run too. A leaf's accumulator (its hooks, its
-    // .grad); a non-leaf's grad_fn, as in PyTorch 1.13 (its hooks run and it frees what it
-    // saved), though what it computes reaches only nodes that lead to an input.
-    if (rq.accumulate_inputs) needed.insert(input_nodes.begin(), input_nodes.end());
+    // backward(inputs=): the inputs' own nodes (the capturing ones) run too. A leaf's
+    // accumulator (its hooks, its .grad); a non-leaf's grad_fn, as in PyTorch 1.13 (its hooks
+    // run and it frees what it saved), though what it computes reaches only nodes that lead
+    // to an input.
+    if (rq.accumulate_inputs)
+      for (const auto& capture : captures) needed.insert(capture.first);
   }
 
   GradModeScope mode(rq.create_graph);
