@@ -76,7 +76,7 @@ std::pair<Tensor, Tensor> sample(const TwoLinkArm& arm, int n, std::mt19937_64& 
 /// sin/cos features of the angles make the periodic dynamics easy to fit.
 Tensor features(const Tensor& x) {
   Tensor q = x.narrow(1, 0, 2);
-  return cat(std::vector<Tensor>{q.sin(), q.cos(), x.narrow(1, 2, 4)}, 1);
+  return cat({q.sin(), q.cos(), x.narrow(1, 2, 4)}, 1);
 }
 
 }  // namespace

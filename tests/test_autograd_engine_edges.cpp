@@ -456,3 +456,29 @@ TEST_CASE("autograd edges: set_materialize_grads(false) passes unused outputs' g
     CHECK(vals(x.grad()) == std::vector<double>{2.0, 2.0});
   }
 }
+
+TEST_CASE("autograd edges: backward and grad take braced lists, as libtorch's callers write them") {
+  Tensor x = leaf({1.0, 2.0}), w = leaf({3.0, 4.0});
+  Tensor y = (x * w).sum();
+  auto g = autograd::grad({y}, {x, w}, {}, true);
+  REQUIRE(g.size() == 2);
+  CHECK(vals(g[0]) == std::vector<double>{3.0, 4.0});
+  CHECK(vals(g[1]) == std::vector<double>{1.0, 2.0});
+  // A std::vector among the braced lists: the std::vector form, with the list converted.
+  std::vector<Tensor> ins{x};
+  CHECK(vals(autograd::grad({y}, ins, {tensor<double>({2.0}).view({})}, true)[0]) == std::vector<double>{6.0, 8.0});
+  // As in PyTorch 1.13, a leaf's hooks run where its gradient accumulates, not for grad().
+  int calls = 0;
+  x.register_hook([&calls](Tensor t) {
+    ++calls;
+    return t * 10.0;
+  });
+  CHECK(vals(autograd::grad({y}, {x}, {}, true)[0]) == std::vector<double>{3.0, 4.0});
+  CHECK(calls == 0);
+  autograd::backward({y}, {tensor<double>({0.5}).view({})});
+  CHECK(calls == 1);
+  CHECK(vals(x.grad()) == std::vector<double>{15.0, 20.0});
+  CHECK(vals(w.grad()) == std::vector<double>{0.5, 1.0});
+  CHECK_THROWS_WITH_AS(autograd::backward({y}), doctest::Contains("second time"), Error);
+
+}

@@ -4,6 +4,7 @@
 // products, views, indexing, composites) on hand-picked shapes.
 
 #include <doctest/doctest.h>
+#include <ember/autograd/function.hpp>
 #include <ember/autograd/gradcheck.hpp>
 #include <ember/ember.hpp>
 
@@ -37,11 +38,53 @@ void check_grads(const std::string& what, const Fn& f, const Inputs& in, bool gr
   }
 }
 
+/// x * x with a wrong first derivative (3x instead of 2x).
+struct WrongSquare : autograd::Function<WrongSquare> {
+  static constexpr const char* name = "WrongSquare";
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x) {
+    ctx->save_for_backward({x});
+    return x * x;
+  }
+  static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> g) {
+    return {g[0] * ctx->get_saved_variables()[0] * 3.0};
+  }
+};
+/// x * x with the right first derivative, computed from a detached x: its second derivative
+/// is lost (zero instead of 2).
+struct DetachedSquare : autograd::Function<DetachedSquare> {
+  static constexpr const char* name = "DetachedSquare";
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x) {
+    ctx->save_for_backward({x});
+    return x * x;
+  }
+  static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> g) {
+    return {g[0] * ctx->get_saved_variables()[0].detach() * 2.0};
+  }
+};
+
 Tensor binary(ops::BinaryOp op, const Tensor& a, const Tensor& b) {
   return Tensor::wrap(dispatch<DefaultPolicy>(ops::Binary{op}, a.impl(), b.impl()));
 }
 
 }  // namespace
+
+TEST_CASE("gradcheck: a wrong first or second derivative fails the check; braced lists of inputs") {
+  Tensor a = uniform({2, 3}, {-1.0, 1.0}), b = uniform({3}, {0.5, 2.0});
+  std::string why;
+  auto f = [](const std::vector<Tensor>& v) { return v[0].tanh() * v[1]; };
+  CHECK_MESSAGE(autograd::gradcheck(f, {a, b}, {}, &why), why);
+  CHECK_MESSAGE(autograd::gradgradcheck(f, {a, b}, {}, &why), why);
+
+  auto wrong = [](const std::vector<Tensor>& v) { return WrongSquare::apply(v[0]) + v[1]; };
+  why.clear();
+  CHECK_FALSE(autograd::gradcheck(wrong, {a, b}, {}, &why));
+  CHECK_MESSAGE(why.find("input 0") != std::string::npos, why);
+  auto detached = [](const std::vector<Tensor>& v) { return DetachedSquare::apply(v[0]) * v[1]; };
+  CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(detached, Inputs{a, b}, {}, &why), why);
+  why.clear();
+  CHECK_FALSE(autograd::gradgradcheck<DefaultPolicy>(detached, Inputs{a, b}, {}, &why));
+  CHECK(!why.empty());
+}
 
 TEST_CASE("gradcheck: unary ops on contiguous, transposed and broadcast inputs") {
   manual_seed(11);

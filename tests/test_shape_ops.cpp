@@ -428,6 +428,27 @@ TEST_CASE("einsum matches explicit products") {
   CHECK_THROWS_AS(einsum("ij,jk->ik", std::vector<Tensor>{a, a}), Error);
 }
 
+TEST_CASE("list ops take a braced list as libtorch's do, with the std::vector form's results") {
+  Tensor a = arange(6).view({2, 3}).to(DType::F32), b = arange(3).view({1, 3}).to(DType::F32);
+  CHECK(vals(cat({a, b}, 0)) == vals(cat(std::vector<Tensor>{a, b}, 0)));
+  CHECK(cat({a, a}, 1).sizes() == Shape{2, 6});
+  CHECK(vals(cat({a, b})) == F{0, 1, 2, 3, 4, 5, 0, 1, 2});  // dim 0 by default
+  CHECK_THROWS_AS(cat({a, b.t()}, 0), Error);
+  CHECK(vals(stack({a, a * 2}, 1)) == vals(stack(std::vector<Tensor>{a, a * 2}, 1)));
+  CHECK(stack({a, a}, -1).sizes() == Shape{2, 3, 2});
+  CHECK_THROWS_AS(stack({a, b}), Error);
+  CHECK(vals(hstack({a, a + 1})) == vals(hstack(std::vector<Tensor>{a, a + 1})));
+  CHECK(vstack({arange(3), arange(3) * 2}).sizes() == Shape{2, 3});
+  auto g = meshgrid({arange(2), arange(3)}, "xy");
+  REQUIRE(g.size() == 2);
+  CHECK(g[0].sizes() == Shape{3, 2});
+  CHECK(vals(g[1]) == vals(meshgrid(std::vector<Tensor>{arange(2), arange(3)}, "xy")[1]));
+  Tensor x = randn({3, 4}), y = randn({4, 5});
+  CHECK(vals(einsum("ij,jk->ik", {x, y})) == vals(x.mm(y)));
+  CHECK(einsum("ij->ji", {x}).sizes() == Shape{4, 3});
+  CHECK_THROWS_AS(einsum("ij,jk->ik", {x, x}), Error);
+}
+
 TEST_CASE("typed accessors") {
   Tensor t = zeros({2, 3});
   auto acc = t.accessor<float, 2>();

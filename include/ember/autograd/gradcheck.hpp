@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -144,6 +145,17 @@ bool gradgradcheck(F fn, const std::vector<BasicTensor<P>>& inputs, GradcheckOpt
     return grad<P>({loss}, diff, {}, true, true, true);
   };
   return gradcheck<P>(grad_fn, inputs, o, why);
+}
+
+/// The same checks with the inputs in a braced list: `gradcheck(f, {a, b}, {}, &why)`.
+template <class P, class F>
+bool gradcheck(F fn, std::initializer_list<BasicTensor<P>> inputs, GradcheckOptions o = {}, std::string* why = nullptr) {
+  return gradcheck<P>(std::move(fn), std::vector<BasicTensor<P>>(inputs), o, why);
+}
+template <class P, class F>
+bool gradgradcheck(F fn, std::initializer_list<BasicTensor<P>> inputs, GradcheckOptions o = {},
+                   std::string* why = nullptr) {
+  return gradgradcheck<P>(std::move(fn), std::vector<BasicTensor<P>>(inputs), o, why);
 }
 
 }  // namespace ember::autograd

@@ -7,6 +7,7 @@
 #include <ember/autograd/layer.hpp>
 #include <ember/core/tensor.hpp>
 
+#include <initializer_list>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -229,6 +230,25 @@ std::vector<BasicTensor<P>> grad(const std::vector<BasicTensor<P>>& outputs, con
   out.reserve(r.size());
   for (auto& g : r) out.emplace_back(std::move(g));
   return out;
+}
+
+// Braced lists, as libtorch's callers write them: `backward({loss})`, `grad({y}, {x})`. (A
+// braced list does not deduce the policy of the std::vector forms above; one std::vector
+// argument among braced lists does, so the forms above serve the mixed calls.)
+template <class P>
+void backward(std::initializer_list<BasicTensor<P>> tensors, const std::vector<BasicTensor<P>>& grad_tensors = {},
+              std::optional<bool> retain_graph = {}, bool create_graph = false,
+              const std::vector<BasicTensor<P>>& inputs = {}) {
+  backward<P>(std::vector<BasicTensor<P>>(tensors), grad_tensors, retain_graph, create_graph, inputs);
+}
+template <class P>
+std::vector<BasicTensor<P>> grad(std::initializer_list<BasicTensor<P>> outputs,
+                                 std::initializer_list<BasicTensor<P>> inputs,
+                                 const std::vector<BasicTensor<P>>& grad_outputs = {},
+                                 std::optional<bool> retain_graph = {}, bool create_graph = false,
+                                 bool allow_unused = false) {
+  return grad<P>(std::vector<BasicTensor<P>>(outputs), std::vector<BasicTensor<P>>(inputs), grad_outputs,
+                 retain_graph, create_graph, allow_unused);
 }
 
 }  // namespace autograd

@@ -5,6 +5,7 @@
 
 #include <ember/ops/shape_ops.hpp>
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -20,8 +21,9 @@ struct EinsumPlan {
 EinsumPlan parse_einsum(std::string_view eq, int n_inputs, const int64_t* ranks);
 }  // namespace detail
 
+namespace detail {
 template <class P>
-BasicTensor<P> einsum(std::string_view equation, const std::vector<BasicTensor<P>>& operands) {
+BasicTensor<P> einsum(std::string_view equation, TensorSpan<P> operands) {
   EMBER_CHECK(operands.size() == 1 || operands.size() == 2, "[einsum] supports 1 or 2 operands, got {}",
               operands.size());
   int64_t ranks[2] = {operands[0].dim(), operands.size() > 1 ? operands[1].dim() : 0};
@@ -101,6 +103,17 @@ BasicTensor<P> einsum(std::string_view equation, const std::vector<BasicTensor<P
   Shape perm;
   for (char c : plan.output) perm.push_back(static_cast<int64_t>(have.find(c)));
   return perm.empty() ? r : r.permute(perm);
+}
+}  // namespace detail
+
+/// `einsum("ij,jk->ik", {a, b})`, or with the operands in a std::vector.
+template <class P>
+BasicTensor<P> einsum(std::string_view equation, const std::vector<BasicTensor<P>>& operands) {
+  return detail::einsum<P>(equation, operands);
+}
+template <class P>
+BasicTensor<P> einsum(std::string_view equation, std::initializer_list<BasicTensor<P>> operands) {
+  return detail::einsum<P>(equation, detail::as_span(operands));
 }
 
 }  // namespace ember

@@ -10,6 +10,8 @@
 #include <ember/ops/index_ops.hpp>
 
 #include <algorithm>
+#include <initializer_list>
+#include <span>
 #include <string_view>
 #include <tuple>
 #include <vector>
@@ -17,8 +19,15 @@
 namespace ember {
 
 namespace detail {
+/// A list of tensors as the ops below read it: from a std::vector or a braced list.
 template <class P>
-std::vector<const TensorImpl*> impls(const std::vector<BasicTensor<P>>& ts) {
+using TensorSpan = std::span<const BasicTensor<P>>;
+template <class P>
+TensorSpan<P> as_span(std::initializer_list<BasicTensor<P>> ts) {
+  return {ts.begin(), ts.size()};
+}
+template <class P>
+std::vector<const TensorImpl*> impls(TensorSpan<P> ts) {
   std::vector<const TensorImpl*> v;
   v.reserve(ts.size());
   for (const auto& t : ts) v.push_back(&t.impl());
@@ -30,15 +39,14 @@ BasicTensor<P> index_tensor_1d(std::vector<int64_t> v, Device d) {
   if (!v.empty()) std::memcpy(t.raw_data(), v.data(), v.size() * sizeof(int64_t));
   return d.is_cpu() ? t : t.to(d);
 }
-}  // namespace detail
 
 template <class P>
-BasicTensor<P> cat(const std::vector<BasicTensor<P>>& ts, int64_t dim = 0) {
-  auto v = detail::impls(ts);
-  return BasicTensor<P>::wrap(dispatch<P>(ops::Cat{dim}, std::span<const detail::TensorImpl* const>(v)));
+BasicTensor<P> cat(TensorSpan<P> ts, int64_t dim) {
+  auto v = impls<P>(ts);
+  return BasicTensor<P>::wrap(dispatch<P>(ops::Cat{dim}, std::span<const TensorImpl* const>(v)));
 }
 template <class P>
-BasicTensor<P> stack(const std::vector<BasicTensor<P>>& ts, int64_t dim = 0) {
+BasicTensor<P> stack(TensorSpan<P> ts, int64_t dim) {
   EMBER_CHECK(!ts.empty(), "[stack] expects a non-empty list of tensors");
   int64_t d = wrap_dim(dim, ts[0].dim() + 1, "stack");
   std::vector<BasicTensor<P>> u;
@@ -47,20 +55,56 @@ BasicTensor<P> stack(const std::vector<BasicTensor<P>>& ts, int64_t dim = 0) {
                 t.sizes());
     u.push_back(t.unsqueeze(d));
   }
-  return cat(u, d);
+  return cat<P>(u, d);
 }
 template <class P>
-BasicTensor<P> hstack(const std::vector<BasicTensor<P>>& ts) {
+BasicTensor<P> hstack(TensorSpan<P> ts) {
   EMBER_CHECK(!ts.empty(), "[hstack] expects a non-empty list of tensors");
   std::vector<BasicTensor<P>> u;  // 0-d inputs count as 1-D (atleast_1d, as PyTorch)
   for (const auto& t : ts) u.push_back(t.dim() == 0 ? t.reshape({1}) : t);
-  return cat(u, u[0].dim() == 1 ? 0 : 1);
+  return cat<P>(u, u[0].dim() == 1 ? 0 : 1);
+}
+template <class P>
+BasicTensor<P> vstack(TensorSpan<P> ts) {
+  std::vector<BasicTensor<P>> u;
+  for (const auto& t : ts) u.push_back(t.dim() == 1 ? t.unsqueeze(0) : (t.dim() == 0 ? t.reshape({1, 1}) : t));
+  return cat<P>(u, 0);
+}
+}  // namespace detail
+
+// Each list-taking op has two forms, so that both `cat(parts, 1)` (a std::vector) and
+// `cat({a, b}, 1)` (a braced list, as in libtorch) deduce the policy.
+template <class P>
+BasicTensor<P> cat(const std::vector<BasicTensor<P>>& ts, int64_t dim = 0) {
+  return detail::cat<P>(ts, dim);
+}
+template <class P>
+BasicTensor<P> cat(std::initializer_list<BasicTensor<P>> ts, int64_t dim = 0) {
+  return detail::cat<P>(detail::as_span(ts), dim);
+}
+template <class P>
+BasicTensor<P> stack(const std::vector<BasicTensor<P>>& ts, int64_t dim = 0) {
+  return detail::stack<P>(ts, dim);
+}
+template <class P>
+BasicTensor<P> stack(std::initializer_list<BasicTensor<P>> ts, int64_t dim = 0) {
+  return detail::stack<P>(detail::as_span(ts), dim);
+}
+template <class P>
+BasicTensor<P> hstack(const std::vector<BasicTensor<P>>& ts) {
+  return detail::hstack<P>(ts);
+}
+template <class P>
+BasicTensor<P> hstack(std::initializer_list<BasicTensor<P>> ts) {
+  return detail::hstack<P>(detail::as_span(ts));
 }
 template <class P>
 BasicTensor<P> vstack(const std::vector<BasicTensor<P>>& ts) {
-  std::vector<BasicTensor<P>> u;
-  for (const auto& t : ts) u.push_back(t.dim() == 1 ? t.unsqueeze(0) : (t.dim() == 0 ? t.reshape({1, 1}) : t));
-  return cat(u, 0);
+  return detail::vstack<P>(ts);
+}
+template <class P>
+BasicTensor<P> vstack(std::initializer_list<BasicTensor<P>> ts) {
+  return detail::vstack<P>(detail::as_span(ts));
 }
 
 /// Pieces of `size` along dim (the last may be smaller); views.
@@ -162,14 +206,14 @@ BasicTensor<P> index_copy(const BasicTensor<P>& x, int64_t dim, const BasicTenso
 template <class P>
 BasicTensor<P> index_put(const BasicTensor<P>& x, const std::vector<BasicTensor<P>>& indices,
                          const BasicTensor<P>& values, bool accumulate = false) {
-  auto v = detail::impls(indices);
+  auto v = detail::impls<P>(indices);
   return BasicTensor<P>::wrap(dispatch<P>(ops::IndexPut{accumulate}, x.impl(),
                                           std::span<const detail::TensorImpl* const>(v), values.impl()));
 }
 template <class P>
 BasicTensor<P>& BasicTensor<P>::index_put_(const std::vector<BasicTensor>& indices, const BasicTensor& values,
                                            bool accumulate) {
-  auto v = detail::impls(indices);
+  auto v = detail::impls<P>(indices);
   dispatch<P>(ops::IndexPutInto{accumulate}, impl(), std::span<const detail::TensorImpl* const>(v), values.impl());
   return *this;
 }
@@ -180,7 +224,7 @@ BasicTensor<P>& BasicTensor<P>::index_put_(const std::vector<BasicTensor>& indic
 /// Advanced indexing x[i0, i1, ...] with index tensors (i64 or bool masks).
 template <class P>
 BasicTensor<P> index(const BasicTensor<P>& x, const std::vector<BasicTensor<P>>& indices) {
-  auto v = detail::impls(indices);
+  auto v = detail::impls<P>(indices);
   return BasicTensor<P>::wrap(dispatch<P>(ops::IndexTensor{}, x.impl(), std::span<const detail::TensorImpl* const>(v)));
 }
 template <class P>
@@ -413,9 +457,9 @@ BasicTensor<P> diag(const BasicTensor<P>& x, int64_t k = 0) {
   r.diagonal(k).copy_(x);
   return r;
 }
-/// Coordinate grids ("ij" or "xy" indexing), as expanded views.
+namespace detail {
 template <class P>
-std::vector<BasicTensor<P>> meshgrid(const std::vector<BasicTensor<P>>& ts, std::string_view indexing = "ij") {
+std::vector<BasicTensor<P>> meshgrid(TensorSpan<P> ts, std::string_view indexing) {
   EMBER_CHECK(indexing == "ij" || indexing == "xy", "[meshgrid] indexing must be 'ij' or 'xy', got '{}'", indexing);
   Shape shape;
   for (const auto& t : ts) {
@@ -433,6 +477,16 @@ std::vector<BasicTensor<P>> meshgrid(const std::vector<BasicTensor<P>>& ts, std:
     out.push_back(ts[i].reshape(vs).expand(shape));
   }
   return out;
+}
+}  // namespace detail
+/// Coordinate grids ("ij" or "xy" indexing), as expanded views.
+template <class P>
+std::vector<BasicTensor<P>> meshgrid(const std::vector<BasicTensor<P>>& ts, std::string_view indexing = "ij") {
+  return detail::meshgrid<P>(ts, indexing);
+}
+template <class P>
+std::vector<BasicTensor<P>> meshgrid(std::initializer_list<BasicTensor<P>> ts, std::string_view indexing = "ij") {
+  return detail::meshgrid<P>(detail::as_span(ts), indexing);
 }
 
 }  // namespace ember
