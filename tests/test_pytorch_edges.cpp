@@ -297,6 +297,12 @@ TEST_CASE("numbers that do not fit the dtype are refused where they become eleme
   Tensor u = zeros({2}, DType::U8);
   CHECK_THROWS_AS(u.index_put_({0}, 300), Error);
   CHECK(vals(u) == std::vector<double>{0, 0});  // nothing written
+  // An unsigned 64-bit number beyond int64 is refused where it becomes a Scalar (Python's
+  // torch: "Overflow when unpacking long"), not read as a negative one.
+  CHECK_THROWS_WITH_AS(zeros({1}, DType::I64).fill_(UINT64_MAX),
+                       doctest::Contains("[Scalar] 18446744073709551615 does not fit int64"), Error);
+  CHECK_THROWS_AS(tensor<int64_t>({1}) + (uint64_t(1) << 63), Error);
+  check_vals(full({1}, uint64_t(INT64_MAX), DType::I64), {9223372036854775807.0}, 0);
 }
 
 TEST_CASE("signed zeros: neg(0.0) is -0.0 and abs(-0.0) is +0.0, as PyTorch") {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -239,6 +240,11 @@ TEST_CASE("printing follows PyTorch") {
   std::string big = to_string(arange(2000));
   CHECK(big.find("...") != std::string::npos);
   CHECK(fmt::format("{}", tensor({1.f})) == "tensor([1.])");
+  // Streams print a tensor and its sizes, dtype and device (as libtorch's types do).
+  std::ostringstream os;
+  Tensor t = zeros({2, 3}, DType::I32);
+  os << t << ' ' << t.sizes() << ' ' << t.dtype() << ' ' << t.device();
+  CHECK(os.str() == to_string(t) + " [2, 3] i32 cpu");
 }
 
 TEST_CASE("reductions and elementwise ops give identical results with 1 and 2 threads") {

@@ -264,11 +264,14 @@ list_stage_t<T> stage_list_value(T v) {
   return static_cast<list_stage_t<T>>(v);
 }
 
-/// The dtype a list of T becomes without TensorOptions: bool, i64, or f64 for double (and
-/// long double), the default float otherwise (PyTorch's rules, with C++'s float/double).
+/// The dtype a list of T becomes without TensorOptions: bool; u8 and i8 for the byte types
+/// (as libtorch's torch::tensor keeps them); i64 for other integers; f64 for double (and long
+/// double), the default float otherwise (PyTorch's rules, with C++'s float/double).
 template <class T>
 constexpr DType natural_list_dtype() {
   if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::U8;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::I8;
   else if constexpr (std::is_floating_point_v<T>) return sizeof(T) >= 8 ? DType::F64 : kDefaultFloat;
   else return DType::I64;
 }

@@ -4,6 +4,7 @@
 /// (an f16 tensor plus 2.5 stays f16; an i32 tensor plus 2.5 becomes f32).
 
 #include <ember/core/dtype.hpp>
+#include <ember/core/error.hpp>
 
 #include <cstdint>
 #include <type_traits>
@@ -22,6 +23,8 @@ class Scalar {
       kind_ = Kind::Bool;
       i_ = v ? 1 : 0;
     } else if constexpr (std::is_integral_v<T>) {
+      if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(int64_t))
+        EMBER_CHECK(v <= static_cast<T>(INT64_MAX), "[Scalar] {} does not fit int64, the widest integer dtype", v);
       kind_ = Kind::Int;
       i_ = static_cast<int64_t>(v);
     } else {
