@@ -5,7 +5,10 @@
 // as PyTorch's cascade_sum. The kernels add each block of elements (a few dozen per
 // accumulator, in SIMD lanes) and push the block's sum here.
 
+#include <algorithm>
 #include <cstdint>
+#include <tuple>
+#include <utility>
 
 // In the per-ISA namespace (Note [One definition per instruction set] in meson.build).
 namespace ember::cpu::EMBER_CPU_ARCH {
@@ -39,5 +42,25 @@ class Cascade {
   A level_[kLevels];
   uint64_t count_ = 0;
 };
+
+/// Adds the range [0, n) into the accumulators `accs` through `accumulate(i0, i1)`. With
+/// `cascade`, by blocks of `block`: after each block every accumulator's sum goes into its own
+/// Cascade and restarts from `zero`, and at the end each holds its Cascade's total. Without,
+/// in one pass (short sums, where rounding cannot grow much).
+/// Always inlined: called out of line, it would keep the accumulators in memory (they are
+/// passed by reference) and a GEMV's inner loop would store them at every step (2.3x slower).
+template <class A, class F, class... Acc>
+[[gnu::always_inline]] inline void add_by_blocks(int64_t n, int64_t block, bool cascade, const A& zero, F&& accumulate, Acc&... accs) {
+  if (!cascade) {
+    accumulate(int64_t{0}, n);
+    return;
+  }
+  std::tuple<Cascade<Acc>...> qs{Cascade<Acc>(zero)...};
+  for (int64_t i0 = 0; i0 < n; i0 += block) {
+    accumulate(i0, std::min(n, i0 + block));
+    std::apply([&](auto&... q) { (q.push(std::exchange(accs, zero)), ...); }, qs);
+  }
+  std::apply([&](const auto&... q) { ((accs = q.total(accs)), ...); }, qs);
+}
 
 }  // namespace ember::cpu::EMBER_CPU_ARCH

@@ -141,17 +141,7 @@ void gemv_columns(T* y, const T* x, const T* b, int64_t ldb, int64_t k, int64_t 
         s3 = xsimd::fma(V::load_unaligned(b3 + i), xv, s3);
       }
     };
-    if (!cascade) {
-      accumulate(0, kv);
-    } else {
-      Cascade<V> q0(s0), q1(s0), q2(s0), q3(s0);
-      for (int64_t i0 = 0; i0 < kv; i0 += kBlockK * W) {
-        accumulate(i0, std::min(kv, i0 + kBlockK * W));
-        q0.push(s0), q1.push(s1), q2.push(s2), q3.push(s3);
-        s0 = s1 = s2 = s3 = V(T(0));
-      }
-      s0 = q0.total(s0), s1 = q1.total(s1), s2 = q2.total(s2), s3 = q3.total(s3);
-    }
+    add_by_blocks(kv, kBlockK * W, cascade, V(T(0)), accumulate, s0, s1, s2, s3);
     alignas(16) T d[4];
 #if defined(__AVX2__)
     if constexpr (std::is_same_v<T, float>) _mm_store_ps(d, lane_sums4(s0, s1, s2, s3));
@@ -168,16 +158,7 @@ void gemv_columns(T* y, const T* x, const T* b, int64_t ldb, int64_t k, int64_t 
     auto accumulate = [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; i += W) s = xsimd::fma(V::load_unaligned(bj + i), V::load_unaligned(x + i), s);
     };
-    if (!cascade) {
-      accumulate(0, kv);
-    } else {
-      Cascade<V> q(s);
-      for (int64_t i0 = 0; i0 < kv; i0 += kBlockK * W) {
-        accumulate(i0, std::min(kv, i0 + kBlockK * W));
-        q.push(std::exchange(s, V(T(0))));
-      }
-      s = q.total(s);
-    }
+    add_by_blocks(kv, kBlockK * W, cascade, V(T(0)), accumulate, s);
     T d = lane_sum(s);
     for (int64_t i = kv; i < k; ++i) d += x[i] * bj[i];
     finish(j, d);
@@ -213,17 +194,7 @@ void gemv_rows(T* y, const T* x, int64_t incx, const T* b, int64_t ldb, int64_t 
         s3 = xsimd::fma(xv, V::load_unaligned(bi + 3 * W), s3);
       }
     };
-    if (!cascade) {
-      accumulate(0, k);
-    } else {
-      Cascade<V> q0(s0), q1(s0), q2(s0), q3(s0);
-      for (int64_t i0 = 0; i0 < k; i0 += kBlockK) {
-        accumulate(i0, std::min(k, i0 + kBlockK));
-        q0.push(s0), q1.push(s1), q2.push(s2), q3.push(s3);
-        s0 = s1 = s2 = s3 = V(T(0));
-      }
-      s0 = q0.total(s0), s1 = q1.total(s1), s2 = q2.total(s2), s3 = q3.total(s3);
-    }
+    add_by_blocks(k, kBlockK, cascade, V(T(0)), accumulate, s0, s1, s2, s3);
     finish(j, s0), finish(j + W, s1), finish(j + 2 * W, s2), finish(j + 3 * W, s3);
   }
   for (; j + W <= c1; j += W) {
@@ -231,16 +202,7 @@ void gemv_rows(T* y, const T* x, int64_t incx, const T* b, int64_t ldb, int64_t 
     auto accumulate = [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) s = xsimd::fma(V(x[i * incx]), V::load_unaligned(b + i * ldb + j), s);
     };
-    if (!cascade) {
-      accumulate(0, k);
-    } else {
-      Cascade<V> q(s);
-      for (int64_t i0 = 0; i0 < k; i0 += kBlockK) {
-        accumulate(i0, std::min(k, i0 + kBlockK));
-        q.push(std::exchange(s, V(T(0))));
-      }
-      s = q.total(s);
-    }
+    add_by_blocks(k, kBlockK, cascade, V(T(0)), accumulate, s);
     finish(j, s);
   }
   for (; j < c1; ++j) {  // the last n % W columns, one at a time
@@ -248,16 +210,7 @@ void gemv_rows(T* y, const T* x, int64_t incx, const T* b, int64_t ldb, int64_t 
     auto accumulate = [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) d += x[i * incx] * b[i * ldb + j];
     };
-    if (!cascade) {
-      accumulate(0, k);
-    } else {
-      Cascade<T> q(T(0));
-      for (int64_t i0 = 0; i0 < k; i0 += kBlockK) {
-        accumulate(i0, std::min(k, i0 + kBlockK));
-        q.push(std::exchange(d, T(0)));
-      }
-      d = q.total(d);
-    }
+    add_by_blocks(k, kBlockK, cascade, T(0), accumulate, d);
     store_scaled(y[j], alpha, d, beta);
   }
 }
