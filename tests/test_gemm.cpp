@@ -60,6 +60,32 @@ Tensor operand(int64_t r, int64_t c, int layout) {
   return randn({r, c});
 }
 
+/// One product of the layout sweeps below: its operands and their double reference, made
+/// once for both thread counts.
+struct Product {
+  int64_t m, n, k;
+  int la, lb;
+  Tensor a, b;
+  std::vector<double> want;
+};
+Product make_product(int64_t m, int64_t n, int64_t k, int la, int lb) {
+  Tensor a = operand(m, k, la), b = operand(k, n, lb);
+  std::vector<double> want = reference(a, b, nullptr, 0, 1);
+  return {m, n, k, la, lb, a, b, std::move(want)};
+}
+/// Each product with 1 and then 2 threads (switching the count rebuilds the pool, so it is
+/// the outer loop).
+void check_products(const std::vector<Product>& products) {
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (const Product& p : products) {
+      INFO("threads ", threads, " m ", p.m, " n ", p.n, " k ", p.k, " layouts ", p.la, p.lb);
+      CHECK(max_error(p.a.matmul(p.b), p.want, p.k) < 1e-5);
+    }
+  }
+  set_num_threads(1);
+}
+
 bool own_gemm_active() {
 #if defined(__x86_64__)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -86,29 +112,11 @@ TEST_CASE("f32 matmul matches a double reference for every layout, edge and slic
                        {12, 64, 511},  {65, 65, 513},  {100, 33, 1100}, {31, 1030, 40}, {200, 48, 9},
                        {37, 9, 600},   {300, 5, 1100}, {64, 245, 32},   {32, 245, 64},  {7, 130, 65},
                        {32, 250, 300}, {44, 192, 1100}};
-  // The operands and references are made once for both thread counts (switching the count
-  // rebuilds the pool, so it stays the outer loop).
-  struct Product {
-    Dims d;
-    int la, lb;
-    Tensor a, b;
-    std::vector<double> want;
-  };
   std::vector<Product> products;
   for (const Dims& d : dims)
     for (int la = 0; la < 3; ++la)
-      for (int lb = 0; lb < 3; ++lb) {
-        const Tensor a = operand(d.m, d.k, la), b = operand(d.k, d.n, lb);
-        products.push_back({d, la, lb, a, b, reference(a, b, nullptr, 0, 1)});
-      }
-  for (int threads : {1, 2}) {
-    set_num_threads(threads);
-    for (const Product& p : products) {
-      INFO("threads ", threads, " m ", p.d.m, " n ", p.d.n, " k ", p.d.k, " layouts ", p.la, p.lb);
-      CHECK(max_error(p.a.matmul(p.b), p.want, p.d.k) < 1e-5);
-    }
-  }
-  set_num_threads(1);
+      for (int lb = 0; lb < 3; ++lb) products.push_back(make_product(d.m, d.n, d.k, la, lb));
+  check_products(products);
 }
 
 TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the threaded transposed product") {
@@ -136,22 +144,9 @@ TEST_CASE("f32 matmul: packed transposed A, row chunks, row tasks and the thread
                         {2000, 5, 600, 0, 1},  {20, 300, 700, 0, 1},   {8, 64, 256, 0, 1},
                         {384, 70, 1100, 1, 0}, {130, 64, 600, 1, 2}, {512, 128, 784, 0, 1},
                         {43, 517, 700, 0, 1}};
-  std::vector<Tensor> as, bs;
-  std::vector<std::vector<double>> wants;
-  for (const Case& c : cases) {
-    as.push_back(operand(c.m, c.k, c.la));
-    bs.push_back(operand(c.k, c.n, c.lb));
-    wants.push_back(reference(as.back(), bs.back(), nullptr, 0, 1));
-  }
-  for (int threads : {1, 2}) {
-    set_num_threads(threads);
-    for (size_t i = 0; i < std::size(cases); ++i) {
-      const Case& c = cases[i];
-      INFO("threads ", threads, " m ", c.m, " n ", c.n, " k ", c.k, " layouts ", c.la, c.lb);
-      CHECK(max_error(as[i].matmul(bs[i]), wants[i], c.k) < 1e-5);
-    }
-  }
-  set_num_threads(1);
+  std::vector<Product> products;
+  for (const Case& c : cases) products.push_back(make_product(c.m, c.n, c.k, c.la, c.lb));
+  check_products(products);
 }
 
 TEST_CASE("addmm applies alpha and beta, and beta = 0 ignores NaN in the input") {
