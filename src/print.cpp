@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -133,3 +134,9 @@ std::string format_tensor(const TensorImpl& t) {
 }
 
 }  // namespace ember::detail
+
+namespace ember {
+std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
+std::ostream& operator<<(std::ostream& os, Device d) { return os << d.str(); }
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << s.str(); }
+}  // namespace ember

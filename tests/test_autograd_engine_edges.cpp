@@ -480,5 +480,4 @@ TEST_CASE("autograd edges: backward and grad take braced lists, as libtorch's ca
   CHECK(vals(x.grad()) == std::vector<double>{15.0, 20.0});
   CHECK(vals(w.grad()) == std::vector<double>{0.5, 1.0});
   CHECK_THROWS_WITH_AS(autograd::backward({y}), doctest::Contains("second time"), Error);
-
 }

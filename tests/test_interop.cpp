@@ -106,17 +106,6 @@ TEST_CASE("tensor() from lists keeps every value of its C++ type") {
   Tensor ld = tensor({0.1L}, TensorOptions(DType::F64));  // through double, not float
   CHECK(ld[0].item<double>() == 0.1);
   CHECK(tensor({1.0L}).dtype() == DType::F64);
-  // The byte types keep their dtype, as libtorch's torch::tensor keeps them; other integers
-  // are i64.
-  Tensor bytes = tensor<uint8_t>({0, 200, 255});
-  CHECK(bytes.dtype() == DType::U8);
-  CHECK(bytes[1].item<int64_t>() == 200);
-  Tensor signed_bytes = tensor<int8_t>({-128, 5});
-  CHECK(signed_bytes.dtype() == DType::I8);
-  CHECK(signed_bytes[0].item<int64_t>() == -128);
-  CHECK(tensor<uint8_t>({{1, 2}, {3, 4}}).dtype() == DType::U8);
-  CHECK(tensor<int32_t>({1}).dtype() == DType::I64);
-  CHECK(tensor<uint8_t>({1}, TensorOptions(DType::F32)).dtype() == DType::F32);
   // Nested lists of every element type, bool included.
   Tensor b = tensor({{true, false}, {false, true}});
   CHECK(b.dtype() == DType::Bool);

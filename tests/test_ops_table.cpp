@@ -1075,7 +1075,9 @@ TEST_CASE("long f32 dot products cascade too: dot, and a vector times a tall mat
   Tensor a = rand({1 << 22}), b = rand({1 << 22});
   const double want = (a.to(DType::F64) * b.to(DType::F64)).sum().item<double>();
   CHECK(std::abs(a.dot(b).item<double>() - want) / want < 4e-7);
-  Tensor v = rand({1 << 16}), w = rand({1 << 16, 67});  // 67: three columns after the vectors
+  // 83 columns: 64 + 16 + 3 with AVX-512 (32 + 32 + 8 + 8 + 3 with AVX2), so the four-vector
+  // loop, the one-vector loop and the scalar tail all cascade.
+  Tensor v = rand({1 << 16}), w = rand({1 << 16, 83});
   Tensor wantv = v.to(DType::F64).matmul(w.to(DType::F64));
   CHECK((v.matmul(w).to(DType::F64) - wantv).abs().div(wantv).amax().item<double>() < 4e-7);
   // A matrix times a long vector (1.2e-5 through Eigen in the baseline build).

@@ -444,7 +444,7 @@ TEST_CASE("list ops take a braced list as libtorch's do, with the std::vector fo
   CHECK(g[0].sizes() == Shape{3, 2});
   CHECK(vals(g[1]) == vals(meshgrid(std::vector<Tensor>{arange(2), arange(3)}, "xy")[1]));
   Tensor x = randn({3, 4}), y = randn({4, 5});
-  CHECK(vals(einsum("ij,jk->ik", {x, y})) == vals(x.mm(y)));
+  CHECK(einsum("ij,jk->ik", {x, y}).sub(x.mm(y)).abs().max().item<float>() < 1e-5f);
   CHECK(einsum("ij->ji", {x}).sizes() == Shape{4, 3});
   CHECK_THROWS_AS(einsum("ij,jk->ik", {x, x}), Error);
 }

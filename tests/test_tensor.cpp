@@ -229,6 +229,18 @@ TEST_CASE("from_blob views user memory and runs the deleter") {
   CHECK(values(strided) == std::vector<float>{2, 6, 10});
 }
 
+TEST_CASE("tensor() from lists: the byte types keep their dtype, as libtorch's torch::tensor") {
+  Tensor bytes = tensor<uint8_t>({0, 200, 255});
+  CHECK(bytes.dtype() == DType::U8);
+  CHECK(bytes[1].item<int64_t>() == 200);
+  Tensor signed_bytes = tensor<int8_t>({-128, 5});
+  CHECK(signed_bytes.dtype() == DType::I8);
+  CHECK(signed_bytes[0].item<int64_t>() == -128);
+  CHECK(tensor<uint8_t>({{1, 2}, {3, 4}}).dtype() == DType::U8);
+  CHECK(tensor<int32_t>({1}).dtype() == DType::I64);  // other integers are i64
+  CHECK(tensor<uint8_t>({1}, TensorOptions(DType::F32)).dtype() == DType::F32);
+}
+
 TEST_CASE("printing follows PyTorch") {
   CHECK(to_string(tensor({1.f, 2.f})) == "tensor([1., 2.])");
   CHECK(to_string(tensor({1.5f, 2.f})) == "tensor([1.5000, 2.0000])");

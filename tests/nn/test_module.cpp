@@ -375,14 +375,14 @@ TEST_CASE("nn::utils: clip_grad_norm_, clip_grad_value_, parameters_to_vector") 
   Tensor b = tensor<double>({0.0}).requires_grad_();
   (a * a / 2.0).sum().backward();  // grad = a = [3, 4], norm 5
   (b * 0.0).sum().backward();
-  Tensor total = nn::utils::clip_grad_norm_<DefaultPolicy>({a, b}, 1.0);
+  Tensor total = nn::utils::clip_grad_norm_({a, b}, 1.0);
   CHECK(total.item<double>() == doctest::Approx(5.0));
   CHECK(a.grad().norm().item<double>() == doctest::Approx(1.0).epsilon(1e-5));
-  nn::utils::clip_grad_value_<DefaultPolicy>({a}, 0.7);
+  nn::utils::clip_grad_value_({a}, 0.7);
   CHECK(a.grad().amax().item<double>() <= 0.7);
-  Tensor v = nn::utils::parameters_to_vector<DefaultPolicy>({a, b});
+  Tensor v = nn::utils::parameters_to_vector({a, b});
   CHECK(v.sizes() == Shape{3});
-  nn::utils::vector_to_parameters<DefaultPolicy>(tensor<double>({7.0, 8.0, 9.0}), {a, b});
+  nn::utils::vector_to_parameters(tensor<double>({7.0, 8.0, 9.0}), {a, b});
   CHECK(b.item<double>() == 9.0);
 }
 
@@ -413,7 +413,7 @@ TEST_CASE("nn: activations, init and clipping at their edges, as PyTorch (libtor
   Tensor a = tensor<double>({1.0, 2.0}).requires_grad_(), b = tensor<double>({2.0}).requires_grad_();
   (a * tensor<double>({nan, 1.0})).sum().backward();
   (b * 2.0).sum().backward();
-  nn::utils::clip_grad_norm_<DefaultPolicy>({a, b}, 1.0);
+  nn::utils::clip_grad_norm_({a, b}, 1.0);
   CHECK(std::isnan(b.grad().item<double>()));
   // init refuses what PyTorch refuses.
   Tensor w = empty({3, 3});

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 
 namespace ember {
@@ -27,6 +28,9 @@ struct Device {
 };
 
 inline constexpr Device kCPU = Device::cpu();
+
+/// Streams "cpu" or "cuda:N"; src/print.cpp.
+std::ostream& operator<<(std::ostream& os, Device d);
 
 }  // namespace ember
 

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include <cstdint>
+#include <iosfwd>
 #include <string_view>
 
 namespace ember {
@@ -26,6 +27,9 @@ inline constexpr int64_t kItemSizes[] = {1, 1, 1, 4, 8, 2, 2, 4, 8};
 /// Short names as used in printing and errors ("f32"), and PyTorch's ("float32").
 constexpr std::string_view dtype_name(DType t) { return detail::kDTypeNames[static_cast<int>(t)]; }
 constexpr std::string_view dtype_torch_name(DType t) { return detail::kDTypeTorchNames[static_cast<int>(t)]; }
+
+/// Streams the dtype's name (`std::cout << t.dtype()`, as libtorch's); src/print.cpp.
+std::ostream& operator<<(std::ostream& os, DType t);
 
 constexpr int64_t itemsize(DType t) { return detail::kItemSizes[static_cast<int>(t)]; }
 

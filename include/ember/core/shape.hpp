@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <iosfwd>
 #include <limits>
 #include <optional>
 #include <span>
@@ -201,6 +202,9 @@ inline int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   EMBER_CHECK(dim >= -n && dim < n, "[{}] dim {} out of range for a tensor of rank {}", op, dim, ndim);
   return dim < 0 ? dim + n : dim;
 }
+
+/// Streams "[2, 3]" (`std::cout << t.sizes()`, as libtorch's); src/print.cpp.
+std::ostream& operator<<(std::ostream& os, const Shape& s);
 
 namespace detail {
 /// For ops that need a dimension to work along (chunk, split, unbind, ...).

@@ -6,6 +6,7 @@
 #include <ember/ops/shape_ops.hpp>
 
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -75,6 +76,21 @@ void vector_to_parameters(const BasicTensor<P>& vec, const std::vector<BasicTens
     p.copy_(vec.narrow(0, off, p.numel()).view(p.sizes()));
     off += p.numel();
   }
+}
+
+// Braced lists, as libtorch's callers write them: clip_grad_norm_({w, b}, 1.0).
+template <class P>
+BasicTensor<P> clip_grad_norm_(std::initializer_list<BasicTensor<P>> params, double max_norm, double norm_type = 2.0,
+                               bool error_if_nonfinite = false) {
+  return clip_grad_norm_(std::vector<BasicTensor<P>>(params), max_norm, norm_type, error_if_nonfinite);
+}
+template <class P>
+void clip_grad_value_(std::initializer_list<BasicTensor<P>> params, double clip_value) {
+  clip_grad_value_(std::vector<BasicTensor<P>>(params), clip_value);
+}
+template <class P>
+BasicTensor<P> parameters_to_vector(std::initializer_list<BasicTensor<P>> params) {
+  return parameters_to_vector(std::vector<BasicTensor<P>>(params));
 }
 
 }  // namespace ember::nn::utils

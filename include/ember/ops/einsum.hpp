@@ -23,7 +23,7 @@ EinsumPlan parse_einsum(std::string_view eq, int n_inputs, const int64_t* ranks)
 
 namespace detail {
 template <class P>
-BasicTensor<P> einsum(std::string_view equation, TensorSpan<P> operands) {
+BasicTensor<P> einsum_impl(std::string_view equation, TensorSpan<P> operands) {
   EMBER_CHECK(operands.size() == 1 || operands.size() == 2, "[einsum] supports 1 or 2 operands, got {}",
               operands.size());
   int64_t ranks[2] = {operands[0].dim(), operands.size() > 1 ? operands[1].dim() : 0};
@@ -109,11 +109,11 @@ BasicTensor<P> einsum(std::string_view equation, TensorSpan<P> operands) {
 /// `einsum("ij,jk->ik", {a, b})`, or with the operands in a std::vector.
 template <class P>
 BasicTensor<P> einsum(std::string_view equation, const std::vector<BasicTensor<P>>& operands) {
-  return detail::einsum<P>(equation, operands);
+  return detail::einsum_impl<P>(equation, operands);
 }
 template <class P>
 BasicTensor<P> einsum(std::string_view equation, std::initializer_list<BasicTensor<P>> operands) {
-  return detail::einsum<P>(equation, detail::as_span(operands));
+  return detail::einsum_impl<P>(equation, detail::as_span(operands));
 }
 
 }  // namespace ember

@@ -198,10 +198,6 @@ template <class P>
 std::ostream& operator<<(std::ostream& os, const BasicTensor<P>& t) {
   return os << to_string(t);
 }
-/// `std::cout << t.sizes() << t.dtype() << t.device()`, as with libtorch's types.
-inline std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }
-inline std::ostream& operator<<(std::ostream& os, Device d) { return os << d.str(); }
-inline std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << fmt::format("{}", s); }
 
 }  // namespace ember
 

@@ -41,12 +41,12 @@ BasicTensor<P> index_tensor_1d(std::vector<int64_t> v, Device d) {
 }
 
 template <class P>
-BasicTensor<P> cat(TensorSpan<P> ts, int64_t dim) {
+BasicTensor<P> cat_impl(TensorSpan<P> ts, int64_t dim) {
   auto v = impls<P>(ts);
   return BasicTensor<P>::wrap(dispatch<P>(ops::Cat{dim}, std::span<const TensorImpl* const>(v)));
 }
 template <class P>
-BasicTensor<P> stack(TensorSpan<P> ts, int64_t dim) {
+BasicTensor<P> stack_impl(TensorSpan<P> ts, int64_t dim) {
   EMBER_CHECK(!ts.empty(), "[stack] expects a non-empty list of tensors");
   int64_t d = wrap_dim(dim, ts[0].dim() + 1, "stack");
   std::vector<BasicTensor<P>> u;
@@ -55,20 +55,20 @@ BasicTensor<P> stack(TensorSpan<P> ts, int64_t dim) {
                 t.sizes());
     u.push_back(t.unsqueeze(d));
   }
-  return cat<P>(u, d);
+  return cat_impl<P>(u, d);
 }
 template <class P>
-BasicTensor<P> hstack(TensorSpan<P> ts) {
+BasicTensor<P> hstack_impl(TensorSpan<P> ts) {
   EMBER_CHECK(!ts.empty(), "[hstack] expects a non-empty list of tensors");
   std::vector<BasicTensor<P>> u;  // 0-d inputs count as 1-D (atleast_1d, as PyTorch)
   for (const auto& t : ts) u.push_back(t.dim() == 0 ? t.reshape({1}) : t);
-  return cat<P>(u, u[0].dim() == 1 ? 0 : 1);
+  return cat_impl<P>(u, u[0].dim() == 1 ? 0 : 1);
 }
 template <class P>
-BasicTensor<P> vstack(TensorSpan<P> ts) {
+BasicTensor<P> vstack_impl(TensorSpan<P> ts) {
   std::vector<BasicTensor<P>> u;
   for (const auto& t : ts) u.push_back(t.dim() == 1 ? t.unsqueeze(0) : (t.dim() == 0 ? t.reshape({1, 1}) : t));
-  return cat<P>(u, 0);
+  return cat_impl<P>(u, 0);
 }
 }  // namespace detail
 
@@ -76,35 +76,35 @@ BasicTensor<P> vstack(TensorSpan<P> ts) {
 // `cat({a, b}, 1)` (a braced list, as in libtorch) deduce the policy.
 template <class P>
 BasicTensor<P> cat(const std::vector<BasicTensor<P>>& ts, int64_t dim = 0) {
-  return detail::cat<P>(ts, dim);
+  return detail::cat_impl<P>(ts, dim);
 }
 template <class P>
 BasicTensor<P> cat(std::initializer_list<BasicTensor<P>> ts, int64_t dim = 0) {
-  return detail::cat<P>(detail::as_span(ts), dim);
+  return detail::cat_impl<P>(detail::as_span(ts), dim);
 }
 template <class P>
 BasicTensor<P> stack(const std::vector<BasicTensor<P>>& ts, int64_t dim = 0) {
-  return detail::stack<P>(ts, dim);
+  return detail::stack_impl<P>(ts, dim);
 }
 template <class P>
 BasicTensor<P> stack(std::initializer_list<BasicTensor<P>> ts, int64_t dim = 0) {
-  return detail::stack<P>(detail::as_span(ts), dim);
+  return detail::stack_impl<P>(detail::as_span(ts), dim);
 }
 template <class P>
 BasicTensor<P> hstack(const std::vector<BasicTensor<P>>& ts) {
-  return detail::hstack<P>(ts);
+  return detail::hstack_impl<P>(ts);
 }
 template <class P>
 BasicTensor<P> hstack(std::initializer_list<BasicTensor<P>> ts) {
-  return detail::hstack<P>(detail::as_span(ts));
+  return detail::hstack_impl<P>(detail::as_span(ts));
 }
 template <class P>
 BasicTensor<P> vstack(const std::vector<BasicTensor<P>>& ts) {
-  return detail::vstack<P>(ts);
+  return detail::vstack_impl<P>(ts);
 }
 template <class P>
 BasicTensor<P> vstack(std::initializer_list<BasicTensor<P>> ts) {
-  return detail::vstack<P>(detail::as_span(ts));
+  return detail::vstack_impl<P>(detail::as_span(ts));
 }
 
 /// Pieces of `size` along dim (the last may be smaller); views.
@@ -459,7 +459,7 @@ BasicTensor<P> diag(const BasicTensor<P>& x, int64_t k = 0) {
 }
 namespace detail {
 template <class P>
-std::vector<BasicTensor<P>> meshgrid(TensorSpan<P> ts, std::string_view indexing) {
+std::vector<BasicTensor<P>> meshgrid_impl(TensorSpan<P> ts, std::string_view indexing) {
   EMBER_CHECK(indexing == "ij" || indexing == "xy", "[meshgrid] indexing must be 'ij' or 'xy', got '{}'", indexing);
   Shape shape;
   for (const auto& t : ts) {
@@ -482,11 +482,11 @@ std::vector<BasicTensor<P>> meshgrid(TensorSpan<P> ts, std::string_view indexing
 /// Coordinate grids ("ij" or "xy" indexing), as expanded views.
 template <class P>
 std::vector<BasicTensor<P>> meshgrid(const std::vector<BasicTensor<P>>& ts, std::string_view indexing = "ij") {
-  return detail::meshgrid<P>(ts, indexing);
+  return detail::meshgrid_impl<P>(ts, indexing);
 }
 template <class P>
 std::vector<BasicTensor<P>> meshgrid(std::initializer_list<BasicTensor<P>> ts, std::string_view indexing = "ij") {
-  return detail::meshgrid<P>(detail::as_span(ts), indexing);
+  return detail::meshgrid_impl<P>(detail::as_span(ts), indexing);
 }
 
 }  // namespace ember
