@@ -63,6 +63,41 @@ struct WrongCount : autograd::Function<WrongCount> {
   static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) { return {g[0], g[0]}; }
 };
 
+/// x *= k in place: marks x dirty and returns it.
+struct MulInPlace : autograd::Function<MulInPlace> {
+  static constexpr const char* name = "MulInPlace";
+  static Tensor forward(AutogradContext* ctx, Tensor x, double k) {
+    x.mul_(k);
+    ctx->mark_dirty({x});
+    ctx->saved_data["k"] = k;
+    return x;
+  }
+  static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> g) {
+    return {g[0] * std::any_cast<double>(ctx->saved_data["k"]), Tensor()};
+  }
+};
+/// x = exp(x) in place, saving the modified x (an output) for backward.
+struct ExpInPlace : autograd::Function<ExpInPlace> {
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    x.exp_();
+    ctx->mark_dirty({x});
+    ctx->save_for_backward({x});
+    return x;
+  }
+  static std::vector<Tensor> backward(AutogradContext* ctx, std::vector<Tensor> g) {
+    return {g[0] * ctx->get_saved_variables()[0]};
+  }
+};
+/// Marks x dirty but returns another tensor (PyTorch refuses this).
+struct DirtyNotReturned : autograd::Function<DirtyNotReturned> {
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    x.mul_(2.0);
+    ctx->mark_dirty({x});
+    return x * 1.0;
+  }
+  static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) { return {g[0] * 2.0}; }
+};
+
 std::vector<double> vals(const Tensor& t) {
   Tensor h = t.detach().to(DType::F64).contiguous();
   return std::vector<double>(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
@@ -97,6 +132,49 @@ TEST_CASE("autograd::Function: several outputs, mark_non_differentiable, needs_i
   // Without any input requiring grad nothing is recorded.
   auto plain = MulAndSign::apply(b, b);
   CHECK(!plain[0].requires_grad());
+}
+
+TEST_CASE("autograd::Function: mark_dirty gives the modified input the function's history (PyTorch 1.13's results)") {
+  Tensor a = tensor<double>({1.0, 2.0, 3.0}).requires_grad_();
+  Tensor x = a * 1.0;
+  Tensor y = MulInPlace::apply(x, 2.0);
+  CHECK(&y.impl() == &x.impl());  // x itself, not an alias
+  REQUIRE(x.grad_fn());
+  CHECK(x.grad_fn()->name() == "MulInPlaceBackward");
+  CHECK(vals(x) == std::vector<double>{2.0, 4.0, 6.0});
+  (y * y).sum().backward();
+  CHECK(vals(a.grad()) == std::vector<double>{8.0, 16.0, 24.0});
+  // A view: its root's history passes the unwritten part through and the written part to
+  // the function.
+  a.zero_grad();
+  Tensor b = a * 1.0;
+  MulInPlace::apply(b.narrow(0, 0, 2), 3.0);
+  CHECK(vals(b) == std::vector<double>{3.0, 6.0, 3.0});
+  b.sum().backward();
+  CHECK(vals(a.grad()) == std::vector<double>{3.0, 3.0, 1.0});
+  // A node that saved the old value sees the modification.
+  Tensor c = a * 1.0;
+  Tensor s = c.sin();
+  MulInPlace::apply(c, 2.0);
+  CHECK_THROWS_WITH_AS(s.sum().backward(), doctest::Contains("modified by an in-place operation"), Error);
+  // A saved output that was modified in place: first and second derivatives of exp.
+  auto f = [](const std::vector<Tensor>& in) { return ExpInPlace::apply(in[0] * 1.0); };
+  std::string why;
+  CHECK_MESSAGE(autograd::gradcheck(f, {tensor<double>({-0.5, 0.3}).requires_grad_()}, {}, &why), why);
+  CHECK_MESSAGE(autograd::gradgradcheck(f, {tensor<double>({-0.5, 0.3}).requires_grad_()}, {}, &why), why);
+  // Marked but not returned.
+  CHECK_THROWS_WITH_AS(DirtyNotReturned::apply(a * 1.0), doctest::Contains("was not returned"), Error);
+  // A leaf that requires grad must not be modified while recording (as for built-in in-place
+  // ops; its values are already changed, as in PyTorch); under NoGradGuard it may.
+  Tensor leaf = tensor<double>({1.0}).requires_grad_();
+  CHECK_THROWS_WITH_AS(MulInPlace::apply(leaf, 2.0), doctest::Contains("a leaf tensor that requires grad"), Error);
+  {
+    autograd::NoGradGuard ng;
+    Tensor r = MulInPlace::apply(leaf, 2.0);
+    CHECK(&r.impl() == &leaf.impl());
+  }
+  CHECK(vals(leaf) == std::vector<double>{4.0});
+  CHECK(leaf.is_leaf());
 }
 
 TEST_CASE("autograd::Function: a wrong number of gradients is a clear error") {

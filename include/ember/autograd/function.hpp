@@ -19,6 +19,8 @@
 ///
 /// forward runs without recording; backward runs recorded under create_graph, so a custom
 /// function is twice differentiable when its backward is written with differentiable ops.
+/// A forward that modifies an input in place calls ctx->mark_dirty({x}) and returns x: x
+/// itself then carries the function's history (its root's too, when x is a view).
 
 #include <ember/autograd/function_node.hpp>
 #include <ember/autograd/grad_mode.hpp>
@@ -31,6 +33,7 @@
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace ember::autograd {
@@ -55,6 +58,12 @@ class BasicAutogradContext {
   void mark_non_differentiable(const std::vector<TensorT>& ts) {
     for (const TensorT& t : ts) non_diff_.push_back(&t.impl());
   }
+  /// Inputs that forward modified in place. Each must also be returned; it then takes the
+  /// function's history (as after a built-in in-place op), instead of being returned as a
+  /// new alias with the input's old history untouched.
+  void mark_dirty(const std::vector<TensorT>& ts) {
+    for (const TensorT& t : ts) dirty_.push_back(&t.impl());
+  }
   /// Whether backward must produce a gradient for forward argument i.
   bool needs_input_grad(size_t i) const { return i < needs_.size() && needs_[i]; }
   /// With false, backward gets an undefined tensor (not zeros) for each output that received
@@ -69,6 +78,7 @@ class BasicAutogradContext {
   std::vector<TensorT> to_save_;
   std::vector<SavedTensor> saved_;
   std::vector<const TensorImpl*> non_diff_;
+  std::vector<const TensorImpl*> dirty_;
   std::vector<bool> needs_;
   bool materialize_grads_ = true;
   const Node* node_ = nullptr;
@@ -121,10 +131,30 @@ struct Function {
     } else {
       for (TensorT& t : result) outs.push_back(&t);
     }
+    auto is_dirty = [&](const TensorImpl* t) {
+      for (const TensorImpl* d : ctx->dirty_)
+        if (d == t) return true;
+      return false;
+    };
+    for (const TensorImpl* d : ctx->dirty_) {
+      bool is_input = false, returned = false;
+      for (const TensorImpl* in : inputs) is_input = is_input || in == d;
+      for (TensorT* o : outs) returned = returned || (o->defined() && &o->impl() == d);
+      EMBER_CHECK(is_input && returned,
+                  "[autograd::Function] {}: a tensor marked dirty (shape {}) {}; the inputs forward modifies in place "
+                  "must be marked and returned",
+                  detail::function_name<Derived>(), d->sizes, is_input ? "was not returned" : "is not an input");
+      // As after a built-in in-place op: a leaf that requires grad (or a view of one) must not
+      // have been modified while recording.
+      if (record) Recorder<P>::check_dirty(*d, detail::function_name<Derived>());
+      // Saved references to the old value must see the change even when forward wrote through
+      // a raw pointer (PyTorch bumps the version here too).
+      ember::detail::bump_version(*d->storage);
+    }
     // An output that is an input (or its storage) is returned as a new alias, so that its
-    // history does not overwrite the input's.
+    // history does not overwrite the input's; unless forward marked it dirty.
     for (TensorT* o : outs) {
-      if (!o->defined()) continue;
+      if (!o->defined() || is_dirty(&o->impl())) continue;
       for (const TensorImpl* in : inputs) {
         if (in != &o->impl()) continue;
         *o = TensorT(ember::autograd::detached(o->impl()));
@@ -157,6 +187,7 @@ struct Function {
     node->run_without_grads = true;  // backward sees zero-filled gradients, as PyTorch's
     node->materialize_grads = ctx->materialize_grads_;
     uint32_t nr = 0;
+    std::vector<std::pair<const TensorImpl*, TensorT>> dirty_values;  // a dirty output -> its alias
     for (TensorT* o : outs) {
       uint32_t this_nr = nr++;
       if (!o->defined()) continue;
@@ -164,13 +195,26 @@ struct Function {
       for (const TensorImpl* nd : ctx->non_diff_) non_diff = non_diff || nd == &o->impl();
       if (node->outputs.size() <= this_nr) node->outputs.resize(this_nr + 1);
       node->outputs[this_nr] = {o->sizes(), o->dtype(), o->device()};
-      if (!non_diff) set_history(o->impl(), node, this_nr);
+      if (non_diff) continue;
+      if (!is_dirty(&o->impl())) {
+        set_history(o->impl(), node, this_nr);
+        continue;
+      }
+      // The modified input takes this node's history through an alias that carries it (and
+      // its view root a CopySlices node, as for a built-in in-place op on a view).
+      TensorT value(ember::autograd::detached(o->impl()));
+      set_history(value.impl(), node, this_nr);
+      Recorder<P>::rebase_dirty(o->impl(), value.impl());
+      dirty_values.emplace_back(&o->impl(), value);
     }
     // Saved outputs are kept without their history (no reference cycle).
     for (const TensorT& t : ctx->to_save_) {
       bool is_out = false;
       for (TensorT* o : outs) is_out = is_out || (o->defined() && &o->impl() == &t.impl());
-      ctx->saved_.emplace_back(t.impl(), is_out);
+      const TensorImpl* saved = &t.impl();
+      for (const auto& [dirty, value] : dirty_values)  // the alias knows its output number
+        if (dirty == saved) saved = &value.impl();
+      ctx->saved_.emplace_back(*saved, is_out);
     }
     ctx->to_save_.clear();
     // Saved after the node was made, so make_node could not count them. Without any, the

@@ -166,4 +166,14 @@ void Recorder<P>::inplace(const ops::Fill& op, TensorImpl& dst) {
   detail::rebase_history<P>(dst, nullptr);
 }
 
+template <class P>
+void Recorder<P>::check_dirty(const TensorImpl& target, const char* function) {
+  detail::check_inplace_target(target, function);
+}
+
+template <class P>
+void Recorder<P>::rebase_dirty(TensorImpl& target, const TensorImpl& value) {
+  detail::rebase_history<P>(target, &value);
+}
+
 }  // namespace ember::autograd

@@ -106,6 +106,11 @@ struct Recorder {
   static void inplace(const ops::CopyInto& op, TensorImpl& dst, const TensorImpl& src);
   static void inplace(const ops::Fill& op, TensorImpl& dst);
   static void inplace(const ops::IndexPutInto& op, TensorImpl& dst, ImplSpan indices, const TensorImpl& values);
+  /// A custom Function's forward modified `target` in place (mark_dirty). check_dirty: it may
+  /// be (not a leaf that requires grad, nor a view of one); rebase_dirty: it (and its view
+  /// root) now take the history of `value`, an alias of it carrying the function's node.
+  static void check_dirty(const TensorImpl& target, const char* function);
+  static void rebase_dirty(TensorImpl& target, const TensorImpl& value);
 
   /// The PolicyOps table of P (engine helpers).
   static const PolicyOps& policy_ops();
