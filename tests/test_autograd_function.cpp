@@ -88,6 +88,16 @@ struct ExpInPlace : autograd::Function<ExpInPlace> {
     return {g[0] * ctx->get_saved_variables()[0]};
   }
 };
+/// Modifies x in place and marks it dirty and non-differentiable: returned without history.
+struct DoubleNonDiff : autograd::Function<DoubleNonDiff> {
+  static std::vector<Tensor> forward(AutogradContext* ctx, Tensor x, const Tensor& y) {
+    x.mul_(2.0);
+    ctx->mark_dirty({x});
+    ctx->mark_non_differentiable({x});
+    return {x, y * 2.0};
+  }
+  static std::vector<Tensor> backward(AutogradContext*, std::vector<Tensor> g) { return {Tensor(), g[1] * 2.0}; }
+};
 /// Marks x dirty but returns another tensor (PyTorch refuses this).
 struct DirtyNotReturned : autograd::Function<DirtyNotReturned> {
   static Tensor forward(AutogradContext* ctx, Tensor x) {
@@ -165,16 +175,30 @@ TEST_CASE("autograd::Function: mark_dirty gives the modified input the function'
   // Marked but not returned.
   CHECK_THROWS_WITH_AS(DirtyNotReturned::apply(a * 1.0), doctest::Contains("was not returned"), Error);
   // A leaf that requires grad must not be modified while recording (as for built-in in-place
-  // ops; its values are already changed, as in PyTorch); under NoGradGuard it may.
+  // ops; its values are already changed, as in PyTorch). Under NoGradGuard it may, and, as
+  // when nothing is recorded at all, the result is an alias without history (PyTorch's too).
   Tensor leaf = tensor<double>({1.0}).requires_grad_();
   CHECK_THROWS_WITH_AS(MulInPlace::apply(leaf, 2.0), doctest::Contains("a leaf tensor that requires grad"), Error);
   {
     autograd::NoGradGuard ng;
     Tensor r = MulInPlace::apply(leaf, 2.0);
-    CHECK(&r.impl() == &leaf.impl());
+    CHECK(&r.impl() != &leaf.impl());
+    CHECK(!r.requires_grad());
   }
   CHECK(vals(leaf) == std::vector<double>{4.0});
   CHECK(leaf.is_leaf());
+  Tensor plain = tensor<double>({1.0});
+  Tensor r = MulInPlace::apply(plain, 3.0);
+  CHECK(&r.impl() != &plain.impl());
+  CHECK(vals(plain) == std::vector<double>{3.0});
+  // Dirty and non-differentiable: returned without history; the input keeps its own.
+  Tensor d = a * 1.0, other = tensor<double>({1.0}).requires_grad_();
+  const std::string before = d.grad_fn()->name();
+  auto outs = DoubleNonDiff::apply(d, other);
+  CHECK(!outs[0].requires_grad());
+  CHECK(&outs[0].impl() != &d.impl());
+  CHECK(d.grad_fn()->name() == before);
+  CHECK(outs[1].requires_grad());
 }
 
 TEST_CASE("autograd::Function: a wrong number of gradients is a clear error") {

@@ -28,6 +28,7 @@
 #include <ember/autograd/tensor_autograd.hpp>
 #include <ember/dispatch/default_policy.hpp>
 
+#include <algorithm>
 #include <any>
 #include <string>
 #include <tuple>
@@ -136,6 +137,14 @@ struct Function {
         if (d == t) return true;
       return false;
     };
+    auto non_differentiable = [&](const TensorImpl* t) {
+      for (const TensorImpl* nd : ctx->non_diff_)
+        if (nd == t) return true;
+      return !is_floating(t->dtype);
+    };
+    // A dirty output takes the function's history only when it gets one at all (recording,
+    // differentiable); otherwise it is returned as an alias without history, as PyTorch does.
+    auto rebased = [&](const TensorImpl* t) { return record && is_dirty(t) && !non_differentiable(t); };
     for (const TensorImpl* d : ctx->dirty_) {
       bool is_input = false, returned = false;
       for (const TensorImpl* in : inputs) is_input = is_input || in == d;
@@ -145,16 +154,24 @@ struct Function {
                   "must be marked and returned",
                   detail::function_name<Derived>(), d->sizes, is_input ? "was not returned" : "is not an input");
       // As after a built-in in-place op: a leaf that requires grad (or a view of one) must not
-      // have been modified while recording.
-      if (record) Recorder<P>::check_dirty(*d, detail::function_name<Derived>());
+      // have been modified while recording. (PyTorch 1.13 lets a view of such a leaf through
+      // and rebases the leaf; Ember refuses it, as it does for its built-in in-place ops.)
+      if (rebased(d)) Recorder<P>::check_dirty(*d, detail::function_name<Derived>());
       // Saved references to the old value must see the change even when forward wrote through
       // a raw pointer (PyTorch bumps the version here too).
       ember::detail::bump_version(*d->storage);
     }
+    std::vector<const TensorImpl*> rebased_outs;
+    for (TensorT* o : outs)
+      if (o->defined() && rebased(&o->impl())) rebased_outs.push_back(&o->impl());
+    auto is_rebased = [&](const TensorImpl* t) {
+      return std::find(rebased_outs.begin(), rebased_outs.end(), t) != rebased_outs.end();
+    };
+    ctx->dirty_.clear();  // only apply reads them (they would dangle in the node)
     // An output that is an input (or its storage) is returned as a new alias, so that its
-    // history does not overwrite the input's; unless forward marked it dirty.
+    // history does not overwrite the input's; unless it is dirty and takes a history.
     for (TensorT* o : outs) {
-      if (!o->defined() || is_dirty(&o->impl())) continue;
+      if (!o->defined() || is_rebased(&o->impl())) continue;
       for (const TensorImpl* in : inputs) {
         if (in != &o->impl()) continue;
         *o = TensorT(ember::autograd::detached(o->impl()));
@@ -196,7 +213,7 @@ struct Function {
       if (node->outputs.size() <= this_nr) node->outputs.resize(this_nr + 1);
       node->outputs[this_nr] = {o->sizes(), o->dtype(), o->device()};
       if (non_diff) continue;
-      if (!is_dirty(&o->impl())) {
+      if (!is_rebased(&o->impl())) {
         set_history(o->impl(), node, this_nr);
         continue;
       }
