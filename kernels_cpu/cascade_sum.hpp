@@ -50,7 +50,8 @@ class Cascade {
 /// Always inlined: called out of line, it would keep the accumulators in memory (they are
 /// passed by reference) and a GEMV's inner loop would store them at every step (2.3x slower).
 template <class A, class F, class... Acc>
-[[gnu::always_inline]] inline void add_by_blocks(int64_t n, int64_t block, bool cascade, const A& zero, F&& accumulate, Acc&... accs) {
+[[gnu::always_inline]] inline void add_by_blocks(int64_t n, int64_t block, bool cascade, const A& zero, F&& accumulate,
+                                                 Acc&... accs) {
   if (!cascade) {
     accumulate(int64_t{0}, n);
     return;

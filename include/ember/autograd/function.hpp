@@ -132,11 +132,10 @@ struct Function {
     } else {
       for (TensorT& t : result) outs.push_back(&t);
     }
-    auto is_dirty = [&](const TensorImpl* t) {
-      for (const TensorImpl* d : ctx->dirty_)
-        if (d == t) return true;
-      return false;
-    };
+    // Only apply reads the dirty list (kept in ctx, it would dangle in the node).
+    const std::vector<const TensorImpl*> dirty = std::move(ctx->dirty_);
+    ctx->dirty_.clear();
+    auto is_dirty = [&](const TensorImpl* t) { return std::find(dirty.begin(), dirty.end(), t) != dirty.end(); };
     auto non_differentiable = [&](const TensorImpl* t) {
       for (const TensorImpl* nd : ctx->non_diff_)
         if (nd == t) return true;
@@ -145,7 +144,7 @@ struct Function {
     // A dirty output takes the function's history only when it gets one at all (recording,
     // differentiable); otherwise it is returned as an alias without history, as PyTorch does.
     auto rebased = [&](const TensorImpl* t) { return record && is_dirty(t) && !non_differentiable(t); };
-    for (const TensorImpl* d : ctx->dirty_) {
+    for (const TensorImpl* d : dirty) {
       bool is_input = false, returned = false;
       for (const TensorImpl* in : inputs) is_input = is_input || in == d;
       for (TensorT* o : outs) returned = returned || (o->defined() && &o->impl() == d);
@@ -161,17 +160,10 @@ struct Function {
       // a raw pointer (PyTorch bumps the version here too).
       ember::detail::bump_version(*d->storage);
     }
-    std::vector<const TensorImpl*> rebased_outs;
-    for (TensorT* o : outs)
-      if (o->defined() && rebased(&o->impl())) rebased_outs.push_back(&o->impl());
-    auto is_rebased = [&](const TensorImpl* t) {
-      return std::find(rebased_outs.begin(), rebased_outs.end(), t) != rebased_outs.end();
-    };
-    ctx->dirty_.clear();  // only apply reads them (they would dangle in the node)
     // An output that is an input (or its storage) is returned as a new alias, so that its
     // history does not overwrite the input's; unless it is dirty and takes a history.
     for (TensorT* o : outs) {
-      if (!o->defined() || is_rebased(&o->impl())) continue;
+      if (!o->defined() || rebased(&o->impl())) continue;
       for (const TensorImpl* in : inputs) {
         if (in != &o->impl()) continue;
         *o = TensorT(ember::autograd::detached(o->impl()));
@@ -208,12 +200,12 @@ struct Function {
     for (TensorT* o : outs) {
       uint32_t this_nr = nr++;
       if (!o->defined()) continue;
-      bool non_diff = !is_floating(o->dtype());
-      for (const TensorImpl* nd : ctx->non_diff_) non_diff = non_diff || nd == &o->impl();
+      const bool non_diff = non_differentiable(&o->impl());
       if (node->outputs.size() <= this_nr) node->outputs.resize(this_nr + 1);
       node->outputs[this_nr] = {o->sizes(), o->dtype(), o->device()};
       if (non_diff) continue;
-      if (!is_rebased(&o->impl())) {
+      // After the aliasing above, an output that is still dirty is one that takes this history.
+      if (!is_dirty(&o->impl())) {
         set_history(o->impl(), node, this_nr);
         continue;
       }
