@@ -239,6 +239,37 @@ TEST_CASE("one row over a large weight splits its columns between threads, bitwi
   }
 }
 
+TEST_CASE("one row times a narrow row-major matrix: the partial vector of columns, f32 and f64") {
+  // x @ W with W's rows contiguous and n % (vector width) columns left over (all of them when
+  // W is narrower than one vector): one masked vector of columns, four chains of rows. Column
+  // counts on both sides of 8 and 16 floats (4 and 8 doubles), k with and without a remainder
+  // of rows, a cascaded k (> 1024 rows), a strided x, beta 0 with NaN in C (C never read) and
+  // beta != 0. f64 takes this kernel only for long dot products (k >= 4096).
+  manual_seed(19);
+  for (const int64_t n : {1, 3, 7, 8, 13, 15, 17, 23}) {
+    for (const int64_t k : {3, 530, 1030}) {
+      INFO("f32 n ", n, " k ", k);
+      const Tensor x = randn({1, 2 * k}).narrow(1, 0, k), xs = randn({1, 2 * k}).index({Slice(), Slice(0, None, 2)});
+      const Tensor w = randn({k, n}), c = randn({1, n});
+      for (const Tensor& a : {x, xs}) {
+        CHECK(max_error(c.addmm(a, w, 0.5, -2.0), reference(a, w, &c, 0.5, -2.0), k) < 1e-5);
+        CHECK(max_error(full({1, n}, NAN).addmm(a, w, 0.0, 1.5), reference(a, w, nullptr, 0, 1.5), k) < 1e-5);
+      }
+    }
+    INFO("f64 n ", n);
+    const int64_t k = 4099;
+    const Tensor x = randn({1, k}, DType::F64), w = randn({k, n}, DType::F64), c = randn({1, n}, DType::F64);
+    const Tensor got = c.addmm(x, w, 0.5, -2.0).contiguous();
+    const double *X = x.data_ptr<double>(), *Wp = w.data_ptr<double>(), *C = c.data_ptr<double>();
+    for (int64_t j = 0; j < n; ++j) {
+      long double dot = 0;
+      for (int64_t i = 0; i < k; ++i) dot += static_cast<long double>(X[i]) * Wp[i * n + j];
+      const double want = static_cast<double>(0.5L * C[j] - 2.0L * dot);
+      CHECK(std::abs(got.data_ptr<double>()[j] - want) < 1e-12 * std::sqrt(double(k)));
+    }
+  }
+}
+
 TEST_CASE("linear with a bias on every GEMM path, against x @ w^T + b") {
   // The output starts as the bias and the GEMM runs at beta 1. With one inner slice
   // (k <= 512) the result must equal the product rounded and then the bias added, bitwise;
