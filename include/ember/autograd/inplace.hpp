@@ -16,18 +16,20 @@ namespace ember::autograd {
 
 namespace detail {
 
-inline void check_inplace_target(const TensorImpl& t, const char* op) {
+/// `op` names the operation in errors with `suffix` appended: built-in ops are named without
+/// their in-place underscore, an autograd::Function marking a tensor dirty by its own name.
+inline void check_inplace_target(const TensorImpl& t, const char* op, const char* suffix = "_") {
   const AutogradMeta* m = t.autograd;
   EMBER_CHECK(!(m && m->requires_grad && !m->grad_fn),
-              "[{}_] a leaf tensor that requires grad (shape {}) is used in an in-place operation; update it "
+              "[{}{}] a leaf tensor that requires grad (shape {}) is used in an in-place operation; update it "
               "under NoGradGuard (as optimisers do), or work on a clone",
-              op, t.sizes);
+              op, suffix, t.sizes);
   if (t.view_of) {
     const AutogradMeta* bm = t.view_of->autograd;
     EMBER_CHECK(!(bm && bm->requires_grad && !bm->grad_fn),
-                "[{}_] a view (shape {}) of a leaf tensor that requires grad (shape {}) is used in an in-place "
+                "[{}{}] a view (shape {}) of a leaf tensor that requires grad (shape {}) is used in an in-place "
                 "operation; update the leaf under NoGradGuard, or work on a clone",
-                op, t.sizes, t.view_of->sizes);
+                op, suffix, t.sizes, t.view_of->sizes);
   }
 }
 
@@ -168,7 +170,7 @@ void Recorder<P>::inplace(const ops::Fill& op, TensorImpl& dst) {
 
 template <class P>
 void Recorder<P>::check_dirty(const TensorImpl& target, const char* function) {
-  detail::check_inplace_target(target, function);
+  detail::check_inplace_target(target, function, "");
 }
 
 template <class P>
