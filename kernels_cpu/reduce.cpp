@@ -203,6 +203,18 @@ struct SimdReduce {
     else return acc;
   }
 
+  /// The first n (a multiple of 4 W) elements at p, vector i into accumulator i % 4. Always
+  /// inlined, as add_by_blocks (cascade_sum.hpp): out of line the accumulators would live in
+  /// memory.
+  [[gnu::always_inline]] static void step4(const T* p, int64_t n, B& a0, B& a1, B& a2, B& a3, M& nan) {
+    for (int64_t k = 0; k < n; k += 4 * W) {
+      a0 = step(a0, B::load_unaligned(p + k), nan);
+      a1 = step(a1, B::load_unaligned(p + k + W), nan);
+      a2 = step(a2, B::load_unaligned(p + k + 2 * W), nan);
+      a3 = step(a3, B::load_unaligned(p + k + 3 * W), nan);
+    }
+  }
+
   /// Sums longer than this go by blocks of it into a cascade (each lane of the four
   /// accumulators adds 64 elements per block).
   static constexpr int64_t kBlock = 64 * 4 * W;
@@ -216,12 +228,7 @@ struct SimdReduce {
         int64_t k = 0;
         for (; k + kBlock <= n; k += kBlock) {
           B a0 = init(), a1 = init(), a2 = init(), a3 = init();
-          for (int64_t j = k; j < k + kBlock; j += 4 * W) {
-            a0 = step(a0, B::load_unaligned(p + j), nan);
-            a1 = step(a1, B::load_unaligned(p + j + W), nan);
-            a2 = step(a2, B::load_unaligned(p + j + 2 * W), nan);
-            a3 = step(a3, B::load_unaligned(p + j + 3 * W), nan);
-          }
+          step4(p + k, kBlock, a0, a1, a2, a3, nan);
           blocks.push(merge(merge(a0, a1), merge(a2, a3)));
         }
         return xsimd::hadd(blocks.total(B(T(0)))) + run_short(p + k, n - k);
@@ -235,13 +242,8 @@ struct SimdReduce {
     using Rd = Reducer<T, Op>;
     B a0 = init(), a1 = init(), a2 = init(), a3 = init();
     M nan(false);
-    int64_t k = 0;
-    for (; k + 4 * W <= n; k += 4 * W) {
-      a0 = step(a0, B::load_unaligned(p + k), nan);
-      a1 = step(a1, B::load_unaligned(p + k + W), nan);
-      a2 = step(a2, B::load_unaligned(p + k + 2 * W), nan);
-      a3 = step(a3, B::load_unaligned(p + k + 3 * W), nan);
-    }
+    int64_t k = n / (4 * W) * (4 * W);
+    step4(p, k, a0, a1, a2, a3, nan);
     for (; k + W <= n; k += W) a0 = step(a0, B::load_unaligned(p + k), nan);
     const B a = merge(merge(a0, a1), merge(a2, a3));
     T r;
