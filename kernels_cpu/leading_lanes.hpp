@@ -65,13 +65,13 @@ class LeadingLanes {
   }
 
  private:
-  static constexpr bool kFloat = std::is_same_v<T, float>;
+  static constexpr bool kIsFloat = std::is_same_v<T, float>;
 #if defined(__AVX512F__)
-  static constexpr bool kMasked16 = kFloat && kWidth == 16;
+  static constexpr bool kMasked16 = kIsFloat && kWidth == 16;
   __mmask16 mask16_ = 0;
 #endif
 #if defined(__AVX2__)
-  static constexpr bool kMasked8 = kFloat && kWidth == 8;
+  static constexpr bool kMasked8 = kIsFloat && kWidth == 8;
   static constexpr bool kMasked4 = std::is_same_v<T, double> && kWidth == 4;
   __m256i mask256_ = _mm256_setzero_si256();
 #endif

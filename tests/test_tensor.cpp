@@ -516,3 +516,86 @@ TEST_CASE("a chunk that throws on the calling thread leaves the pool usable, and
   CHECK(met.load() == 2);
   set_num_threads(1);
 }
+
+namespace {
+std::vector<double> values_of(const Tensor& t) {
+  Tensor h = t.to(DType::F64).contiguous();
+  return std::vector<double>(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
+}
+}  // namespace
+
+TEST_CASE("libtorch spellings: one int as a dim list, method forms of the shape ops, dtype names") {
+  Tensor x = tensor<float>({{1, -2, 3}, {-4, 5, 6}});
+  // One integer where a list of dims (or a shape) is expected, as IntArrayRef allows; a braced
+  // list still names dims, and {} still means all of them.
+  CHECK(values_of(x.sum(1)) == std::vector<double>{2, 7});
+  CHECK(x.mean(-1, true).sizes() == Shape{2, 1});
+  CHECK(values_of(x.amax(0)) == std::vector<double>{1, 5, 6});
+  CHECK(x.sum({}).item<float>() == 9);
+  CHECK(values_of(x.sum({0})) == std::vector<double>{-3, 3, 9});
+  CHECK(values_of(x.prod(1)) == std::vector<double>{-6, -120});
+  CHECK(values_of(x.gt(0).any(1)) == std::vector<double>{1, 1});
+  CHECK(x.sum(1, true, kFloat64).dtype() == DType::F64);
+  CHECK(values_of(x.var(1, false)) == values_of(x.var({1}, 0)));
+  CHECK(values_of(x.std(1)) == values_of(x.std({1})));
+  CHECK(values_of(x.logsumexp(1)) == values_of(x.logsumexp({1})));
+  CHECK(values_of(x.norm(1, 1)) == std::vector<double>{6, 15});
+  CHECK(x.view(-1).sizes() == Shape{6});
+  CHECK(x.t().reshape(-1).sizes() == Shape{6});
+  // dtype and device names, options().
+  CHECK(zeros({2}, kFloat64).dtype() == DType::F64);
+  CHECK(x.to(kLong).dtype() == DType::I64);
+  CHECK((kInt == DType::I32 && kByte == DType::U8 && kHalf == DType::F16 && kBFloat16 == DType::BF16));
+  CHECK(kCUDA == Device::cuda(0));
+  Tensor d = ones({3}, kFloat64);
+  CHECK(zeros({4}, d.options()).dtype() == DType::F64);
+  CHECK(d.new_zeros({2, 2}).dtype() == DType::F64);
+  CHECK(values_of(d.new_full({2}, 7)) == std::vector<double>{7, 7});
+  CHECK(x.type_as(d).dtype() == DType::F64);
+  CHECK(x.view_as(x.t().contiguous()).sizes() == Shape{3, 2});
+  // Method forms, each against its free function.
+  const Tensor idx = tensor<int64_t>({2, 0});
+  CHECK(values_of(x.index_select(1, idx)) == values_of(index_select(x, 1, idx)));
+  CHECK(values_of(x.gather(1, idx.view({1, 2}).expand({2, 2}))) == std::vector<double>{3, 1, 6, -4});
+  CHECK(values_of(x.masked_select(x.gt(0))) == std::vector<double>{1, 3, 5, 6});
+  CHECK(values_of(x.index({x.gt(0)})) == std::vector<double>{1, 3, 5, 6});
+  CHECK(values_of(x.index({tensor<int64_t>({1, 0})})) == std::vector<double>{-4, 5, 6, 1, -2, 3});
+  CHECK(x.chunk(2, 1).size() == 2);
+  CHECK(x.split(2, 1)[1].sizes() == Shape{2, 1});
+  CHECK(x.unbind(0).size() == 2);
+  auto [sorted, order] = x.sort(1, true);
+  CHECK(values_of(sorted) == std::vector<double>{3, 1, -2, 6, 5, -4});
+  CHECK(values_of(order) == std::vector<double>{2, 0, 1, 2, 1, 0});
+  CHECK(values_of(x.argsort(1)) == values_of(argsort(x, 1)));
+  CHECK(values_of(x.topk(1).first) == std::vector<double>{3, 6});
+  CHECK(values_of(x.kthvalue(1, 1).first) == std::vector<double>{-2, -4});
+  CHECK(values_of(x.flip(0)) == std::vector<double>{-4, 5, 6, 1, -2, 3});
+  CHECK(values_of(x.flip({1})) == std::vector<double>{3, -2, 1, 6, 5, -4});
+  CHECK(values_of(x.roll(1, 1)) == std::vector<double>{3, 1, -2, 6, -4, 5});
+  CHECK(x.repeat({2, 1}).sizes() == Shape{4, 3});
+  CHECK(x.tile({2}).sizes() == Shape{2, 6});
+  CHECK(x.repeat_interleave(2, 0).sizes() == Shape{4, 3});
+  CHECK(values_of(x.tril()) == std::vector<double>{1, 0, 0, -4, 5, 0});
+  CHECK(values_of(x.triu(1)) == std::vector<double>{0, -2, 3, 0, 0, 6});
+  CHECK(values_of(x.diag()) == std::vector<double>{1, 5});
+  CHECK(x.nonzero().sizes() == Shape{6, 2});
+  CHECK(values_of(zeros({3}).scatter(0, tensor<int64_t>({2}), 1.0)) == std::vector<double>{0, 0, 1});
+  CHECK(values_of(zeros({3}).scatter_add(0, tensor<int64_t>({1, 1}), tensor<float>({2, 3}))) ==
+        std::vector<double>{0, 5, 0});
+  CHECK(values_of(zeros({3}).index_add(0, tensor<int64_t>({0}), tensor<float>({4}), 2)) == std::vector<double>{8, 0, 0});
+  CHECK(values_of(zeros({3}).index_copy(0, tensor<int64_t>({2}), tensor<float>({4}))) == std::vector<double>{0, 0, 4});
+  // In-place forms and optional arguments libtorch has.
+  Tensor y = x.clone();
+  y.masked_fill_(y.lt(0), 0.0);
+  CHECK(values_of(y) == std::vector<double>{1, 0, 3, 0, 5, 6});
+  y.add_(x, 2);
+  CHECK(values_of(y) == std::vector<double>{3, -4, 9, -8, 15, 18});
+  y.sub_(x, 2);
+  CHECK(values_of(y) == std::vector<double>{1, 0, 3, 0, 5, 6});
+  CHECK(values_of(x.clamp(0)) == std::vector<double>{1, 0, 3, 0, 5, 6});
+  CHECK(values_of(tensor<int64_t>({-7, 7}).div(2, "floor")) == std::vector<double>{-4, 3});
+  {
+    NoGradGuard ng;  // also under ember::, as torch::NoGradGuard
+    CHECK(!GradMode::is_enabled());
+  }
+}

@@ -81,3 +81,11 @@ class DetectAnomalyGuard {
 };
 
 }  // namespace ember::autograd
+
+namespace ember {
+// Also under ember::, as libtorch has torch::NoGradGuard.
+using autograd::EnableGradGuard;
+using autograd::GradMode;
+using autograd::InferenceModeGuard;
+using autograd::NoGradGuard;
+}  // namespace ember

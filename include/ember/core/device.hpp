@@ -28,6 +28,8 @@ struct Device {
 };
 
 inline constexpr Device kCPU = Device::cpu();
+/// The first CUDA device (libtorch's `kCUDA`, as in `t.to(kCUDA)`).
+inline constexpr Device kCUDA = Device::cuda(0);
 
 /// Streams "cpu" or "cuda:N"; src/print.cpp.
 std::ostream& operator<<(std::ostream& os, Device d);

@@ -52,6 +52,18 @@ constexpr DType promote_types(DType a, DType b) {
 /// The default floating dtype (torch.get_default_dtype()).
 inline constexpr DType kDefaultFloat = DType::F32;
 
+/// libtorch's names for the dtypes, for code written against it: zeros({2, 3}, kFloat32),
+/// t.to(kLong).
+inline constexpr DType kBool = DType::Bool;
+inline constexpr DType kUInt8 = DType::U8, kByte = DType::U8;
+inline constexpr DType kInt8 = DType::I8, kChar = DType::I8;
+inline constexpr DType kInt32 = DType::I32, kInt = DType::I32;
+inline constexpr DType kInt64 = DType::I64, kLong = DType::I64;
+inline constexpr DType kFloat16 = DType::F16, kHalf = DType::F16;
+inline constexpr DType kBFloat16 = DType::BF16;
+inline constexpr DType kFloat32 = DType::F32, kFloat = DType::F32;
+inline constexpr DType kFloat64 = DType::F64, kDouble = DType::F64;
+
 /// Compile-time mapping C++ type <-> DType.
 template <class T> struct dtype_of;
 template <> struct dtype_of<bool> { static constexpr DType value = DType::Bool; };

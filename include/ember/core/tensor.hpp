@@ -11,6 +11,7 @@
 #include <ember/ops/reduction_ops.hpp>
 #include <ember/ops/view_ops.hpp>
 
+#include <concepts>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -30,6 +31,12 @@ std::string format_tensor(const TensorImpl& t);  // src/print.cpp: PyTorch-style
 TensorImpl* nested_list_tensor(const void* data, DType dtype, IntArrayRef shape);
 Shape apply_index(const TensorImpl& x, std::span<const TensorIndex> idx, std::vector<ops::ViewOp>& steps);
 }  // namespace detail
+
+/// One dim (or size) where libtorch takes a list and also accepts a single integer through
+/// IntArrayRef's one-element constructor: x.sum(1), x.mean(-1, true), x.view(-1). A template,
+/// so that a braced list ({1}, or {} for all dims) still goes to the Shape overload.
+template <class I>
+concept SingleDim = std::integral<I> && !std::same_as<I, bool>;
 
 /// Indexes a strided CPU tensor with a[i][j]...; bounds are the caller's (no checks, like libtorch).
 template <class T, size_t N>
@@ -123,6 +130,12 @@ class BasicTensor {
   // ---- views ----------------------------------------------------------------------------------
   BasicTensor view(const Shape& shape) const { return vop(ops::ViewKind::View, shape); }
   BasicTensor reshape(const Shape& shape) const;
+  template <SingleDim I>
+  BasicTensor view(I size) const { return view(Shape{static_cast<int64_t>(size)}); }
+  template <SingleDim I>
+  BasicTensor reshape(I size) const { return reshape(Shape{static_cast<int64_t>(size)}); }
+  BasicTensor view_as(const BasicTensor& o) const { return view(o.sizes()); }
+  BasicTensor reshape_as(const BasicTensor& o) const { return reshape(o.sizes()); }
   BasicTensor transpose(int64_t d0, int64_t d1) const;
   BasicTensor t() const;
   BasicTensor mT() const { return transpose(-2, -1); }
@@ -184,6 +197,9 @@ class BasicTensor {
   /// and copies it back (Note [In-place ops and autograd]).
   BasicTensor& index_put_(const std::vector<BasicTensor>& indices, const BasicTensor& values, bool accumulate = false);
   BasicTensor& index_put_(const std::vector<BasicTensor>& indices, Scalar v);
+  /// Advanced indexing with index tensors (i64) or masks (bool), one per leading dim, as
+  /// ember::index: x.index({mask}), x.index({rows, cols}). A copy, not a view.
+  BasicTensor index(const std::vector<BasicTensor>& indices) const;
   BasicTensor operator[](int64_t i) const { return select(0, i); }
 
   // ---- copies and conversions -----------------------------------------------------------------
@@ -192,6 +208,9 @@ class BasicTensor {
   BasicTensor to(DType t) const { return t == dtype() ? *this : wrap(dispatch<P>(ops::To{t, device()}, impl())); }
   BasicTensor to(Device d) const;
   BasicTensor to(Device d, DType t) const { return to(d).to(t); }
+  BasicTensor type_as(const BasicTensor& o) const { return to(o.dtype()); }
+  /// This tensor's dtype and device, for factories: zeros({3}, x.options()).
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   BasicTensor cpu() const { return to(kCPU); }
   BasicTensor cuda(int index = 0) const { return to(Device::cuda(index)); }
   BasicTensor& copy_(const BasicTensor& src) {
@@ -219,14 +238,14 @@ class BasicTensor {
   }
   BasicTensor hardtanh(double lo, double hi) const { return unary(ops::UnaryOp::Hardtanh, {lo, hi}); }
   BasicTensor gelu(bool tanh_approx) const { return tanh_approx ? gelu_tanh() : gelu(); }
-  BasicTensor clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const {
+  BasicTensor clamp(std::optional<Scalar> lo, std::optional<Scalar> hi = std::nullopt) const {
     // The result type counts the bounds, as PyTorch's: an integer tensor with a floating
     // bound clamps in the default float type, a bool one with integer bounds in i64.
     const DType t = clamp_result_type(lo, hi);
     if (t != dtype()) return to(t).clamp(lo, hi);
     return unary(ops::UnaryOp::Clamp, clamp_params(lo, hi));
   }
-  BasicTensor& clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  BasicTensor& clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi = std::nullopt) {
     EMBER_CHECK(clamp_result_type(lo, hi) == dtype(), "[clamp_] the result type {} cannot be written in place into a {} tensor",
                 clamp_result_type(lo, hi), dtype());
     return unary_inplace(ops::UnaryOp::Clamp, clamp_params(lo, hi));
@@ -253,7 +272,10 @@ class BasicTensor {
 #undef EMBER_BINARY_OP
   BasicTensor add(const BasicTensor& o, Scalar alpha) const { return add(alpha_scaled(o, alpha, "add")); }
   BasicTensor sub(const BasicTensor& o, Scalar alpha) const { return sub(alpha_scaled(o, alpha, "sub")); }
+  BasicTensor& add_(const BasicTensor& o, Scalar alpha) { return add_(alpha_scaled(o, alpha, "add_")); }
+  BasicTensor& sub_(const BasicTensor& o, Scalar alpha) { return sub_(alpha_scaled(o, alpha, "sub_")); }
   BasicTensor div(const BasicTensor& o, const std::string& rounding_mode) const;
+  BasicTensor div(Scalar o, const std::string& rounding_mode) const { return div(scalar_like(o), rounding_mode); }
   /// start + weight (end - start) for |weight| < 0.5, else end - (end - start)(1 - weight), as
   /// PyTorch: exact at both ends. Floating tensors of one dtype.
   BasicTensor lerp(const BasicTensor& end, const BasicTensor& weight) const {
@@ -290,12 +312,18 @@ class BasicTensor {
   // ---- reductions -----------------------------------------------------------------------------
 #define EMBER_REDUCE_OP(E, n, r)                                                                      \
   BasicTensor n() const { return reduce(ops::ReduceOp::E, {}, false); }                              \
-  BasicTensor n(const Shape& dims, bool keepdim = false) const { return reduce(ops::ReduceOp::E, dims, keepdim); }
+  BasicTensor n(const Shape& dims, bool keepdim = false) const { return reduce(ops::ReduceOp::E, dims, keepdim); } \
+  template <SingleDim I>                                                                              \
+  BasicTensor n(I dim, bool keepdim = false) const {                                                  \
+    return reduce(ops::ReduceOp::E, {static_cast<int64_t>(dim)}, keepdim);                            \
+  }
 #include <ember/ops/reduce_list.def>
 #undef EMBER_REDUCE_OP
   BasicTensor sum(const Shape& dims, bool keepdim, DType t) const {
     return wrap(dispatch<P>(ops::Reduce{ops::ReduceOp::Sum, dims, keepdim, t}, impl()));
   }
+  template <SingleDim I>
+  BasicTensor sum(I dim, bool keepdim, DType t) const { return sum(Shape{static_cast<int64_t>(dim)}, keepdim, t); }
   BasicTensor max() const { return amax(); }
   BasicTensor min() const { return amin(); }
   std::pair<BasicTensor, BasicTensor> max(int64_t d, bool keepdim = false) const {
@@ -311,8 +339,29 @@ class BasicTensor {
   std::pair<BasicTensor, BasicTensor> var_mean(const Shape& dims = {}, double correction = 1,
                                                bool keepdim = false) const;
   BasicTensor logsumexp(const Shape& dims, bool keepdim = false) const;
+  // One dim, as libtorch's x.var(1) or x.std(1, /*unbiased=*/false) (a bool correction is 0 or 1).
+  template <SingleDim I>
+  BasicTensor var(I dim, double correction = 1, bool keepdim = false) const {
+    return var(Shape{static_cast<int64_t>(dim)}, correction, keepdim);
+  }
+  template <SingleDim I>
+  BasicTensor std(I dim, double correction = 1, bool keepdim = false) const {
+    return std(Shape{static_cast<int64_t>(dim)}, correction, keepdim);
+  }
+  template <SingleDim I>
+  std::pair<BasicTensor, BasicTensor> var_mean(I dim, double correction = 1, bool keepdim = false) const {
+    return var_mean(Shape{static_cast<int64_t>(dim)}, correction, keepdim);
+  }
+  template <SingleDim I>
+  BasicTensor logsumexp(I dim, bool keepdim = false) const {
+    return logsumexp(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
   /// p-norm over dims (all if empty): p = 1, 2, inf (INFINITY) or any other p > 0.
   BasicTensor norm(double p = 2, const Shape& dims = {}, bool keepdim = false) const;
+  template <SingleDim I>
+  BasicTensor norm(double p, I dim, bool keepdim = false) const {
+    return norm(p, Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
   /// norm("fro"): the Frobenius norm (the 2-norm of all selected elements).
   BasicTensor norm(std::string_view p, const Shape& dims = {}, bool keepdim = false) const {
     EMBER_CHECK(p == "fro", "[norm] p must be a number or \"fro\", got \"{}\"", p);
@@ -328,6 +377,41 @@ class BasicTensor {
   BasicTensor logcumsumexp(int64_t d) const { return cum(detail::CumOp::Logsumexp, d).first; }
   std::pair<BasicTensor, BasicTensor> cummax(int64_t d) const { return cum(detail::CumOp::Max, d); }
   std::pair<BasicTensor, BasicTensor> cummin(int64_t d) const { return cum(detail::CumOp::Min, d); }
+
+  // ---- shape and indexing ops as methods, as libtorch's (defined in ops/shape_ops.hpp) --------
+  std::vector<BasicTensor> split(int64_t size, int64_t dim = 0) const;
+  std::vector<BasicTensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const;
+  std::vector<BasicTensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<BasicTensor> unbind(int64_t dim = 0) const;
+  BasicTensor index_select(int64_t dim, const BasicTensor& index) const;
+  BasicTensor gather(int64_t dim, const BasicTensor& index) const;
+  BasicTensor scatter(int64_t dim, const BasicTensor& index, const BasicTensor& src) const;
+  BasicTensor scatter(int64_t dim, const BasicTensor& index, Scalar value) const;
+  BasicTensor scatter_add(int64_t dim, const BasicTensor& index, const BasicTensor& src) const;
+  BasicTensor index_add(int64_t dim, const BasicTensor& index, const BasicTensor& src, Scalar alpha = 1) const;
+  BasicTensor index_copy(int64_t dim, const BasicTensor& index, const BasicTensor& src) const;
+  BasicTensor masked_select(const BasicTensor& mask) const;
+  BasicTensor& masked_fill_(const BasicTensor& mask, Scalar v) { return copy_(masked_fill(mask, v)); }
+  BasicTensor nonzero() const;
+  std::pair<BasicTensor, BasicTensor> sort(int64_t dim = -1, bool descending = false) const;
+  BasicTensor argsort(int64_t dim = -1, bool descending = false) const;
+  std::pair<BasicTensor, BasicTensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  std::pair<BasicTensor, BasicTensor> kthvalue(int64_t k, int64_t dim = -1, bool keepdim = false) const;
+  BasicTensor flip(const Shape& dims) const;
+  template <SingleDim I>
+  BasicTensor flip(I dim) const { return flip(Shape{static_cast<int64_t>(dim)}); }
+  BasicTensor roll(int64_t shift, std::optional<int64_t> dim = {}) const;
+  BasicTensor repeat(const Shape& repeats) const;
+  BasicTensor tile(const Shape& reps) const;
+  BasicTensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = {}) const;
+  BasicTensor tril(int64_t k = 0) const;
+  BasicTensor triu(int64_t k = 0) const;
+  BasicTensor diag(int64_t k = 0) const;
+  /// Factories with this tensor's dtype and device (libtorch's new_zeros and friends).
+  BasicTensor new_empty(const Shape& sizes) const;
+  BasicTensor new_zeros(const Shape& sizes) const;
+  BasicTensor new_ones(const Shape& sizes) const;
+  BasicTensor new_full(const Shape& sizes, Scalar v) const;
 
   // ---- linear algebra -------------------------------------------------------------------------
   BasicTensor matmul(const BasicTensor& o) const { return mat(ops::MatmulKind::Matmul, o); }

@@ -489,4 +489,130 @@ std::vector<BasicTensor<P>> meshgrid(std::initializer_list<BasicTensor<P>> ts, s
   return detail::meshgrid_impl<P>(detail::as_span(ts), indexing);
 }
 
+// ---- BasicTensor's method forms of the ops above (declared in core/tensor.hpp) -------------------
+// Qualified calls: inside a member, an unqualified name finds the member itself.
+
+template <class P>
+std::vector<BasicTensor<P>> BasicTensor<P>::split(int64_t size, int64_t dim) const {
+  return ember::split(*this, size, dim);
+}
+template <class P>
+std::vector<BasicTensor<P>> BasicTensor<P>::split(const std::vector<int64_t>& sizes, int64_t dim) const {
+  return ember::split(*this, sizes, dim);
+}
+template <class P>
+std::vector<BasicTensor<P>> BasicTensor<P>::chunk(int64_t chunks, int64_t dim) const {
+  return ember::chunk(*this, chunks, dim);
+}
+template <class P>
+std::vector<BasicTensor<P>> BasicTensor<P>::unbind(int64_t dim) const {
+  return ember::unbind(*this, dim);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::index(const std::vector<BasicTensor>& indices) const {
+  return ember::index(*this, indices);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::index_select(int64_t dim, const BasicTensor& index) const {
+  return ember::index_select(*this, dim, index);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::gather(int64_t dim, const BasicTensor& index) const {
+  return ember::gather(*this, dim, index);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::scatter(int64_t dim, const BasicTensor& index, const BasicTensor& src) const {
+  return ember::scatter(*this, dim, index, src);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::scatter(int64_t dim, const BasicTensor& index, Scalar value) const {
+  return ember::scatter(*this, dim, index, value);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::scatter_add(int64_t dim, const BasicTensor& index, const BasicTensor& src) const {
+  return ember::scatter_add(*this, dim, index, src);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::index_add(int64_t dim, const BasicTensor& index, const BasicTensor& src,
+                                         Scalar alpha) const {
+  return ember::index_add(*this, dim, index, src, alpha);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::index_copy(int64_t dim, const BasicTensor& index, const BasicTensor& src) const {
+  return ember::index_copy(*this, dim, index, src);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::masked_select(const BasicTensor& mask) const {
+  return ember::masked_select(*this, mask);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::nonzero() const {
+  return ember::nonzero(*this);
+}
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> BasicTensor<P>::sort(int64_t dim, bool descending) const {
+  return ember::sort(*this, dim, descending);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::argsort(int64_t dim, bool descending) const {
+  return ember::argsort(*this, dim, descending);
+}
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> BasicTensor<P>::topk(int64_t k, int64_t dim, bool largest,
+                                                                bool sorted) const {
+  return ember::topk(*this, k, dim, largest, sorted);
+}
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> BasicTensor<P>::kthvalue(int64_t k, int64_t dim, bool keepdim) const {
+  return ember::kthvalue(*this, k, dim, keepdim);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::flip(const Shape& dims) const {
+  return ember::flip(*this, dims);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::roll(int64_t shift, std::optional<int64_t> dim) const {
+  return ember::roll(*this, shift, dim);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::repeat(const Shape& repeats) const {
+  return ember::repeat(*this, repeats);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::tile(const Shape& reps) const {
+  return ember::tile(*this, reps);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) const {
+  return ember::repeat_interleave(*this, repeats, dim);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::tril(int64_t k) const {
+  return ember::tril(*this, k);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::triu(int64_t k) const {
+  return ember::triu(*this, k);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::diag(int64_t k) const {
+  return ember::diag(*this, k);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::new_empty(const Shape& sizes) const {
+  return ember::empty<P>(sizes, options());
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::new_zeros(const Shape& sizes) const {
+  return ember::zeros<P>(sizes, options());
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::new_ones(const Shape& sizes) const {
+  return ember::ones<P>(sizes, options());
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::new_full(const Shape& sizes, Scalar v) const {
+  return ember::full<P>(sizes, v, options());
+}
+
 }  // namespace ember
