@@ -4,9 +4,12 @@
 #include <doctest/doctest.h>
 #include <ember/autograd/gradcheck.hpp>
 #include <ember/nn.hpp>
+#include <ember/nn/serialize.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -540,4 +543,33 @@ TEST_CASE("nn containers: replace_module updates what forward runs; clone refuse
   auto dc = std::dynamic_pointer_cast<nn::SequentialImpl>(doubled->clone());
   REQUIRE(dc != nullptr);
   CHECK(dc->forward(ones({1})).item<float>() == 2.0f);
+}
+
+TEST_CASE("nn: libtorch spellings: streaming a module, init on a view, per-layer option names, save by handle") {
+  nn::Linear fc(3, 2);
+  std::ostringstream a, b;
+  a << *fc;
+  b << fc;
+  CHECK(a.str() == fc->to_string());
+  CHECK(b.str() == fc->to_string());
+  // nn::init takes the tensor by value, as libtorch's: a view of a weight works.
+  {
+    NoGradGuard ng;
+    nn::init::constant_(fc->weight.narrow(0, 0, 1), 2.0);
+  }
+  CHECK(fc->weight.select(0, 0).eq(2.0).all().item<bool>());
+  CHECK(!fc->weight.select(0, 1).eq(2.0).all().item<bool>());
+  nn::BatchNorm2d bn(nn::BatchNorm2dOptions(4).momentum(0.2));
+  CHECK(bn->options.momentum() == 0.2);
+  nn::MaxPool2d mp(nn::MaxPool2dOptions(2).stride(1));
+  CHECK(mp(zeros({1, 1, 4, 4})).sizes() == Shape{1, 1, 3, 3});
+  nn::ConvTranspose2d ct(nn::ConvTranspose2dOptions(1, 2, 3).stride(2));
+  CHECK(ct(zeros({1, 1, 4, 4})).sizes() == Shape{1, 2, 9, 9});
+  // nn::save / nn::load through the handle.
+  const std::string path = std::filesystem::temp_directory_path() / "ember_test_save_by_handle.safetensors";
+  nn::save(fc, path);
+  nn::Linear other(3, 2);
+  nn::load(other, path);
+  std::filesystem::remove(path);
+  CHECK(other->weight.eq(fc->weight).all().item<bool>());
 }

@@ -47,53 +47,53 @@ TensorOptions like(const BasicTensor<P>& t) {
 }  // namespace detail
 
 template <class P>
-BasicTensor<P>& uniform_(BasicTensor<P>& t, double a = 0.0, double b = 1.0) {
+BasicTensor<P> uniform_(BasicTensor<P> t, double a = 0.0, double b = 1.0) {
   EMBER_CHECK(t.is_floating_point(), "[uniform_] needs a floating tensor, got {}", t.dtype());
   EMBER_CHECK(a <= b, "[uniform_] expects a <= b, got a={} > b={}", a, b);
   detail::assign(t, rand<P>(t.sizes(), TensorOptions(DType::F64)) * (b - a) + a);
   return t;
 }
 template <class P>
-BasicTensor<P>& normal_(BasicTensor<P>& t, double mean = 0.0, double std = 1.0) {
+BasicTensor<P> normal_(BasicTensor<P> t, double mean = 0.0, double std = 1.0) {
   EMBER_CHECK(t.is_floating_point(), "[normal_] needs a floating tensor, got {}", t.dtype());
   EMBER_CHECK(std >= 0, "[normal_] expects std >= 0, got {}", std);
   detail::assign(t, randn<P>(t.sizes(), TensorOptions(DType::F64)) * std + mean);
   return t;
 }
 template <class P>
-BasicTensor<P>& constant_(BasicTensor<P>& t, double v) {
+BasicTensor<P> constant_(BasicTensor<P> t, double v) {
   autograd::NoGradGuard ng;
   t.fill_(v);
   return t;
 }
 template <class P>
-BasicTensor<P>& zeros_(BasicTensor<P>& t) {
+BasicTensor<P> zeros_(BasicTensor<P> t) {
   return constant_(t, 0.0);
 }
 template <class P>
-BasicTensor<P>& ones_(BasicTensor<P>& t) {
+BasicTensor<P> ones_(BasicTensor<P> t) {
   return constant_(t, 1.0);
 }
 template <class P>
-BasicTensor<P>& eye_(BasicTensor<P>& t) {
+BasicTensor<P> eye_(BasicTensor<P> t) {
   EMBER_CHECK(t.dim() == 2, "[eye_] needs a 2-d tensor, got shape {}", t.sizes());
   detail::assign(t, eye<P>(t.size(0), t.size(1), TensorOptions(DType::F64)));
   return t;
 }
 template <class P>
-BasicTensor<P>& xavier_uniform_(BasicTensor<P>& t, double gain = 1.0) {
+BasicTensor<P> xavier_uniform_(BasicTensor<P> t, double gain = 1.0) {
   auto [fan_in, fan_out] = calculate_fans(t.sizes());
   double a = gain * std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
   return uniform_(t, -a, a);
 }
 template <class P>
-BasicTensor<P>& xavier_normal_(BasicTensor<P>& t, double gain = 1.0) {
+BasicTensor<P> xavier_normal_(BasicTensor<P> t, double gain = 1.0) {
   auto [fan_in, fan_out] = calculate_fans(t.sizes());
   return normal_(t, 0.0, gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out)));
 }
 /// mode: "fan_in" or "fan_out"; nonlinearity as calculate_gain (a = leaky_relu slope).
 template <class P>
-BasicTensor<P>& kaiming_uniform_(BasicTensor<P>& t, double a = 0.0, std::string_view mode = "fan_in",
+BasicTensor<P> kaiming_uniform_(BasicTensor<P> t, double a = 0.0, std::string_view mode = "fan_in",
                                  std::string_view nonlinearity = "leaky_relu") {
   auto [fan_in, fan_out] = calculate_fans(t.sizes());
   EMBER_CHECK(mode == "fan_in" || mode == "fan_out", "[kaiming_uniform_] mode must be fan_in or fan_out, got '{}'",
@@ -103,7 +103,7 @@ BasicTensor<P>& kaiming_uniform_(BasicTensor<P>& t, double a = 0.0, std::string_
   return uniform_(t, -bound, bound);
 }
 template <class P>
-BasicTensor<P>& kaiming_normal_(BasicTensor<P>& t, double a = 0.0, std::string_view mode = "fan_in",
+BasicTensor<P> kaiming_normal_(BasicTensor<P> t, double a = 0.0, std::string_view mode = "fan_in",
                                 std::string_view nonlinearity = "leaky_relu") {
   auto [fan_in, fan_out] = calculate_fans(t.sizes());
   EMBER_CHECK(mode == "fan_in" || mode == "fan_out", "[kaiming_normal_] mode must be fan_in or fan_out, got '{}'",
@@ -113,7 +113,7 @@ BasicTensor<P>& kaiming_normal_(BasicTensor<P>& t, double a = 0.0, std::string_v
 }
 /// Normal(mean, std) restricted to [a, b] (by inverse-CDF sampling, as PyTorch).
 template <class P>
-BasicTensor<P>& trunc_normal_(BasicTensor<P>& t, double mean = 0.0, double std = 1.0, double a = -2.0,
+BasicTensor<P> trunc_normal_(BasicTensor<P> t, double mean = 0.0, double std = 1.0, double a = -2.0,
                               double b = 2.0) {
   EMBER_CHECK(a < b, "[trunc_normal_] needs a < b, got a={} b={}", a, b);
   auto cdf = [](double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); };
@@ -127,7 +127,7 @@ BasicTensor<P>& trunc_normal_(BasicTensor<P>& t, double mean = 0.0, double std =
 /// normal sample with the sign convention PyTorch uses; tensors of rank > 2 are flattened
 /// after dim 0.
 template <class P>
-BasicTensor<P>& orthogonal_(BasicTensor<P>& t, double gain = 1.0) {
+BasicTensor<P> orthogonal_(BasicTensor<P> t, double gain = 1.0) {
   EMBER_CHECK(t.dim() >= 2, "[orthogonal_] needs at least 2 dims, got shape {}", t.sizes());
   int64_t rows = t.size(0), cols = t.numel() / std::max<int64_t>(rows, 1);
   bool transpose = rows < cols;

@@ -22,6 +22,7 @@
 #include <concepts>
 #include <deque>
 #include <functional>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -265,6 +266,16 @@ class ModuleHolder {
  private:
   std::shared_ptr<Impl> impl_;
 };
+
+/// The module tree as to_string() prints it: `std::cout << *net` and `std::cout << net`.
+template <class P>
+std::ostream& operator<<(std::ostream& os, const BasicModule<P>& m) {
+  return os << m.to_string();
+}
+template <class Impl>
+std::ostream& operator<<(std::ostream& os, const ModuleHolder<Impl>& m) {
+  return os << m->to_string();
+}
 
 }  // namespace ember::nn
 

@@ -39,4 +39,14 @@ LoadResult load(BasicModule<P>& module, const std::string& path, bool strict = t
 #endif
 }
 
+/// The same through a module handle: nn::save(model, path), as libtorch's torch::save(model, ...).
+template <class Impl>
+void save(const ModuleHolder<Impl>& module, const std::string& path, const io::Metadata& metadata = {}) {
+  save(*module, path, metadata);
+}
+template <class Impl>
+LoadResult load(const ModuleHolder<Impl>& module, const std::string& path, bool strict = true) {
+  return load(*module, path, strict);
+}
+
 }  // namespace ember::nn

@@ -183,6 +183,8 @@ class BasicConvTransposeImpl : public Cloneable<BasicConvTransposeImpl<ND, P>, P
   ConvTransposeOptions options;
   TensorT weight, bias;
 };
+using ConvTranspose1dOptions = ConvTransposeOptions;  // libtorch's names
+using ConvTranspose2dOptions = ConvTransposeOptions;
 using ConvTranspose1dImpl = BasicConvTransposeImpl<1>;
 using ConvTranspose2dImpl = BasicConvTransposeImpl<2>;
 EMBER_MODULE(ConvTranspose1d);
@@ -199,6 +201,11 @@ struct PoolOptions {
   EMBER_ARG(bool, ceil_mode) = false;
   EMBER_ARG(bool, count_include_pad) = true;  ///< average pooling only
 };
+// libtorch's per-layer names for the pooling options.
+using MaxPool1dOptions = PoolOptions;
+using MaxPool2dOptions = PoolOptions;
+using AvgPool1dOptions = PoolOptions;
+using AvgPool2dOptions = PoolOptions;
 
 template <int ND, class P = DefaultPolicy>
 class BasicMaxPoolImpl : public Cloneable<BasicMaxPoolImpl<ND, P>, P> {
@@ -302,6 +309,8 @@ struct BatchNormOptions {
   EMBER_ARG(bool, affine) = true;
   EMBER_ARG(bool, track_running_stats) = true;
 };
+using BatchNorm1dOptions = BatchNormOptions;  // libtorch's names
+using BatchNorm2dOptions = BatchNormOptions;
 
 /// BatchNorm over (N, C[, L]) (ND = 1) or (N, C, H, W) (ND = 2): weight 1, bias 0,
 /// running_mean 0, running_var 1, num_batches_tracked, as PyTorch.
