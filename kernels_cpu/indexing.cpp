@@ -76,9 +76,17 @@ void for_each_index(IntArrayRef sizes, const std::array<const Shape*, N>& stride
   }
 }
 
+/// An index of advanced indexing (x.index({idx}), index_put_): a negative one counts from the
+/// end, as in PyTorch.
 int64_t check_index(int64_t i, int64_t size, const char* op, int64_t dim) {
   EMBER_CHECK(i >= -size && i < size, "[{}] index {} is out of bounds for dim {} with size {}", op, i, dim, size);
   return i < 0 ? i + size : i;
+}
+/// An index of gather, scatter, index_add and index_copy: in [0, size), as PyTorch requires (a
+/// -1 meant as padding must not read or write the last element).
+int64_t check_position(int64_t i, int64_t size, const char* op, int64_t dim) {
+  EMBER_CHECK(i >= 0 && i < size, "[{}] index {} is out of bounds for dim {} with size {}", op, i, dim, size);
+  return i;
 }
 
 /// A contiguous tensor seen as (outer, size, inner) around dim d.
@@ -107,17 +115,15 @@ void by_itemsize(int64_t es, F&& f) {
   }
 }
 
-/// Wraps a negative index; false when it is out of range. The copy loops below test every
-/// index with this (a branch that is never taken in a correct program), stop on the first
-/// bad one and call report_bad_index after the loop, so that no loop body throws.
-inline bool wrap_index(int64_t& i, int64_t size) {
-  if (static_cast<uint64_t>(i) < static_cast<uint64_t>(size)) [[likely]] return true;
-  i += size;  // a negative index counts from the end
+/// Whether a gather/scatter index is in [0, size). The copy loops below test every index with
+/// this (a branch that is never taken in a correct program), stop on the first bad one and
+/// call report_bad_index after the loop, so that no loop body throws.
+inline bool in_range(int64_t i, int64_t size) {
   return static_cast<uint64_t>(i) < static_cast<uint64_t>(size);
 }
 template <class I>
 [[noreturn]] void report_bad_index(const I* ix, int64_t n, int64_t size, const char* op, int64_t dim) {
-  for (int64_t k = 0; k < n; ++k) check_index(ix[k], size, op, dim);
+  for (int64_t k = 0; k < n; ++k) check_position(ix[k], size, op, dim);
   EMBER_FAIL("[{}] an index is out of range for dim {} with size {}", op, dim, size);
 }
 
@@ -178,8 +184,8 @@ void scatter_rows(TensorImpl& out, int64_t d, const IndexReader& idx, const Shap
             const T* srow = s + w.off[1];
             const auto* ir = ix + r * len;
             for (int64_t j = 0; j < len; ++j) {
-              int64_t i = ir[j];
-              if (!wrap_index(i, sz)) [[unlikely]] {
+              const int64_t i = ir[j];
+              if (!in_range(i, sz)) [[unlikely]] {
                 bad.store(true, std::memory_order_relaxed);
                 return;
               }
@@ -263,7 +269,7 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_select(const TensorImpl& x, int64_t dim
   if (x.ndim()) out_shape[d] = idx.size();
   Ref<TensorImpl> out = make_tensor(out_shape, x.dtype, x.device(), "index_select");
   if (x.ndim() == 0) {
-    for (int64_t k = 0; k < idx.size(); ++k) check_index(idx[k], 1, "index_select", 0);
+    for (int64_t k = 0; k < idx.size(); ++k) check_position(idx[k], 1, "index_select", 0);
     Kc::copy(*out, x);
     return out;
   }
@@ -346,8 +352,8 @@ Ref<TensorImpl> IndexKernels<Cpu>::gather(const TensorImpl& x, int64_t dim, cons
             const auto* ir = ix + r * len;
             U* orow = dst + r * len;
             for (int64_t j = 0; j < len; ++j) {
-              int64_t i = ir[j];
-              if (!wrap_index(i, sz)) [[unlikely]] {
+              const int64_t i = ir[j];
+              if (!in_range(i, sz)) [[unlikely]] {
                 bad.store(true, std::memory_order_relaxed);
                 return;
               }
@@ -360,9 +366,9 @@ Ref<TensorImpl> IndexKernels<Cpu>::gather(const TensorImpl& x, int64_t dim, cons
     });
     return out;
   }
-  // A 0-d input: every index must be 0 or -1, and every output element is x.
+  // A 0-d input: every index must be 0, and every output element is x.
   for (int64_t k = 0; k < out->numel; ++k) {
-    check_index(idx[k], size, "gather", d);
+    check_position(idx[k], size, "gather", d);
     std::memcpy(op + k * es, xp, static_cast<size_t>(es));
   }
   return out;
@@ -407,7 +413,7 @@ Ref<TensorImpl> IndexKernels<Cpu>::scatter(const TensorImpl& x, int64_t dim, con
     int64_t k = 0;
     const bool rank0 = x.ndim() == 0;  // one element, at offset 0 (pos and ostr are empty)
     for_each_index<2>(index.sizes, {&ostr, &sstr}, [&](const int64_t* pos, const std::array<int64_t, 2>& off) {
-      int64_t i = check_index(idx[k++], size, op, d);
+      int64_t i = check_position(idx[k++], size, op, d);
       int64_t at = rank0 ? 0 : off[0] + (i - pos[d]) * ostr[d];
       C v = static_cast<C>(s[off[1]]);
       if (reduce == ScatterReduce::None) {
@@ -486,12 +492,12 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
     // index walk or per-index views. An expanded src (a gradient of sum()) is made contiguous
     // first. Each outer slice adds its indices in order, so repeated indices sum in the same
     // order on any thread count.
-    for (int64_t k = 0; k < idx.size(); ++k) check_index(idx[k], size, op, d);
+    for (int64_t k = 0; k < idx.size(); ++k) check_position(idx[k], size, op, d);
     Ref<TensorImpl> sc = src.contiguous ? share(src) : contiguous_on_device(src, op);
     const AroundDim g(*out, d);
     const int64_t n = idx.size();
     const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(n * g.inner, 1));
-    // Runs of equal consecutive indices (wrapped), the same for every outer slice, plus an
+    // Runs of equal consecutive indices, the same for every outer slice, plus an
     // end marker; a per-thread buffer, so a warm loop allocates nothing.
     struct Run {
       int64_t index, start;
@@ -502,7 +508,7 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
     auto add = [&]<class T>(T*, const auto* ix) {
       if (g.inner == 1) {
         for (int64_t k = 0; k < n; ++k) {
-          const int64_t i = ix[k] < 0 ? ix[k] + g.size : ix[k];
+          const int64_t i = ix[k];
           if (runs.empty() || runs.back().index != i) runs.push_back({i, k});
         }
         runs.push_back({-1, n});
@@ -529,7 +535,7 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
             continue;
           }
           for (int64_t k = 0; k < n; ++k) {
-            const int64_t i = ix[k] < 0 ? ix[k] + g.size : ix[k];
+            const int64_t i = ix[k];
             T* dst = orow + i * g.inner;
             const T* sr = srow + k * g.inner;
             if (a == T(1)) for (int64_t j = 0; j < g.inner; ++j) dst[j] += sr[j];
@@ -545,7 +551,7 @@ Ref<TensorImpl> IndexKernels<Cpu>::index_add(const TensorImpl& x, int64_t dim, c
     return out;
   }
   for (int64_t k = 0; k < idx.size(); ++k) {
-    int64_t i = check_index(idx[k], size, op, d);
+    int64_t i = check_position(idx[k], size, op, d);
     Ref<TensorImpl> dst = x.ndim() ? select_view(*out, d, i) : out;
     Ref<TensorImpl> s = x.ndim() ? select_view(src, d, k) : share(src);
     if (copy) {

@@ -101,8 +101,9 @@ TEST_CASE("gather, scatter, scatter_add, scatter_reduce") {
 
 // gather and the count-free scatters walk rows of the index's last dim (a typed loop per row,
 // in parallel when d is the last dim). Checked against plain loops over positions on every
-// dim, with negative indices, a strided input, an index smaller than the input, both index
-// dtypes and a scalar src; a bad index throws naming it, whichever row it sits in.
+// dim, with a strided input, an index smaller than the input, both index dtypes and a scalar
+// src; a bad index (too large, or negative: PyTorch refuses those too) throws naming it,
+// whichever row it sits in.
 TEST_CASE("gather and scatter along every dim against plain loops") {
   manual_seed(11);
   const Shape xs{4, 5, 6}, is{3, 4, 5};
@@ -112,15 +113,14 @@ TEST_CASE("gather and scatter along every dim against plain loops") {
   const std::vector<float> xv = vals(x);
   for (int64_t d = 0; d < 3; ++d) {
     const int64_t size = xs[static_cast<size_t>(d)];
-    Tensor idx = randint(-size, size, is);
+    Tensor idx = randint(0, size, is);
     const std::vector<int64_t> iv = vals<int64_t>(idx);
-    auto wrap = [&](int64_t i) { return i < 0 ? i + size : i; };
     std::vector<float> want(static_cast<size_t>(idx.numel()));
     for (int64_t a = 0; a < is[0]; ++a)
       for (int64_t b = 0; b < is[1]; ++b)
         for (int64_t c = 0; c < is[2]; ++c) {
           int64_t p[3] = {a, b, c};
-          p[d] = wrap(iv[static_cast<size_t>(at(is, a, b, c))]);
+          p[d] = iv[static_cast<size_t>(at(is, a, b, c))];
           want[static_cast<size_t>(at(is, a, b, c))] = xv[static_cast<size_t>(at(xs, p[0], p[1], p[2]))];
         }
     CHECK(vals(gather(x, d, idx)) == want);
@@ -135,7 +135,7 @@ TEST_CASE("gather and scatter along every dim against plain loops") {
         for (int64_t b = 0; b < is[1]; ++b)
           for (int64_t c = 0; c < is[2]; ++c) {
             int64_t p[3] = {a, b, c};
-            p[d] = wrap(iv[static_cast<size_t>(at(is, a, b, c))]);
+            p[d] = iv[static_cast<size_t>(at(is, a, b, c))];
             float& o = ref[static_cast<size_t>(at(xs, p[0], p[1], p[2]))];
             const float v = sv[static_cast<size_t>(at(is, a, b, c))];
             const std::string r = red;
@@ -149,18 +149,23 @@ TEST_CASE("gather and scatter along every dim against plain loops") {
     for (int64_t k = 0; k < idx.numel(); ++k) {
       const int64_t a = k / (is[1] * is[2]), b = k / is[2] % is[1], c = k % is[2];
       int64_t p[3] = {a, b, c};
-      p[d] = wrap(iv[static_cast<size_t>(k)]);
+      p[d] = iv[static_cast<size_t>(k)];
       filled[static_cast<size_t>(at(xs, p[0], p[1], p[2]))] = 2.5f;
     }
     CHECK(vals(scatter(x, d, idx, 2.5)) == filled);
 
     // One bad index in the last row: the error names it, and x is untouched.
-    std::vector<int64_t> bad = iv;
-    bad.back() = size + 3;
-    Tensor bidx = from_blob(bad.data(), is, DType::I64).clone();
-    CHECK_THROWS_WITH_AS(gather(x, d, bidx), doctest::Contains(("index " + std::to_string(size + 3)).c_str()), Error);
-    CHECK_THROWS_WITH_AS(scatter_add(x, d, bidx, src), doctest::Contains(("index " + std::to_string(size + 3)).c_str()), Error);
-    CHECK(vals(x) == xv);
+    for (const int64_t wrong : {size + 3, int64_t{-1}}) {
+      std::vector<int64_t> bad = iv;
+      bad.back() = wrong;
+      Tensor bidx = from_blob(bad.data(), is, DType::I64).clone();
+      const std::string says = "index " + std::to_string(wrong) + " is out of bounds";
+      CHECK_THROWS_WITH_AS(gather(x, d, bidx), doctest::Contains(says.c_str()), Error);
+      CHECK_THROWS_WITH_AS(scatter(x, d, bidx, src), doctest::Contains(says.c_str()), Error);
+      CHECK_THROWS_WITH_AS(scatter_add(x, d, bidx, src), doctest::Contains(says.c_str()), Error);
+      CHECK_THROWS_WITH_AS(scatter_reduce(x, d, bidx, src, "mean"), doctest::Contains(says.c_str()), Error);
+      CHECK(vals(x) == xv);
+    }
   }
 }
 
@@ -183,6 +188,13 @@ TEST_CASE("index_select, index_add, index_copy, index_put, advanced index") {
   Tensor strided = index_add(table, 0, tensor({2, 0, 2, 1}), rows.t().contiguous().t(), 0.5);  // column-major src
   CHECK(vals(strided) == vals(by_rows));
   CHECK_THROWS_AS(index_add(table, 0, tensor({3, 0, 0, 0}), rows), Error);
+  // Negative indices are refused, as by PyTorch (a -1 meant as padding must not reach the
+  // last row): the row-block path, the strided path and index_copy.
+  CHECK_THROWS_WITH_AS(index_add(table, 0, tensor({0, -1, 0, 0}), rows), doctest::Contains("index -1 is out of bounds"),
+                       Error);
+  CHECK_THROWS_AS(index_add(table, 0, tensor({0, -1, 0, 0}), rows.t().contiguous().t()), Error);
+  CHECK_THROWS_AS(index_add(table.to(DType::I64), 0, tensor({0, -1, 0, 0}), rows.to(DType::I64)), Error);
+  CHECK_THROWS_AS(index_copy(zeros({3}), 0, tensor({-1}), tensor({1.f})), Error);
   CHECK(vals(table) == F{1, 1, 1, 1, 1, 1, 1, 1, 1});  // never written, even when refused
   CHECK(vals(index_copy(zeros({3}), 0, tensor({2, 0}), tensor({1.f, 2.f}))) == F{2, 0, 1});
   Tensor p = index_put(zeros({3}), std::vector<Tensor>{tensor({0, 0, 2})}, tensor({1.f, 2.f, 3.f}), true);
@@ -199,7 +211,7 @@ TEST_CASE("index_select, index_add, index_copy, index_put, advanced index") {
 // same bits as element-by-element sums.
 TEST_CASE("index_select and index_add along any dim of contiguous tensors, every element size") {
   manual_seed(5);
-  Tensor idx = tensor({3, 0, 3, 3, 1, -1, 2});
+  Tensor idx = tensor({3, 0, 3, 3, 1, 3, 2});
   Tensor sel = tensor({3, 0, 3, 3, 1, 2});
   for (DType dt : {DType::F32, DType::I64, DType::U8, DType::F16}) {
     Tensor x = randint(0, 100, {4, 5, 6}).to(dt);
