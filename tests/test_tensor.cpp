@@ -599,3 +599,13 @@ TEST_CASE("libtorch spellings: one int as a dim list, method forms of the shape 
     CHECK(!GradMode::is_enabled());
   }
 }
+
+TEST_CASE("tensor() from a std::vector keeps the element type's dtype, as from a braced list") {
+  const std::vector<float> f = {1.5f, -2.f};
+  const std::vector<int> i = {3, 4, 5};
+  CHECK(tensor(f).dtype() == DType::F32);
+  CHECK(values_of(tensor(f)) == std::vector<double>{1.5, -2});
+  CHECK(tensor(i).dtype() == DType::I64);
+  CHECK(tensor(i, kInt32).dtype() == DType::I32);
+  CHECK(tensor(std::vector<double>{}).sizes() == Shape{0});
+}

@@ -295,6 +295,15 @@ BasicTensor<P> tensor(std::initializer_list<T> values, TensorOptions o = {}) {
   for (T v : values) staged.push_back(detail::stage_list_value(v));
   return detail::tensor_from_staged<T, P>(staged, {static_cast<int64_t>(staged.size())}, o);
 }
+/// A 1-d tensor from a std::vector of values (a copy), as libtorch's torch::tensor(ArrayRef).
+template <class T, class P = DefaultPolicy>
+  requires std::is_arithmetic_v<T>
+BasicTensor<P> tensor(const std::vector<T>& values, TensorOptions o = {}) {
+  std::vector<detail::list_stage_t<T>> staged;
+  staged.reserve(values.size());
+  for (T v : values) staged.push_back(detail::stage_list_value(v));
+  return detail::tensor_from_staged<T, P>(staged, {static_cast<int64_t>(staged.size())}, o);
+}
 /// A 2-d tensor from nested lists: tensor({{1.f, 2.f}, {3.f, 4.f}}). Ragged rows are an error.
 /// An empty list `{}` (which selects this overload) is a 1-d tensor of 0 elements, as
 /// torch.tensor([]); `{{}}` is [1, 0].
