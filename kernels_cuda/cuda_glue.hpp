@@ -14,9 +14,6 @@ void check(cudaError_t e, const char* op, const char* call);
 
 #define EMBER_CUDA_CHECK(op, expr) ::ember::cuda::check((expr), (op), #expr)
 
-/// Number of CUDA devices (cuda_ensure_initialized has succeeded before this is called).
-int device_count();
-
 /// Makes `index` the current device for its lifetime and restores the previous one.
 class DeviceGuard {
  public:

@@ -136,7 +136,15 @@ void initialize() {
 
 }  // namespace
 
-int device_count() { return g_device_count; }
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error: a later initialisation reports its own
+    return 0;
+  }
+  return n;
+}
+bool is_available() { return device_count() > 0; }
 
 DeviceGuard::DeviceGuard(int index) : index_(index) {
   EMBER_CUDA_CHECK("cuda", cudaGetDevice(&prev_));

@@ -37,3 +37,8 @@ void Kernels<Cuda>::cumulative(CumOp, TensorImpl&, TensorImpl*, const TensorImpl
 void Kernels<Cuda>::gemm(TensorImpl&, const TensorImpl&, const TensorImpl&, double, double) { no_cuda("matmul"); }
 
 }  // namespace ember::detail
+
+namespace ember::cuda {
+int device_count() { return 0; }
+bool is_available() { return false; }
+}  // namespace ember::cuda

@@ -73,9 +73,13 @@ Tensor sample(const Shape& shape, DType t) {
 }  // namespace
 
 TEST_CASE("cuda: without a GPU, moving a tensor there fails with a clear message") {
+  // ember::cuda::is_available says the same as the runtime, before and after a failed use.
+  CHECK(cuda::is_available() == no_gpu_reason().empty());
   if (!no_gpu_reason().empty()) {
     Tensor a = ones({2, 3});
     CHECK_THROWS_WITH_AS(a.to(kGpu), doctest::Contains("CUDA"), Error);
+    CHECK(!cuda::is_available());
+    CHECK(cuda::device_count() == 0);
     MESSAGE("no GPU (" << no_gpu_reason() << "): only this error-path test runs");
     return;
   }

@@ -609,3 +609,12 @@ TEST_CASE("tensor() from a std::vector keeps the element type's dtype, as from a
   CHECK(tensor(i, kInt32).dtype() == DType::I32);
   CHECK(tensor(std::vector<double>{}).sizes() == Shape{0});
 }
+
+TEST_CASE("cuda::device_count and cuda::is_available answer without throwing, and agree") {
+  const int n = cuda::device_count();
+  CHECK(n >= 0);
+  CHECK(cuda::is_available() == (n > 0));
+#if !(defined(EMBER_WITH_CUDA) && EMBER_WITH_CUDA)
+  CHECK(n == 0);  // a build without the CUDA backend has no device to offer
+#endif
+}

@@ -31,6 +31,14 @@ inline constexpr Device kCPU = Device::cpu();
 /// The first CUDA device (libtorch's `kCUDA`, as in `t.to(kCUDA)`).
 inline constexpr Device kCUDA = Device::cuda(0);
 
+namespace cuda {
+/// The number of CUDA devices this process can use: 0 when Ember was built without CUDA, or
+/// without a driver or device (never throws). As libtorch's torch::cuda::device_count().
+int device_count();
+/// Whether a CUDA device can be used (device_count() > 0), as torch::cuda::is_available().
+bool is_available();
+}  // namespace cuda
+
 /// Streams "cpu" or "cuda:N"; src/print.cpp.
 std::ostream& operator<<(std::ostream& os, Device d);
 
