@@ -618,3 +618,16 @@ TEST_CASE("cuda::device_count and cuda::is_available answer without throwing, an
   CHECK(n == 0);  // a build without the CUDA backend has no device to offer
 #endif
 }
+
+TEST_CASE("factories as libtorch spells them: arange(start, end, options), randint(high, shape)") {
+  const Tensor a = arange(2, 5, kFloat64);
+  CHECK(a.dtype() == DType::F64);
+  CHECK(values_of(a) == std::vector<double>{2, 3, 4});
+  CHECK(values_of(arange(0, 6, 2)) == std::vector<double>{0, 2, 4});  // still the step
+  manual_seed(7);
+  const Tensor r = randint(3, {200});
+  CHECK(r.dtype() == DType::I64);
+  CHECK(r.min().item<int64_t>() == 0);
+  CHECK(r.max().item<int64_t>() == 2);
+  CHECK(randint(3, {2}, kInt32).dtype() == DType::I32);
+}

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <type_traits>
 
 using namespace ember;
 
@@ -266,3 +267,7 @@ TEST_CASE("schedulers: resumed warm restarts, nested SequentialLR, groups added 
     }
   }
 }
+
+// libtorch's names for two optim types: code written against torch::optim compiles unchanged.
+static_assert(std::is_same_v<optim::ReduceLROnPlateauScheduler, optim::ReduceLROnPlateau>);
+static_assert(std::is_same_v<optim::OptimizerParamGroup, optim::ParamGroup>);

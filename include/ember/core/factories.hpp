@@ -128,6 +128,11 @@ template <class P = DefaultPolicy>
 BasicTensor<P> arange(Scalar end, TensorOptions o = {}) {
   return arange<P>(end.is_floating() ? Scalar(0.0) : Scalar(int64_t{0}), end, int64_t{1}, o);
 }
+/// arange(start, end, options) without a step, as libtorch's arange(0, 10, kLong).
+template <class P = DefaultPolicy>
+BasicTensor<P> arange(Scalar start, Scalar end, TensorOptions o) {
+  return arange<P>(start, end, int64_t{1}, o);
+}
 
 /// `steps` evenly spaced values from start to end inclusive.
 template <class P = DefaultPolicy>
@@ -192,6 +197,11 @@ BasicTensor<P> randint(int64_t low, int64_t high, const Shape& shape, TensorOpti
   BasicTensor<P> u = detail::random_tensor<P>(shape, TensorOptions(DType::F64), false, 0.0, static_cast<double>(range),
                                               "randint");
   return u.floor().clamp_max(static_cast<double>(range - 1)).to(DType::I64).add(low).to(dt).to(o.device_or(kCPU));
+}
+/// randint(high, shape): values in [0, high), as libtorch's.
+template <class P = DefaultPolicy>
+BasicTensor<P> randint(int64_t high, const Shape& shape, TensorOptions o = {}) {
+  return randint<P>(0, high, shape, o);
 }
 
 #define EMBER_LIKE_FACTORY(name)                                                                   \

@@ -105,6 +105,8 @@ class ParamGroup {
   std::vector<Tensor> params_;
   std::unique_ptr<OptimizerOptions> options_;
 };
+/// libtorch's name for it.
+using OptimizerParamGroup = ParamGroup;
 
 // ---- state ----------------------------------------------------------------------------------
 

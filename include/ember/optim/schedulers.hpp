@@ -383,5 +383,7 @@ class ReduceLROnPlateau {
   double best_;
   int64_t num_bad_epochs_ = 0, cooldown_counter_ = 0, last_epoch_ = 0;
 };
+/// libtorch's name for it.
+using ReduceLROnPlateauScheduler = ReduceLROnPlateau;
 
 }  // namespace ember::optim
