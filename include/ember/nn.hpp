@@ -8,6 +8,7 @@
 #include <ember/nn/functional_activation.hpp>
 #include <ember/nn/functional_conv.hpp>
 #include <ember/nn/functional_layers.hpp>
+#include <ember/nn/functional_options.hpp>
 #include <ember/nn/init.hpp>
 #include <ember/nn/module.hpp>
 #include <ember/nn/modules/activation.hpp>

@@ -244,3 +244,26 @@ TEST_CASE("functional softmax and log_softmax with a dtype compute in it") {
   CHECK(x.softmax(0, DType::F64).dtype() == DType::F64);
   check_vals(x.log_softmax(0, DType::F32), {3}, {-2.4076059644443806, -1.4076059644443806, -0.40760596444438046}, 1e-6);
 }
+
+TEST_CASE("F:: option-struct forms, as libtorch spells them, equal the positional forms") {
+  namespace F = nn::F;
+  manual_seed(3);
+  const Tensor logits = randn({4, 5}), y = tensor<int64_t>({0, 4, 2, 2});
+  const Tensor w = rand({5}) + 0.5;
+  auto same = [](const Tensor& a, const Tensor& b) { return a.eq(b).all().item<bool>(); };
+  CHECK(same(F::cross_entropy(logits, y, F::CrossEntropyFuncOptions().label_smoothing(0.1).weight(w)),
+             F::cross_entropy(logits, y, w, -100, "mean", 0.1)));
+  CHECK(same(F::cross_entropy(logits, y, F::CrossEntropyFuncOptions().reduction("none").ignore_index(2)),
+             F::cross_entropy(logits, y, Tensor(), 2, "none")));
+  const Tensor logp = logits.log_softmax(1);
+  CHECK(same(F::nll_loss(logp, y, F::NLLLossFuncOptions().reduction("sum")), F::nll_loss(logp, y, {}, -100, "sum")));
+  CHECK(same(F::log_softmax(logits, F::LogSoftmaxFuncOptions(1)), logp));
+  CHECK(same(F::softmax(logits, F::SoftmaxFuncOptions(0)), logits.softmax(0)));
+  CHECK(F::softmax(logits, F::SoftmaxFuncOptions(1).dtype(DType::F64)).dtype() == DType::F64);
+  CHECK(same(F::dropout(logits, F::DropoutFuncOptions().p(0.3).training(false)), logits));
+  manual_seed(9);
+  const Tensor d1 = F::dropout(logits, F::DropoutFuncOptions().p(0.3));
+  manual_seed(9);
+  CHECK(same(d1, F::dropout(logits, 0.3, true)));
+  CHECK(!same(d1, logits));
+}
