@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace ember;
@@ -55,6 +56,13 @@ TEST_CASE("LSTM: PyTorch's parameter names and shapes; output equals the cell un
   auto [o1, s1] = one(x);
   CHECK(max_diff(o1, stack(hs, 0)) < 1e-6);
   CHECK(max_diff(s1.second.squeeze(0), c) < 1e-6);
+  // An initial state as a braced pair or, as libtorch's callers pass it, a std::tuple.
+  const Tensor h0 = randn({1, 2, 4}), c0 = randn({1, 2, 4});
+  auto [o2, s2] = one->forward(x, {h0, c0});
+  auto [o3, s3] = one->forward(x, std::make_tuple(h0, c0));
+  CHECK(o2.eq(o3).all().item<bool>());
+  CHECK(s2.second.eq(s3.second).all().item<bool>());
+  CHECK(max_diff(o2, o1) > 1e-3);  // the state was used
   // batch_first and unbatched inputs agree with the default layout.
   nn::LSTM bf(nn::LSTMOptions(3, 4).batch_first(true));
   bf->load_state_dict(one->state_dict());

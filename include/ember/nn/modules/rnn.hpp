@@ -246,6 +246,13 @@ class BasicLSTMImpl : public BasicRNNImplBase<BasicLSTMImpl<P>, RnnKind::Lstm, P
     auto [o, h, c] = this->run(input, state.first, state.second);
     return {o, {h, c}};
   }
+  /// The state as a std::tuple, as libtorch's forward(x, std::make_tuple(h0, c0)). A template,
+  /// so that a braced {h0, c0} still goes to the pair form above.
+  template <class H, class C>
+    requires std::is_convertible_v<H, TensorT> && std::is_convertible_v<C, TensorT>
+  std::pair<TensorT, std::pair<TensorT, TensorT>> forward(const TensorT& input, const std::tuple<H, C>& state) {
+    return forward(input, std::pair<TensorT, TensorT>(std::get<0>(state), std::get<1>(state)));
+  }
 };
 /// GRU: forward(input, h0) -> (output, h_n).
 template <class P = DefaultPolicy>
