@@ -189,7 +189,8 @@ TEST_CASE("index_select, index_add, index_copy, index_put, advanced index") {
   CHECK(vals(strided) == vals(by_rows));
   CHECK_THROWS_AS(index_add(table, 0, tensor({3, 0, 0, 0}), rows), Error);
   // Negative indices are refused, as by PyTorch (a -1 meant as padding must not reach the
-  // last row): the row-block path, the strided path and index_copy.
+  // last row): the f32 row-block path (a strided src is made contiguous for it), the
+  // general path (i64) and index_copy.
   CHECK_THROWS_WITH_AS(index_add(table, 0, tensor({0, -1, 0, 0}), rows), doctest::Contains("index -1 is out of bounds"),
                        Error);
   CHECK_THROWS_AS(index_add(table, 0, tensor({0, -1, 0, 0}), rows.t().contiguous().t()), Error);

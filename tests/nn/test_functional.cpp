@@ -257,6 +257,9 @@ TEST_CASE("F:: option-struct forms, as libtorch spells them, equal the positiona
              F::cross_entropy(logits, y, Tensor(), 2, "none")));
   const Tensor logp = logits.log_softmax(1);
   CHECK(same(F::nll_loss(logp, y, F::NLLLossFuncOptions().reduction("sum")), F::nll_loss(logp, y, {}, -100, "sum")));
+  // A braced {} is still the (empty) weight, not default options.
+  CHECK(same(F::cross_entropy(logits, y, {}), F::cross_entropy(logits, y)));
+  CHECK(same(F::nll_loss(logp, y, {}), F::nll_loss(logp, y)));
   CHECK(same(F::log_softmax(logits, F::LogSoftmaxFuncOptions(1)), logp));
   CHECK(same(F::softmax(logits, F::SoftmaxFuncOptions(0)), logits.softmax(0)));
   CHECK(F::softmax(logits, F::SoftmaxFuncOptions(1).dtype(DType::F64)).dtype() == DType::F64);

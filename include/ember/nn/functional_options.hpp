@@ -13,6 +13,7 @@
 #include <ember/nn/modules/loss.hpp>
 #include <ember/nn/options.hpp>
 
+#include <concepts>
 #include <optional>
 
 namespace ember::nn::functional {
@@ -20,14 +21,15 @@ namespace ember::nn::functional {
 using CrossEntropyFuncOptions = CrossEntropyLossOptions;
 using NLLLossFuncOptions = NLLLossOptions;
 
-template <class P>
-BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& target,
-                             const CrossEntropyFuncOptions& o) {
+// The options forms are templates on the options type: a plain parameter would make
+// cross_entropy(x, y, {}) ambiguous between an empty weight and default options.
+template <class P, std::same_as<CrossEntropyFuncOptions> O>
+BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
   return cross_entropy(input, target, BasicTensor<P>(o.weight().impl_ref()), o.ignore_index(), o.reduction(),
                        o.label_smoothing());
 }
-template <class P>
-BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const NLLLossFuncOptions& o) {
+template <class P, std::same_as<NLLLossFuncOptions> O>
+BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
   return nll_loss(input, target, BasicTensor<P>(o.weight().impl_ref()), o.ignore_index(), o.reduction());
 }
 
