@@ -205,8 +205,8 @@ TEST_CASE("safetensors: names the writer refuses") {
   CHECK_ERROR(io::save_safetensors(path, {{std::string("bad\xff", 4), ones({1})}}), "[save_safetensors]",
               "not UTF-8");
   CHECK_ERROR(io::save_safetensors(path, {{"a", ones({1})}}, {{"k", "\xc3"}}), "[save_safetensors]", "not UTF-8");
-  CHECK_ERROR((TensorDict{{"a", ones({1})}, {"a", ones({2})}}), "[TensorDict]", "'a'", "already present");
-  CHECK_ERROR(TensorDict().at("x"), "[TensorDict]", "'x'");
+  CHECK_ERROR((TensorDict{{"a", ones({1})}, {"a", ones({2})}}), "[OrderedDict]", "'a'", "already present");
+  CHECK_ERROR(TensorDict().at("x"), "[OrderedDict]", "'x'");
   CHECK(!fs::exists(path));
   CHECK(dir.entries().empty());
 }

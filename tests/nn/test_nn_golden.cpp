@@ -205,7 +205,7 @@ double run_case(const Case& c, const Builder& make) {
 
   nn::NamedTensors dict;
   for (const auto* group : {&c.params, &c.buffers})
-    for (const Named& n : *group) dict.emplace_back(n.name, n.tensor());
+    for (const Named& n : *group) dict.insert(n.name, n.tensor());
   m.load_state_dict(dict, true);
   m.train(c.train);
   if (c.inputs.empty()) return worst;  // a names-only case

@@ -5,18 +5,16 @@
 ///   ember::io::TensorDict d{{"weight", w}, {"bias", b}};
 ///   d.insert("running_mean", m);
 ///   for (const auto& [name, t] : d) ...
-///   d.at("weight")                  // fails naming the missing key
+///   d.at("weight")                  // fails naming the missing key (also d["weight"])
 
 #include <ember/core/error.hpp>
+#include <ember/core/ordered_dict.hpp>
 #include <ember/core/tensor.hpp>
 #include <ember/dispatch/default_policy.hpp>
 
 #include <cstddef>
-#include <functional>
 #include <initializer_list>
-#include <map>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,61 +26,39 @@ using TensorRef = ember::detail::Ref<ember::detail::TensorImpl>;
 using NamedTensors = std::vector<std::pair<std::string, TensorRef>>;
 }  // namespace detail
 
+/// An OrderedDict of tensors (key(), value(), find, contains, keys(), ...) that refuses
+/// undefined tensors, since a file cannot hold one.
 template <class P = DefaultPolicy>
-class BasicTensorDict {
- public:
-  using value_type = std::pair<std::string, BasicTensor<P>>;
-  using const_iterator = typename std::vector<value_type>::const_iterator;
+class BasicTensorDict : public OrderedDict<std::string, BasicTensor<P>> {
+  using Base = OrderedDict<std::string, BasicTensor<P>>;
 
-  BasicTensorDict() = default;
+ public:
+  BasicTensorDict() : Base("Tensor") {}
   /// Fails on a repeated name.
-  BasicTensorDict(std::initializer_list<value_type> items) {
+  BasicTensorDict(std::initializer_list<typename Base::Item> items) : BasicTensorDict() {
     for (const auto& [name, t] : items) insert(name, t);
   }
   /// Wraps what a reader returned (names already unique).
-  explicit BasicTensorDict(detail::NamedTensors items) {
+  explicit BasicTensorDict(detail::NamedTensors items) : BasicTensorDict() {
+    this->reserve(items.size());
     for (auto& [name, t] : items) insert(std::move(name), BasicTensor<P>(std::move(t)));
   }
 
-  /// Appends `t` under `name`; a name already present is an error.
-  void insert(std::string name, BasicTensor<P> t) {
+  /// Appends `t` under `name`; an undefined tensor or a name already present is an error.
+  BasicTensor<P>& insert(std::string name, BasicTensor<P> t) {
     EMBER_CHECK(t.defined(), "[TensorDict] tensor '{}' is undefined", name);
-    auto [it, fresh] = index_.emplace(name, items_.size());
-    EMBER_CHECK(fresh, "[TensorDict] the name '{}' is already present", name);
-    items_.emplace_back(std::move(name), std::move(t));
+    return Base::insert(std::move(name), std::move(t));
   }
-  bool contains(std::string_view name) const { return index_.find(name) != index_.end(); }
-  /// The tensor named `name`; fails naming it when absent.
-  const BasicTensor<P>& at(std::string_view name) const {
-    auto it = index_.find(name);
-    EMBER_CHECK(it != index_.end(), "[TensorDict] no tensor named '{}' among {} tensors", name, items_.size());
-    return items_[it->second].second;
-  }
-  const BasicTensor<P>& operator[](std::string_view name) const { return at(name); }
-
-  size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
-  /// The names, in order.
-  std::vector<std::string> keys() const {
-    std::vector<std::string> k;
-    k.reserve(items_.size());
-    for (const auto& item : items_) k.push_back(item.first);
-    return k;
-  }
-  const_iterator begin() const { return items_.begin(); }
-  const_iterator end() const { return items_.end(); }
+  /// Not offered: it would bypass insert's check.
+  void update(const Base&) = delete;
 
   /// The entries as the compiled writers take them.
   detail::NamedTensors refs() const {
     detail::NamedTensors r;
-    r.reserve(items_.size());
-    for (const auto& [name, t] : items_) r.emplace_back(name, t.impl_ref());
+    r.reserve(this->size());
+    for (const auto& [name, t] : *this) r.emplace_back(name, t.impl_ref());
     return r;
   }
-
- private:
-  std::vector<value_type> items_;
-  std::map<std::string, size_t, std::less<>> index_;
 };
 
 using TensorDict = BasicTensorDict<>;

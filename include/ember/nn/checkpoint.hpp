@@ -95,7 +95,8 @@ io::detail::NamedTensors named_state(const BasicModule<P>& module) {
 template <class P>
 BasicTensorList<P> tensor_list(io::detail::NamedTensors items) {
   BasicTensorList<P> out;
-  for (auto& [name, t] : items) out.emplace_back(std::move(name), BasicTensor<P>(std::move(t)));
+  out.reserve(items.size());
+  for (auto& [name, t] : items) out.insert(std::move(name), BasicTensor<P>(std::move(t)));
   return out;
 }
 }  // namespace detail

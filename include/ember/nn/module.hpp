@@ -15,6 +15,7 @@
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/autograd/tensor_autograd.hpp>
 #include <ember/core/factories.hpp>
+#include <ember/core/ordered_dict.hpp>
 #include <ember/core/tensor.hpp>
 #include <ember/core/tensor_methods.hpp>
 
@@ -32,9 +33,11 @@
 
 namespace ember::nn {
 
-/// Named tensors in order (a state dict, named_parameters()).
+/// Named tensors in order (a state dict, named_parameters()): an OrderedDict, whose items are
+/// also std::pairs, so `for (auto& [name, t] : net->named_parameters())` works as well as
+/// libtorch's `p.key()` / `p.value()`.
 template <class P = DefaultPolicy>
-using BasicTensorList = std::vector<std::pair<std::string, BasicTensor<P>>>;
+using BasicTensorList = OrderedDict<std::string, BasicTensor<P>>;
 using NamedTensors = BasicTensorList<>;
 
 /// What a non-strict load_state_dict did not match.
@@ -123,13 +126,12 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   std::vector<TensorT> buffers(bool recurse = true) const;
   BasicTensorList<P> named_buffers(bool recurse = true) const;
   std::vector<ModulePtr> children() const;
-  const std::vector<std::pair<std::string, ModulePtr>>& named_children() const { return children_; }
+  OrderedDict<std::string, ModulePtr> named_children() const;
   /// This module (first, when include_self) and all its descendants, depth first; a module
   /// registered in two places is listed once, under its first name (as PyTorch), and likewise
   /// a shared parameter or buffer in named_parameters() / named_buffers().
   std::vector<ModulePtr> modules(bool include_self = true);
-  std::vector<std::pair<std::string, ModulePtr>> named_modules(const std::string& prefix = "",
-                                                               bool include_self = true);
+  OrderedDict<std::string, ModulePtr> named_modules(const std::string& prefix = "", bool include_self = true);
   /// Number of parameter elements (all, or only those that require grad).
   int64_t num_parameters(bool trainable_only = false) const;
 
@@ -172,6 +174,8 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
     children_.clear();
   }
   void print_tree(std::string& out, int indent) const;
+  /// The direct submodules in registration order, without named_children()'s copy.
+  const std::vector<std::pair<std::string, ModulePtr>>& child_list() const { return children_; }
   /// Sets this module's training flag only (clone() of containers: the children keep theirs).
   void set_training_flag(bool on) { training_ = on; }
   /// What replace_module hands a container: the new module and, when it has one, a call of
@@ -192,7 +196,7 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   void check_free_name(const std::string& name, const char* what) const;
   void collect(BasicTensorList<P>& out, const std::string& prefix, bool params, bool recurse, Memo& modules,
                Memo& tensors) const;
-  void named_modules_into(std::vector<std::pair<std::string, ModulePtr>>& out, const std::string& prefix,
+  void named_modules_into(OrderedDict<std::string, ModulePtr>& out, const std::string& prefix,
                           const ModulePtr& self, Memo& seen);
   bool persistent(const std::string& buffer) const {
     return std::find(non_persistent_.begin(), non_persistent_.end(), buffer) == non_persistent_.end();

@@ -26,8 +26,7 @@ void save(const BasicModule<P>& module, const std::string& path, const io::Metad
 
 template <class P>
 LoadResult load(BasicModule<P>& module, const std::string& path, bool strict = true) {
-  io::BasicTensorDict<P> dict = io::load_safetensors<P>(path);
-  BasicTensorList<P> values(dict.begin(), dict.end());
+  const io::BasicTensorDict<P> values = io::load_safetensors<P>(path);
 #if EMBER_HAS_EXCEPTIONS
   try {
     return module.load_state_dict(values, strict);

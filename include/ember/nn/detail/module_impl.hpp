@@ -85,7 +85,7 @@ void BasicModule<P>::collect(BasicTensorList<P>& out, const std::string& prefix,
                              Memo& modules, Memo& tensors) const {
   if (!modules.insert(this).second) return;  // a module registered twice: listed under its first name
   for (const auto& [n, t] : params ? params_ : buffers_)
-    if (t.defined() && tensors.insert(&t.impl()).second) out.emplace_back(prefix + n, t);
+    if (t.defined() && tensors.insert(&t.impl()).second) out.insert(prefix + n, t);
   if (!recurse) return;
   for (const auto& [n, c] : children_) c->collect(out, prefix + n + ".", params, true, modules, tensors);
 }
@@ -101,7 +101,7 @@ std::vector<BasicTensor<P>> BasicModule<P>::parameters(bool recurse) const {
 
 template <class P>
 BasicTensorList<P> BasicModule<P>::named_parameters(bool recurse) const {
-  BasicTensorList<P> out;
+  BasicTensorList<P> out("Parameter");
   Memo modules, tensors;
   collect(out, "", true, recurse, modules, tensors);
   return out;
@@ -116,7 +116,7 @@ std::vector<BasicTensor<P>> BasicModule<P>::buffers(bool recurse) const {
 
 template <class P>
 BasicTensorList<P> BasicModule<P>::named_buffers(bool recurse) const {
-  BasicTensorList<P> out;
+  BasicTensorList<P> out("Buffer");
   Memo modules, tensors;
   collect(out, "", false, recurse, modules, tensors);
   return out;
@@ -137,9 +137,16 @@ auto BasicModule<P>::modules(bool include_self) -> std::vector<ModulePtr> {
 }
 
 template <class P>
+auto BasicModule<P>::named_children() const -> OrderedDict<std::string, ModulePtr> {
+  OrderedDict<std::string, ModulePtr> out("Submodule");
+  for (const auto& [n, c] : children_) out.insert(n, c);
+  return out;
+}
+
+template <class P>
 auto BasicModule<P>::named_modules(const std::string& prefix, bool include_self)
-    -> std::vector<std::pair<std::string, ModulePtr>> {
-  std::vector<std::pair<std::string, ModulePtr>> out;
+    -> OrderedDict<std::string, ModulePtr> {
+  OrderedDict<std::string, ModulePtr> out("Module");
   Memo seen;
   seen.insert(this);
   if (include_self) {
@@ -147,17 +154,17 @@ auto BasicModule<P>::named_modules(const std::string& prefix, bool include_self)
     EMBER_CHECK(self != nullptr,
                 "[modules] {} is not owned by a std::shared_ptr (make it with std::make_shared or a module handle)",
                 type_name_);
-    out.emplace_back(prefix, self);
+    out.insert(prefix, self);
   }
   for (auto& [n, c] : children_) c->named_modules_into(out, prefix.empty() ? n : prefix + "." + n, c, seen);
   return out;
 }
 
 template <class P>
-void BasicModule<P>::named_modules_into(std::vector<std::pair<std::string, ModulePtr>>& out, const std::string& prefix,
+void BasicModule<P>::named_modules_into(OrderedDict<std::string, ModulePtr>& out, const std::string& prefix,
                                         const ModulePtr& self, Memo& seen) {
   if (!seen.insert(this).second) return;
-  out.emplace_back(prefix, self);
+  out.insert(prefix, self);
   for (auto& [n, c] : children_) c->named_modules_into(out, prefix + "." + n, c, seen);
 }
 
@@ -216,9 +223,9 @@ BasicTensorList<P> BasicModule<P>::state_dict() const {
   BasicTensorList<P> out;
   std::function<void(const BasicModule&, const std::string&)> walk = [&](const BasicModule& m, const std::string& pre) {
     for (const auto& [n, t] : m.params_)
-      if (t.defined()) out.emplace_back(pre + n, t.detach());
+      if (t.defined()) out.insert(pre + n, t.detach());
     for (const auto& [n, t] : m.buffers_)
-      if (t.defined() && m.persistent(n)) out.emplace_back(pre + n, t.detach());
+      if (t.defined() && m.persistent(n)) out.insert(pre + n, t.detach());
     for (const auto& [n, c] : m.children_) walk(*c, pre + n + ".");
   };
   walk(*this, "");
@@ -227,30 +234,25 @@ BasicTensorList<P> BasicModule<P>::state_dict() const {
 
 template <class P>
 LoadResult BasicModule<P>::load_state_dict(const BasicTensorList<P>& dict, bool strict) {
-  BasicTensorList<P> mine = state_dict();
+  const BasicTensorList<P> mine = state_dict();
   LoadResult r;
   std::vector<std::string> mismatches;
-  std::unordered_set<std::string> seen;
   for (const auto& [name, src] : dict) {
-    EMBER_CHECK(seen.insert(name).second, "[load_state_dict] key '{}' appears twice in the state dict", name);
-    auto it = std::find_if(mine.begin(), mine.end(), [&](const auto& e) { return e.first == name; });
-    if (it == mine.end()) {
+    const TensorT* dst = mine.find(name);
+    if (dst == nullptr) {
       r.unexpected_keys.push_back(name);
-      continue;
-    }
-    const TensorT& dst = it->second;
-    if (!src.defined()) {
+    } else if (!src.defined()) {
       mismatches.push_back(fmt::format("'{}': undefined tensor in the state dict", name));
-    } else if (src.sizes() != dst.sizes()) {
+    } else if (src.sizes() != dst->sizes()) {
       mismatches.push_back(fmt::format("'{}': shape {} in the state dict, {} in the module", name, src.sizes(),
-                                       dst.sizes()));
-    } else if (src.dtype() != dst.dtype()) {
+                                       dst->sizes()));
+    } else if (src.dtype() != dst->dtype()) {
       mismatches.push_back(fmt::format("'{}': dtype {} in the state dict, {} in the module", name, src.dtype(),
-                                       dst.dtype()));
+                                       dst->dtype()));
     }
   }
   for (const auto& [name, t] : mine)
-    if (!seen.count(name)) r.missing_keys.push_back(name);
+    if (!dict.contains(name)) r.missing_keys.push_back(name);
   if (!mismatches.empty() || (strict && (!r.missing_keys.empty() || !r.unexpected_keys.empty()))) {
     std::string msg = fmt::format("[load_state_dict] the state dict does not fit {}:", type_name_);
     for (const auto& k : r.missing_keys) msg += fmt::format("\n  missing key '{}'", k);
@@ -259,10 +261,8 @@ LoadResult BasicModule<P>::load_state_dict(const BasicTensorList<P>& dict, bool 
     if (strict || !mismatches.empty()) EMBER_FAIL("{}", msg);
   }
   autograd::NoGradGuard ng;
-  for (const auto& [name, src] : dict) {
-    auto it = std::find_if(mine.begin(), mine.end(), [&](const auto& e) { return e.first == name; });
-    if (it != mine.end()) TensorT(it->second).copy_(src);
-  }
+  for (const auto& [name, src] : dict)
+    if (const TensorT* dst = mine.find(name)) TensorT(*dst).copy_(src);
   return r;
 }
 

@@ -214,24 +214,24 @@ class BasicModuleDictImpl : public BasicModule<P> {
     }
   }
   bool contains(const std::string& key) const {
-    for (auto& [n, c] : this->named_children())
+    for (auto& [n, c] : this->child_list())
       if (n == key) return true;
     return false;
   }
   ModulePtr operator[](const std::string& key) const {
-    for (auto& [n, c] : this->named_children())
+    for (auto& [n, c] : this->child_list())
       if (n == key) return c;
     EMBER_FAIL("[ModuleDict] no module with key '{}'", key);
   }
-  size_t size() const { return this->named_children().size(); }
+  size_t size() const { return this->child_list().size(); }
   std::vector<std::string> keys() const {
     std::vector<std::string> k;
-    for (auto& [n, c] : this->named_children()) k.push_back(n);
+    for (auto& [n, c] : this->child_list()) k.push_back(n);
     return k;
   }
   ModulePtr clone() const override {
     auto copy = std::make_shared<BasicModuleDictImpl>();
-    for (auto& [n, c] : this->named_children()) copy->insert(n, c->clone());
+    for (auto& [n, c] : this->child_list()) copy->insert(n, c->clone());
     copy->set_training_flag(this->is_training());  // the children keep their own
     return copy;
   }
