@@ -1,6 +1,7 @@
 // Shape and indexing ops, checked against hand-computed results (PyTorch semantics).
 
 #include <doctest/doctest.h>
+#include <ember/autograd/gradcheck.hpp>
 #include <ember/ember.hpp>
 
 #include <algorithm>
@@ -683,4 +684,78 @@ TEST_CASE("0-d inputs, overflowing view bounds and other edges, as PyTorch") {
   // one_hot: no inference from an empty tensor, and -1 is the only negative.
   CHECK_THROWS_WITH_AS(one_hot(empty({0}, DType::I64)), doctest::Contains("empty"), Error);
   CHECK_THROWS_AS(one_hot(arange(3), -2), Error);
+}
+
+TEST_CASE("index expressions mixing index tensors with ints, slices, None and Ellipsis, as PyTorch") {
+  // Shapes from PyTorch 1.13 for the same expressions on arange(120).reshape(2, 3, 4, 5).
+  const Tensor x = arange(120).reshape({2, 3, 4, 5});
+  const Tensor i = tensor<int64_t>({1, 3}), j = tensor<int64_t>({0, 1}), k = tensor<int64_t>({2, 0});
+  auto same = [](const Tensor& a, const Tensor& b) { return a.sizes() == b.sizes() && a.eq(b).all().item<bool>(); };
+
+  CHECK(same(x.index({Slice(), k}), x.index_select(1, k)));
+  CHECK(same(x.index({Ellipsis, k}), x.index_select(3, k)));
+  CHECK(same(x.index({Slice(), Slice(), tensor<int64_t>({{0, 1}, {2, 3}})}),
+             x.index_select(2, tensor<int64_t>({0, 1, 2, 3})).reshape({2, 3, 2, 2, 5})));
+  // Integers select first: x[0, :, i] is x[0][:, i], (3, 2, 5).
+  CHECK(same(x.index({0, Slice(), i}), x.select(0, 0).index_select(1, i)));
+  CHECK(x.index({Slice(), 1, Slice(), i}).sizes() == Shape{2, 4, 2});
+  CHECK(x.index({Slice(), 1, i, 2}).sizes() == Shape{2, 2});
+  // Tensors next to each other: the broadcast dim stays where they were, (2, 2, 5).
+  const Tensor adj = x.index({Slice(), j, i});
+  CHECK(adj.sizes() == Shape{2, 2, 5});
+  CHECK(same(adj, stack({x.select(1, 0).select(1, 1), x.select(1, 1).select(1, 3)}, 1)));
+  // Separated by a slice: the broadcast dim goes in front, (2, 3, 5).
+  const Tensor apart = x.index({j, Slice(), i});
+  CHECK(apart.sizes() == Shape{2, 3, 5});
+  CHECK(same(apart, stack({x.select(0, 0).select(1, 1), x.select(0, 1).select(1, 3)}, 0)));
+  CHECK(same(apart.index({1, 2}), x.index({1, 2, 3})));
+  // None, strided slices and a 0-d index tensor.
+  CHECK(x.index({None, Slice(), tensor<int64_t>({1})}).sizes() == Shape{1, 2, 1, 4, 5});
+  CHECK(same(x.index({Slice(1, None), tensor<int64_t>({2, 1}), Slice(None, None, 2)}),
+             x.narrow(0, 1, 1).index_select(1, tensor<int64_t>({2, 1})).index({Slice(), Slice(), Slice(None, None, 2)})));
+  CHECK(same(x.index({Slice(), full({}, 1, kInt64)}), x.select(1, 1)));
+  // A bool mask indexes as many dims as it has.
+  const Tensor m = tensor({{true, false, true, false}, {false, false, true, true}, {true, true, false, false}});
+  const Tensor flat_pos = m.flatten().nonzero().squeeze(1);
+  CHECK(same(x.index({Slice(), m}), x.reshape({2, 12, 5}).index_select(1, flat_pos)));
+  CHECK(same(x.index({0, m}), x.select(0, 0).reshape({12, 5}).index_select(0, flat_pos)));
+
+  // Writes: reading the same expression back gives the values written.
+  Tensor y = zeros({2, 3, 4, 5}, kInt64);
+  const Tensor v_apart = arange(30).reshape({2, 3, 5}) + 1;
+  y.index_put_({j, Slice(), i}, v_apart);
+  CHECK(same(y.index({j, Slice(), i}), v_apart));
+  CHECK(y.sum().item<int64_t>() == v_apart.sum().item<int64_t>());  // nothing else written
+  y.zero_();
+  const Tensor v_adj = arange(20).reshape({2, 2, 5}) + 1;
+  y.index_put_({Slice(), j, i}, v_adj);
+  CHECK(same(y.index({Slice(), j, i}), v_adj));
+  CHECK(y.sum().item<int64_t>() == v_adj.sum().item<int64_t>());
+  y.zero_();
+  y.index_put_({Slice(), Slice(), k}, 7);  // a number
+  CHECK(y.eq(7).sum().item<int64_t>() == 2 * 3 * 2 * 5);
+  CHECK(y.index({Slice(), Slice(), 1}).eq(0).all().item<bool>());
+  y.zero_();
+  y.index_put_({1, m}, arange(5) + 1);  // broadcast values over the 6 masked rows
+  CHECK(same(y.index({1, m}), (arange(5) + 1).expand({6, 5})));
+  y.zero_();
+  y.index_put_({Slice(), 1, Slice(), i}, arange(16).reshape({2, 4, 2}) + 1);
+  CHECK(same(y.index({Slice(), 1, Slice(), i}), arange(16).reshape({2, 4, 2}) + 1));
+  CHECK(y.sum().item<int64_t>() == 136);
+
+  // Gradients flow through both the view and the pick.
+  manual_seed(8);
+  const Tensor a = randn({3, 4, 5}, kFloat64).requires_grad_();
+  auto f = [&](const std::vector<Tensor>& in) {
+    return in[0].index({tensor<int64_t>({2, 0, 2}), Slice(1), tensor<int64_t>({0, 4, 4})});
+  };
+  std::string why;
+  CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(f, {a}, {}, &why), why);
+
+  CHECK_THROWS_WITH_AS(x.index({Slice(), tensor({1.0f})}), doctest::Contains("[index] an index tensor must be i64"),
+                       Error);
+  CHECK_THROWS_WITH_AS(x.index({0, 0, 0, 0, i}), doctest::Contains("too many indices (5)"), Error);
+  CHECK_THROWS_WITH_AS(x.index({Ellipsis, i, Ellipsis}), doctest::Contains("one Ellipsis"), Error);
+  CHECK_THROWS_WITH_AS(x.index({Slice(), tensor<int64_t>({3})}), doctest::Contains("3"), Error);
+  CHECK_THROWS(y.index_put_({j, Slice(), i}, arange(4)));
 }

@@ -631,3 +631,37 @@ TEST_CASE("factories as libtorch spells them: arange(start, end, options), randi
   CHECK(r.max().item<int64_t>() == 2);
   CHECK(randint(3, {2}, kInt32).dtype() == DType::I32);
 }
+
+TEST_CASE("libtorch spellings: item() as a Scalar, untyped data_ptr(), to(other), to(options), sizes().vec()") {
+  const Tensor f = full({}, 2.5, kFloat64);
+  const Scalar s = f.item();
+  CHECK(s.isFloatingPoint());
+  CHECK(s.toDouble() == 2.5);
+  CHECK(s.toFloat() == 2.5f);
+  CHECK(s.toLong() == 2);
+  CHECK(f.item().to<double>() == 2.5);
+  const Scalar i = tensor({7}).item();
+  CHECK(i.isIntegral(false));
+  CHECK(i.toInt() == 7);
+  const Scalar b = tensor({true}).item();
+  CHECK(!b.isIntegral(false));
+  CHECK(b.isIntegral(true));
+  CHECK(b.isBoolean());
+  CHECK(b.toBool());
+  CHECK_THROWS_WITH_AS(zeros({2}).item(), doctest::Contains("[item]"), Error);
+
+  const Tensor x = arange(6, kFloat32).reshape({2, 3});
+  CHECK(x.data_ptr() == static_cast<void*>(x.data_ptr<float>()));
+  CHECK(x.narrow(1, 1, 2).data_ptr() == static_cast<void*>(x.data_ptr<float>() + 1));
+
+  const Tensor d = x.to(zeros({1}, kFloat64));
+  CHECK(d.dtype() == DType::F64);
+  CHECK(values_of(d) == std::vector<double>{0, 1, 2, 3, 4, 5});
+  CHECK(x.to(TensorOptions().dtype(kInt64)).dtype() == DType::I64);
+  CHECK(x.to(TensorOptions(kCPU)).dtype() == DType::F32);  // unset dtype: kept
+  CHECK(x.to(x.options()).data_ptr() == x.data_ptr());      // nothing to change: the same tensor
+
+  const std::vector<int64_t> dims = x.sizes().vec();
+  CHECK(dims == std::vector<int64_t>{2, 3});
+  CHECK(x.strides().vec() == std::vector<int64_t>{3, 1});
+}

@@ -252,6 +252,8 @@ Shape apply_index(const TensorImpl& x, std::span<const TensorIndex> idx, std::ve
       case TensorIndex::Kind::Ellipsis:
         d += x.ndim() - consumed;
         break;
+      case TensorIndex::Kind::Tensor:  // ops/mixed_index.hpp replaces them by full slices first
+        EMBER_FAIL("[index] internal: an index tensor reached basic indexing");
     }
   }
   return {};

@@ -1,5 +1,9 @@
 #pragma once
-/// Index expressions for `t.index({Slice(0, 10, 2), 3, None, Ellipsis})`, as in libtorch.
+/// Index expressions for `t.index({Slice(0, 10, 2), 3, None, Ellipsis})` and, with index
+/// tensors among them, `t.index({Slice(), idx})`, as in libtorch.
+
+#include <ember/core/intrusive_ptr.hpp>
+#include <ember/core/tensor_impl.hpp>
 
 #include <cstdint>
 #include <limits>
@@ -31,17 +35,24 @@ inline constexpr NoneIndex None{};
 /// Stands for as many full slices as needed.
 inline constexpr EllipsisIndex Ellipsis{};
 
-/// One entry of an index expression.
+template <class P>
+class BasicTensor;
+
+/// One entry of an index expression. A tensor entry (an i64 index or a bool mask) makes the
+/// expression advanced indexing, as in libtorch: x.index({Slice(), idx}) picks along dim 1.
 struct TensorIndex {
-  enum class Kind : uint8_t { Integer, Slice, None, Ellipsis };
+  enum class Kind : uint8_t { Integer, Slice, None, Ellipsis, Tensor };
   Kind kind;
   int64_t integer = 0;
   Slice slice{};
+  detail::Ref<detail::TensorImpl> tensor;  ///< Kind::Tensor only
   TensorIndex(int64_t i) : kind(Kind::Integer), integer(i) {}  // NOLINT: implicit
   TensorIndex(int i) : kind(Kind::Integer), integer(i) {}      // NOLINT
   TensorIndex(Slice s) : kind(Kind::Slice), slice(s) {}        // NOLINT
   TensorIndex(NoneIndex) : kind(Kind::None) {}                 // NOLINT
   TensorIndex(EllipsisIndex) : kind(Kind::Ellipsis) {}         // NOLINT
+  template <class P>
+  TensorIndex(const BasicTensor<P>& t) : kind(Kind::Tensor), tensor(t.impl_ref()) {}  // NOLINT
 };
 
 }  // namespace ember

@@ -44,6 +44,16 @@ class Scalar {
   int64_t to_int() const { return kind_ == Kind::Float ? static_cast<int64_t>(d_) : i_; }
   bool to_bool() const { return kind_ == Kind::Float ? d_ != 0.0 : i_ != 0; }
 
+  // libtorch's spellings.
+  double toDouble() const { return to_double(); }
+  float toFloat() const { return static_cast<float>(to_double()); }
+  int64_t toLong() const { return to_int(); }
+  int toInt() const { return static_cast<int>(to_int()); }
+  bool toBool() const { return to_bool(); }
+  bool isFloatingPoint() const { return is_floating(); }
+  bool isIntegral(bool include_bool) const { return is_integral() || (include_bool && is_bool()); }
+  bool isBoolean() const { return is_bool(); }
+
   /// The value converted to T (bool: nonzero).
   template <class T>
   T to() const {

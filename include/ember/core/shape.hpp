@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace ember {
 
@@ -62,6 +63,8 @@ class Shape {
   int64_t operator[](size_t i) const { return data()[i]; }
   int64_t back() const { return data()[size_ - 1]; }
   operator IntArrayRef() const { return {data(), size_}; }  // NOLINT
+  /// The dims as a std::vector (libtorch's `sizes().vec()`).
+  std::vector<int64_t> vec() const { return {begin(), end()}; }
 
   void resize(size_t n) {
     if (n > capacity()) grow(n);

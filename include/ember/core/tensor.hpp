@@ -30,6 +30,16 @@ namespace detail {
 std::string format_tensor(const TensorImpl& t);  // src/print.cpp: PyTorch-style text
 TensorImpl* nested_list_tensor(const void* data, DType dtype, IntArrayRef shape);
 Shape apply_index(const TensorImpl& x, std::span<const TensorIndex> idx, std::vector<ops::ViewOp>& steps);
+inline bool has_tensor_index(std::span<const TensorIndex> idx) {
+  for (const TensorIndex& i : idx)
+    if (i.kind == TensorIndex::Kind::Tensor) return true;
+  return false;
+}
+// ops/mixed_index.hpp: index expressions with index tensors among them.
+template <class P>
+BasicTensor<P> index_with_tensors(const BasicTensor<P>& x, std::span<const TensorIndex> idx);
+template <class P>
+void index_put_with_tensors(const BasicTensor<P>& x, std::span<const TensorIndex> idx, const BasicTensor<P>& v);
 }  // namespace detail
 
 /// One dim (or size) where libtorch takes a list and also accepts a single integer through
@@ -109,6 +119,8 @@ class BasicTensor {
     EMBER_CHECK(dtype_of_v<T> == dtype(), "[data_ptr] requested {} from a {} tensor", dtype_of_v<T>, dtype());
     return static_cast<T*>(impl().data());
   }
+  /// Untyped pointer to the first element, as libtorch's data_ptr() (raw_data() is the same).
+  void* data_ptr() const { return impl().data(); }
   void* raw_data() const { return impl().data(); }
 
   /// Typed element access for CPU tensors: `auto a = t.accessor<float, 2>(); a[i][j] = 1;`.
@@ -123,8 +135,9 @@ class BasicTensor {
     return TensorAccessor<T, N>(data_ptr<T>(), sizes().data(), strides().data());
   }
 
-  /// The single value of a one-element tensor, converted to T.
-  template <class T>
+  /// The single value of a one-element tensor, converted to T; as a Scalar when T is not
+  /// given (libtorch's `x.item().toFloat()`).
+  template <class T = Scalar>
   T item() const;
 
   // ---- views ----------------------------------------------------------------------------------
@@ -185,11 +198,20 @@ class BasicTensor {
     v.start = offset, v.dim = d0, v.length = d1;
     return apply(v);
   }
-  /// Basic indexing with integers, slices, None and Ellipsis; always a view.
-  BasicTensor index(std::initializer_list<TensorIndex> idx) const;
-  /// Assigns through basic indexing: t.index_put_({Slice(), 0}, 1.0).
-  BasicTensor& index_put_(std::initializer_list<TensorIndex> idx, Scalar v);
-  BasicTensor& index_put_(std::initializer_list<TensorIndex> idx, const BasicTensor& v);
+  /// Basic indexing with integers, slices, None and Ellipsis: a view. With index tensors
+  /// among the entries (x.index({Slice(), idx})), advanced indexing as PyTorch's: a copy.
+  BasicTensor index(std::initializer_list<TensorIndex> idx) const { return index(std::span(idx.begin(), idx.size())); }
+  BasicTensor index(std::span<const TensorIndex> idx) const;
+  /// Assigns through an index expression: t.index_put_({Slice(), 0}, 1.0), and with index
+  /// tensors, t.index_put_({Slice(), idx}, v).
+  BasicTensor& index_put_(std::initializer_list<TensorIndex> idx, Scalar v) {
+    return index_put_(std::span(idx.begin(), idx.size()), v);
+  }
+  BasicTensor& index_put_(std::initializer_list<TensorIndex> idx, const BasicTensor& v) {
+    return index_put_(std::span(idx.begin(), idx.size()), v);
+  }
+  BasicTensor& index_put_(std::span<const TensorIndex> idx, Scalar v);
+  BasicTensor& index_put_(std::span<const TensorIndex> idx, const BasicTensor& v);
   /// Writes values at the positions of index tensors (i64 or bool masks), in place:
   /// buffer.index_put_({slots}, batch) as in libtorch; accumulate adds (repeated positions
   /// accumulate too). Without autograd involvement (NoGradGuard, or no tensor requiring grad)
@@ -209,6 +231,10 @@ class BasicTensor {
   BasicTensor to(Device d) const;
   BasicTensor to(Device d, DType t) const { return to(d).to(t); }
   BasicTensor type_as(const BasicTensor& o) const { return to(o.dtype()); }
+  /// To o's device and dtype.
+  BasicTensor to(const BasicTensor& o) const { return to(o.device(), o.dtype()); }
+  /// To the device and dtype `o` names (each kept when `o` leaves it unset).
+  BasicTensor to(const TensorOptions& o) const { return to(o.device_or(device()), o.dtype_or(dtype())); }
   /// This tensor's dtype and device, for factories: zeros({3}, x.options()).
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   BasicTensor cpu() const { return to(kCPU); }
@@ -237,6 +263,11 @@ class BasicTensor {
     return unary(ops::UnaryOp::Softplus, {beta, threshold});
   }
   BasicTensor hardtanh(double lo, double hi) const { return unary(ops::UnaryOp::Hardtanh, {lo, hi}); }
+  // In place with options (nn modules' inplace flag).
+  BasicTensor& leaky_relu_(double slope) { return unary_inplace(ops::UnaryOp::LeakyRelu, {slope}); }
+  BasicTensor& elu_(double alpha) { return unary_inplace(ops::UnaryOp::Elu, {alpha}); }
+  BasicTensor& celu_(double alpha) { return unary_inplace(ops::UnaryOp::Celu, {alpha}); }
+  BasicTensor& hardtanh_(double lo, double hi) { return unary_inplace(ops::UnaryOp::Hardtanh, {lo, hi}); }
   BasicTensor gelu(bool tanh_approx) const { return tanh_approx ? gelu_tanh() : gelu(); }
   BasicTensor clamp(std::optional<Scalar> lo, std::optional<Scalar> hi = std::nullopt) const {
     // The result type counts the bounds, as PyTorch's: an integer tensor with a floating

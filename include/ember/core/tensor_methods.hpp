@@ -26,8 +26,12 @@ T BasicTensor<P>::item() const {
   EMBER_CHECK(numel() == 1, "[item] a tensor of shape {} has {} elements, not 1", sizes(), numel());
   BasicTensor host = is_cpu() ? *this : cpu();
   const Scalar v = detail::read_scalar(host.impl(), "item");
-  if constexpr (requires { dtype_of<T>::value; }) detail::check_scalar_fits(v, dtype_of<T>::value, "item");
-  return v.template to<T>();
+  if constexpr (std::is_same_v<T, Scalar>) {
+    return v;
+  } else {
+    if constexpr (requires { dtype_of<T>::value; }) detail::check_scalar_fits(v, dtype_of<T>::value, "item");
+    return v.template to<T>();
+  }
 }
 
 template <class P>
@@ -89,9 +93,10 @@ BasicTensor<P> BasicTensor<P>::unflatten(int64_t d, const Shape& sizes_in) const
 }
 
 template <class P>
-BasicTensor<P> BasicTensor<P>::index(std::initializer_list<TensorIndex> idx) const {
+BasicTensor<P> BasicTensor<P>::index(std::span<const TensorIndex> idx) const {
+  if (detail::has_tensor_index(idx)) return detail::index_with_tensors(*this, idx);
   std::vector<ops::ViewOp> steps;
-  detail::apply_index(impl(), std::span<const TensorIndex>(idx.begin(), idx.size()), steps);
+  detail::apply_index(impl(), idx, steps);
   BasicTensor r = *this;
   for (const auto& s : steps) r = r.apply(s);
   if (steps.empty()) r = apply(ops::ViewOp{ops::ViewKind::Alias});
@@ -99,13 +104,21 @@ BasicTensor<P> BasicTensor<P>::index(std::initializer_list<TensorIndex> idx) con
 }
 
 template <class P>
-BasicTensor<P>& BasicTensor<P>::index_put_(std::initializer_list<TensorIndex> idx, Scalar v) {
+BasicTensor<P>& BasicTensor<P>::index_put_(std::span<const TensorIndex> idx, Scalar v) {
+  if (detail::has_tensor_index(idx)) {
+    detail::check_scalar_fits(v, dtype(), "index_put_");
+    return index_put_(idx, wrap(detail::make_scalar_tensor(v, dtype(), device())));
+  }
   index(idx).fill_(v);
   return *this;
 }
 
 template <class P>
-BasicTensor<P>& BasicTensor<P>::index_put_(std::initializer_list<TensorIndex> idx, const BasicTensor& v) {
+BasicTensor<P>& BasicTensor<P>::index_put_(std::span<const TensorIndex> idx, const BasicTensor& v) {
+  if (detail::has_tensor_index(idx)) {
+    detail::index_put_with_tensors(*this, idx, v);
+    return *this;
+  }
   BasicTensor dst = index(idx);
   // Leading size-1 dims of v beyond dst's rank are dropped first (PyTorch's setitem does the
   // same: z[0] = ones({1, 3}) for a row of 3).

@@ -616,3 +616,6 @@ BasicTensor<P> BasicTensor<P>::new_full(const Shape& sizes, Scalar v) const {
 }
 
 }  // namespace ember
+
+// Index expressions with index tensors (BasicTensor::index, index_put_), which use the ops above.
+#include <ember/ops/mixed_index.hpp>
