@@ -69,25 +69,36 @@ inline Shape last_dims(int64_t n) {
 using ember::linear;
 using ember::linear_relu;
 
-/// Zeroes elements with probability p and scales the rest by 1 / (1 - p) when training.
+namespace detail {
+/// x * keep * scale, where keep (of shape `mask_shape`, broadcast over x) is 1 with
+/// probability 1 - p, and scale is 1 / (1 - p) (0 when p is 1); in x itself when `inplace`.
 template <class P>
-BasicTensor<P> dropout(const BasicTensor<P>& x, double p = 0.5, bool training = true) {
+BasicTensor<P> apply_dropout(const BasicTensor<P>& x, const Shape& mask_shape, double p, bool inplace) {
+  BasicTensor<P> keep = rand<P>(mask_shape, TensorOptions(DType::F32).device(x.device())).ge(p).to(x.dtype());
+  const double scale = p == 1 ? 0.0 : 1.0 / (1.0 - p);
+  if (inplace) return BasicTensor<P>(x).mul_(keep).mul_(scale);
+  return x * keep * scale;
+}
+}  // namespace detail
+
+/// Zeroes elements with probability p and scales the rest by 1 / (1 - p) when training. With
+/// `inplace`, x is overwritten and returned (as PyTorch's dropout_).
+template <class P>
+BasicTensor<P> dropout(const BasicTensor<P>& x, double p = 0.5, bool training = true, bool inplace = false) {
   EMBER_CHECK(p >= 0 && p <= 1, "[dropout] p must be in [0, 1], got {}", p);
   if (!training || p == 0) return x;
-  if (p == 1) return x * 0.0;
-  BasicTensor<P> keep = rand<P>(x.sizes(), TensorOptions(DType::F32).device(x.device())).ge(p);
-  return x * keep.to(x.dtype()) * (1.0 / (1.0 - p));
+  if (p == 1) return inplace ? BasicTensor<P>(x).mul_(0.0) : x * 0.0;
+  return detail::apply_dropout(x, x.sizes(), p, inplace);
 }
 /// Zeroes whole channels (dim 1) of an (N, C, ...) input.
 template <class P>
-BasicTensor<P> dropout2d(const BasicTensor<P>& x, double p = 0.5, bool training = true) {
+BasicTensor<P> dropout2d(const BasicTensor<P>& x, double p = 0.5, bool training = true, bool inplace = false) {
   EMBER_CHECK(p >= 0 && p <= 1, "[dropout2d] p must be in [0, 1], got {}", p);
   EMBER_CHECK(x.dim() == 3 || x.dim() == 4, "[dropout2d] expects (C, H, W) or (N, C, H, W), got shape {}", x.sizes());
   if (!training || p == 0) return x;
   Shape s = x.sizes();
   for (size_t i = x.dim() == 4 ? 2 : 1; i < s.size(); ++i) s[i] = 1;
-  BasicTensor<P> keep = rand<P>(s, TensorOptions(DType::F32).device(x.device())).ge(p);
-  return x * keep.to(x.dtype()) * (p == 1 ? 0.0 : 1.0 / (1.0 - p));
+  return detail::apply_dropout(x, s, p, inplace);
 }
 
 /// Normalises over the last `normalized_ndim` dims, then scales and shifts (weight/bias optional).

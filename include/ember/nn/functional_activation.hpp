@@ -131,14 +131,17 @@ BasicTensor<P> prelu(const BasicTensor<P>& x, const BasicTensor<P>& weight) {
 /// Randomized leaky ReLU: when training, each element at or below 0 is scaled by its own
 /// slope drawn from U(lower, upper) (the gradient uses the same slope); otherwise the slope is
 /// (lower + upper) / 2.
+/// With `inplace`, x is overwritten and returned (as PyTorch's rrelu_).
 template <class P>
-BasicTensor<P> rrelu(const BasicTensor<P>& x, double lower = 1.0 / 8, double upper = 1.0 / 3, bool training = false) {
+BasicTensor<P> rrelu(const BasicTensor<P>& x, double lower = 1.0 / 8, double upper = 1.0 / 3, bool training = false,
+                     bool inplace = false) {
   EMBER_CHECK(lower <= upper && std::isfinite(lower) && std::isfinite(upper),
               "[rrelu] needs finite bounds with lower <= upper, got lower {} and upper {}", lower, upper);
-  if (!training) return x.leaky_relu((lower + upper) / 2);
+  if (!training) return inplace ? BasicTensor<P>(x).leaky_relu_((lower + upper) / 2) : x.leaky_relu((lower + upper) / 2);
   EMBER_CHECK(is_floating(x.dtype()), "[rrelu] expects a floating-point input when training, got {}", x.dtype());
   BasicTensor<P> slope = rand<P>(x.sizes(), TensorOptions(x.dtype()).device(x.device())) * (upper - lower) + lower;
-  return x * where(x.le(0.0), slope, 1.0);
+  BasicTensor<P> factor = where(x.le(0.0), slope, 1.0);
+  return inplace ? BasicTensor<P>(x).mul_(factor) : x * factor;
 }
 
 /// softmax / log_softmax computed in `dtype` (x is converted first), as PyTorch's dtype

@@ -33,14 +33,14 @@ BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& targe
   return nll_loss(input, target, BasicTensor<P>(o.weight().impl_ref()), o.ignore_index(), o.reduction());
 }
 
-/// libtorch's inplace flag is not offered: Ember's dropout always returns a new tensor.
 struct DropoutFuncOptions {
   EMBER_ARG(double, p) = 0.5;
   EMBER_ARG(bool, training) = true;
+  EMBER_ARG(bool, inplace) = false;
 };
 template <class P>
 BasicTensor<P> dropout(const BasicTensor<P>& x, const DropoutFuncOptions& o) {
-  return dropout(x, o.p(), o.training());
+  return dropout(x, o.p(), o.training(), o.inplace());
 }
 
 /// The dim, and optionally the dtype to compute in.

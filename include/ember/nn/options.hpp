@@ -4,6 +4,8 @@
 ///   LinearOptions(4, 2).bias(false)
 /// declares a private member `bias_`, a setter `bias(v)` returning the options and a getter `bias()`.
 
+#include <ember/nn/enums.hpp>
+
 #include <utility>
 
 #define EMBER_ARG(T, name)                        \

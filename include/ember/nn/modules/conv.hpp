@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace ember::nn {
 
@@ -34,6 +35,17 @@ struct ConvOptions {
   EMBER_ARG(int64_t, groups) = 1;
   EMBER_ARG(bool, bias) = true;
   EMBER_ARG(std::string, padding_mode) = "zeros";  ///< zeros, reflect, replicate, circular
+
+ public:
+  /// libtorch's padding by name: .padding(kSame) or .padding(kValid) sets padding_str.
+  auto& padding(EnumName mode) & {
+    padding_str_ = mode.name;
+    return *this;
+  }
+  auto&& padding(EnumName mode) && {
+    padding_str_ = mode.name;
+    return std::move(*this);
+  }
 };
 
 /// Convolution over ND spatial dims with PyTorch's init (kaiming_uniform a = sqrt 5; bias
@@ -263,6 +275,11 @@ using AvgPool2dImpl = BasicAvgPoolImpl<2>;
 EMBER_MODULE(AvgPool1d);
 EMBER_MODULE(AvgPool2d);
 
+// libtorch's names for the adaptive pools' options: the output size.
+using AdaptiveAvgPool1dOptions = int64_t;
+using AdaptiveAvgPool2dOptions = IntArgs;
+using AdaptiveMaxPool2dOptions = IntArgs;
+
 template <class P = DefaultPolicy>
 class BasicAdaptiveAvgPool1dImpl : public Cloneable<BasicAdaptiveAvgPool1dImpl<P>, P> {
  public:
@@ -363,6 +380,14 @@ using BatchNorm2dImpl = BasicBatchNormImpl<2>;
 EMBER_MODULE(BatchNorm1d);
 EMBER_MODULE(BatchNorm2d);
 
+struct GroupNormOptions {
+  GroupNormOptions(int64_t num_groups, int64_t num_channels) : num_groups_(num_groups), num_channels_(num_channels) {}
+  EMBER_ARG(int64_t, num_groups);
+  EMBER_ARG(int64_t, num_channels);
+  EMBER_ARG(double, eps) = 1e-5;
+  EMBER_ARG(bool, affine) = true;
+};
+
 template <class P = DefaultPolicy>
 class BasicGroupNormImpl : public Cloneable<BasicGroupNormImpl<P>, P> {
  public:
@@ -374,6 +399,8 @@ class BasicGroupNormImpl : public Cloneable<BasicGroupNormImpl<P>, P> {
                 channels, groups);
     reset();
   }
+  explicit BasicGroupNormImpl(const GroupNormOptions& o)
+      : BasicGroupNormImpl(o.num_groups(), o.num_channels(), o.eps(), o.affine()) {}
   void reset() override {
     weight = this->register_parameter("weight", affine ? ones<P>({num_channels}) : TensorT());
     bias = this->register_parameter("bias", affine ? zeros<P>({num_channels}) : TensorT());
@@ -394,6 +421,15 @@ class BasicGroupNormImpl : public Cloneable<BasicGroupNormImpl<P>, P> {
 using GroupNormImpl = BasicGroupNormImpl<>;
 EMBER_MODULE(GroupNorm);
 
+/// libtorch's options without momentum and track_running_stats: Ember's InstanceNorm2d keeps
+/// no running statistics.
+struct InstanceNorm2dOptions {
+  explicit InstanceNorm2dOptions(int64_t num_features) : num_features_(num_features) {}
+  EMBER_ARG(int64_t, num_features);
+  EMBER_ARG(double, eps) = 1e-5;
+  EMBER_ARG(bool, affine) = false;
+};
+
 template <class P = DefaultPolicy>
 class BasicInstanceNorm2dImpl : public Cloneable<BasicInstanceNorm2dImpl<P>, P> {
  public:
@@ -402,6 +438,8 @@ class BasicInstanceNorm2dImpl : public Cloneable<BasicInstanceNorm2dImpl<P>, P> 
       : Cloneable<BasicInstanceNorm2dImpl<P>, P>("InstanceNorm2d"), num_features(channels), eps(eps), affine(affine) {
     reset();
   }
+  explicit BasicInstanceNorm2dImpl(const InstanceNorm2dOptions& o)
+      : BasicInstanceNorm2dImpl(o.num_features(), o.eps(), o.affine()) {}
   void reset() override {
     weight = this->register_parameter("weight", affine ? ones<P>({num_features}) : TensorT());
     bias = this->register_parameter("bias", affine ? zeros<P>({num_features}) : TensorT());
@@ -425,43 +463,71 @@ class BasicInstanceNorm2dImpl : public Cloneable<BasicInstanceNorm2dImpl<P>, P> 
 using InstanceNorm2dImpl = BasicInstanceNorm2dImpl<>;
 EMBER_MODULE(InstanceNorm2d);
 
+/// libtorch's Upsample options: a size (H, W) or scale factors (one for both dims, or one per
+/// dim), mode nearest or bilinear (kNearest, kBilinear).
+struct UpsampleOptions {
+  EMBER_ARG(IntArgs, size);
+  EMBER_ARG(std::vector<double>, scale_factor);
+  EMBER_ARG(std::string, mode) = "nearest";
+  EMBER_ARG(bool, align_corners) = false;
+};
+
 template <class P = DefaultPolicy>
 class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
  public:
   /// size (H, W), or a scale factor when size is empty.
   BasicUpsampleImpl(IntArgs size, double scale_factor = 0.0, std::string mode = "nearest", bool align_corners = false)
-      : Cloneable<BasicUpsampleImpl<P>, P>("Upsample"), size(std::move(size)), scale_factor(scale_factor),
-        mode(std::move(mode)), align_corners(align_corners) {
-    EMBER_CHECK(!this->size.empty() != (scale_factor > 0),
-                "[Upsample] needs either a size or a positive scale_factor (not both), got {} size values and "
-                "scale_factor {}",
-                this->size.size(), scale_factor);
+      : BasicUpsampleImpl(UpsampleOptions()
+                              .size(std::move(size))
+                              .scale_factor(scale_factor > 0 ? std::vector<double>{scale_factor}
+                                                             : std::vector<double>{})
+                              .mode(std::move(mode))
+                              .align_corners(align_corners)) {
+    EMBER_CHECK(scale_factor >= 0, "[Upsample] scale_factor must be positive, got {}", scale_factor);
+  }
+  explicit BasicUpsampleImpl(const UpsampleOptions& o)
+      : Cloneable<BasicUpsampleImpl<P>, P>("Upsample"), size(o.size()), mode(o.mode()), align_corners(o.align_corners()) {
+    const std::vector<double>& sf = o.scale_factor();
+    EMBER_CHECK(sf.size() <= 2, "[Upsample] takes 1 or 2 scale factors (H, W), got {}", sf.size());
+    for (double f : sf) EMBER_CHECK(f > 0 && std::isfinite(f), "[Upsample] scale factors must be positive, got {}", f);
+    EMBER_CHECK(!size.empty() != !sf.empty(),
+                "[Upsample] needs either a size or a positive scale_factor (not both), got {} size values and {} "
+                "scale factors",
+                size.size(), sf.size());
+    if (!sf.empty()) scale_h = sf[0], scale_w = sf.back();
   }
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) {
     if (!size.empty()) return F::interpolate(x, size, mode, align_corners);
     EMBER_CHECK(x.dim() == 4, "[Upsample] expects (N, C, H, W), got shape {}", x.sizes());
-    IntArgs s = {static_cast<int64_t>(std::floor(x.size(2) * scale_factor)),
-                 static_cast<int64_t>(std::floor(x.size(3) * scale_factor))};
+    IntArgs s = {static_cast<int64_t>(std::floor(x.size(2) * scale_h)),
+                 static_cast<int64_t>(std::floor(x.size(3) * scale_w))};
     // The scale, not the rounded size ratio, places the source pixels (as PyTorch).
-    return F::interpolate(x, s, mode, align_corners, {scale_factor, scale_factor});
+    return F::interpolate(x, s, mode, align_corners, {scale_h, scale_w});
   }
   std::string extra_repr() const override {
-    return size.empty() ? fmt::format("scale_factor={}, mode='{}'", scale_factor, mode)
-                        : fmt::format("size={}, mode='{}'", repr_args(size, 2), mode);
+    if (!size.empty()) return fmt::format("size={}, mode='{}'", repr_args(size, 2), mode);
+    if (scale_h == scale_w) return fmt::format("scale_factor={}, mode='{}'", scale_h, mode);
+    return fmt::format("scale_factor=({}, {}), mode='{}'", scale_h, scale_w, mode);
   }
   IntArgs size;
-  double scale_factor;
+  double scale_h = 0, scale_w = 0;  ///< used when size is empty
   std::string mode;
   bool align_corners;
 };
 using UpsampleImpl = BasicUpsampleImpl<>;
 EMBER_MODULE(Upsample);
 
+struct PixelShuffleOptions {
+  explicit PixelShuffleOptions(int64_t upscale_factor) : upscale_factor_(upscale_factor) {}
+  EMBER_ARG(int64_t, upscale_factor);
+};
+
 template <class P = DefaultPolicy>
 class BasicPixelShuffleImpl : public Cloneable<BasicPixelShuffleImpl<P>, P> {
  public:
   explicit BasicPixelShuffleImpl(int64_t r) : Cloneable<BasicPixelShuffleImpl<P>, P>("PixelShuffle"), upscale_factor(r) {}
+  explicit BasicPixelShuffleImpl(const PixelShuffleOptions& o) : BasicPixelShuffleImpl(o.upscale_factor()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::pixel_shuffle(x, upscale_factor); }
   std::string extra_repr() const override { return fmt::format("upscale_factor={}", upscale_factor); }

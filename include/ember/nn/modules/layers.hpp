@@ -14,16 +14,26 @@
 
 namespace ember::nn {
 
+/// libtorch's options of Dropout and Dropout2d: Dropout(DropoutOptions(0.2).inplace(true)).
+struct DropoutOptions {
+  DropoutOptions(double p = 0.5) : p_(p) {}  // NOLINT: implicit, as in libtorch
+  EMBER_ARG(double, p);
+  EMBER_ARG(bool, inplace) = false;
+};
+using Dropout2dOptions = DropoutOptions;
+
 template <class P = DefaultPolicy>
 class BasicDropoutImpl : public Cloneable<BasicDropoutImpl<P>, P> {
  public:
   explicit BasicDropoutImpl(double p = 0.5) : Cloneable<BasicDropoutImpl<P>, P>("Dropout"), p(p) {
     EMBER_CHECK(p >= 0 && p <= 1, "[Dropout] p must be in [0, 1], got {}", p);
   }
+  explicit BasicDropoutImpl(const DropoutOptions& o) : BasicDropoutImpl(o.p()) { inplace = o.inplace(); }
   void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::dropout(x, p, this->is_training()); }
-  std::string extra_repr() const override { return fmt::format("p={}, inplace=False", p); }
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::dropout(x, p, this->is_training(), inplace); }
+  std::string extra_repr() const override { return fmt::format("p={}, inplace={}", p, inplace ? "True" : "False"); }
   double p;
+  bool inplace = false;
 };
 using DropoutImpl = BasicDropoutImpl<>;
 EMBER_MODULE(Dropout);
@@ -34,10 +44,12 @@ class BasicDropout2dImpl : public Cloneable<BasicDropout2dImpl<P>, P> {
   explicit BasicDropout2dImpl(double p = 0.5) : Cloneable<BasicDropout2dImpl<P>, P>("Dropout2d"), p(p) {
     EMBER_CHECK(p >= 0 && p <= 1, "[Dropout2d] p must be in [0, 1], got {}", p);
   }
+  explicit BasicDropout2dImpl(const DropoutOptions& o) : BasicDropout2dImpl(o.p()) { inplace = o.inplace(); }
   void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::dropout2d(x, p, this->is_training()); }
-  std::string extra_repr() const override { return fmt::format("p={}, inplace=False", p); }
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::dropout2d(x, p, this->is_training(), inplace); }
+  std::string extra_repr() const override { return fmt::format("p={}, inplace={}", p, inplace ? "True" : "False"); }
   double p;
+  bool inplace = false;
 };
 using Dropout2dImpl = BasicDropout2dImpl<>;
 EMBER_MODULE(Dropout2d);

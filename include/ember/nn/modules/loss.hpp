@@ -19,6 +19,7 @@ namespace ember::nn {
    public:                                                                                \
     explicit Basic##Name##Impl(std::string reduction = "mean")                            \
         : Cloneable<Basic##Name##Impl<P>, P>(#Name), reduction(std::move(reduction)) {}   \
+    explicit Basic##Name##Impl(const Name##Options& o) : Basic##Name##Impl(o.reduction()) {} \
     void reset() override {}                                                              \
     BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {   \
       return call;                                                                        \
@@ -28,15 +29,28 @@ namespace ember::nn {
   using Name##Impl = Basic##Name##Impl<>;                                                 \
   EMBER_MODULE(Name)
 
+/// libtorch's options of the losses with only a reduction: MSELoss(MSELossOptions(kSum)).
+struct MSELossOptions {
+  MSELossOptions(std::string reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: implicit
+  EMBER_ARG(std::string, reduction);
+};
+using L1LossOptions = MSELossOptions;
+
 EMBER_SIMPLE_LOSS(MSELoss, F::mse_loss(input, target, reduction));
 EMBER_SIMPLE_LOSS(L1Loss, F::l1_loss(input, target, reduction));
 #undef EMBER_SIMPLE_LOSS
+
+struct SmoothL1LossOptions {
+  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(double, beta) = 1.0;
+};
 
 template <class P = DefaultPolicy>
 class BasicSmoothL1LossImpl : public Cloneable<BasicSmoothL1LossImpl<P>, P> {
  public:
   explicit BasicSmoothL1LossImpl(std::string reduction = "mean", double beta = 1.0)
       : Cloneable<BasicSmoothL1LossImpl<P>, P>("SmoothL1Loss"), reduction(std::move(reduction)), beta(beta) {}
+  explicit BasicSmoothL1LossImpl(const SmoothL1LossOptions& o) : BasicSmoothL1LossImpl(o.reduction(), o.beta()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
     return F::smooth_l1_loss(input, target, reduction, beta);
@@ -47,11 +61,17 @@ class BasicSmoothL1LossImpl : public Cloneable<BasicSmoothL1LossImpl<P>, P> {
 using SmoothL1LossImpl = BasicSmoothL1LossImpl<>;
 EMBER_MODULE(SmoothL1Loss);
 
+struct HuberLossOptions {
+  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(double, delta) = 1.0;
+};
+
 template <class P = DefaultPolicy>
 class BasicHuberLossImpl : public Cloneable<BasicHuberLossImpl<P>, P> {
  public:
   explicit BasicHuberLossImpl(std::string reduction = "mean", double delta = 1.0)
       : Cloneable<BasicHuberLossImpl<P>, P>("HuberLoss"), reduction(std::move(reduction)), delta(delta) {}
+  explicit BasicHuberLossImpl(const HuberLossOptions& o) : BasicHuberLossImpl(o.reduction(), o.delta()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
     return F::huber_loss(input, target, reduction, delta);
@@ -111,6 +131,11 @@ class BasicNLLLossImpl : public Cloneable<BasicNLLLossImpl<P>, P> {
 using NLLLossImpl = BasicNLLLossImpl<>;
 EMBER_MODULE(NLLLoss);
 
+struct BCELossOptions {
+  EMBER_ARG(Tensor, weight);
+  EMBER_ARG(std::string, reduction) = "mean";
+};
+
 template <class P = DefaultPolicy>
 class BasicBCELossImpl : public Cloneable<BasicBCELossImpl<P>, P> {
  public:
@@ -118,6 +143,8 @@ class BasicBCELossImpl : public Cloneable<BasicBCELossImpl<P>, P> {
       : Cloneable<BasicBCELossImpl<P>, P>("BCELoss"), reduction(std::move(reduction)), init_weight_(std::move(weight)) {
     reset();
   }
+  explicit BasicBCELossImpl(const BCELossOptions& o)
+      : BasicBCELossImpl(BasicTensor<P>(o.weight().impl_ref()), o.reduction()) {}
   void reset() override { weight = this->register_buffer("weight", init_weight_); }
   BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
     return F::binary_cross_entropy(input, target, weight, reduction);
@@ -157,11 +184,17 @@ class BasicBCEWithLogitsLossImpl : public Cloneable<BasicBCEWithLogitsLossImpl<P
 using BCEWithLogitsLossImpl = BasicBCEWithLogitsLossImpl<>;
 EMBER_MODULE(BCEWithLogitsLoss);
 
+struct KLDivLossOptions {
+  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(bool, log_target) = false;
+};
+
 template <class P = DefaultPolicy>
 class BasicKLDivLossImpl : public Cloneable<BasicKLDivLossImpl<P>, P> {
  public:
   explicit BasicKLDivLossImpl(std::string reduction = "mean", bool log_target = false)
       : Cloneable<BasicKLDivLossImpl<P>, P>("KLDivLoss"), reduction(std::move(reduction)), log_target(log_target) {}
+  explicit BasicKLDivLossImpl(const KLDivLossOptions& o) : BasicKLDivLossImpl(o.reduction(), o.log_target()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
     return F::kl_div(input, target, reduction, log_target);
@@ -172,6 +205,13 @@ class BasicKLDivLossImpl : public Cloneable<BasicKLDivLossImpl<P>, P> {
 using KLDivLossImpl = BasicKLDivLossImpl<>;
 EMBER_MODULE(KLDivLoss);
 
+/// The margin and reduction of CosineEmbeddingLoss and MarginRankingLoss.
+struct CosineEmbeddingLossOptions {
+  EMBER_ARG(double, margin) = 0.0;
+  EMBER_ARG(std::string, reduction) = "mean";
+};
+using MarginRankingLossOptions = CosineEmbeddingLossOptions;
+
 /// Three-input losses: forward(a, b, y) or (anchor, positive, negative).
 template <class P = DefaultPolicy>
 class BasicCosineEmbeddingLossImpl : public Cloneable<BasicCosineEmbeddingLossImpl<P>, P> {
@@ -179,6 +219,8 @@ class BasicCosineEmbeddingLossImpl : public Cloneable<BasicCosineEmbeddingLossIm
   explicit BasicCosineEmbeddingLossImpl(double margin = 0.0, std::string reduction = "mean")
       : Cloneable<BasicCosineEmbeddingLossImpl<P>, P>("CosineEmbeddingLoss"), margin(margin),
         reduction(std::move(reduction)) {}
+  explicit BasicCosineEmbeddingLossImpl(const CosineEmbeddingLossOptions& o)
+      : BasicCosineEmbeddingLossImpl(o.margin(), o.reduction()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y) {
     return F::cosine_embedding_loss(a, b, y, margin, reduction);
@@ -195,6 +237,8 @@ class BasicMarginRankingLossImpl : public Cloneable<BasicMarginRankingLossImpl<P
   explicit BasicMarginRankingLossImpl(double margin = 0.0, std::string reduction = "mean")
       : Cloneable<BasicMarginRankingLossImpl<P>, P>("MarginRankingLoss"), margin(margin),
         reduction(std::move(reduction)) {}
+  explicit BasicMarginRankingLossImpl(const MarginRankingLossOptions& o)
+      : BasicMarginRankingLossImpl(o.margin(), o.reduction()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y) {
     return F::margin_ranking_loss(a, b, y, margin, reduction);
@@ -205,6 +249,14 @@ class BasicMarginRankingLossImpl : public Cloneable<BasicMarginRankingLossImpl<P
 using MarginRankingLossImpl = BasicMarginRankingLossImpl<>;
 EMBER_MODULE(MarginRankingLoss);
 
+struct TripletMarginLossOptions {
+  EMBER_ARG(double, margin) = 1.0;
+  EMBER_ARG(double, p) = 2.0;
+  EMBER_ARG(double, eps) = 1e-6;
+  EMBER_ARG(bool, swap) = false;
+  EMBER_ARG(std::string, reduction) = "mean";
+};
+
 template <class P = DefaultPolicy>
 class BasicTripletMarginLossImpl : public Cloneable<BasicTripletMarginLossImpl<P>, P> {
  public:
@@ -212,6 +264,8 @@ class BasicTripletMarginLossImpl : public Cloneable<BasicTripletMarginLossImpl<P
                                       std::string reduction = "mean")
       : Cloneable<BasicTripletMarginLossImpl<P>, P>("TripletMarginLoss"), margin(margin), p(p), eps(eps), swap(swap),
         reduction(std::move(reduction)) {}
+  explicit BasicTripletMarginLossImpl(const TripletMarginLossOptions& o)
+      : BasicTripletMarginLossImpl(o.margin(), o.p(), o.eps(), o.swap(), o.reduction()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& a, const BasicTensor<P>& pos, const BasicTensor<P>& neg) {
     return F::triplet_margin_loss(a, pos, neg, margin, p, eps, swap, reduction);
@@ -223,12 +277,20 @@ class BasicTripletMarginLossImpl : public Cloneable<BasicTripletMarginLossImpl<P
 using TripletMarginLossImpl = BasicTripletMarginLossImpl<>;
 EMBER_MODULE(TripletMarginLoss);
 
+struct CTCLossOptions {
+  EMBER_ARG(int64_t, blank) = 0;
+  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(bool, zero_infinity) = false;
+};
+
 template <class P = DefaultPolicy>
 class BasicCTCLossImpl : public Cloneable<BasicCTCLossImpl<P>, P> {
  public:
   explicit BasicCTCLossImpl(int64_t blank = 0, std::string reduction = "mean", bool zero_infinity = false)
       : Cloneable<BasicCTCLossImpl<P>, P>("CTCLoss"), blank(blank), reduction(std::move(reduction)),
         zero_infinity(zero_infinity) {}
+  explicit BasicCTCLossImpl(const CTCLossOptions& o)
+      : BasicCTCLossImpl(o.blank(), o.reduction(), o.zero_infinity()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& log_probs, const BasicTensor<P>& targets,
                          const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths) {

@@ -421,11 +421,34 @@ class BasicTransformerDecoderLayerImpl : public Cloneable<BasicTransformerDecode
 using TransformerDecoderLayerImpl = BasicTransformerDecoderLayerImpl<>;
 EMBER_MODULE(TransformerDecoderLayer);
 
+/// libtorch's TransformerEncoderOptions: the layer to copy (or its options), how many
+/// copies, and an optional final norm.
+struct TransformerEncoderOptions {
+  TransformerEncoderOptions(TransformerEncoderLayer encoder_layer, int64_t num_layers)
+      : encoder_layer_(std::move(encoder_layer)), num_layers_(num_layers) {}
+  TransformerEncoderOptions(const TransformerEncoderLayerOptions& layer_options, int64_t num_layers)
+      : encoder_layer_(TransformerEncoderLayer(layer_options)), num_layers_(num_layers) {}
+  EMBER_ARG(TransformerEncoderLayer, encoder_layer);
+  EMBER_ARG(int64_t, num_layers);
+  EMBER_ARG(LayerNorm, norm) = nullptr;
+};
+struct TransformerDecoderOptions {
+  TransformerDecoderOptions(TransformerDecoderLayer decoder_layer, int64_t num_layers)
+      : decoder_layer_(std::move(decoder_layer)), num_layers_(num_layers) {}
+  TransformerDecoderOptions(const TransformerDecoderLayerOptions& layer_options, int64_t num_layers)
+      : decoder_layer_(TransformerDecoderLayer(layer_options)), num_layers_(num_layers) {}
+  EMBER_ARG(TransformerDecoderLayer, decoder_layer);
+  EMBER_ARG(int64_t, num_layers);
+  EMBER_ARG(LayerNorm, norm) = nullptr;
+};
+
 /// `num_layers` deep copies of a layer (named layers.0, layers.1, ...) and an optional final norm.
 template <class P = DefaultPolicy>
 class BasicTransformerEncoderImpl : public BasicModule<P> {
  public:
   using TensorT = BasicTensor<P>;
+  explicit BasicTransformerEncoderImpl(const TransformerEncoderOptions& o)
+      : BasicTransformerEncoderImpl(o.encoder_layer(), o.num_layers(), o.norm()) {}
   BasicTransformerEncoderImpl(const TransformerEncoderLayer& layer, int64_t num_layers, LayerNorm norm = nullptr)
       : BasicModule<P>("TransformerEncoder") {
     EMBER_CHECK(num_layers >= 1, "[TransformerEncoder] num_layers must be positive, got {}", num_layers);
@@ -451,6 +474,8 @@ template <class P = DefaultPolicy>
 class BasicTransformerDecoderImpl : public BasicModule<P> {
  public:
   using TensorT = BasicTensor<P>;
+  explicit BasicTransformerDecoderImpl(const TransformerDecoderOptions& o)
+      : BasicTransformerDecoderImpl(o.decoder_layer(), o.num_layers(), o.norm()) {}
   BasicTransformerDecoderImpl(const TransformerDecoderLayer& layer, int64_t num_layers, LayerNorm norm = nullptr)
       : BasicModule<P>("TransformerDecoder") {
     EMBER_CHECK(num_layers >= 1, "[TransformerDecoder] num_layers must be positive, got {}", num_layers);

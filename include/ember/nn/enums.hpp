@@ -1,0 +1,47 @@
+#pragma once
+/// libtorch's enum options (torch::kSum, torch::kBilinear, torch::kSame, ...). Ember's options
+/// take these choices as strings; each constant converts to its string, so
+/// `MSELossOptions().reduction(ember::kSum)` is `.reduction("sum")` and
+/// `Conv2dOptions(3, 8, 3).padding(ember::kSame)` is `.padding_str("same")`.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ember {
+
+/// The name of one enum choice; converts to std::string wherever an option takes one.
+struct EnumName {
+  // From a string literal only: `{0}` must not make one (ConvOptions::padding takes both).
+  template <size_t N>
+  constexpr explicit EnumName(const char (&literal)[N]) : name(literal) {}
+  const char* name;
+  operator std::string() const { return name; }            // NOLINT: implicit on purpose
+  constexpr operator std::string_view() const { return name; }  // NOLINT
+  friend bool operator==(const std::string& s, EnumName e) { return s == e.name; }
+};
+
+// Reductions of losses.
+inline constexpr EnumName kNone{"none"};
+inline constexpr EnumName kMean{"mean"};
+inline constexpr EnumName kSum{"sum"};
+// EmbeddingBag modes (with kSum, kMean).
+inline constexpr EnumName kMax{"max"};
+// Interpolation modes.
+inline constexpr EnumName kNearest{"nearest"};
+inline constexpr EnumName kBilinear{"bilinear"};
+// Padding modes.
+inline constexpr EnumName kZeros{"zeros"};
+inline constexpr EnumName kReflect{"reflect"};
+inline constexpr EnumName kReplicate{"replicate"};
+inline constexpr EnumName kCircular{"circular"};
+inline constexpr EnumName kConstant{"constant"};
+// Convolution padding by name.
+inline constexpr EnumName kSame{"same"};
+inline constexpr EnumName kValid{"valid"};
+// Activations of recurrent and transformer layers, GELU's approximation.
+inline constexpr EnumName kReLU{"relu"};
+inline constexpr EnumName kGELU{"gelu"};
+inline constexpr EnumName kTanh{"tanh"};
+
+}  // namespace ember
