@@ -713,7 +713,14 @@ TEST_CASE("index expressions mixing index tensors with ints, slices, None and El
   CHECK(x.index({None, Slice(), tensor<int64_t>({1})}).sizes() == Shape{1, 2, 1, 4, 5});
   CHECK(same(x.index({Slice(1, None), tensor<int64_t>({2, 1}), Slice(None, None, 2)}),
              x.narrow(0, 1, 1).index_select(1, tensor<int64_t>({2, 1})).index({Slice(), Slice(), Slice(None, None, 2)})));
-  CHECK(same(x.index({Slice(), full({}, 1, kInt64)}), x.select(1, 1)));
+  // A 0-d integer tensor is an integer, as in PyTorch: it selects, and the index tensors around
+  // it stay next to each other (x[:, [0, 1, 2], :, t0] is (2, 3, 4), x[t0, :, i] is (3, 2, 5)).
+  const Tensor t0 = full({}, 1, kInt64);
+  CHECK(same(x.index({Slice(), t0}), x.select(1, 1)));
+  CHECK(same(x.index({Slice(), tensor<int64_t>({0, 1, 2}), Slice(), t0}), x.select(3, 1)));
+  CHECK(same(x.index({t0, Slice(), i}), x.select(0, 1).index_select(1, i)));
+  CHECK(same(x.index({t0.to(kInt32), 2}), x.index({1, 2})));
+  CHECK(same(x.index({Slice(), k.to(kInt32)}), x.index_select(1, k)));  // i32 indices, as index({i32})
   // A bool mask indexes as many dims as it has.
   const Tensor m = tensor({{true, false, true, false}, {false, false, true, true}, {true, true, false, false}});
   const Tensor flat_pos = m.flatten().nonzero().squeeze(1);
@@ -739,6 +746,13 @@ TEST_CASE("index expressions mixing index tensors with ints, slices, None and El
   y.index_put_({1, m}, arange(5) + 1);  // broadcast values over the 6 masked rows
   CHECK(same(y.index({1, m}), (arange(5) + 1).expand({6, 5})));
   y.zero_();
+  y.index_put_({Slice(), m}, arange(5) + 1);  // a mask after a slice: its rows sit at dim 1
+  CHECK(same(y.index({Slice(), m}), (arange(5) + 1).expand({2, 6, 5})));
+  CHECK(y.sum().item<int64_t>() == 2 * 6 * 15);
+  y.zero_();
+  y.index_put_({Slice(), j, i}, v_adj.unsqueeze(0).unsqueeze(0));  // leading 1s dropped, as PyTorch's
+  CHECK(same(y.index({Slice(), j, i}), v_adj));
+  y.zero_();
   y.index_put_({Slice(), 1, Slice(), i}, arange(16).reshape({2, 4, 2}) + 1);
   CHECK(same(y.index({Slice(), 1, Slice(), i}), arange(16).reshape({2, 4, 2}) + 1));
   CHECK(y.sum().item<int64_t>() == 136);
@@ -756,6 +770,13 @@ TEST_CASE("index expressions mixing index tensors with ints, slices, None and El
                        Error);
   CHECK_THROWS_WITH_AS(x.index({0, 0, 0, 0, i}), doctest::Contains("too many indices (5)"), Error);
   CHECK_THROWS_WITH_AS(x.index({Ellipsis, i, Ellipsis}), doctest::Contains("one Ellipsis"), Error);
-  CHECK_THROWS_WITH_AS(x.index({Slice(), tensor<int64_t>({3})}), doctest::Contains("3"), Error);
-  CHECK_THROWS(y.index_put_({j, Slice(), i}, arange(4)));
+  // Errors name the dims as the caller counts them.
+  CHECK_THROWS_WITH_AS(x.index({Slice(), tensor<int64_t>({3})}),
+                       doctest::Contains("index 3 is out of bounds for dim 1 with size 3"), Error);
+  CHECK_THROWS_WITH_AS(x.index({0, Slice(), tensor<int64_t>({0, -6})}),
+                       doctest::Contains("index -6 is out of bounds for dim 1 with size 4"), Error);
+  CHECK_THROWS_WITH_AS(x.index({Slice(), m.narrow(1, 0, 3)}),
+                       doctest::Contains("mask of shape [3, 3] does not match the shape [3, 4]"), Error);
+  CHECK_THROWS_WITH_AS(y.index_put_({Slice(), 1, Slice(), i}, arange(3)), doctest::Contains("[index_put_]"), Error);
+  CHECK_THROWS_WITH_AS(y.index_put_({j, Slice(), i}, arange(4)), doctest::Contains("[index_put_]"), Error);
 }

@@ -658,7 +658,8 @@ TEST_CASE("libtorch spellings: item() as a Scalar, untyped data_ptr(), to(other)
   CHECK(d.dtype() == DType::F64);
   CHECK(values_of(d) == std::vector<double>{0, 1, 2, 3, 4, 5});
   CHECK(x.to(TensorOptions().dtype(kInt64)).dtype() == DType::I64);
-  CHECK(x.to(TensorOptions(kCPU)).dtype() == DType::F32);  // unset dtype: kept
+  CHECK(d.to(TensorOptions(kCPU)).dtype() == DType::F64);  // unset dtype: kept
+  CHECK_THROWS_WITH_AS(x.to(TensorOptions().requires_grad()), doctest::Contains("requires_grad"), Error);
   CHECK(x.to(x.options()).data_ptr() == x.data_ptr());      // nothing to change: the same tensor
 
   const std::vector<int64_t> dims = x.sizes().vec();

@@ -207,6 +207,9 @@ TEST_CASE("safetensors: names the writer refuses") {
   CHECK_ERROR(io::save_safetensors(path, {{"a", ones({1})}}, {{"k", "\xc3"}}), "[save_safetensors]", "not UTF-8");
   CHECK_ERROR((TensorDict{{"a", ones({1})}, {"a", ones({2})}}), "[OrderedDict]", "'a'", "already present");
   CHECK_ERROR(TensorDict().at("x"), "[OrderedDict]", "'x'");
+  TensorDict emptied{{"w", ones({1})}};
+  emptied["w"] = Tensor();  // insert refuses this; the writer checks again
+  CHECK_ERROR(io::save_safetensors(path, emptied), "[TensorDict]", "'w'", "undefined");
   CHECK(!fs::exists(path));
   CHECK(dir.entries().empty());
 }

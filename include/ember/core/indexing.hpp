@@ -48,6 +48,8 @@ struct TensorIndex {
   detail::Ref<detail::TensorImpl> tensor;  ///< Kind::Tensor only
   TensorIndex(int64_t i) : kind(Kind::Integer), integer(i) {}  // NOLINT: implicit
   TensorIndex(int i) : kind(Kind::Integer), integer(i) {}      // NOLINT
+  // PyTorch's x[True] adds a dim; Ember does not offer it, and `true` must not select index 1.
+  TensorIndex(bool) = delete;
   TensorIndex(Slice s) : kind(Kind::Slice), slice(s) {}        // NOLINT
   TensorIndex(NoneIndex) : kind(Kind::None) {}                 // NOLINT
   TensorIndex(EllipsisIndex) : kind(Kind::Ellipsis) {}         // NOLINT

@@ -58,12 +58,9 @@ class OrderedDict {
     items_.emplace_back(std::move(key), std::move(value));
     return items_.back().second;
   }
-  /// Inserts every entry of `other` that is absent, and overwrites the value of each present.
+  /// Inserts every entry of `other`, in order; a key already present is an error (as libtorch's).
   void update(const OrderedDict& other) {
-    for (const Item& item : other) {
-      if (Value* v = find(item.first)) *v = item.second;
-      else insert(item.first, item.second);
-    }
+    for (const Item& item : other) insert(item.first, item.second);
   }
   /// Removes `key`, keeping the order of the rest; an absent key is an error.
   void erase(const Key& key) {

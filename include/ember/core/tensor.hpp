@@ -234,7 +234,11 @@ class BasicTensor {
   /// To o's device and dtype.
   BasicTensor to(const BasicTensor& o) const { return to(o.device(), o.dtype()); }
   /// To the device and dtype `o` names (each kept when `o` leaves it unset).
-  BasicTensor to(const TensorOptions& o) const { return to(o.device_or(device()), o.dtype_or(dtype())); }
+  BasicTensor to(const TensorOptions& o) const {
+    EMBER_CHECK(!o.get_requires_grad(), "[to] options with requires_grad set are refused (as libtorch); use "
+                                        "requires_grad_() on the result");
+    return to(o.device_or(device()), o.dtype_or(dtype()));
+  }
   /// This tensor's dtype and device, for factories: zeros({3}, x.options()).
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   BasicTensor cpu() const { return to(kCPU); }

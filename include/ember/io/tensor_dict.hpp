@@ -56,7 +56,11 @@ class BasicTensorDict : public OrderedDict<std::string, BasicTensor<P>> {
   detail::NamedTensors refs() const {
     detail::NamedTensors r;
     r.reserve(this->size());
-    for (const auto& [name, t] : *this) r.emplace_back(name, t.impl_ref());
+    for (const auto& [name, t] : *this) {
+      // insert refuses undefined tensors, but the values can be reassigned through d["name"].
+      EMBER_CHECK(t.defined(), "[TensorDict] tensor '{}' is undefined", name);
+      r.emplace_back(name, t.impl_ref());
+    }
     return r;
   }
 };

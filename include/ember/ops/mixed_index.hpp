@@ -40,8 +40,9 @@ AdvancedIndexPlan<P> plan_advanced_index(const BasicTensor<P>& x, std::span<cons
     consumed += dims_of(i);
     ellipses += i.kind == K::Ellipsis;
     if (i.kind == K::Tensor)
-      EMBER_CHECK(i.tensor->dtype == DType::Bool ? i.tensor->ndim() > 0 : i.tensor->dtype == DType::I64,
-                  "[index] an index tensor must be i64 or a bool mask of rank >= 1, got a {} tensor of shape {}",
+      EMBER_CHECK(i.tensor->dtype == DType::Bool ? i.tensor->ndim() > 0
+                                                 : i.tensor->dtype == DType::I64 || i.tensor->dtype == DType::I32,
+                  "[index] an index tensor must be i64, i32 or a bool mask of rank >= 1, got a {} tensor of shape {}",
                   i.tensor->dtype, i.tensor->sizes);
   }
   EMBER_CHECK(ellipses <= 1, "[index] at most one Ellipsis is allowed");
@@ -69,6 +70,25 @@ AdvancedIndexPlan<P> plan_advanced_index(const BasicTensor<P>& x, std::span<cons
     }
   }
   const BasicTensor<P> view = x.index(std::span<const TensorIndex>(basic));
+
+  // Checked here, where the dims can be named as the caller counts them (the picking below
+  // runs on a permuted view).
+  for (size_t s = 0; s < spans.size(); ++s) {
+    const BasicTensor<P>& t = plan.tensors[s];
+    const auto [first, k] = spans[s];
+    if (t.dtype() == DType::Bool) {
+      Shape covered;
+      for (int64_t j = first; j < first + k; ++j) covered.push_back(view.size(j));
+      EMBER_CHECK(t.sizes() == covered,
+                  "[index] a mask of shape {} does not match the shape {} of the dims it indexes ({} to {} of {}, "
+                  "after the integers, slices and None before it)",
+                  t.sizes(), covered, first, first + k - 1, view.sizes());
+    } else if (t.numel() > 0) {
+      const int64_t n = view.size(first), lo = t.min().template item<int64_t>(), hi = t.max().template item<int64_t>();
+      for (int64_t bad : {lo, hi})
+        EMBER_CHECK(bad >= -n && bad < n, "[index] index {} is out of bounds for dim {} with size {}", bad, first, n);
+    }
+  }
 
   bool adjacent = true;
   for (size_t s = 1; s < spans.size(); ++s) adjacent &= spans[s].first == spans[s - 1].first + spans[s - 1].second;
@@ -99,13 +119,28 @@ inline Shape move_front_dims(int64_t n, int64_t count, int64_t position, bool in
   return perm;
 }
 
+/// The entries with each 0-d integer tensor turned into its integer, as PyTorch does (so it
+/// selects, and does not separate the index tensors around it); and the index tensors left.
 template <class P>
-BasicTensor<P> index_with_tensors(const BasicTensor<P>& x, std::span<const TensorIndex> idx) {
+std::vector<BasicTensor<P>> integers_for_0d_tensors(std::span<const TensorIndex> idx, std::vector<TensorIndex>& out) {
   std::vector<BasicTensor<P>> tensors;
-  for (const TensorIndex& i : idx)
-    if (i.kind == TensorIndex::Kind::Tensor) tensors.push_back(BasicTensor<P>(i.tensor));
-  if (tensors.size() == idx.size()) return x.index(tensors);  // only tensors: leading dims
-  AdvancedIndexPlan<P> plan = plan_advanced_index(x, idx);
+  out.assign(idx.begin(), idx.end());
+  for (TensorIndex& i : out) {
+    if (i.kind != TensorIndex::Kind::Tensor) continue;
+    BasicTensor<P> t(i.tensor);
+    if (t.dim() == 0 && t.dtype() != DType::Bool && is_integral(t.dtype())) i = TensorIndex(t.template item<int64_t>());
+    else tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+template <class P>
+BasicTensor<P> index_with_tensors(const BasicTensor<P>& x, std::span<const TensorIndex> given) {
+  std::vector<TensorIndex> idx;
+  std::vector<BasicTensor<P>> tensors = integers_for_0d_tensors<P>(given, idx);
+  if (tensors.empty()) return x.index(std::span<const TensorIndex>(idx));  // basic indexing after all
+  if (tensors.size() == idx.size()) return x.index(tensors);              // only tensors: leading dims
+  AdvancedIndexPlan<P> plan = plan_advanced_index(x, std::span<const TensorIndex>(idx));
   BasicTensor<P> r = plan.front.index(plan.tensors);  // broadcast dims first, then the rest
   if (plan.result_position == 0) return r;
   const int64_t broadcast_dims = r.dim() - (plan.front.dim() - plan.indexed_dims);
@@ -113,17 +148,23 @@ BasicTensor<P> index_with_tensors(const BasicTensor<P>& x, std::span<const Tenso
 }
 
 template <class P>
-void index_put_with_tensors(const BasicTensor<P>& x, std::span<const TensorIndex> idx, const BasicTensor<P>& v) {
-  std::vector<BasicTensor<P>> tensors;
-  for (const TensorIndex& i : idx)
-    if (i.kind == TensorIndex::Kind::Tensor) tensors.push_back(BasicTensor<P>(i.tensor));
+void index_put_with_tensors(const BasicTensor<P>& x, std::span<const TensorIndex> given, const BasicTensor<P>& v) {
+  std::vector<TensorIndex> idx;
+  std::vector<BasicTensor<P>> tensors = integers_for_0d_tensors<P>(given, idx);
   BasicTensor<P> target = x;  // a handle: index_put_ writes into x's storage
-  if (tensors.size() == idx.size()) {
-    target.index_put_(tensors, v);
+  if (tensors.empty()) {
+    target.index_put_(std::span<const TensorIndex>(idx), v);
     return;
   }
-  AdvancedIndexPlan<P> plan = plan_advanced_index(x, idx);
+  // Leading size-1 dims of the values are dropped, as PyTorch's assignment does
+  // (broadcasting puts back any that are needed).
   BasicTensor<P> values = v;
+  while (values.dim() > 0 && values.size(0) == 1) values = values.squeeze(0);
+  if (tensors.size() == idx.size()) {
+    target.index_put_(tensors, values);
+    return;
+  }
+  AdvancedIndexPlan<P> plan = plan_advanced_index(x, std::span<const TensorIndex>(idx));
   if (plan.result_position != 0) {
     // v is shaped as the indexing result, whose broadcast dims sit at result_position; the
     // write through `front` takes them first. Masks count their true elements.
@@ -136,9 +177,9 @@ void index_put_with_tensors(const BasicTensor<P>& x, std::span<const TensorIndex
     for (int64_t j = plan.indexed_dims; j < plan.front.dim(); ++j) result.push_back(plan.front.size(j));
     for (size_t j = 0; j < broadcast.size(); ++j)
       result.insert(static_cast<size_t>(plan.result_position) + j, broadcast[j]);
-    EMBER_CHECK(v.dim() <= result.ndim(), "[index_put_] values of shape {} do not broadcast to the indexed shape {}",
-                v.sizes(), result);
-    values = v.expand(result).permute(
+    EMBER_CHECK(values.dim() <= result.ndim() && ops::broadcast_shapes(values.sizes(), result, "index_put_") == result,
+                "[index_put_] values of shape {} do not broadcast to the indexed shape {}", v.sizes(), result);
+    values = values.expand(result).permute(
         move_front_dims(result.ndim(), broadcast.ndim(), plan.result_position, true));
   }
   plan.front.index_put_(plan.tensors, values);

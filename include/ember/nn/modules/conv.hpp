@@ -28,8 +28,6 @@ struct ConvOptions {
   EMBER_ARG(int64_t, out_channels);
   EMBER_ARG(IntArgs, kernel_size);
   EMBER_ARG(IntArgs, stride) = {1};
-  /// Numbers per dim; or use padding_same()/"valid" via padding_str.
-  EMBER_ARG(IntArgs, padding) = {0};
   EMBER_ARG(std::string, padding_str);  ///< "same" or "valid" (empty: use `padding`)
   EMBER_ARG(IntArgs, dilation) = {1};
   EMBER_ARG(int64_t, groups) = 1;
@@ -37,7 +35,16 @@ struct ConvOptions {
   EMBER_ARG(std::string, padding_mode) = "zeros";  ///< zeros, reflect, replicate, circular
 
  public:
-  /// libtorch's padding by name: .padding(kSame) or .padding(kValid) sets padding_str.
+  /// Padding in numbers per dim (clearing a padding by name), or by name as libtorch's:
+  /// .padding(kSame) or .padding(kValid) sets padding_str. The last call wins.
+  auto& padding(const IntArgs& numbers) & {
+    padding_ = numbers, padding_str_.clear();
+    return *this;
+  }
+  auto&& padding(const IntArgs& numbers) && {
+    padding_ = numbers, padding_str_.clear();
+    return std::move(*this);
+  }
   auto& padding(EnumName mode) & {
     padding_str_ = mode.name;
     return *this;
@@ -46,6 +53,11 @@ struct ConvOptions {
     padding_str_ = mode.name;
     return std::move(*this);
   }
+  const IntArgs& padding() const noexcept { return padding_; }
+  IntArgs& padding() noexcept { return padding_; }
+
+ private:
+  IntArgs padding_ = {0};
 };
 
 /// Convolution over ND spatial dims with PyTorch's init (kaiming_uniform a = sqrt 5; bias
@@ -475,16 +487,13 @@ struct UpsampleOptions {
 template <class P = DefaultPolicy>
 class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
  public:
-  /// size (H, W), or a scale factor when size is empty.
+  /// size (H, W), or a scale factor when size is empty (0: none given).
   BasicUpsampleImpl(IntArgs size, double scale_factor = 0.0, std::string mode = "nearest", bool align_corners = false)
       : BasicUpsampleImpl(UpsampleOptions()
                               .size(std::move(size))
-                              .scale_factor(scale_factor > 0 ? std::vector<double>{scale_factor}
-                                                             : std::vector<double>{})
+                              .scale_factor(scale_factor == 0 ? std::vector<double>{} : std::vector<double>{scale_factor})
                               .mode(std::move(mode))
-                              .align_corners(align_corners)) {
-    EMBER_CHECK(scale_factor >= 0, "[Upsample] scale_factor must be positive, got {}", scale_factor);
-  }
+                              .align_corners(align_corners)) {}
   explicit BasicUpsampleImpl(const UpsampleOptions& o)
       : Cloneable<BasicUpsampleImpl<P>, P>("Upsample"), size(o.size()), mode(o.mode()), align_corners(o.align_corners()) {
     const std::vector<double>& sf = o.scale_factor();
