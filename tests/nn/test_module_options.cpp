@@ -57,14 +57,15 @@ TEST_CASE("OrderedDict: insertion order, lookup by key, libtorch's item interfac
   CHECK(d.keys() == std::vector<std::string>{"a", "c"});
   CHECK(d["c"] == 3);
   CHECK(d[size_t{1}].key() == "c");
-  OrderedDict<std::string, int> more{{"c", 30}, {"d", 4}};
-  d.update(more);
-  CHECK(d.keys() == std::vector<std::string>{"a", "c", "d"});
-  CHECK(d["c"] == 30);
+  d.update(OrderedDict<std::string, int>{{"d", 4}, {"e", 5}});
+  CHECK(d.keys() == std::vector<std::string>{"a", "c", "d", "e"});
+  CHECK_ERROR(d.update(OrderedDict<std::string, int>{{"c", 30}}), "'c'", "already present");  // as libtorch's
+  CHECK(d["c"] == 3);
+  d.erase("e");
   // Items are std::pairs too.
   std::string joined;
   for (const auto& [k, v] : d) joined += k + std::to_string(v);
-  CHECK(joined == "a10c30d4");
+  CHECK(joined == "a10c3d4");
   CHECK(d.pairs()[2] == std::pair<std::string, int>("d", 4));
   d.clear();
   CHECK(d.is_empty());
@@ -113,6 +114,12 @@ TEST_CASE("nn: activations from their options; inplace writes into the input") {
   nn::RReLU rr(nn::RReLUOptions().lower(0.1).upper(0.3).inplace(true));
   rr->eval();
   check_inplace(rr, [](const Tensor& t) { return t.leaky_relu(0.2); }, x);
+  rr->train();  // random slopes: the same draws as the plain form's after the same seed
+  manual_seed(21);
+  const Tensor rr_plain = nn::RReLU(nn::RReLUOptions().lower(0.1).upper(0.3))(x);
+  manual_seed(21);
+  check_inplace(rr, [&](const Tensor&) { return rr_plain; }, x);
+  CHECK(!same(rr_plain, x.leaky_relu(0.2)));
 
   // Without inplace the input is left alone, and the option values are the module's.
   Tensor y = x.clone();
@@ -227,6 +234,7 @@ TEST_CASE("nn: normalisation, resampling and pooling layers from their options")
   CHECK_ERROR(nn::Upsample(nn::UpsampleOptions().scale_factor({-2.0})), "[Upsample]", "positive", "-2");
   CHECK_ERROR(nn::Upsample(nn::UpsampleOptions().size({4, 4}).scale_factor({2.0})), "[Upsample]", "not both");
   CHECK_ERROR(nn::Upsample(nn::UpsampleOptions()), "[Upsample]", "not both");
+  CHECK_ERROR(nn::Upsample(nn::F::IntArgs{}, -1.0), "[Upsample]", "positive", "-1");
 
   // Convolution padding by name.
   nn::Conv2d same_pad(nn::Conv2dOptions(4, 2, 3).padding(kSame).bias(false));
@@ -236,6 +244,9 @@ TEST_CASE("nn: normalisation, resampling and pooling layers from their options")
   nn::Conv2d zero_pad(nn::Conv2dOptions(4, 2, 3).padding({0}));  // a list of numbers still means numbers
   CHECK(zero_pad(x).sizes() == Shape{2, 2, 1, 1});
   CHECK(nn::Conv2dOptions(1, 1, 3).padding(kSame).padding_str() == "same");
+  // The last padding call wins, as in libtorch.
+  CHECK(nn::Conv2d(nn::Conv2dOptions(4, 2, 3).padding(kSame).padding(0))(x).sizes() == Shape{2, 2, 1, 1});
+  CHECK(nn::Conv2d(nn::Conv2dOptions(4, 2, 3).padding(0).padding(kSame))(x).sizes() == Shape{2, 2, 3, 3});
 }
 
 TEST_CASE("nn: losses from their options, with the enum names for reductions") {
@@ -291,4 +302,40 @@ TEST_CASE("nn: TransformerEncoder and TransformerDecoder from their options") {
   CHECK(dec->layers->size() == 3);
   CHECK(dec(src, src).sizes() == Shape{5, 1, 8});
   CHECK(dec->named_parameters().find("norm.weight") == nullptr);
+}
+
+TEST_CASE("nn: Sequential with named children, ModuleList from a list, Module::as<T>()") {
+  manual_seed(12);
+  // As PyTorch's Sequential(OrderedDict(...)): the names are the state dict's.
+  nn::Sequential net({{"fc1", nn::Linear(3, 4)}, {"act", nn::ReLU()}, {"fc2", nn::Linear(4, 2)}});
+  CHECK(net->named_parameters().keys() == std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"});
+  CHECK(net->size() == 3);
+  const Tensor x = randn({5, 3});
+  auto fc1 = net->ptr<nn::LinearImpl>(0), fc2 = net->ptr<nn::LinearImpl>(2);
+  CHECK(same(net(x), fc2->forward(fc1->forward(x).relu())));
+  net->push_back("scale", [](const Tensor& t) { return t * 3.0; });
+  net->push_back(nn::Tanh());  // positional names go on counting
+  CHECK(net->named_children().keys() == std::vector<std::string>{"fc1", "act", "fc2", "scale", "4"});
+  CHECK(same(net(x), (fc2->forward(fc1->forward(x).relu()) * 3.0).tanh()));
+  // Clones keep the names; replacing by name reaches forward.
+  auto copy = std::dynamic_pointer_cast<nn::SequentialImpl>(net->clone());
+  CHECK(copy->named_children().keys() == net->named_children().keys());
+  CHECK(same((*copy).forward(x), net(x)));
+  net->replace_module("act", nn::Identity());
+  CHECK(same(net(x), (fc2->forward(fc1->forward(x)) * 3.0).tanh()));
+  CHECK_ERROR((nn::Sequential({{"a", nn::ReLU()}, {"a", nn::Tanh()}})), "'a'");
+
+  nn::ModuleList list(nn::Linear(2, 3), nn::ReLU(), nn::Linear(3, 1));
+  CHECK(list->size() == 3);
+  CHECK(list->named_parameters().keys() == std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"});
+
+  // as<T>() by handle type or Impl type; nullptr for another type.
+  std::vector<int64_t> widths;
+  for (const auto& m : net->modules(false))
+    if (auto* fc = m->as<nn::Linear>()) widths.push_back(fc->options.out_features());
+  CHECK(widths == std::vector<int64_t>{4, 2});
+  CHECK(net->as<nn::SequentialImpl>() == net.get());
+  CHECK(net->as<nn::Linear>() == nullptr);
+  const nn::SequentialImpl& cnet = *net;
+  CHECK(cnet.as<nn::Sequential>() == net.get());
 }

@@ -75,6 +75,17 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   BasicModule& operator=(const BasicModule&) = default;
 
   const std::string& name() const { return type_name_; }
+  /// This module as T (an Impl type, or a handle type such as nn::Linear for LinearImpl), or
+  /// nullptr when it is not one: `if (auto* fc = m->as<nn::Linear>()) ...`, as libtorch's.
+  template <class T>
+  auto* as() {
+    if constexpr (requires { typename T::element_type; }) return dynamic_cast<typename T::element_type*>(this);
+    else return dynamic_cast<T*>(this);
+  }
+  template <class T>
+  const auto* as() const {
+    return const_cast<BasicModule*>(this)->template as<T>();
+  }
 
   // ---- registration -------------------------------------------------------------------------
   /// Adds a parameter (a leaf; requires grad unless told otherwise) and returns the stored

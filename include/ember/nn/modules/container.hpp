@@ -1,11 +1,15 @@
 #pragma once
 /// Containers: Sequential (heterogeneous, modules or callables), ModuleList, ModuleDict,
-/// ParameterList. Children are named "0", "1", ... (ModuleDict: by key), as in PyTorch.
+/// ParameterList. Children are named "0", "1", ... (ModuleDict: by key), as in PyTorch; a
+/// Sequential's may be named instead, as PyTorch's Sequential(OrderedDict(...)):
+///   nn::Sequential net({{"conv", nn::Conv2d(1, 8, 3)}, {"act", nn::ReLU()}});   // conv.weight
 
 #include <ember/nn/module.hpp>
 #include <ember/nn/modules/linear.hpp>  // Sequential runs Linear + ReLU as Linear::forward_relu
 
 #include <functional>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -30,6 +34,27 @@ class BasicFunctionalImpl : public Cloneable<BasicFunctionalImpl<P>, P> {
 using FunctionalImpl = BasicFunctionalImpl<>;
 EMBER_MODULE(Functional);
 
+template <class P>
+class BasicSequentialImpl;
+
+/// A name and a module (or callable) for Sequential's named form.
+template <class P = DefaultPolicy>
+class BasicNamedModule {
+ public:
+  template <class M>
+  BasicNamedModule(std::string name, M&& m)  // NOLINT: implicit, for the braced list
+      : name_(std::move(name)),
+        append_([m = std::decay_t<M>(std::forward<M>(m))](BasicSequentialImpl<P>& seq, std::string n) mutable {
+          seq.push_back(std::move(n), std::move(m));
+        }) {}
+
+ private:
+  friend class BasicSequentialImpl<P>;
+  std::string name_;
+  std::function<void(BasicSequentialImpl<P>&, std::string)> append_;
+};
+using NamedModule = BasicNamedModule<>;
+
 template <class P = DefaultPolicy>
 class BasicSequentialImpl : public BasicModule<P> {
  public:
@@ -40,20 +65,30 @@ class BasicSequentialImpl : public BasicModule<P> {
   explicit BasicSequentialImpl(M&&... modules) : BasicModule<P>("Sequential") {
     (push_back(std::forward<M>(modules)), ...);
   }
+  /// Named children in order: Sequential({{"fc", nn::Linear(2, 3)}, {"act", nn::ReLU()}}).
+  explicit BasicSequentialImpl(std::initializer_list<BasicNamedModule<P>> named) : BasicModule<P>("Sequential") {
+    for (const BasicNamedModule<P>& m : named) m.append_(*this, m.name_);
+  }
 
   /// Appends a module (handle or shared_ptr to one with forward(Tensor) -> Tensor) or a
-  /// callable Tensor -> Tensor.
+  /// callable Tensor -> Tensor, named by its position ("0", "1", ...).
   template <class M>
   void push_back(M&& m) {
+    push_back(std::to_string(entries_.size()), std::forward<M>(m));
+  }
+  /// The same under a name of one's own (as libtorch's push_back(name, module)).
+  template <class M>
+  void push_back(std::string name, M&& m) {
     using D = std::decay_t<M>;
     if constexpr (requires(const D& h) { h.ptr(); }) {
-      add(m.ptr());
+      add(std::move(name), m.ptr());
     } else if constexpr (requires(const D& p) { p->forward(std::declval<const TensorT&>()); }) {
-      add(m);
+      add(std::move(name), m);
     } else {
       static_assert(std::is_invocable_r_v<TensorT, D&, const TensorT&>,
                     "Sequential takes modules with forward(Tensor) or callables Tensor -> Tensor");
-      add(std::make_shared<BasicFunctionalImpl<P>>(typename BasicFunctionalImpl<P>::Fn(std::forward<M>(m))));
+      add(std::move(name),
+          std::make_shared<BasicFunctionalImpl<P>>(typename BasicFunctionalImpl<P>::Fn(std::forward<M>(m))));
     }
   }
   /// Runs the modules in order, with two rewrites that compute the same values and gradients:
@@ -104,7 +139,7 @@ class BasicSequentialImpl : public BasicModule<P> {
                   "base class and would make a base object (give it a clone() of its own, e.g. derive it from "
                   "nn::Cloneable<YourImpl> and rebuild it in reset())",
                   i, e.module->name());
-      copy->add_entry(e.module->clone(), e.call, e.kind, true);
+      copy->add_entry(e.name, e.module->clone(), e.call, e.kind, true);
     }
     copy->set_training_flag(this->is_training());  // the children keep their own
     return copy;
@@ -113,11 +148,11 @@ class BasicSequentialImpl : public BasicModule<P> {
  protected:
   void child_replaced(const std::string& name, const typename BasicModule<P>::Replacement& r) override {
     for (size_t i = 0; i < entries_.size(); ++i) {
-      if (std::to_string(i) != name) continue;
+      if (entries_[i].name != name) continue;
       EMBER_CHECK(r.forward != nullptr, "[Sequential] the replacement for module {} ({}) has no forward(Tensor)", i,
                   r.module->name());
       // Kind::Other: forward()'s rewrites are only for Ember's own types as added.
-      entries_[i] = {r.module, r.forward, Kind::Other, r.clones_as_itself};
+      entries_[i] = {name, r.module, r.forward, Kind::Other, r.clones_as_itself};
     }
   }
 
@@ -125,29 +160,39 @@ class BasicSequentialImpl : public BasicModule<P> {
   using Call = TensorT (*)(BasicModule<P>*, const TensorT&);
   enum class Kind : uint8_t { Other, Relu, MaxPool, Linear };  // see forward
   struct Entry {
+    std::string name;
     ModulePtr module;
     Call call;
     Kind kind;
     bool clones_as_itself;  // clone() makes an Impl (the type `call` casts to)
   };
   template <class Impl>
-  void add(const std::shared_ptr<Impl>& m) {
+  void add(std::string name, const std::shared_ptr<Impl>& m) {
     Call call = [](BasicModule<P>* b, const TensorT& x) -> TensorT { return static_cast<Impl*>(b)->forward(x); };
     constexpr Kind kind = std::is_same_v<Impl, BasicReLUImpl<P>>    ? Kind::Relu
                           : std::is_same_v<Impl, BasicLinearImpl<P>> ? Kind::Linear
                           : std::is_same_v<Impl, BasicMaxPoolImpl<1, P>> || std::is_same_v<Impl, BasicMaxPoolImpl<2, P>>
                               ? Kind::MaxPool
                               : Kind::Other;
-    add_entry(m, call, kind, nn::detail::clones_as_itself<Impl>());
+    add_entry(std::move(name), m, call, kind, nn::detail::clones_as_itself<Impl>());
   }
-  void add_entry(ModulePtr m, Call call, Kind kind, bool clones_as_itself) {
-    this->register_module(std::to_string(entries_.size()), m);
-    entries_.push_back({std::move(m), call, kind, clones_as_itself});
+  void add_entry(std::string name, ModulePtr m, Call call, Kind kind, bool clones_as_itself) {
+    this->register_module(name, m);
+    entries_.push_back({std::move(name), std::move(m), call, kind, clones_as_itself});
   }
   std::vector<Entry> entries_;
 };
 using SequentialImpl = BasicSequentialImpl<>;
-EMBER_MODULE(Sequential);
+/// EMBER_MODULE(Sequential) plus the named form: a braced list cannot go through the
+/// handle's forwarding constructor.
+class Sequential : public ModuleHolder<SequentialImpl> {
+ public:
+  using ModuleHolder<SequentialImpl>::ModuleHolder;
+  Sequential() = default;
+  Sequential(std::nullptr_t) : ModuleHolder<SequentialImpl>(nullptr) {}  // NOLINT
+  Sequential(std::initializer_list<NamedModule> named)                     // NOLINT
+      : ModuleHolder<SequentialImpl>(std::make_shared<SequentialImpl>(named)) {}
+};
 
 /// Holds submodules in order; has no forward (iterate it yourself).
 template <class P = DefaultPolicy>
@@ -155,6 +200,12 @@ class BasicModuleListImpl : public BasicModule<P> {
  public:
   using ModulePtr = std::shared_ptr<BasicModule<P>>;
   BasicModuleListImpl() : BasicModule<P>("ModuleList") {}
+  /// ModuleList(nn::Linear(2, 2), nn::ReLU()), as libtorch's.
+  template <class... M>
+    requires(sizeof...(M) > 0 && (!std::is_same_v<std::decay_t<M>, BasicModuleListImpl> && ...))
+  explicit BasicModuleListImpl(M&&... modules) : BasicModule<P>("ModuleList") {
+    (push_back(std::forward<M>(modules)), ...);
+  }
   template <class M>
   void push_back(M&& m) {
     if constexpr (requires { m.ptr(); }) {
