@@ -774,7 +774,10 @@ TEST_CASE("index expressions mixing index tensors with ints, slices, None and El
   CHECK_THROWS_WITH_AS(x.index({Slice(), tensor<int64_t>({3})}),
                        doctest::Contains("index 3 is out of bounds for dim 1 with size 3"), Error);
   CHECK_THROWS_WITH_AS(x.index({0, Slice(), tensor<int64_t>({0, -6})}),
-                       doctest::Contains("index -6 is out of bounds for dim 1 with size 4"), Error);
+                       doctest::Contains("index -6 is out of bounds for dim 2 with size 4"), Error);
+  CHECK_THROWS_WITH_AS(x.index({None, Slice(), tensor<int64_t>({5})}),
+                       doctest::Contains("index 5 is out of bounds for dim 1 with size 3"), Error);
+  CHECK_THROWS_WITH_AS(x.index({Slice(), full({}, 1, kUInt8)}), doctest::Contains("u8"), Error);  // not a select
   CHECK_THROWS_WITH_AS(x.index({Slice(), m.narrow(1, 0, 3)}),
                        doctest::Contains("mask of shape [3, 3] does not match the shape [3, 4]"), Error);
   CHECK_THROWS_WITH_AS(y.index_put_({Slice(), 1, Slice(), i}, arange(3)), doctest::Contains("[index_put_]"), Error);

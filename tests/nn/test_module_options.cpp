@@ -324,6 +324,12 @@ TEST_CASE("nn: Sequential with named children, ModuleList from a list, Module::a
   net->replace_module("act", nn::Identity());
   CHECK(same(net(x), (fc2->forward(fc1->forward(x)) * 3.0).tanh()));
   CHECK_ERROR((nn::Sequential({{"a", nn::ReLU()}, {"a", nn::Tanh()}})), "'a'");
+  // One list may build several Sequentials (callables are copied, modules shared).
+  const std::initializer_list<nn::NamedModule> spec = {{"fc", nn::Linear(3, 3)},
+                                                       {"double", [](const Tensor& t) { return t * 2.0; }}};
+  nn::Sequential first(spec), second(spec);
+  CHECK(same(first(x), second(x)));
+  CHECK(first->ptr<nn::LinearImpl>(0) == second->ptr<nn::LinearImpl>(0));
 
   nn::ModuleList list(nn::Linear(2, 3), nn::ReLU(), nn::Linear(3, 1));
   CHECK(list->size() == 3);

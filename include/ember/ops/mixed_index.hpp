@@ -51,28 +51,30 @@ AdvancedIndexPlan<P> plan_advanced_index(const BasicTensor<P>& x, std::span<cons
   // The basic part, each index tensor replaced by full slices; and where each lands in it.
   std::vector<TensorIndex> basic;
   std::vector<std::pair<int64_t, int64_t>> spans;  // (first dim in the view, dims)
+  std::vector<int64_t> x_dims;                      // the first dim of x each tensor indexes
   AdvancedIndexPlan<P> plan;
-  int64_t d = 0;  // dims of the view produced so far
+  int64_t d = 0, in = 0;  // dims of the view produced so far; dims of x consumed so far
   for (const TensorIndex& i : idx) {
     switch (i.kind) {
-      case K::Integer: basic.push_back(i); break;
-      case K::Slice:
+      case K::Integer: basic.push_back(i), ++in; break;
+      case K::Slice: basic.push_back(i), ++d, ++in; break;
       case K::None: basic.push_back(i), ++d; break;
-      case K::Ellipsis: basic.push_back(i), d += x.dim() - consumed; break;
+      case K::Ellipsis: basic.push_back(i), d += x.dim() - consumed, in += x.dim() - consumed; break;
       case K::Tensor: {
         const int64_t k = dims_of(i);
         for (int64_t j = 0; j < k; ++j) basic.push_back(Slice());
         spans.emplace_back(d, k);
+        x_dims.push_back(in);
         plan.tensors.push_back(BasicTensor<P>(i.tensor));
-        d += k;
+        d += k, in += k;
         break;
       }
     }
   }
   const BasicTensor<P> view = x.index(std::span<const TensorIndex>(basic));
 
-  // Checked here, where the dims can be named as the caller counts them (the picking below
-  // runs on a permuted view).
+  // Checked here, where the dims can be named as x's (the picking below runs on a permuted
+  // view).
   for (size_t s = 0; s < spans.size(); ++s) {
     const BasicTensor<P>& t = plan.tensors[s];
     const auto [first, k] = spans[s];
@@ -80,13 +82,14 @@ AdvancedIndexPlan<P> plan_advanced_index(const BasicTensor<P>& x, std::span<cons
       Shape covered;
       for (int64_t j = first; j < first + k; ++j) covered.push_back(view.size(j));
       EMBER_CHECK(t.sizes() == covered,
-                  "[index] a mask of shape {} does not match the shape {} of the dims it indexes ({} to {} of {}, "
-                  "after the integers, slices and None before it)",
-                  t.sizes(), covered, first, first + k - 1, view.sizes());
+                  "[index] a mask of shape {} does not match the shape {} of the dims it indexes (dims {} to {} of "
+                  "the indexed tensor of shape {})",
+                  t.sizes(), covered, x_dims[s], x_dims[s] + k - 1, x.sizes());
     } else if (t.numel() > 0) {
       const int64_t n = view.size(first), lo = t.min().template item<int64_t>(), hi = t.max().template item<int64_t>();
       for (int64_t bad : {lo, hi})
-        EMBER_CHECK(bad >= -n && bad < n, "[index] index {} is out of bounds for dim {} with size {}", bad, first, n);
+        EMBER_CHECK(bad >= -n && bad < n, "[index] index {} is out of bounds for dim {} with size {}", bad, x_dims[s],
+                    n);
     }
   }
 
@@ -120,7 +123,8 @@ inline Shape move_front_dims(int64_t n, int64_t count, int64_t position, bool in
 }
 
 /// The entries with each 0-d integer tensor turned into its integer, as PyTorch does (so it
-/// selects, and does not separate the index tensors around it); and the index tensors left.
+/// selects, and does not separate the index tensors around it; a 0-d u8 is a mask there, which
+/// Ember refuses); and the index tensors left.
 template <class P>
 std::vector<BasicTensor<P>> integers_for_0d_tensors(std::span<const TensorIndex> idx, std::vector<TensorIndex>& out) {
   std::vector<BasicTensor<P>> tensors;
@@ -128,7 +132,7 @@ std::vector<BasicTensor<P>> integers_for_0d_tensors(std::span<const TensorIndex>
   for (TensorIndex& i : out) {
     if (i.kind != TensorIndex::Kind::Tensor) continue;
     BasicTensor<P> t(i.tensor);
-    if (t.dim() == 0 && t.dtype() != DType::Bool && is_integral(t.dtype())) i = TensorIndex(t.template item<int64_t>());
+    if (t.dim() == 0 && is_integral(t.dtype()) && t.dtype() != DType::U8) i = TensorIndex(t.template item<int64_t>());
     else tensors.push_back(std::move(t));
   }
   return tensors;

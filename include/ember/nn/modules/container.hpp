@@ -44,8 +44,8 @@ class BasicNamedModule {
   template <class M>
   BasicNamedModule(std::string name, M&& m)  // NOLINT: implicit, for the braced list
       : name_(std::move(name)),
-        append_([m = std::decay_t<M>(std::forward<M>(m))](BasicSequentialImpl<P>& seq, std::string n) mutable {
-          seq.push_back(std::move(n), std::move(m));
+        append_([m = std::decay_t<M>(std::forward<M>(m))](BasicSequentialImpl<P>& seq, std::string n) {
+          seq.push_back(std::move(n), m);  // a copy: the same list may build several Sequentials
         }) {}
 
  private:
@@ -202,7 +202,8 @@ class BasicModuleListImpl : public BasicModule<P> {
   BasicModuleListImpl() : BasicModule<P>("ModuleList") {}
   /// ModuleList(nn::Linear(2, 2), nn::ReLU()), as libtorch's.
   template <class... M>
-    requires(sizeof...(M) > 0 && (!std::is_same_v<std::decay_t<M>, BasicModuleListImpl> && ...))
+    requires(sizeof...(M) > 0 && ((requires(const std::decay_t<M>& h) { h.ptr(); } ||
+                                   std::is_convertible_v<std::decay_t<M>, ModulePtr>) && ...))
   explicit BasicModuleListImpl(M&&... modules) : BasicModule<P>("ModuleList") {
     (push_back(std::forward<M>(modules)), ...);
   }

@@ -53,8 +53,7 @@ struct ConvOptions {
     padding_str_ = mode.name;
     return std::move(*this);
   }
-  const IntArgs& padding() const noexcept { return padding_; }
-  IntArgs& padding() noexcept { return padding_; }
+  const IntArgs& padding() const noexcept { return padding_; }  // read only: set through the setters
 
  private:
   IntArgs padding_ = {0};
