@@ -14,9 +14,11 @@
 #include <ember/nn/modules/activation.hpp>
 #include <ember/nn/modules/container.hpp>
 #include <ember/nn/modules/conv.hpp>
+#include <ember/nn/modules/distance.hpp>
 #include <ember/nn/modules/layers.hpp>
 #include <ember/nn/modules/linear.hpp>
 #include <ember/nn/modules/loss.hpp>
 #include <ember/nn/modules/rnn.hpp>
 #include <ember/nn/modules/transformer.hpp>
+#include <ember/nn/torch_functions.hpp>
 #include <ember/nn/utils.hpp>

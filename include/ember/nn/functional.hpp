@@ -266,7 +266,7 @@ BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& 
     if (reduction == "mean") return input.dim() >= 2 ? losses.sum() / static_cast<double>(losses.numel()) : losses;
     return detail::reduce(losses, reduction, "cross_entropy");
   }
-  BasicTensor<P> nll = nll_loss(lp, target, weight, ignore_index, label_smoothing > 0 ? "none" : reduction);
+  BasicTensor<P> nll = functional::nll_loss(lp, target, weight, ignore_index, label_smoothing > 0 ? "none" : reduction);
   if (label_smoothing == 0) return nll;
   // Smoothing: (1 - eps) * nll + eps * mean over classes of -log p (weighted as PyTorch does).
   BasicTensor<P> t = target.to(DType::I64);
@@ -422,6 +422,17 @@ BasicTensor<P> logsumexp0(const BasicTensor<P>& s) {
   BasicTensor<P> dead = s.detach().amax({0}).eq(neg_inf);
   BasicTensor<P> safe = where(dead.unsqueeze(0), 0.0, s);
   return where(dead, neg_inf, safe.logsumexp({0}));
+}
+
+/// The values of a 0-d or 1-d integer tensor of lengths (ctc_loss's, given as tensors).
+template <class P>
+std::vector<int64_t> lengths_of(const BasicTensor<P>& t, const char* what) {
+  EMBER_CHECK(t.defined() && t.dim() <= 1 && !t.is_floating_point() && t.dtype() != DType::Bool,
+              "[ctc_loss] {} must be a 0-d or 1-d integer tensor, got {}", what,
+              t.defined() ? fmt::format("{} of shape {}", t.dtype(), t.sizes()) : std::string("an undefined tensor"));
+  BasicTensor<P> c = t.to(DType::I64).to(Device::cpu()).contiguous();
+  const int64_t* p = c.template data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + c.numel());
 }
 }  // namespace detail
 

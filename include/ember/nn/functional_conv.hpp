@@ -7,6 +7,7 @@
 /// (ops/conv_ops.hpp). Sizes follow PyTorch.
 
 #include <ember/autograd/grad_mode.hpp>
+#include <ember/nn/enums.hpp>
 #include <ember/nn/functional.hpp>
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
@@ -38,6 +39,36 @@ struct IntArgs : std::vector<int64_t> {
 };
 
 namespace detail {
+
+/// libtorch's convolution padding, as a base of the options that have it: numbers per dim
+/// (.padding(1), .padding({1, 2})) or a name (.padding(kSame), .padding(kValid), kept in
+/// padding_str). The last call wins.
+template <class Derived>
+class ConvPaddingArg {
+ public:
+  Derived& padding(const IntArgs& numbers) & {
+    padding_ = numbers, padding_str_.clear();
+    return static_cast<Derived&>(*this);
+  }
+  Derived&& padding(const IntArgs& numbers) && { return std::move(padding(numbers)); }
+  Derived& padding(EnumName mode) & {
+    padding_str_ = mode.name;
+    return static_cast<Derived&>(*this);
+  }
+  Derived&& padding(EnumName mode) && { return std::move(padding(mode)); }
+  const IntArgs& padding() const noexcept { return padding_; }  // read only: set through the setters
+  Derived& padding_str(const std::string& name) & {
+    padding_str_ = name;
+    return static_cast<Derived&>(*this);
+  }
+  Derived&& padding_str(const std::string& name) && { return std::move(padding_str(name)); }
+  /// "same" or "valid"; empty: the numbers apply.
+  const std::string& padding_str() const noexcept { return padding_str_; }
+
+ private:
+  IntArgs padding_ = {0};
+  std::string padding_str_;
+};
 
 inline std::array<int64_t, 3> expand_arg(const IntArgs& v, int nd, const char* op, const char* what) {
   EMBER_CHECK(v.size() == 1 || static_cast<int>(v.size()) == nd, "[{}] {} needs 1 or {} values, got {}", op, what, nd,
@@ -261,6 +292,53 @@ inline void same_padding(ops::ConvGeometry& g) {
     g.pad_before[d] = total / 2;
     g.pad_after[d] = total - total / 2;
   }
+}
+
+/// Convolution with padding by numbers or by name ("same", "valid"; empty: the numbers) and a
+/// padding mode (zeros, reflect, replicate, circular), as Conv1d/2d/3d and libtorch's
+/// ConvFuncOptions give them. Zero padding on both sides alike goes to the convolution itself;
+/// other modes, and the uneven "same" padding of even kernels, pad the input first.
+template <class P>
+BasicTensor<P> conv_padded(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b, int nd,
+                           const IntArgs& stride, const IntArgs& padding, std::string_view padding_str,
+                           std::string_view padding_mode, const IntArgs& dilation, int64_t groups, const char* op) {
+  EMBER_CHECK(padding_mode == "zeros" || padding_mode == "reflect" || padding_mode == "replicate" ||
+                  padding_mode == "circular",
+              "[{}] padding_mode must be zeros, reflect, replicate or circular, got '{}'", op, padding_mode);
+  EMBER_CHECK(padding_str.empty() || padding_str == "same" || padding_str == "valid",
+              "[{}] padding must be 'same' or 'valid', got '{}'", op, padding_str);
+  EMBER_CHECK(w.dim() == nd + 2, "[{}] weight must have {} dims (out, in / groups, kernel...), got shape {}", op, nd + 2,
+              w.sizes());
+  auto p = expand_arg(padding, nd, op, "padding");
+  auto dl = expand_arg(dilation, nd, op, "dilation");
+  if (padding_str == "same") {
+    auto s = expand_arg(stride.empty() ? IntArgs{1} : stride, nd, op, "stride");
+    for (int d = 0; d < nd; ++d)
+      EMBER_CHECK(s[d] == 1, "[{}] padding='same' needs stride 1, got stride {} in dim {}", op, s[d], d);
+  }
+  // Per-side padding in pad()'s order (last dim first).
+  std::vector<int64_t> sides;
+  bool symmetric = true, any = false;
+  for (int d = nd - 1; d >= 0; --d) {
+    int64_t lo = p[d], hi = p[d];
+    if (padding_str == "valid") lo = hi = 0;
+    if (padding_str == "same") {
+      int64_t total = dl[d] * (w.size(2 + d) - 1);
+      lo = total / 2, hi = total - lo;
+    }
+    symmetric = symmetric && lo == hi;
+    any = any || lo != 0 || hi != 0;
+    sides.push_back(lo), sides.push_back(hi);
+  }
+  BasicTensor<P> in = x;
+  IntArgs conv_pad{0};
+  if (any && (padding_mode != "zeros" || !symmetric)) {
+    in = pad(x, sides, padding_mode == "zeros" ? "constant" : padding_mode);
+  } else if (any) {
+    conv_pad.clear();
+    for (int d = 0; d < nd; ++d) conv_pad.push_back(sides[2 * (nd - 1 - d)]);
+  }
+  return conv_nd(in, w, b, nd, stride, conv_pad, dilation, groups, op);
 }
 
 }  // namespace detail
@@ -714,6 +792,24 @@ BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_vi
   return detail::linear_resize(detail::linear_resize(x, 3, o[1], align_corners, scale_factor[1]), 2, o[0],
                                align_corners, scale_factor[0]);
 }
+
+namespace detail {
+/// interpolate by scale factors (one for both spatial dims, or one per dim): the output is
+/// floor(in * scale). As PyTorch, the scales, not the rounded size ratio, place the source
+/// pixels, unless `recompute` (recompute_scale_factor) asks for the size ratio.
+template <class P>
+BasicTensor<P> interpolate_scaled(const BasicTensor<P>& x, const std::vector<double>& scale, std::string_view mode,
+                                  bool align_corners, bool recompute, const char* op) {
+  EMBER_CHECK(x.dim() == 4, "[{}] expects (N, C, H, W), got shape {}", op, x.sizes());
+  EMBER_CHECK(scale.size() == 1 || scale.size() == 2, "[{}] takes 1 or 2 scale factors (H, W), got {}", op,
+              scale.size());
+  for (double f : scale) EMBER_CHECK(f > 0 && std::isfinite(f), "[{}] scale factors must be positive, got {}", op, f);
+  const double sh = scale[0], sw = scale.back();
+  IntArgs size = {static_cast<int64_t>(std::floor(static_cast<double>(x.size(2)) * sh)),
+                  static_cast<int64_t>(std::floor(static_cast<double>(x.size(3)) * sw))};
+  return interpolate(x, size, mode, align_corners, recompute ? std::array<double, 2>{0, 0} : std::array{sh, sw});
+}
+}  // namespace detail
 
 /// (N, C r^2, H, W) -> (N, C, H r, W r).
 template <class P>

@@ -1,15 +1,18 @@
 #pragma once
-/// libtorch's option-struct forms of the most used functional calls, for code written against
-/// torch::nn::functional:
+/// libtorch's option-struct forms of the functional losses, dropout and softmax, for code
+/// written against torch::nn::functional:
 ///   F::cross_entropy(logits, y, F::CrossEntropyFuncOptions().label_smoothing(0.1))
-///   F::nll_loss(logp, y, F::NLLLossFuncOptions().ignore_index(0))
+///   F::mse_loss(x, y, F::MSELossFuncOptions(kSum))
 ///   F::dropout(x, F::DropoutFuncOptions().p(0.2).training(is_training()))
 ///   F::log_softmax(x, F::LogSoftmaxFuncOptions(1))
 /// Each forwards to the positional form. Included by <ember/nn.hpp> after the modules, whose
-/// option structs the loss forms share (as libtorch's do).
+/// option structs the loss forms share (as libtorch's do). The layers' and activations' forms
+/// are in functional_options_layers.hpp and functional_options_activation.hpp, included here.
 
 #include <ember/nn/functional.hpp>
 #include <ember/nn/functional_activation.hpp>
+#include <ember/nn/functional_options_activation.hpp>
+#include <ember/nn/functional_options_layers.hpp>
 #include <ember/nn/modules/loss.hpp>
 #include <ember/nn/options.hpp>
 
@@ -30,7 +33,78 @@ BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& 
 }
 template <class P, std::same_as<NLLLossFuncOptions> O>
 BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
-  return nll_loss(input, target, BasicTensor<P>(o.weight().impl_ref()), o.ignore_index(), o.reduction());
+  return functional::nll_loss(input, target, BasicTensor<P>(o.weight().impl_ref()), o.ignore_index(), o.reduction());
+}
+
+using MSELossFuncOptions = MSELossOptions;
+using L1LossFuncOptions = L1LossOptions;  // the same type: a reduction
+using SmoothL1LossFuncOptions = SmoothL1LossOptions;
+using HuberLossFuncOptions = HuberLossOptions;
+using BinaryCrossEntropyFuncOptions = BCELossOptions;
+using BinaryCrossEntropyWithLogitsFuncOptions = BCEWithLogitsLossOptions;
+using KLDivFuncOptions = KLDivLossOptions;
+using CosineEmbeddingLossFuncOptions = CosineEmbeddingLossOptions;
+using MarginRankingLossFuncOptions = MarginRankingLossOptions;
+using TripletMarginLossFuncOptions = TripletMarginLossOptions;
+using CTCLossFuncOptions = CTCLossOptions;
+
+template <class P, std::same_as<MSELossOptions> O>
+BasicTensor<P> mse_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return mse_loss(input, target, o.reduction());
+}
+template <class P, std::same_as<MSELossOptions> O>
+BasicTensor<P> l1_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return l1_loss(input, target, o.reduction());
+}
+template <class P, std::same_as<SmoothL1LossOptions> O>
+BasicTensor<P> smooth_l1_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return smooth_l1_loss(input, target, o.reduction(), o.beta());
+}
+template <class P, std::same_as<HuberLossOptions> O>
+BasicTensor<P> huber_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return huber_loss(input, target, o.reduction(), o.delta());
+}
+template <class P, std::same_as<BCELossOptions> O>
+BasicTensor<P> binary_cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return binary_cross_entropy(input, target, BasicTensor<P>(o.weight().impl_ref()), o.reduction());
+}
+template <class P, std::same_as<BCEWithLogitsLossOptions> O>
+BasicTensor<P> binary_cross_entropy_with_logits(const BasicTensor<P>& input, const BasicTensor<P>& target,
+                                                const O& o) {
+  return functional::binary_cross_entropy_with_logits(input, target, BasicTensor<P>(o.weight().impl_ref()),
+                                                      o.reduction(), BasicTensor<P>(o.pos_weight().impl_ref()));
+}
+template <class P, std::same_as<KLDivLossOptions> O>
+BasicTensor<P> kl_div(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return kl_div(input, target, o.reduction(), o.log_target());
+}
+template <class P, std::same_as<CosineEmbeddingLossOptions> O>
+BasicTensor<P> cosine_embedding_loss(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y,
+                                     const O& o) {
+  return cosine_embedding_loss(a, b, y, o.margin(), o.reduction());
+}
+template <class P, std::same_as<MarginRankingLossOptions> O>
+BasicTensor<P> margin_ranking_loss(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y,
+                                   const O& o) {
+  return margin_ranking_loss(a, b, y, o.margin(), o.reduction());
+}
+template <class P, std::same_as<TripletMarginLossOptions> O>
+BasicTensor<P> triplet_margin_loss(const BasicTensor<P>& anchor, const BasicTensor<P>& pos, const BasicTensor<P>& neg,
+                                   const O& o) {
+  return triplet_margin_loss(anchor, pos, neg, o.margin(), o.p(), o.eps(), o.swap(), o.reduction());
+}
+template <class P, std::same_as<CTCLossOptions> O>
+BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& targets,
+                        const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths,
+                        const O& o) {
+  return ctc_loss(log_probs, targets, input_lengths, target_lengths, o.blank(), o.reduction(), o.zero_infinity());
+}
+/// The lengths as 1-d integer tensors, as libtorch passes them.
+template <class P, std::same_as<CTCLossOptions> O>
+BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& targets,
+                        const BasicTensor<P>& input_lengths, const BasicTensor<P>& target_lengths, const O& o) {
+  return ctc_loss(log_probs, targets, detail::lengths_of(input_lengths, "input_lengths"),
+                  detail::lengths_of(target_lengths, "target_lengths"), o.blank(), o.reduction(), o.zero_infinity());
 }
 
 struct DropoutFuncOptions {
@@ -38,9 +112,14 @@ struct DropoutFuncOptions {
   EMBER_ARG(bool, training) = true;
   EMBER_ARG(bool, inplace) = false;
 };
-template <class P>
-BasicTensor<P> dropout(const BasicTensor<P>& x, const DropoutFuncOptions& o) {
+using Dropout2dFuncOptions = DropoutFuncOptions;
+template <class P, std::same_as<DropoutFuncOptions> O>
+BasicTensor<P> dropout(const BasicTensor<P>& x, const O& o) {
   return dropout(x, o.p(), o.training(), o.inplace());
+}
+template <class P, std::same_as<DropoutFuncOptions> O>
+BasicTensor<P> dropout2d(const BasicTensor<P>& x, const O& o) {
+  return dropout2d(x, o.p(), o.training(), o.inplace());
 }
 
 /// The dim, and optionally the dtype to compute in.
@@ -50,6 +129,7 @@ struct SoftmaxFuncOptions {
   EMBER_ARG(std::optional<DType>, dtype);
 };
 using LogSoftmaxFuncOptions = SoftmaxFuncOptions;
+using SoftminFuncOptions = SoftmaxFuncOptions;
 template <class P>
 BasicTensor<P> softmax(const BasicTensor<P>& x, const SoftmaxFuncOptions& o) {
   return o.dtype() ? x.softmax(o.dim(), *o.dtype()) : x.softmax(o.dim());
@@ -57,6 +137,11 @@ BasicTensor<P> softmax(const BasicTensor<P>& x, const SoftmaxFuncOptions& o) {
 template <class P>
 BasicTensor<P> log_softmax(const BasicTensor<P>& x, const SoftmaxFuncOptions& o) {
   return o.dtype() ? x.log_softmax(o.dim(), *o.dtype()) : x.log_softmax(o.dim());
+}
+/// With a dtype, x is converted first, as PyTorch's softmin.
+template <class P>
+BasicTensor<P> softmin(const BasicTensor<P>& x, const SoftmaxFuncOptions& o) {
+  return softmin(o.dtype() ? x.to(*o.dtype()) : x, o.dim());
 }
 
 }  // namespace ember::nn::functional

@@ -3,6 +3,7 @@
 /// and Softmax2d. Each forwards to its nn::functional form (nn/functional_activation.hpp).
 
 #include <ember/nn/module.hpp>
+#include <ember/nn/options.hpp>
 #include <ember/nn/functional.hpp>
 #include <ember/ops/functions.hpp>
 

@@ -21,42 +21,18 @@ inline std::string repr_args(const IntArgs& v, int nd) {
   return s + (nd == 1 ? ",)" : ")");
 }
 
-struct ConvOptions {
+struct ConvOptions : F::detail::ConvPaddingArg<ConvOptions> {
   ConvOptions(int64_t in_channels, int64_t out_channels, IntArgs kernel_size)
       : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(std::move(kernel_size)) {}
   EMBER_ARG(int64_t, in_channels);
   EMBER_ARG(int64_t, out_channels);
   EMBER_ARG(IntArgs, kernel_size);
   EMBER_ARG(IntArgs, stride) = {1};
-  EMBER_ARG(std::string, padding_str);  ///< "same" or "valid" (empty: use `padding`)
   EMBER_ARG(IntArgs, dilation) = {1};
   EMBER_ARG(int64_t, groups) = 1;
   EMBER_ARG(bool, bias) = true;
   EMBER_ARG(std::string, padding_mode) = "zeros";  ///< zeros, reflect, replicate, circular
-
- public:
-  /// Padding in numbers per dim (clearing a padding by name), or by name as libtorch's:
-  /// .padding(kSame) or .padding(kValid) sets padding_str. The last call wins.
-  auto& padding(const IntArgs& numbers) & {
-    padding_ = numbers, padding_str_.clear();
-    return *this;
-  }
-  auto&& padding(const IntArgs& numbers) && {
-    padding_ = numbers, padding_str_.clear();
-    return std::move(*this);
-  }
-  auto& padding(EnumName mode) & {
-    padding_str_ = mode.name;
-    return *this;
-  }
-  auto&& padding(EnumName mode) && {
-    padding_str_ = mode.name;
-    return std::move(*this);
-  }
-  const IntArgs& padding() const noexcept { return padding_; }  // read only: set through the setters
-
- private:
-  IntArgs padding_ = {0};
+  // padding(numbers), padding(kSame / kValid), padding_str(): ConvPaddingArg.
 };
 
 /// Convolution over ND spatial dims with PyTorch's init (kaiming_uniform a = sqrt 5; bias
@@ -99,34 +75,8 @@ class BasicConvImpl : public Cloneable<BasicConvImpl<ND, P>, P> {
     }
   }
   TensorT forward(const TensorT& x) {
-    const char* op = this->name().c_str();
-    // Explicit per-side padding (in pad()'s order: last dim first), or none.
-    std::vector<int64_t> sides;
-    auto p = F::detail::expand_arg(options.padding(), ND, op, "padding");
-    auto dl = F::detail::expand_arg(options.dilation(), ND, op, "dilation");
-    bool symmetric = true;
-    for (int d = ND - 1; d >= 0; --d) {
-      int64_t lo = p[d], hi = p[d];
-      if (options.padding_str() == "valid") lo = hi = 0;
-      if (options.padding_str() == "same") {
-        int64_t total = dl[d] * (weight.size(2 + d) - 1);
-        lo = total / 2, hi = total - lo;
-      }
-      symmetric = symmetric && lo == hi;
-      sides.push_back(lo), sides.push_back(hi);
-    }
-    bool any = false;
-    for (int64_t v : sides) any = any || v != 0;
-    TensorT in = x;
-    IntArgs conv_pad{0};
-    if (any && (options.padding_mode() != "zeros" || !symmetric)) {
-      in = pad(x, sides, options.padding_mode() == "zeros" ? "constant" : options.padding_mode());
-    } else if (any) {
-      conv_pad.clear();
-      for (int d = 0; d < ND; ++d) conv_pad.push_back(sides[2 * (ND - 1 - d)]);
-    }
-    return F::detail::conv_nd(in, weight, bias, ND, options.stride(), conv_pad, options.dilation(), options.groups(),
-                              op);
+    return F::detail::conv_padded(x, weight, bias, ND, options.stride(), options.padding(), options.padding_str(),
+                                  options.padding_mode(), options.dilation(), options.groups(), this->name().c_str());
   }
   std::string extra_repr() const override {
     std::string s = fmt::format("{}, {}, kernel_size={}, stride={}", options.in_channels(), options.out_channels(),
@@ -507,11 +457,7 @@ class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) {
     if (!size.empty()) return F::interpolate(x, size, mode, align_corners);
-    EMBER_CHECK(x.dim() == 4, "[Upsample] expects (N, C, H, W), got shape {}", x.sizes());
-    IntArgs s = {static_cast<int64_t>(std::floor(x.size(2) * scale_h)),
-                 static_cast<int64_t>(std::floor(x.size(3) * scale_w))};
-    // The scale, not the rounded size ratio, places the source pixels (as PyTorch).
-    return F::interpolate(x, s, mode, align_corners, {scale_h, scale_w});
+    return F::detail::interpolate_scaled(x, {scale_h, scale_w}, mode, align_corners, false, "Upsample");
   }
   std::string extra_repr() const override {
     if (!size.empty()) return fmt::format("size={}, mode='{}'", repr_args(size, 2), mode);

@@ -127,11 +127,18 @@ class BasicFlattenImpl : public Cloneable<BasicFlattenImpl<P>, P> {
 using FlattenImpl = BasicFlattenImpl<>;
 EMBER_MODULE(Flatten);
 
+struct UnflattenOptions {
+  UnflattenOptions(int64_t dim, Shape sizes) : dim_(dim), sizes_(std::move(sizes)) {}
+  EMBER_ARG(int64_t, dim);
+  EMBER_ARG(Shape, sizes);
+};
+
 template <class P = DefaultPolicy>
 class BasicUnflattenImpl : public Cloneable<BasicUnflattenImpl<P>, P> {
  public:
   BasicUnflattenImpl(int64_t dim, Shape sizes)
       : Cloneable<BasicUnflattenImpl<P>, P>("Unflatten"), dim(dim), sizes(std::move(sizes)) {}
+  explicit BasicUnflattenImpl(const UnflattenOptions& o) : BasicUnflattenImpl(o.dim(), o.sizes()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return x.unflatten(dim, sizes); }
   std::string extra_repr() const override { return fmt::format("dim={}, unflattened_size={}", dim, sizes); }

@@ -296,6 +296,12 @@ class BasicCTCLossImpl : public Cloneable<BasicCTCLossImpl<P>, P> {
                          const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths) {
     return F::ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity);
   }
+  /// The lengths as 0-d or 1-d integer tensors, as libtorch's CTCLoss takes them.
+  BasicTensor<P> forward(const BasicTensor<P>& log_probs, const BasicTensor<P>& targets,
+                         const BasicTensor<P>& input_lengths, const BasicTensor<P>& target_lengths) {
+    return F::ctc_loss(log_probs, targets, F::detail::lengths_of(input_lengths, "input_lengths"),
+                       F::detail::lengths_of(target_lengths, "target_lengths"), blank, reduction, zero_infinity);
+  }
   int64_t blank;
   std::string reduction;
   bool zero_infinity;

@@ -272,16 +272,36 @@ EMBER_MODULE(RNN);
 EMBER_MODULE(LSTM);
 EMBER_MODULE(GRU);
 
+/// libtorch's cell options: RNNCell(RNNCellOptions(8, 16).nonlinearity(kReLU)).
+struct RNNCellOptions {
+  RNNCellOptions(int64_t input_size, int64_t hidden_size) : input_size_(input_size), hidden_size_(hidden_size) {}
+  EMBER_ARG(int64_t, input_size);
+  EMBER_ARG(int64_t, hidden_size);
+  EMBER_ARG(bool, bias) = true;
+  EMBER_ARG(std::string, nonlinearity) = "tanh";  ///< tanh or relu (kTanh, kReLU)
+};
+/// LSTMCell's and GRUCell's: without a nonlinearity.
+struct LSTMCellOptions {
+  LSTMCellOptions(int64_t input_size, int64_t hidden_size) : input_size_(input_size), hidden_size_(hidden_size) {}
+  EMBER_ARG(int64_t, input_size);
+  EMBER_ARG(int64_t, hidden_size);
+  EMBER_ARG(bool, bias) = true;
+};
+using GRUCellOptions = LSTMCellOptions;
+
 /// One step cells: weight_ih, weight_hh, bias_ih, bias_hh as PyTorch.
 template <class Derived, RnnKind K, class P>
 class BasicRNNCellImplBase : public Cloneable<Derived, P> {
  public:
   using TensorT = BasicTensor<P>;
+  using Options = std::conditional_t<K == RnnKind::Lstm || K == RnnKind::Gru, LSTMCellOptions, RNNCellOptions>;
   BasicRNNCellImplBase(int64_t input, int64_t hidden, bool bias = true, std::string nonlinearity = "tanh")
       : Cloneable<Derived, P>(K == RnnKind::Lstm ? "LSTMCell" : K == RnnKind::Gru ? "GRUCell" : "RNNCell"),
         input_size(input), hidden_size(hidden), bias(bias), nonlinearity(std::move(nonlinearity)) {
     reset();
   }
+  explicit BasicRNNCellImplBase(const Options& o)
+      : BasicRNNCellImplBase(o.input_size(), o.hidden_size(), o.bias(), nonlinearity_of(o)) {}
   void reset() override {
     EMBER_CHECK(K != RnnKind::RnnTanh || nonlinearity == "tanh" || nonlinearity == "relu",
                 "[RNNCell] unknown nonlinearity '{}' (tanh or relu)", nonlinearity);
@@ -293,6 +313,10 @@ class BasicRNNCellImplBase : public Cloneable<Derived, P> {
     bias_hh = this->register_parameter("bias_hh", bias ? empty<P>({g}) : TensorT());
     for (TensorT* t : {&weight_ih, &weight_hh, &bias_ih, &bias_hh})
       if (t->defined()) init::uniform_(*t, -bound, bound);
+  }
+  static std::string nonlinearity_of(const Options& o) {
+    if constexpr (requires { o.nonlinearity(); }) return o.nonlinearity();
+    else return "tanh";
   }
   /// One step; for LSTM returns (h, c), otherwise (h, undefined).
   std::pair<TensorT, TensorT> step(const TensorT& x, const TensorT& h0, const TensorT& c0) {

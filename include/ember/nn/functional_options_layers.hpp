@@ -1,0 +1,245 @@
+#pragma once
+/// libtorch's option-struct forms of the functional convolution, pooling, resampling, padding,
+/// normalisation and embedding calls:
+///   F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).stride(2).padding(1))
+///   F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2))
+///   F::interpolate(x, F::InterpolateFuncOptions().scale_factor(std::vector<double>{2}).mode(kBilinear))
+///   F::pad(x, F::PadFuncOptions({1, 1, 2, 2}).mode(kReflect))
+///   F::batch_norm(x, mean, var, F::BatchNormFuncOptions().weight(w).bias(b).training(true))
+/// Where libtorch's FuncOptions are its module options, Ember's are too (MaxPool2dFuncOptions
+/// is PoolOptions). Each form forwards to the positional one, so both check alike.
+///
+/// Not offered, as Ember's layers lack them: EmbeddingFuncOptions' max_norm, norm_type,
+/// scale_grad_by_freq and sparse; EmbeddingBagFuncOptions' include_last_offset;
+/// InstanceNormFuncOptions' running statistics; AvgPoolFuncOptions' divisor_override;
+/// InterpolateFuncOptions' antialias and modes other than nearest and bilinear.
+
+#include <ember/nn/functional_conv.hpp>
+#include <ember/nn/functional_layers.hpp>
+#include <ember/nn/modules/conv.hpp>
+#include <ember/nn/options.hpp>
+
+#include <concepts>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ember::nn::functional {
+
+namespace detail {
+/// An option's tensor (held as the default policy's Tensor, as libtorch's options hold
+/// torch::Tensor) as a tensor of the caller's policy; undefined stays undefined.
+template <class P>
+BasicTensor<P> option_tensor(const Tensor& t) {
+  return BasicTensor<P>(t.impl_ref());
+}
+}  // namespace detail
+
+// The forms below are templates on the options type, constrained to exactly that type: an
+// options struct that converts from a number or a list (PoolOptions(2), PadFuncOptions({...}))
+// must not make a positional call such as max_pool2d(x, 2) ambiguous.
+
+/// Convolution options without the layer's sizes: the bias comes with them.
+struct ConvFuncOptions : detail::ConvPaddingArg<ConvFuncOptions> {
+  EMBER_ARG(Tensor, bias);
+  EMBER_ARG(IntArgs, stride) = {1};
+  EMBER_ARG(IntArgs, dilation) = {1};
+  EMBER_ARG(int64_t, groups) = 1;
+  // padding(numbers), padding(kSame / kValid): ConvPaddingArg.
+};
+using Conv1dFuncOptions = ConvFuncOptions;
+using Conv2dFuncOptions = ConvFuncOptions;
+using Conv3dFuncOptions = ConvFuncOptions;
+
+template <class P, std::same_as<ConvFuncOptions> O>
+BasicTensor<P> conv1d(const BasicTensor<P>& x, const BasicTensor<P>& w, const O& o) {
+  return detail::conv_padded(x, w, detail::option_tensor<P>(o.bias()), 1, o.stride(), o.padding(), o.padding_str(),
+                             "zeros", o.dilation(), o.groups(), "conv1d");
+}
+template <class P, std::same_as<ConvFuncOptions> O>
+BasicTensor<P> conv2d(const BasicTensor<P>& x, const BasicTensor<P>& w, const O& o) {
+  return detail::conv_padded(x, w, detail::option_tensor<P>(o.bias()), 2, o.stride(), o.padding(), o.padding_str(),
+                             "zeros", o.dilation(), o.groups(), "conv2d");
+}
+template <class P, std::same_as<ConvFuncOptions> O>
+BasicTensor<P> conv3d(const BasicTensor<P>& x, const BasicTensor<P>& w, const O& o) {
+  return detail::conv_padded(x, w, detail::option_tensor<P>(o.bias()), 3, o.stride(), o.padding(), o.padding_str(),
+                             "zeros", o.dilation(), o.groups(), "conv3d");
+}
+
+struct ConvTransposeFuncOptions {
+  EMBER_ARG(Tensor, bias);
+  EMBER_ARG(IntArgs, stride) = {1};
+  EMBER_ARG(IntArgs, padding) = {0};
+  EMBER_ARG(IntArgs, output_padding) = {0};
+  EMBER_ARG(int64_t, groups) = 1;
+  EMBER_ARG(IntArgs, dilation) = {1};
+};
+using ConvTranspose1dFuncOptions = ConvTransposeFuncOptions;
+using ConvTranspose2dFuncOptions = ConvTransposeFuncOptions;
+
+template <class P, std::same_as<ConvTransposeFuncOptions> O>
+BasicTensor<P> conv_transpose1d(const BasicTensor<P>& x, const BasicTensor<P>& w, const O& o) {
+  return conv_transpose1d(x, w, detail::option_tensor<P>(o.bias()), o.stride(), o.padding(), o.output_padding(),
+                          o.groups(), o.dilation());
+}
+template <class P, std::same_as<ConvTransposeFuncOptions> O>
+BasicTensor<P> conv_transpose2d(const BasicTensor<P>& x, const BasicTensor<P>& w, const O& o) {
+  return conv_transpose2d(x, w, detail::option_tensor<P>(o.bias()), o.stride(), o.padding(), o.output_padding(),
+                          o.groups(), o.dilation());
+}
+
+// Pooling: libtorch's pooling FuncOptions are its module options (PoolOptions here).
+using MaxPool1dFuncOptions = PoolOptions;
+using MaxPool2dFuncOptions = PoolOptions;
+using AvgPool1dFuncOptions = PoolOptions;
+using AvgPool2dFuncOptions = PoolOptions;
+// Adaptive pooling's options are the output size, so the positional forms take them as they are.
+using AdaptiveAvgPool1dFuncOptions = AdaptiveAvgPool1dOptions;
+using AdaptiveAvgPool2dFuncOptions = AdaptiveAvgPool2dOptions;
+using AdaptiveMaxPool2dFuncOptions = AdaptiveMaxPool2dOptions;
+
+template <class P, std::same_as<PoolOptions> O>
+BasicTensor<P> max_pool1d(const BasicTensor<P>& x, const O& o) {
+  return max_pool1d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
+}
+template <class P, std::same_as<PoolOptions> O>
+BasicTensor<P> max_pool2d(const BasicTensor<P>& x, const O& o) {
+  return max_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
+}
+template <class P, std::same_as<PoolOptions> O>
+std::pair<BasicTensor<P>, BasicTensor<P>> max_pool1d_with_indices(const BasicTensor<P>& x, const O& o) {
+  return max_pool1d_with_indices(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
+}
+template <class P, std::same_as<PoolOptions> O>
+std::pair<BasicTensor<P>, BasicTensor<P>> max_pool2d_with_indices(const BasicTensor<P>& x, const O& o) {
+  return max_pool2d_with_indices(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
+}
+// Average pooling has no dilation: PoolOptions' is refused rather than ignored.
+template <class P, std::same_as<PoolOptions> O>
+BasicTensor<P> avg_pool1d(const BasicTensor<P>& x, const O& o) {
+  EMBER_CHECK(o.dilation() == IntArgs{1}, "[avg_pool1d] has no dilation, got {} values", o.dilation().size());
+  return avg_pool1d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
+}
+template <class P, std::same_as<PoolOptions> O>
+BasicTensor<P> avg_pool2d(const BasicTensor<P>& x, const O& o) {
+  EMBER_CHECK(o.dilation() == IntArgs{1}, "[avg_pool2d] has no dilation, got {} values", o.dilation().size());
+  return avg_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
+}
+
+/// Resampling of (N, C, H, W) to `size`, or by `scale_factor` (output floor(in * scale)),
+/// one or the other. As PyTorch, the scales place the source pixels unless
+/// recompute_scale_factor is set, and align_corners may only be given to bilinear.
+struct InterpolateFuncOptions {
+  EMBER_ARG(std::optional<std::vector<int64_t>>, size);
+  EMBER_ARG(std::optional<std::vector<double>>, scale_factor);
+  EMBER_ARG(std::string, mode) = "nearest";  ///< nearest or bilinear (kNearest, kBilinear)
+  EMBER_ARG(std::optional<bool>, align_corners);
+  EMBER_ARG(std::optional<bool>, recompute_scale_factor);
+};
+
+template <class P, std::same_as<InterpolateFuncOptions> O>
+BasicTensor<P> interpolate(const BasicTensor<P>& x, const O& o) {
+  EMBER_CHECK(o.size().has_value() != o.scale_factor().has_value(),
+              "[interpolate] needs either size or scale_factor, not both (got {})",
+              o.size() ? "both" : "neither");
+  EMBER_CHECK(!o.align_corners() || o.mode() == "bilinear",
+              "[interpolate] align_corners can only be set with the interpolating mode bilinear, got mode '{}'",
+              o.mode());
+  const bool align = o.align_corners().value_or(false);
+  if (o.size()) return interpolate(x, IntArgs(*o.size()), o.mode(), align);
+  return detail::interpolate_scaled(x, *o.scale_factor(), o.mode(), align, o.recompute_scale_factor().value_or(false),
+                                    "interpolate");
+}
+
+/// torch.nn.functional.pad's arguments: pad = {left_last, right_last, left_prev, ...}.
+struct PadFuncOptions {
+  PadFuncOptions(std::vector<int64_t> pad) : pad_(std::move(pad)) {}  // NOLINT: implicit, as in libtorch
+  EMBER_ARG(std::vector<int64_t>, pad);
+  EMBER_ARG(std::string, mode) = "constant";  ///< constant, reflect, replicate, circular
+  EMBER_ARG(double, value) = 0.0;
+};
+template <class P, std::same_as<PadFuncOptions> O>
+BasicTensor<P> pad(const BasicTensor<P>& x, const O& o) {
+  return ember::pad(x, o.pad(), o.mode(), o.value());
+}
+
+using PixelShuffleFuncOptions = PixelShuffleOptions;
+template <class P, std::same_as<PixelShuffleOptions> O>
+BasicTensor<P> pixel_shuffle(const BasicTensor<P>& x, const O& o) {
+  return pixel_shuffle(x, o.upscale_factor());
+}
+
+/// batch_norm's options besides the running statistics (positional, as libtorch's).
+struct BatchNormFuncOptions {
+  EMBER_ARG(Tensor, weight);
+  EMBER_ARG(Tensor, bias);
+  EMBER_ARG(bool, training) = false;
+  EMBER_ARG(double, momentum) = 0.1;
+  EMBER_ARG(double, eps) = 1e-5;
+};
+template <class P, std::same_as<BatchNormFuncOptions> O>
+BasicTensor<P> batch_norm(const BasicTensor<P>& x, const BasicTensor<P>& running_mean,
+                          const BasicTensor<P>& running_var, const O& o) {
+  return functional::batch_norm(x, running_mean, running_var, detail::option_tensor<P>(o.weight()),
+                    detail::option_tensor<P>(o.bias()), o.training(), o.momentum(), o.eps());
+}
+
+struct LayerNormFuncOptions {
+  LayerNormFuncOptions(Shape normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
+  EMBER_ARG(Shape, normalized_shape);
+  EMBER_ARG(Tensor, weight);
+  EMBER_ARG(Tensor, bias);
+  EMBER_ARG(double, eps) = 1e-5;
+};
+template <class P, std::same_as<LayerNormFuncOptions> O>
+BasicTensor<P> layer_norm(const BasicTensor<P>& x, const O& o) {
+  return layer_norm(x, o.normalized_shape(), detail::option_tensor<P>(o.weight()), detail::option_tensor<P>(o.bias()),
+                    o.eps());
+}
+
+struct GroupNormFuncOptions {
+  GroupNormFuncOptions(int64_t num_groups) : num_groups_(num_groups) {}  // NOLINT
+  EMBER_ARG(int64_t, num_groups);
+  EMBER_ARG(Tensor, weight);
+  EMBER_ARG(Tensor, bias);
+  EMBER_ARG(double, eps) = 1e-5;
+};
+template <class P, std::same_as<GroupNormFuncOptions> O>
+BasicTensor<P> group_norm(const BasicTensor<P>& x, const O& o) {
+  return group_norm(x, o.num_groups(), detail::option_tensor<P>(o.weight()), detail::option_tensor<P>(o.bias()),
+                    o.eps());
+}
+
+/// Instance normalisation from each sample's own statistics (libtorch's use_input_stats).
+struct InstanceNormFuncOptions {
+  EMBER_ARG(Tensor, weight);
+  EMBER_ARG(Tensor, bias);
+  EMBER_ARG(double, eps) = 1e-5;
+};
+template <class P, std::same_as<InstanceNormFuncOptions> O>
+BasicTensor<P> instance_norm(const BasicTensor<P>& x, const O& o) {
+  return instance_norm(x, detail::option_tensor<P>(o.weight()), detail::option_tensor<P>(o.bias()), o.eps());
+}
+
+struct EmbeddingFuncOptions {
+  EMBER_ARG(std::optional<int64_t>, padding_idx);
+};
+template <class P, std::same_as<EmbeddingFuncOptions> O>
+BasicTensor<P> embedding(const BasicTensor<P>& idx, const BasicTensor<P>& weight, const O& o) {
+  return functional::embedding(idx, weight, o.padding_idx());
+}
+
+struct EmbeddingBagFuncOptions {
+  EMBER_ARG(Tensor, offsets);
+  EMBER_ARG(std::string, mode) = "mean";  ///< sum, mean or max (kSum, kMean, kMax)
+  EMBER_ARG(Tensor, per_sample_weights);
+  EMBER_ARG(std::optional<int64_t>, padding_idx);
+};
+template <class P, std::same_as<EmbeddingBagFuncOptions> O>
+BasicTensor<P> embedding_bag(const BasicTensor<P>& input, const BasicTensor<P>& weight, const O& o) {
+  return embedding_bag(input, weight, detail::option_tensor<P>(o.offsets()), o.mode(),
+                       detail::option_tensor<P>(o.per_sample_weights()), o.padding_idx());
+}
+
+}  // namespace ember::nn::functional

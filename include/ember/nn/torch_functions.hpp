@@ -1,0 +1,104 @@
+#pragma once
+/// libtorch's free functions of the layers, in namespace ember, so that code written as
+/// libtorch's examples write it keeps working with `torch::` changed to `ember::`:
+///   x = ember::max_pool2d(ember::relu(conv1(x)), 2);
+///   x = ember::dropout(x, 0.5, is_training());
+///   loss = ember::nll_loss(ember::log_softmax(x, 1), target);
+/// Each has libtorch's (ATen's) argument order. Where that order is nn::functional's, the
+/// function is nn::functional's; where it differs (nll_loss, batch_norm, embedding, ...), a
+/// wrapper here takes ATen's order. A reduction is a name ("mean", kSum), not ATen's integer
+/// enum, so a call written with torch::Reduction does not compile instead of misreading it.
+/// Included by <ember/nn.hpp>; not by <ember/ember.hpp>.
+///
+/// The wrappers share their names with nn::functional's forms, whose order differs: code that
+/// brings both namespaces in (`using namespace ember::nn::functional`) must qualify those four
+/// calls (nll_loss, binary_cross_entropy_with_logits, batch_norm, embedding; cross_entropy_loss
+/// has its own name), and nn::functional's own code calls its forms qualified, as argument-
+/// dependent lookup would find these (BasicTensor is in namespace ember).
+
+#include <ember/nn/functional.hpp>
+#include <ember/nn/functional_activation.hpp>
+#include <ember/nn/functional_conv.hpp>
+#include <ember/nn/functional_layers.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace ember {
+
+// The same arguments in the same order as ATen's.
+using nn::functional::adaptive_avg_pool1d;
+using nn::functional::adaptive_avg_pool2d;
+using nn::functional::avg_pool1d;
+using nn::functional::avg_pool2d;
+using nn::functional::binary_cross_entropy;
+using nn::functional::conv1d;
+using nn::functional::conv2d;
+using nn::functional::conv3d;
+using nn::functional::conv_transpose1d;
+using nn::functional::conv_transpose2d;
+using nn::functional::cosine_embedding_loss;
+using nn::functional::cosine_similarity;
+using nn::functional::dropout;
+using nn::functional::glu;
+using nn::functional::group_norm;
+using nn::functional::hardshrink;
+using nn::functional::huber_loss;
+using nn::functional::kl_div;
+using nn::functional::l1_loss;
+using nn::functional::layer_norm;
+using nn::functional::margin_ranking_loss;
+using nn::functional::max_pool1d;
+using nn::functional::max_pool1d_with_indices;
+using nn::functional::max_pool2d;
+using nn::functional::max_pool2d_with_indices;
+using nn::functional::mse_loss;
+using nn::functional::pairwise_distance;
+using nn::functional::pixel_shuffle;
+using nn::functional::prelu;
+using nn::functional::rrelu;
+using nn::functional::smooth_l1_loss;
+using nn::functional::softshrink;
+using nn::functional::threshold;
+using nn::functional::triplet_margin_loss;
+
+// ATen's order, which differs from nn::functional's.
+
+/// torch::nll_loss(input, target, weight, reduction, ignore_index).
+template <class P>
+BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& weight = {},
+                        std::string_view reduction = "mean", int64_t ignore_index = -100) {
+  return nn::functional::nll_loss(input, target, weight, ignore_index, reduction);
+}
+/// torch::cross_entropy_loss(input, target, weight, reduction, ignore_index, label_smoothing).
+template <class P>
+BasicTensor<P> cross_entropy_loss(const BasicTensor<P>& input, const BasicTensor<P>& target,
+                                  const BasicTensor<P>& weight = {}, std::string_view reduction = "mean",
+                                  int64_t ignore_index = -100, double label_smoothing = 0.0) {
+  return nn::functional::cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing);
+}
+/// torch::binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction).
+template <class P>
+BasicTensor<P> binary_cross_entropy_with_logits(const BasicTensor<P>& input, const BasicTensor<P>& target,
+                                                const BasicTensor<P>& weight = {},
+                                                const BasicTensor<P>& pos_weight = {},
+                                                std::string_view reduction = "mean") {
+  return nn::functional::binary_cross_entropy_with_logits(input, target, weight, reduction, pos_weight);
+}
+/// torch::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+/// the running statistics are updated in place when training.
+template <class P>
+BasicTensor<P> batch_norm(const BasicTensor<P>& input, const BasicTensor<P>& weight, const BasicTensor<P>& bias,
+                          const BasicTensor<P>& running_mean, const BasicTensor<P>& running_var, bool training,
+                          double momentum, double eps) {
+  return nn::functional::batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps);
+}
+/// torch::embedding(weight, indices, padding_idx): the table first; padding_idx -1 is none.
+template <class P>
+BasicTensor<P> embedding(const BasicTensor<P>& weight, const BasicTensor<P>& indices, int64_t padding_idx = -1) {
+  return nn::functional::embedding(indices, weight,
+                                   padding_idx == -1 ? std::nullopt : std::optional<int64_t>(padding_idx));
+}
+
+}  // namespace ember
