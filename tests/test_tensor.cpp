@@ -1,5 +1,7 @@
 // Tensor core: factories, views, strides, indexing, conversions, printing, random numbers.
 
+#include "error_text.hpp"
+
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
 
@@ -542,6 +544,36 @@ TEST_CASE("libtorch spellings: one int as a dim list, method forms of the shape 
   CHECK(values_of(x.norm(1, 1)) == std::vector<double>{6, 15});
   CHECK(x.view(-1).sizes() == Shape{6});
   CHECK(x.t().reshape(-1).sizes() == Shape{6});
+  // Sizes as one integer: libtorch's torch::zeros(5), x.repeat(2), x.new_zeros(4).
+  CHECK(zeros(3).sizes() == Shape{3});
+  CHECK(values_of(zeros(int64_t{2}, kFloat64)) == std::vector<double>{0, 0});
+  CHECK(zeros(2, kFloat64).dtype() == DType::F64);
+  CHECK(values_of(ones(size_t{2})) == std::vector<double>{1, 1});
+  CHECK(values_of(full(3, 2)) == std::vector<double>{2, 2, 2});
+  CHECK(empty(4).sizes() == Shape{4});
+  CHECK(empty(0).numel() == 0);
+  CHECK_ERROR(zeros(-2), "negative dimension -2");
+  manual_seed(3);
+  Tensor r1 = randn(5);
+  manual_seed(3);
+  CHECK(values_of(r1) == values_of(randn({5})));
+  CHECK(rand(6, kFloat64).sizes() == Shape{6});
+  CHECK(rand(6, kFloat64).dtype() == DType::F64);
+  manual_seed(4);
+  Tensor i1 = randint(2, 9, 50);
+  manual_seed(4);
+  CHECK(values_of(i1) == values_of(randint(2, 9, {50})));
+  CHECK(i1.min().item<int64_t>() >= 2);
+  CHECK(randint(7, 4).max().item<int64_t>() < 7);  // randint(high, size)
+  CHECK(randint(7, 4).sizes() == Shape{4});
+  const Tensor v = tensor({1.0f, 2.0f});
+  CHECK(values_of(v.repeat(2)) == std::vector<double>{1, 2, 1, 2});
+  CHECK(values_of(v.tile(2)) == std::vector<double>{1, 2, 1, 2});
+  CHECK(values_of(v.index({Slice(0, 1)}).expand(3)) == std::vector<double>{1, 1, 1});
+  CHECK(v.new_zeros(4).sizes() == Shape{4});
+  CHECK(v.new_ones(2).dtype() == DType::F32);
+  CHECK(v.new_empty(3).sizes() == Shape{3});
+  CHECK(values_of(v.new_full(2, 7)) == std::vector<double>{7, 7});
   // dtype and device names, options().
   CHECK(zeros({2}, kFloat64).dtype() == DType::F64);
   CHECK(x.to(kLong).dtype() == DType::I64);

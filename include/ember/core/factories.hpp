@@ -81,6 +81,24 @@ BasicTensor<P> ones(const Shape& shape, TensorOptions o = {}) {
   return full<P>(shape, 1, o.dtype(o.dtype_or(kDefaultFloat)));
 }
 
+// One size for a 1-d tensor, as libtorch's IntArrayRef takes one: zeros(5), randn(3).
+template <class P = DefaultPolicy, SingleDim I>
+BasicTensor<P> empty(I size, TensorOptions o = {}) {
+  return empty<P>(Shape{static_cast<int64_t>(size)}, o);
+}
+template <class P = DefaultPolicy, SingleDim I>
+BasicTensor<P> full(I size, Scalar value, TensorOptions o = {}) {
+  return full<P>(Shape{static_cast<int64_t>(size)}, value, o);
+}
+template <class P = DefaultPolicy, SingleDim I>
+BasicTensor<P> zeros(I size, TensorOptions o = {}) {
+  return zeros<P>(Shape{static_cast<int64_t>(size)}, o);
+}
+template <class P = DefaultPolicy, SingleDim I>
+BasicTensor<P> ones(I size, TensorOptions o = {}) {
+  return ones<P>(Shape{static_cast<int64_t>(size)}, o);
+}
+
 namespace detail {
 template <class P>
 BasicTensor<P> on_cpu_then_move(const Shape& shape, TensorOptions o, DType fallback, auto&& fill) {
@@ -202,6 +220,22 @@ BasicTensor<P> randint(int64_t low, int64_t high, const Shape& shape, TensorOpti
 template <class P = DefaultPolicy>
 BasicTensor<P> randint(int64_t high, const Shape& shape, TensorOptions o = {}) {
   return randint<P>(0, high, shape, o);
+}
+template <class P = DefaultPolicy, SingleDim I>
+BasicTensor<P> rand(I size, TensorOptions o = {}) {
+  return rand<P>(Shape{static_cast<int64_t>(size)}, o);
+}
+template <class P = DefaultPolicy, SingleDim I>
+BasicTensor<P> randn(I size, TensorOptions o = {}) {
+  return randn<P>(Shape{static_cast<int64_t>(size)}, o);
+}
+template <class P = DefaultPolicy, SingleDim I>
+BasicTensor<P> randint(int64_t low, int64_t high, I size, TensorOptions o = {}) {
+  return randint<P>(low, high, Shape{static_cast<int64_t>(size)}, o);
+}
+template <class P = DefaultPolicy, SingleDim I>
+BasicTensor<P> randint(int64_t high, I size, TensorOptions o = {}) {
+  return randint<P>(high, Shape{static_cast<int64_t>(size)}, o);
 }
 
 #define EMBER_LIKE_FACTORY(name)                                                                   \

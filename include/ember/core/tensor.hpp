@@ -154,6 +154,8 @@ class BasicTensor {
   BasicTensor mT() const { return transpose(-2, -1); }
   BasicTensor permute(const Shape& dims) const { return vop(ops::ViewKind::Permute, dims); }
   BasicTensor expand(const Shape& sizes) const { return vop(ops::ViewKind::Expand, sizes); }
+  template <SingleDim I>
+  BasicTensor expand(I size) const { return expand(Shape{static_cast<int64_t>(size)}); }
   BasicTensor expand_as(const BasicTensor& o) const { return expand(o.sizes()); }
   BasicTensor squeeze() const {
     ops::ViewOp v{ops::ViewKind::Squeeze};
@@ -438,6 +440,10 @@ class BasicTensor {
   BasicTensor roll(int64_t shift, std::optional<int64_t> dim = {}) const;
   BasicTensor repeat(const Shape& repeats) const;
   BasicTensor tile(const Shape& reps) const;
+  template <SingleDim I>
+  BasicTensor repeat(I repeats) const { return repeat(Shape{static_cast<int64_t>(repeats)}); }
+  template <SingleDim I>
+  BasicTensor tile(I reps) const { return tile(Shape{static_cast<int64_t>(reps)}); }
   BasicTensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = {}) const;
   BasicTensor tril(int64_t k = 0) const;
   BasicTensor triu(int64_t k = 0) const;
@@ -447,6 +453,14 @@ class BasicTensor {
   BasicTensor new_zeros(const Shape& sizes) const;
   BasicTensor new_ones(const Shape& sizes) const;
   BasicTensor new_full(const Shape& sizes, Scalar v) const;
+  template <SingleDim I>
+  BasicTensor new_empty(I size) const { return new_empty(Shape{static_cast<int64_t>(size)}); }
+  template <SingleDim I>
+  BasicTensor new_zeros(I size) const { return new_zeros(Shape{static_cast<int64_t>(size)}); }
+  template <SingleDim I>
+  BasicTensor new_ones(I size) const { return new_ones(Shape{static_cast<int64_t>(size)}); }
+  template <SingleDim I>
+  BasicTensor new_full(I size, Scalar v) const { return new_full(Shape{static_cast<int64_t>(size)}, v); }
 
   // ---- linear algebra -------------------------------------------------------------------------
   BasicTensor matmul(const BasicTensor& o) const { return mat(ops::MatmulKind::Matmul, o); }
