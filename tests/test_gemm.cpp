@@ -344,3 +344,43 @@ TEST_CASE("linear_relu equals relu(linear) bit for bit on every GEMM path") {
   }
   set_num_threads(1);
 }
+
+TEST_CASE("column blocks of the packed GEMM: every column once, bitwise the same on any number of threads") {
+  // The blocks are spread evenly over the threads in whole panels (64 columns in the AVX-512
+  // build): 784 columns (the MNIST weight gradient, A transposed with a 512-float stride), 1100
+  // columns over k = 512 (wider than one block of packed B: more blocks than threads), and
+  // narrow products whose blocks would be under a panel each (70 and 130 columns on 3
+  // threads). C starts as NaN with beta 0, so a column that no block writes is caught.
+  manual_seed(17);
+  struct Case {
+    Tensor a, b;
+  };
+  const std::vector<Case> cases = {{randn({128, 512}).t(), randn({128, 784})},
+                                   {randn({24, 512}), randn({512, 1100})},
+                                   {randn({40, 96}), randn({96, 70})},
+                                   {randn({40, 96}), randn({96, 130})}};
+  for (const Case& c : cases) {
+    const int64_t m = c.a.size(0), n = c.b.size(1), k = c.a.size(1);
+    const std::vector<double> want = reference(c.a, c.b, nullptr, 0, 1);
+    std::vector<Tensor> got;
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      got.push_back(full({m, n}, NAN).addmm(c.a, c.b, 0.0, 1.0));
+    }
+    set_num_threads(1);
+    Executor wide;  // more threads than panels: the blocks stay non-empty
+    wide.run = [](void*, void (*task)(void*, int64_t), void* task_ctx, int64_t count) {
+      for (int64_t i = 0; i < count; ++i) task(task_ctx, i);
+    };
+    wide.concurrency = 64;
+    set_executor(wide);
+    got.push_back(full({m, n}, NAN).addmm(c.a, c.b, 0.0, 1.0));
+    set_executor(Executor{});
+    CAPTURE(n);
+    CHECK(max_error(got[0], want, k) < 1e-5);
+    for (size_t i = 1; i < got.size(); ++i) {
+      CHECK(max_error(got[i], want, k) < 1e-5);
+      if (own_gemm_active()) CHECK(got[0].eq(got[i]).all().item<bool>());
+    }
+  }
+}
