@@ -75,6 +75,9 @@ TEST_CASE("F::conv FuncOptions: padding by name, the same as padding the input b
   CHECK_ERROR(F::conv2d(x, w3, F::Conv2dFuncOptions().padding(kSame).stride(2)), "[conv2d]", "'same' needs stride 1");
   CHECK_ERROR(F::conv2d(x, w3, F::Conv2dFuncOptions().padding_str("full")), "[conv2d]", "'same' or 'valid'",
               "'full'");
+  // A padding mode is not a padding (libtorch refuses it at compile time; here, at once).
+  CHECK_ERROR(F::Conv2dFuncOptions().padding(kReflect), "kSame or kValid", "'reflect'");
+  CHECK_ERROR(nn::Conv2dOptions(3, 4, 3).padding(kZeros), "kSame or kValid", "'zeros'");
   CHECK_ERROR(F::conv2d(x, randn({4, 3, 3}), F::Conv2dFuncOptions()), "[conv2d]", "4 dims", "[4, 3, 3]");
 }
 
@@ -106,7 +109,8 @@ TEST_CASE("F:: pooling FuncOptions as the positional form") {
   CHECK(same(F::avg_pool2d(x, F::AvgPool2dFuncOptions(3).padding(1).count_include_pad(false)),
              F::avg_pool2d(x, {3}, {}, {1}, false, false)));
   CHECK(same(F::avg_pool1d(x1, F::AvgPool1dFuncOptions(2).ceil_mode(true)), F::avg_pool1d(x1, {2}, {}, {0}, true)));
-  CHECK_ERROR(F::avg_pool2d(x, F::AvgPool2dFuncOptions(2).dilation(2)), "[avg_pool2d]", "no dilation");
+  CHECK_ERROR(F::avg_pool2d(x, F::AvgPool2dFuncOptions(2).dilation({1, 2})), "[avg_pool2d]", "no dilation", "of 2");
+  CHECK(same(F::avg_pool2d(x, F::AvgPool2dFuncOptions(2).dilation({1, 1})), F::avg_pool2d(x, {2})));
   // Adaptive pooling's options are its output size.
   CHECK(same(F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions({2, 3})), F::adaptive_avg_pool2d(x, {2, 3})));
   CHECK(F::adaptive_max_pool2d(x, F::AdaptiveMaxPool2dFuncOptions(1)).sizes() == Shape{2, 3, 1, 1});
@@ -162,6 +166,7 @@ TEST_CASE("F::pad and F::pixel_shuffle FuncOptions") {
   CHECK(F::pad(x, F::PadFuncOptions({1, 1}).value(-2.5)).index({0, 0, 0, 0}).item<float>() == -2.5f);
   CHECK(same(F::pad(x, F::PadFuncOptions({2, 2}).mode(kCircular)), F::pad(x, {2, 2}, "circular")));
   CHECK_ERROR(F::pad(x, F::PadFuncOptions({1}).mode(kReplicate)), "[pad]", "even length");
+  CHECK_ERROR(F::pad(x, F::PadFuncOptions({1, 1}).mode(kReflect).value(2)), "[pad]", "'reflect' takes no value", "2");
   Tensor s = randn({2, 8, 3, 3});
   CHECK(same(F::pixel_shuffle(s, F::PixelShuffleFuncOptions(2)), F::pixel_shuffle(s, 2)));
 }
@@ -218,6 +223,13 @@ TEST_CASE("F:: activation FuncOptions, and their inplace forms writing into the 
   check_writes_input([](Tensor t) { return F::elu(t, F::ELUFuncOptions().alpha(0.5).inplace(true)); }, x,
                      F::elu(x, 0.5));
   CHECK(same(F::celu(x, F::CELUFuncOptions().alpha(2)), F::celu(x, 2)));
+  // The inplace forms check their parameters as the others do, before writing anything.
+  Tensor kept = x.clone();
+  CHECK_ERROR(F::celu(kept, F::CELUFuncOptions().alpha(0).inplace(true)), "[celu]", "alpha cannot be 0");
+  CHECK_ERROR(F::elu(kept, F::ELUFuncOptions().alpha(NAN).inplace(true)), "[elu]", "alpha must be a number");
+  CHECK_ERROR(F::leaky_relu(kept, F::LeakyReLUFuncOptions().negative_slope(NAN).inplace(true)), "[leaky_relu]",
+              "negative_slope");
+  CHECK(same(kept, x));
   check_writes_input([](Tensor t) { return F::celu(t, F::CELUFuncOptions().alpha(2).inplace(true)); }, x,
                      F::celu(x, 2));
   CHECK(same(F::hardtanh(x, F::HardtanhFuncOptions().min_val(-2).max_val(0.5)), F::hardtanh(x, -2, 0.5)));
@@ -257,6 +269,9 @@ TEST_CASE("F:: loss FuncOptions as the positional form") {
   CHECK(same(F::smooth_l1_loss(a, b, F::SmoothL1LossFuncOptions().beta(0.5).reduction(kSum)),
              F::smooth_l1_loss(a, b, "sum", 0.5)));
   CHECK(same(F::huber_loss(a, b, F::HuberLossFuncOptions().delta(0.3)), F::huber_loss(a, b, "mean", 0.3)));
+  // libtorch's reduction constructors: SmoothL1LossFuncOptions(kNone), KLDivFuncOptions(kBatchMean).
+  CHECK(same(F::smooth_l1_loss(a, b, F::SmoothL1LossFuncOptions(kNone)), F::smooth_l1_loss(a, b, "none")));
+  CHECK(same(F::huber_loss(a, b, F::HuberLossFuncOptions(kSum).delta(2)), F::huber_loss(a, b, "sum", 2)));
   Tensor w = rand({5});
   CHECK(same(F::binary_cross_entropy(p, t, F::BinaryCrossEntropyFuncOptions().weight(w).reduction(kSum)),
              F::binary_cross_entropy(p, t, w, "sum")));
@@ -266,6 +281,7 @@ TEST_CASE("F:: loss FuncOptions as the positional form") {
   Tensor lp = a.log_softmax(1), lq = b.log_softmax(1);
   CHECK(same(F::kl_div(lp, lq, F::KLDivFuncOptions().reduction(kSum).log_target(true)),
              F::kl_div(lp, lq, "sum", true)));
+  CHECK(same(F::kl_div(lp, lq.exp(), F::KLDivFuncOptions(kBatchMean)), F::kl_div(lp, lq.exp(), "batchmean")));
   Tensor y = tensor({1.0f, -1.0f, 1.0f, -1.0f});
   CHECK(same(F::cosine_embedding_loss(a, b, y, F::CosineEmbeddingLossFuncOptions().margin(0.2)),
              F::cosine_embedding_loss(a, b, y, 0.2)));
@@ -289,6 +305,7 @@ TEST_CASE("F::ctc_loss and CTCLoss take the lengths as tensors too, as libtorch"
   Tensor expected = F::ctc_loss(lp, targets, in_len, tg_len, 0, "sum");
   CHECK(same(F::ctc_loss(lp, targets, in_len, tg_len, F::CTCLossFuncOptions().reduction(kSum)), expected));
   CHECK(same(F::ctc_loss(lp, targets, in_t, tg_t, F::CTCLossFuncOptions().reduction(kSum)), expected));
+  CHECK(same(F::ctc_loss(lp, targets, in_t, tg_t), F::ctc_loss(lp, targets, in_len, tg_len)));  // default options
   nn::CTCLoss ctc(nn::CTCLossOptions().reduction(kSum));
   CHECK(same(ctc(lp, targets, in_t, tg_t), expected));
   CHECK(same(ctc(lp, targets, in_len, tg_len), expected));
@@ -333,7 +350,8 @@ TEST_CASE("F::cosine_similarity, F::pairwise_distance and their modules") {
   CHECK(close(nn::PairwiseDistance()(a, b), (a - b + 1e-6).square().sum({1}).sqrt()));
   CHECK(nn::PairwiseDistance()->parameters().empty());
   CHECK(pd_mod->extra_repr() == "p=1, eps=1e-06, keepdim=True");
-  CHECK_ERROR(nn::PairwiseDistance(nn::PairwiseDistanceOptions().p(-1)), "[PairwiseDistance]", "non-negative", "-1");
+  // Any p, as the functional form (and PyTorch) take.
+  CHECK(same(nn::PairwiseDistance(nn::PairwiseDistanceOptions().p(-1))(a, b), F::pairwise_distance(a, b, -1)));
   CHECK_ERROR(nn::CosineSimilarity(nn::CosineSimilarityOptions().eps(-1)), "[CosineSimilarity]", "non-negative");
 }
 
@@ -411,6 +429,8 @@ TEST_CASE("libtorch's free layer functions as ember::, in ATen's argument order"
   Tensor w = rand({10});
   CHECK(same(ember::nll_loss(out, target), F::nll_loss(out, target)));
   CHECK(same(ember::nll_loss(out, target, w, kSum, 7), F::nll_loss(out, target, w, 7, "sum")));
+  // The example's test loop: torch::nll_loss(output, targets, {}, torch::Reduction::Sum).
+  CHECK(same(ember::nll_loss(out, target, {}, Reduction::Sum), F::nll_loss(out, target, {}, -100, "sum")));
   CHECK(same(ember::cross_entropy_loss(out, target, w, "none", 3, 0.2),
              F::cross_entropy(out, target, w, 3, "none", 0.2)));
   Tensor logits = randn({4, 5}), t = rand({4, 5}), pw = rand({5}) + 0.5;
@@ -421,10 +441,16 @@ TEST_CASE("libtorch's free layer functions as ember::, in ATen's argument order"
   Tensor m1 = zeros({3}), v1 = ones({3}), m2 = zeros({3}), v2 = ones({3});
   CHECK(same(ember::batch_norm(xb, g, b, m1, v1, true, 0.2, 1e-5), F::batch_norm(xb, m2, v2, g, b, true, 0.2, 1e-5)));
   CHECK(same(m1, m2));
+  // ATen's trailing cudnn flags are taken and ignored.
+  CHECK(same(ember::batch_norm(xb, g, b, m1, v1, false, 0.1, 1e-5, true), F::batch_norm(xb, m1, v1, g, b)));
+  CHECK(same(ember::layer_norm(xb, {2, 2}, {}, {}, 1e-5, true), F::layer_norm(xb, {2, 2})));
+  CHECK(same(ember::group_norm(xb, 3, g, b, 1e-5, true), F::group_norm(xb, 3, g, b)));
   // embedding: the table first; padding_idx -1 is none.
   Tensor table = randn({6, 2}), idx = tensor<int64_t>({{0, 5}, {2, 0}});
   CHECK(same(ember::embedding(table, idx), F::embedding(idx, table)));
   CHECK(same(ember::embedding(table, idx, 0), F::embedding(idx, table, 0)));
+  CHECK(same(ember::embedding(table, idx, -2), F::embedding(idx, table)));  // ATen: negative is none
+  CHECK_ERROR(ember::embedding(table, idx, -1, true), "[embedding]", "scale_grad_by_freq");
   Tensor rows = table.clone().requires_grad_(true);
   ember::embedding(rows, idx, 0).sum().backward();
   CHECK(same(rows.grad().index({0}), zeros({2})));  // the padding row gets no gradient
@@ -435,4 +461,12 @@ TEST_CASE("libtorch's free layer functions as ember::, in ATen's argument order"
   CHECK(same(ember::avg_pool2d(x, 3, 2), F::avg_pool2d(x, {3}, {2})));
   CHECK(same(ember::layer_norm(x, {28}), F::layer_norm(x, {28})));
   CHECK(same(ember::mse_loss(logits, t, "sum"), F::mse_loss(logits, t, "sum")));
+  // ATen's activations with parameters: torch::leaky_relu(x, 0.2), torch::gelu(x, "tanh").
+  CHECK(same(ember::leaky_relu(logits, 0.2), F::leaky_relu(logits, 0.2)));
+  CHECK(same(ember::leaky_relu(logits), logits.leaky_relu()));
+  CHECK(same(ember::gelu(logits, "tanh"), logits.gelu_tanh()));
+  CHECK(same(ember::elu(logits, 0.5), F::elu(logits, 0.5)));
+  CHECK(same(ember::celu(logits, 2), F::celu(logits, 2)));
+  CHECK(same(ember::softplus(logits, 2, 5), F::softplus(logits, 2, 5)));
+  CHECK(same(ember::hardtanh(logits, -0.5, 0.5), F::hardtanh(logits, -0.5, 0.5)));
 }

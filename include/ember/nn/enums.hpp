@@ -25,6 +25,13 @@ struct EnumName {
 inline constexpr EnumName kNone{"none"};
 inline constexpr EnumName kMean{"mean"};
 inline constexpr EnumName kSum{"sum"};
+inline constexpr EnumName kBatchMean{"batchmean"};  // KLDivLoss
+/// ATen's reduction names, as torch::Reduction::Sum: ember::nll_loss(x, y, {}, Reduction::Sum).
+namespace Reduction {
+inline constexpr EnumName None{"none"};
+inline constexpr EnumName Mean{"mean"};
+inline constexpr EnumName Sum{"sum"};
+}  // namespace Reduction
 // EmbeddingBag modes (with kSum, kMean).
 inline constexpr EnumName kMax{"max"};
 // Interpolation modes.

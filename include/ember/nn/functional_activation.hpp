@@ -37,20 +37,31 @@ using ember::softplus;
 using ember::softsign;
 using ember::tanh;
 
+namespace detail {
+// The parameter checks, shared with the inplace forms (functional_options_activation.hpp).
+inline void check_leaky_relu(double negative_slope) {
+  EMBER_CHECK(!std::isnan(negative_slope), "[leaky_relu] negative_slope must be a number, got {}", negative_slope);
+}
+inline void check_elu(double alpha) { EMBER_CHECK(!std::isnan(alpha), "[elu] alpha must be a number, got {}", alpha); }
+inline void check_celu(double alpha) {
+  EMBER_CHECK(alpha != 0 && !std::isnan(alpha), "[celu] alpha cannot be 0 (it divides) or NaN, got {}", alpha);
+}
+}  // namespace detail
+
 template <class P>
 BasicTensor<P> leaky_relu(const BasicTensor<P>& x, double negative_slope) {
-  EMBER_CHECK(!std::isnan(negative_slope), "[leaky_relu] negative_slope must be a number, got {}", negative_slope);
+  detail::check_leaky_relu(negative_slope);
   return x.leaky_relu(negative_slope);
 }
 template <class P>
 BasicTensor<P> elu(const BasicTensor<P>& x, double alpha) {
-  EMBER_CHECK(!std::isnan(alpha), "[elu] alpha must be a number, got {}", alpha);
+  detail::check_elu(alpha);
   return x.elu(alpha);
 }
 /// max(0, x) + min(0, alpha (exp(x / alpha) - 1)); alpha 0 is refused (it divides), as PyTorch.
 template <class P>
 BasicTensor<P> celu(const BasicTensor<P>& x, double alpha) {
-  EMBER_CHECK(alpha != 0 && !std::isnan(alpha), "[celu] alpha cannot be 0 (it divides) or NaN, got {}", alpha);
+  detail::check_celu(alpha);
   return x.celu(alpha);
 }
 /// approximate: "none" (erf form) or "tanh".

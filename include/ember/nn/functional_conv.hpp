@@ -52,6 +52,8 @@ class ConvPaddingArg {
   }
   Derived&& padding(const IntArgs& numbers) && { return std::move(padding(numbers)); }
   Derived& padding(EnumName mode) & {
+    const std::string_view name = mode;
+    EMBER_CHECK(name == "same" || name == "valid", "[ConvOptions] padding by name is kSame or kValid, got '{}'", name);
     padding_str_ = mode.name;
     return static_cast<Derived&>(*this);
   }

@@ -99,10 +99,12 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
                         const O& o) {
   return ctc_loss(log_probs, targets, input_lengths, target_lengths, o.blank(), o.reduction(), o.zero_infinity());
 }
-/// The lengths as 1-d integer tensors, as libtorch passes them.
-template <class P, std::same_as<CTCLossOptions> O>
+/// The lengths as 0-d or 1-d integer tensors, as libtorch passes them (no positional form
+/// takes four tensors, so the options may default here).
+template <class P>
 BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& targets,
-                        const BasicTensor<P>& input_lengths, const BasicTensor<P>& target_lengths, const O& o) {
+                        const BasicTensor<P>& input_lengths, const BasicTensor<P>& target_lengths,
+                        const CTCLossOptions& o = {}) {
   return ctc_loss(log_probs, targets, detail::lengths_of(input_lengths, "input_lengths"),
                   detail::lengths_of(target_lengths, "target_lengths"), o.blank(), o.reduction(), o.zero_infinity());
 }

@@ -41,14 +41,17 @@ using ELUFuncOptions = ELUOptions;
 using CELUFuncOptions = CELUOptions;
 template <class P, std::same_as<LeakyReLUOptions> O>
 BasicTensor<P> leaky_relu(const BasicTensor<P>& x, const O& o) {
+  detail::check_leaky_relu(o.negative_slope());
   return o.inplace() ? BasicTensor<P>(x).leaky_relu_(o.negative_slope()) : leaky_relu(x, o.negative_slope());
 }
 template <class P, std::same_as<ELUOptions> O>
 BasicTensor<P> elu(const BasicTensor<P>& x, const O& o) {
+  detail::check_elu(o.alpha());
   return o.inplace() ? BasicTensor<P>(x).elu_(o.alpha()) : elu(x, o.alpha());
 }
 template <class P, std::same_as<CELUOptions> O>
 BasicTensor<P> celu(const BasicTensor<P>& x, const O& o) {
+  detail::check_celu(o.alpha());
   return o.inplace() ? BasicTensor<P>(x).celu_(o.alpha()) : celu(x, o.alpha());
 }
 

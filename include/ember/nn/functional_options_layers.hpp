@@ -33,6 +33,10 @@ template <class P>
 BasicTensor<P> option_tensor(const Tensor& t) {
   return BasicTensor<P>(t.impl_ref());
 }
+/// Average pooling has no dilation: PoolOptions' (shared with max pooling) must be all ones.
+inline void check_no_dilation(const IntArgs& dilation, const char* op) {
+  for (int64_t d : dilation) EMBER_CHECK(d == 1, "[{}] has no dilation, got a dilation of {}", op, d);
+}
 }  // namespace detail
 
 // The forms below are templates on the options type, constrained to exactly that type: an
@@ -115,15 +119,15 @@ template <class P, std::same_as<PoolOptions> O>
 std::pair<BasicTensor<P>, BasicTensor<P>> max_pool2d_with_indices(const BasicTensor<P>& x, const O& o) {
   return max_pool2d_with_indices(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
-// Average pooling has no dilation: PoolOptions' is refused rather than ignored.
+// Average pooling has no dilation: a PoolOptions dilation other than 1 is refused, not ignored.
 template <class P, std::same_as<PoolOptions> O>
 BasicTensor<P> avg_pool1d(const BasicTensor<P>& x, const O& o) {
-  EMBER_CHECK(o.dilation() == IntArgs{1}, "[avg_pool1d] has no dilation, got {} values", o.dilation().size());
+  detail::check_no_dilation(o.dilation(), "avg_pool1d");
   return avg_pool1d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
 }
 template <class P, std::same_as<PoolOptions> O>
 BasicTensor<P> avg_pool2d(const BasicTensor<P>& x, const O& o) {
-  EMBER_CHECK(o.dilation() == IntArgs{1}, "[avg_pool2d] has no dilation, got {} values", o.dilation().size());
+  detail::check_no_dilation(o.dilation(), "avg_pool2d");
   return avg_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
 }
 
@@ -161,6 +165,8 @@ struct PadFuncOptions {
 };
 template <class P, std::same_as<PadFuncOptions> O>
 BasicTensor<P> pad(const BasicTensor<P>& x, const O& o) {
+  EMBER_CHECK(o.mode() == "constant" || o.value() == 0, "[pad] padding mode '{}' takes no value, got value {}",
+              o.mode(), o.value());
   return ember::pad(x, o.pad(), o.mode(), o.value());
 }
 

@@ -21,6 +21,7 @@
 #include <ember/nn/functional_conv.hpp>
 #include <ember/nn/functional_layers.hpp>
 
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -33,6 +34,7 @@ using nn::functional::adaptive_avg_pool2d;
 using nn::functional::avg_pool1d;
 using nn::functional::avg_pool2d;
 using nn::functional::binary_cross_entropy;
+using nn::functional::celu;
 using nn::functional::conv1d;
 using nn::functional::conv2d;
 using nn::functional::conv3d;
@@ -41,13 +43,17 @@ using nn::functional::conv_transpose2d;
 using nn::functional::cosine_embedding_loss;
 using nn::functional::cosine_similarity;
 using nn::functional::dropout;
+using nn::functional::elu;
+using nn::functional::gelu;
 using nn::functional::glu;
 using nn::functional::group_norm;
 using nn::functional::hardshrink;
+using nn::functional::hardtanh;
 using nn::functional::huber_loss;
 using nn::functional::kl_div;
 using nn::functional::l1_loss;
 using nn::functional::layer_norm;
+using nn::functional::leaky_relu;
 using nn::functional::margin_ranking_loss;
 using nn::functional::max_pool1d;
 using nn::functional::max_pool1d_with_indices;
@@ -59,6 +65,7 @@ using nn::functional::pixel_shuffle;
 using nn::functional::prelu;
 using nn::functional::rrelu;
 using nn::functional::smooth_l1_loss;
+using nn::functional::softplus;
 using nn::functional::softshrink;
 using nn::functional::threshold;
 using nn::functional::triplet_margin_loss;
@@ -86,19 +93,46 @@ BasicTensor<P> binary_cross_entropy_with_logits(const BasicTensor<P>& input, con
                                                 std::string_view reduction = "mean") {
   return nn::functional::binary_cross_entropy_with_logits(input, target, weight, reduction, pos_weight);
 }
-/// torch::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-/// the running statistics are updated in place when training.
+// ATen's integer reductions (a literal 0 would otherwise become a null string_view): use
+// Reduction::None / Mean / Sum or "none" / "mean" / "sum".
+template <class P, std::integral I>
+BasicTensor<P> nll_loss(const BasicTensor<P>&, const BasicTensor<P>&, const BasicTensor<P>&, I, int64_t = -100) = delete;
+template <class P, std::integral I>
+BasicTensor<P> cross_entropy_loss(const BasicTensor<P>&, const BasicTensor<P>&, const BasicTensor<P>&, I,
+                                  int64_t = -100, double = 0.0) = delete;
+template <class P, std::integral I>
+BasicTensor<P> binary_cross_entropy_with_logits(const BasicTensor<P>&, const BasicTensor<P>&, const BasicTensor<P>&,
+                                                const BasicTensor<P>&, I) = delete;
+/// torch::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
+/// cudnn_enabled): the running statistics are updated in place when training; cudnn_enabled is
+/// ignored (Ember's kernels are its own).
 template <class P>
 BasicTensor<P> batch_norm(const BasicTensor<P>& input, const BasicTensor<P>& weight, const BasicTensor<P>& bias,
                           const BasicTensor<P>& running_mean, const BasicTensor<P>& running_var, bool training,
-                          double momentum, double eps) {
+                          double momentum, double eps, bool /*cudnn_enabled*/ = true) {
   return nn::functional::batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps);
 }
-/// torch::embedding(weight, indices, padding_idx): the table first; padding_idx -1 is none.
+/// torch::layer_norm and torch::group_norm with ATen's trailing cudnn_enable (ignored).
 template <class P>
-BasicTensor<P> embedding(const BasicTensor<P>& weight, const BasicTensor<P>& indices, int64_t padding_idx = -1) {
+BasicTensor<P> layer_norm(const BasicTensor<P>& input, const Shape& normalized_shape, const BasicTensor<P>& weight,
+                          const BasicTensor<P>& bias, double eps, bool /*cudnn_enable*/) {
+  return nn::functional::layer_norm(input, normalized_shape, weight, bias, eps);
+}
+template <class P>
+BasicTensor<P> group_norm(const BasicTensor<P>& input, int64_t num_groups, const BasicTensor<P>& weight,
+                          const BasicTensor<P>& bias, double eps, bool /*cudnn_enabled*/) {
+  return nn::functional::group_norm(input, num_groups, weight, bias, eps);
+}
+/// torch::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): the table
+/// first; a negative padding_idx is none (ATen's rule; nn::functional's counts it from the
+/// end). scale_grad_by_freq and sparse gradients are not offered: true is refused.
+template <class P>
+BasicTensor<P> embedding(const BasicTensor<P>& weight, const BasicTensor<P>& indices, int64_t padding_idx = -1,
+                         bool scale_grad_by_freq = false, bool sparse = false) {
+  EMBER_CHECK(!scale_grad_by_freq && !sparse, "[embedding] scale_grad_by_freq and sparse are not offered, got {} and {}",
+              scale_grad_by_freq, sparse);
   return nn::functional::embedding(indices, weight,
-                                   padding_idx == -1 ? std::nullopt : std::optional<int64_t>(padding_idx));
+                                   padding_idx < 0 ? std::nullopt : std::optional<int64_t>(padding_idx));
 }
 
 }  // namespace ember

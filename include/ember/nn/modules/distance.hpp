@@ -6,8 +6,6 @@
 #include <ember/nn/module.hpp>
 #include <ember/nn/options.hpp>
 
-#include <cmath>
-
 namespace ember::nn {
 
 struct CosineSimilarityOptions {
@@ -44,9 +42,7 @@ template <class P = DefaultPolicy>
 class BasicPairwiseDistanceImpl : public Cloneable<BasicPairwiseDistanceImpl<P>, P> {
  public:
   explicit BasicPairwiseDistanceImpl(const PairwiseDistanceOptions& o = {})
-      : Cloneable<BasicPairwiseDistanceImpl<P>, P>("PairwiseDistance"), options(o) {
-    EMBER_CHECK(o.p() >= 0 && !std::isnan(o.p()), "[PairwiseDistance] p must be non-negative, got {}", o.p());
-  }
+      : Cloneable<BasicPairwiseDistanceImpl<P>, P>("PairwiseDistance"), options(o) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x1, const BasicTensor<P>& x2) {
     return F::pairwise_distance(x1, x2, options.p(), options.eps(), options.keepdim());

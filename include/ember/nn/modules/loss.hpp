@@ -41,7 +41,8 @@ EMBER_SIMPLE_LOSS(L1Loss, F::l1_loss(input, target, reduction));
 #undef EMBER_SIMPLE_LOSS
 
 struct SmoothL1LossOptions {
-  EMBER_ARG(std::string, reduction) = "mean";
+  SmoothL1LossOptions(std::string reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: as libtorch
+  EMBER_ARG(std::string, reduction);
   EMBER_ARG(double, beta) = 1.0;
 };
 
@@ -62,7 +63,8 @@ using SmoothL1LossImpl = BasicSmoothL1LossImpl<>;
 EMBER_MODULE(SmoothL1Loss);
 
 struct HuberLossOptions {
-  EMBER_ARG(std::string, reduction) = "mean";
+  HuberLossOptions(std::string reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: as libtorch
+  EMBER_ARG(std::string, reduction);
   EMBER_ARG(double, delta) = 1.0;
 };
 
@@ -185,7 +187,8 @@ using BCEWithLogitsLossImpl = BasicBCEWithLogitsLossImpl<>;
 EMBER_MODULE(BCEWithLogitsLoss);
 
 struct KLDivLossOptions {
-  EMBER_ARG(std::string, reduction) = "mean";
+  KLDivLossOptions(std::string reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: as libtorch
+  EMBER_ARG(std::string, reduction);  ///< none, mean, sum or batchmean (kBatchMean)
   EMBER_ARG(bool, log_target) = false;
 };
 
