@@ -359,13 +359,20 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
     // B, read along its rows. The MNIST weight gradients at two threads (Zen 4): 512 x 128 @
     // 128 x 784 581 -> 508 us (1.71x -> 1.93x of one thread), 512 x 128 @ 128 x 512 379 -> 325
     // us; the MNIST step 442-446 -> 456-461 steps/s, the robotics step 5992-6076 -> 6345-6422.
+    // Only while B fits in fewer blocks than there are threads: with a block or more per
+    // thread, split by columns each thread packs A once per block of its own, as it would by
+    // rows, and only its share of B. And only with two panels or more per thread, as 12-row
+    // panels left threads idle (11 panels on 8 threads: 2 per task, 6 threads busy).
     // Column blocks are as even as whole panels allow, and on several threads a multiple of
     // the thread count: 784 columns in panels of 64 went 448 + 336 at two threads (seven
     // panels and the rest), and a product 1100 wide in blocks of at most 512 went 512 + 512
     // to one thread, 76 to the other. The blocks do not change any element's sum.
     const int64_t col_panels = ceil_div(n, NR);
     int64_t col_tasks = ceil_div(n, NC), row_tasks = 1;
-    if (threads > 1 && direct && (rows >= 2 * n || (steps_per_panel && 2 * rows >= n)) && panels >= threads) {
+    const bool split_rows =
+        direct && panels >= threads &&
+        (steps_per_panel ? 2 * rows >= n && ceil_div(n, NC) < threads && panels >= 2 * threads : rows >= 2 * n);
+    if (threads > 1 && split_rows) {
       row_tasks = threads;
     } else if (threads > 1) {
       col_tasks = std::min(col_panels, ceil_div(col_tasks, threads) * threads);

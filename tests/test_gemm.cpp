@@ -347,18 +347,21 @@ TEST_CASE("linear_relu equals relu(linear) bit for bit on every GEMM path") {
 
 TEST_CASE("column blocks of the packed GEMM: every column once, bitwise the same on any number of threads") {
   // The blocks are spread evenly over the threads in whole panels (64 columns in the AVX-512
-  // build): 784 columns (the MNIST weight gradient, A transposed with a 512-float stride), 1100
-  // columns over k = 512 (wider than one block of packed B: more blocks than threads), and
-  // narrow products whose blocks would be under a panel each (70 and 130 columns on 3
-  // threads). C starts as NaN with beta 0, so a column that no block writes is caught.
+  // build): 784 columns (the MNIST weight gradient, A transposed with a 512-float stride: split
+  // by rows), 1000 columns over k = 512 with such an A (two blocks of packed B: split by
+  // columns), 1100 columns over k = 512 (more blocks than threads), and narrow products
+  // whose blocks would be under a panel each (70 and 130 columns on 3 threads; k = 1024, so
+  // that they are large enough to be threaded). C starts as NaN with beta 0, so a column that
+  // no block writes is caught.
   manual_seed(17);
   struct Case {
     Tensor a, b;
   };
   const std::vector<Case> cases = {{randn({128, 512}).t(), randn({128, 784})},
+                                   {randn({512, 512}).t(), randn({512, 1000})},
                                    {randn({24, 512}), randn({512, 1100})},
-                                   {randn({40, 96}), randn({96, 70})},
-                                   {randn({40, 96}), randn({96, 130})}};
+                                   {randn({40, 1024}), randn({1024, 70})},
+                                   {randn({40, 1024}), randn({1024, 130})}};
   for (const Case& c : cases) {
     const int64_t m = c.a.size(0), n = c.b.size(1), k = c.a.size(1);
     const std::vector<double> want = reference(c.a, c.b, nullptr, 0, 1);

@@ -566,6 +566,14 @@ TEST_CASE("libtorch spellings: one int as a dim list, method forms of the shape 
   CHECK(i1.min().item<int64_t>() >= 2);
   CHECK(randint(7, 4).max().item<int64_t>() < 7);  // randint(high, size)
   CHECK(randint(7, 4).sizes() == Shape{4});
+  CHECK(randint(7, 4, kInt32).dtype() == DType::I32);
+  // {} as the size is a 0-d draw from [low, high), as libtorch's, with int or int64_t bounds.
+  for (int i = 0; i < 20; ++i) {
+    const Tensor s = randint(5, 10, {});
+    CHECK(s.dim() == 0);
+    CHECK(s.item<int64_t>() >= 5);
+  }
+  CHECK(randint(int64_t{5}, int64_t{10}, {}).dim() == 0);
   const Tensor v = tensor({1.0f, 2.0f});
   CHECK(values_of(v.repeat(2)) == std::vector<double>{1, 2, 1, 2});
   CHECK(values_of(v.tile(2)) == std::vector<double>{1, 2, 1, 2});

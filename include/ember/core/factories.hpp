@@ -233,9 +233,17 @@ template <class P = DefaultPolicy, SingleDim I>
 BasicTensor<P> randint(int64_t low, int64_t high, I size, TensorOptions o = {}) {
   return randint<P>(low, high, Shape{static_cast<int64_t>(size)}, o);
 }
+// randint(high, size) and randint(high, size, options) as two forms: with a defaulted
+// options parameter, randint(5, 10, {}) (a 0-d draw from [5, 10), as libtorch) would take
+// {} for the options and draw 10 values from [0, 5).
 template <class P = DefaultPolicy, SingleDim I>
-BasicTensor<P> randint(int64_t high, I size, TensorOptions o = {}) {
-  return randint<P>(high, Shape{static_cast<int64_t>(size)}, o);
+BasicTensor<P> randint(int64_t high, I size) {
+  return randint<P>(high, Shape{static_cast<int64_t>(size)});
+}
+template <class P = DefaultPolicy, SingleDim I, class O>
+  requires std::convertible_to<O, TensorOptions>
+BasicTensor<P> randint(int64_t high, I size, O o) {
+  return randint<P>(high, Shape{static_cast<int64_t>(size)}, TensorOptions(o));
 }
 
 #define EMBER_LIKE_FACTORY(name)                                                                   \
