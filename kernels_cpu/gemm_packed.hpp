@@ -371,7 +371,7 @@ void gemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* c, int64
     int64_t col_tasks = ceil_div(n, NC), row_tasks = 1;
     const bool split_rows =
         direct && panels >= threads &&
-        (steps_per_panel ? 2 * rows >= n && ceil_div(n, NC) < threads && panels >= 2 * threads : rows >= 2 * n);
+        (steps_per_panel ? 2 * rows >= n && col_tasks < threads && panels >= 2 * threads : rows >= 2 * n);
     if (threads > 1 && split_rows) {
       row_tasks = threads;
     } else if (threads > 1) {

@@ -424,6 +424,14 @@ BasicTensor<P> logsumexp0(const BasicTensor<P>& s) {
   return where(dead, neg_inf, safe.logsumexp({0}));
 }
 
+/// An option's tensor (held as the default policy's Tensor, as libtorch's options hold
+/// torch::Tensor) as a tensor of the caller's policy; undefined stays undefined. For the
+/// FuncOptions forms (functional_options*.hpp).
+template <class P>
+BasicTensor<P> option_tensor(const Tensor& t) {
+  return BasicTensor<P>(t.impl_ref());
+}
+
 /// The values of a 0-d or 1-d integer tensor of lengths (ctc_loss's, given as tensors).
 template <class P>
 std::vector<int64_t> lengths_of(const BasicTensor<P>& t, const char* what) {

@@ -296,6 +296,22 @@ inline void same_padding(ops::ConvGeometry& g) {
   }
 }
 
+/// The padding options' checks, shared by the Conv modules (at construction) and conv_padded:
+/// a known padding mode, padding by name "same" or "valid" (empty: by numbers), and "same"
+/// only with stride 1.
+inline void check_conv_padding(const IntArgs& stride, std::string_view padding_str, std::string_view padding_mode,
+                               int nd, const char* op) {
+  EMBER_CHECK(padding_mode == "zeros" || padding_mode == "reflect" || padding_mode == "replicate" ||
+                  padding_mode == "circular",
+              "[{}] padding_mode must be zeros, reflect, replicate or circular, got '{}'", op, padding_mode);
+  EMBER_CHECK(padding_str.empty() || padding_str == "same" || padding_str == "valid",
+              "[{}] padding must be 'same' or 'valid', got '{}'", op, padding_str);
+  auto s = expand_arg(stride, nd, op, "stride");
+  if (padding_str == "same")
+    for (int d = 0; d < nd; ++d)
+      EMBER_CHECK(s[d] == 1, "[{}] padding='same' needs stride 1, got stride {} in dim {}", op, s[d], d);
+}
+
 /// Convolution with padding by numbers or by name ("same", "valid"; empty: the numbers) and a
 /// padding mode (zeros, reflect, replicate, circular), as Conv1d/2d/3d and libtorch's
 /// ConvFuncOptions give them. Zero padding on both sides alike goes to the convolution itself;
@@ -304,20 +320,12 @@ template <class P>
 BasicTensor<P> conv_padded(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b, int nd,
                            const IntArgs& stride, const IntArgs& padding, std::string_view padding_str,
                            std::string_view padding_mode, const IntArgs& dilation, int64_t groups, const char* op) {
-  EMBER_CHECK(padding_mode == "zeros" || padding_mode == "reflect" || padding_mode == "replicate" ||
-                  padding_mode == "circular",
-              "[{}] padding_mode must be zeros, reflect, replicate or circular, got '{}'", op, padding_mode);
-  EMBER_CHECK(padding_str.empty() || padding_str == "same" || padding_str == "valid",
-              "[{}] padding must be 'same' or 'valid', got '{}'", op, padding_str);
+  // An empty stride is 1 (conv_nd's rule).
+  check_conv_padding(stride.empty() ? IntArgs{1} : stride, padding_str, padding_mode, nd, op);
   EMBER_CHECK(w.dim() == nd + 2, "[{}] weight must have {} dims (out, in / groups, kernel...), got shape {}", op, nd + 2,
               w.sizes());
   auto p = expand_arg(padding, nd, op, "padding");
   auto dl = expand_arg(dilation, nd, op, "dilation");
-  if (padding_str == "same") {
-    auto s = expand_arg(stride.empty() ? IntArgs{1} : stride, nd, op, "stride");
-    for (int d = 0; d < nd; ++d)
-      EMBER_CHECK(s[d] == 1, "[{}] padding='same' needs stride 1, got stride {} in dim {}", op, s[d], d);
-  }
   // Per-side padding in pad()'s order (last dim first).
   std::vector<int64_t> sides;
   bool symmetric = true, any = false;
@@ -796,6 +804,14 @@ BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_vi
 }
 
 namespace detail {
+/// One scale factor for both spatial dims, or one per dim, each positive and finite (shared
+/// with Upsample, which checks at construction).
+inline void check_scale_factors(const std::vector<double>& scale, const char* op) {
+  EMBER_CHECK(scale.size() == 1 || scale.size() == 2, "[{}] takes 1 or 2 scale factors (H, W), got {}", op,
+              scale.size());
+  for (double f : scale) EMBER_CHECK(f > 0 && std::isfinite(f), "[{}] scale factors must be positive, got {}", op, f);
+}
+
 /// interpolate by scale factors (one for both spatial dims, or one per dim): the output is
 /// floor(in * scale). As PyTorch, the scales, not the rounded size ratio, place the source
 /// pixels, unless `recompute` (recompute_scale_factor) asks for the size ratio.
@@ -803,9 +819,7 @@ template <class P>
 BasicTensor<P> interpolate_scaled(const BasicTensor<P>& x, const std::vector<double>& scale, std::string_view mode,
                                   bool align_corners, bool recompute, const char* op) {
   EMBER_CHECK(x.dim() == 4, "[{}] expects (N, C, H, W), got shape {}", op, x.sizes());
-  EMBER_CHECK(scale.size() == 1 || scale.size() == 2, "[{}] takes 1 or 2 scale factors (H, W), got {}", op,
-              scale.size());
-  for (double f : scale) EMBER_CHECK(f > 0 && std::isfinite(f), "[{}] scale factors must be positive, got {}", op, f);
+  check_scale_factors(scale, op);
   const double sh = scale[0], sw = scale.back();
   IntArgs size = {static_cast<int64_t>(std::floor(static_cast<double>(x.size(2)) * sh)),
                   static_cast<int64_t>(std::floor(static_cast<double>(x.size(3)) * sw))};

@@ -28,12 +28,12 @@ using NLLLossFuncOptions = NLLLossOptions;
 // cross_entropy(x, y, {}) ambiguous between an empty weight and default options.
 template <class P, std::same_as<CrossEntropyFuncOptions> O>
 BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
-  return cross_entropy(input, target, BasicTensor<P>(o.weight().impl_ref()), o.ignore_index(), o.reduction(),
+  return cross_entropy(input, target, detail::option_tensor<P>(o.weight()), o.ignore_index(), o.reduction(),
                        o.label_smoothing());
 }
 template <class P, std::same_as<NLLLossFuncOptions> O>
 BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
-  return functional::nll_loss(input, target, BasicTensor<P>(o.weight().impl_ref()), o.ignore_index(), o.reduction());
+  return functional::nll_loss(input, target, detail::option_tensor<P>(o.weight()), o.ignore_index(), o.reduction());
 }
 
 using MSELossFuncOptions = MSELossOptions;
@@ -66,13 +66,13 @@ BasicTensor<P> huber_loss(const BasicTensor<P>& input, const BasicTensor<P>& tar
 }
 template <class P, std::same_as<BCELossOptions> O>
 BasicTensor<P> binary_cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
-  return binary_cross_entropy(input, target, BasicTensor<P>(o.weight().impl_ref()), o.reduction());
+  return binary_cross_entropy(input, target, detail::option_tensor<P>(o.weight()), o.reduction());
 }
 template <class P, std::same_as<BCEWithLogitsLossOptions> O>
 BasicTensor<P> binary_cross_entropy_with_logits(const BasicTensor<P>& input, const BasicTensor<P>& target,
                                                 const O& o) {
-  return functional::binary_cross_entropy_with_logits(input, target, BasicTensor<P>(o.weight().impl_ref()),
-                                                      o.reduction(), BasicTensor<P>(o.pos_weight().impl_ref()));
+  return functional::binary_cross_entropy_with_logits(input, target, detail::option_tensor<P>(o.weight()),
+                                                      o.reduction(), detail::option_tensor<P>(o.pos_weight()));
 }
 template <class P, std::same_as<KLDivLossOptions> O>
 BasicTensor<P> kl_div(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {

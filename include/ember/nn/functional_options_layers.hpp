@@ -27,12 +27,6 @@
 namespace ember::nn::functional {
 
 namespace detail {
-/// An option's tensor (held as the default policy's Tensor, as libtorch's options hold
-/// torch::Tensor) as a tensor of the caller's policy; undefined stays undefined.
-template <class P>
-BasicTensor<P> option_tensor(const Tensor& t) {
-  return BasicTensor<P>(t.impl_ref());
-}
 /// Average pooling has no dilation: PoolOptions' (shared with max pooling) must be all ones.
 inline void check_no_dilation(const IntArgs& dilation, const char* op) {
   for (int64_t d : dilation) EMBER_CHECK(d == 1, "[{}] has no dilation, got a dilation of {}", op, d);

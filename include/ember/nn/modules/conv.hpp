@@ -52,17 +52,8 @@ class BasicConvImpl : public Cloneable<BasicConvImpl<ND, P>, P> {
                     options.out_channels() % options.groups() == 0,
                 "[{}] groups={} must divide in_channels={} and out_channels={}", op, options.groups(),
                 options.in_channels(), options.out_channels());
-    const std::string& m = options.padding_mode();
-    EMBER_CHECK(m == "zeros" || m == "reflect" || m == "replicate" || m == "circular",
-                "[{}] padding_mode must be zeros, reflect, replicate or circular, got '{}'", op, m);
-    const std::string& ps = options.padding_str();
-    EMBER_CHECK(ps.empty() || ps == "same" || ps == "valid", "[{}] padding must be 'same' or 'valid', got '{}'", op,
-                ps);
+    F::detail::check_conv_padding(options.stride(), options.padding_str(), options.padding_mode(), ND, op);
     auto k = F::detail::expand_arg(options.kernel_size(), ND, op, "kernel_size");
-    auto s = F::detail::expand_arg(options.stride(), ND, op, "stride");
-    if (ps == "same")
-      for (int d = 0; d < ND; ++d)
-        EMBER_CHECK(s[d] == 1, "[{}] padding='same' needs stride 1, got stride {} in dim {}", op, s[d], d);
     Shape ws{options.out_channels(), options.in_channels() / options.groups()};
     int64_t fan_in = options.in_channels() / options.groups();
     for (int d = 0; d < ND; ++d) ws.push_back(k[d]), fan_in *= k[d];
@@ -446,8 +437,7 @@ class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
   explicit BasicUpsampleImpl(const UpsampleOptions& o)
       : Cloneable<BasicUpsampleImpl<P>, P>("Upsample"), size(o.size()), mode(o.mode()), align_corners(o.align_corners()) {
     const std::vector<double>& sf = o.scale_factor();
-    EMBER_CHECK(sf.size() <= 2, "[Upsample] takes 1 or 2 scale factors (H, W), got {}", sf.size());
-    for (double f : sf) EMBER_CHECK(f > 0 && std::isfinite(f), "[Upsample] scale factors must be positive, got {}", f);
+    if (!sf.empty()) F::detail::check_scale_factors(sf, "Upsample");
     EMBER_CHECK(!size.empty() != !sf.empty(),
                 "[Upsample] needs either a size or a positive scale_factor (not both), got {} size values and {} "
                 "scale factors",
