@@ -68,6 +68,45 @@ TEST_CASE("losses: regression losses against their formulas, every reduction") {
   CHECK_THROWS_WITH_AS(nn::F::l1_loss(a, b.narrow(0, 0, 3)), doctest::Contains("[l1_loss] input of shape [4]"), Error);
 }
 
+// ATen codes reductions as integers (0 = none); here a literal 0 would have become a null
+// string_view. Each check is dependent on the policy so that a refused call reads false.
+template <class P>
+constexpr bool functional_takes_literal_zero = requires(const BasicTensor<P>& a) { nn::F::mse_loss(a, a, 0); };
+template <class P>
+constexpr bool aten_form_takes_literal_zero = requires(const BasicTensor<P>& a) { ember::nll_loss(a, a, a, 0); };
+template <class P>
+constexpr bool module_takes_literal_zero = requires { nn::BasicMSELossImpl<P>(0); };
+template <class P>
+constexpr bool options_take_literal_zero = requires(nn::CrossEntropyLossOptions o) { o.reduction(0); };
+template <class P>
+constexpr bool functional_takes_name = requires(const BasicTensor<P>& a) {
+  nn::F::mse_loss(a, a, "sum");
+  nn::F::mse_loss(a, a, std::string("sum"));
+  nn::F::mse_loss(a, a, kSum);
+  ember::nll_loss(a, a, a, Reduction::Sum);
+};
+
+TEST_CASE("losses: a reduction is a name, never an integer or a null string") {
+  static_assert(functional_takes_name<DefaultPolicy>);
+  static_assert(!functional_takes_literal_zero<DefaultPolicy>);
+  static_assert(!aten_form_takes_literal_zero<DefaultPolicy>);
+  static_assert(!module_takes_literal_zero<DefaultPolicy>);
+  static_assert(!options_take_literal_zero<DefaultPolicy>);
+  static_assert(!std::is_convertible_v<std::nullptr_t, nn::LossReduction>);
+  static_assert(!std::is_convertible_v<bool, nn::LossReduction>);
+
+  Tensor a = tensor({1.0, 2.0, 4.0}), b = tensor({1.5, 2.0, 3.0});
+  const char* null_name = nullptr;
+  CHECK_THROWS_WITH_AS(nn::F::mse_loss(a, b, null_name), doctest::Contains("[reduction] got a null string"), Error);
+  CHECK_THROWS_WITH_AS(nn::MSELoss(nn::MSELossOptions().reduction(null_name)), doctest::Contains("null string"), Error);
+  // {} is the default, as an omitted argument is.
+  CHECK(nn::F::mse_loss(a, b, {}).item<double>() == doctest::Approx((0.25 + 1.0) / 3));
+  CHECK(nn::F::mse_loss(a, b, std::string("sum")).item<double>() == doctest::Approx(1.25));
+  CHECK(nn::MSELossOptions(kSum).reduction() == "sum");
+  CHECK_THROWS_WITH_AS(nn::F::kl_div(a.log(), b, std::string_view("avg")),
+                       doctest::Contains("[kl_div] reduction must be"), Error);
+}
+
 TEST_CASE("losses: cross_entropy and nll_loss with weight, ignore_index and label smoothing") {
   manual_seed(9);
   const int64_t n = 5, c = 4;

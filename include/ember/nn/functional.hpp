@@ -9,6 +9,7 @@
 #include <ember/core/tensor_methods.hpp>
 #include <ember/nn/functional_activation.hpp>
 #include <ember/nn/functional_layers.hpp>
+#include <ember/nn/reduction.hpp>
 #include <ember/ops/functions.hpp>
 #include <ember/ops/norm_ops.hpp>
 #include <ember/ops/shape_ops.hpp>
@@ -40,7 +41,7 @@ BasicTensor<P> to_f32(const BasicTensor<P>& t) {
   return t.defined() ? t.to(DType::F32) : t;
 }
 template <class P>
-BasicTensor<P> reduce(const BasicTensor<P>& l, std::string_view reduction, const char* op) {
+BasicTensor<P> reduce(const BasicTensor<P>& l, LossReduction reduction, const char* op) {
   if (reduction == "mean") return l.mean();
   if (reduction == "sum") return l.sum();
   EMBER_CHECK(reduction == "none", "[{}] reduction must be 'mean', 'sum' or 'none', got '{}'", op, reduction);
@@ -150,18 +151,18 @@ BasicTensor<P> rms_norm(const BasicTensor<P>& x, const Shape& normalized_shape, 
 
 // ---- losses ---------------------------------------------------------------------------------
 template <class P>
-BasicTensor<P> mse_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, std::string_view reduction = "mean") {
+BasicTensor<P> mse_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, LossReduction reduction = "mean") {
   detail::check_same_shape(input, target, "mse_loss");
   return detail::reduce((input - target).square(), reduction, "mse_loss");
 }
 template <class P>
-BasicTensor<P> l1_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, std::string_view reduction = "mean") {
+BasicTensor<P> l1_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, LossReduction reduction = "mean") {
   detail::check_same_shape(input, target, "l1_loss");
   return detail::reduce((input - target).abs(), reduction, "l1_loss");
 }
 template <class P>
 BasicTensor<P> smooth_l1_loss(const BasicTensor<P>& input, const BasicTensor<P>& target,
-                              std::string_view reduction = "mean", double beta = 1.0) {
+                              LossReduction reduction = "mean", double beta = 1.0) {
   detail::check_same_shape(input, target, "smooth_l1_loss");
   EMBER_CHECK(beta >= 0, "[smooth_l1_loss] beta must be non-negative, got {}", beta);
   BasicTensor<P> d = (input - target).abs();
@@ -169,7 +170,7 @@ BasicTensor<P> smooth_l1_loss(const BasicTensor<P>& input, const BasicTensor<P>&
   return detail::reduce(where(d.lt(beta), d.square() * (0.5 / beta), d - 0.5 * beta), reduction, "smooth_l1_loss");
 }
 template <class P>
-BasicTensor<P> huber_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, std::string_view reduction = "mean",
+BasicTensor<P> huber_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, LossReduction reduction = "mean",
                           double delta = 1.0) {
   detail::check_same_shape(input, target, "huber_loss");
   EMBER_CHECK(delta > 0, "[huber_loss] delta must be positive, got {}", delta);
@@ -181,7 +182,7 @@ BasicTensor<P> huber_loss(const BasicTensor<P>& input, const BasicTensor<P>& tar
 /// indices `target` (N[, d...]) or (); weight per class; ignore_index targets count nowhere.
 template <class P>
 BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& weight = {},
-                        int64_t ignore_index = -100, std::string_view reduction = "mean") {
+                        int64_t ignore_index = -100, LossReduction reduction = "mean") {
   EMBER_CHECK(input.dim() >= 1, "[nll_loss] input must have at least 1 dim, got a 0-d tensor");
   EMBER_CHECK(target.dtype() == DType::I64 || target.dtype() == DType::I32,
               "[nll_loss] target must hold class indices (i64), got {}", target.dtype());
@@ -240,7 +241,7 @@ BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& targe
 template <class P>
 BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& target,
                              const BasicTensor<P>& weight = {}, int64_t ignore_index = -100,
-                             std::string_view reduction = "mean", double label_smoothing = 0.0) {
+                             LossReduction reduction = "mean", double label_smoothing = 0.0) {
   EMBER_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "[cross_entropy] label_smoothing must be in [0, 1], got {}",
               label_smoothing);
   EMBER_CHECK(input.dim() >= 1, "[cross_entropy] input must have at least 1 dim");
@@ -320,7 +321,7 @@ struct BinaryCrossEntropy : autograd::Function<BinaryCrossEntropy<P>, P> {
 
 template <class P>
 BasicTensor<P> binary_cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& target,
-                                    const BasicTensor<P>& weight = {}, std::string_view reduction = "mean") {
+                                    const BasicTensor<P>& weight = {}, LossReduction reduction = "mean") {
   detail::check_same_shape(input, target, "binary_cross_entropy");
   {
     autograd::NoGradGuard ng;
@@ -339,7 +340,7 @@ BasicTensor<P> binary_cross_entropy(const BasicTensor<P>& input, const BasicTens
 
 template <class P>
 BasicTensor<P> binary_cross_entropy_with_logits(const BasicTensor<P>& input, const BasicTensor<P>& target,
-                                                const BasicTensor<P>& weight = {}, std::string_view reduction = "mean",
+                                                const BasicTensor<P>& weight = {}, LossReduction reduction = "mean",
                                                 const BasicTensor<P>& pos_weight = {}) {
   detail::check_same_shape(input, target, "binary_cross_entropy_with_logits");
   // log(1 + exp(-x)) computed stably as softplus(-x).
@@ -357,7 +358,7 @@ BasicTensor<P> binary_cross_entropy_with_logits(const BasicTensor<P>& input, con
 
 /// KL divergence with `input` as log-probabilities; target as probabilities (or log-probs).
 template <class P>
-BasicTensor<P> kl_div(const BasicTensor<P>& input, const BasicTensor<P>& target, std::string_view reduction = "mean",
+BasicTensor<P> kl_div(const BasicTensor<P>& input, const BasicTensor<P>& target, LossReduction reduction = "mean",
                       bool log_target = false) {
   BasicTensor<P> l = log_target ? target.exp() * (target - input)
                                 : where(target.gt(0.0), target * (target.log() - input), 0.0);
@@ -377,7 +378,7 @@ BasicTensor<P> cosine_similarity(const BasicTensor<P>& a, const BasicTensor<P>& 
 /// a.b / sqrt((|a|^2 + 1e-12) (|b|^2 + 1e-12)).
 template <class P>
 BasicTensor<P> cosine_embedding_loss(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y,
-                                     double margin = 0.0, std::string_view reduction = "mean") {
+                                     double margin = 0.0, LossReduction reduction = "mean") {
   EMBER_CHECK(a.sizes() == b.sizes() && (a.dim() == 1 || a.dim() == 2) && y.dim() == a.dim() - 1 &&
                   (y.dim() == 0 || y.size(0) == a.size(0)),
               "[cosine_embedding_loss] expects inputs (N, D) with a target (N), or (D) with a 0-d target; got {}, {} "
@@ -392,7 +393,7 @@ BasicTensor<P> cosine_embedding_loss(const BasicTensor<P>& a, const BasicTensor<
 
 template <class P>
 BasicTensor<P> margin_ranking_loss(const BasicTensor<P>& a, const BasicTensor<P>& b, const BasicTensor<P>& y,
-                                   double margin = 0.0, std::string_view reduction = "mean") {
+                                   double margin = 0.0, LossReduction reduction = "mean") {
   EMBER_CHECK(a.dim() == b.dim() && a.dim() == y.dim(),
               "[margin_ranking_loss] inputs and target must have the same number of dims, got {}, {} and {}",
               a.sizes(), b.sizes(), y.sizes());
@@ -402,7 +403,7 @@ BasicTensor<P> margin_ranking_loss(const BasicTensor<P>& a, const BasicTensor<P>
 template <class P>
 BasicTensor<P> triplet_margin_loss(const BasicTensor<P>& anchor, const BasicTensor<P>& pos, const BasicTensor<P>& neg,
                                    double margin = 1.0, double p = 2.0, double eps = 1e-6, bool swap = false,
-                                   std::string_view reduction = "mean") {
+                                   LossReduction reduction = "mean") {
   EMBER_CHECK(anchor.dim() == pos.dim() && anchor.dim() == neg.dim() && anchor.dim() >= 1,
               "[triplet_margin_loss] anchor, positive and negative must have the same number of dims (>= 1), got {}, "
               "{} and {}",
@@ -454,7 +455,7 @@ std::vector<int64_t> lengths_of(const BasicTensor<P>& t, const char* what) {
 template <class P>
 BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& targets,
                         const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths,
-                        int64_t blank = 0, std::string_view reduction = "mean", bool zero_infinity = false) {
+                        int64_t blank = 0, LossReduction reduction = "mean", bool zero_infinity = false) {
   if (log_probs.dim() == 2) {  // one sequence: PyTorch's unbatched form, a 0-d loss
     EMBER_CHECK(targets.dim() == 1, "[ctc_loss] unbatched log_probs {} need 1-d targets, got shape {}",
                 log_probs.sizes(), targets.sizes());

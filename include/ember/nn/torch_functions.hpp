@@ -75,13 +75,13 @@ using nn::functional::triplet_margin_loss;
 /// torch::nll_loss(input, target, weight, reduction, ignore_index).
 template <class P>
 BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& weight = {},
-                        std::string_view reduction = "mean", int64_t ignore_index = -100) {
+                        nn::LossReduction reduction = "mean", int64_t ignore_index = -100) {
   return nn::functional::nll_loss(input, target, weight, ignore_index, reduction);
 }
 /// torch::cross_entropy_loss(input, target, weight, reduction, ignore_index, label_smoothing).
 template <class P>
 BasicTensor<P> cross_entropy_loss(const BasicTensor<P>& input, const BasicTensor<P>& target,
-                                  const BasicTensor<P>& weight = {}, std::string_view reduction = "mean",
+                                  const BasicTensor<P>& weight = {}, nn::LossReduction reduction = "mean",
                                   int64_t ignore_index = -100, double label_smoothing = 0.0) {
   return nn::functional::cross_entropy(input, target, weight, ignore_index, reduction, label_smoothing);
 }
@@ -90,19 +90,9 @@ template <class P>
 BasicTensor<P> binary_cross_entropy_with_logits(const BasicTensor<P>& input, const BasicTensor<P>& target,
                                                 const BasicTensor<P>& weight = {},
                                                 const BasicTensor<P>& pos_weight = {},
-                                                std::string_view reduction = "mean") {
+                                                nn::LossReduction reduction = "mean") {
   return nn::functional::binary_cross_entropy_with_logits(input, target, weight, reduction, pos_weight);
 }
-// ATen's integer reductions (a literal 0 would otherwise become a null string_view): use
-// Reduction::None / Mean / Sum or "none" / "mean" / "sum".
-template <class P, std::integral I>
-BasicTensor<P> nll_loss(const BasicTensor<P>&, const BasicTensor<P>&, const BasicTensor<P>&, I, int64_t = -100) = delete;
-template <class P, std::integral I>
-BasicTensor<P> cross_entropy_loss(const BasicTensor<P>&, const BasicTensor<P>&, const BasicTensor<P>&, I,
-                                  int64_t = -100, double = 0.0) = delete;
-template <class P, std::integral I>
-BasicTensor<P> binary_cross_entropy_with_logits(const BasicTensor<P>&, const BasicTensor<P>&, const BasicTensor<P>&,
-                                                const BasicTensor<P>&, I) = delete;
 /// torch::batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
 /// cudnn_enabled): the running statistics are updated in place when training; cudnn_enabled is
 /// ignored (Ember's kernels are its own).

@@ -6,6 +6,7 @@
 #include <ember/nn/functional.hpp>
 #include <ember/nn/module.hpp>
 #include <ember/nn/options.hpp>
+#include <ember/nn/reduction.hpp>
 
 #include <string>
 #include <vector>
@@ -17,22 +18,22 @@ namespace ember::nn {
   template <class P = DefaultPolicy>                                                      \
   class Basic##Name##Impl : public Cloneable<Basic##Name##Impl<P>, P> {                   \
    public:                                                                                \
-    explicit Basic##Name##Impl(std::string reduction = "mean")                            \
+    explicit Basic##Name##Impl(LossReduction reduction = "mean")                          \
         : Cloneable<Basic##Name##Impl<P>, P>(#Name), reduction(std::move(reduction)) {}   \
     explicit Basic##Name##Impl(const Name##Options& o) : Basic##Name##Impl(o.reduction()) {} \
     void reset() override {}                                                              \
     BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {   \
       return call;                                                                        \
     }                                                                                     \
-    std::string reduction;                                                                \
+    LossReduction reduction;                                                              \
   };                                                                                      \
   using Name##Impl = Basic##Name##Impl<>;                                                 \
   EMBER_MODULE(Name)
 
 /// libtorch's options of the losses with only a reduction: MSELoss(MSELossOptions(kSum)).
 struct MSELossOptions {
-  MSELossOptions(std::string reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: implicit
-  EMBER_ARG(std::string, reduction);
+  MSELossOptions(LossReduction reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: implicit
+  EMBER_ARG(LossReduction, reduction);
 };
 using L1LossOptions = MSELossOptions;
 
@@ -41,44 +42,44 @@ EMBER_SIMPLE_LOSS(L1Loss, F::l1_loss(input, target, reduction));
 #undef EMBER_SIMPLE_LOSS
 
 struct SmoothL1LossOptions {
-  SmoothL1LossOptions(std::string reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: as libtorch
-  EMBER_ARG(std::string, reduction);
+  SmoothL1LossOptions(LossReduction reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: as libtorch
+  EMBER_ARG(LossReduction, reduction);
   EMBER_ARG(double, beta) = 1.0;
 };
 
 template <class P = DefaultPolicy>
 class BasicSmoothL1LossImpl : public Cloneable<BasicSmoothL1LossImpl<P>, P> {
  public:
-  explicit BasicSmoothL1LossImpl(std::string reduction = "mean", double beta = 1.0)
+  explicit BasicSmoothL1LossImpl(LossReduction reduction = "mean", double beta = 1.0)
       : Cloneable<BasicSmoothL1LossImpl<P>, P>("SmoothL1Loss"), reduction(std::move(reduction)), beta(beta) {}
   explicit BasicSmoothL1LossImpl(const SmoothL1LossOptions& o) : BasicSmoothL1LossImpl(o.reduction(), o.beta()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
     return F::smooth_l1_loss(input, target, reduction, beta);
   }
-  std::string reduction;
+  LossReduction reduction;
   double beta;
 };
 using SmoothL1LossImpl = BasicSmoothL1LossImpl<>;
 EMBER_MODULE(SmoothL1Loss);
 
 struct HuberLossOptions {
-  HuberLossOptions(std::string reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: as libtorch
-  EMBER_ARG(std::string, reduction);
+  HuberLossOptions(LossReduction reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: as libtorch
+  EMBER_ARG(LossReduction, reduction);
   EMBER_ARG(double, delta) = 1.0;
 };
 
 template <class P = DefaultPolicy>
 class BasicHuberLossImpl : public Cloneable<BasicHuberLossImpl<P>, P> {
  public:
-  explicit BasicHuberLossImpl(std::string reduction = "mean", double delta = 1.0)
+  explicit BasicHuberLossImpl(LossReduction reduction = "mean", double delta = 1.0)
       : Cloneable<BasicHuberLossImpl<P>, P>("HuberLoss"), reduction(std::move(reduction)), delta(delta) {}
   explicit BasicHuberLossImpl(const HuberLossOptions& o) : BasicHuberLossImpl(o.reduction(), o.delta()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
     return F::huber_loss(input, target, reduction, delta);
   }
-  std::string reduction;
+  LossReduction reduction;
   double delta;
 };
 using HuberLossImpl = BasicHuberLossImpl<>;
@@ -87,7 +88,7 @@ EMBER_MODULE(HuberLoss);
 struct CrossEntropyLossOptions {
   EMBER_ARG(Tensor, weight);
   EMBER_ARG(int64_t, ignore_index) = -100;
-  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(LossReduction, reduction) = "mean";
   EMBER_ARG(double, label_smoothing) = 0.0;
 };
 
@@ -114,7 +115,7 @@ EMBER_MODULE(CrossEntropyLoss);
 struct NLLLossOptions {
   EMBER_ARG(Tensor, weight);
   EMBER_ARG(int64_t, ignore_index) = -100;
-  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(LossReduction, reduction) = "mean";
 };
 
 template <class P = DefaultPolicy>
@@ -135,13 +136,13 @@ EMBER_MODULE(NLLLoss);
 
 struct BCELossOptions {
   EMBER_ARG(Tensor, weight);
-  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(LossReduction, reduction) = "mean";
 };
 
 template <class P = DefaultPolicy>
 class BasicBCELossImpl : public Cloneable<BasicBCELossImpl<P>, P> {
  public:
-  explicit BasicBCELossImpl(BasicTensor<P> weight = {}, std::string reduction = "mean")
+  explicit BasicBCELossImpl(BasicTensor<P> weight = {}, LossReduction reduction = "mean")
       : Cloneable<BasicBCELossImpl<P>, P>("BCELoss"), reduction(std::move(reduction)), init_weight_(std::move(weight)) {
     reset();
   }
@@ -151,7 +152,7 @@ class BasicBCELossImpl : public Cloneable<BasicBCELossImpl<P>, P> {
   BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
     return F::binary_cross_entropy(input, target, weight, reduction);
   }
-  std::string reduction;
+  LossReduction reduction;
   BasicTensor<P> weight;
 
  private:
@@ -162,7 +163,7 @@ EMBER_MODULE(BCELoss);
 
 struct BCEWithLogitsLossOptions {
   EMBER_ARG(Tensor, weight);
-  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(LossReduction, reduction) = "mean";
   EMBER_ARG(Tensor, pos_weight);
 };
 
@@ -187,22 +188,22 @@ using BCEWithLogitsLossImpl = BasicBCEWithLogitsLossImpl<>;
 EMBER_MODULE(BCEWithLogitsLoss);
 
 struct KLDivLossOptions {
-  KLDivLossOptions(std::string reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: as libtorch
-  EMBER_ARG(std::string, reduction);  ///< none, mean, sum or batchmean (kBatchMean)
+  KLDivLossOptions(LossReduction reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: as libtorch
+  EMBER_ARG(LossReduction, reduction);  ///< none, mean, sum or batchmean (kBatchMean)
   EMBER_ARG(bool, log_target) = false;
 };
 
 template <class P = DefaultPolicy>
 class BasicKLDivLossImpl : public Cloneable<BasicKLDivLossImpl<P>, P> {
  public:
-  explicit BasicKLDivLossImpl(std::string reduction = "mean", bool log_target = false)
+  explicit BasicKLDivLossImpl(LossReduction reduction = "mean", bool log_target = false)
       : Cloneable<BasicKLDivLossImpl<P>, P>("KLDivLoss"), reduction(std::move(reduction)), log_target(log_target) {}
   explicit BasicKLDivLossImpl(const KLDivLossOptions& o) : BasicKLDivLossImpl(o.reduction(), o.log_target()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& input, const BasicTensor<P>& target) {
     return F::kl_div(input, target, reduction, log_target);
   }
-  std::string reduction;
+  LossReduction reduction;
   bool log_target;
 };
 using KLDivLossImpl = BasicKLDivLossImpl<>;
@@ -211,7 +212,7 @@ EMBER_MODULE(KLDivLoss);
 /// The margin and reduction of CosineEmbeddingLoss and MarginRankingLoss.
 struct CosineEmbeddingLossOptions {
   EMBER_ARG(double, margin) = 0.0;
-  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(LossReduction, reduction) = "mean";
 };
 using MarginRankingLossOptions = CosineEmbeddingLossOptions;
 
@@ -219,7 +220,7 @@ using MarginRankingLossOptions = CosineEmbeddingLossOptions;
 template <class P = DefaultPolicy>
 class BasicCosineEmbeddingLossImpl : public Cloneable<BasicCosineEmbeddingLossImpl<P>, P> {
  public:
-  explicit BasicCosineEmbeddingLossImpl(double margin = 0.0, std::string reduction = "mean")
+  explicit BasicCosineEmbeddingLossImpl(double margin = 0.0, LossReduction reduction = "mean")
       : Cloneable<BasicCosineEmbeddingLossImpl<P>, P>("CosineEmbeddingLoss"), margin(margin),
         reduction(std::move(reduction)) {}
   explicit BasicCosineEmbeddingLossImpl(const CosineEmbeddingLossOptions& o)
@@ -229,7 +230,7 @@ class BasicCosineEmbeddingLossImpl : public Cloneable<BasicCosineEmbeddingLossIm
     return F::cosine_embedding_loss(a, b, y, margin, reduction);
   }
   double margin;
-  std::string reduction;
+  LossReduction reduction;
 };
 using CosineEmbeddingLossImpl = BasicCosineEmbeddingLossImpl<>;
 EMBER_MODULE(CosineEmbeddingLoss);
@@ -237,7 +238,7 @@ EMBER_MODULE(CosineEmbeddingLoss);
 template <class P = DefaultPolicy>
 class BasicMarginRankingLossImpl : public Cloneable<BasicMarginRankingLossImpl<P>, P> {
  public:
-  explicit BasicMarginRankingLossImpl(double margin = 0.0, std::string reduction = "mean")
+  explicit BasicMarginRankingLossImpl(double margin = 0.0, LossReduction reduction = "mean")
       : Cloneable<BasicMarginRankingLossImpl<P>, P>("MarginRankingLoss"), margin(margin),
         reduction(std::move(reduction)) {}
   explicit BasicMarginRankingLossImpl(const MarginRankingLossOptions& o)
@@ -247,7 +248,7 @@ class BasicMarginRankingLossImpl : public Cloneable<BasicMarginRankingLossImpl<P
     return F::margin_ranking_loss(a, b, y, margin, reduction);
   }
   double margin;
-  std::string reduction;
+  LossReduction reduction;
 };
 using MarginRankingLossImpl = BasicMarginRankingLossImpl<>;
 EMBER_MODULE(MarginRankingLoss);
@@ -257,14 +258,14 @@ struct TripletMarginLossOptions {
   EMBER_ARG(double, p) = 2.0;
   EMBER_ARG(double, eps) = 1e-6;
   EMBER_ARG(bool, swap) = false;
-  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(LossReduction, reduction) = "mean";
 };
 
 template <class P = DefaultPolicy>
 class BasicTripletMarginLossImpl : public Cloneable<BasicTripletMarginLossImpl<P>, P> {
  public:
   explicit BasicTripletMarginLossImpl(double margin = 1.0, double p = 2.0, double eps = 1e-6, bool swap = false,
-                                      std::string reduction = "mean")
+                                      LossReduction reduction = "mean")
       : Cloneable<BasicTripletMarginLossImpl<P>, P>("TripletMarginLoss"), margin(margin), p(p), eps(eps), swap(swap),
         reduction(std::move(reduction)) {}
   explicit BasicTripletMarginLossImpl(const TripletMarginLossOptions& o)
@@ -275,21 +276,21 @@ class BasicTripletMarginLossImpl : public Cloneable<BasicTripletMarginLossImpl<P
   }
   double margin, p, eps;
   bool swap;
-  std::string reduction;
+  LossReduction reduction;
 };
 using TripletMarginLossImpl = BasicTripletMarginLossImpl<>;
 EMBER_MODULE(TripletMarginLoss);
 
 struct CTCLossOptions {
   EMBER_ARG(int64_t, blank) = 0;
-  EMBER_ARG(std::string, reduction) = "mean";
+  EMBER_ARG(LossReduction, reduction) = "mean";
   EMBER_ARG(bool, zero_infinity) = false;
 };
 
 template <class P = DefaultPolicy>
 class BasicCTCLossImpl : public Cloneable<BasicCTCLossImpl<P>, P> {
  public:
-  explicit BasicCTCLossImpl(int64_t blank = 0, std::string reduction = "mean", bool zero_infinity = false)
+  explicit BasicCTCLossImpl(int64_t blank = 0, LossReduction reduction = "mean", bool zero_infinity = false)
       : Cloneable<BasicCTCLossImpl<P>, P>("CTCLoss"), blank(blank), reduction(std::move(reduction)),
         zero_infinity(zero_infinity) {}
   explicit BasicCTCLossImpl(const CTCLossOptions& o)
@@ -306,7 +307,7 @@ class BasicCTCLossImpl : public Cloneable<BasicCTCLossImpl<P>, P> {
                        F::detail::lengths_of(target_lengths, "target_lengths"), blank, reduction, zero_infinity);
   }
   int64_t blank;
-  std::string reduction;
+  LossReduction reduction;
   bool zero_infinity;
 };
 using CTCLossImpl = BasicCTCLossImpl<>;
