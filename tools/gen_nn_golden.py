@@ -237,6 +237,7 @@ pool("avgpool2d_ceil_include", "AvgPool2d", (1, 1, 6, 6), kernel_size=[3, 2], st
 pool("adaptiveavgpool1d", "AdaptiveAvgPool1d", (2, 3, 7), output_size=3)
 pool("adaptiveavgpool2d", "AdaptiveAvgPool2d", (2, 2, 7, 5), output_size=[3, 2])
 pool("adaptiveavgpool2d_up", "AdaptiveAvgPool2d", (1, 2, 3, 3), output_size=[4, 5])
+pool("adaptiveavgpool3d", "AdaptiveAvgPool3d", (1, 2, 5, 4, 3), output_size=[2, 3, 2])
 pool("adaptivemaxpool2d", "AdaptiveMaxPool2d", (2, 2, 7, 5), output_size=[3, 2])
 pool("adaptivemaxpool2d_divisible", "AdaptiveMaxPool2d", (1, 2, 6, 4), output_size=[3, 2])
 
@@ -444,6 +445,58 @@ simple("upsample_bilinear_fractional_scale", "Upsample", dict(scale_factor=1.5, 
        lambda: nn.Upsample(scale_factor=1.5, mode="bilinear", align_corners=False), (1, 1, 5, 3))
 simple("upsample_nearest_fractional_scale", "Upsample", dict(scale_factor=1.7, mode="nearest"),
        lambda: nn.Upsample(scale_factor=1.7, mode="nearest"), (1, 1, 5, 3))
+simple("upsample_linear_1d", "Upsample", dict(scale_factor=2.5, mode="linear", align_corners=0),
+       lambda: nn.Upsample(scale_factor=2.5, mode="linear", align_corners=False), (2, 2, 4))
+simple("upsample_bicubic", "Upsample", dict(size=[5, 7], mode="bicubic", align_corners=0),
+       lambda: nn.Upsample(size=(5, 7), mode="bicubic", align_corners=False), (1, 2, 3, 4))
+simple("upsample_bicubic_align_f32", "Upsample", dict(scale_factor=1.7, mode="bicubic", align_corners=1),
+       lambda: nn.Upsample(scale_factor=1.7, mode="bicubic", align_corners=True), (1, 1, 4, 3), dtype="f32")
+simple("upsample_trilinear", "Upsample", dict(size=[3, 4, 5], mode="trilinear", align_corners=0),
+       lambda: nn.Upsample(size=(3, 4, 5), mode="trilinear", align_corners=False), (1, 2, 2, 3, 2))
+simple("upsample_nearest_3d", "Upsample", dict(scale_factor=2.0, mode="nearest"),
+       lambda: nn.Upsample(scale_factor=2, mode="nearest"), (1, 1, 2, 3, 2))
+
+
+class Interpolate(nn.Module):
+    """F.interpolate as a module without parameters, for the cases of options Upsample lacks."""
+
+    def __init__(self, **kw):
+        super().__init__()
+        self.kw = kw
+
+    def forward(self, x):
+        return F.interpolate(x, **self.kw)
+
+
+def interp(name, shape, dtype="f64", **o):
+    """F.interpolate(input, **o); booleans are written 0/1, lists as comma lists."""
+    simple(name, "Interpolate", dict(o), lambda: Interpolate(**o), shape, dtype=dtype)
+
+
+interp("interp_nearest_exact_1d", (2, 1, 7), size=[4], mode="nearest-exact")
+interp("interp_nearest_exact_scale_f32", (1, 2, 5, 3), scale_factor=[1.7, 2.3], mode="nearest-exact", dtype="f32")
+interp("interp_nearest_1d_scale", (1, 2, 5), scale_factor=[0.7], mode="nearest")
+interp("interp_linear_align", (1, 2, 4), size=[9], mode="linear", align_corners=True)
+interp("interp_linear_shrink_f32", (1, 1, 9), size=[4], mode="linear", dtype="f32")
+interp("interp_bilinear_per_dim_scale", (1, 1, 4, 5), scale_factor=[1.5, 0.6], mode="bilinear")
+interp("interp_bicubic_shrink", (1, 2, 7, 6), size=[3, 4], mode="bicubic")
+# W keeps its size but the factor 1.1 still moves its pixels. (Not both dims the same size:
+# PyTorch 1.13's bicubic backward then copies the gradient while its forward resamples.)
+interp("interp_bicubic_same_size_scale", (1, 1, 3, 5), scale_factor=[1.4, 1.1], mode="bicubic")
+interp("interp_bicubic_recompute_f32", (1, 1, 4, 4), scale_factor=[1.3, 2.6], mode="bicubic",
+       recompute_scale_factor=True, dtype="f32")
+interp("interp_bilinear_aa_shrink", (1, 2, 9, 7), size=[4, 3], mode="bilinear", antialias=True)
+interp("interp_bilinear_aa_grow_f32", (1, 1, 3, 4), size=[5, 7], mode="bilinear", antialias=True, dtype="f32")
+interp("interp_bilinear_aa_scale", (1, 1, 5, 8), scale_factor=[1.0, 0.45], mode="bilinear", antialias=True)
+interp("interp_bicubic_aa_shrink", (1, 2, 11, 8), size=[4, 3], mode="bicubic", antialias=True)
+interp("interp_bicubic_aa_shrink_f32", (1, 1, 10, 9), size=[3, 5], mode="bicubic", antialias=True, dtype="f32")
+interp("interp_bicubic_aa_align", (1, 1, 9, 6), size=[4, 4], mode="bicubic", antialias=True, align_corners=True)
+interp("interp_trilinear_align_scale", (1, 1, 2, 3, 3), scale_factor=[2.0, 1.5, 0.7], mode="trilinear",
+       align_corners=True)
+interp("interp_area_1d", (2, 2, 7), size=[3], mode="area")
+interp("interp_area_2d", (1, 2, 7, 5), size=[3, 2], mode="area")
+interp("interp_area_3d", (1, 2, 5, 4, 7), size=[2, 3, 3], mode="area")
+interp("interp_nearest_exact_3d", (1, 1, 3, 4, 2), size=[5, 3, 3], mode="nearest-exact")
 simple("pixelshuffle", "PixelShuffle", dict(upscale_factor=2), lambda: nn.PixelShuffle(2), (2, 8, 2, 3))
 
 # Activations (and dropout in eval mode: the identity)

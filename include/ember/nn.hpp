@@ -7,6 +7,7 @@
 #include <ember/nn/functional.hpp>
 #include <ember/nn/functional_activation.hpp>
 #include <ember/nn/functional_conv.hpp>
+#include <ember/nn/functional_resample.hpp>
 #include <ember/nn/functional_layers.hpp>
 #include <ember/nn/functional_options.hpp>
 #include <ember/nn/init.hpp>

@@ -43,6 +43,7 @@ class Opts {
   bool b(const std::string& k, bool dflt);
   std::string s(const std::string& k, std::optional<std::string> dflt = {});
   std::vector<int64_t> ints(const std::string& k, std::optional<std::vector<int64_t>> dflt = {});
+  std::vector<double> doubles(const std::string& k, std::optional<std::vector<double>> dflt = {});
   /// Whether option k is present and not a number (Conv's padding="same").
   bool is_word(const std::string& k) const;
   /// The case's initial buffer `name` (a loss weight), or undefined.

@@ -184,6 +184,7 @@ std::map<std::string, Builder> make_builders() {
   b["AvgPool2d"] = [](Opts& o) { return one(nn::AvgPool2d(pool_options(o, true))); };
   b["AdaptiveAvgPool1d"] = [](Opts& o) { return one(nn::AdaptiveAvgPool1d(o.i("output_size"))); };
   b["AdaptiveAvgPool2d"] = [](Opts& o) { return one(nn::AdaptiveAvgPool2d(o.ints("output_size"))); };
+  b["AdaptiveAvgPool3d"] = [](Opts& o) { return one(nn::AdaptiveAvgPool3d(o.ints("output_size"))); };
   b["AdaptiveMaxPool2d"] = [](Opts& o) { return one(nn::AdaptiveMaxPool2d(o.ints("output_size"))); };
   // Normalisation
   b["BatchNorm1d"] = [](Opts& o) { return one(nn::BatchNorm1d(bn_options(o))); };
@@ -322,6 +323,16 @@ std::map<std::string, Builder> make_builders() {
   b["Upsample"] = [](Opts& o) {
     return one(nn::Upsample(o.ints("size", IntArgs{}), o.d("scale_factor", 0.0), o.s("mode", "nearest"),
                             o.b("align_corners", false)));
+  };
+  b["Interpolate"] = [](Opts& o) {  // F::interpolate with its options; no parameters to hold
+    nn::F::InterpolateFuncOptions f;
+    f.mode(o.s("mode", "nearest")).antialias(o.b("antialias", false));
+    if (auto size = o.ints("size", std::vector<int64_t>{}); !size.empty()) f.size(size);
+    if (auto scale = o.doubles("scale_factor", std::vector<double>{}); !scale.empty()) f.scale_factor(scale);
+    if (int64_t align = o.i("align_corners", -1); align >= 0) f.align_corners(align != 0);
+    if (int64_t recompute = o.i("recompute_scale_factor", -1); recompute >= 0) f.recompute_scale_factor(recompute != 0);
+    nn::Identity holder;
+    return Built{holder.ptr(), [f](Inputs& in) { return Outs{nn::F::interpolate(in["input"], f)}; }};
   };
   b["PixelShuffle"] = [](Opts& o) { return one(nn::PixelShuffle(o.i("upscale_factor"))); };
   // Activations and dropout
@@ -463,18 +474,23 @@ std::string Opts::s(const std::string& k, std::optional<std::string> dflt) {
   if (!v) return dflt ? *dflt : (fail("missing option " + k), std::string());
   return *v;
 }
-std::vector<int64_t> Opts::ints(const std::string& k, std::optional<std::vector<int64_t>> dflt) {
+std::vector<double> Opts::doubles(const std::string& k, std::optional<std::vector<double>> dflt) {
   const std::string* v = raw(k);
-  if (!v) return dflt ? *dflt : (fail("missing option " + k), std::vector<int64_t>());
-  std::vector<int64_t> out;
+  if (!v) return dflt ? *dflt : (fail("missing option " + k), std::vector<double>());
+  std::vector<double> out;
   size_t start = 0;
   while (start <= v->size()) {
     size_t comma = v->find(',', start);
-    std::string part = v->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    out.push_back(static_cast<int64_t>(number(k, part)));
+    out.push_back(number(k, v->substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
+  return out;
+}
+std::vector<int64_t> Opts::ints(const std::string& k, std::optional<std::vector<int64_t>> dflt) {
+  if (!raw(k)) return dflt ? *dflt : (fail("missing option " + k), std::vector<int64_t>());
+  std::vector<int64_t> out;
+  for (double v : doubles(k)) out.push_back(static_cast<int64_t>(v));
   return out;
 }
 bool Opts::is_word(const std::string& k) const {

@@ -2,6 +2,7 @@
 // (f64), and gradcheck/gradgradcheck of each (im2col and col2im are each other's adjoint).
 
 #include <doctest/doctest.h>
+#include "../error_text.hpp"
 #include <ember/autograd/gradcheck.hpp>
 #include <ember/nn.hpp>
 
@@ -471,6 +472,21 @@ TEST_CASE("gradcheck: convolution, pooling, normalisation, resampling") {
               {r64({1, 2, 3, 3})});
   check_grads("nearest", [](const auto& x) { return nn::F::interpolate(x[0], {5, 4}); }, {r64({1, 2, 3, 3})});
   check_grads("pixel_shuffle", [](const auto& x) { return nn::F::pixel_shuffle(x[0], 2); }, {r64({1, 4, 2, 2})});
+  check_grads("linear", [](const auto& x) { return nn::F::interpolate(x[0], {7}, "linear", true); }, {r64({2, 1, 4})});
+  check_grads("bicubic", [](const auto& x) { return nn::F::interpolate(x[0], {5, 3}, "bicubic"); },
+              {r64({1, 2, 3, 4})});
+  check_grads("trilinear", [](const auto& x) { return nn::F::interpolate(x[0], {3, 2, 5}, "trilinear"); },
+              {r64({1, 1, 2, 3, 3})});
+  check_grads("bilinear antialias",
+              [](const auto& x) { return nn::F::interpolate(x[0], {2, 3}, "bilinear", false, {}, true); },
+              {r64({1, 1, 5, 7})});
+  check_grads("bicubic antialias",
+              [](const auto& x) { return nn::F::interpolate(x[0], {3, 2}, "bicubic", false, {}, true); },
+              {r64({1, 1, 7, 5})});
+  check_grads("nearest-exact 3-D", [](const auto& x) { return nn::F::interpolate(x[0], {3, 4, 1}, "nearest-exact"); },
+              {r64({1, 1, 2, 3, 2})});
+  check_grads("adaptive_avg_pool3d", [](const auto& x) { return nn::F::adaptive_avg_pool3d(x[0], {2, 1, 3}); },
+              {r64({1, 2, 3, 2, 4})});
 }
 
 namespace {
@@ -660,6 +676,23 @@ TEST_CASE("resampling and pooling: PyTorch's source pixels, non-finite values st
   CHECK(flat(F::adaptive_avg_pool2d(with_inf.reshape({1, 2, 2}), {1, 2})) == std::vector<double>{inf, 2.0});
   CHECK_THROWS_WITH_AS(nn::Upsample(nn::F::IntArgs{4, 4}, 2.0), doctest::Contains("not both"), Error);
 
+  // Antialiased shrinking reads only each output's own window (values from PyTorch 1.13): the
+  // window of output 0 holds the inf (weight > 0: inf, not the NaN that a padding tap of weight
+  // 0 would add); output 1's window starts at pixel 2.
+  Tensor inf_first = cat({tensor<double>({inf}), arange(1, 9, DType::F64)}).reshape({1, 1, 1, 9});
+  std::vector<double> aa = flat(F::interpolate(inf_first, {1, 3}, "bilinear", false, {}, true));
+  CHECK(aa[0] == inf);
+  CHECK(aa[1] == doctest::Approx(4.0));
+  CHECK(aa[2] == doctest::Approx(6.75));
+  Tensor inf_last = cat({arange(1, 9, DType::F64), tensor<double>({inf})}).reshape({1, 1, 1, 9});
+  aa = flat(F::interpolate(inf_last, {1, 3}, "bilinear", false, {}, true));
+  CHECK(aa[0] == doctest::Approx(2.25));
+  CHECK(aa[1] == doctest::Approx(5.0));
+  CHECK(aa[2] == inf);
+  Tensor cube = arange(24, DType::F64).reshape({1, 1, 2, 3, 4});
+  cube.index_put_({0, 0, 0, 0, 0}, inf);
+  CHECK(flat(F::adaptive_avg_pool3d(cube, {1, 2, 2})) == std::vector<double>{inf, 10.5, 12.5, 14.5});
+
   // Adaptive max pooling over uneven windows: the gradient of a tie goes to the first maximum.
   Tensor z = zeros({1, 1, 3, 3}, DType::F64).requires_grad_();
   F::adaptive_max_pool2d(z, {2, 2}).sum().backward();
@@ -724,4 +757,57 @@ TEST_CASE("normalisation: f16 statistics in f32, shape checks, cumulative BatchN
   Tensor img = randn({2, 3, 3});
   CHECK(flat(in(img)) == flat(in(img.unsqueeze(0)).squeeze(0)));
   CHECK_THROWS_WITH_AS(in(randn({1, 2, 1, 1})), doctest::Contains("more than 1 spatial element"), Error);
+}
+
+TEST_CASE("interpolate: modes for 1, 2 and 3 spatial dims, Upsample, and what each refuses") {
+  namespace F = nn::F;
+  // Linear over (N, C, L), as PyTorch: 8 -> 3 reads positions 0.8333, 3.5, 6.1667.
+  Tensor ramp = arange(8, DType::F64).reshape({1, 1, 8});
+  std::vector<double> lin = flat(F::interpolate(ramp, {3}, "linear"));
+  CHECK(lin[0] == doctest::Approx(5.0 / 6));
+  CHECK(lin[1] == doctest::Approx(3.5));
+  CHECK(lin[2] == doctest::Approx(37.0 / 6));
+  // nearest-exact takes the pixel whose centre is nearest, integers included: 6 -> 4 reads 0, 2, 3, 5.
+  Tensor bytes = arange(6, DType::U8).reshape({1, 1, 6});
+  Tensor ne = F::interpolate(bytes, {4}, "nearest-exact");
+  CHECK(ne.dtype() == DType::U8);
+  CHECK(flat(ne) == std::vector<double>{0, 2, 3, 5});
+  // area is adaptive average pooling of the same rank.
+  Tensor vol = randn({2, 3, 4, 5, 6}, DType::F64);
+  CHECK(max_diff(F::interpolate(vol, {2, 3, 3}, "area"), F::adaptive_avg_pool3d(vol, {2, 3, 3})) == 0.0);
+  CHECK(F::adaptive_avg_pool3d(vol.select(0, 0), {1, 1, 1}).sizes() == Shape{3, 1, 1, 1});
+  // A 5-D resize is the three 1-D resizes in turn (trilinear = linear along W, H, then D).
+  Tensor tri = F::interpolate(vol, {3, 7, 4}, "trilinear", true);
+  Tensor along = F::interpolate(vol.reshape({-1, 1, 6}), {4}, "linear", true).reshape({2, 3, 4, 5, 4});
+  along = F::interpolate(along.transpose(3, 4).reshape({-1, 1, 5}), {7}, "linear", true)
+              .reshape({2, 3, 4, 4, 7})
+              .transpose(3, 4);
+  along = F::interpolate(along.permute({0, 1, 3, 4, 2}).reshape({-1, 1, 4}), {3}, "linear", true)
+              .reshape({2, 3, 7, 4, 3})
+              .permute({0, 1, 4, 2, 3});
+  CHECK(max_diff(tri, along) < 1e-12);
+  // Upsample: size or factors for any rank; its repr lists several factors.
+  nn::Upsample up3(nn::UpsampleOptions().scale_factor({2.0, 1.0, 0.5}).mode(kTrilinear));
+  CHECK(up3(vol).sizes() == Shape{2, 3, 8, 5, 3});
+  CHECK(up3->extra_repr() == "scale_factor=(2, 1, 0.5), mode='trilinear'");
+  CHECK(nn::Upsample(nn::UpsampleOptions().size({9}).mode(kLinear))(ramp).sizes() == Shape{1, 1, 9});
+  CHECK(nn::Upsample(nn::UpsampleOptions().size({9}))->extra_repr() == "size=9, mode='nearest'");
+
+  Tensor img = randn({1, 2, 4, 4});
+  CHECK_ERROR(F::interpolate(img, {8, 8}, "linear"), "[interpolate]", "mode 'linear' needs 3-D input");
+  CHECK_ERROR(F::interpolate(ramp.to(DType::F32), {4}, "bicubic"), "[interpolate]", "needs 4-D input");
+  CHECK_ERROR(F::interpolate(img, {8, 8}, "nearest", true), "[interpolate]", "align_corners can only be set");
+  CHECK_ERROR(F::interpolate(img, {2, 2}, "area", false, {}, true), "[interpolate]", "antialias is offered");
+  CHECK_ERROR(F::interpolate(img, {8, 8}, "lanczos"), "[interpolate]", "got 'lanczos'");
+  CHECK_ERROR(F::interpolate(img.to(DType::I32), {8, 8}, "bilinear"), "[interpolate]", "floating-point input");
+  CHECK_ERROR(F::interpolate(img.flatten(0, 2), {8, 8}), "[interpolate]", "got shape [8, 4]");
+  CHECK_ERROR(F::interpolate(img, {8, 8, 8}), "[interpolate]", "size needs 1 or 2 values, got 3");
+  CHECK_ERROR(F::interpolate(img, {8, 0}), "[interpolate]", "must be positive, got 0");
+  CHECK_ERROR(F::interpolate(img, {8, 8}, "nearest", false, {2, 2, 2}), "[interpolate]", "1 or 2 scale factors");
+  CHECK_ERROR(F::interpolate(img, F::InterpolateFuncOptions().scale_factor(std::vector<double>{2, 2, 2})),
+              "[interpolate]", "takes 1 or 2 scale factors, got 3");
+  CHECK_ERROR(nn::Upsample(nn::UpsampleOptions().size({4}).mode("area")), "[Upsample]", "got 'area'");
+  CHECK_ERROR(F::adaptive_avg_pool3d(img.flatten(0, 1), {2, 2, 2}), "[adaptive_avg_pool3d]", "got shape [2, 4, 4]");
+  CHECK_ERROR(F::adaptive_avg_pool3d(vol, {2, 0, 2}), "[adaptive_avg_pool3d]", "must be positive");
+  CHECK_ERROR(F::adaptive_avg_pool3d(zeros({1, 1, 0, 2, 2}), {1, 1, 1}), "[adaptive_avg_pool3d]", "empty spatial dim");
 }

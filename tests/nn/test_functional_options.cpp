@@ -154,8 +154,18 @@ TEST_CASE("F::interpolate FuncOptions: by size, by scale factor, recompute_scale
               "positive", "0");
   CHECK_ERROR(F::interpolate(x, F::InterpolateFuncOptions().scale_factor(std::vector<double>{1, 2, 3})),
               "[interpolate]", "1 or 2 scale factors", "3");
-  CHECK_ERROR(F::interpolate(randn({2, 5, 4}), F::InterpolateFuncOptions().scale_factor(std::vector<double>{2})),
-              "[interpolate]", "(N, C, H, W)", "[2, 5, 4]");
+  CHECK_ERROR(F::interpolate(randn({5, 4}), F::InterpolateFuncOptions().scale_factor(std::vector<double>{2})),
+              "[interpolate]", "(N, C, H, W)", "[5, 4]");
+  CHECK_ERROR(F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{4, 4}).antialias(true)),
+              "[interpolate]", "antialias", "'nearest'");
+  // antialias reaches the resize, by size and by factor.
+  auto aa = F::InterpolateFuncOptions().mode(kBicubic).antialias(true);
+  CHECK(same(F::interpolate(x, F::InterpolateFuncOptions(aa).size(std::vector<int64_t>{2, 3})),
+             F::interpolate(x, {2, 3}, "bicubic", false, {}, true)));
+  CHECK(!same(F::interpolate(x, F::InterpolateFuncOptions(aa).size(std::vector<int64_t>{2, 3})),
+              F::interpolate(x, {2, 3}, "bicubic")));
+  CHECK(same(F::interpolate(x, F::InterpolateFuncOptions(aa).scale_factor(std::vector<double>{0.5})),
+             F::interpolate(x, {x.size(2) / 2, x.size(3) / 2}, "bicubic", false, {0.5}, true)));
 }
 
 TEST_CASE("F::pad and F::pixel_shuffle FuncOptions") {

@@ -230,7 +230,10 @@ TEST_CASE("nn: normalisation, resampling and pooling layers from their options")
   CHECK(up23->extra_repr() == "scale_factor=(2, 3), mode='nearest'");
   CHECK(same(nn::Upsample(nn::UpsampleOptions().size({5, 4}).mode(kBilinear).align_corners(true))(x),
              nn::F::interpolate(x, {5, 4}, "bilinear", true)));
-  CHECK_ERROR(nn::Upsample(nn::UpsampleOptions().scale_factor({2.0, 2.0, 2.0})), "[Upsample]", "1 or 2", "got 3");
+  CHECK_ERROR(nn::Upsample(nn::UpsampleOptions().scale_factor({2.0, 2.0, 2.0, 2.0})), "[Upsample]", "up to 3",
+              "got 4");
+  // Three factors suit a 5-D input only; the input's rank is known at forward.
+  CHECK_ERROR(nn::Upsample(nn::UpsampleOptions().scale_factor({2.0, 2.0, 2.0}))(x), "[Upsample]", "1 or 2", "got 3");
   CHECK_ERROR(nn::Upsample(nn::UpsampleOptions().scale_factor({-2.0})), "[Upsample]", "positive", "-2");
   CHECK_ERROR(nn::Upsample(nn::UpsampleOptions().size({4, 4}).scale_factor({2.0})), "[Upsample]", "not both");
   CHECK_ERROR(nn::Upsample(nn::UpsampleOptions()), "[Upsample]", "not both");

@@ -37,6 +37,11 @@ inline constexpr EnumName kMax{"max"};
 // Interpolation modes.
 inline constexpr EnumName kNearest{"nearest"};
 inline constexpr EnumName kBilinear{"bilinear"};
+inline constexpr EnumName kLinear{"linear"};
+inline constexpr EnumName kBicubic{"bicubic"};
+inline constexpr EnumName kTrilinear{"trilinear"};
+inline constexpr EnumName kArea{"area"};
+inline constexpr EnumName kNearestExact{"nearest-exact"};
 // Padding modes.
 inline constexpr EnumName kZeros{"zeros"};
 inline constexpr EnumName kReflect{"reflect"};

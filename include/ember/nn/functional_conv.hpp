@@ -1,5 +1,6 @@
 #pragma once
-/// nn::functional for convolution, pooling, normalisation over channels and resampling.
+/// nn::functional for convolution, pooling and normalisation over channels (resampling:
+/// functional_resample.hpp).
 /// Convolution = im2col + one batched GEMM per group, or for stride-1 convolutions Winograd
 /// F(2x2, 3x3) or F(4x4, 3x3) (ops/winograd_ops.hpp) or the direct kernels
 /// (ops/direct_conv_ops.hpp); see set_conv_algorithm. Average pooling = im2col + a sum over
@@ -599,6 +600,29 @@ BasicTensor<P> adaptive_avg_pool2d(const BasicTensor<P>& x, IntArgs out) {
   if (detail::all_finite(y)) return y;
   return detail::adaptive_avg_windows(detail::adaptive_avg_windows(x, x.dim() - 1, o[1]), x.dim() - 2, o[0]);
 }
+template <class P>
+BasicTensor<P> adaptive_avg_pool3d(const BasicTensor<P>& x, IntArgs out) {
+  EMBER_CHECK(x.dim() == 4 || x.dim() == 5,
+              "[adaptive_avg_pool3d] expects (C, D, H, W) or (N, C, D, H, W), got shape {}", x.sizes());
+  auto o = detail::expand_arg(out, 3, "adaptive_avg_pool3d", "output_size");
+  EMBER_CHECK(o[0] > 0 && o[1] > 0 && o[2] > 0, "[adaptive_avg_pool3d] output size must be positive, got {}x{}x{}",
+              o[0], o[1], o[2]);
+  const int64_t d = x.size(-3), h = x.size(-2), w = x.size(-1);
+  EMBER_CHECK(d > 0 && h > 0 && w > 0, "[adaptive_avg_pool3d] input of shape {} has an empty spatial dim", x.sizes());
+  if (o[0] == 1 && o[1] == 1 && o[2] == 1) return x.mean({-3, -2, -1}, true);
+  BasicTensor<P> ad = detail::adaptive_matrix<P>(d, o[0], x.dtype(), x.device());
+  BasicTensor<P> ah = detail::adaptive_matrix<P>(h, o[1], x.dtype(), x.device());
+  BasicTensor<P> aw = detail::adaptive_matrix<P>(w, o[2], x.dtype(), x.device());
+  // W and H as in 2-D, then D over the flattened (H, W) planes.
+  BasicTensor<P> hw = ah.matmul(x).matmul(aw.t());
+  Shape pooled = hw.sizes();
+  pooled[pooled.size() - 3] = o[0];
+  BasicTensor<P> y = ad.matmul(hw.flatten(-2)).reshape(pooled);
+  if (detail::all_finite(y)) return y;
+  const int64_t last = x.dim() - 1;
+  return detail::adaptive_avg_windows(
+      detail::adaptive_avg_windows(detail::adaptive_avg_windows(x, last, o[2]), last - 1, o[1]), last - 2, o[0]);
+}
 /// Adaptive max pooling over each output cell's window.
 template <class P>
 BasicTensor<P> adaptive_max_pool2d(const BasicTensor<P>& x, IntArgs out) {
@@ -718,123 +742,6 @@ BasicTensor<P> instance_norm(const BasicTensor<P>& x, const BasicTensor<P>& weig
   if (weight.defined()) y = y * weight.reshape(bs);
   if (bias.defined()) y = y + bias.reshape(bs);
   return y;
-}
-
-// ---- resampling ----------------------------------------------------------------------------
-namespace detail {
-/// PyTorch's source pixel for nearest resizing (UpSample.h, nearest_idx): the same pixel at
-/// the same size, i / 2 at twice the size, else floor(i * scale) in float arithmetic, where
-/// scale is 1 / scale_factor when one was given and in / out otherwise.
-inline std::vector<int64_t> nearest_source(int64_t in, int64_t out, double scale_factor) {
-  const float scale =
-      scale_factor > 0 ? static_cast<float>(1.0 / scale_factor) : static_cast<float>(in) / static_cast<float>(out);
-  std::vector<int64_t> v(static_cast<size_t>(out));
-  for (int64_t i = 0; i < out; ++i)
-    v[static_cast<size_t>(i)] = out == in       ? i
-                                : out == 2 * in ? i >> 1
-                                                : std::min(static_cast<int64_t>(std::floor(static_cast<float>(i) * scale)),
-                                                           in - 1);
-  return v;
-}
-
-/// The two source pixels and the weight of the second for each output pixel of a linear
-/// resize, as PyTorch computes them (UpSample.h, compute_source_index_and_lambda) in T (float
-/// for float32 and narrower inputs, double for double): a copy at the same size.
-template <class T>
-void linear_taps(int64_t in, int64_t out, bool align_corners, double scale_factor, std::vector<int64_t>& i0,
-                 std::vector<int64_t>& i1, std::vector<double>& lambda1) {
-  const T ratio = align_corners ? (out > 1 ? static_cast<T>(in - 1) / static_cast<T>(out - 1) : T(0))
-                  : scale_factor > 0 ? static_cast<T>(1.0 / scale_factor)
-                                     : static_cast<T>(in) / static_cast<T>(out);
-  for (int64_t o = 0; o < out; ++o) {
-    if (out == in) {
-      i0.push_back(o), i1.push_back(o), lambda1.push_back(0.0);
-      continue;
-    }
-    const T real = align_corners ? ratio * static_cast<T>(o)
-                                 : std::max(ratio * (static_cast<T>(o) + T(0.5)) - T(0.5), T(0));
-    const int64_t idx = std::min(static_cast<int64_t>(std::floor(real)), in - 1);
-    i0.push_back(idx);
-    i1.push_back(idx + (idx < in - 1 ? 1 : 0));
-    lambda1.push_back(static_cast<double>(std::min(std::max(real - static_cast<T>(idx), T(0)), T(1))));
-  }
-}
-
-/// x resized linearly along `dim`: (1 - l) x[i0] + l x[i1] per output pixel. Two taps, not a
-/// matrix product, so an inf or NaN reaches only the outputs that read it.
-template <class P>
-BasicTensor<P> linear_resize(const BasicTensor<P>& x, int64_t dim, int64_t out, bool align_corners,
-                             double scale_factor) {
-  const int64_t in = x.size(dim);
-  std::vector<int64_t> i0, i1;
-  std::vector<double> l1;
-  if (x.dtype() == DType::F64) linear_taps<double>(in, out, align_corners, scale_factor, i0, i1, l1);
-  else linear_taps<float>(in, out, align_corners, scale_factor, i0, i1, l1);
-  Shape ws(static_cast<size_t>(x.dim()), 1);
-  ws[static_cast<size_t>(dim)] = out;
-  BasicTensor<P> w1 = from_blob<P>(l1.data(), {out}, TensorOptions(DType::F64)).clone().to(x.dtype()).reshape(ws);
-  if (!x.is_cpu()) w1 = w1.to(x.device());
-  return index_select(x, dim, ember::detail::index_tensor_1d<P>(std::move(i0), x.device())) * (1.0 - w1) +
-         index_select(x, dim, ember::detail::index_tensor_1d<P>(std::move(i1), x.device())) * w1;
-}
-}  // namespace detail
-
-/// Nearest or bilinear resizing of (N, C, H, W) to `size`. `scale_factor` (H, W), when the
-/// size came from one, places the source pixels as in PyTorch (Upsample passes it).
-template <class P>
-BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_view mode = "nearest",
-                           bool align_corners = false, std::array<double, 2> scale_factor = {0, 0}) {
-  EMBER_CHECK(x.dim() == 4, "[interpolate] expects (N, C, H, W), got shape {}", x.sizes());
-  auto o = detail::expand_arg(size, 2, "interpolate", "size");
-  EMBER_CHECK(o[0] > 0 && o[1] > 0, "[interpolate] output size must be positive, got {}x{}", o[0], o[1]);
-  int64_t h = x.size(2), w = x.size(3);
-  EMBER_CHECK(h > 0 && w > 0, "[interpolate] input of shape {} has an empty spatial dim", x.sizes());
-  if (mode == "nearest") {
-    auto index = [&](int64_t in, int64_t out, double scale) {
-      return ember::detail::index_tensor_1d<P>(detail::nearest_source(in, out, scale), x.device());
-    };
-    // Columns first, on the smaller input; rows are then whole-row copies. The backward runs
-    // the other way round: whole-row adds on the large gradient, columns on the smaller one.
-    return index_select(index_select(x, 3, index(w, o[1], scale_factor[1])), 2, index(h, o[0], scale_factor[0]));
-  }
-  EMBER_CHECK(mode == "bilinear", "[interpolate] mode must be 'nearest' or 'bilinear', got '{}'", mode);
-  // Along W, then H, as PyTorch's kernel combines them.
-  return detail::linear_resize(detail::linear_resize(x, 3, o[1], align_corners, scale_factor[1]), 2, o[0],
-                               align_corners, scale_factor[0]);
-}
-
-namespace detail {
-/// One scale factor for both spatial dims, or one per dim, each positive and finite (shared
-/// with Upsample, which checks at construction).
-inline void check_scale_factors(const std::vector<double>& scale, const char* op) {
-  EMBER_CHECK(scale.size() == 1 || scale.size() == 2, "[{}] takes 1 or 2 scale factors (H, W), got {}", op,
-              scale.size());
-  for (double f : scale) EMBER_CHECK(f > 0 && std::isfinite(f), "[{}] scale factors must be positive, got {}", op, f);
-}
-
-/// interpolate by scale factors (one for both spatial dims, or one per dim): the output is
-/// floor(in * scale). As PyTorch, the scales, not the rounded size ratio, place the source
-/// pixels, unless `recompute` (recompute_scale_factor) asks for the size ratio.
-template <class P>
-BasicTensor<P> interpolate_scaled(const BasicTensor<P>& x, const std::vector<double>& scale, std::string_view mode,
-                                  bool align_corners, bool recompute, const char* op) {
-  EMBER_CHECK(x.dim() == 4, "[{}] expects (N, C, H, W), got shape {}", op, x.sizes());
-  check_scale_factors(scale, op);
-  const double sh = scale[0], sw = scale.back();
-  IntArgs size = {static_cast<int64_t>(std::floor(static_cast<double>(x.size(2)) * sh)),
-                  static_cast<int64_t>(std::floor(static_cast<double>(x.size(3)) * sw))};
-  return interpolate(x, size, mode, align_corners, recompute ? std::array<double, 2>{0, 0} : std::array{sh, sw});
-}
-}  // namespace detail
-
-/// (N, C r^2, H, W) -> (N, C, H r, W r).
-template <class P>
-BasicTensor<P> pixel_shuffle(const BasicTensor<P>& x, int64_t r) {
-  if (x.dim() == 3) return pixel_shuffle(x.unsqueeze(0), r).squeeze(0);  // unbatched (C r^2, H, W)
-  EMBER_CHECK(x.dim() == 4 && r > 0 && x.size(1) % (r * r) == 0,
-              "[pixel_shuffle] expects (N, C * {}^2, H, W) or (C * {}^2, H, W), got shape {}", r, r, x.sizes());
-  int64_t n = x.size(0), c = x.size(1) / (r * r), h = x.size(2), w = x.size(3);
-  return x.reshape({n, c, r, r, h, w}).permute({0, 1, 4, 2, 5, 3}).reshape({n, c, h * r, w * r});
 }
 
 }  // namespace ember::nn::functional

@@ -16,6 +16,7 @@
 
 #include <ember/nn/functional_conv.hpp>
 #include <ember/nn/functional_layers.hpp>
+#include <ember/nn/functional_resample.hpp>
 #include <ember/nn/modules/conv.hpp>
 #include <ember/nn/options.hpp>
 
@@ -95,6 +96,7 @@ using AvgPool2dFuncOptions = PoolOptions;
 // Adaptive pooling's options are the output size, so the positional forms take them as they are.
 using AdaptiveAvgPool1dFuncOptions = AdaptiveAvgPool1dOptions;
 using AdaptiveAvgPool2dFuncOptions = AdaptiveAvgPool2dOptions;
+using AdaptiveAvgPool3dFuncOptions = AdaptiveAvgPool3dOptions;
 using AdaptiveMaxPool2dFuncOptions = AdaptiveMaxPool2dOptions;
 
 template <class P, std::same_as<PoolOptions> O>
@@ -125,15 +127,19 @@ BasicTensor<P> avg_pool2d(const BasicTensor<P>& x, const O& o) {
   return avg_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
 }
 
-/// Resampling of (N, C, H, W) to `size`, or by `scale_factor` (output floor(in * scale)),
-/// one or the other. As PyTorch, the scales place the source pixels unless
-/// recompute_scale_factor is set, and align_corners may only be given to bilinear.
+/// Resampling of (N, C, L), (N, C, H, W) or (N, C, D, H, W) to `size`, or by `scale_factor`
+/// (output floor(in * scale)), one or the other. As PyTorch, the scales place the source
+/// pixels unless recompute_scale_factor is set; align_corners may only be given to the
+/// interpolating modes, antialias only to bilinear and bicubic.
 struct InterpolateFuncOptions {
   EMBER_ARG(std::optional<std::vector<int64_t>>, size);
   EMBER_ARG(std::optional<std::vector<double>>, scale_factor);
-  EMBER_ARG(std::string, mode) = "nearest";  ///< nearest or bilinear (kNearest, kBilinear)
+  /// nearest, linear, bilinear, bicubic, trilinear, area or nearest-exact (kNearest, kLinear,
+  /// kBilinear, kBicubic, kTrilinear, kArea, kNearestExact)
+  EMBER_ARG(std::string, mode) = "nearest";
   EMBER_ARG(std::optional<bool>, align_corners);
   EMBER_ARG(std::optional<bool>, recompute_scale_factor);
+  EMBER_ARG(bool, antialias) = false;
 };
 
 template <class P, std::same_as<InterpolateFuncOptions> O>
@@ -141,13 +147,14 @@ BasicTensor<P> interpolate(const BasicTensor<P>& x, const O& o) {
   EMBER_CHECK(o.size().has_value() != o.scale_factor().has_value(),
               "[interpolate] needs either size or scale_factor, not both (got {})",
               o.size() ? "both" : "neither");
-  EMBER_CHECK(!o.align_corners() || o.mode() == "bilinear",
-              "[interpolate] align_corners can only be set with the interpolating mode bilinear, got mode '{}'",
+  EMBER_CHECK(!o.align_corners() || detail::interpolating_mode(o.mode()),
+              "[interpolate] align_corners can only be set with the interpolating modes linear, bilinear, bicubic "
+              "and trilinear, got mode '{}'",
               o.mode());
   const bool align = o.align_corners().value_or(false);
-  if (o.size()) return interpolate(x, IntArgs(*o.size()), o.mode(), align);
+  if (o.size()) return interpolate(x, IntArgs(*o.size()), o.mode(), align, {}, o.antialias());
   return detail::interpolate_scaled(x, *o.scale_factor(), o.mode(), align, o.recompute_scale_factor().value_or(false),
-                                    "interpolate");
+                                    "interpolate", o.antialias());
 }
 
 /// torch.nn.functional.pad's arguments: pad = {left_last, right_last, left_prev, ...}.

@@ -19,6 +19,7 @@
 #include <ember/nn/functional.hpp>
 #include <ember/nn/functional_activation.hpp>
 #include <ember/nn/functional_conv.hpp>
+#include <ember/nn/functional_resample.hpp>
 #include <ember/nn/functional_layers.hpp>
 
 #include <concepts>
@@ -31,6 +32,7 @@ namespace ember {
 // The same arguments in the same order as ATen's.
 using nn::functional::adaptive_avg_pool1d;
 using nn::functional::adaptive_avg_pool2d;
+using nn::functional::adaptive_avg_pool3d;
 using nn::functional::avg_pool1d;
 using nn::functional::avg_pool2d;
 using nn::functional::binary_cross_entropy;

@@ -3,10 +3,12 @@
 /// AdaptiveMaxPool2d, BatchNorm1d/2d, GroupNorm, InstanceNorm2d, Upsample, PixelShuffle.
 
 #include <ember/nn/functional_conv.hpp>
+#include <ember/nn/functional_resample.hpp>
 #include <ember/nn/init.hpp>
 #include <ember/nn/module.hpp>
 #include <ember/nn/options.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -230,6 +232,7 @@ EMBER_MODULE(AvgPool2d);
 // libtorch's names for the adaptive pools' options: the output size.
 using AdaptiveAvgPool1dOptions = int64_t;
 using AdaptiveAvgPool2dOptions = IntArgs;
+using AdaptiveAvgPool3dOptions = IntArgs;
 using AdaptiveMaxPool2dOptions = IntArgs;
 
 template <class P = DefaultPolicy>
@@ -255,6 +258,19 @@ class BasicAdaptiveAvgPool2dImpl : public Cloneable<BasicAdaptiveAvgPool2dImpl<P
 };
 using AdaptiveAvgPool2dImpl = BasicAdaptiveAvgPool2dImpl<>;
 EMBER_MODULE(AdaptiveAvgPool2d);
+
+template <class P = DefaultPolicy>
+class BasicAdaptiveAvgPool3dImpl : public Cloneable<BasicAdaptiveAvgPool3dImpl<P>, P> {
+ public:
+  explicit BasicAdaptiveAvgPool3dImpl(IntArgs out)
+      : Cloneable<BasicAdaptiveAvgPool3dImpl<P>, P>("AdaptiveAvgPool3d"), output_size(std::move(out)) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::adaptive_avg_pool3d(x, output_size); }
+  std::string extra_repr() const override { return fmt::format("output_size={}", repr_args(output_size, 3)); }
+  IntArgs output_size;
+};
+using AdaptiveAvgPool3dImpl = BasicAdaptiveAvgPool3dImpl<>;
+EMBER_MODULE(AdaptiveAvgPool3d);
 
 template <class P = DefaultPolicy>
 class BasicAdaptiveMaxPool2dImpl : public Cloneable<BasicAdaptiveMaxPool2dImpl<P>, P> {
@@ -415,8 +431,9 @@ class BasicInstanceNorm2dImpl : public Cloneable<BasicInstanceNorm2dImpl<P>, P> 
 using InstanceNorm2dImpl = BasicInstanceNorm2dImpl<>;
 EMBER_MODULE(InstanceNorm2d);
 
-/// libtorch's Upsample options: a size (H, W) or scale factors (one for both dims, or one per
-/// dim), mode nearest or bilinear (kNearest, kBilinear).
+/// libtorch's Upsample options: a size (one value for every spatial dim, or one per dim) or
+/// scale factors (likewise), mode nearest, linear, bilinear, bicubic or trilinear (kNearest,
+/// kLinear, kBilinear, kBicubic, kTrilinear; the interpolating ones need 3-, 4- and 5-D input).
 struct UpsampleOptions {
   EMBER_ARG(IntArgs, size);
   EMBER_ARG(std::vector<double>, scale_factor);
@@ -427,7 +444,7 @@ struct UpsampleOptions {
 template <class P = DefaultPolicy>
 class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
  public:
-  /// size (H, W), or a scale factor when size is empty (0: none given).
+  /// size, or a scale factor for every spatial dim when size is empty (0: none given).
   BasicUpsampleImpl(IntArgs size, double scale_factor = 0.0, std::string mode = "nearest", bool align_corners = false)
       : BasicUpsampleImpl(UpsampleOptions()
                               .size(std::move(size))
@@ -435,27 +452,37 @@ class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
                               .mode(std::move(mode))
                               .align_corners(align_corners)) {}
   explicit BasicUpsampleImpl(const UpsampleOptions& o)
-      : Cloneable<BasicUpsampleImpl<P>, P>("Upsample"), size(o.size()), mode(o.mode()), align_corners(o.align_corners()) {
-    const std::vector<double>& sf = o.scale_factor();
-    if (!sf.empty()) F::detail::check_scale_factors(sf, "Upsample");
-    EMBER_CHECK(!size.empty() != !sf.empty(),
+      : Cloneable<BasicUpsampleImpl<P>, P>("Upsample"),
+        size(o.size()),
+        scale_factor(o.scale_factor()),
+        mode(o.mode()),
+        align_corners(o.align_corners()) {
+    if (!scale_factor.empty()) F::detail::check_scale_factors(scale_factor, "Upsample");
+    EMBER_CHECK(!size.empty() != !scale_factor.empty(),
                 "[Upsample] needs either a size or a positive scale_factor (not both), got {} size values and {} "
                 "scale factors",
-                size.size(), sf.size());
-    if (!sf.empty()) scale_h = sf[0], scale_w = sf.back();
+                size.size(), scale_factor.size());
+    EMBER_CHECK(mode == "nearest" || F::detail::interpolating_mode(mode),
+                "[Upsample] mode must be nearest, linear, bilinear, bicubic or trilinear, got '{}'", mode);
   }
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) {
     if (!size.empty()) return F::interpolate(x, size, mode, align_corners);
-    return F::detail::interpolate_scaled(x, {scale_h, scale_w}, mode, align_corners, false, "Upsample");
+    return F::detail::interpolate_scaled(x, scale_factor, mode, align_corners, false, "Upsample");
   }
   std::string extra_repr() const override {
-    if (!size.empty()) return fmt::format("size={}, mode='{}'", repr_args(size, 2), mode);
-    if (scale_h == scale_w) return fmt::format("scale_factor={}, mode='{}'", scale_h, mode);
-    return fmt::format("scale_factor=({}, {}), mode='{}'", scale_h, scale_w, mode);
+    std::string s;
+    if (size.size() == 1) s = fmt::format("size={}", size[0]);
+    else if (!size.empty()) s = "size=" + repr_args(size, static_cast<int>(size.size()));
+    else if (std::all_of(scale_factor.begin(), scale_factor.end(), [&](double f) { return f == scale_factor[0]; }))
+      s = fmt::format("scale_factor={}", scale_factor[0]);
+    else
+      for (size_t d = 0; d < scale_factor.size(); ++d)
+        s += fmt::format("{}{}", d ? ", " : "scale_factor=(", scale_factor[d]) + (d + 1 == scale_factor.size() ? ")" : "");
+    return fmt::format("{}, mode='{}'", s, mode);
   }
   IntArgs size;
-  double scale_h = 0, scale_w = 0;  ///< used when size is empty
+  std::vector<double> scale_factor;  ///< used when size is empty
   std::string mode;
   bool align_corners;
 };
