@@ -203,6 +203,10 @@ conv("convtranspose1d", "ConvTranspose1d", (2, 3, 5), in_channels=3, out_channel
      padding=1, output_padding=1)
 conv("convtranspose1d_groups_dil", "ConvTranspose1d", (1, 4, 4), in_channels=4, out_channels=6, kernel_size=3,
      groups=2, dilation=2)
+conv("convtranspose3d", "ConvTranspose3d", (1, 2, 2, 3, 2), in_channels=2, out_channels=3, kernel_size=[2, 3, 2],
+     stride=[2, 1, 2], padding=[0, 1, 1], output_padding=[1, 0, 1])
+conv("convtranspose3d_groups_dil", "ConvTranspose3d", (1, 4, 3, 2, 3), in_channels=4, out_channels=2, kernel_size=2,
+     groups=2, dilation=[1, 2, 1], bias=False)
 conv("convtranspose2d", "ConvTranspose2d", (2, 3, 4, 3), in_channels=3, out_channels=2, kernel_size=3, stride=2,
      padding=1, output_padding=1)
 conv("convtranspose2d_groups", "ConvTranspose2d", (1, 4, 3, 3), in_channels=4, out_channels=4, kernel_size=[2, 3],
@@ -225,6 +229,10 @@ pool("maxpool2d_indices", "MaxPool2d", (2, 2, 7, 6), kernel_size=3, stride=2, pa
 pool("maxpool2d_ceil", "MaxPool2d", (1, 2, 7, 7), kernel_size=[3, 2], stride=[2, 2], ceil_mode=True,
      return_indices=True)
 pool("maxpool2d_dilation", "MaxPool2d", (1, 1, 8, 8), kernel_size=2, stride=2, dilation=2, padding=1)
+pool("maxpool3d", "MaxPool3d", (1, 2, 4, 5, 4), kernel_size=2)
+pool("maxpool3d_indices_pad_ceil", "MaxPool3d", (2, 1, 5, 4, 6), kernel_size=[3, 2, 3], stride=2, padding=1,
+     ceil_mode=True, return_indices=True)
+pool("maxpool3d_dilation", "MaxPool3d", (1, 1, 6, 5, 5), kernel_size=2, dilation=[2, 1, 2], stride=1)
 pool("avgpool1d", "AvgPool1d", (2, 3, 8), kernel_size=3, stride=2)
 pool("avgpool1d_pad_exclude", "AvgPool1d", (2, 2, 7), kernel_size=3, stride=2, padding=1, count_include_pad=False)
 pool("avgpool1d_ceil", "AvgPool1d", (1, 2, 8), kernel_size=3, stride=2, padding=1, ceil_mode=True)
@@ -234,10 +242,16 @@ pool("avgpool2d_pad_exclude_ceil", "AvgPool2d", (1, 2, 6, 5), kernel_size=3, str
      count_include_pad=False)
 pool("avgpool2d_ceil_include", "AvgPool2d", (1, 1, 6, 6), kernel_size=[3, 2], stride=[2, 3], padding=[1, 1],
      ceil_mode=True)
+pool("avgpool3d", "AvgPool3d", (1, 2, 4, 4, 6), kernel_size=2)
+pool("avgpool3d_pad_exclude_ceil", "AvgPool3d", (1, 2, 5, 4, 5), kernel_size=3, stride=2, padding=1, ceil_mode=True,
+     count_include_pad=False)
 pool("adaptiveavgpool1d", "AdaptiveAvgPool1d", (2, 3, 7), output_size=3)
 pool("adaptiveavgpool2d", "AdaptiveAvgPool2d", (2, 2, 7, 5), output_size=[3, 2])
 pool("adaptiveavgpool2d_up", "AdaptiveAvgPool2d", (1, 2, 3, 3), output_size=[4, 5])
 pool("adaptiveavgpool3d", "AdaptiveAvgPool3d", (1, 2, 5, 4, 3), output_size=[2, 3, 2])
+pool("adaptivemaxpool1d", "AdaptiveMaxPool1d", (2, 3, 7), output_size=3)
+pool("adaptivemaxpool3d", "AdaptiveMaxPool3d", (1, 2, 5, 4, 7), output_size=[2, 3, 3])
+pool("adaptivemaxpool3d_divisible", "AdaptiveMaxPool3d", (1, 1, 4, 6, 2), output_size=[2, 3, 1])
 pool("adaptivemaxpool2d", "AdaptiveMaxPool2d", (2, 2, 7, 5), output_size=[3, 2])
 pool("adaptivemaxpool2d_divisible", "AdaptiveMaxPool2d", (1, 2, 6, 4), output_size=[3, 2])
 
@@ -256,6 +270,10 @@ simple("batchnorm1d_3d_momentum", "BatchNorm1d", dict(num_features=2, momentum=0
 simple("batchnorm1d_eval", "BatchNorm1d", dict(num_features=3), lambda: nn.BatchNorm1d(3), (4, 3), train=False,
        init=norm_buffers)
 simple("batchnorm2d_train", "BatchNorm2d", dict(num_features=3), lambda: nn.BatchNorm2d(3), (2, 3, 3, 4),
+       init=norm_buffers)
+simple("batchnorm3d_train", "BatchNorm3d", dict(num_features=2, momentum=0.2), lambda: nn.BatchNorm3d(2, momentum=0.2),
+       (3, 2, 2, 3, 2), init=norm_buffers)
+simple("batchnorm3d_eval", "BatchNorm3d", dict(num_features=3), lambda: nn.BatchNorm3d(3), (2, 3, 2, 2, 3), train=False,
        init=norm_buffers)
 simple("batchnorm2d_eval", "BatchNorm2d", dict(num_features=2), lambda: nn.BatchNorm2d(2), (2, 2, 3, 3), train=False,
        init=norm_buffers)
@@ -276,6 +294,9 @@ simple("rmsnorm_eps_2d", "RMSNorm", dict(normalized_shape=[2, 3], eps=1e-2), lam
        (3, 2, 3))
 simple("rmsnorm_noaffine", "RMSNorm", dict(normalized_shape=[5], elementwise_affine=0),
        lambda: RMSNorm([5], elementwise_affine=False), (2, 5))
+simple("instancenorm1d", "InstanceNorm1d", dict(num_features=3), lambda: nn.InstanceNorm1d(3), (2, 3, 5))
+simple("instancenorm3d_affine", "InstanceNorm3d", dict(num_features=2, affine=1, eps=1e-3),
+       lambda: nn.InstanceNorm3d(2, affine=True, eps=1e-3), (2, 2, 3, 2, 3))
 simple("instancenorm2d", "InstanceNorm2d", dict(num_features=3), lambda: nn.InstanceNorm2d(3), (2, 3, 4, 3))
 simple("instancenorm2d_affine", "InstanceNorm2d", dict(num_features=2, affine=1, eps=1e-3),
        lambda: nn.InstanceNorm2d(2, affine=True, eps=1e-3), (2, 2, 3, 3))

@@ -178,17 +178,23 @@ std::map<std::string, Builder> make_builders() {
   b["Conv3d"] = conv<nn::Conv3d>;
   b["ConvTranspose1d"] = conv_transpose<nn::ConvTranspose1d>;
   b["ConvTranspose2d"] = conv_transpose<nn::ConvTranspose2d>;
+  b["ConvTranspose3d"] = conv_transpose<nn::ConvTranspose3d>;
   b["MaxPool1d"] = max_pool<nn::MaxPool1d>;
   b["MaxPool2d"] = max_pool<nn::MaxPool2d>;
+  b["MaxPool3d"] = max_pool<nn::MaxPool3d>;
   b["AvgPool1d"] = [](Opts& o) { return one(nn::AvgPool1d(pool_options(o, true))); };
   b["AvgPool2d"] = [](Opts& o) { return one(nn::AvgPool2d(pool_options(o, true))); };
+  b["AvgPool3d"] = [](Opts& o) { return one(nn::AvgPool3d(pool_options(o, true))); };
   b["AdaptiveAvgPool1d"] = [](Opts& o) { return one(nn::AdaptiveAvgPool1d(o.i("output_size"))); };
   b["AdaptiveAvgPool2d"] = [](Opts& o) { return one(nn::AdaptiveAvgPool2d(o.ints("output_size"))); };
   b["AdaptiveAvgPool3d"] = [](Opts& o) { return one(nn::AdaptiveAvgPool3d(o.ints("output_size"))); };
   b["AdaptiveMaxPool2d"] = [](Opts& o) { return one(nn::AdaptiveMaxPool2d(o.ints("output_size"))); };
+  b["AdaptiveMaxPool1d"] = [](Opts& o) { return one(nn::AdaptiveMaxPool1d(o.i("output_size"))); };
+  b["AdaptiveMaxPool3d"] = [](Opts& o) { return one(nn::AdaptiveMaxPool3d(o.ints("output_size"))); };
   // Normalisation
   b["BatchNorm1d"] = [](Opts& o) { return one(nn::BatchNorm1d(bn_options(o))); };
   b["BatchNorm2d"] = [](Opts& o) { return one(nn::BatchNorm2d(bn_options(o))); };
+  b["BatchNorm3d"] = [](Opts& o) { return one(nn::BatchNorm3d(bn_options(o))); };
   b["LayerNorm"] = [](Opts& o) {
     IntArgs s = o.ints("normalized_shape");
     return one(nn::LayerNorm(nn::LayerNormOptions(shape_of(s))
@@ -206,6 +212,12 @@ std::map<std::string, Builder> make_builders() {
   };
   b["InstanceNorm2d"] = [](Opts& o) {
     return one(nn::InstanceNorm2d(o.i("num_features"), o.d("eps", 1e-5), o.b("affine", false)));
+  };
+  b["InstanceNorm1d"] = [](Opts& o) {
+    return one(nn::InstanceNorm1d(o.i("num_features"), o.d("eps", 1e-5), o.b("affine", false)));
+  };
+  b["InstanceNorm3d"] = [](Opts& o) {
+    return one(nn::InstanceNorm3d(o.i("num_features"), o.d("eps", 1e-5), o.b("affine", false)));
   };
   // Embeddings
   b["Embedding"] = [](Opts& o) {

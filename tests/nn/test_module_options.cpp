@@ -348,3 +348,50 @@ TEST_CASE("nn: Sequential with named children, ModuleList from a list, Module::a
   const nn::SequentialImpl& cnet = *net;
   CHECK(cnet.as<nn::Sequential>() == net.get());
 }
+
+TEST_CASE("nn: the 3-D layers and the other ranks of the adaptive pools and instance norm") {
+  manual_seed(31);
+  namespace F = nn::F;
+  Tensor v = randn({2, 3, 4, 6, 5});
+  // Each module is its functional form; each functional form takes libtorch's FuncOptions.
+  nn::MaxPool3d mp(nn::MaxPool3dOptions(2).stride({2, 2, 1}));
+  CHECK(same(mp(v), F::max_pool3d(v, {2}, {2, 2, 1})));
+  CHECK(same(mp(v), F::max_pool3d(v, F::MaxPool3dFuncOptions(2).stride({2, 2, 1}))));
+  CHECK(same(mp(v), ember::max_pool3d(v, 2, {2, 2, 1})));
+  CHECK(same(mp->forward_with_indices(v).second, F::max_pool3d_with_indices(v, {2}, {2, 2, 1}).second));
+  CHECK(same(mp(v.select(0, 1)), mp(v).select(0, 1)));  // unbatched (C, D, H, W)
+  nn::AvgPool3d ap(nn::AvgPool3dOptions(3).padding(1).count_include_pad(false));
+  CHECK(same(ap(v), F::avg_pool3d(v, F::AvgPool3dFuncOptions(3).padding(1).count_include_pad(false))));
+  CHECK_ERROR(F::avg_pool3d(v, F::AvgPool3dFuncOptions(2).dilation(2)), "[avg_pool3d]", "no dilation");
+  nn::ConvTranspose3d ct(nn::ConvTranspose3dOptions(3, 2, 2).stride(2));
+  CHECK(ct->weight.sizes() == Shape{3, 2, 2, 2, 2});
+  CHECK(same(ct(v), F::conv_transpose3d(v, ct->weight, F::ConvTranspose3dFuncOptions().bias(ct->bias).stride(2))));
+  CHECK(ct(v).sizes() == Shape{2, 2, 8, 12, 10});
+  CHECK(ct->name() == "ConvTranspose3d");
+
+  nn::AdaptiveMaxPool3d amp(nn::AdaptiveMaxPool3dOptions{2, 3, 2});
+  CHECK(amp(v).sizes() == Shape{2, 3, 2, 3, 2});
+  CHECK(same(amp(v), F::adaptive_max_pool3d(v, {2, 3, 2})));
+  // An uneven split, cell by cell, equals the window maxima by hand.
+  Tensor line = randn({2, 3, 7});
+  nn::AdaptiveMaxPool1d am1(3);
+  Tensor want = stack({line.narrow(2, 0, 3).amax({2}), line.narrow(2, 2, 3).amax({2}), line.narrow(2, 4, 3).amax({2})}, 2);
+  CHECK(same(am1(line), want));
+  CHECK(am1->extra_repr() == "output_size=3");
+  CHECK(nn::AdaptiveAvgPool3d(nn::IntArgs{1, 2, 3})->extra_repr() == "output_size=(1, 2, 3)");
+  CHECK_ERROR(F::adaptive_max_pool3d(v, {2, 0, 1}), "[adaptive_max_pool3d]", "must be positive, got 0");
+  CHECK_ERROR(F::adaptive_max_pool1d(v, 2), "[adaptive_max_pool1d]", "got shape [2, 3, 4, 6, 5]");
+  CHECK_ERROR(nn::AdaptiveMaxPool2d(nn::IntArgs{1, 2, 3}), "[AdaptiveMaxPool2d]", "output_size needs 1 or 2 values");
+
+  nn::BatchNorm3d bn(3);
+  CHECK(bn(v).sizes() == v.sizes());
+  CHECK(bn->num_batches_tracked.item<int64_t>() == 1);
+  CHECK_ERROR(bn(v.select(0, 0)), "[BatchNorm3d]", "(N, C, D, H, W)", "[3, 4, 6, 5]");
+  nn::InstanceNorm1d in1(nn::InstanceNorm1dOptions(3).affine(true));
+  CHECK(in1->weight.sizes() == Shape{3});
+  CHECK(same(in1(line.select(0, 0)), in1(line).select(0, 0)));  // unbatched (C, L)
+  CHECK_ERROR(nn::InstanceNorm3d(3)(line), "[InstanceNorm3d]", "got shape [2, 3, 7]");
+  nn::InstanceNorm3d in3(3);
+  Tensor z = in3(v);
+  CHECK(z.mean({2, 3, 4}).abs().max().item<float>() < 1e-5f);
+}

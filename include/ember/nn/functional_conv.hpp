@@ -427,6 +427,12 @@ BasicTensor<P> conv_transpose2d(const BasicTensor<P>& x, const BasicTensor<P>& w
                                 int64_t groups = 1, IntArgs dilation = {1}) {
   return conv_transpose_nd(x, w, b, 2, stride, padding, output_padding, groups, dilation, "conv_transpose2d");
 }
+template <class P>
+BasicTensor<P> conv_transpose3d(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b = {},
+                                IntArgs stride = {1}, IntArgs padding = {0}, IntArgs output_padding = {0},
+                                int64_t groups = 1, IntArgs dilation = {1}) {
+  return conv_transpose_nd(x, w, b, 3, stride, padding, output_padding, groups, dilation, "conv_transpose3d");
+}
 
 namespace detail {
 /// Pads for ceil_mode: extra elements after the input so that a last partial window exists,
@@ -526,6 +532,18 @@ std::pair<BasicTensor<P>, BasicTensor<P>> max_pool2d_with_indices(const BasicTen
   return detail::max_pool_nd(x, 2, kernel, stride, padding, dilation, ceil_mode, true, "max_pool2d");
 }
 template <class P>
+BasicTensor<P> max_pool3d(const BasicTensor<P>& x, IntArgs kernel, IntArgs stride = {}, IntArgs padding = {0},
+                          IntArgs dilation = {1}, bool ceil_mode = false) {
+  return detail::max_pool_nd(x, 3, kernel, stride, padding, dilation, ceil_mode, false, "max_pool3d").first;
+}
+/// (values, flat indices into each input volume), as max_pool3d(..., return_indices=True).
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> max_pool3d_with_indices(const BasicTensor<P>& x, IntArgs kernel,
+                                                                  IntArgs stride = {}, IntArgs padding = {0},
+                                                                  IntArgs dilation = {1}, bool ceil_mode = false) {
+  return detail::max_pool_nd(x, 3, kernel, stride, padding, dilation, ceil_mode, true, "max_pool3d");
+}
+template <class P>
 BasicTensor<P> avg_pool1d(const BasicTensor<P>& x, IntArgs kernel, IntArgs stride = {}, IntArgs padding = {0},
                           bool ceil_mode = false, bool count_include_pad = true) {
   return detail::avg_pool_nd(x, 1, kernel, stride, padding, ceil_mode, count_include_pad, "avg_pool1d");
@@ -534,6 +552,11 @@ template <class P>
 BasicTensor<P> avg_pool2d(const BasicTensor<P>& x, IntArgs kernel, IntArgs stride = {}, IntArgs padding = {0},
                           bool ceil_mode = false, bool count_include_pad = true) {
   return detail::avg_pool_nd(x, 2, kernel, stride, padding, ceil_mode, count_include_pad, "avg_pool2d");
+}
+template <class P>
+BasicTensor<P> avg_pool3d(const BasicTensor<P>& x, IntArgs kernel, IntArgs stride = {}, IntArgs padding = {0},
+                          bool ceil_mode = false, bool count_include_pad = true) {
+  return detail::avg_pool_nd(x, 3, kernel, stride, padding, ceil_mode, count_include_pad, "avg_pool3d");
 }
 
 namespace detail {
@@ -623,29 +646,61 @@ BasicTensor<P> adaptive_avg_pool3d(const BasicTensor<P>& x, IntArgs out) {
   return detail::adaptive_avg_windows(
       detail::adaptive_avg_windows(detail::adaptive_avg_windows(x, last, o[2]), last - 1, o[1]), last - 2, o[0]);
 }
-/// Adaptive max pooling over each output cell's window.
+namespace detail {
+/// Adaptive max pooling over each output cell's window (start floor(i in / out), end
+/// ceil((i + 1) in / out) per dim): one max pool when every size divides evenly, else cell by
+/// cell.
+template <class P>
+BasicTensor<P> adaptive_max_pool_nd(const BasicTensor<P>& x, int nd, const IntArgs& out, const char* op) {
+  bool unbatched;
+  batched(x, nd, op, unbatched);
+  const auto o = expand_arg(out, nd, op, "output_size");
+  const int64_t first = x.dim() - nd;
+  std::array<int64_t, 3> in{1, 1, 1};
+  bool even = true;
+  int64_t cells_total = 1;
+  for (int d = 0; d < nd; ++d) {
+    EMBER_CHECK(o[d] > 0, "[{}] output size must be positive, got {}", op, o[d]);
+    in[d] = x.size(first + d);
+    EMBER_CHECK(in[d] > 0, "[{}] input of shape {} has an empty spatial dim", op, x.sizes());
+    even = even && in[d] % o[d] == 0;
+    cells_total *= o[d];
+  }
+  if (even) {
+    IntArgs kernel;
+    for (int d = 0; d < nd; ++d) kernel.push_back(in[d] / o[d]);
+    return max_pool_nd(x, nd, kernel, {}, {0}, {1}, false, false, op).first;
+  }
+  std::vector<BasicTensor<P>> cells;
+  for (int64_t cell = 0; cell < cells_total; ++cell) {
+    BasicTensor<P> window = x;
+    for (int64_t d = nd - 1, rest = cell; d >= 0; --d) {
+      const int64_t i = rest % o[d], s = (i * in[d]) / o[d], e = ((i + 1) * in[d] + o[d] - 1) / o[d];
+      rest /= o[d];
+      window = window.narrow(first + d, s, e - s);
+    }
+    // max over the window with its index: the gradient goes to the first maximum, as
+    // PyTorch's kernel (amax would share it between ties, such as a ReLU's zeros).
+    cells.push_back(window.flatten(first).max(-1).first);
+  }
+  Shape shape = x.sizes();
+  for (int d = 0; d < nd; ++d) shape[static_cast<size_t>(first + d)] = o[d];
+  return stack(cells, -1).reshape(shape);
+}
+}  // namespace detail
+
+/// Adaptive max pooling: each output cell is the maximum of its window of the input.
+template <class P>
+BasicTensor<P> adaptive_max_pool1d(const BasicTensor<P>& x, int64_t out) {
+  return detail::adaptive_max_pool_nd(x, 1, out, "adaptive_max_pool1d");
+}
 template <class P>
 BasicTensor<P> adaptive_max_pool2d(const BasicTensor<P>& x, IntArgs out) {
-  EMBER_CHECK(x.dim() == 3 || x.dim() == 4, "[adaptive_max_pool2d] expects (C, H, W) or (N, C, H, W), got shape {}",
-              x.sizes());
-  auto o = detail::expand_arg(out, 2, "adaptive_max_pool2d", "output_size");
-  EMBER_CHECK(o[0] > 0 && o[1] > 0, "[adaptive_max_pool2d] output size must be positive, got {}x{}", o[0], o[1]);
-  int64_t h = x.size(-2), w = x.size(-1);
-  EMBER_CHECK(h > 0 && w > 0, "[adaptive_max_pool2d] input of shape {} has an empty spatial dim", x.sizes());
-  if (h % o[0] == 0 && w % o[1] == 0) return max_pool2d(x, {h / o[0], w / o[1]});
-  std::vector<BasicTensor<P>> rows;
-  for (int64_t i = 0; i < o[0]; ++i) {
-    int64_t hs = (i * h) / o[0], he = ((i + 1) * h + o[0] - 1) / o[0];
-    std::vector<BasicTensor<P>> cells;
-    for (int64_t j = 0; j < o[1]; ++j) {
-      int64_t ws = (j * w) / o[1], we = ((j + 1) * w + o[1] - 1) / o[1];
-      // max over the window with its index: the gradient goes to the first maximum, as
-      // PyTorch's kernel (amax would share it between ties, such as a ReLU's zeros).
-      cells.push_back(x.narrow(-2, hs, he - hs).narrow(-1, ws, we - ws).flatten(-2).max(-1).first);
-    }
-    rows.push_back(stack(cells, -1));
-  }
-  return stack(rows, -2);
+  return detail::adaptive_max_pool_nd(x, 2, out, "adaptive_max_pool2d");
+}
+template <class P>
+BasicTensor<P> adaptive_max_pool3d(const BasicTensor<P>& x, IntArgs out) {
+  return detail::adaptive_max_pool_nd(x, 3, out, "adaptive_max_pool3d");
 }
 
 // ---- normalisation over channels -------------------------------------------------------------

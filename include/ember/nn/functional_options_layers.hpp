@@ -76,6 +76,7 @@ struct ConvTransposeFuncOptions {
 };
 using ConvTranspose1dFuncOptions = ConvTransposeFuncOptions;
 using ConvTranspose2dFuncOptions = ConvTransposeFuncOptions;
+using ConvTranspose3dFuncOptions = ConvTransposeFuncOptions;
 
 template <class P, std::same_as<ConvTransposeFuncOptions> O>
 BasicTensor<P> conv_transpose1d(const BasicTensor<P>& x, const BasicTensor<P>& w, const O& o) {
@@ -87,17 +88,26 @@ BasicTensor<P> conv_transpose2d(const BasicTensor<P>& x, const BasicTensor<P>& w
   return conv_transpose2d(x, w, detail::option_tensor<P>(o.bias()), o.stride(), o.padding(), o.output_padding(),
                           o.groups(), o.dilation());
 }
+template <class P, std::same_as<ConvTransposeFuncOptions> O>
+BasicTensor<P> conv_transpose3d(const BasicTensor<P>& x, const BasicTensor<P>& w, const O& o) {
+  return conv_transpose3d(x, w, detail::option_tensor<P>(o.bias()), o.stride(), o.padding(), o.output_padding(),
+                          o.groups(), o.dilation());
+}
 
 // Pooling: libtorch's pooling FuncOptions are its module options (PoolOptions here).
 using MaxPool1dFuncOptions = PoolOptions;
 using MaxPool2dFuncOptions = PoolOptions;
+using MaxPool3dFuncOptions = PoolOptions;
 using AvgPool1dFuncOptions = PoolOptions;
 using AvgPool2dFuncOptions = PoolOptions;
+using AvgPool3dFuncOptions = PoolOptions;
 // Adaptive pooling's options are the output size, so the positional forms take them as they are.
 using AdaptiveAvgPool1dFuncOptions = AdaptiveAvgPool1dOptions;
 using AdaptiveAvgPool2dFuncOptions = AdaptiveAvgPool2dOptions;
 using AdaptiveAvgPool3dFuncOptions = AdaptiveAvgPool3dOptions;
+using AdaptiveMaxPool1dFuncOptions = AdaptiveMaxPool1dOptions;
 using AdaptiveMaxPool2dFuncOptions = AdaptiveMaxPool2dOptions;
+using AdaptiveMaxPool3dFuncOptions = AdaptiveMaxPool3dOptions;
 
 template <class P, std::same_as<PoolOptions> O>
 BasicTensor<P> max_pool1d(const BasicTensor<P>& x, const O& o) {
@@ -106,6 +116,14 @@ BasicTensor<P> max_pool1d(const BasicTensor<P>& x, const O& o) {
 template <class P, std::same_as<PoolOptions> O>
 BasicTensor<P> max_pool2d(const BasicTensor<P>& x, const O& o) {
   return max_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
+}
+template <class P, std::same_as<PoolOptions> O>
+BasicTensor<P> max_pool3d(const BasicTensor<P>& x, const O& o) {
+  return max_pool3d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
+}
+template <class P, std::same_as<PoolOptions> O>
+std::pair<BasicTensor<P>, BasicTensor<P>> max_pool3d_with_indices(const BasicTensor<P>& x, const O& o) {
+  return max_pool3d_with_indices(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
 template <class P, std::same_as<PoolOptions> O>
 std::pair<BasicTensor<P>, BasicTensor<P>> max_pool1d_with_indices(const BasicTensor<P>& x, const O& o) {
@@ -125,6 +143,11 @@ template <class P, std::same_as<PoolOptions> O>
 BasicTensor<P> avg_pool2d(const BasicTensor<P>& x, const O& o) {
   detail::check_no_dilation(o.dilation(), "avg_pool2d");
   return avg_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
+}
+template <class P, std::same_as<PoolOptions> O>
+BasicTensor<P> avg_pool3d(const BasicTensor<P>& x, const O& o) {
+  detail::check_no_dilation(o.dilation(), "avg_pool3d");
+  return avg_pool3d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
 }
 
 /// Resampling of (N, C, L), (N, C, H, W) or (N, C, D, H, W) to `size`, or by `scale_factor`

@@ -17,6 +17,13 @@ namespace ember::nn {
 
 using F::IntArgs;
 
+/// A layer's name by its number of spatial dims: nd_name<2>("MaxPool") is "MaxPool2d".
+template <int ND>
+const char* nd_name(const char* (&&names)[3]) {
+  static_assert(ND >= 1 && ND <= 3, "layers have 1, 2 or 3 spatial dims");
+  return names[ND - 1];
+}
+
 inline std::string repr_args(const IntArgs& v, int nd) {
   std::string s = "(";
   for (int d = 0; d < nd; ++d) s += fmt::format("{}{}", d ? ", " : "", v.size() == 1 ? v[0] : v[d]);
@@ -116,7 +123,8 @@ class BasicConvTransposeImpl : public Cloneable<BasicConvTransposeImpl<ND, P>, P
   BasicConvTransposeImpl(int64_t in, int64_t out, IntArgs k)
       : BasicConvTransposeImpl(ConvTransposeOptions(in, out, std::move(k))) {}
   explicit BasicConvTransposeImpl(const ConvTransposeOptions& o)
-      : Cloneable<BasicConvTransposeImpl<ND, P>, P>(ND == 1 ? "ConvTranspose1d" : "ConvTranspose2d"), options(o) {
+      : Cloneable<BasicConvTransposeImpl<ND, P>, P>(
+            nd_name<ND>({"ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"})), options(o) {
     reset();
   }
   void reset() override {
@@ -151,10 +159,13 @@ class BasicConvTransposeImpl : public Cloneable<BasicConvTransposeImpl<ND, P>, P
 };
 using ConvTranspose1dOptions = ConvTransposeOptions;  // libtorch's names
 using ConvTranspose2dOptions = ConvTransposeOptions;
+using ConvTranspose3dOptions = ConvTransposeOptions;
 using ConvTranspose1dImpl = BasicConvTransposeImpl<1>;
 using ConvTranspose2dImpl = BasicConvTransposeImpl<2>;
+using ConvTranspose3dImpl = BasicConvTransposeImpl<3>;
 EMBER_MODULE(ConvTranspose1d);
 EMBER_MODULE(ConvTranspose2d);
+EMBER_MODULE(ConvTranspose3d);
 
 struct PoolOptions {
   PoolOptions(IntArgs kernel_size) : kernel_size_(std::move(kernel_size)) {}  // NOLINT
@@ -170,14 +181,16 @@ struct PoolOptions {
 // libtorch's per-layer names for the pooling options.
 using MaxPool1dOptions = PoolOptions;
 using MaxPool2dOptions = PoolOptions;
+using MaxPool3dOptions = PoolOptions;
 using AvgPool1dOptions = PoolOptions;
 using AvgPool2dOptions = PoolOptions;
+using AvgPool3dOptions = PoolOptions;
 
 template <int ND, class P = DefaultPolicy>
 class BasicMaxPoolImpl : public Cloneable<BasicMaxPoolImpl<ND, P>, P> {
  public:
   explicit BasicMaxPoolImpl(const PoolOptions& o)
-      : Cloneable<BasicMaxPoolImpl<ND, P>, P>(ND == 1 ? "MaxPool1d" : "MaxPool2d"), options(o) {}
+      : Cloneable<BasicMaxPoolImpl<ND, P>, P>(nd_name<ND>({"MaxPool1d", "MaxPool2d", "MaxPool3d"})), options(o) {}
   /// MaxPool2d(2), as in libtorch.
   explicit BasicMaxPoolImpl(IntArgs kernel_size) : BasicMaxPoolImpl(PoolOptions(std::move(kernel_size))) {}
   void reset() override {}
@@ -207,14 +220,16 @@ class BasicMaxPoolImpl : public Cloneable<BasicMaxPoolImpl<ND, P>, P> {
 };
 using MaxPool1dImpl = BasicMaxPoolImpl<1>;
 using MaxPool2dImpl = BasicMaxPoolImpl<2>;
+using MaxPool3dImpl = BasicMaxPoolImpl<3>;
 EMBER_MODULE(MaxPool1d);
 EMBER_MODULE(MaxPool2d);
+EMBER_MODULE(MaxPool3d);
 
 template <int ND, class P = DefaultPolicy>
 class BasicAvgPoolImpl : public Cloneable<BasicAvgPoolImpl<ND, P>, P> {
  public:
   explicit BasicAvgPoolImpl(const PoolOptions& o)
-      : Cloneable<BasicAvgPoolImpl<ND, P>, P>(ND == 1 ? "AvgPool1d" : "AvgPool2d"), options(o) {}
+      : Cloneable<BasicAvgPoolImpl<ND, P>, P>(nd_name<ND>({"AvgPool1d", "AvgPool2d", "AvgPool3d"})), options(o) {}
   /// AvgPool2d(2), as in libtorch.
   explicit BasicAvgPoolImpl(IntArgs kernel_size) : BasicAvgPoolImpl(PoolOptions(std::move(kernel_size))) {}
   void reset() override {}
@@ -226,63 +241,67 @@ class BasicAvgPoolImpl : public Cloneable<BasicAvgPoolImpl<ND, P>, P> {
 };
 using AvgPool1dImpl = BasicAvgPoolImpl<1>;
 using AvgPool2dImpl = BasicAvgPoolImpl<2>;
+using AvgPool3dImpl = BasicAvgPoolImpl<3>;
 EMBER_MODULE(AvgPool1d);
 EMBER_MODULE(AvgPool2d);
+EMBER_MODULE(AvgPool3d);
 
 // libtorch's names for the adaptive pools' options: the output size.
 using AdaptiveAvgPool1dOptions = int64_t;
 using AdaptiveAvgPool2dOptions = IntArgs;
 using AdaptiveAvgPool3dOptions = IntArgs;
+using AdaptiveMaxPool1dOptions = int64_t;
 using AdaptiveMaxPool2dOptions = IntArgs;
+using AdaptiveMaxPool3dOptions = IntArgs;
 
-template <class P = DefaultPolicy>
-class BasicAdaptiveAvgPool1dImpl : public Cloneable<BasicAdaptiveAvgPool1dImpl<P>, P> {
+/// AdaptiveAvgPool1d/2d/3d and AdaptiveMaxPool1d/2d/3d: pooling to a fixed output size.
+template <int ND, bool Max, class P = DefaultPolicy>
+class BasicAdaptivePoolImpl : public Cloneable<BasicAdaptivePoolImpl<ND, Max, P>, P> {
  public:
-  explicit BasicAdaptiveAvgPool1dImpl(int64_t out) : Cloneable<BasicAdaptiveAvgPool1dImpl<P>, P>("AdaptiveAvgPool1d"), output_size(out) {}
+  explicit BasicAdaptivePoolImpl(IntArgs out)
+      : Cloneable<BasicAdaptivePoolImpl<ND, Max, P>, P>(
+            Max ? nd_name<ND>({"AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d"})
+                : nd_name<ND>({"AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d"})),
+        output_size(std::move(out)) {
+    F::detail::expand_arg(output_size, ND, this->name().c_str(), "output_size");
+  }
   void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::adaptive_avg_pool1d(x, output_size); }
-  std::string extra_repr() const override { return fmt::format("output_size={}", output_size); }
-  int64_t output_size;
+  BasicTensor<P> forward(const BasicTensor<P>& x) {
+    if constexpr (Max) return F::detail::adaptive_max_pool_nd(x, ND, output_size, this->name().c_str());
+    else if constexpr (ND == 1) return F::adaptive_avg_pool1d(x, output_size[0]);
+    else if constexpr (ND == 2) return F::adaptive_avg_pool2d(x, output_size);
+    else return F::adaptive_avg_pool3d(x, output_size);
+  }
+  std::string extra_repr() const override {
+    if (ND == 1) return fmt::format("output_size={}", output_size[0]);
+    return fmt::format("output_size={}", repr_args(output_size, ND));
+  }
+  IntArgs output_size;
 };
+template <class P = DefaultPolicy>
+using BasicAdaptiveAvgPool1dImpl = BasicAdaptivePoolImpl<1, false, P>;
+template <class P = DefaultPolicy>
+using BasicAdaptiveAvgPool2dImpl = BasicAdaptivePoolImpl<2, false, P>;
+template <class P = DefaultPolicy>
+using BasicAdaptiveAvgPool3dImpl = BasicAdaptivePoolImpl<3, false, P>;
+template <class P = DefaultPolicy>
+using BasicAdaptiveMaxPool1dImpl = BasicAdaptivePoolImpl<1, true, P>;
+template <class P = DefaultPolicy>
+using BasicAdaptiveMaxPool2dImpl = BasicAdaptivePoolImpl<2, true, P>;
+template <class P = DefaultPolicy>
+using BasicAdaptiveMaxPool3dImpl = BasicAdaptivePoolImpl<3, true, P>;
 using AdaptiveAvgPool1dImpl = BasicAdaptiveAvgPool1dImpl<>;
-EMBER_MODULE(AdaptiveAvgPool1d);
-
-template <class P = DefaultPolicy>
-class BasicAdaptiveAvgPool2dImpl : public Cloneable<BasicAdaptiveAvgPool2dImpl<P>, P> {
- public:
-  explicit BasicAdaptiveAvgPool2dImpl(IntArgs out) : Cloneable<BasicAdaptiveAvgPool2dImpl<P>, P>("AdaptiveAvgPool2d"), output_size(std::move(out)) {}
-  void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::adaptive_avg_pool2d(x, output_size); }
-  std::string extra_repr() const override { return fmt::format("output_size={}", repr_args(output_size, 2)); }
-  IntArgs output_size;
-};
 using AdaptiveAvgPool2dImpl = BasicAdaptiveAvgPool2dImpl<>;
-EMBER_MODULE(AdaptiveAvgPool2d);
-
-template <class P = DefaultPolicy>
-class BasicAdaptiveAvgPool3dImpl : public Cloneable<BasicAdaptiveAvgPool3dImpl<P>, P> {
- public:
-  explicit BasicAdaptiveAvgPool3dImpl(IntArgs out)
-      : Cloneable<BasicAdaptiveAvgPool3dImpl<P>, P>("AdaptiveAvgPool3d"), output_size(std::move(out)) {}
-  void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::adaptive_avg_pool3d(x, output_size); }
-  std::string extra_repr() const override { return fmt::format("output_size={}", repr_args(output_size, 3)); }
-  IntArgs output_size;
-};
 using AdaptiveAvgPool3dImpl = BasicAdaptiveAvgPool3dImpl<>;
-EMBER_MODULE(AdaptiveAvgPool3d);
-
-template <class P = DefaultPolicy>
-class BasicAdaptiveMaxPool2dImpl : public Cloneable<BasicAdaptiveMaxPool2dImpl<P>, P> {
- public:
-  explicit BasicAdaptiveMaxPool2dImpl(IntArgs out) : Cloneable<BasicAdaptiveMaxPool2dImpl<P>, P>("AdaptiveMaxPool2d"), output_size(std::move(out)) {}
-  void reset() override {}
-  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::adaptive_max_pool2d(x, output_size); }
-  std::string extra_repr() const override { return fmt::format("output_size={}", repr_args(output_size, 2)); }
-  IntArgs output_size;
-};
+using AdaptiveMaxPool1dImpl = BasicAdaptiveMaxPool1dImpl<>;
 using AdaptiveMaxPool2dImpl = BasicAdaptiveMaxPool2dImpl<>;
+using AdaptiveMaxPool3dImpl = BasicAdaptiveMaxPool3dImpl<>;
+EMBER_MODULE(AdaptiveAvgPool1d);
+EMBER_MODULE(AdaptiveAvgPool2d);
+EMBER_MODULE(AdaptiveAvgPool3d);
+EMBER_MODULE(AdaptiveMaxPool1d);
 EMBER_MODULE(AdaptiveMaxPool2d);
+EMBER_MODULE(AdaptiveMaxPool3d);
 
 struct BatchNormOptions {
   BatchNormOptions(int64_t num_features) : num_features_(num_features) {}  // NOLINT
@@ -296,15 +315,16 @@ struct BatchNormOptions {
 };
 using BatchNorm1dOptions = BatchNormOptions;  // libtorch's names
 using BatchNorm2dOptions = BatchNormOptions;
+using BatchNorm3dOptions = BatchNormOptions;
 
-/// BatchNorm over (N, C[, L]) (ND = 1) or (N, C, H, W) (ND = 2): weight 1, bias 0,
+/// BatchNorm over (N, C[, L]) (ND = 1), (N, C, H, W) (ND = 2) or (N, C, D, H, W) (ND = 3): weight 1, bias 0,
 /// running_mean 0, running_var 1, num_batches_tracked, as PyTorch.
 template <int ND, class P = DefaultPolicy>
 class BasicBatchNormImpl : public Cloneable<BasicBatchNormImpl<ND, P>, P> {
  public:
   using TensorT = BasicTensor<P>;
   explicit BasicBatchNormImpl(const BatchNormOptions& o)
-      : Cloneable<BasicBatchNormImpl<ND, P>, P>(ND == 1 ? "BatchNorm1d" : "BatchNorm2d"), options(o) {
+      : Cloneable<BasicBatchNormImpl<ND, P>, P>(nd_name<ND>({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d"})), options(o) {
     reset();
   }
   void reset() override {
@@ -321,8 +341,10 @@ class BasicBatchNormImpl : public Cloneable<BasicBatchNormImpl<ND, P>, P> {
     const char* op = this->name().c_str();
     if (ND == 1)
       EMBER_CHECK(x.dim() == 2 || x.dim() == 3, "[{}] expects (N, C) or (N, C, L), got shape {}", op, x.sizes());
-    else
+    else if (ND == 2)
       EMBER_CHECK(x.dim() == 4, "[{}] expects (N, C, H, W), got shape {}", op, x.sizes());
+    else
+      EMBER_CHECK(x.dim() == 5, "[{}] expects (N, C, D, H, W), got shape {}", op, x.sizes());
     EMBER_CHECK(x.size(1) == options.num_features(), "[{}] expects {} channels, got shape {}", op,
                 options.num_features(), x.sizes());
     // Batch statistics when training, or always without running statistics.
@@ -345,8 +367,10 @@ class BasicBatchNormImpl : public Cloneable<BasicBatchNormImpl<ND, P>, P> {
 };
 using BatchNorm1dImpl = BasicBatchNormImpl<1>;
 using BatchNorm2dImpl = BasicBatchNormImpl<2>;
+using BatchNorm3dImpl = BasicBatchNormImpl<3>;
 EMBER_MODULE(BatchNorm1d);
 EMBER_MODULE(BatchNorm2d);
+EMBER_MODULE(BatchNorm3d);
 
 struct GroupNormOptions {
   GroupNormOptions(int64_t num_groups, int64_t num_channels) : num_groups_(num_groups), num_channels_(num_channels) {}
@@ -389,34 +413,42 @@ class BasicGroupNormImpl : public Cloneable<BasicGroupNormImpl<P>, P> {
 using GroupNormImpl = BasicGroupNormImpl<>;
 EMBER_MODULE(GroupNorm);
 
-/// libtorch's options without momentum and track_running_stats: Ember's InstanceNorm2d keeps
+/// libtorch's options without momentum and track_running_stats: Ember's InstanceNorm keeps
 /// no running statistics.
-struct InstanceNorm2dOptions {
-  explicit InstanceNorm2dOptions(int64_t num_features) : num_features_(num_features) {}
+struct InstanceNormOptions {
+  explicit InstanceNormOptions(int64_t num_features) : num_features_(num_features) {}
   EMBER_ARG(int64_t, num_features);
   EMBER_ARG(double, eps) = 1e-5;
   EMBER_ARG(bool, affine) = false;
 };
+using InstanceNorm1dOptions = InstanceNormOptions;
+using InstanceNorm2dOptions = InstanceNormOptions;
+using InstanceNorm3dOptions = InstanceNormOptions;
 
-template <class P = DefaultPolicy>
-class BasicInstanceNorm2dImpl : public Cloneable<BasicInstanceNorm2dImpl<P>, P> {
+/// Normalises each (sample, channel) over its ND spatial dims: (N, C) + spatial, or unbatched
+/// (C) + spatial.
+template <int ND, class P = DefaultPolicy>
+class BasicInstanceNormImpl : public Cloneable<BasicInstanceNormImpl<ND, P>, P> {
  public:
   using TensorT = BasicTensor<P>;
-  explicit BasicInstanceNorm2dImpl(int64_t channels, double eps = 1e-5, bool affine = false)
-      : Cloneable<BasicInstanceNorm2dImpl<P>, P>("InstanceNorm2d"), num_features(channels), eps(eps), affine(affine) {
+  explicit BasicInstanceNormImpl(int64_t channels, double eps = 1e-5, bool affine = false)
+      : Cloneable<BasicInstanceNormImpl<ND, P>, P>(nd_name<ND>({"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"})),
+        num_features(channels),
+        eps(eps),
+        affine(affine) {
     reset();
   }
-  explicit BasicInstanceNorm2dImpl(const InstanceNorm2dOptions& o)
-      : BasicInstanceNorm2dImpl(o.num_features(), o.eps(), o.affine()) {}
+  explicit BasicInstanceNormImpl(const InstanceNormOptions& o)
+      : BasicInstanceNormImpl(o.num_features(), o.eps(), o.affine()) {}
   void reset() override {
     weight = this->register_parameter("weight", affine ? ones<P>({num_features}) : TensorT());
     bias = this->register_parameter("bias", affine ? zeros<P>({num_features}) : TensorT());
   }
   TensorT forward(const TensorT& x) {
-    if (x.dim() == 3) return forward(x.unsqueeze(0)).squeeze(0);  // unbatched (C, H, W)
-    EMBER_CHECK(x.dim() == 4 && x.size(1) == num_features,
-                "[InstanceNorm2d] expects (N, {}, H, W) or ({}, H, W), got shape {}", num_features, num_features,
-                x.sizes());
+    if (x.dim() == ND + 1) return forward(x.unsqueeze(0)).squeeze(0);  // unbatched
+    EMBER_CHECK(x.dim() == ND + 2 && x.size(1) == num_features,
+                "[{}] expects (N, {}) + {} spatial dims or ({}) + {} spatial dims, got shape {}", this->name(),
+                num_features, ND, num_features, ND, x.sizes());
     return F::instance_norm(x, weight, bias, eps);
   }
   std::string extra_repr() const override {
@@ -428,8 +460,14 @@ class BasicInstanceNorm2dImpl : public Cloneable<BasicInstanceNorm2dImpl<P>, P> 
   bool affine;
   TensorT weight, bias;
 };
-using InstanceNorm2dImpl = BasicInstanceNorm2dImpl<>;
+template <class P = DefaultPolicy>
+using BasicInstanceNorm2dImpl = BasicInstanceNormImpl<2, P>;
+using InstanceNorm1dImpl = BasicInstanceNormImpl<1>;
+using InstanceNorm2dImpl = BasicInstanceNormImpl<2>;
+using InstanceNorm3dImpl = BasicInstanceNormImpl<3>;
+EMBER_MODULE(InstanceNorm1d);
 EMBER_MODULE(InstanceNorm2d);
+EMBER_MODULE(InstanceNorm3d);
 
 /// libtorch's Upsample options: a size (one value for every spatial dim, or one per dim) or
 /// scale factors (likewise), mode nearest, linear, bilinear, bicubic or trilinear (kNearest,
