@@ -308,6 +308,27 @@ case("embedding_padding", "Embedding", dict(num_embeddings=5, embedding_dim=2, p
      lambda: nn.Embedding(5, 2, padding_idx=1), lambda: {"input": torch.tensor([1, 0, 1, 4, 3, 1])})
 case("embedding_padding_negative", "Embedding", dict(num_embeddings=5, embedding_dim=2, padding_idx=-1),
      lambda: nn.Embedding(5, 2, padding_idx=-1), lambda: {"input": torch.tensor([[4, 0], [2, 4]])})
+# max_norm renormalises the rows read (in place, before the lookup); scale_grad_by_freq divides
+# each row's gradient by its count in the batch. include_last_offset: the last offset is the
+# input's length (torch 1.13's backward corrupts its heap when it is less; Ember refuses that).
+case("embedding_max_norm", "Embedding", dict(num_embeddings=6, embedding_dim=3, max_norm=1.0),
+     lambda: nn.Embedding(6, 3, max_norm=1.0), lambda: {"input": torch.tensor([[0, 2, 5, 2], [1, 1, 3, 0]])})
+case("embedding_max_norm_p3_freq_padding", "Embedding",
+     dict(num_embeddings=7, embedding_dim=4, max_norm=1.5, norm_type=3.0, scale_grad_by_freq=1, padding_idx=2),
+     lambda: nn.Embedding(7, 4, max_norm=1.5, norm_type=3.0, scale_grad_by_freq=True, padding_idx=2),
+     lambda: {"input": torch.tensor([[2, 0, 5, 5], [5, 6, 2, 0]])})
+case("embedding_scale_grad_by_freq", "Embedding", dict(num_embeddings=5, embedding_dim=2, scale_grad_by_freq=1),
+     lambda: nn.Embedding(5, 2, scale_grad_by_freq=True), lambda: {"input": torch.tensor([3, 3, 3, 1, 0, 1])})
+# (EmbeddingBag's scale_grad_by_freq is not a case: torch 1.13 divides some rows' gradients by
+# another row's count, e.g. input [1, 7, 1, 4, 4, 4, 0] gives row 7 a third of its gradient;
+# tests/nn/test_functional.cpp checks Ember's against Embedding's, which torch gets right.)
+case("embeddingbag_sum_max_norm", "EmbeddingBag", dict(num_embeddings=8, embedding_dim=3, mode="sum", max_norm=1.2),
+     lambda: nn.EmbeddingBag(8, 3, mode="sum", max_norm=1.2),
+     lambda: {"input": torch.tensor([1, 7, 1, 4, 4, 4, 0]), "offsets": torch.tensor([0, 3, 4])})
+case("embeddingbag_mean_include_last_offset", "EmbeddingBag",
+     dict(num_embeddings=6, embedding_dim=2, mode="mean", include_last_offset=1),
+     lambda: nn.EmbeddingBag(6, 2, mode="mean", include_last_offset=True),
+     lambda: {"input": torch.tensor([0, 5, 5, 1, 2, 3, 4]), "offsets": torch.tensor([0, 2, 5, 7])})
 case("embeddingbag_sum_offsets", "EmbeddingBag", dict(num_embeddings=7, embedding_dim=3, mode="sum"),
      lambda: nn.EmbeddingBag(7, 3, mode="sum"),
      lambda: {"input": torch.tensor([1, 2, 4, 5, 4, 3, 2, 6]), "offsets": torch.tensor([0, 3, 3, 6])})

@@ -223,12 +223,18 @@ std::map<std::string, Builder> make_builders() {
   b["Embedding"] = [](Opts& o) {
     nn::EmbeddingOptions e(o.i("num_embeddings"), o.i("embedding_dim"));
     if (o.s("padding_idx", "none") != "none") e.padding_idx(o.i("padding_idx"));
+    if (double m = o.d("max_norm", -1.0); m >= 0) e.max_norm(m);
+    e.norm_type(o.d("norm_type", 2.0)).scale_grad_by_freq(o.b("scale_grad_by_freq", false));
     return one(nn::Embedding(e));
   };
   b["EmbeddingBag"] = [](Opts& o) {
     nn::EmbeddingBagOptions e(o.i("num_embeddings"), o.i("embedding_dim"));
     e.mode(o.s("mode", "mean"));
     if (o.s("padding_idx", "none") != "none") e.padding_idx(o.i("padding_idx"));
+    if (double m = o.d("max_norm", -1.0); m >= 0) e.max_norm(m);
+    e.norm_type(o.d("norm_type", 2.0))
+        .scale_grad_by_freq(o.b("scale_grad_by_freq", false))
+        .include_last_offset(o.b("include_last_offset", false));
     nn::EmbeddingBag m(e);
     return Built{m.ptr(),
                  [m](Inputs& in) { return Outs{m(in["input"], in.opt("offsets"), in.opt("per_sample_weights"))}; }};

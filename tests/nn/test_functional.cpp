@@ -270,3 +270,64 @@ TEST_CASE("F:: option-struct forms, as libtorch spells them, equal the positiona
   CHECK(same(d1, F::dropout(logits, 0.3, true)));
   CHECK(!same(d1, logits));
 }
+
+TEST_CASE("embedding options: max_norm, norm_type, scale_grad_by_freq, include_last_offset") {
+  namespace F = nn::F;
+  // max_norm scales only the rows read whose norm exceeds it, in place, before the lookup.
+  Tensor w = tensor<double>({{3, 4}, {0.3, 0.4}, {6, 8}});
+  Tensor y = F::embedding(tensor<int64_t>({0, 1, 0}), w, std::nullopt, 1.0);
+  CHECK(vals(w) == std::vector<double>{3 / (5 + 1e-7), 4 / (5 + 1e-7), 0.3, 0.4, 6, 8});
+  CHECK(vals(y.select(0, 2)) == vals(w.select(0, 0)));
+  Tensor w3 = tensor<double>({{1, 1}});  // the 3-norm is 2^(1/3)
+  F::embedding(tensor<int64_t>({0}), w3, std::nullopt, 1.0, 3.0);
+  CHECK(vals(w3)[0] == doctest::Approx(1 / (std::cbrt(2.0) + 1e-7)));
+  CHECK_THROWS_WITH_AS(F::embedding(tensor<int64_t>({0, 3}), w, std::nullopt, 1.0),
+                       doctest::Contains("[embedding] index 3 is out of range for 3 embeddings"), Error);
+  CHECK_THROWS_WITH_AS(F::embedding(tensor<int64_t>({0}), w, std::nullopt, -1.0),
+                       doctest::Contains("max_norm must be non-negative"), Error);
+
+  // scale_grad_by_freq divides each row's gradient by its count in the batch; EmbeddingBag's
+  // sum (whose torch 1.13 gradient miscounts) equals the per-row lookup summed per bag.
+  Tensor table = randn({8, 3}, DType::F64);
+  Tensor idx = tensor<int64_t>({1, 7, 1, 4, 4, 4, 0});
+  Tensor g = randn({3, 3}, DType::F64);
+  Tensor a = table.clone().requires_grad_(), b = table.clone().requires_grad_();
+  F::embedding_bag(idx, a, tensor<int64_t>({0, 3, 4}), "sum", {}, {}, {}, 2.0, true).backward(g);
+  Tensor rows = F::embedding(idx, b, {}, {}, 2.0, true);
+  stack({rows.narrow(0, 0, 3).sum({0}), rows.narrow(0, 3, 1).sum({0}), rows.narrow(0, 4, 3).sum({0})}).backward(g);
+  CHECK(vals(a.grad()) == vals(b.grad()));
+  // Row 4 is read by bag 1 once and bag 2 twice: (g1 + 2 g2) / 3.
+  CHECK(vals(b.grad().select(0, 4))[0] ==
+        doctest::Approx((g.index({1, 0}).item<double>() + 2 * g.index({2, 0}).item<double>()) / 3));
+  CHECK_THROWS_WITH_AS(F::embedding_bag(idx, a, tensor<int64_t>({0, 3}), "max", {}, {}, {}, 2.0, true),
+                       doctest::Contains("scale_grad_by_freq"), Error);
+
+  // include_last_offset: the last offset ends the last bag and must be the input's length.
+  Tensor off = tensor<int64_t>({0, 3, 4, 7});
+  CHECK(vals(F::embedding_bag(idx, table, off, "mean", {}, {}, {}, 2.0, false, true)) ==
+        vals(F::embedding_bag(idx, table, off.narrow(0, 0, 3), "mean")));
+  CHECK_THROWS_WITH_AS(F::embedding_bag(idx, table, tensor<int64_t>({0, 3, 6}), "sum", {}, {}, {}, 2.0, false, true),
+                       doctest::Contains("last offset must be the number of indices 7, got 6"), Error);
+  CHECK_THROWS_WITH_AS(F::embedding_bag(idx.view({1, 7}), table, {}, "sum", {}, {}, {}, 2.0, false, true),
+                       doctest::Contains("include_last_offset is for 1-d input"), Error);
+
+  // The modules and FuncOptions pass them on; sparse gradients are refused.
+  nn::Embedding emb(nn::EmbeddingOptions(4, 2).max_norm(0.5).norm_type(1.0).scale_grad_by_freq(true));
+  CHECK(emb->extra_repr() == "4, 2, max_norm=0.5, norm_type=1, scale_grad_by_freq=True");
+  emb(tensor<int64_t>({0, 1, 2, 3}));
+  CHECK(emb->weight.abs().sum(1).max().item<float>() <= 0.5f);
+  CHECK_THROWS_WITH_AS(nn::Embedding(nn::EmbeddingOptions(4, 2).sparse(true)), doctest::Contains("sparse"), Error);
+  CHECK_THROWS_WITH_AS(F::embedding(idx, table, F::EmbeddingFuncOptions().sparse(true)), doctest::Contains("sparse"),
+                       Error);
+  nn::EmbeddingBag bag(nn::EmbeddingBagOptions(8, 3).mode("sum").include_last_offset(true));
+  CHECK(bag->extra_repr() == "8, 3, mode='sum', include_last_offset=True");
+  CHECK(bag(idx, off).sizes() == Shape{3, 3});
+  CHECK(vals(F::embedding_bag(idx, table, F::EmbeddingBagFuncOptions().offsets(off).include_last_offset(true))) ==
+        vals(F::embedding_bag(idx, table, off, "mean", {}, {}, {}, 2.0, false, true)));
+  CHECK_THROWS_WITH_AS(nn::EmbeddingBag(nn::EmbeddingBagOptions(8, 3).mode("max").scale_grad_by_freq(true)),
+                       doctest::Contains("[EmbeddingBag] mode 'max'"), Error);
+  Tensor wt = table.clone();
+  ember::embedding_renorm_(wt, tensor<int64_t>({2}), 0.1, 2.0);
+  CHECK(wt.select(0, 2).norm().item<double>() == doctest::Approx(0.1));
+  CHECK(vals(wt.select(0, 3)) == vals(table.select(0, 3)));
+}

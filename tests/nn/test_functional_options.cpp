@@ -460,7 +460,10 @@ TEST_CASE("libtorch's free layer functions as ember::, in ATen's argument order"
   CHECK(same(ember::embedding(table, idx), F::embedding(idx, table)));
   CHECK(same(ember::embedding(table, idx, 0), F::embedding(idx, table, 0)));
   CHECK(same(ember::embedding(table, idx, -2), F::embedding(idx, table)));  // ATen: negative is none
-  CHECK_ERROR(ember::embedding(table, idx, -1, true), "[embedding]", "scale_grad_by_freq");
+  CHECK_ERROR(ember::embedding(table, idx, -1, false, true), "[embedding]", "sparse");
+  Tensor scaled = table.clone().requires_grad_(true);
+  ember::embedding(scaled, idx, -1, true).sum().backward();
+  CHECK(same(scaled.grad().index({0}), ones({2})));  // row 0 is read twice: 2 x 1 / 2, not 2
   Tensor rows = table.clone().requires_grad_(true);
   ember::embedding(rows, idx, 0).sum().backward();
   CHECK(same(rows.grad().index({0}), zeros({2})));  // the padding row gets no gradient

@@ -9,10 +9,8 @@
 /// Where libtorch's FuncOptions are its module options, Ember's are too (MaxPool2dFuncOptions
 /// is PoolOptions). Each form forwards to the positional one, so both check alike.
 ///
-/// Not offered, as Ember's layers lack them: EmbeddingFuncOptions' max_norm, norm_type,
-/// scale_grad_by_freq and sparse; EmbeddingBagFuncOptions' include_last_offset;
-/// InstanceNormFuncOptions' running statistics; AvgPoolFuncOptions' divisor_override;
-/// InterpolateFuncOptions' antialias and modes other than nearest and bilinear.
+/// Not offered, as Ember's layers lack them: sparse embedding gradients (sparse(true) is
+/// refused) and InstanceNormFuncOptions' running statistics.
 
 #include <ember/nn/functional_conv.hpp>
 #include <ember/nn/functional_layers.hpp>
@@ -254,10 +252,15 @@ BasicTensor<P> instance_norm(const BasicTensor<P>& x, const O& o) {
 
 struct EmbeddingFuncOptions {
   EMBER_ARG(std::optional<int64_t>, padding_idx);
+  EMBER_ARG(std::optional<double>, max_norm);
+  EMBER_ARG(double, norm_type) = 2.0;
+  EMBER_ARG(bool, scale_grad_by_freq) = false;
+  EMBER_ARG(bool, sparse) = false;  ///< not offered: true is refused
 };
 template <class P, std::same_as<EmbeddingFuncOptions> O>
 BasicTensor<P> embedding(const BasicTensor<P>& idx, const BasicTensor<P>& weight, const O& o) {
-  return functional::embedding(idx, weight, o.padding_idx());
+  EMBER_CHECK(!o.sparse(), "[embedding] sparse gradients are not offered (sparse=true)");
+  return functional::embedding(idx, weight, o.padding_idx(), o.max_norm(), o.norm_type(), o.scale_grad_by_freq());
 }
 
 struct EmbeddingBagFuncOptions {
@@ -265,11 +268,18 @@ struct EmbeddingBagFuncOptions {
   EMBER_ARG(std::string, mode) = "mean";  ///< sum, mean or max (kSum, kMean, kMax)
   EMBER_ARG(Tensor, per_sample_weights);
   EMBER_ARG(std::optional<int64_t>, padding_idx);
+  EMBER_ARG(std::optional<double>, max_norm);
+  EMBER_ARG(double, norm_type) = 2.0;
+  EMBER_ARG(bool, scale_grad_by_freq) = false;
+  EMBER_ARG(bool, sparse) = false;  ///< not offered: true is refused
+  EMBER_ARG(bool, include_last_offset) = false;
 };
 template <class P, std::same_as<EmbeddingBagFuncOptions> O>
 BasicTensor<P> embedding_bag(const BasicTensor<P>& input, const BasicTensor<P>& weight, const O& o) {
+  EMBER_CHECK(!o.sparse(), "[embedding_bag] sparse gradients are not offered (sparse=true)");
   return embedding_bag(input, weight, detail::option_tensor<P>(o.offsets()), o.mode(),
-                       detail::option_tensor<P>(o.per_sample_weights()), o.padding_idx());
+                       detail::option_tensor<P>(o.per_sample_weights()), o.padding_idx(), o.max_norm(), o.norm_type(),
+                       o.scale_grad_by_freq(), o.include_last_offset());
 }
 
 }  // namespace ember::nn::functional

@@ -121,14 +121,24 @@ BasicTensor<P> group_norm(const BasicTensor<P>& input, int64_t num_groups, const
 }
 /// torch::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): the table
 /// first; a negative padding_idx is none (ATen's rule; nn::functional's counts it from the
-/// end). scale_grad_by_freq and sparse gradients are not offered: true is refused.
+/// end). Sparse gradients are not offered: true is refused.
 template <class P>
 BasicTensor<P> embedding(const BasicTensor<P>& weight, const BasicTensor<P>& indices, int64_t padding_idx = -1,
                          bool scale_grad_by_freq = false, bool sparse = false) {
-  EMBER_CHECK(!scale_grad_by_freq && !sparse, "[embedding] scale_grad_by_freq and sparse are not offered, got {} and {}",
-              scale_grad_by_freq, sparse);
-  return nn::functional::embedding(indices, weight,
-                                   padding_idx < 0 ? std::nullopt : std::optional<int64_t>(padding_idx));
+  EMBER_CHECK(!sparse, "[embedding] sparse gradients are not offered (sparse=true)");
+  return nn::functional::embedding(indices, weight, padding_idx < 0 ? std::nullopt : std::optional<int64_t>(padding_idx),
+                                   std::nullopt, 2.0, scale_grad_by_freq);
+}
+/// torch::embedding_renorm_(weight, indices, max_norm, norm_type): the rows indices reads
+/// whose norm exceeds max_norm scaled in place to it (what Embedding's max_norm does first).
+template <class P>
+BasicTensor<P>& embedding_renorm_(BasicTensor<P>& weight, const BasicTensor<P>& indices, double max_norm,
+                                  double norm_type) {
+  nn::functional::detail::check_embedding_args(indices, weight, "embedding_renorm_");
+  nn::functional::detail::embedding_renorm_(
+      weight, nn::functional::detail::host_indices(indices.to(DType::I64).reshape({-1})), max_norm, norm_type,
+      "embedding_renorm_");
+  return weight;
 }
 
 }  // namespace ember

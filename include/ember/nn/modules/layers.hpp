@@ -57,7 +57,11 @@ EMBER_MODULE(Dropout2d);
 struct EmbeddingFromPretrainedOptions {
   EMBER_ARG(bool, freeze) = true;  ///< the weight does not require grad
   EMBER_ARG(std::optional<int64_t>, padding_idx);
-  EMBER_ARG(std::string, mode) = "mean";  ///< EmbeddingBag only
+  EMBER_ARG(std::optional<double>, max_norm);
+  EMBER_ARG(double, norm_type) = 2.0;
+  EMBER_ARG(bool, scale_grad_by_freq) = false;
+  EMBER_ARG(std::string, mode) = "mean";          ///< EmbeddingBag only
+  EMBER_ARG(bool, include_last_offset) = false;  ///< EmbeddingBag only
 };
 
 namespace detail {
@@ -72,7 +76,11 @@ Holder embedding_from_pretrained(const Tensor& embeddings, MakeOptions make_opti
               embeddings.defined() ? embeddings.sizes() : Shape{});
   EMBER_CHECK(embeddings.is_floating_point(), "[{}::from_pretrained] embeddings must be floating point, got {}", op,
               embeddings.dtype());
-  Holder h(make_options(embeddings.size(0), embeddings.size(1)).padding_idx(o.padding_idx()));
+  Holder h(make_options(embeddings.size(0), embeddings.size(1))
+               .padding_idx(o.padding_idx())
+               .max_norm(o.max_norm())
+               .norm_type(o.norm_type())
+               .scale_grad_by_freq(o.scale_grad_by_freq()));
   h->to(embeddings.device(), embeddings.dtype());
   {
     autograd::NoGradGuard ng;
@@ -89,7 +97,31 @@ struct EmbeddingOptions {
   EMBER_ARG(int64_t, num_embeddings);
   EMBER_ARG(int64_t, embedding_dim);
   EMBER_ARG(std::optional<int64_t>, padding_idx);
+  EMBER_ARG(std::optional<double>, max_norm);  ///< renormalise rows read whose norm exceeds it
+  EMBER_ARG(double, norm_type) = 2.0;          ///< the p of that norm
+  EMBER_ARG(bool, scale_grad_by_freq) = false;  ///< divide row gradients by their count in the batch
+  EMBER_ARG(bool, sparse) = false;  ///< sparse gradients are not offered: true is refused
 };
+
+namespace detail {
+/// Refuses sparse gradients, and checks max_norm and norm_type up front (at construction).
+template <class O>
+void check_embedding_options(const O& o, const char* op) {
+  EMBER_CHECK(!o.sparse(), "[{}] sparse gradients are not offered (sparse=true)", op);
+  EMBER_CHECK(!o.max_norm() || *o.max_norm() >= 0, "[{}] max_norm must be non-negative, got {}", op,
+              o.max_norm().value_or(0.0));
+  EMBER_CHECK(o.norm_type() > 0, "[{}] norm_type must be positive, got {}", op, o.norm_type());
+}
+/// PyTorch's repr of those options, after the sizes and padding_idx.
+template <class O>
+std::string embedding_options_repr(const O& o) {
+  std::string s;
+  if (o.max_norm()) s += fmt::format(", max_norm={}", *o.max_norm());
+  if (o.norm_type() != 2.0) s += fmt::format(", norm_type={}", o.norm_type());
+  if (o.scale_grad_by_freq()) s += ", scale_grad_by_freq=True";
+  return s;
+}
+}  // namespace detail
 
 /// Rows of a (num_embeddings, embedding_dim) table by index; N(0, 1) init, the padding row
 /// zero and never updated (its gradient is zero), as in PyTorch.
@@ -102,6 +134,7 @@ class BasicEmbeddingImpl : public Cloneable<BasicEmbeddingImpl<P>, P> {
     reset();
   }
   void reset() override {
+    detail::check_embedding_options(options, "Embedding");
     int64_t n = options.num_embeddings();
     options.padding_idx(F::detail::resolve_padding_idx(options.padding_idx(), n, "Embedding"));
     weight = this->register_parameter("weight", empty<P>({n, options.embedding_dim()}));
@@ -111,11 +144,14 @@ class BasicEmbeddingImpl : public Cloneable<BasicEmbeddingImpl<P>, P> {
       weight.select(0, *options.padding_idx()).fill_(0.0);
     }
   }
-  TensorT forward(const TensorT& idx) { return F::embedding(idx, weight, options.padding_idx()); }
+  TensorT forward(const TensorT& idx) {
+    return F::embedding(idx, weight, options.padding_idx(), options.max_norm(), options.norm_type(),
+                        options.scale_grad_by_freq());
+  }
   std::string extra_repr() const override {
     std::string s = fmt::format("{}, {}", options.num_embeddings(), options.embedding_dim());
     if (options.padding_idx()) s += fmt::format(", padding_idx={}", *options.padding_idx());
-    return s;
+    return s + detail::embedding_options_repr(options);
   }
   EmbeddingOptions options;
   TensorT weight;
@@ -142,6 +178,11 @@ struct EmbeddingBagOptions {
   EMBER_ARG(int64_t, embedding_dim);
   EMBER_ARG(std::string, mode) = "mean";  ///< sum, mean or max
   EMBER_ARG(std::optional<int64_t>, padding_idx);
+  EMBER_ARG(std::optional<double>, max_norm);
+  EMBER_ARG(double, norm_type) = 2.0;
+  EMBER_ARG(bool, scale_grad_by_freq) = false;  ///< sum and mean modes
+  EMBER_ARG(bool, sparse) = false;              ///< not offered: true is refused
+  EMBER_ARG(bool, include_last_offset) = false;  ///< the last offset ends the last bag
 };
 
 /// Sums, averages or maxes the embeddings of each bag: input (B, L) (one bag per row) or 1-d
@@ -159,6 +200,9 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
   void reset() override {
     const std::string& m = options.mode();
     EMBER_CHECK(m == "sum" || m == "mean" || m == "max", "[EmbeddingBag] mode must be sum, mean or max, got '{}'", m);
+    detail::check_embedding_options(options, "EmbeddingBag");
+    EMBER_CHECK(!options.scale_grad_by_freq() || m != "max",
+                "[EmbeddingBag] mode 'max' does not scale the gradient by the frequency (scale_grad_by_freq)");
     int64_t n = options.num_embeddings();
     options.padding_idx(F::detail::resolve_padding_idx(options.padding_idx(), n, "EmbeddingBag"));
     weight = this->register_parameter("weight", empty<P>({n, options.embedding_dim()}));
@@ -169,10 +213,16 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
     }
   }
   TensorT forward(const TensorT& input, const TensorT& offsets = {}, const TensorT& per_sample_weights = {}) {
-    return F::embedding_bag(input, weight, offsets, options.mode(), per_sample_weights, options.padding_idx());
+    return F::embedding_bag(input, weight, offsets, options.mode(), per_sample_weights, options.padding_idx(),
+                            options.max_norm(), options.norm_type(), options.scale_grad_by_freq(),
+                            options.include_last_offset());
   }
   std::string extra_repr() const override {
-    return fmt::format("{}, {}, mode='{}'", options.num_embeddings(), options.embedding_dim(), options.mode());
+    std::string s = fmt::format("{}, {}", options.num_embeddings(), options.embedding_dim()) +
+                    detail::embedding_options_repr(options) + fmt::format(", mode='{}'", options.mode());
+    if (options.include_last_offset()) s += ", include_last_offset=True";
+    if (options.padding_idx()) s += fmt::format(", padding_idx={}", *options.padding_idx());
+    return s;
   }
   EmbeddingBagOptions options;
   TensorT weight;
@@ -188,7 +238,11 @@ class EmbeddingBag : public ModuleHolder<EmbeddingBagImpl> {
   /// A table holding a copy of `embeddings` (2-d, floating); frozen unless freeze(false).
   static EmbeddingBag from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o = {}) {
     return detail::embedding_from_pretrained<EmbeddingBag>(
-        embeddings, [&](int64_t rows, int64_t cols) { return EmbeddingBagOptions(rows, cols).mode(o.mode()); }, o,
+        embeddings,
+        [&](int64_t rows, int64_t cols) {
+          return EmbeddingBagOptions(rows, cols).mode(o.mode()).include_last_offset(o.include_last_offset());
+        },
+        o,
         "EmbeddingBag");
   }
 };
