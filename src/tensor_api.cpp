@@ -102,7 +102,13 @@ void fill_by_index(TensorImpl& t, F value) {
     for (int64_t i = 0; i < t.numel; ++i) {
       const double v = value(i);
       if constexpr (std::is_same_v<T, bool>) p[i] = v != 0;
-      else if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>) p[i] = static_cast<T>(v);
+      else if constexpr (std::is_integral_v<T>) {
+        // As to(dtype): NaN is 0 and out-of-range values saturate (a plain cast is undefined).
+        if (!(v == v)) p[i] = T(0);
+        else if (v >= static_cast<double>(std::numeric_limits<T>::max())) p[i] = std::numeric_limits<T>::max();
+        else if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) p[i] = std::numeric_limits<T>::lowest();
+        else p[i] = static_cast<T>(v);
+      } else if constexpr (std::is_same_v<T, double>) p[i] = v;
       else p[i] = T(static_cast<float>(v));  // float, f16, bf16
     }
   });

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "error_text.hpp"
@@ -130,6 +132,27 @@ TEST_CASE("errors: overflowing and negative shapes") {
   CHECK_ERROR(zeros({6}).reshape({4, -1}), "[reshape", "[4, -1]", "6");
   CHECK_ERROR(zeros({6}).view({-1, -1}), "[view", "one dimension");
   CHECK_ERROR(zeros({2, 3}).expand({3, 3}), "[expand", "[2, 3]", "[3, 3]");
+}
+
+TEST_CASE("errors: sizes computed from huge arguments overflow into an Error, never wrap or hang") {
+  const int64_t big = int64_t{1} << 32, huge = int64_t{1} << 62, max = std::numeric_limits<int64_t>::max();
+  // Stride-0 views: the element count must still fit in int64 (it wrapped to 0 and sum() read 0).
+  CHECK_ERROR(ones({1, 1}).expand({big, big}), "[expand]", "more elements than int64");
+  CHECK_ERROR(ones({1}).as_strided({big, big}, {0, 0}), "[as_strided]", "more elements than int64");
+  CHECK(ones({1}).expand({big}).numel() == big);  // large but countable is fine (nothing is allocated)
+  CHECK_ERROR(repeat(zeros({0, 4}), {huge, huge}), "[repeat]", "overflows int64");
+  // Index lists built in a tensor: a size beyond memory is an allocation error, not a hang.
+  CHECK_ERROR(repeat_interleave(ones({2}), huge), "[repeat_interleave]", "overflows int64");
+  CHECK_THROWS_AS(repeat_interleave(ones({1}), int64_t{1} << 50), Error);
+  CHECK_THROWS_AS(pad(ones({1, 2}), {int64_t{1} << 50, 0}, "replicate"), Error);
+  CHECK_ERROR(pad(ones({1, 2}), {max, max}, "replicate"), "[pad]", "overflows int64");
+  CHECK_ERROR(pad(ones({1, 2}), {huge, huge}), "[pad]", "overflows int64");
+  CHECK_ERROR(one_hot(tensor<int64_t>({max})), "[one_hot]", "overflows int64");
+  CHECK_ERROR(diag(ones({3}), max), "[diag]", "overflows int64");
+  CHECK_ERROR(diag(ones({3}), std::numeric_limits<int64_t>::min()), "[diag]", "out of range");
+  // A float value out of an integer dtype's range is saturated (NaN is 0), as to(dtype).
+  CHECK(linspace(0, 1e10, 3, DType::I8).to(DType::I64).eq(tensor<int64_t>({0, 127, 127})).all().item<bool>());
+  CHECK(linspace(std::nan(""), 10.0, 3, DType::I64).eq(0).all().item<bool>());  // every value NaN
 }
 
 TEST_CASE("errors: view incompatible with strides") {

@@ -7,14 +7,36 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <numeric>
 #include <utility>
 
 namespace ember::data {
 
+namespace {
+/// A vector of n indices (zeros) or an Error naming `op`: a sampler size beyond memory must
+/// fail as Ember's error, not escape as std::length_error or std::bad_alloc.
+std::vector<int64_t> index_room(int64_t n, const char* op, bool filled) {
+  std::vector<int64_t> v;
+  EMBER_CHECK(n >= 0 && static_cast<uint64_t>(n) <= v.max_size(), "[{}] {} indices do not fit in memory", op, n);
+#if EMBER_HAS_EXCEPTIONS
+  try {
+    if (filled) v.resize(static_cast<size_t>(n));
+    else v.reserve(static_cast<size_t>(n));
+  } catch (const std::bad_alloc&) {
+    EMBER_CHECK(false, "[{}] out of memory for {} indices", op, n);
+  }
+#else
+  if (filled) v.resize(static_cast<size_t>(n));
+  else v.reserve(static_cast<size_t>(n));
+#endif
+  return v;
+}
+}  // namespace
+
 std::vector<int64_t> random_permutation(int64_t n, uint64_t seed, int64_t epoch) {
   EMBER_CHECK(n >= 0, "[random_permutation] n must be non-negative, got {}", n);
-  std::vector<int64_t> p(static_cast<size_t>(n));
+  std::vector<int64_t> p = index_room(n, "random_permutation", true);
   std::iota(p.begin(), p.end(), int64_t{0});
   Generator g(seed, static_cast<uint64_t>(epoch));
   // Fisher-Yates from the back: position i swaps with a uniform position in [0, i].
@@ -27,7 +49,7 @@ SequentialSampler::SequentialSampler(int64_t n) : n_(n) {
 }
 
 std::vector<int64_t> SequentialSampler::indices(int64_t) const {
-  std::vector<int64_t> p(static_cast<size_t>(n_));
+  std::vector<int64_t> p = index_room(n_, "SequentialSampler", true);
   std::iota(p.begin(), p.end(), int64_t{0});
   return p;
 }
@@ -45,14 +67,13 @@ std::vector<int64_t> RandomSampler::indices(int64_t epoch) const {
   if (!replacement_ && !num_samples_) return random_permutation(n_, seed_, epoch);
   const int64_t m = size();
   Generator g(seed_, static_cast<uint64_t>(epoch));
-  std::vector<int64_t> out;
-  out.reserve(static_cast<size_t>(m));
+  std::vector<int64_t> out = index_room(m, "RandomSampler", false);
   if (replacement_) {
     for (int64_t k = 0; k < m; ++k) out.push_back(static_cast<int64_t>(g.below(static_cast<uint64_t>(n_))));
     return out;
   }
   // Permutations one after another (the first is random_permutation's), the last cut short.
-  std::vector<int64_t> p(static_cast<size_t>(n_));
+  std::vector<int64_t> p = index_room(n_, "RandomSampler", true);
   while (static_cast<int64_t>(out.size()) < m) {
     std::iota(p.begin(), p.end(), int64_t{0});
     for (int64_t i = n_ - 1; i > 0; --i) std::swap(p[i], p[g.below(static_cast<uint64_t>(i) + 1)]);
@@ -104,8 +125,7 @@ WeightedRandomSampler::WeightedRandomSampler(std::vector<double> weights, int64_
 
 std::vector<int64_t> WeightedRandomSampler::indices(int64_t epoch) const {
   Generator g(seed_, static_cast<uint64_t>(epoch));
-  std::vector<int64_t> out;
-  out.reserve(static_cast<size_t>(num_samples_));
+  std::vector<int64_t> out = index_room(num_samples_, "WeightedRandomSampler", false);
   if (num_samples_ == 0) return out;
   if (replacement_) {
     double total = cumulative_.back();
@@ -162,7 +182,7 @@ std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
   if (shuffle_) {
     all = random_permutation(n_, seed_, epoch);
   } else {
-    all.resize(static_cast<size_t>(n_));
+    all = index_room(n_, "DistributedSampler", true);
     std::iota(all.begin(), all.end(), int64_t{0});
   }
   int64_t total = total_size();
@@ -172,8 +192,7 @@ std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
     // Pad by repeating the list from its start, as often as needed (n may be below num_replicas).
     for (int64_t i = n_; i < total; ++i) all.push_back(all[static_cast<size_t>((i - n_) % n_)]);
   }
-  std::vector<int64_t> mine;
-  mine.reserve(static_cast<size_t>(num_samples_));
+  std::vector<int64_t> mine = index_room(num_samples_, "DistributedSampler", false);
   for (int64_t i = rank_; i < total; i += num_replicas_) mine.push_back(all[static_cast<size_t>(i)]);
   return mine;
 }

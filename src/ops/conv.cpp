@@ -47,12 +47,18 @@ Plan make_plan(const ConvGeometry& g, int64_t n, int64_t c, const std::array<int
   p.nd = g.nd;
   p.n = n, p.c = c;
   for (int d = 0; d < g.nd; ++d) {
+    // check_geometry bounds the window; an input dim this long (a stride-0 view) would make
+    // in + padding overflow.
+    EMBER_CHECK(in[d] < (int64_t{1} << 62), "[conv] spatial size {} is too large", in[d]);
     p.in[d] = in[d];
     p.out[d] = g.out_size(d, in[d]);
-    p.in_plane *= in[d];
-    p.out_plane *= p.out[d];
+    p.in_plane = detail::checked_mul(p.in_plane, in[d], "conv");
+    p.out_plane = detail::checked_mul(p.out_plane, p.out[d], "conv");
+    p.taps = detail::checked_mul(p.taps, g.kernel[d], "conv");
   }
-  p.taps = g.kernel_numel();
+  // The batch's planes and the column matrix's rows must be countable too.
+  (void)detail::checked_mul(n, c, "conv");
+  (void)detail::checked_mul(c, p.taps, "conv");
   return p;
 }
 
@@ -379,6 +385,13 @@ void check_geometry(const ConvGeometry& g, const char* op) {
                 g.kernel[d], g.stride[d], g.dilation[d], d);
     EMBER_CHECK(g.pad_before[d] >= 0 && g.pad_after[d] >= 0, "[{}] padding must be non-negative, got {} and {}", op,
                 g.pad_before[d], g.pad_after[d]);
+    // Far beyond any real layer, and small enough that dilation * (kernel - 1), in + padding
+    // and the other window arithmetic cannot overflow int64.
+    constexpr int64_t kLimit = int64_t{1} << 31;
+    EMBER_CHECK(g.kernel[d] < kLimit && g.stride[d] < kLimit && g.dilation[d] < kLimit && g.pad_before[d] < kLimit &&
+                    g.pad_after[d] < kLimit,
+                "[{}] kernel size {}, stride {}, dilation {} and padding {}+{} must be below 2^31 (spatial dim {})", op,
+                g.kernel[d], g.stride[d], g.dilation[d], g.pad_before[d], g.pad_after[d], d);
   }
 }
 

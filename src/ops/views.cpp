@@ -102,6 +102,7 @@ TensorRef ViewOp::make(const TensorImpl& x) const {
                     shape[i], x.sizes, shape);
         st[i] = sizes[i] == d ? x.strides[i - lead] : 0;
       }
+      checked_numel(sizes, "expand");  // stride-0 dims can name more elements than int64 counts
       break;
     }
     case ViewKind::AsStrided: {
@@ -124,6 +125,7 @@ TensorRef ViewOp::make(const TensorImpl& x) const {
       EMBER_CHECK(empty || max_index < static_cast<int64_t>(x.storage->nbytes) / itemsize(x.dtype),
                   "[as_strided] sizes {} strides {} offset {} reach outside the storage of {} bytes", shape, strides,
                   start, x.storage->nbytes);
+      checked_numel(shape, "as_strided");  // zero strides reach few elements but may count past int64
       sizes = shape;
       st = strides;
       offset = start;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -221,4 +222,12 @@ TEST_CASE("samplers: random with num_samples and replacement, as PyTorch's Rando
   CHECK(draws.indices(1) != d);
   CHECK_ERROR(data::RandomSampler(4, 0, false, 0), "[RandomSampler]", "num_samples must be positive");
   CHECK_ERROR(data::RandomSampler(0, 0, true, 3), "[RandomSampler]", "empty dataset");
+}
+
+TEST_CASE("samplers: a size beyond memory is an Error, not std::length_error or std::bad_alloc") {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  CHECK_THROWS_AS(data::SequentialSampler(max).indices(0), Error);
+  CHECK_THROWS_AS(data::RandomSampler(2, 0, true, max).indices(0), Error);
+  CHECK_THROWS_AS(data::WeightedRandomSampler({1.0}, max).indices(0), Error);
+  CHECK_THROWS_AS(data::SequentialSampler(int64_t{1} << 50).indices(0), Error);  // fits max_size, not memory
 }

@@ -331,3 +331,38 @@ TEST_CASE("embedding options: max_norm, norm_type, scale_grad_by_freq, include_l
   CHECK(wt.select(0, 2).norm().item<double>() == doctest::Approx(0.1));
   CHECK(vals(wt.select(0, 3)) == vals(table.select(0, 3)));
 }
+
+TEST_CASE("nn: huge or empty arguments give an Error naming the op, never a crash or a hang") {
+  namespace F = nn::F;
+  const int64_t big = int64_t{1} << 21;
+  // 2^22 outputs per dim: the window count 2^66 wrapped to 0 and im2col wrote past its output.
+  CHECK_THROWS_AS(F::conv3d(ones({1, 1, 1, 1, 1}), ones({1, 1, 2, 2, 2}), {}, {1}, {big}), Error);
+  CHECK_THROWS_WITH_AS(F::conv2d(ones({1, 1, 4, 4}), ones({1, 1, 3, 3}), {}, {1}, {int64_t{1} << 62}),
+                       doctest::Contains("must be below 2^31"), Error);
+  CHECK_THROWS_WITH_AS(F::conv_transpose2d(ones({1, 1, 4, 4}), ones({1, 1, 3, 3}), {}, {int64_t{1} << 62}),
+                       doctest::Contains("must be below 2^31"), Error);
+  CHECK_THROWS_AS(F::max_pool2d(ones({1, 1, 4, 4}), {int64_t{1} << 62}, {1}, {0}, {4}), Error);
+  // A weight with no output channels divided by zero; as PyTorch, the output is empty.
+  CHECK(F::conv2d(ones({1, 1, 4, 4}), ones({0, 1, 3, 3})).sizes() == Shape{1, 0, 2, 2});
+  // Resampling to a size beyond memory fails as an allocation before its host loops.
+  CHECK_THROWS_AS(F::interpolate(ones({1, 1, 2, 2}), {int64_t{1} << 50, 1}, "bicubic"), Error);
+  CHECK_THROWS_WITH_AS(F::interpolate(ones({1, 1, 2, 2}), F::InterpolateFuncOptions().scale_factor(std::vector<double>{1e300})),
+                       doctest::Contains("too large"), Error);
+  CHECK_THROWS_WITH_AS(F::pixel_shuffle(ones({1, 4, 2, 2}), int64_t{1} << 32), doctest::Contains("[pixel_shuffle]"),
+                       Error);
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  CHECK_THROWS_WITH_AS(F::ctc_loss(zeros({5, 3, 3}), ones({1}, DType::I64), {5, 5, 5}, {max, max, 3}),
+                       doctest::Contains("[ctc_loss]"), Error);
+  CHECK_THROWS_WITH_AS(nn::LSTM(nn::LSTMOptions(1, int64_t{1} << 61)), doctest::Contains("[LSTM]"), Error);
+  // Empty batches and sequences: PyTorch's results, or an error naming the layer.
+  Tensor no_batch = zeros({5, 0, 3}), no_targets = zeros({0}, DType::I64);
+  const std::vector<int64_t> no_lengths;
+  CHECK(F::ctc_loss(no_batch, no_targets, no_lengths, no_lengths, 0, "sum").item<float>() == 0.0f);
+  CHECK(std::isnan(F::ctc_loss(no_batch, no_targets, no_lengths, no_lengths).item<float>()));
+  CHECK(F::ctc_loss(no_batch, no_targets, no_lengths, no_lengths, 0, "none").sizes() == Shape{0});
+  CHECK_THROWS_WITH_AS(nn::LSTM(2, 3)(zeros({0, 1, 2})), doctest::Contains("[LSTM] expects a sequence of length > 0"),
+                       Error);
+  CHECK_THROWS_WITH_AS(F::dropout(tensor<int64_t>({1, 2, 3}), 0.5, true), doctest::Contains("[dropout]"), Error);
+  Tensor w = empty({3});
+  CHECK_THROWS_WITH_AS(nn::init::uniform_(w, -INFINITY, INFINITY), doctest::Contains("must be finite"), Error);
+}

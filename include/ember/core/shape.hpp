@@ -221,6 +221,18 @@ inline void check_distinct_dims(IntArrayRef dims, int64_t ndim, const char* op) 
       EMBER_CHECK(wrap_dim(dims[i], ndim, op) != wrap_dim(dims[j], ndim, op), "[{}] dim {} appears more than once in {}",
                   op, dims[i], Shape(dims).str());
 }
+/// a * b and a + b for sizes computed from user input: an Error naming `op` when the result
+/// overflows int64, never undefined behaviour.
+inline int64_t checked_mul(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  EMBER_CHECK(!__builtin_mul_overflow(a, b, &r), "[{}] the size {} x {} overflows int64", op, a, b);
+  return r;
+}
+inline int64_t checked_add(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  EMBER_CHECK(!__builtin_add_overflow(a, b, &r), "[{}] the size {} + {} overflows int64", op, a, b);
+  return r;
+}
 }  // namespace detail
 
 }  // namespace ember

@@ -87,6 +87,7 @@ BasicTensor<P> apply_dropout(const BasicTensor<P>& x, const Shape& mask_shape, d
 template <class P>
 BasicTensor<P> dropout(const BasicTensor<P>& x, double p = 0.5, bool training = true, bool inplace = false) {
   EMBER_CHECK(p >= 0 && p <= 1, "[dropout] p must be in [0, 1], got {}", p);
+  EMBER_CHECK(!training || x.is_floating_point(), "[dropout] needs a floating-point input, got {}", x.dtype());
   if (!training || p == 0) return x;
   if (p == 1) return inplace ? BasicTensor<P>(x).mul_(0.0) : x * 0.0;
   return detail::apply_dropout(x, x.sizes(), p, inplace);
@@ -476,7 +477,7 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
   int64_t total = 0, longest = 0;
   for (int64_t b = 0; b < n; ++b) {
     EMBER_CHECK(target_lengths[b] >= 0, "[ctc_loss] target length {} of sample {} is negative", target_lengths[b], b);
-    total += target_lengths[b];
+    total = ember::detail::checked_add(total, target_lengths[b], "ctc_loss");
     longest = std::max(longest, target_lengths[b]);
   }
   EMBER_CHECK((targets.dim() == 1 && targets.size(0) == total) ||
@@ -527,6 +528,10 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
     BasicTensor<P> l = detail::logsumexp0(tail).neg();
     if (zero_infinity) l = where(l.isinf(), 0.0, l);
     losses.push_back(l);
+  }
+  if (losses.empty()) {  // an empty batch: sum 0, mean NaN (0 / 0), none empty, as PyTorch
+    return detail::reduce(empty<P>({0}, TensorOptions(log_probs.dtype()).device(log_probs.device())), reduction,
+                          "ctc_loss");
   }
   BasicTensor<P> all = stack(losses, 0);
   if (reduction == "mean") {

@@ -230,7 +230,8 @@ BasicTensor<P> conv_nd(const BasicTensor<P>& x, const BasicTensor<P>& w, const B
   IntArgs kernel;
   for (int d = 0; d < nd; ++d) kernel.push_back(w.size(2 + d));
   ops::ConvGeometry g = geometry(nd, kernel, stride.empty() ? IntArgs{1} : stride, padding, dilation, op);
-  int64_t n = xb.size(0), o = w.size(0), k = w.numel() / o;
+  int64_t n = xb.size(0), o = w.size(0), k = w.size(1);  // not numel / o: o may be 0
+  for (int d = 0; d < nd; ++d) k *= w.size(2 + d);
   BasicTensor<P> out;
   const ConvAlgorithm algorithm = conv_algorithm_for(xb, w, g, groups);
   if (algorithm != ConvAlgorithm::Im2col) {
@@ -393,8 +394,10 @@ BasicTensor<P> conv_transpose_nd(const BasicTensor<P>& x, const BasicTensor<P>& 
   for (int d = 0; d < nd; ++d) {
     EMBER_CHECK(op_pad[d] >= 0 && op_pad[d] < std::max(g.stride[d], g.dilation[d]),
                 "[{}] output_padding {} must be smaller than stride or dilation", op, op_pad[d]);
-    spatial[d] = (xb.size(2 + d) - 1) * g.stride[d] - 2 * g.pad_before[d] + g.dilation[d] * (g.kernel[d] - 1) +
-                 op_pad[d] + 1;
+    // geometry() bounds the window terms below 2^31; the input size times the stride may still overflow.
+    spatial[d] = ember::detail::checked_add(
+        ember::detail::checked_mul(xb.size(2 + d) - 1, g.stride[d], op),
+        g.dilation[d] * (g.kernel[d] - 1) + op_pad[d] + 1 - 2 * g.pad_before[d], op);
     // output_padding adds elements after the last window that no window reaches (they get only
     // the bias); keep the window count equal to the input size.
     g.pad_after[d] -= g.stride[d] * (op_pad[d] / g.stride[d]);

@@ -261,6 +261,13 @@ BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_vi
   }
   EMBER_CHECK(scale_factor.empty() || scale_factor.size() == 1 || static_cast<int>(scale_factor.size()) == nd,
               "[interpolate] takes 1 or {} scale factors, got {}", nd, scale_factor.size());
+  // Sizes beyond memory fail here, as an allocation, before the host loops below run over
+  // them; the caching allocator hands the block on to the result.
+  {
+    Shape out_shape{x.size(0), x.size(1)};
+    for (int d = 0; d < nd; ++d) out_shape.push_back(o[d]);
+    (void)empty<P>(out_shape, TensorOptions(x.dtype()).device(x.device()));
+  }
   if (mode == "area") {
     if (nd == 1) return adaptive_avg_pool1d(x, o[0]);
     if (nd == 2) return adaptive_avg_pool2d(x, {o[0], o[1]});
@@ -301,7 +308,9 @@ BasicTensor<P> interpolate_scaled(const BasicTensor<P>& x, const std::vector<dou
   IntArgs size;
   for (int d = 0; d < nd; ++d) {
     const double f = scale.size() == 1 ? scale[0] : scale[static_cast<size_t>(d)];
-    size.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x.size(2 + d)) * f)));
+    const double out = std::floor(static_cast<double>(x.size(2 + d)) * f);
+    EMBER_CHECK(out < 0x1p62, "[{}] scale factor {} makes dim {} of size {} too large", op, f, 2 + d, x.size(2 + d));
+    size.push_back(static_cast<int64_t>(out));
   }
   return interpolate(x, size, mode, align_corners, recompute ? std::vector<double>{} : scale, antialias);
 }
@@ -311,7 +320,8 @@ BasicTensor<P> interpolate_scaled(const BasicTensor<P>& x, const std::vector<dou
 template <class P>
 BasicTensor<P> pixel_shuffle(const BasicTensor<P>& x, int64_t r) {
   if (x.dim() == 3) return pixel_shuffle(x.unsqueeze(0), r).squeeze(0);  // unbatched (C r^2, H, W)
-  EMBER_CHECK(x.dim() == 4 && r > 0 && x.size(1) % (r * r) == 0,
+  EMBER_CHECK(r > 0 && r < (int64_t{1} << 31), "[pixel_shuffle] upscale factor must be positive, got {}", r);
+  EMBER_CHECK(x.dim() == 4 && x.size(1) % (r * r) == 0,
               "[pixel_shuffle] expects (N, C * {}^2, H, W) or (C * {}^2, H, W), got shape {}", r, r, x.sizes());
   int64_t n = x.size(0), c = x.size(1) / (r * r), h = x.size(2), w = x.size(3);
   return x.reshape({n, c, r, r, h, w}).permute({0, 1, 4, 2, 5, 3}).reshape({n, c, h * r, w * r});

@@ -50,6 +50,7 @@ template <class P>
 BasicTensor<P> uniform_(BasicTensor<P> t, double a = 0.0, double b = 1.0) {
   EMBER_CHECK(t.is_floating_point(), "[uniform_] needs a floating tensor, got {}", t.dtype());
   EMBER_CHECK(a <= b, "[uniform_] expects a <= b, got a={} > b={}", a, b);
+  EMBER_CHECK(std::isfinite(a) && std::isfinite(b), "[uniform_] bounds must be finite, got [{}, {}]", a, b);
   detail::assign(t, rand<P>(t.sizes(), TensorOptions(DType::F64)) * (b - a) + a);
   return t;
 }

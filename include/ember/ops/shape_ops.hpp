@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <string_view>
 #include <tuple>
@@ -317,7 +318,7 @@ BasicTensor<P> repeat(const BasicTensor<P>& x, const Shape& repeats) {
     EMBER_CHECK(repeats[i] >= 0, "[repeat] negative repeat {}", repeats[i]);
     inter.push_back(1), inter.push_back(xs[i]);
     exp.push_back(repeats[i]), exp.push_back(xs[i]);
-    out.push_back(repeats[i] * xs[i]);
+    out.push_back(detail::checked_mul(repeats[i], xs[i], "repeat"));
   }
   return v.reshape(inter).expand(exp).contiguous().view(out);
 }
@@ -333,10 +334,14 @@ BasicTensor<P> repeat_interleave(const BasicTensor<P>& x, int64_t repeats, std::
   if (dim) detail::check_not_0d(x.dim(), "repeat_interleave");
   BasicTensor<P> src = dim ? x : x.flatten();
   int64_t d = dim ? wrap_dim(*dim, x.dim(), "repeat_interleave") : 0;
-  std::vector<int64_t> idx;
-  for (int64_t i = 0; i < src.size(d); ++i)
-    for (int64_t r = 0; r < repeats; ++r) idx.push_back(i);
-  return index_select(src, d, detail::index_tensor_1d<P>(idx, x.device()));
+  // The index built in a tensor, not a host vector: a size beyond memory fails as an
+  // allocation (an Error) before any loop runs over it.
+  const int64_t n = src.size(d);
+  BasicTensor<P> idx = empty<P>({detail::checked_mul(n, repeats, "repeat_interleave")}, TensorOptions(DType::I64));
+  int64_t* ip = idx.template data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t r = 0; r < repeats; ++r) *ip++ = i;
+  return index_select(src, d, x.is_cpu() ? idx : idx.to(x.device()));
 }
 
 /// Pads the last dims: pad = {left_last, right_last, left_prev, right_prev, ...} as
@@ -350,7 +355,7 @@ BasicTensor<P> pad(const BasicTensor<P>& x, const std::vector<int64_t>& pad, std
     Shape out = x.sizes();
     for (size_t i = 0; i < pad.size() / 2; ++i) {
       int64_t d = x.dim() - 1 - static_cast<int64_t>(i);
-      out[d] += pad[2 * i] + pad[2 * i + 1];
+      out[d] = detail::checked_add(out[d], detail::checked_add(pad[2 * i], pad[2 * i + 1], "pad"), "pad");
       EMBER_CHECK(out[d] >= 0, "[pad] padding {} {} leaves dim {} with negative size", pad[2 * i], pad[2 * i + 1], d);
     }
     BasicTensor<P> r = full<P>(out, value, TensorOptions(x.dtype()).device(x.device()));
@@ -372,8 +377,9 @@ BasicTensor<P> pad(const BasicTensor<P>& x, const std::vector<int64_t>& pad, std
   for (size_t i = 0; i < pad.size() / 2; ++i) {
     int64_t d = x.dim() - 1 - static_cast<int64_t>(i);
     int64_t n = x.size(d), l = pad[2 * i], rr = pad[2 * i + 1];
+    const int64_t padded = detail::checked_add(n, detail::checked_add(l, rr, "pad"), "pad");
     // Negative padding crops, as PyTorch's (the loop below then starts or ends inside x).
-    EMBER_CHECK(l >= -n && rr >= -n && n + l + rr >= 0,
+    EMBER_CHECK(l >= -n && rr >= -n && padded >= 0,
                 "[pad] {} padding ({}, {}) crops more than dim {} of size {} holds", mode, l, rr, d, n);
     if (mode == "reflect")
       EMBER_CHECK(l < n && rr < n, "[pad] reflect padding ({}, {}) must be smaller than dim {} of size {}", l, rr, d, n);
@@ -390,7 +396,9 @@ BasicTensor<P> pad(const BasicTensor<P>& x, const std::vector<int64_t>& pad, std
         continue;
       }
     }
-    std::vector<int64_t> idx;
+    // In a tensor, so that a size beyond memory fails as an allocation before the loop.
+    BasicTensor<P> idx = empty<P>({n + l + rr}, TensorOptions(DType::I64));
+    int64_t* ip = idx.template data_ptr<int64_t>();
     for (int64_t j = -l; j < n + rr; ++j) {
       int64_t k = j;
       if (mode == "reflect") {
@@ -401,9 +409,9 @@ BasicTensor<P> pad(const BasicTensor<P>& x, const std::vector<int64_t>& pad, std
       } else {
         k = ((k % n) + n) % n;
       }
-      idx.push_back(k);
+      *ip++ = k;
     }
-    r = index_select(r, d, detail::index_tensor_1d<P>(idx, x.device()));
+    r = index_select(r, d, x.is_cpu() ? idx : idx.to(x.device()));
   }
   return r;
 }
@@ -416,7 +424,7 @@ BasicTensor<P> one_hot(const BasicTensor<P>& labels, int64_t num_classes = -1) {
   EMBER_CHECK(num_classes >= 0 || labels.numel() > 0,
               "[one_hot] cannot infer the number of classes from an empty tensor (shape {}); pass num_classes",
               labels.sizes());
-  if (num_classes < 0) num_classes = labels.max().template item<int64_t>() + 1;
+  if (num_classes < 0) num_classes = detail::checked_add(labels.max().template item<int64_t>(), 1, "one_hot");
   if (labels.numel()) {
     EMBER_CHECK(labels.min().template item<int64_t>() >= 0, "[one_hot] labels must be non-negative");
     EMBER_CHECK(labels.max().template item<int64_t>() < num_classes, "[one_hot] label {} >= num_classes {}",
@@ -452,7 +460,8 @@ template <class P>
 BasicTensor<P> diag(const BasicTensor<P>& x, int64_t k = 0) {
   EMBER_CHECK(x.dim() == 1 || x.dim() == 2, "[diag] expects a 1-d or 2-d tensor, got shape {}", x.sizes());
   if (x.dim() == 2) return x.diagonal(k).clone();
-  int64_t n = x.size(0) + (k < 0 ? -k : k);
+  EMBER_CHECK(k > std::numeric_limits<int64_t>::min(), "[diag] diagonal {} is out of range", k);
+  int64_t n = detail::checked_add(x.size(0), k < 0 ? -k : k, "diag");
   BasicTensor<P> r = zeros<P>({n, n}, TensorOptions(x.dtype()).device(x.device()));
   r.diagonal(k).copy_(x);
   return r;

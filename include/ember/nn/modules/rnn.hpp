@@ -133,7 +133,8 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
     if (K != RnnKind::Lstm && K != RnnKind::Gru)
       EMBER_CHECK(options.nonlinearity() == "tanh" || options.nonlinearity() == "relu",
                   "[RNN] nonlinearity must be 'tanh' or 'relu', got '{}'", options.nonlinearity());
-    int64_t h = options.hidden_size(), g = detail::gate_count(K) * h, dirs = options.bidirectional() ? 2 : 1;
+    int64_t h = options.hidden_size(), g = ember::detail::checked_mul(detail::gate_count(K), h, op),
+            dirs = options.bidirectional() ? 2 : 1;
     double bound = 1.0 / std::sqrt(static_cast<double>(h));
     weights.clear();
     for (int64_t l = 0; l < options.num_layers(); ++l)
@@ -165,6 +166,7 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
                 options.input_size(), input.sizes());
     TensorT x = unbatched ? input.unsqueeze(1) : (options.batch_first() ? input.transpose(0, 1) : input);
     int64_t len = x.size(0), n = x.size(1);
+    EMBER_CHECK(len > 0, "[{}] expects a sequence of length > 0, got input of shape {}", op, input.sizes());
     auto init_state = [&](const TensorT& s, const char* what) {
       if (!s.defined()) return zeros<P>({layers * dirs, n, h}, TensorOptions(input.dtype()).device(input.device()));
       TensorT t = unbatched ? s.unsqueeze(1) : s;
