@@ -294,6 +294,11 @@ simple("rmsnorm_eps_2d", "RMSNorm", dict(normalized_shape=[2, 3], eps=1e-2), lam
        (3, 2, 3))
 simple("rmsnorm_noaffine", "RMSNorm", dict(normalized_shape=[5], elementwise_affine=0),
        lambda: RMSNorm([5], elementwise_affine=False), (2, 5))
+simple("instancenorm2d_track_train", "InstanceNorm2d", dict(num_features=3, track_running_stats=1, momentum=0.3),
+       lambda: nn.InstanceNorm2d(3, track_running_stats=True, momentum=0.3), (2, 3, 4, 3), init=norm_buffers)
+simple("instancenorm1d_track_eval_affine", "InstanceNorm1d", dict(num_features=2, track_running_stats=1, affine=1),
+       lambda: nn.InstanceNorm1d(2, track_running_stats=True, affine=True), (3, 2, 5), train=False,
+       init=norm_buffers)
 simple("instancenorm1d", "InstanceNorm1d", dict(num_features=3), lambda: nn.InstanceNorm1d(3), (2, 3, 5))
 simple("instancenorm3d_affine", "InstanceNorm3d", dict(num_features=2, affine=1, eps=1e-3),
        lambda: nn.InstanceNorm3d(2, affine=True, eps=1e-3), (2, 2, 3, 2, 3))

@@ -211,13 +211,25 @@ std::map<std::string, Builder> make_builders() {
     return one(nn::RMSNorm(r.elementwise_affine(o.b("elementwise_affine", true))));
   };
   b["InstanceNorm2d"] = [](Opts& o) {
-    return one(nn::InstanceNorm2d(o.i("num_features"), o.d("eps", 1e-5), o.b("affine", false)));
+    return one(nn::InstanceNorm2d(nn::InstanceNormOptions(o.i("num_features"))
+                                        .eps(o.d("eps", 1e-5))
+                                        .momentum(o.d("momentum", 0.1))
+                                        .affine(o.b("affine", false))
+                                        .track_running_stats(o.b("track_running_stats", false))));
   };
   b["InstanceNorm1d"] = [](Opts& o) {
-    return one(nn::InstanceNorm1d(o.i("num_features"), o.d("eps", 1e-5), o.b("affine", false)));
+    return one(nn::InstanceNorm1d(nn::InstanceNormOptions(o.i("num_features"))
+                                        .eps(o.d("eps", 1e-5))
+                                        .momentum(o.d("momentum", 0.1))
+                                        .affine(o.b("affine", false))
+                                        .track_running_stats(o.b("track_running_stats", false))));
   };
   b["InstanceNorm3d"] = [](Opts& o) {
-    return one(nn::InstanceNorm3d(o.i("num_features"), o.d("eps", 1e-5), o.b("affine", false)));
+    return one(nn::InstanceNorm3d(nn::InstanceNormOptions(o.i("num_features"))
+                                        .eps(o.d("eps", 1e-5))
+                                        .momentum(o.d("momentum", 0.1))
+                                        .affine(o.b("affine", false))
+                                        .track_running_stats(o.b("track_running_stats", false))));
   };
   // Embeddings
   b["Embedding"] = [](Opts& o) {

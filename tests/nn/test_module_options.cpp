@@ -395,3 +395,32 @@ TEST_CASE("nn: the 3-D layers and the other ranks of the adaptive pools and inst
   Tensor z = in3(v);
   CHECK(z.mean({2, 3, 4}).abs().max().item<float>() < 1e-5f);
 }
+
+TEST_CASE("nn: InstanceNorm with running statistics, F::instance_norm's options, ember::instance_norm") {
+  manual_seed(37);
+  namespace F = nn::F;
+  Tensor x = randn({4, 3, 5, 2});
+  nn::InstanceNorm2d in(nn::InstanceNorm2dOptions(3).track_running_stats(true).momentum(0.5));
+  CHECK(in->extra_repr() == "3, eps=1e-05, momentum=0.5, affine=False, track_running_stats=True");
+  const Tensor y = in(x);  // training: the input's statistics, and the running ones move halfway
+  CHECK(same(y, F::instance_norm(x)));
+  Tensor per = x.reshape({4, 3, -1});
+  CHECK((in->running_mean - per.mean({2}).mean({0}) * 0.5).abs().max().item<float>() < 1e-6f);
+  CHECK((in->running_var - (per.var({2}, 1).mean({0}) * 0.5 + 0.5)).abs().max().item<float>() < 1e-6f);
+  in->eval();  // eval: every sample by its channel's running statistics, as batch norm in eval mode
+  CHECK(same(in(x), F::batch_norm(x, in->running_mean, in->running_var)));
+  Tensor rm = in->running_mean.clone(), rv = in->running_var.clone();
+  CHECK(same(F::instance_norm(x, F::InstanceNormFuncOptions().running_mean(rm).running_var(rv).use_input_stats(false)),
+             in(x)));
+  CHECK(same(ember::instance_norm(x, {}, {}, rm, rv, false, 0.1, 1e-5, true), in(x)));
+  CHECK(same(rm, in->running_mean));  // eval leaves them alone
+  nn::InstanceNorm2d plain(3);  // without running statistics eval mode still uses the input's
+  plain->eval();
+  CHECK(same(plain(x), F::instance_norm(x)));
+  CHECK(plain->named_buffers().size() == 0);
+  CHECK(in->named_buffers().size() == 3);  // running_mean, running_var, num_batches_tracked
+  CHECK_ERROR(F::instance_norm(x, F::InstanceNormFuncOptions().use_input_stats(false)), "[instance_norm]",
+              "needs running statistics");
+  CHECK_ERROR(F::instance_norm(x, F::InstanceNormFuncOptions().running_mean(zeros({2})).running_var(ones({2}))),
+              "[instance_norm]", "must have shape [3]");
+}

@@ -802,4 +802,35 @@ BasicTensor<P> instance_norm(const BasicTensor<P>& x, const BasicTensor<P>& weig
   return y;
 }
 
+namespace detail {
+/// Instance normalisation with running statistics, as PyTorch's instance_norm: with
+/// use_input_stats each (sample, channel) is normalised by its own statistics and the running
+/// ones (when given) move towards their batch averages by `momentum` (the variance unbiased);
+/// without, every sample is normalised by the running statistics of its channel.
+template <class P>
+BasicTensor<P> instance_norm_stats(const BasicTensor<P>& x, BasicTensor<P> running_mean, BasicTensor<P> running_var,
+                                   const BasicTensor<P>& weight,
+                                   const BasicTensor<P>& bias, bool use_input_stats, double momentum, double eps) {
+  EMBER_CHECK(x.dim() >= 3, "[instance_norm] expects (N, C, ...) input with spatial dims, got shape {}", x.sizes());
+  const int64_t c = x.size(1);
+  EMBER_CHECK(running_mean.defined() == running_var.defined(),
+              "[instance_norm] needs both running statistics or neither");
+  for (const BasicTensor<P>* s : {&running_mean, &running_var})
+    EMBER_CHECK(!s->defined() || s->sizes() == Shape{c}, "[instance_norm] running statistics must have shape [{}], got {}",
+                c, s->sizes());
+  if (!use_input_stats) {
+    EMBER_CHECK(running_mean.defined(), "[instance_norm] without input statistics needs running statistics");
+    return ember::nn::functional::batch_norm(x, running_mean, running_var, weight, bias, false, momentum, eps);
+  }
+  BasicTensor<P> y = instance_norm(x, weight, bias, eps);
+  if (running_mean.defined() && x.numel() > 0) {
+    autograd::NoGradGuard ng;
+    BasicTensor<P> per = x.detach().reshape({x.size(0), c, -1});
+    running_mean.mul_(1 - momentum).add_(per.mean({2}).mean({0}).to(running_mean.dtype()) * momentum);
+    running_var.mul_(1 - momentum).add_(per.var({2}, 1).mean({0}).to(running_var.dtype()) * momentum);
+  }
+  return y;
+}
+}  // namespace detail
+
 }  // namespace ember::nn::functional

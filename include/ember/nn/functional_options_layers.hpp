@@ -10,7 +10,7 @@
 /// is PoolOptions). Each form forwards to the positional one, so both check alike.
 ///
 /// Not offered, as Ember's layers lack them: sparse embedding gradients (sparse(true) is
-/// refused) and InstanceNormFuncOptions' running statistics.
+/// refused).
 
 #include <ember/nn/functional_conv.hpp>
 #include <ember/nn/functional_layers.hpp>
@@ -239,15 +239,22 @@ BasicTensor<P> group_norm(const BasicTensor<P>& x, const O& o) {
                     o.eps());
 }
 
-/// Instance normalisation from each sample's own statistics (libtorch's use_input_stats).
+/// Instance normalisation from each sample's own statistics (use_input_stats, updating the
+/// running statistics when given) or from the running statistics.
 struct InstanceNormFuncOptions {
+  EMBER_ARG(Tensor, running_mean);
+  EMBER_ARG(Tensor, running_var);
   EMBER_ARG(Tensor, weight);
   EMBER_ARG(Tensor, bias);
+  EMBER_ARG(bool, use_input_stats) = true;
+  EMBER_ARG(double, momentum) = 0.1;
   EMBER_ARG(double, eps) = 1e-5;
 };
 template <class P, std::same_as<InstanceNormFuncOptions> O>
 BasicTensor<P> instance_norm(const BasicTensor<P>& x, const O& o) {
-  return instance_norm(x, detail::option_tensor<P>(o.weight()), detail::option_tensor<P>(o.bias()), o.eps());
+  return detail::instance_norm_stats(x, detail::option_tensor<P>(o.running_mean()),
+                                     detail::option_tensor<P>(o.running_var()), detail::option_tensor<P>(o.weight()),
+                                     detail::option_tensor<P>(o.bias()), o.use_input_stats(), o.momentum(), o.eps());
 }
 
 struct EmbeddingFuncOptions {

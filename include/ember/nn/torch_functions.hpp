@@ -119,6 +119,16 @@ BasicTensor<P> group_norm(const BasicTensor<P>& input, int64_t num_groups, const
                           const BasicTensor<P>& bias, double eps, bool /*cudnn_enabled*/) {
   return nn::functional::group_norm(input, num_groups, weight, bias, eps);
 }
+/// torch::instance_norm(input, weight, bias, running_mean, running_var, use_input_stats,
+/// momentum, eps, cudnn_enabled): the running statistics (optional) move by momentum when
+/// use_input_stats, and normalise the input when not; cudnn_enabled is ignored.
+template <class P>
+BasicTensor<P> instance_norm(const BasicTensor<P>& input, const BasicTensor<P>& weight, const BasicTensor<P>& bias,
+                             const BasicTensor<P>& running_mean, const BasicTensor<P>& running_var,
+                             bool use_input_stats, double momentum, double eps, bool /*cudnn_enabled*/) {
+  return nn::functional::detail::instance_norm_stats(input, running_mean, running_var, weight, bias, use_input_stats,
+                                                     momentum, eps);
+}
 /// torch::embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): the table
 /// first; a negative padding_idx is none (ATen's rule; nn::functional's counts it from the
 /// end). Sparse gradients are not offered: true is refused.

@@ -413,52 +413,65 @@ class BasicGroupNormImpl : public Cloneable<BasicGroupNormImpl<P>, P> {
 using GroupNormImpl = BasicGroupNormImpl<>;
 EMBER_MODULE(GroupNorm);
 
-/// libtorch's options without momentum and track_running_stats: Ember's InstanceNorm keeps
-/// no running statistics.
 struct InstanceNormOptions {
   explicit InstanceNormOptions(int64_t num_features) : num_features_(num_features) {}
   EMBER_ARG(int64_t, num_features);
   EMBER_ARG(double, eps) = 1e-5;
+  EMBER_ARG(double, momentum) = 0.1;
   EMBER_ARG(bool, affine) = false;
+  /// running_mean / running_var buffers, updated in training and used in eval mode
+  EMBER_ARG(bool, track_running_stats) = false;
 };
 using InstanceNorm1dOptions = InstanceNormOptions;
 using InstanceNorm2dOptions = InstanceNormOptions;
 using InstanceNorm3dOptions = InstanceNormOptions;
 
 /// Normalises each (sample, channel) over its ND spatial dims: (N, C) + spatial, or unbatched
-/// (C) + spatial.
+/// (C) + spatial. With track_running_stats, training updates running_mean / running_var
+/// (batch averages of the instances' statistics, by momentum) and eval mode normalises by
+/// them, as PyTorch's (num_batches_tracked is kept for state_dict compatibility; PyTorch's
+/// InstanceNorm does not count either).
 template <int ND, class P = DefaultPolicy>
 class BasicInstanceNormImpl : public Cloneable<BasicInstanceNormImpl<ND, P>, P> {
  public:
   using TensorT = BasicTensor<P>;
   explicit BasicInstanceNormImpl(int64_t channels, double eps = 1e-5, bool affine = false)
+      : BasicInstanceNormImpl(InstanceNormOptions(channels).eps(eps).affine(affine)) {}
+  explicit BasicInstanceNormImpl(const InstanceNormOptions& o)
       : Cloneable<BasicInstanceNormImpl<ND, P>, P>(nd_name<ND>({"InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"})),
-        num_features(channels),
-        eps(eps),
-        affine(affine) {
+        num_features(o.num_features()),
+        eps(o.eps()),
+        momentum(o.momentum()),
+        affine(o.affine()),
+        track_running_stats(o.track_running_stats()) {
     reset();
   }
-  explicit BasicInstanceNormImpl(const InstanceNormOptions& o)
-      : BasicInstanceNormImpl(o.num_features(), o.eps(), o.affine()) {}
   void reset() override {
     weight = this->register_parameter("weight", affine ? ones<P>({num_features}) : TensorT());
     bias = this->register_parameter("bias", affine ? zeros<P>({num_features}) : TensorT());
+    if (track_running_stats) {
+      running_mean = this->register_buffer("running_mean", zeros<P>({num_features}));
+      running_var = this->register_buffer("running_var", ones<P>({num_features}));
+      num_batches_tracked = this->register_buffer("num_batches_tracked", zeros<P>({}, TensorOptions(DType::I64)));
+    }
   }
   TensorT forward(const TensorT& x) {
     if (x.dim() == ND + 1) return forward(x.unsqueeze(0)).squeeze(0);  // unbatched
     EMBER_CHECK(x.dim() == ND + 2 && x.size(1) == num_features,
                 "[{}] expects (N, {}) + {} spatial dims or ({}) + {} spatial dims, got shape {}", this->name(),
                 num_features, ND, num_features, ND, x.sizes());
-    return F::instance_norm(x, weight, bias, eps);
+    if (!track_running_stats) return F::instance_norm(x, weight, bias, eps);
+    return F::detail::instance_norm_stats(x, running_mean, running_var, weight, bias, this->is_training(), momentum,
+                                          eps);
   }
   std::string extra_repr() const override {
-    return fmt::format("{}, eps={}, momentum=0.1, affine={}, track_running_stats=False", num_features, eps,
-                       affine ? "True" : "False");
+    return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", num_features, eps, momentum,
+                       affine ? "True" : "False", track_running_stats ? "True" : "False");
   }
   int64_t num_features;
-  double eps;
-  bool affine;
-  TensorT weight, bias;
+  double eps, momentum;
+  bool affine, track_running_stats;
+  TensorT weight, bias, running_mean, running_var, num_batches_tracked;
 };
 template <class P = DefaultPolicy>
 using BasicInstanceNorm2dImpl = BasicInstanceNormImpl<2, P>;
