@@ -483,3 +483,31 @@ TEST_CASE("libtorch's free layer functions as ember::, in ATen's argument order"
   CHECK(same(ember::softplus(logits, 2, 5), F::softplus(logits, 2, 5)));
   CHECK(same(ember::hardtanh(logits, -0.5, 0.5), F::hardtanh(logits, -0.5, 0.5)));
 }
+
+TEST_CASE("F::foo(x, {}) means libtorch's default options, not a zero first argument") {
+  manual_seed(41);
+  Tensor x = randn({4, 6}), y = randn({4, 6}), z = randn({4, 6});
+  // Without the braced overloads these would run with a slope, alpha, beta, lambda, p or
+  // margin of 0, or along dim 0.
+  CHECK(same(F::leaky_relu(x, {}), F::leaky_relu(x, 0.01)));
+  CHECK(same(F::leaky_relu(x, {0.2}), F::leaky_relu(x, 0.2)));  // a value in braces is still the value
+  CHECK(same(F::elu(x, {}), F::elu(x, 1.0)));
+  CHECK(same(F::celu(x, {}), F::celu(x, 1.0)));
+  CHECK(same(F::hardtanh(x, {}), F::hardtanh(x, -1.0, 1.0)));
+  CHECK(same(F::softplus(x, {}), F::softplus(x, 1.0)));
+  CHECK(same(F::hardshrink(x, {}), F::hardshrink(x, 0.5)));
+  CHECK(same(F::softshrink(x, {}), F::softshrink(x, 0.5)));
+  CHECK(same(F::glu(x, {}), F::glu(x, -1)));
+  CHECK(same(F::normalize(x, {}), F::normalize(x, 2.0, 1)));
+  CHECK(same(F::gelu(x, {}), F::gelu(x)));
+  CHECK(same(F::rrelu(x, {}), F::rrelu(x)));
+  CHECK(same(F::cosine_similarity(x, y, {}), F::cosine_similarity(x, y, 1)));
+  CHECK(same(F::pairwise_distance(x, y, {}), F::pairwise_distance(x, y, 2.0)));
+  CHECK(same(F::triplet_margin_loss(x, y, z, {}), F::triplet_margin_loss(x, y, z, 1.0)));
+  CHECK(same(F::mse_loss(x, y, {}), F::mse_loss(x, y)));
+  // dropout's default is p = 0.5 in training: about half the elements are zeroed.
+  const double zeroed = F::dropout(ones({10000}), {}).eq(0.0).to(DType::F64).mean().item<double>();
+  CHECK(zeroed > 0.45);
+  CHECK(zeroed < 0.55);
+  CHECK(F::dropout2d(ones({2, 400, 1, 1}), {}).eq(0.0).any().item<bool>());
+}

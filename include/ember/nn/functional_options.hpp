@@ -17,6 +17,7 @@
 #include <ember/nn/options.hpp>
 
 #include <concepts>
+#include <initializer_list>
 #include <optional>
 
 namespace ember::nn::functional {
@@ -144,6 +145,49 @@ BasicTensor<P> log_softmax(const BasicTensor<P>& x, const SoftmaxFuncOptions& o)
 template <class P>
 BasicTensor<P> softmin(const BasicTensor<P>& x, const SoftmaxFuncOptions& o) {
   return softmin(o.dtype() ? x.to(*o.dtype()) : x, o.dim());
+}
+
+// `F::leaky_relu(x, {})` is libtorch's call with default options. Without the overloads below
+// the braces would value-initialise the positional form's first optional argument instead: a
+// slope, dropout p or shrink lambda of 0, dim 0, norm p 0, margin 0, all silently. Braces
+// prefer an initializer_list parameter over any other ([over.ics.rank]), so these take them
+// (and nothing else: DefaultOptions converts from no value).
+namespace detail {
+struct DefaultOptions {};
+}  // namespace detail
+#define EMBER_BRACED_DEFAULTS(name, Options)                                                            \
+  template <class P>                                                                                    \
+  BasicTensor<P> name(const BasicTensor<P>& x, std::initializer_list<detail::DefaultOptions>) {         \
+    return name(x, Options());                                                                          \
+  }
+EMBER_BRACED_DEFAULTS(dropout, DropoutFuncOptions)
+EMBER_BRACED_DEFAULTS(dropout2d, DropoutFuncOptions)
+EMBER_BRACED_DEFAULTS(leaky_relu, LeakyReLUOptions)
+EMBER_BRACED_DEFAULTS(elu, ELUOptions)
+EMBER_BRACED_DEFAULTS(celu, CELUOptions)
+EMBER_BRACED_DEFAULTS(hardtanh, HardtanhOptions)
+EMBER_BRACED_DEFAULTS(gelu, GELUOptions)
+EMBER_BRACED_DEFAULTS(softplus, SoftplusOptions)
+EMBER_BRACED_DEFAULTS(hardshrink, HardshrinkOptions)
+EMBER_BRACED_DEFAULTS(softshrink, SoftshrinkOptions)
+EMBER_BRACED_DEFAULTS(glu, GLUOptions)
+EMBER_BRACED_DEFAULTS(rrelu, RReLUFuncOptions)
+EMBER_BRACED_DEFAULTS(normalize, NormalizeFuncOptions)
+#undef EMBER_BRACED_DEFAULTS
+template <class P>
+BasicTensor<P> cosine_similarity(const BasicTensor<P>& x1, const BasicTensor<P>& x2,
+                                 std::initializer_list<detail::DefaultOptions>) {
+  return cosine_similarity(x1, x2, CosineSimilarityOptions());
+}
+template <class P>
+BasicTensor<P> pairwise_distance(const BasicTensor<P>& x1, const BasicTensor<P>& x2,
+                                 std::initializer_list<detail::DefaultOptions>) {
+  return pairwise_distance(x1, x2, PairwiseDistanceOptions());
+}
+template <class P>
+BasicTensor<P> triplet_margin_loss(const BasicTensor<P>& anchor, const BasicTensor<P>& pos, const BasicTensor<P>& neg,
+                                   std::initializer_list<detail::DefaultOptions>) {
+  return triplet_margin_loss(anchor, pos, neg, TripletMarginLossOptions());
 }
 
 }  // namespace ember::nn::functional
