@@ -243,6 +243,10 @@ pool("avgpool2d_pad_exclude_ceil", "AvgPool2d", (1, 2, 6, 5), kernel_size=3, str
 pool("avgpool2d_ceil_include", "AvgPool2d", (1, 1, 6, 6), kernel_size=[3, 2], stride=[2, 3], padding=[1, 1],
      ceil_mode=True)
 pool("avgpool3d", "AvgPool3d", (1, 2, 4, 4, 6), kernel_size=2)
+pool("avgpool2d_divisor", "AvgPool2d", (1, 2, 5, 6), kernel_size=3, stride=2, padding=1, ceil_mode=True,
+     divisor_override=4)
+pool("avgpool3d_divisor_negative", "AvgPool3d", (1, 1, 4, 5, 4), kernel_size=2, stride=[2, 1, 2],
+     divisor_override=-3)
 pool("avgpool3d_pad_exclude_ceil", "AvgPool3d", (1, 2, 5, 4, 5), kernel_size=3, stride=2, padding=1, ceil_mode=True,
      count_include_pad=False)
 pool("adaptiveavgpool1d", "AdaptiveAvgPool1d", (2, 3, 7), output_size=3)

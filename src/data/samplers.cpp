@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <new>
 #include <numeric>
 #include <utility>
@@ -170,11 +171,14 @@ DistributedSampler::DistributedSampler(int64_t n, int64_t num_replicas, int64_t 
               num_replicas);
   // As PyTorch: with drop_last, the tail that cannot be split evenly is dropped; otherwise the
   // list is padded up to the next multiple of num_replicas.
-  // ceil((n - R) / R) = (n - 1) / R for n >= 1, and 0 when n < R.
+  // ceil((n - R) / R) = (n - 1) / R for n >= 1, and 0 when n < R; ceil(n / R) written so
+  // that it cannot overflow.
   if (drop_last && n % num_replicas != 0)
     num_samples_ = (n - 1) / num_replicas;
   else
-    num_samples_ = (n + num_replicas - 1) / num_replicas;
+    num_samples_ = n / num_replicas + (n % num_replicas != 0);
+  EMBER_CHECK(num_samples_ <= std::numeric_limits<int64_t>::max() / num_replicas,
+              "[DistributedSampler] {} examples padded for {} replicas overflow int64", n, num_replicas);
 }
 
 std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
@@ -185,15 +189,14 @@ std::vector<int64_t> DistributedSampler::indices(int64_t epoch) const {
     all = index_room(n_, "DistributedSampler", true);
     std::iota(all.begin(), all.end(), int64_t{0});
   }
-  int64_t total = total_size();
-  if (total <= n_) {
-    all.resize(static_cast<size_t>(total));
-  } else {
-    // Pad by repeating the list from its start, as often as needed (n may be below num_replicas).
-    for (int64_t i = n_; i < total; ++i) all.push_back(all[static_cast<size_t>((i - n_) % n_)]);
-  }
+  // Position i of the shared list, padded past n by repeating the list from its start as often
+  // as needed (n may be below num_replicas); never built, as this rank reads only its share.
+  // i < n + num_replicas: the padding is shorter than one round of replicas.
   std::vector<int64_t> mine = index_room(num_samples_, "DistributedSampler", false);
-  for (int64_t i = rank_; i < total; i += num_replicas_) mine.push_back(all[static_cast<size_t>(i)]);
+  for (int64_t k = 0; k < num_samples_; ++k) {
+    const int64_t i = rank_ + k * num_replicas_;
+    mine.push_back(all[static_cast<size_t>(i < n_ ? i : (i - n_) % n_)]);
+  }
   return mine;
 }
 

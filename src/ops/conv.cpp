@@ -42,23 +42,24 @@ struct Plan {
   int64_t in_plane = 1, out_plane = 1, taps = 1;
 };
 
-Plan make_plan(const ConvGeometry& g, int64_t n, int64_t c, const std::array<int64_t, 3>& in) {
+/// `op` names the kernel in errors (im2col serves convolution and average pooling alike).
+Plan make_plan(const ConvGeometry& g, int64_t n, int64_t c, const std::array<int64_t, 3>& in, const char* op) {
   Plan p;
   p.nd = g.nd;
   p.n = n, p.c = c;
   for (int d = 0; d < g.nd; ++d) {
     // check_geometry bounds the window; an input dim this long (a stride-0 view) would make
     // in + padding overflow.
-    EMBER_CHECK(in[d] < (int64_t{1} << 62), "[conv] spatial size {} is too large", in[d]);
+    EMBER_CHECK(in[d] < (int64_t{1} << 62), "[{}] spatial size {} is too large", op, in[d]);
     p.in[d] = in[d];
     p.out[d] = g.out_size(d, in[d]);
-    p.in_plane = detail::checked_mul(p.in_plane, in[d], "conv");
-    p.out_plane = detail::checked_mul(p.out_plane, p.out[d], "conv");
-    p.taps = detail::checked_mul(p.taps, g.kernel[d], "conv");
+    p.in_plane = detail::checked_mul(p.in_plane, in[d], op);
+    p.out_plane = detail::checked_mul(p.out_plane, p.out[d], op);
+    p.taps = detail::checked_mul(p.taps, g.kernel[d], op);
   }
   // The batch's planes and the column matrix's rows must be countable too.
-  (void)detail::checked_mul(n, c, "conv");
-  (void)detail::checked_mul(c, p.taps, "conv");
+  (void)detail::checked_mul(n, c, op);
+  (void)detail::checked_mul(c, p.taps, op);
   return p;
 }
 
@@ -398,7 +399,7 @@ void check_geometry(const ConvGeometry& g, const char* op) {
 TensorRef im2col_cpu(const ConvGeometry& g, const TensorImpl& x) {
   EMBER_CHECK(x.ndim() == g.nd + 2, "[im2col] expects (N, C) + {} spatial dims, got shape {}", g.nd, x.sizes);
   EMBER_CHECK(x.dtype == DType::F32 || x.dtype == DType::F64, "[im2col] supports f32 and f64, got {}", x.dtype);
-  Plan p = make_plan(g, x.sizes[0], x.sizes[1], spatial_of(x, g.nd));
+  Plan p = make_plan(g, x.sizes[0], x.sizes[1], spatial_of(x, g.nd), "im2col");
   for (int d = 0; d < g.nd; ++d)
     EMBER_CHECK(p.out[d] > 0, "[im2col] a window of {} (dilation {}) does not fit input size {} with padding {}+{}",
                 g.kernel[d], g.dilation[d], p.in[d], g.pad_before[d], g.pad_after[d]);
@@ -435,7 +436,7 @@ std::pair<TensorRef, TensorRef> max_pool_cpu(const ConvGeometry& g0, const Tenso
     g.pad_before[j] = g0.pad_before[d], g.pad_after[j] = g0.pad_after[d];
     in[j] = x.sizes[2 + d];
   }
-  Plan p = make_plan(g, x.sizes[0], x.sizes[1], in);
+  Plan p = make_plan(g, x.sizes[0], x.sizes[1], in, "max_pool");
   for (int d = 0; d < 3; ++d)
     EMBER_CHECK(p.out[d] > 0, "[max_pool] a window of {} (dilation {}) does not fit input size {} with padding {}+{}",
                 g.kernel[d], g.dilation[d], p.in[d], g.pad_before[d], g.pad_after[d]);
@@ -518,7 +519,7 @@ TensorRef col2im_cpu(const ConvGeometry& g, const std::array<int64_t, 3>& spatia
   int64_t taps = g.kernel_numel();
   const int64_t rows = cols.sizes[bic ? 0 : 1], batch = cols.sizes[bic ? 1 : 0];
   EMBER_CHECK(rows % taps == 0, "[col2im] {} rows are not a multiple of the kernel's {} taps", rows, taps);
-  Plan p = make_plan(g, batch, rows / taps, spatial);
+  Plan p = make_plan(g, batch, rows / taps, spatial, "col2im");
   EMBER_CHECK(cols.sizes[2] == p.out_plane,
               "[col2im] columns hold {} windows, but an image of the given size has {}", cols.sizes[2], p.out_plane);
   TensorRef cc = detail::contiguous_on_device(cols, "col2im");

@@ -193,6 +193,11 @@ TEST_CASE("samplers: distributed split pads like PyTorch and partitions the epoc
   using data_test::error_of;
   CHECK_ERROR(data::DistributedSampler(10, 3, 3), "[DistributedSampler]", "rank 3", "[0, 3)");
   CHECK_ERROR(data::DistributedSampler(10, 0, 0), "[DistributedSampler]", "num_replicas", "0");
+  // Sizes near int64's limit: the share is computed without overflow, or refused.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  CHECK(data::DistributedSampler(3, kMax, kMax - 1, false).indices(0) == std::vector<int64_t>{(kMax - 1 - 3) % 3});
+  CHECK(data::DistributedSampler(kMax, kMax, 0, false).size() == 1);
+  CHECK_ERROR(data::DistributedSampler(kMax, 2, 0), "[DistributedSampler]", "overflow int64");
 }
 
 TEST_CASE("samplers: random with num_samples and replacement, as PyTorch's RandomSampler") {

@@ -54,7 +54,10 @@ Built conv_transpose(Opts& o) {
 nn::PoolOptions pool_options(Opts& o, bool avg) {
   nn::PoolOptions po(o.ints("kernel_size"));
   po.stride(o.ints("stride", IntArgs{})).padding(o.ints("padding", IntArgs{0})).ceil_mode(o.b("ceil_mode", false));
-  if (avg) po.count_include_pad(o.b("count_include_pad", true));
+  if (avg) {
+    po.count_include_pad(o.b("count_include_pad", true));
+    if (int64_t d = o.i("divisor_override", 0)) po.divisor_override(d);  // 0: not given (0 is invalid)
+  }
   else po.dilation(o.ints("dilation", IntArgs{1}));
   return po;
 }

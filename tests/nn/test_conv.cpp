@@ -810,4 +810,24 @@ TEST_CASE("interpolate: modes for 1, 2 and 3 spatial dims, Upsample, and what ea
   CHECK_ERROR(F::adaptive_avg_pool3d(img.flatten(0, 1), {2, 2, 2}), "[adaptive_avg_pool3d]", "got shape [2, 4, 4]");
   CHECK_ERROR(F::adaptive_avg_pool3d(vol, {2, 0, 2}), "[adaptive_avg_pool3d]", "must be positive");
   CHECK_ERROR(F::adaptive_avg_pool3d(zeros({1, 1, 0, 2, 2}), {1, 1, 1}), "[adaptive_avg_pool3d]", "empty spatial dim");
+  // A scale factor is 0 (none) or positive and finite, its inverse (the source step) too.
+  CHECK_ERROR(F::interpolate(img, {8, 8}, "bilinear", false, {2, -1}), "[interpolate]", "positive and finite, got -1");
+  CHECK_ERROR(F::interpolate(img, {8, 8}, "bilinear", false, {NAN}), "[interpolate]", "positive and finite, got nan");
+  CHECK_ERROR(F::interpolate(img, {8, 8}, "nearest", false, {1e-300}), "[interpolate]", "got 1e-300");
+  CHECK(F::interpolate(img, {8, 8}, "bilinear", false, {0, 2}).sizes() == Shape{1, 2, 8, 8});
+
+  // No elements (an empty batch): empty results of the requested size, at once, whatever the
+  // size, and still connected to the input for autograd.
+  Tensor none = zeros({0, 2, 4, 4}).requires_grad_();
+  Tensor up = F::interpolate(none, {int64_t{1} << 40, 3}, "bilinear");
+  CHECK(up.sizes() == Shape{0, 2, int64_t{1} << 40, 3});
+  CHECK(up.requires_grad());
+  Tensor pooled = F::adaptive_max_pool2d(none, {int64_t{1} << 40, 3});
+  CHECK(pooled.sizes() == Shape{0, 2, int64_t{1} << 40, 3});
+  pooled.sum().backward();
+  CHECK(none.grad().sizes() == Shape{0, 2, 4, 4});
+  // Beyond memory: an Error from the allocation, not a loop over 2^40 output cells.
+  CHECK_THROWS_AS(F::adaptive_max_pool2d(img, {int64_t{1} << 40, 3}), Error);
+  CHECK_ERROR(F::adaptive_max_pool3d(zeros({1, 1, 2, 2, 2}), {int64_t{1} << 40, int64_t{1} << 40, 3}),
+              "[adaptive_max_pool3d]", "overflows int64");
 }

@@ -310,6 +310,13 @@ TEST_CASE("embedding options: max_norm, norm_type, scale_grad_by_freq, include_l
                        doctest::Contains("last offset must be the number of indices 7, got 6"), Error);
   CHECK_THROWS_WITH_AS(F::embedding_bag(idx.view({1, 7}), table, {}, "sum", {}, {}, {}, 2.0, false, true),
                        doctest::Contains("include_last_offset is for 1-d input"), Error);
+  // A refused call renormalises nothing: the checks come before max_norm's in-place scaling.
+  Tensor before = table.clone();
+  CHECK_THROWS_WITH_AS(F::embedding_bag(idx, table, tensor<int64_t>({0, 5, 3}), "sum", {}, {}, 0.1),
+                       doctest::Contains("offsets 5 .. 3 are out of range"), Error);
+  CHECK_THROWS_WITH_AS(F::embedding_bag(idx, table, off.narrow(0, 0, 3), "sum", ones({6}, DType::F64), {}, 0.1),
+                       doctest::Contains("per_sample_weights must have the input's shape"), Error);
+  CHECK(vals(table) == vals(before));
 
   // The modules and FuncOptions pass them on; sparse gradients are refused.
   nn::Embedding emb(nn::EmbeddingOptions(4, 2).max_norm(0.5).norm_type(1.0).scale_grad_by_freq(true));
@@ -362,7 +369,13 @@ TEST_CASE("nn: huge or empty arguments give an Error naming the op, never a cras
   CHECK(F::ctc_loss(no_batch, no_targets, no_lengths, no_lengths, 0, "none").sizes() == Shape{0});
   CHECK_THROWS_WITH_AS(nn::LSTM(2, 3)(zeros({0, 1, 2})), doctest::Contains("[LSTM] expects a sequence of length > 0"),
                        Error);
-  CHECK_THROWS_WITH_AS(F::dropout(tensor<int64_t>({1, 2, 3}), 0.5, true), doctest::Contains("[dropout]"), Error);
+  CHECK_THROWS_WITH_AS(F::dropout(tensor<int64_t>({1, 2, 3}), 0.5, true),
+                       doctest::Contains("[dropout] with p = 0.5 needs a floating-point input"), Error);
+  // p = 0 and p = 1 need no scaling: defined for integers too, keeping the dtype (as PyTorch).
+  CHECK(vals(F::dropout(tensor<int64_t>({1, 2, 3}), 0.0, true)) == std::vector<double>{1, 2, 3});
+  Tensor dropped = F::dropout(tensor<int64_t>({1, 2, 3}), 1.0, true);
+  CHECK(dropped.dtype() == DType::I64);
+  CHECK(vals(dropped) == std::vector<double>{0, 0, 0});
   Tensor w = empty({3});
   CHECK_THROWS_WITH_AS(nn::init::uniform_(w, -INFINITY, INFINITY), doctest::Contains("must be finite"), Error);
 }

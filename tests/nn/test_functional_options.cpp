@@ -111,6 +111,17 @@ TEST_CASE("F:: pooling FuncOptions as the positional form") {
   CHECK(same(F::avg_pool1d(x1, F::AvgPool1dFuncOptions(2).ceil_mode(true)), F::avg_pool1d(x1, {2}, {}, {0}, true)));
   CHECK_ERROR(F::avg_pool2d(x, F::AvgPool2dFuncOptions(2).dilation({1, 2})), "[avg_pool2d]", "no dilation", "of 2");
   CHECK(same(F::avg_pool2d(x, F::AvgPool2dFuncOptions(2).dilation({1, 1})), F::avg_pool2d(x, {2})));
+  // divisor_override: the window sum over the given divisor, whatever the padding counts.
+  CHECK(same(F::avg_pool2d(x, F::AvgPool2dFuncOptions(3).padding(1).divisor_override(5)),
+             F::avg_pool2d(x, {3}, {}, {1}, false, true, 5)));
+  CHECK((F::avg_pool2d(x, {2}, {}, {0}, false, true, -2) - F::avg_pool2d(x, {2}) * -2.0).abs().amax().item<float>() <
+        1e-6f);
+  CHECK_ERROR(F::avg_pool2d(x, {2}, {}, {0}, false, true, 0), "[avg_pool2d]", "divisor_override must not be 0");
+  CHECK_ERROR(F::avg_pool1d(x1, F::AvgPool1dFuncOptions(2).divisor_override(2)), "[avg_pool1d]",
+              "no divisor_override", "got 2");
+  CHECK_ERROR(F::max_pool2d(x, F::MaxPool2dFuncOptions(2).divisor_override(3)), "[max_pool2d]", "no divisor_override");
+  CHECK_ERROR(nn::MaxPool3d(nn::MaxPool3dOptions(2).divisor_override(3)), "[MaxPool3d]", "no divisor_override");
+  CHECK_ERROR(nn::AvgPool1d(nn::AvgPool1dOptions(2).divisor_override(3))(x1), "[AvgPool1d]", "no divisor_override");
   // Adaptive pooling's options are its output size.
   CHECK(same(F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions({2, 3})), F::adaptive_avg_pool2d(x, {2, 3})));
   CHECK(F::adaptive_max_pool2d(x, F::AdaptiveMaxPool2dFuncOptions(1)).sizes() == Shape{2, 3, 1, 1});

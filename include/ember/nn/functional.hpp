@@ -87,9 +87,14 @@ BasicTensor<P> apply_dropout(const BasicTensor<P>& x, const Shape& mask_shape, d
 template <class P>
 BasicTensor<P> dropout(const BasicTensor<P>& x, double p = 0.5, bool training = true, bool inplace = false) {
   EMBER_CHECK(p >= 0 && p <= 1, "[dropout] p must be in [0, 1], got {}", p);
-  EMBER_CHECK(!training || x.is_floating_point(), "[dropout] needs a floating-point input, got {}", x.dtype());
+  // As PyTorch: p = 0 and p = 1 are defined for any dtype; scaling by 1 / (1 - p) is not.
+  EMBER_CHECK(!training || p == 0 || p == 1 || x.is_floating_point(),
+              "[dropout] with p = {} needs a floating-point input, got {}", p, x.dtype());
   if (!training || p == 0) return x;
-  if (p == 1) return inplace ? BasicTensor<P>(x).mul_(0.0) : x * 0.0;
+  if (p == 1) {
+    const Scalar zero = x.is_floating_point() ? Scalar(0.0) : Scalar(int64_t{0});  // keeps x's dtype
+    return inplace ? BasicTensor<P>(x).mul_(zero) : x * zero;
+  }
   return detail::apply_dropout(x, x.sizes(), p, inplace);
 }
 /// Zeroes whole channels (dim 1) of an (N, C, ...) input.

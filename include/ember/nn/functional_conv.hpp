@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -102,6 +103,16 @@ BasicTensor<P> im2col(const BasicTensor<P>& x, const ops::ConvGeometry& g) {
 template <class P>
 BasicTensor<P> col2im(const BasicTensor<P>& cols, const ops::ConvGeometry& g, const std::array<int64_t, 3>& spatial) {
   return BasicTensor<P>::wrap(dispatch<P>(ops::Col2Im{g, spatial}, cols.impl()));
+}
+
+/// The result of resizing an input with no elements (an empty batch or no channels; its
+/// spatial dims are not empty) to `shape`: empty too, but a view of x, so that autograd still
+/// connects them.
+template <class P>
+BasicTensor<P> resized_empty(const BasicTensor<P>& x, const Shape& shape, int nd) {
+  BasicTensor<P> corner = x;
+  for (int64_t d = x.dim() - nd; d < x.dim(); ++d) corner = corner.narrow(d, 0, 1);
+  return corner.expand(shape).contiguous();
 }
 
 /// (N, C, *spatial) input check; an unbatched (C, *spatial) input is given a batch of 1.
@@ -473,7 +484,11 @@ std::pair<BasicTensor<P>, BasicTensor<P>> max_pool_nd(const BasicTensor<P>& x, i
 }
 template <class P>
 BasicTensor<P> avg_pool_nd(const BasicTensor<P>& x, int nd, IntArgs kernel, IntArgs stride, IntArgs padding,
-                           bool ceil_mode, bool count_include_pad, const char* op) {
+                           bool ceil_mode, bool count_include_pad, const char* op,
+                           std::optional<int64_t> divisor_override = std::nullopt) {
+  // As PyTorch: any nonzero divisor (negative too) replaces the count; avg_pool1d has none.
+  EMBER_CHECK(!divisor_override || nd > 1, "[{}] has no divisor_override (got {})", op, *divisor_override);
+  EMBER_CHECK(!divisor_override || *divisor_override != 0, "[{}] divisor_override must not be 0", op);
   bool unbatched;
   BasicTensor<P> xb = batched(x, nd, op, unbatched);
   ops::ConvGeometry g = geometry(nd, kernel, stride, padding, {1}, op);
@@ -486,6 +501,12 @@ BasicTensor<P> avg_pool_nd(const BasicTensor<P>& x, int nd, IntArgs kernel, IntA
   BasicTensor<P> cols = im2col(xb, g);
   int64_t l = cols.size(2);
   BasicTensor<P> sum = cols.reshape({n, c, taps, l}).sum({2});
+  Shape s{n, c};
+  for (int d = 0; d < nd; ++d) s.push_back(g.out_size(d, xb.size(2 + d)));
+  if (divisor_override) {
+    BasicTensor<P> out = (sum / static_cast<double>(*divisor_override)).reshape(s);
+    return unbatched ? out.squeeze(0) : out;
+  }
   // Divisor per window: taps inside input + symmetric padding (count_include_pad) or inside the input only.
   BasicTensor<P> div;
   {
@@ -503,8 +524,6 @@ BasicTensor<P> avg_pool_nd(const BasicTensor<P>& x, int nd, IntArgs kernel, IntA
     }
     div = im2col(ones_img, gc).sum({1}).reshape({1, 1, l});
   }
-  Shape s{n, c};
-  for (int d = 0; d < nd; ++d) s.push_back(g.out_size(d, xb.size(2 + d)));
   BasicTensor<P> out = (sum / div).reshape(s);
   return unbatched ? out.squeeze(0) : out;
 }
@@ -553,13 +572,17 @@ BasicTensor<P> avg_pool1d(const BasicTensor<P>& x, IntArgs kernel, IntArgs strid
 }
 template <class P>
 BasicTensor<P> avg_pool2d(const BasicTensor<P>& x, IntArgs kernel, IntArgs stride = {}, IntArgs padding = {0},
-                          bool ceil_mode = false, bool count_include_pad = true) {
-  return detail::avg_pool_nd(x, 2, kernel, stride, padding, ceil_mode, count_include_pad, "avg_pool2d");
+                          bool ceil_mode = false, bool count_include_pad = true,
+                          std::optional<int64_t> divisor_override = std::nullopt) {
+  return detail::avg_pool_nd(x, 2, kernel, stride, padding, ceil_mode, count_include_pad, "avg_pool2d",
+                             divisor_override);
 }
 template <class P>
 BasicTensor<P> avg_pool3d(const BasicTensor<P>& x, IntArgs kernel, IntArgs stride = {}, IntArgs padding = {0},
-                          bool ceil_mode = false, bool count_include_pad = true) {
-  return detail::avg_pool_nd(x, 3, kernel, stride, padding, ceil_mode, count_include_pad, "avg_pool3d");
+                          bool ceil_mode = false, bool count_include_pad = true,
+                          std::optional<int64_t> divisor_override = std::nullopt) {
+  return detail::avg_pool_nd(x, 3, kernel, stride, padding, ceil_mode, count_include_pad, "avg_pool3d",
+                             divisor_override);
 }
 
 namespace detail {
@@ -667,8 +690,14 @@ BasicTensor<P> adaptive_max_pool_nd(const BasicTensor<P>& x, int nd, const IntAr
     in[d] = x.size(first + d);
     EMBER_CHECK(in[d] > 0, "[{}] input of shape {} has an empty spatial dim", op, x.sizes());
     even = even && in[d] % o[d] == 0;
-    cells_total *= o[d];
+    cells_total = ember::detail::checked_mul(cells_total, o[d], op);
   }
+  Shape shape = x.sizes();
+  for (int d = 0; d < nd; ++d) shape[static_cast<size_t>(first + d)] = o[d];
+  // An empty batch has nothing to pool; otherwise sizes beyond memory fail here, as an
+  // allocation, before the loop below runs once per output cell.
+  if (x.numel() == 0) return resized_empty(x, shape, nd);
+  (void)empty<P>(shape, TensorOptions(x.dtype()).device(x.device()));
   if (even) {
     IntArgs kernel;
     for (int d = 0; d < nd; ++d) kernel.push_back(in[d] / o[d]);
@@ -686,8 +715,6 @@ BasicTensor<P> adaptive_max_pool_nd(const BasicTensor<P>& x, int nd, const IntAr
     // PyTorch's kernel (amax would share it between ties, such as a ReLU's zeros).
     cells.push_back(window.flatten(first).max(-1).first);
   }
-  Shape shape = x.sizes();
-  for (int d = 0; d < nd; ++d) shape[static_cast<size_t>(first + d)] = o[d];
   return stack(cells, -1).reshape(shape);
 }
 }  // namespace detail

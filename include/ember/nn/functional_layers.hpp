@@ -183,17 +183,23 @@ BasicTensor<P> embedding_bag(const BasicTensor<P>& input, const BasicTensor<P>& 
               "[embedding_bag] include_last_offset is for 1-d input with offsets, got input of shape {}", input.sizes());
   const int64_t total = flat.numel();
   if (include_last_offset) starts.pop_back();  // it ends the last bag
+  // Every check before max_norm renormalises weight in place: a refused call changes nothing.
+  for (size_t b = 0; b < starts.size(); ++b) {
+    const int64_t s = starts[b], e = b + 1 < starts.size() ? starts[b + 1] : total;
+    EMBER_CHECK(s >= 0 && s <= e && e <= total, "[embedding_bag] offsets {} .. {} are out of range for {} indices", s,
+                e, total);
+  }
+  EMBER_CHECK(!per_sample_weights.defined() || per_sample_weights.sizes() == input.sizes(),
+              "[embedding_bag] per_sample_weights must have the input's shape {}, got {}", input.sizes(),
+              per_sample_weights.sizes());
+  EMBER_CHECK(!per_sample_weights.defined() || per_sample_weights.device() == weight.device(),
+              "[embedding_bag] per_sample_weights are on {}, weight on {}", per_sample_weights.device(), weight.device());
   std::vector<int64_t> host;
   if (max_norm || scale_grad_by_freq) host = detail::host_indices(flat);
   if (max_norm) detail::embedding_renorm_(weight, host, *max_norm, norm_type, "embedding_bag");
   BasicTensor<P> rows = index_select(weight, 0, flat);
   if (scale_grad_by_freq) rows = detail::scale_grad_by_freq(rows, host);
-  if (per_sample_weights.defined()) {
-    EMBER_CHECK(per_sample_weights.sizes() == input.sizes(),
-                "[embedding_bag] per_sample_weights must have the input's shape {}, got {}", input.sizes(),
-                per_sample_weights.sizes());
-    rows = rows * per_sample_weights.reshape({total, 1});
-  }
+  if (per_sample_weights.defined()) rows = rows * per_sample_weights.reshape({total, 1});
   BasicTensor<P> keep = padding_idx ? flat.ne(*padding_idx) : BasicTensor<P>();
   // Padding entries per bag (mean divides by the others; a max bag of padding only is 0),
   // counted on the host once, not with a tensor op and a sync per bag.
@@ -207,8 +213,6 @@ BasicTensor<P> embedding_bag(const BasicTensor<P>& input, const BasicTensor<P>& 
   std::vector<BasicTensor<P>> bags;
   for (size_t b = 0; b < starts.size(); ++b) {
     const int64_t s = starts[b], e = b + 1 < starts.size() ? starts[b + 1] : total;
-    EMBER_CHECK(s >= 0 && s <= e && e <= total, "[embedding_bag] offsets {} .. {} are out of range for {} indices", s,
-                e, total);
     BasicTensor<P> r = rows.narrow(0, s, e - s);
     if (keep.defined()) {
       BasicTensor<P> k = keep.narrow(0, s, e - s).unsqueeze(1);

@@ -9,6 +9,9 @@
 /// Where libtorch's FuncOptions are its module options, Ember's are too (MaxPool2dFuncOptions
 /// is PoolOptions). Each form forwards to the positional one, so both check alike.
 ///
+/// PoolOptions serves max and average pooling alike; a field that the pool lacks (dilation for
+/// average pooling, divisor_override for max pooling and avg_pool1d) is refused, not ignored.
+///
 /// Not offered, as Ember's layers lack them: sparse embedding gradients (sparse(true) is
 /// refused).
 
@@ -109,43 +112,52 @@ using AdaptiveMaxPool3dFuncOptions = AdaptiveMaxPool3dOptions;
 
 template <class P, std::same_as<PoolOptions> O>
 BasicTensor<P> max_pool1d(const BasicTensor<P>& x, const O& o) {
+  nn::detail::check_no_divisor_override(o, "max_pool1d");
   return max_pool1d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
 template <class P, std::same_as<PoolOptions> O>
 BasicTensor<P> max_pool2d(const BasicTensor<P>& x, const O& o) {
+  nn::detail::check_no_divisor_override(o, "max_pool2d");
   return max_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
 template <class P, std::same_as<PoolOptions> O>
 BasicTensor<P> max_pool3d(const BasicTensor<P>& x, const O& o) {
+  nn::detail::check_no_divisor_override(o, "max_pool3d");
   return max_pool3d(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
 template <class P, std::same_as<PoolOptions> O>
 std::pair<BasicTensor<P>, BasicTensor<P>> max_pool3d_with_indices(const BasicTensor<P>& x, const O& o) {
+  nn::detail::check_no_divisor_override(o, "max_pool3d_with_indices");
   return max_pool3d_with_indices(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
 template <class P, std::same_as<PoolOptions> O>
 std::pair<BasicTensor<P>, BasicTensor<P>> max_pool1d_with_indices(const BasicTensor<P>& x, const O& o) {
+  nn::detail::check_no_divisor_override(o, "max_pool1d_with_indices");
   return max_pool1d_with_indices(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
 template <class P, std::same_as<PoolOptions> O>
 std::pair<BasicTensor<P>, BasicTensor<P>> max_pool2d_with_indices(const BasicTensor<P>& x, const O& o) {
+  nn::detail::check_no_divisor_override(o, "max_pool2d_with_indices");
   return max_pool2d_with_indices(x, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode());
 }
 // Average pooling has no dilation: a PoolOptions dilation other than 1 is refused, not ignored.
 template <class P, std::same_as<PoolOptions> O>
 BasicTensor<P> avg_pool1d(const BasicTensor<P>& x, const O& o) {
   detail::check_no_dilation(o.dilation(), "avg_pool1d");
-  return avg_pool1d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
+  return detail::avg_pool_nd(x, 1, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad(),
+                             "avg_pool1d", o.divisor_override());
 }
 template <class P, std::same_as<PoolOptions> O>
 BasicTensor<P> avg_pool2d(const BasicTensor<P>& x, const O& o) {
   detail::check_no_dilation(o.dilation(), "avg_pool2d");
-  return avg_pool2d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
+  return detail::avg_pool_nd(x, 2, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad(),
+                             "avg_pool2d", o.divisor_override());
 }
 template <class P, std::same_as<PoolOptions> O>
 BasicTensor<P> avg_pool3d(const BasicTensor<P>& x, const O& o) {
   detail::check_no_dilation(o.dilation(), "avg_pool3d");
-  return avg_pool3d(x, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad());
+  return detail::avg_pool_nd(x, 3, o.kernel_size(), o.stride(), o.padding(), o.ceil_mode(), o.count_include_pad(),
+                             "avg_pool3d", o.divisor_override());
 }
 
 /// Resampling of (N, C, L), (N, C, H, W) or (N, C, D, H, W) to `size`, or by `scale_factor`

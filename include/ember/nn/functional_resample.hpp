@@ -261,13 +261,17 @@ BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_vi
   }
   EMBER_CHECK(scale_factor.empty() || scale_factor.size() == 1 || static_cast<int>(scale_factor.size()) == nd,
               "[interpolate] takes 1 or {} scale factors, got {}", nd, scale_factor.size());
-  // Sizes beyond memory fail here, as an allocation, before the host loops below run over
-  // them; the caching allocator hands the block on to the result.
-  {
-    Shape out_shape{x.size(0), x.size(1)};
-    for (int d = 0; d < nd; ++d) out_shape.push_back(o[d]);
-    (void)empty<P>(out_shape, TensorOptions(x.dtype()).device(x.device()));
-  }
+  // The source step is 1 / factor in float: it must be finite too.
+  for (double f : scale_factor)
+    EMBER_CHECK(f == 0 || (f > 0 && std::isfinite(f) && std::isfinite(static_cast<float>(1.0 / f))),
+                "[interpolate] scale factors must be 0 (none) or positive and finite, got {}", f);
+  Shape out_shape{x.size(0), x.size(1)};
+  for (int d = 0; d < nd; ++d) out_shape.push_back(o[d]);
+  // An input with no elements needs no taps; otherwise sizes beyond memory fail here, as an
+  // allocation, before the host loops below run over them (the caching allocator hands the
+  // block on to the result).
+  if (x.numel() == 0) return detail::resized_empty(x, out_shape, nd);
+  (void)empty<P>(out_shape, TensorOptions(x.dtype()).device(x.device()));
   if (mode == "area") {
     if (nd == 1) return adaptive_avg_pool1d(x, o[0]);
     if (nd == 2) return adaptive_avg_pool2d(x, {o[0], o[1]});
@@ -320,7 +324,7 @@ BasicTensor<P> interpolate_scaled(const BasicTensor<P>& x, const std::vector<dou
 template <class P>
 BasicTensor<P> pixel_shuffle(const BasicTensor<P>& x, int64_t r) {
   if (x.dim() == 3) return pixel_shuffle(x.unsqueeze(0), r).squeeze(0);  // unbatched (C r^2, H, W)
-  EMBER_CHECK(r > 0 && r < (int64_t{1} << 31), "[pixel_shuffle] upscale factor must be positive, got {}", r);
+  EMBER_CHECK(r > 0 && r < (int64_t{1} << 31), "[pixel_shuffle] upscale factor must be positive and below 2^31, got {}", r);
   EMBER_CHECK(x.dim() == 4 && x.size(1) % (r * r) == 0,
               "[pixel_shuffle] expects (N, C * {}^2, H, W) or (C * {}^2, H, W), got shape {}", r, r, x.sizes());
   int64_t n = x.size(0), c = x.size(1) / (r * r), h = x.size(2), w = x.size(3);

@@ -1,6 +1,7 @@
 #pragma once
-/// Conv1d/2d/3d, ConvTranspose1d/2d, MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d,
-/// AdaptiveMaxPool2d, BatchNorm1d/2d, GroupNorm, InstanceNorm2d, Upsample, PixelShuffle.
+/// Layers over 1, 2 or 3 spatial dims: Conv, ConvTranspose, MaxPool, AvgPool, AdaptiveAvgPool,
+/// AdaptiveMaxPool, BatchNorm and InstanceNorm (1d/2d/3d each); GroupNorm, Upsample,
+/// PixelShuffle.
 
 #include <ember/nn/functional_conv.hpp>
 #include <ember/nn/functional_resample.hpp>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -177,7 +179,16 @@ struct PoolOptions {
   EMBER_ARG(IntArgs, dilation) = {1};
   EMBER_ARG(bool, ceil_mode) = false;
   EMBER_ARG(bool, count_include_pad) = true;  ///< average pooling only
+  /// AvgPool2d/3d only: divide each window's sum by this instead of its element count.
+  EMBER_ARG(std::optional<int64_t>, divisor_override);
 };
+
+namespace detail {
+/// Max pooling has no divisor: PoolOptions' (shared with average pooling) must be unset.
+inline void check_no_divisor_override(const PoolOptions& o, const char* op) {
+  EMBER_CHECK(!o.divisor_override(), "[{}] has no divisor_override (got {})", op, *o.divisor_override());
+}
+}  // namespace detail
 // libtorch's per-layer names for the pooling options.
 using MaxPool1dOptions = PoolOptions;
 using MaxPool2dOptions = PoolOptions;
@@ -190,7 +201,9 @@ template <int ND, class P = DefaultPolicy>
 class BasicMaxPoolImpl : public Cloneable<BasicMaxPoolImpl<ND, P>, P> {
  public:
   explicit BasicMaxPoolImpl(const PoolOptions& o)
-      : Cloneable<BasicMaxPoolImpl<ND, P>, P>(nd_name<ND>({"MaxPool1d", "MaxPool2d", "MaxPool3d"})), options(o) {}
+      : Cloneable<BasicMaxPoolImpl<ND, P>, P>(nd_name<ND>({"MaxPool1d", "MaxPool2d", "MaxPool3d"})), options(o) {
+    detail::check_no_divisor_override(options, this->name().c_str());
+  }
   /// MaxPool2d(2), as in libtorch.
   explicit BasicMaxPoolImpl(IntArgs kernel_size) : BasicMaxPoolImpl(PoolOptions(std::move(kernel_size))) {}
   void reset() override {}
@@ -235,7 +248,8 @@ class BasicAvgPoolImpl : public Cloneable<BasicAvgPoolImpl<ND, P>, P> {
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) {
     return F::detail::avg_pool_nd(x, ND, options.kernel_size(), options.stride(), options.padding(),
-                                  options.ceil_mode(), options.count_include_pad(), this->name().c_str());
+                                  options.ceil_mode(), options.count_include_pad(), this->name().c_str(),
+                                  options.divisor_override());
   }
   PoolOptions options;
 };
