@@ -258,6 +258,36 @@ pool("adaptivemaxpool3d", "AdaptiveMaxPool3d", (1, 2, 5, 4, 7), output_size=[2, 
 pool("adaptivemaxpool3d_divisible", "AdaptiveMaxPool3d", (1, 1, 4, 6, 2), output_size=[2, 3, 1])
 pool("adaptivemaxpool2d", "AdaptiveMaxPool2d", (2, 2, 7, 5), output_size=[3, 2])
 pool("adaptivemaxpool2d_divisible", "AdaptiveMaxPool2d", (1, 2, 6, 4), output_size=[3, 2])
+pool("adaptivemaxpool1d_indices", "AdaptiveMaxPool1d", (2, 2, 9), output_size=4, return_indices=True)
+pool("adaptivemaxpool2d_indices", "AdaptiveMaxPool2d", (1, 2, 7, 5), output_size=[3, 2], return_indices=True)
+pool("adaptivemaxpool2d_indices_divisible", "AdaptiveMaxPool2d", (2, 1, 6, 4), output_size=[3, 2],
+     return_indices=True)
+pool("adaptivemaxpool3d_indices", "AdaptiveMaxPool3d", (1, 2, 5, 4, 3), output_size=[2, 3, 2], return_indices=True)
+
+
+def unpool(name, nd, shape, kernel_size, stride=None, padding=0, output_size=None):
+    """MaxUnpool{nd}d of a max pool's values and indices (the pool's input random)."""
+    typ = f"MaxUnpool{nd}d"
+    opts = dict(kernel_size=kernel_size, padding=padding)
+    if stride is not None:
+        opts["stride"] = stride
+    if output_size is not None:
+        opts["output_size"] = output_size
+
+    def inputs():
+        values, indices = getattr(F, f"max_pool{nd}d")(rn(*shape), kernel_size, stride, padding, return_indices=True)
+        return {"input": values, "indices": indices}
+
+    fwd = None if output_size is None else (lambda m, x, i: m(x, i, output_size=output_size))
+    case(name, typ, opts, lambda: getattr(nn, typ)(kernel_size, stride, padding), inputs, grads=["input"], fwd=fwd)
+
+
+unpool("maxunpool1d", 1, (2, 3, 8), 2)
+unpool("maxunpool1d_overlap", 1, (1, 2, 9), 3, stride=1)
+unpool("maxunpool2d", 2, (2, 2, 6, 4), 2)
+unpool("maxunpool2d_pad_output_size", 2, (1, 2, 7, 6), 3, stride=2, padding=1, output_size=[7, 6])
+unpool("maxunpool3d", 3, (1, 2, 4, 6, 4), [2, 3, 2])
+simple("pixelunshuffle", "PixelUnshuffle", dict(downscale_factor=2), lambda: nn.PixelUnshuffle(2), (2, 3, 4, 6))
 
 # Normalisation
 def norm_buffers(m):

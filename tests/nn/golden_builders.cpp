@@ -62,15 +62,29 @@ nn::PoolOptions pool_options(Opts& o, bool avg) {
   return po;
 }
 
+/// A max pool, calling forward_with_indices when the case asks for return_indices.
 template <class H>
-Built max_pool(Opts& o) {
-  H m(pool_options(o, false));
+Built with_indices(Opts& o, H m) {
   if (o.b("return_indices", false))
     return {m.ptr(), [m](Inputs& in) {
               auto [v, i] = m->forward_with_indices(in["input"]);
               return Outs{v, i};
             }};
   return one(m);
+}
+
+template <class H>
+Built max_pool(Opts& o) {
+  return with_indices(o, H(pool_options(o, false)));
+}
+
+template <class H>
+Built max_unpool(Opts& o) {
+  H m(nn::MaxUnpoolOptions(o.ints("kernel_size"))
+          .stride(o.ints("stride", IntArgs{}))
+          .padding(o.ints("padding", IntArgs{0})));
+  IntArgs output_size = o.ints("output_size", IntArgs{});
+  return {m.ptr(), [m, output_size](Inputs& in) { return Outs{m(in["input"], in["indices"], output_size)}; }};
 }
 
 nn::BatchNormOptions bn_options(Opts& o) {
@@ -191,9 +205,12 @@ std::map<std::string, Builder> make_builders() {
   b["AdaptiveAvgPool1d"] = [](Opts& o) { return one(nn::AdaptiveAvgPool1d(o.i("output_size"))); };
   b["AdaptiveAvgPool2d"] = [](Opts& o) { return one(nn::AdaptiveAvgPool2d(o.ints("output_size"))); };
   b["AdaptiveAvgPool3d"] = [](Opts& o) { return one(nn::AdaptiveAvgPool3d(o.ints("output_size"))); };
-  b["AdaptiveMaxPool2d"] = [](Opts& o) { return one(nn::AdaptiveMaxPool2d(o.ints("output_size"))); };
-  b["AdaptiveMaxPool1d"] = [](Opts& o) { return one(nn::AdaptiveMaxPool1d(o.i("output_size"))); };
-  b["AdaptiveMaxPool3d"] = [](Opts& o) { return one(nn::AdaptiveMaxPool3d(o.ints("output_size"))); };
+  b["AdaptiveMaxPool2d"] = [](Opts& o) { return with_indices(o, nn::AdaptiveMaxPool2d(o.ints("output_size"))); };
+  b["AdaptiveMaxPool1d"] = [](Opts& o) { return with_indices(o, nn::AdaptiveMaxPool1d(o.i("output_size"))); };
+  b["AdaptiveMaxPool3d"] = [](Opts& o) { return with_indices(o, nn::AdaptiveMaxPool3d(o.ints("output_size"))); };
+  b["MaxUnpool1d"] = max_unpool<nn::MaxUnpool1d>;
+  b["MaxUnpool2d"] = max_unpool<nn::MaxUnpool2d>;
+  b["MaxUnpool3d"] = max_unpool<nn::MaxUnpool3d>;
   // Normalisation
   b["BatchNorm1d"] = [](Opts& o) { return one(nn::BatchNorm1d(bn_options(o))); };
   b["BatchNorm2d"] = [](Opts& o) { return one(nn::BatchNorm2d(bn_options(o))); };
@@ -368,6 +385,7 @@ std::map<std::string, Builder> make_builders() {
     return Built{holder.ptr(), [f](Inputs& in) { return Outs{nn::F::interpolate(in["input"], f)}; }};
   };
   b["PixelShuffle"] = [](Opts& o) { return one(nn::PixelShuffle(o.i("upscale_factor"))); };
+  b["PixelUnshuffle"] = [](Opts& o) { return one(nn::PixelUnshuffle(o.i("downscale_factor"))); };
   // Activations and dropout
   b["ReLU"] = activation<nn::ReLU>();
   b["ReLU6"] = activation<nn::ReLU6>();

@@ -831,3 +831,66 @@ TEST_CASE("interpolate: modes for 1, 2 and 3 spatial dims, Upsample, and what ea
   CHECK_ERROR(F::adaptive_max_pool3d(zeros({1, 1, 2, 2, 2}), {int64_t{1} << 40, int64_t{1} << 40, 3}),
               "[adaptive_max_pool3d]", "overflows int64");
 }
+
+TEST_CASE("max_unpool inverts max_pool; adaptive max pooling's indices; pixel_unshuffle inverts pixel_shuffle") {
+  namespace F = nn::F;
+  manual_seed(31);
+  // Unpooling a max pool's output puts each maximum back where it was: where the input equals
+  // its unpooled self, the unpooled value is the input's, and everything else is 0.
+  Tensor x = randn({2, 3, 6, 8});
+  auto [v, i] = F::max_pool2d_with_indices(x, {2});
+  Tensor u = F::max_unpool2d(v, i, {2});
+  CHECK(u.sizes() == x.sizes());
+  CHECK(u.ne(0.0).sum().item<int64_t>() == v.numel());
+  CHECK(where(u.ne(0.0), u - x, zeros_like(x)).abs().amax().item<float>() == 0.0f);
+  CHECK(max_diff(F::max_pool2d(u, {2}), v) == 0.0);
+  // The module, the option form and unbatched input agree with the positional form.
+  nn::MaxUnpool2d unpool(nn::MaxUnpool2dOptions(2));
+  CHECK(max_diff(unpool(v, i), u) == 0.0);
+  CHECK(max_diff(F::max_unpool2d(v, i, F::MaxUnpool2dFuncOptions({2, 2}).stride({2})), u) == 0.0);
+  CHECK(max_diff(F::max_unpool2d(v.select(0, 1), i.select(0, 1), {2}), u.select(0, 1)) == 0.0);
+  CHECK(unpool->to_string().rfind("MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))", 0) == 0);
+  // output_size picks among the sizes a pool could have read: a 7-wide input pools to 3 too.
+  auto [v7, i7] = F::max_pool1d_with_indices(randn({1, 2, 7}), {2});
+  CHECK(F::max_unpool1d(v7, i7, {2}).sizes() == Shape{1, 2, 6});
+  CHECK(F::max_unpool1d(v7, i7, {2}, {}, {0}, {1, 2, 7}).sizes() == Shape{1, 2, 7});
+  CHECK_ERROR(F::max_unpool1d(v7, i7, {2}, {}, {0}, {8}), "[max_unpool1d]", "output size 8", "between 4 and 8");
+  CHECK_ERROR(F::max_unpool1d(v7, i7, {2}, {}, {0}, {6, 7}), "[max_unpool1d]", "output_size needs 1 or 3 values");
+  // Indices that fit no output position, or that do not match the values, are refused.
+  CHECK_ERROR(F::max_unpool2d(v, i + 100, {2}), "[max_unpool2d]", "out of range for an output plane of 48");
+  CHECK_ERROR(F::max_unpool2d(v, zeros_like(i) - 1, {2}), "[max_unpool2d]", "index -1 is out of range");
+  CHECK_ERROR(F::max_unpool2d(v, i.to(DType::I32), {2}), "[max_unpool2d]", "indices must be i64", "got i32");
+  CHECK_ERROR(F::max_unpool2d(v, i.narrow(3, 0, 2), {2}), "[max_unpool2d]", "of the input's shape [2, 3, 3, 4]");
+  CHECK_ERROR(F::max_unpool2d(v, Tensor(), {2}), "[max_unpool2d]", "got none");
+  CHECK_ERROR(F::max_unpool2d(v.to(DType::I64), i, {2}), "[max_unpool2d]", "floating-point input");
+  CHECK_ERROR(F::max_unpool2d(v, i, {0}), "[max_unpool2d]", "kernel");
+  CHECK_ERROR(nn::MaxUnpool3d(nn::MaxUnpool3dOptions({2, 2})), "[MaxUnpool3d]", "kernel_size");
+  // The gradient reads the unpooled positions back.
+  Tensor vg = v.clone().requires_grad_();
+  Tensor g = randn(u.sizes());
+  F::max_unpool2d(vg, i, {2}).backward(g);
+  CHECK(max_diff(vg.grad(), g.flatten(2).gather(2, i.flatten(2)).view(v.sizes())) == 0.0);
+
+  // Adaptive max pooling's indices, on windows of uneven size, name the maxima's positions.
+  Tensor y = randn({2, 2, 7, 5});
+  auto [av, ai] = F::adaptive_max_pool2d_with_indices(y, {3, 2});
+  CHECK(max_diff(av, F::adaptive_max_pool2d(y, {3, 2})) == 0.0);
+  CHECK(max_diff(y.flatten(2).gather(2, ai.flatten(2)).view(av.sizes()), av) == 0.0);
+  auto [mv, mi] = nn::AdaptiveMaxPool3d(nn::F::IntArgs{2, 1, 3})->forward_with_indices(randn({2, 5, 3, 7}));
+  CHECK(mi.sizes() == Shape{2, 2, 1, 3});
+  CHECK(mi.dtype() == DType::I64);
+  auto [ev, ei] = F::adaptive_max_pool1d_with_indices(zeros({0, 3, 5}), 2);
+  CHECK(ev.sizes() == Shape{0, 3, 2});
+  CHECK(ei.sizes() == Shape{0, 3, 2});
+
+  // pixel_unshuffle is pixel_shuffle's inverse.
+  Tensor img = randn({2, 3, 4, 6});
+  Tensor packed = F::pixel_unshuffle(img, 2);
+  CHECK(packed.sizes() == Shape{2, 12, 2, 3});
+  CHECK(max_diff(F::pixel_shuffle(packed, 2), img) == 0.0);
+  CHECK(max_diff(nn::PixelUnshuffle(2)(img.select(0, 0)), packed.select(0, 0)) == 0.0);
+  CHECK(max_diff(F::pixel_unshuffle(img, F::PixelUnshuffleFuncOptions(2)), packed) == 0.0);
+  CHECK(nn::PixelUnshuffle(2)->to_string().rfind("PixelUnshuffle(downscale_factor=2)", 0) == 0);
+  CHECK_ERROR(F::pixel_unshuffle(img, 4), "[pixel_unshuffle]", "got shape [2, 3, 4, 6]");
+  CHECK_ERROR(F::pixel_unshuffle(img, 0), "[pixel_unshuffle]", "must be positive");
+}

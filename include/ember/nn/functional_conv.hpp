@@ -675,9 +675,11 @@ BasicTensor<P> adaptive_avg_pool3d(const BasicTensor<P>& x, IntArgs out) {
 namespace detail {
 /// Adaptive max pooling over each output cell's window (start floor(i in / out), end
 /// ceil((i + 1) in / out) per dim): one max pool when every size divides evenly, else cell by
-/// cell.
+/// cell. With `want_indices`, also each maximum's flat position in its (N, C) plane, as
+/// max_pool's (what max_unpool reads).
 template <class P>
-BasicTensor<P> adaptive_max_pool_nd(const BasicTensor<P>& x, int nd, const IntArgs& out, const char* op) {
+std::pair<BasicTensor<P>, BasicTensor<P>> adaptive_max_pool_nd(const BasicTensor<P>& x, int nd, const IntArgs& out,
+                                                               bool want_indices, const char* op) {
   bool unbatched;
   batched(x, nd, op, unbatched);
   const auto o = expand_arg(out, nd, op, "output_size");
@@ -694,43 +696,72 @@ BasicTensor<P> adaptive_max_pool_nd(const BasicTensor<P>& x, int nd, const IntAr
   }
   Shape shape = x.sizes();
   for (int d = 0; d < nd; ++d) shape[static_cast<size_t>(first + d)] = o[d];
+  const TensorOptions index_options = TensorOptions(DType::I64).device(x.device());
   // An empty batch has nothing to pool; otherwise sizes beyond memory fail here, as an
   // allocation, before the loop below runs once per output cell.
-  if (x.numel() == 0) return resized_empty(x, shape, nd);
+  if (x.numel() == 0)
+    return {resized_empty(x, shape, nd), want_indices ? empty<P>(shape, index_options) : BasicTensor<P>()};
   (void)empty<P>(shape, TensorOptions(x.dtype()).device(x.device()));
   if (even) {
     IntArgs kernel;
     for (int d = 0; d < nd; ++d) kernel.push_back(in[d] / o[d]);
-    return max_pool_nd(x, nd, kernel, {}, {0}, {1}, false, false, op).first;
+    return max_pool_nd(x, nd, kernel, {}, {0}, {1}, false, want_indices, op);
   }
-  std::vector<BasicTensor<P>> cells;
+  // Each input position's flat index in its plane, windowed as the input: the map from a
+  // window's own flat index to the plane's.
+  BasicTensor<P> plane_index;
+  if (want_indices) {
+    Shape plane_shape(static_cast<size_t>(first), 1);
+    for (int d = 0; d < nd; ++d) plane_shape.push_back(in[d]);
+    plane_index = arange<P>(int64_t{0}, in[0] * in[1] * in[2], int64_t{1}, index_options).reshape(plane_shape);
+  }
+  std::vector<BasicTensor<P>> cells, cell_indices;
   for (int64_t cell = 0; cell < cells_total; ++cell) {
-    BasicTensor<P> window = x;
+    BasicTensor<P> window = x, window_index = plane_index;
     for (int64_t d = nd - 1, rest = cell; d >= 0; --d) {
       const int64_t i = rest % o[d], s = (i * in[d]) / o[d], e = ((i + 1) * in[d] + o[d] - 1) / o[d];
       rest /= o[d];
       window = window.narrow(first + d, s, e - s);
+      if (want_indices) window_index = window_index.narrow(first + d, s, e - s);
     }
     // max over the window with its index: the gradient goes to the first maximum, as
     // PyTorch's kernel (amax would share it between ties, such as a ReLU's zeros).
-    cells.push_back(window.flatten(first).max(-1).first);
+    auto [value, at] = window.flatten(first).max(-1);
+    cells.push_back(value);
+    if (want_indices)
+      cell_indices.push_back(index_select(window_index.reshape({-1}), 0, at.reshape({-1})).reshape(at.sizes()));
   }
-  return stack(cells, -1).reshape(shape);
+  return {stack(cells, -1).reshape(shape),
+          want_indices ? stack(cell_indices, -1).reshape(shape) : BasicTensor<P>()};
 }
 }  // namespace detail
 
 /// Adaptive max pooling: each output cell is the maximum of its window of the input.
 template <class P>
 BasicTensor<P> adaptive_max_pool1d(const BasicTensor<P>& x, int64_t out) {
-  return detail::adaptive_max_pool_nd(x, 1, out, "adaptive_max_pool1d");
+  return detail::adaptive_max_pool_nd(x, 1, out, false, "adaptive_max_pool1d").first;
 }
 template <class P>
 BasicTensor<P> adaptive_max_pool2d(const BasicTensor<P>& x, IntArgs out) {
-  return detail::adaptive_max_pool_nd(x, 2, out, "adaptive_max_pool2d");
+  return detail::adaptive_max_pool_nd(x, 2, out, false, "adaptive_max_pool2d").first;
 }
 template <class P>
 BasicTensor<P> adaptive_max_pool3d(const BasicTensor<P>& x, IntArgs out) {
-  return detail::adaptive_max_pool_nd(x, 3, out, "adaptive_max_pool3d");
+  return detail::adaptive_max_pool_nd(x, 3, out, false, "adaptive_max_pool3d").first;
+}
+/// (values, indices): each maximum's flat position in its (N, C) plane, as PyTorch's
+/// return_indices=True.
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> adaptive_max_pool1d_with_indices(const BasicTensor<P>& x, int64_t out) {
+  return detail::adaptive_max_pool_nd(x, 1, out, true, "adaptive_max_pool1d_with_indices");
+}
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> adaptive_max_pool2d_with_indices(const BasicTensor<P>& x, IntArgs out) {
+  return detail::adaptive_max_pool_nd(x, 2, out, true, "adaptive_max_pool2d_with_indices");
+}
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> adaptive_max_pool3d_with_indices(const BasicTensor<P>& x, IntArgs out) {
+  return detail::adaptive_max_pool_nd(x, 3, out, true, "adaptive_max_pool3d_with_indices");
 }
 
 // ---- normalisation over channels -------------------------------------------------------------

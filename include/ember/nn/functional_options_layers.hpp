@@ -210,6 +210,37 @@ BasicTensor<P> pixel_shuffle(const BasicTensor<P>& x, const O& o) {
   return pixel_shuffle(x, o.upscale_factor());
 }
 
+using PixelUnshuffleFuncOptions = PixelUnshuffleOptions;
+template <class P, std::same_as<PixelUnshuffleOptions> O>
+BasicTensor<P> pixel_unshuffle(const BasicTensor<P>& x, const O& o) {
+  return pixel_unshuffle(x, o.downscale_factor());
+}
+
+/// max_unpool's: the module's plus the output size (empty: the default).
+struct MaxUnpoolFuncOptions {
+  MaxUnpoolFuncOptions(IntArgs kernel_size) : kernel_size_(std::move(kernel_size)) {}  // NOLINT
+  MaxUnpoolFuncOptions(std::initializer_list<int64_t> kernel_size) : kernel_size_(kernel_size) {}  // NOLINT
+  EMBER_ARG(IntArgs, kernel_size);
+  EMBER_ARG(IntArgs, stride);  ///< empty: kernel_size
+  EMBER_ARG(IntArgs, padding) = {0};
+  EMBER_ARG(IntArgs, output_size);
+};
+using MaxUnpool1dFuncOptions = MaxUnpoolFuncOptions;
+using MaxUnpool2dFuncOptions = MaxUnpoolFuncOptions;
+using MaxUnpool3dFuncOptions = MaxUnpoolFuncOptions;
+template <class P, std::same_as<MaxUnpoolFuncOptions> O>
+BasicTensor<P> max_unpool1d(const BasicTensor<P>& x, const BasicTensor<P>& indices, const O& o) {
+  return max_unpool1d(x, indices, o.kernel_size(), o.stride(), o.padding(), o.output_size());
+}
+template <class P, std::same_as<MaxUnpoolFuncOptions> O>
+BasicTensor<P> max_unpool2d(const BasicTensor<P>& x, const BasicTensor<P>& indices, const O& o) {
+  return max_unpool2d(x, indices, o.kernel_size(), o.stride(), o.padding(), o.output_size());
+}
+template <class P, std::same_as<MaxUnpoolFuncOptions> O>
+BasicTensor<P> max_unpool3d(const BasicTensor<P>& x, const BasicTensor<P>& indices, const O& o) {
+  return max_unpool3d(x, indices, o.kernel_size(), o.stride(), o.padding(), o.output_size());
+}
+
 /// batch_norm's options besides the running statistics (positional, as libtorch's).
 struct BatchNormFuncOptions {
   EMBER_ARG(Tensor, weight);

@@ -1,7 +1,8 @@
 #pragma once
 /// nn::functional's resampling: interpolate over one, two or three spatial dims ((N, C, L),
 /// (N, C, H, W), (N, C, D, H, W)) in the modes nearest, nearest-exact, linear / bilinear /
-/// trilinear, bicubic and area, with antialias for bilinear and bicubic; and pixel_shuffle.
+/// trilinear, bicubic and area, with antialias for bilinear and bicubic; pixel_shuffle and
+/// pixel_unshuffle; max_unpool (max_pool's inverse).
 ///
 /// Source pixels and weights are PyTorch 1.13's (UpSample.h and UpSampleKernel.cpp), computed
 /// in the same precision (float for float32 and narrower inputs, double for double), so results
@@ -13,6 +14,7 @@
 #include <ember/nn/functional_conv.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string_view>
 #include <vector>
@@ -324,11 +326,110 @@ BasicTensor<P> interpolate_scaled(const BasicTensor<P>& x, const std::vector<dou
 template <class P>
 BasicTensor<P> pixel_shuffle(const BasicTensor<P>& x, int64_t r) {
   if (x.dim() == 3) return pixel_shuffle(x.unsqueeze(0), r).squeeze(0);  // unbatched (C r^2, H, W)
-  EMBER_CHECK(r > 0 && r < (int64_t{1} << 31), "[pixel_shuffle] upscale factor must be positive and below 2^31, got {}", r);
+  EMBER_CHECK(r > 0 && r < (int64_t{1} << 31), "[pixel_shuffle] upscale factor must be positive and below 2^31, got {}",
+              r);
   EMBER_CHECK(x.dim() == 4 && x.size(1) % (r * r) == 0,
               "[pixel_shuffle] expects (N, C * {}^2, H, W) or (C * {}^2, H, W), got shape {}", r, r, x.sizes());
   int64_t n = x.size(0), c = x.size(1) / (r * r), h = x.size(2), w = x.size(3);
   return x.reshape({n, c, r, r, h, w}).permute({0, 1, 4, 2, 5, 3}).reshape({n, c, h * r, w * r});
+}
+
+/// (N, C, H r, W r) -> (N, C r^2, H, W): pixel_shuffle's inverse.
+template <class P>
+BasicTensor<P> pixel_unshuffle(const BasicTensor<P>& x, int64_t r) {
+  if (x.dim() == 3) return pixel_unshuffle(x.unsqueeze(0), r).squeeze(0);  // unbatched (C, H r, W r)
+  EMBER_CHECK(r > 0 && r < (int64_t{1} << 31),
+              "[pixel_unshuffle] downscale factor must be positive and below 2^31, got {}", r);
+  EMBER_CHECK(x.dim() == 4 && x.size(2) % r == 0 && x.size(3) % r == 0,
+              "[pixel_unshuffle] expects (N, C, H * {}, W * {}) or (C, H * {}, W * {}), got shape {}", r, r, r, r,
+              x.sizes());
+  int64_t n = x.size(0), c = x.size(1), h = x.size(2) / r, w = x.size(3) / r;
+  return x.reshape({n, c, h, r, w, r}).permute({0, 1, 3, 5, 2, 4}).reshape({n, c * r * r, h, w});
+}
+
+namespace detail {
+/// max_unpool's output size per spatial dim: PyTorch's (in - 1) stride - 2 padding + kernel,
+/// or `output_size` (nd values, or nd + 2 of which the last nd count), which must lie strictly
+/// within one stride of it (the sizes a max pool with this geometry can have come from).
+inline std::array<int64_t, 3> unpool_size(const ops::ConvGeometry& g, const Shape& in, const IntArgs& output_size,
+                                          const char* op) {
+  const int nd = g.nd;
+  const size_t given = output_size.size();
+  EMBER_CHECK(given == 0 || given == static_cast<size_t>(nd) || given == static_cast<size_t>(nd) + 2,
+              "[{}] output_size needs {} or {} values, got {}", op, nd, nd + 2, given);
+  std::array<int64_t, 3> out{1, 1, 1};
+  for (int d = 0; d < nd; ++d) {
+    const int64_t i = in[in.size() - static_cast<size_t>(nd) + static_cast<size_t>(d)];
+    // kernel, stride and padding are below 2^31 (check_geometry); i is a tensor size.
+    const int64_t dflt = ember::detail::checked_add(ember::detail::checked_mul(i - 1, g.stride[d], op),
+                                                    g.kernel[d] - 2 * g.pad_before[d], op);
+    out[d] = dflt;
+    if (given != 0) {
+      const int64_t want = output_size[given - static_cast<size_t>(nd) + static_cast<size_t>(d)];
+      EMBER_CHECK(want > dflt - g.stride[d] && want < dflt + g.stride[d],
+                  "[{}] output size {} of spatial dim {} must be between {} and {} (exclusive) for input size {}", op,
+                  want, d, dflt - g.stride[d], dflt + g.stride[d], i);
+      out[d] = want;
+    }
+    EMBER_CHECK(out[d] > 0, "[{}] input size {} unpools to a non-positive size {} (kernel {}, stride {}, padding {})",
+                op, i, out[d], g.kernel[d], g.stride[d], g.pad_before[d]);
+  }
+  return out;
+}
+
+/// max_pool's inverse: each value goes to the position its index names in its (N, C) output
+/// plane (flat over the output's spatial dims, as max_pool's indices); everything else is 0.
+/// The gradient reads those positions back (scatter's, as PyTorch's).
+template <class P>
+BasicTensor<P> max_unpool_nd(const BasicTensor<P>& x, const BasicTensor<P>& indices, int nd, IntArgs kernel,
+                             IntArgs stride, IntArgs padding, const IntArgs& output_size, const char* op) {
+  bool unbatched;
+  BasicTensor<P> xb = batched(x, nd, op, unbatched);
+  EMBER_CHECK(is_floating(x.dtype()), "[{}] needs a floating-point input, got {}", op, x.dtype());
+  EMBER_CHECK(indices.defined() && indices.dtype() == DType::I64 && indices.sizes() == x.sizes(),
+              "[{}] indices must be i64 of the input's shape {}, got {} of shape {}", op, x.sizes(),
+              indices.defined() ? fmt::format("{}", indices.dtype()) : "none",
+              indices.defined() ? indices.sizes() : Shape{});
+  EMBER_CHECK(indices.device() == x.device(), "[{}] indices are on {}, the input on {}", op, indices.device(),
+              x.device());
+  const ops::ConvGeometry g = geometry(nd, kernel, stride, padding, {1}, op);
+  const auto o = unpool_size(g, xb.sizes(), output_size, op);
+  const int64_t n = xb.size(0), c = xb.size(1);
+  Shape out_shape{n, c};
+  int64_t plane = 1;
+  for (int d = 0; d < nd; ++d) {
+    out_shape.push_back(o[d]);
+    plane = ember::detail::checked_mul(plane, o[d], op);
+  }
+  BasicTensor<P> ib = (unbatched ? indices.unsqueeze(0) : indices).reshape({n, c, -1});
+  if (ib.numel() > 0) {
+    const int64_t lo = ib.amin().template item<int64_t>(), hi = ib.amax().template item<int64_t>();
+    EMBER_CHECK(lo >= 0 && hi < plane, "[{}] index {} is out of range for an output plane of {} elements (shape {})",
+                op, lo < 0 ? lo : hi, plane, out_shape);
+  }
+  BasicTensor<P> out = zeros<P>({n, c, plane}, TensorOptions(x.dtype()).device(x.device()))
+                           .scatter(2, ib, xb.reshape({n, c, -1}))
+                           .reshape(out_shape);
+  return unbatched ? out.squeeze(0) : out;
+}
+}  // namespace detail
+
+/// max_pool's inverse for (N, C, L) or (C, L) input and the indices that max_pool1d returned
+/// with it; the output has size (L - 1) stride - 2 padding + kernel, or output_size.
+template <class P>
+BasicTensor<P> max_unpool1d(const BasicTensor<P>& x, const BasicTensor<P>& indices, IntArgs kernel,
+                            IntArgs stride = {}, IntArgs padding = {0}, const IntArgs& output_size = {}) {
+  return detail::max_unpool_nd(x, indices, 1, kernel, stride, padding, output_size, "max_unpool1d");
+}
+template <class P>
+BasicTensor<P> max_unpool2d(const BasicTensor<P>& x, const BasicTensor<P>& indices, IntArgs kernel,
+                            IntArgs stride = {}, IntArgs padding = {0}, const IntArgs& output_size = {}) {
+  return detail::max_unpool_nd(x, indices, 2, kernel, stride, padding, output_size, "max_unpool2d");
+}
+template <class P>
+BasicTensor<P> max_unpool3d(const BasicTensor<P>& x, const BasicTensor<P>& indices, IntArgs kernel,
+                            IntArgs stride = {}, IntArgs padding = {0}, const IntArgs& output_size = {}) {
+  return detail::max_unpool_nd(x, indices, 3, kernel, stride, padding, output_size, "max_unpool3d");
 }
 
 }  // namespace ember::nn::functional

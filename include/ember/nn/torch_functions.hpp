@@ -68,6 +68,7 @@ using nn::functional::max_pool3d_with_indices;
 using nn::functional::mse_loss;
 using nn::functional::pairwise_distance;
 using nn::functional::pixel_shuffle;
+using nn::functional::pixel_unshuffle;
 using nn::functional::prelu;
 using nn::functional::rrelu;
 using nn::functional::smooth_l1_loss;

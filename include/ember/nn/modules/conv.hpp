@@ -1,7 +1,7 @@
 #pragma once
 /// Layers over 1, 2 or 3 spatial dims: Conv, ConvTranspose, MaxPool, AvgPool, AdaptiveAvgPool,
-/// AdaptiveMaxPool, BatchNorm and InstanceNorm (1d/2d/3d each); GroupNorm, Upsample,
-/// PixelShuffle.
+/// AdaptiveMaxPool, MaxUnpool, BatchNorm and InstanceNorm (1d/2d/3d each); GroupNorm, Upsample,
+/// PixelShuffle, PixelUnshuffle.
 
 #include <ember/nn/functional_conv.hpp>
 #include <ember/nn/functional_resample.hpp>
@@ -281,10 +281,17 @@ class BasicAdaptivePoolImpl : public Cloneable<BasicAdaptivePoolImpl<ND, Max, P>
   }
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) {
-    if constexpr (Max) return F::detail::adaptive_max_pool_nd(x, ND, output_size, this->name().c_str());
+    if constexpr (Max) return F::detail::adaptive_max_pool_nd(x, ND, output_size, false, this->name().c_str()).first;
     else if constexpr (ND == 1) return F::adaptive_avg_pool1d(x, output_size[0]);
     else if constexpr (ND == 2) return F::adaptive_avg_pool2d(x, output_size);
     else return F::adaptive_avg_pool3d(x, output_size);
+  }
+  /// (values, indices) as PyTorch's return_indices=True: each maximum's flat position in its
+  /// (N, C) plane (AdaptiveMaxPool only).
+  std::pair<BasicTensor<P>, BasicTensor<P>> forward_with_indices(const BasicTensor<P>& x)
+    requires Max
+  {
+    return F::detail::adaptive_max_pool_nd(x, ND, output_size, true, this->name().c_str());
   }
   std::string extra_repr() const override {
     if (ND == 1) return fmt::format("output_size={}", output_size[0]);
@@ -571,5 +578,69 @@ class BasicPixelShuffleImpl : public Cloneable<BasicPixelShuffleImpl<P>, P> {
 };
 using PixelShuffleImpl = BasicPixelShuffleImpl<>;
 EMBER_MODULE(PixelShuffle);
+
+struct PixelUnshuffleOptions {
+  explicit PixelUnshuffleOptions(int64_t downscale_factor) : downscale_factor_(downscale_factor) {}
+  EMBER_ARG(int64_t, downscale_factor);
+};
+
+template <class P = DefaultPolicy>
+class BasicPixelUnshuffleImpl : public Cloneable<BasicPixelUnshuffleImpl<P>, P> {
+ public:
+  explicit BasicPixelUnshuffleImpl(int64_t r)
+      : Cloneable<BasicPixelUnshuffleImpl<P>, P>("PixelUnshuffle"), downscale_factor(r) {}
+  explicit BasicPixelUnshuffleImpl(const PixelUnshuffleOptions& o) : BasicPixelUnshuffleImpl(o.downscale_factor()) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return F::pixel_unshuffle(x, downscale_factor); }
+  std::string extra_repr() const override { return fmt::format("downscale_factor={}", downscale_factor); }
+  int64_t downscale_factor;
+};
+using PixelUnshuffleImpl = BasicPixelUnshuffleImpl<>;
+EMBER_MODULE(PixelUnshuffle);
+
+struct MaxUnpoolOptions {
+  MaxUnpoolOptions(IntArgs kernel_size) : kernel_size_(std::move(kernel_size)) {}  // NOLINT
+  MaxUnpoolOptions(std::initializer_list<int64_t> kernel_size) : kernel_size_(kernel_size) {}  // NOLINT
+  EMBER_ARG(IntArgs, kernel_size);
+  EMBER_ARG(IntArgs, stride);  ///< empty: kernel_size
+  EMBER_ARG(IntArgs, padding) = {0};
+};
+// libtorch's per-layer names.
+using MaxUnpool1dOptions = MaxUnpoolOptions;
+using MaxUnpool2dOptions = MaxUnpoolOptions;
+using MaxUnpool3dOptions = MaxUnpoolOptions;
+
+/// MaxUnpool1d/2d/3d: a max pool's inverse, given the pool's output and indices; every
+/// position that held no maximum is 0.
+template <int ND, class P = DefaultPolicy>
+class BasicMaxUnpoolImpl : public Cloneable<BasicMaxUnpoolImpl<ND, P>, P> {
+ public:
+  explicit BasicMaxUnpoolImpl(const MaxUnpoolOptions& o)
+      : Cloneable<BasicMaxUnpoolImpl<ND, P>, P>(nd_name<ND>({"MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"})),
+        options(o) {
+    (void)F::detail::geometry(ND, options.kernel_size(), options.stride(), options.padding(), {1},
+                              this->name().c_str());
+  }
+  explicit BasicMaxUnpoolImpl(IntArgs kernel_size) : BasicMaxUnpoolImpl(MaxUnpoolOptions(std::move(kernel_size))) {}
+  void reset() override {}
+  /// `output_size` (ND values, or ND + 2 of which the last ND count) picks among the sizes the
+  /// pooled input may have had, as PyTorch's.
+  BasicTensor<P> forward(const BasicTensor<P>& x, const BasicTensor<P>& indices, const IntArgs& output_size = {}) {
+    return F::detail::max_unpool_nd(x, indices, ND, options.kernel_size(), options.stride(), options.padding(),
+                                    output_size, this->name().c_str());
+  }
+  std::string extra_repr() const override {
+    IntArgs st = options.stride().empty() ? options.kernel_size() : options.stride();
+    return fmt::format("kernel_size={}, stride={}, padding={}", repr_args(options.kernel_size(), ND),
+                       repr_args(st, ND), repr_args(options.padding(), ND));
+  }
+  MaxUnpoolOptions options;
+};
+using MaxUnpool1dImpl = BasicMaxUnpoolImpl<1>;
+using MaxUnpool2dImpl = BasicMaxUnpoolImpl<2>;
+using MaxUnpool3dImpl = BasicMaxUnpoolImpl<3>;
+EMBER_MODULE(MaxUnpool1d);
+EMBER_MODULE(MaxUnpool2d);
+EMBER_MODULE(MaxUnpool3d);
 
 }  // namespace ember::nn
