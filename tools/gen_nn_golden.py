@@ -289,6 +289,51 @@ unpool("maxunpool2d_pad_output_size", 2, (1, 2, 7, 6), 3, stride=2, padding=1, o
 unpool("maxunpool3d", 3, (1, 2, 4, 6, 4), [2, 3, 2])
 simple("pixelunshuffle", "PixelUnshuffle", dict(downscale_factor=2), lambda: nn.PixelUnshuffle(2), (2, 3, 4, 6))
 
+
+# Padding layers (torch 1.13 has no CircularPad*d, ZeroPad1d or ZeroPad3d: F.pad is their reference)
+class PadRef(nn.Module):
+    def __init__(self, padding, mode, value=0.0):
+        super().__init__()
+        self.padding, self.mode, self.value = padding, mode, value
+
+    def forward(self, x):
+        return F.pad(x, self.padding, mode=self.mode, value=self.value) if self.mode == "constant" else \
+            F.pad(x, self.padding, mode=self.mode)
+
+
+def padding(name, typ, shape, pad, make, value=None):
+    opts = dict(padding=pad) if value is None else dict(padding=pad, value=value)
+    simple(name, typ, opts, make, shape)
+
+
+padding("reflectionpad1d", "ReflectionPad1d", (2, 3, 6), [2, 3], lambda: nn.ReflectionPad1d((2, 3)))
+padding("reflectionpad2d", "ReflectionPad2d", (1, 2, 4, 5), [1, 2, 3, 0], lambda: nn.ReflectionPad2d((1, 2, 3, 0)))
+padding("reflectionpad2d_unbatched", "ReflectionPad2d", (2, 4, 4), [2], lambda: nn.ReflectionPad2d(2))
+padding("reflectionpad3d", "ReflectionPad3d", (1, 1, 3, 4, 3), [1, 1, 2, 0, 1, 2], lambda: nn.ReflectionPad3d((1, 1, 2, 0, 1, 2)))
+padding("replicationpad1d", "ReplicationPad1d", (2, 2, 4), [3, 1], lambda: nn.ReplicationPad1d((3, 1)))
+padding("replicationpad2d", "ReplicationPad2d", (1, 2, 3, 3), [2, 0, 1, 4], lambda: nn.ReplicationPad2d((2, 0, 1, 4)))
+padding("replicationpad3d", "ReplicationPad3d", (1, 1, 2, 3, 2), [1], lambda: nn.ReplicationPad3d(1))
+padding("zeropad2d", "ZeroPad2d", (1, 2, 3, 3), [1, 2, 0, 3], lambda: nn.ZeroPad2d((1, 2, 0, 3)))
+padding("zeropad1d", "ZeroPad1d", (2, 3, 4), [2, 1], lambda: PadRef((2, 1), "constant"))
+padding("zeropad3d_crop", "ZeroPad3d", (1, 1, 3, 3, 4), [1, -1, 0, 2, -1, 1], lambda: PadRef((1, -1, 0, 2, -1, 1), "constant"))
+padding("constantpad1d", "ConstantPad1d", (2, 3, 4), [2], lambda: nn.ConstantPad1d(2, 3.5), value=3.5)
+padding("constantpad2d", "ConstantPad2d", (1, 2, 3, 3), [1, 0, 2, 1], lambda: nn.ConstantPad2d((1, 0, 2, 1), -1.25),
+        value=-1.25)
+padding("constantpad3d", "ConstantPad3d", (1, 2, 2, 2, 2), [1, 1, 0, 1, 1, 0], lambda: nn.ConstantPad3d((1, 1, 0, 1, 1, 0), 2.0),
+        value=2.0)
+padding("circularpad1d", "CircularPad1d", (2, 2, 5), [2, 3], lambda: PadRef((2, 3), "circular"))
+padding("circularpad2d", "CircularPad2d", (1, 2, 3, 4), [1, 2, 2, 1], lambda: PadRef((1, 2, 2, 1), "circular"))
+padding("circularpad3d", "CircularPad3d", (1, 1, 3, 2, 3), [1, 1, 1, 0, 2, 1], lambda: PadRef((1, 1, 1, 0, 2, 1), "circular"))
+
+# Sliding blocks
+simple("unfold", "Unfold", dict(kernel_size=[2, 3]), lambda: nn.Unfold((2, 3)), (2, 3, 4, 5))
+simple("unfold_dilation_padding_stride", "Unfold", dict(kernel_size=3, dilation=[1, 2], padding=1, stride=[2, 1]),
+       lambda: nn.Unfold(3, dilation=(1, 2), padding=1, stride=(2, 1)), (1, 2, 6, 7))
+simple("fold", "Fold", dict(output_size=[4, 5], kernel_size=[2, 3]), lambda: nn.Fold((4, 5), (2, 3)), (2, 18, 9))
+simple("fold_overlap_dilation_padding_stride", "Fold",
+       dict(output_size=[6, 7], kernel_size=3, dilation=[1, 2], padding=1, stride=[2, 1]),
+       lambda: nn.Fold((6, 7), 3, dilation=(1, 2), padding=1, stride=(2, 1)), (1, 18, 15))
+
 # Normalisation
 def norm_buffers(m):
     """Random running statistics (variance positive) so that eval mode is a real test."""

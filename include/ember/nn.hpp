@@ -7,6 +7,7 @@
 #include <ember/nn/functional.hpp>
 #include <ember/nn/functional_activation.hpp>
 #include <ember/nn/functional_conv.hpp>
+#include <ember/nn/functional_fold.hpp>
 #include <ember/nn/functional_resample.hpp>
 #include <ember/nn/functional_layers.hpp>
 #include <ember/nn/functional_options.hpp>
@@ -16,9 +17,11 @@
 #include <ember/nn/modules/container.hpp>
 #include <ember/nn/modules/conv.hpp>
 #include <ember/nn/modules/distance.hpp>
+#include <ember/nn/modules/fold.hpp>
 #include <ember/nn/modules/layers.hpp>
 #include <ember/nn/modules/linear.hpp>
 #include <ember/nn/modules/loss.hpp>
+#include <ember/nn/modules/padding.hpp>
 #include <ember/nn/modules/rnn.hpp>
 #include <ember/nn/modules/transformer.hpp>
 #include <ember/nn/torch_functions.hpp>

@@ -62,6 +62,30 @@ nn::PoolOptions pool_options(Opts& o, bool avg) {
   return po;
 }
 
+template <class H>
+Built padding_layer(Opts& o) {
+  return one(H(nn::PaddingOptions(o.ints("padding")).value(o.d("value", 0.0))));
+}
+
+template <class Map>
+void add_padding_layers(Map& b) {
+  b["ReflectionPad1d"] = padding_layer<nn::ReflectionPad1d>;
+  b["ReflectionPad2d"] = padding_layer<nn::ReflectionPad2d>;
+  b["ReflectionPad3d"] = padding_layer<nn::ReflectionPad3d>;
+  b["ReplicationPad1d"] = padding_layer<nn::ReplicationPad1d>;
+  b["ReplicationPad2d"] = padding_layer<nn::ReplicationPad2d>;
+  b["ReplicationPad3d"] = padding_layer<nn::ReplicationPad3d>;
+  b["CircularPad1d"] = padding_layer<nn::CircularPad1d>;
+  b["CircularPad2d"] = padding_layer<nn::CircularPad2d>;
+  b["CircularPad3d"] = padding_layer<nn::CircularPad3d>;
+  b["ZeroPad1d"] = padding_layer<nn::ZeroPad1d>;
+  b["ZeroPad2d"] = padding_layer<nn::ZeroPad2d>;
+  b["ZeroPad3d"] = padding_layer<nn::ZeroPad3d>;
+  b["ConstantPad1d"] = padding_layer<nn::ConstantPad1d>;
+  b["ConstantPad2d"] = padding_layer<nn::ConstantPad2d>;
+  b["ConstantPad3d"] = padding_layer<nn::ConstantPad3d>;
+}
+
 /// A max pool, calling forward_with_indices when the case asks for return_indices.
 template <class H>
 Built with_indices(Opts& o, H m) {
@@ -386,6 +410,19 @@ std::map<std::string, Builder> make_builders() {
   };
   b["PixelShuffle"] = [](Opts& o) { return one(nn::PixelShuffle(o.i("upscale_factor"))); };
   b["PixelUnshuffle"] = [](Opts& o) { return one(nn::PixelUnshuffle(o.i("downscale_factor"))); };
+  b["Unfold"] = [](Opts& o) {
+    return one(nn::Unfold(nn::UnfoldOptions(o.ints("kernel_size"))
+                              .dilation(o.ints("dilation", IntArgs{1}))
+                              .padding(o.ints("padding", IntArgs{0}))
+                              .stride(o.ints("stride", IntArgs{1}))));
+  };
+  b["Fold"] = [](Opts& o) {
+    return one(nn::Fold(nn::FoldOptions(o.ints("output_size"), o.ints("kernel_size"))
+                            .dilation(o.ints("dilation", IntArgs{1}))
+                            .padding(o.ints("padding", IntArgs{0}))
+                            .stride(o.ints("stride", IntArgs{1}))));
+  };
+  add_padding_layers(b);
   // Activations and dropout
   b["ReLU"] = activation<nn::ReLU>();
   b["ReLU6"] = activation<nn::ReLU6>();

@@ -18,7 +18,9 @@
 #include <ember/nn/functional_conv.hpp>
 #include <ember/nn/functional_layers.hpp>
 #include <ember/nn/functional_resample.hpp>
+#include <ember/nn/functional_fold.hpp>
 #include <ember/nn/modules/conv.hpp>
+#include <ember/nn/modules/fold.hpp>
 #include <ember/nn/options.hpp>
 
 #include <concepts>
@@ -239,6 +241,17 @@ BasicTensor<P> max_unpool2d(const BasicTensor<P>& x, const BasicTensor<P>& indic
 template <class P, std::same_as<MaxUnpoolFuncOptions> O>
 BasicTensor<P> max_unpool3d(const BasicTensor<P>& x, const BasicTensor<P>& indices, const O& o) {
   return max_unpool3d(x, indices, o.kernel_size(), o.stride(), o.padding(), o.output_size());
+}
+
+using UnfoldFuncOptions = UnfoldOptions;
+template <class P, std::same_as<UnfoldOptions> O>
+BasicTensor<P> unfold(const BasicTensor<P>& x, const O& o) {
+  return unfold(x, o.kernel_size(), o.dilation(), o.padding(), o.stride());
+}
+using FoldFuncOptions = FoldOptions;
+template <class P, std::same_as<FoldOptions> O>
+BasicTensor<P> fold(const BasicTensor<P>& x, const O& o) {
+  return fold(x, o.output_size(), o.kernel_size(), o.dilation(), o.padding(), o.stride());
 }
 
 /// batch_norm's options besides the running statistics (positional, as libtorch's).

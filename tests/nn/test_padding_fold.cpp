@@ -1,0 +1,88 @@
+// The padding layers and Fold/Unfold: what the golden cases (tests/data/nn_golden) do not
+// show: option forms, reprs, round trips against convolution, and every refusal.
+#include <doctest/doctest.h>
+#include "../error_text.hpp"
+#include <ember/nn.hpp>
+
+#include <string>
+
+using namespace ember;
+
+namespace {
+double max_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  return (a.to(DType::F64) - b.to(DType::F64)).abs().amax().item<double>();
+}
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+}  // namespace
+
+TEST_CASE("padding layers: F::pad with their mode, one number or two per dim, batched or not") {
+  namespace F = nn::F;
+  manual_seed(5);
+  Tensor x = randn({2, 3, 4, 5});
+  CHECK(max_diff(nn::ReflectionPad2d(2)(x), ember::pad(x, {2, 2, 2, 2}, "reflect")) == 0.0);
+  CHECK(max_diff(nn::ReplicationPad2d(nn::ReplicationPad2dOptions({1, 0, 2, 3}))(x),
+                 ember::pad(x, {1, 0, 2, 3}, "replicate")) == 0.0);
+  CHECK(max_diff(nn::CircularPad1d(nn::CircularPad1dOptions({2, 1}))(x.select(0, 0)),
+                 ember::pad(x.select(0, 0), {2, 1}, "circular")) == 0.0);
+  CHECK(max_diff(nn::ConstantPad3d(nn::ConstantPad3dOptions({1}, 2.5))(x), ember::pad(x, {1, 1, 1, 1, 1, 1}, "constant", 2.5)) ==
+        0.0);
+  CHECK(max_diff(nn::ZeroPad2d(1)(x), ember::pad(x, {1, 1, 1, 1})) == 0.0);
+  CHECK(nn::ZeroPad2d(1)->padding == std::vector<int64_t>{1, 1, 1, 1});
+  CHECK(starts_with(nn::ReflectionPad2d(nn::ReflectionPad2dOptions({1, 2, 3, 4}))->to_string(),
+                    "ReflectionPad2d((1, 2, 3, 4))"));
+  CHECK(starts_with(nn::ConstantPad1d(nn::ConstantPad1dOptions({1, 2}, 3.5))->to_string(),
+                    "ConstantPad1d(padding=(1, 2), value=3.5)"));
+  // Gradients reach the input through the padding's index maps.
+  Tensor xg = x.clone().requires_grad_();
+  nn::ReflectionPad2d(1)(xg).sum().backward();
+  CHECK(xg.grad().sum().item<double>() == doctest::Approx(2.0 * 3 * 6 * 7));
+
+  CHECK_ERROR(nn::ReflectionPad2d(nn::ReflectionPad2dOptions({1, 2, 3})), "[ReflectionPad2d]", "1 or 4 values",
+              "got 3");
+  CHECK_ERROR(nn::ReflectionPad1d(nn::ReflectionPad1dOptions({1, 1}).value(2)), "[ReflectionPad1d]",
+              "takes no value");
+  CHECK_ERROR(nn::ReflectionPad2d(2)(x.flatten(0, 2)), "[ReflectionPad2d]", "3-d or 4-d input", "[24, 5]");
+  CHECK_ERROR(nn::ReflectionPad2d(4)(x), "[pad]", "reflect padding", "must be smaller than dim");
+  CHECK_ERROR(nn::ReplicationPad3d(1)(x.narrow(2, 0, 0)), "[pad]", "empty dim");
+}
+
+TEST_CASE("unfold and fold: sliding blocks as columns, convolution as a product, fold as unfold's adjoint") {
+  namespace F = nn::F;
+  manual_seed(6);
+  Tensor x = randn({2, 3, 6, 7}, DType::F64), w = randn({4, 3, 3, 2}, DType::F64);
+  // A convolution is the weight times the unfolded input.
+  Tensor cols = F::unfold(x, {3, 2}, {2, 1}, {1, 0}, {1, 2});
+  Tensor conv = F::conv2d(x, w, {}, {1, 2}, {1, 0}, {2, 1});
+  Tensor via_cols = w.reshape({4, -1}).matmul(cols).view(conv.sizes());
+  CHECK(max_diff(via_cols, conv) < 1e-12);
+  CHECK(max_diff(nn::Unfold(nn::UnfoldOptions({3, 2}).dilation({2, 1}).padding({1, 0}).stride({1, 2}))(x), cols) == 0.0);
+  CHECK(max_diff(F::unfold(x, F::UnfoldFuncOptions({3, 2}).dilation({2, 1}).padding({1, 0}).stride({1, 2})), cols) ==
+        0.0);
+  CHECK(max_diff(F::unfold(x.select(0, 1), {3, 2}, {2, 1}, {1, 0}, {1, 2}), cols.select(0, 1)) == 0.0);
+  // fold is unfold's adjoint: <unfold(x), c> = <x, fold(c)>.
+  Tensor c = randn(cols.sizes(), DType::F64);
+  Tensor folded = F::fold(c, {6, 7}, {3, 2}, {2, 1}, {1, 0}, {1, 2});
+  CHECK((cols * c).sum().item<double>() == doctest::Approx((x * folded).sum().item<double>()).epsilon(1e-12));
+  CHECK(max_diff(nn::Fold(nn::FoldOptions({6, 7}, {3, 2}).dilation({2, 1}).padding({1, 0}).stride({1, 2}))(c),
+                 folded) == 0.0);
+  CHECK(max_diff(F::fold(c.select(0, 0), F::FoldFuncOptions({6, 7}, {3, 2}).dilation({2, 1}).padding({1, 0}).stride({1, 2})),
+                 folded.select(0, 0)) == 0.0);
+  // Non-overlapping blocks: fold(unfold(x)) is x.
+  CHECK(max_diff(F::fold(F::unfold(x, {2, 7}, {1}, {0}, {2, 7}), {6, 7}, {2, 7}, {1}, {0}, {2, 7}), x) == 0.0);
+  CHECK(starts_with(nn::Unfold(nn::UnfoldOptions({2, 3}))->to_string(),
+                    "Unfold(kernel_size=(2, 3), dilation=1, padding=0, stride=1)"));
+  CHECK(starts_with(nn::Fold(nn::FoldOptions({4, 5}, {2}))->to_string(),
+                    "Fold(output_size=(4, 5), kernel_size=2, dilation=1, padding=0, stride=1)"));
+
+  CHECK_ERROR(F::unfold(x.flatten(0, 2), {2}), "[unfold]", "(N, C, H, W) or (C, H, W)", "[36, 7]");
+  CHECK_ERROR(F::unfold(x, {7}), "[unfold]", "no block positions");
+  CHECK_ERROR(F::unfold(x.to(DType::I32), {2}), "[unfold]", "f32 and f64", "i32");
+  CHECK_ERROR(F::unfold(x, {2, 2, 2}), "[unfold]", "kernel_size needs 1 or 2 values");
+  CHECK_ERROR(F::fold(c, {6, 8}, {3, 2}, {2, 1}, {1, 0}, {1, 2}), "[fold]", "block positions", "has 12");
+  CHECK_ERROR(F::fold(c.narrow(1, 0, 5), {6, 7}, {3, 2}, {2, 1}, {1, 0}, {1, 2}), "[fold]", "not a multiple",
+              "6 taps");
+  CHECK_ERROR(F::fold(c.flatten(), {6, 7}, {3, 2}), "[fold]", "(N, C * kernel taps, L)");
+  CHECK_ERROR(F::fold(c, {0, 7}, {3, 2}), "[fold]", "output_size must be positive");
+  CHECK_ERROR(nn::Fold(nn::FoldOptions({4, 5, 6}, {2})), "[Fold]", "output_size needs 1 or 2 values");
+}
