@@ -779,6 +779,71 @@ loss("ctc_none_zero_infinity", "CTCLoss", dict(reduction="none", zero_infinity=1
      lambda: {"logits": rn(4, 2, 4), "targets": torch.tensor([[1, 1, 2], [2, 3, 0]]),
               "input_lengths": torch.tensor([4, 1]), "target_lengths": torch.tensor([3, 2])}, fwd=ctc_fwd)
 
+# Margin, multi-label and likelihood losses
+def signs(*shape):
+    return torch.randint(0, 2, shape).to(F64) * 2 - 1
+
+
+def cosine_distance(a, b):
+    return 1.0 - F.cosine_similarity(a, b)
+
+
+loss("softmargin", "SoftMarginLoss", {}, lambda: nn.SoftMarginLoss(),
+     lambda: {"input": rn(3, 4, scale=2.0), "target": signs(3, 4)})
+loss("softmargin_none", "SoftMarginLoss", dict(reduction="none"), lambda: nn.SoftMarginLoss(reduction="none"),
+     lambda: {"input": rn(5), "target": signs(5)})
+loss("hingeembedding", "HingeEmbeddingLoss", dict(margin=0.5), lambda: nn.HingeEmbeddingLoss(margin=0.5),
+     lambda: {"input": rn(3, 4), "target": signs(3, 4)})
+loss("hingeembedding_sum_other_labels", "HingeEmbeddingLoss", dict(reduction="sum"),
+     lambda: nn.HingeEmbeddingLoss(reduction="sum"),
+     lambda: {"input": rn(6), "target": torch.tensor([1., -1, 0, 2, -1, 1], dtype=F64)})
+loss("multimargin", "MultiMarginLoss", {}, lambda: nn.MultiMarginLoss(),
+     lambda: {"input": rn(4, 5), "target": ri(5, 4)})
+loss("multimargin_p2_weight_none", "MultiMarginLoss", dict(p=2, margin=0.7, reduction="none"),
+     lambda: nn.MultiMarginLoss(p=2, margin=0.7, weight=torch.rand(5, dtype=F64) + 0.5, reduction="none"),
+     lambda: {"input": rn(4, 5), "target": ri(5, 4)})
+loss("multimargin_single", "MultiMarginLoss", dict(reduction="sum"), lambda: nn.MultiMarginLoss(reduction="sum"),
+     lambda: {"input": rn(6), "target": torch.tensor(2)})
+loss("multilabelmargin", "MultiLabelMarginLoss", {}, lambda: nn.MultiLabelMarginLoss(),
+     lambda: {"input": rn(4, 5), "target": torch.tensor([[3, 0, -1, 1, 2], [1, 4, 2, -1, 0], [0, 1, 2, 3, 4],
+                                                          [2, 2, -1, 4, 4]])})
+loss("multilabelmargin_single_none", "MultiLabelMarginLoss", dict(reduction="none"),
+     lambda: nn.MultiLabelMarginLoss(reduction="none"),
+     lambda: {"input": rn(4), "target": torch.tensor([3, 1, -1, 0])})
+loss("multilabelsoftmargin", "MultiLabelSoftMarginLoss", {}, lambda: nn.MultiLabelSoftMarginLoss(),
+     lambda: {"input": rn(3, 5, scale=2.0), "target": torch.randint(0, 2, (3, 5)).to(F64)},
+     grads=["input", "target"])
+loss("multilabelsoftmargin_weight_none", "MultiLabelSoftMarginLoss", dict(reduction="none"),
+     lambda: nn.MultiLabelSoftMarginLoss(weight=torch.rand(4, dtype=F64) + 0.5, reduction="none"),
+     lambda: {"input": rn(2, 3, 4), "target": torch.rand(2, 3, 4, dtype=F64)})
+loss("tripletmarginwithdistance", "TripletMarginWithDistanceLoss", {}, lambda: nn.TripletMarginWithDistanceLoss(),
+     lambda: {"anchor": rn(5, 4), "positive": rn(5, 4), "negative": rn(5, 4)},
+     grads=["anchor", "positive", "negative"])
+loss("tripletmarginwithdistance_cosine_swap_none", "TripletMarginWithDistanceLoss",
+     dict(distance="cosine", margin=0.4, swap=1, reduction="none"),
+     lambda: nn.TripletMarginWithDistanceLoss(distance_function=cosine_distance, margin=0.4, swap=True,
+                                              reduction="none"),
+     lambda: {"anchor": rn(6, 3), "positive": rn(6, 3), "negative": rn(6, 3)},
+     grads=["anchor", "positive", "negative"])
+loss("poissonnll", "PoissonNLLLoss", {}, lambda: nn.PoissonNLLLoss(),
+     lambda: {"input": rn(3, 4), "target": torch.randint(0, 6, (3, 4)).to(F64)})
+loss("poissonnll_rate_full_sum", "PoissonNLLLoss", dict(log_input=0, full=1, eps=1e-4, reduction="sum"),
+     lambda: nn.PoissonNLLLoss(log_input=False, full=True, eps=1e-4, reduction="sum"),
+     lambda: {"input": torch.rand(3, 4, dtype=F64) * 4, "target": torch.randint(0, 6, (3, 4)).to(F64)},
+     grads=["input", "target"])
+loss("gaussiannll", "GaussianNLLLoss", {}, lambda: nn.GaussianNLLLoss(),
+     lambda: {"input": rn(4, 3), "target": rn(4, 3),
+              "var": torch.tensor([[0.5, 1e-8, 2.0], [0.1, 0.3, 1.0], [1.5, 0.2, 0.0], [0.7, 0.9, 3.0]], dtype=F64)},
+     grads=["input", "target", "var"])
+loss("gaussiannll_full_per_sample_none", "GaussianNLLLoss", dict(full=1, eps=1e-3, reduction="none"),
+     lambda: nn.GaussianNLLLoss(full=True, eps=1e-3, reduction="none"),
+     lambda: {"input": rn(4, 3), "target": rn(4, 3), "var": torch.rand(4, dtype=F64) + 0.1},
+     grads=["input", "target", "var"])
+loss("gaussiannll_last_dim_one_sum", "GaussianNLLLoss", dict(reduction="sum"),
+     lambda: nn.GaussianNLLLoss(reduction="sum"),
+     lambda: {"input": rn(2, 3, 2), "target": rn(2, 3, 2), "var": torch.rand(2, 3, 1, dtype=F64) + 0.1},
+     grads=["input", "var"])
+
 # Composite architectures: names of nested parameters and buffers, and a forward through them.
 case("arch_seq_mlp", "ArchSequentialMLP", {},
      lambda: nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3)), lambda: {"input": rn(5, 4)})

@@ -10,6 +10,8 @@
 #include <ember/nn/functional_fold.hpp>
 #include <ember/nn/functional_resample.hpp>
 #include <ember/nn/functional_layers.hpp>
+#include <ember/nn/functional_likelihood_losses.hpp>
+#include <ember/nn/functional_margin_losses.hpp>
 #include <ember/nn/functional_options.hpp>
 #include <ember/nn/init.hpp>
 #include <ember/nn/module.hpp>
@@ -21,6 +23,7 @@
 #include <ember/nn/modules/layers.hpp>
 #include <ember/nn/modules/linear.hpp>
 #include <ember/nn/modules/loss.hpp>
+#include <ember/nn/modules/margin_loss.hpp>
 #include <ember/nn/modules/padding.hpp>
 #include <ember/nn/modules/rnn.hpp>
 #include <ember/nn/modules/transformer.hpp>

@@ -491,6 +491,45 @@ std::map<std::string, Builder> make_builders() {
                             o.s("reduction", "mean"));
     return Built{m.ptr(), [m](Inputs& in) { return Outs{m(in["anchor"], in["positive"], in["negative"])}; }};
   };
+  b["SoftMarginLoss"] = [](Opts& o) { return loss2(nn::SoftMarginLoss(nn::SoftMarginLossOptions(o.s("reduction", "mean")))); };
+  b["MultiLabelMarginLoss"] = [](Opts& o) { return loss2(nn::MultiLabelMarginLoss(nn::MultiLabelMarginLossOptions(o.s("reduction", "mean")))); };
+  b["HingeEmbeddingLoss"] = [](Opts& o) {
+    return loss2(nn::HingeEmbeddingLoss(
+        nn::HingeEmbeddingLossOptions().margin(o.d("margin", 1.0)).reduction(o.s("reduction", "mean"))));
+  };
+  b["MultiMarginLoss"] = [](Opts& o) {
+    return loss2(nn::MultiMarginLoss(nn::MultiMarginLossOptions()
+                                         .p(o.i("p", 1))
+                                         .margin(o.d("margin", 1.0))
+                                         .weight(o.buffer("weight"))
+                                         .reduction(o.s("reduction", "mean"))));
+  };
+  b["MultiLabelSoftMarginLoss"] = [](Opts& o) {
+    return loss2(nn::MultiLabelSoftMarginLoss(
+        nn::MultiLabelSoftMarginLossOptions().weight(o.buffer("weight")).reduction(o.s("reduction", "mean"))));
+  };
+  b["PoissonNLLLoss"] = [](Opts& o) {
+    return loss2(nn::PoissonNLLLoss(nn::PoissonNLLLossOptions()
+                                        .log_input(o.b("log_input", true))
+                                        .full(o.b("full", false))
+                                        .eps(o.d("eps", 1e-8))
+                                        .reduction(o.s("reduction", "mean"))));
+  };
+  b["GaussianNLLLoss"] = [](Opts& o) {
+    nn::GaussianNLLLoss m(
+        nn::GaussianNLLLossOptions().full(o.b("full", false)).eps(o.d("eps", 1e-6)).reduction(o.s("reduction", "mean")));
+    return Built{m.ptr(), [m](Inputs& in) { return Outs{m(in["input"], in["target"], in["var"])}; }};
+  };
+  b["TripletMarginWithDistanceLoss"] = [](Opts& o) {
+    nn::TripletMarginWithDistanceLossOptions opts;
+    opts.margin(o.d("margin", 1.0)).swap(o.b("swap", false)).reduction(o.s("reduction", "mean"));
+    const std::string distance = o.s("distance", "pairwise");
+    if (distance != "pairwise" && distance != "cosine") throw std::runtime_error("unknown distance " + distance);
+    if (distance == "cosine")
+      opts.distance_function([](const Tensor& a, const Tensor& b) { return 1.0 - nn::F::cosine_similarity(a, b); });
+    nn::TripletMarginWithDistanceLoss m(opts);
+    return Built{m.ptr(), [m](Inputs& in) { return Outs{m(in["anchor"], in["positive"], in["negative"])}; }};
+  };
   b["CTCLoss"] = [](Opts& o) {
     nn::CTCLoss m(o.i("blank", 0), o.s("reduction", "mean"), o.b("zero_infinity", false));
     // The fixture's input is logits: see the tool's note on PyTorch's ctc_loss gradient.

@@ -424,3 +424,86 @@ TEST_CASE("ctc_loss: empty inputs, zero_infinity, target shapes, one unbatched s
   CHECK(one.dim() == 0);
   CHECK(one.item<double>() == doctest::Approx(none[1]));
 }
+
+TEST_CASE("margin, multi-label and likelihood losses: reference values, option forms and refusals") {
+  namespace F = nn::F;
+  using doctest::Approx;
+  // Hand-computed values (the golden fixture checks them against PyTorch too).
+  Tensor x = tensor<double>({{0.2, 0.5, -0.3}, {0.9, 0.1, 0.4}});
+  Tensor t = tensor<int64_t>({1, 2});
+  // Sample 0: target 1 (0.5): max(0, 1 - 0.5 + 0.2) + max(0, 1 - 0.5 - 0.3) = 0.7 + 0.2; sample
+  // 1: target 2 (0.4): (1 - 0.4 + 0.9) + (1 - 0.4 + 0.1) = 1.5 + 0.7; each over C = 3.
+  CHECK(F::multi_margin_loss(x, t).item<double>() == Approx((0.9 + 2.2) / 3 / 2));
+  CHECK(F::multi_margin_loss(x, t, 2, 1.0, {}, "sum").item<double>() ==
+        Approx((0.49 + 0.04 + 2.25 + 0.49) / 3));
+  // Labels {1} for sample 0 (then -1): unlisted 0 and 2 against listed 1, as above: 0.9 / 3.
+  Tensor labels = tensor<int64_t>({{1, -1, 0}, {0, 2, 1}});
+  CHECK(F::multilabel_margin_loss(x, labels, "none").select(0, 0).item<double>() == Approx(0.9 / 3));
+  CHECK(F::multilabel_margin_loss(x, labels, "none").select(0, 1).item<double>() == 0.0);  // every class listed
+  CHECK(F::soft_margin_loss(tensor<double>({100.0, -100.0}), tensor<double>({-1.0, -1.0}), "none")
+            .select(0, 0)
+            .item<double>() == Approx(100.0));  // log(1 + e^100), finite
+  CHECK(F::hinge_embedding_loss(tensor<double>({0.3, 0.3}), tensor<double>({1.0, -1.0}), 1.0, "sum").item<double>() ==
+        Approx(0.3 + 0.7));
+  // Poisson with log input: exp(x) - t x; Gaussian: (log var + (x - t)^2 / var) / 2.
+  CHECK(F::poisson_nll_loss(tensor<double>({0.5}), tensor<double>({2.0})).item<double>() == Approx(std::exp(0.5) - 1.0));
+  CHECK(F::gaussian_nll_loss(tensor<double>({1.0}), tensor<double>({3.0}), tensor<double>({2.0})).item<double>() ==
+        Approx(0.5 * (std::log(2.0) + 2.0)));
+
+  // Gradients against finite differences in f64.
+  manual_seed(17);
+  Tensor s = randn({3, 4}, DType::F64).requires_grad_(), v = (rand({3, 4}, DType::F64) + 0.2).requires_grad_();
+  Tensor y = randn({3, 4}, DType::F64), ls = tensor<int64_t>({{3, 0, -1, 2}, {1, -1, 2, 2}, {0, 1, 2, 3}});
+  std::string why;
+  CHECK_MESSAGE(autograd::gradcheck([&](const std::vector<Tensor>& in) { return F::multilabel_margin_loss(in[0], ls); },
+                                    {s}, {}, &why),
+                why);
+  CHECK_MESSAGE(autograd::gradcheck([&](const std::vector<Tensor>& in) {
+                  return F::multi_margin_loss(in[0], tensor<int64_t>({0, 3, 1}), 2, 0.5);
+                }, {s}, {}, &why),
+                why);
+  CHECK_MESSAGE(autograd::gradcheck([&](const std::vector<Tensor>& in) {
+                  return F::gaussian_nll_loss(in[0], y, in[1], true);
+                }, {s, v}, {}, &why),
+                why);
+
+  // Modules and option forms pass their options on.
+  Tensor w = tensor<double>({0.5, 2.0, 1.0});
+  nn::MultiMarginLoss mm(nn::MultiMarginLossOptions().p(2).margin(0.5).weight(w).reduction(ember::kSum));
+  CHECK(mm(x, t).item<double>() == Approx(F::multi_margin_loss(x, t, 2, 0.5, w, "sum").item<double>()));
+  CHECK(mm->named_buffers().size() == 1);
+  CHECK(F::multi_margin_loss(x, t, F::MultiMarginLossFuncOptions().p(2).margin(0.5).weight(w)).item<double>() ==
+        Approx(F::multi_margin_loss(x, t, 2, 0.5, w).item<double>()));
+  CHECK(F::soft_margin_loss(x, x.sign(), F::SoftMarginLossFuncOptions(ember::kSum)).item<double>() ==
+        Approx(F::soft_margin_loss(x, x.sign(), "sum").item<double>()));
+  auto manhattan = [](const Tensor& a, const Tensor& b) { return (a - b).abs().sum({-1}); };
+  nn::TripletMarginWithDistanceLoss tl(
+      nn::TripletMarginWithDistanceLossOptions().distance_function(manhattan).margin(0.5).swap(true));
+  Tensor a = randn({4, 3}), p = randn({4, 3}), n = randn({4, 3});
+  Tensor dn = manhattan(a, n).minimum(manhattan(p, n));
+  CHECK(tl(a, p, n).item<float>() == Approx((manhattan(a, p) - dn + 0.5).clamp_min(0.0).mean().item<float>()));
+  CHECK(F::triplet_margin_with_distance_loss(a, p, n).item<float>() ==
+        Approx(F::triplet_margin_loss(a, p, n, 1.0, 2.0, 1e-6).item<float>()));
+
+  // Refusals name the loss and what is wrong.
+  CHECK_THROWS_WITH_AS(F::multi_margin_loss(x, tensor<int64_t>({1, 3})), doctest::Contains("[multi_margin_loss] target 3 is out of range for 3 classes"), Error);
+  CHECK_THROWS_WITH_AS(F::multi_margin_loss(x, t, 3), doctest::Contains("p must be 1 or 2, got 3"), Error);
+  CHECK_THROWS_WITH_AS(F::multi_margin_loss(x, tensor<int64_t>({1})), doctest::Contains("needs [2] targets"), Error);
+  CHECK_THROWS_WITH_AS(F::multi_margin_loss(x, t, 1, 1.0, tensor<double>({1.0, 2.0})),
+                       doctest::Contains("weight must have shape [3]"), Error);
+  CHECK_THROWS_WITH_AS(F::multi_margin_loss(x, t.to(DType::F32)), doctest::Contains("class indices"), Error);
+  CHECK_THROWS_WITH_AS(F::multilabel_margin_loss(x, tensor<int64_t>({{1, -2, 0}, {0, 1, 2}})),
+                       doctest::Contains("target -2 is out of range"), Error);
+  CHECK_THROWS_WITH_AS(F::multilabel_margin_loss(x, t), doctest::Contains("target must have the input's shape"), Error);
+  CHECK_THROWS_WITH_AS(F::multilabel_soft_margin_loss(x, x, tensor<double>({1.0})),
+                       doctest::Contains("[multilabel_soft_margin_loss] weight must have shape [3]"), Error);
+  CHECK_THROWS_WITH_AS(F::soft_margin_loss(x, x.t()), doctest::Contains("[soft_margin_loss]"), Error);
+  CHECK_THROWS_WITH_AS(F::gaussian_nll_loss(x, x, -x.abs()), doctest::Contains("var has a negative entry"), Error);
+  CHECK_THROWS_WITH_AS(F::gaussian_nll_loss(x, x, x.narrow(1, 0, 2).abs()),
+                       doctest::Contains("var of shape [2, 2] must have the input's shape [2, 3]"), Error);
+  CHECK_THROWS_WITH_AS(F::triplet_margin_with_distance_loss(a, p, n, {}, 0.0), doctest::Contains("margin must be positive"),
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::TripletMarginWithDistanceLoss(nn::TripletMarginWithDistanceLossOptions().margin(-1)),
+                       doctest::Contains("margin must be positive"), Error);
+  CHECK_THROWS_WITH_AS(F::poisson_nll_loss(x, x, true, false, 1e-8, "batchmean"), doctest::Contains("reduction"), Error);
+}

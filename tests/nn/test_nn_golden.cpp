@@ -159,8 +159,9 @@ std::string compare(const Tensor& got, const Named& want, double tol, double& wo
   for (size_t i = 0; i < g.size(); ++i) {
     const double w = want.values[i], err = std::abs(g[i] - w);
     const bool same_inf = std::isinf(w) && g[i] == w;
-    if (!same_inf) worst = std::max(worst, err / (1 + std::abs(w)));
-    const bool ok = same_inf || (exact ? err == 0 : err <= tol * (1 + std::abs(w)));
+    const bool both_nan = std::isnan(w) && std::isnan(g[i]);  // a NaN's sign bit means nothing
+    if (!same_inf && !both_nan) worst = std::max(worst, err / (1 + std::abs(w)));
+    const bool ok = same_inf || both_nan || (exact ? err == 0 : err <= tol * (1 + std::abs(w)));
     if (!ok && first.empty()) first = fmt::format("element {}: Ember {:.17g}, PyTorch {:.17g}", i, g[i], w);
   }
   return first;

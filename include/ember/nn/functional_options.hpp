@@ -14,6 +14,7 @@
 #include <ember/nn/functional_options_activation.hpp>
 #include <ember/nn/functional_options_layers.hpp>
 #include <ember/nn/modules/loss.hpp>
+#include <ember/nn/modules/margin_loss.hpp>
 #include <ember/nn/options.hpp>
 
 #include <concepts>
@@ -94,6 +95,52 @@ BasicTensor<P> triplet_margin_loss(const BasicTensor<P>& anchor, const BasicTens
                                    const O& o) {
   return triplet_margin_loss(anchor, pos, neg, o.margin(), o.p(), o.eps(), o.swap(), o.reduction());
 }
+using SoftMarginLossFuncOptions = SoftMarginLossOptions;
+using MultilabelMarginLossFuncOptions = MultiLabelMarginLossOptions;  // libtorch's spelling
+using HingeEmbeddingLossFuncOptions = HingeEmbeddingLossOptions;
+using MultiMarginLossFuncOptions = MultiMarginLossOptions;
+using MultilabelSoftMarginLossFuncOptions = MultiLabelSoftMarginLossOptions;
+using TripletMarginWithDistanceLossFuncOptions = TripletMarginWithDistanceLossOptions;
+using PoissonNLLLossFuncOptions = PoissonNLLLossOptions;
+using GaussianNLLLossFuncOptions = GaussianNLLLossOptions;
+
+// SoftMarginLossOptions is also MultiLabelMarginLossOptions: a reduction.
+template <class P, std::same_as<SoftMarginLossOptions> O>
+BasicTensor<P> soft_margin_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return soft_margin_loss(input, target, o.reduction());
+}
+template <class P, std::same_as<SoftMarginLossOptions> O>
+BasicTensor<P> multilabel_margin_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return multilabel_margin_loss(input, target, o.reduction());
+}
+template <class P, std::same_as<HingeEmbeddingLossOptions> O>
+BasicTensor<P> hinge_embedding_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return hinge_embedding_loss(input, target, o.margin(), o.reduction());
+}
+template <class P, std::same_as<MultiMarginLossOptions> O>
+BasicTensor<P> multi_margin_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return multi_margin_loss(input, target, o.p(), o.margin(), detail::option_tensor<P>(o.weight()), o.reduction());
+}
+template <class P, std::same_as<MultiLabelSoftMarginLossOptions> O>
+BasicTensor<P> multilabel_soft_margin_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return multilabel_soft_margin_loss(input, target, detail::option_tensor<P>(o.weight()), o.reduction());
+}
+template <class P, std::same_as<TripletMarginWithDistanceLossOptions> O>
+BasicTensor<P> triplet_margin_with_distance_loss(const BasicTensor<P>& anchor, const BasicTensor<P>& positive,
+                                                 const BasicTensor<P>& negative, const O& o) {
+  return triplet_margin_with_distance_loss(anchor, positive, negative, nn::detail::policy_distance<P>(o), o.margin(),
+                                           o.swap(), o.reduction());
+}
+template <class P, std::same_as<PoissonNLLLossOptions> O>
+BasicTensor<P> poisson_nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const O& o) {
+  return poisson_nll_loss(input, target, o.log_input(), o.full(), o.eps(), o.reduction());
+}
+template <class P, std::same_as<GaussianNLLLossOptions> O>
+BasicTensor<P> gaussian_nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target,
+                                 const BasicTensor<P>& var, const O& o) {
+  return gaussian_nll_loss(input, target, var, o.full(), o.eps(), o.reduction());
+}
+
 template <class P, std::same_as<CTCLossOptions> O>
 BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& targets,
                         const std::vector<int64_t>& input_lengths, const std::vector<int64_t>& target_lengths,
