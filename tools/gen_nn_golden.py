@@ -466,6 +466,45 @@ rnn("lstmcell_zero_state", "LSTMCell", dict(input_size=2, hidden_size=3), lambda
 rnn("grucell", "GRUCell", dict(input_size=3, hidden_size=4), lambda: {"input": rn(2, 3), "hx": rn(2, 4)},
     ["input", "hx"])
 
+
+def packed_rnn(name, typ, cls_opts, lengths, shape, state=(), enforce_sorted=True, total_length=None):
+    """typ over a padded batch packed by `lengths` (pack_padded_sequence), its output padded back
+    (pad_packed_sequence); outputs: the padded output and the final state(s)."""
+    batch_first = cls_opts.get("batch_first", False)
+    opts = dict(cls_opts, packed=1, enforce_sorted=int(enforce_sorted))
+    if total_length is not None:
+        opts["total_length"] = total_length
+    cls = getattr(nn, typ)
+
+    def inputs():
+        d = {"input": rn(*shape), "lengths": torch.tensor(lengths)}
+        for k, s in state:
+            d[k] = rn(*s)
+        return d
+
+    def fwd(m, x, lens, *st):
+        packed = nn.utils.rnn.pack_padded_sequence(x, lens, batch_first=batch_first, enforce_sorted=enforce_sorted)
+        if typ == "LSTM":
+            out, (h, c) = m(packed, tuple(st) if st else None)
+            rest = (h, c)
+        else:
+            out, h = m(packed, st[0] if st else None)
+            rest = (h,)
+        y, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=batch_first, total_length=total_length)
+        return (y,) + rest
+
+    case(name, typ, opts, lambda: cls(**cls_opts), inputs, grads=["input"] + [k for k, _ in state], fwd=fwd)
+
+
+packed_rnn("lstm_packed_unsorted_2layer_bidir_states", "LSTM",
+           dict(input_size=3, hidden_size=4, num_layers=2, bidirectional=True), [3, 5, 1, 4], (5, 4, 3),
+           state=[("h0", (4, 4, 4)), ("c0", (4, 4, 4))], enforce_sorted=False)
+packed_rnn("gru_packed_sorted_batchfirst_total_length", "GRU", dict(input_size=2, hidden_size=3, batch_first=True),
+           [4, 2, 2], (3, 4, 2), total_length=6)
+packed_rnn("rnn_packed_relu_bidir_unsorted", "RNN", dict(input_size=2, hidden_size=3, nonlinearity="relu",
+                                                         bidirectional=True),
+           [2, 4, 3], (4, 3, 2), state=[("h0", (2, 3, 3))], enforce_sorted=False)
+
 # Attention and transformers (train mode with dropout 0: no fast path, nothing random)
 def mha_fwd(need_weights=True, average=True):
     def f(m, q, k, v, key_padding_mask=None, attn_mask=None):

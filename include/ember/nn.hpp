@@ -29,3 +29,4 @@
 #include <ember/nn/modules/transformer.hpp>
 #include <ember/nn/torch_functions.hpp>
 #include <ember/nn/utils.hpp>
+#include <ember/nn/utils_rnn.hpp>

@@ -130,6 +130,30 @@ nn::RNNOptions rnn_options(Opts& o, bool plain_rnn) {
   return r;
 }
 
+/// m over the case's padded input packed by its "lengths", the output padded back, as the
+/// fixture's PyTorch side runs it (pack_padded_sequence, forward, pad_packed_sequence).
+template <class H>
+Built packed_rnn(Opts& o, H m) {
+  const bool batch_first = o.b("batch_first", false), enforce_sorted = o.b("enforce_sorted", true);
+  const int64_t total_length = o.i("total_length", 0);
+  return {m.ptr(), [=](Inputs& in) {
+            namespace R = nn::utils::rnn;
+            R::PackedSequence packed = R::pack_padded_sequence(in["input"], in["lengths"], batch_first, enforce_sorted);
+            auto pad = [&](const R::PackedSequence& p) {
+              return R::pad_packed_sequence(p, batch_first, 0.0,
+                                            total_length ? std::optional<int64_t>(total_length) : std::nullopt)
+                  .first;
+            };
+            if constexpr (std::is_same_v<H, nn::LSTM>) {
+              auto [y, hc] = m->forward_with_packed_input(packed, std::make_pair(in.opt("h0"), in.opt("c0")));
+              return Outs{pad(y), hc.first, hc.second};
+            } else {
+              auto [y, h] = m->forward_with_packed_input(packed, in.opt("h0"));
+              return Outs{pad(y), h};
+            }
+          }};
+}
+
 nn::TransformerLayerOptions layer_options(Opts& o) {
   return nn::TransformerLayerOptions(o.i("d_model"), o.i("nhead"))
       .dim_feedforward(o.i("dim_feedforward", 2048))
@@ -298,6 +322,7 @@ std::map<std::string, Builder> make_builders() {
   // Recurrent layers and cells
   b["RNN"] = [](Opts& o) {
     nn::RNN m(rnn_options(o, true));
+    if (o.b("packed", false)) return packed_rnn(o, m);
     return Built{m.ptr(), [m](Inputs& in) {
                    auto [y, h] = m(in["input"], in.opt("h0"));
                    return Outs{y, h};
@@ -305,6 +330,7 @@ std::map<std::string, Builder> make_builders() {
   };
   b["LSTM"] = [](Opts& o) {
     nn::LSTM m(rnn_options(o, false));
+    if (o.b("packed", false)) return packed_rnn(o, m);
     return Built{m.ptr(), [m](Inputs& in) {
                    auto [y, hc] = m(in["input"], std::make_pair(in.opt("h0"), in.opt("c0")));
                    return Outs{y, hc.first, hc.second};
@@ -312,6 +338,7 @@ std::map<std::string, Builder> make_builders() {
   };
   b["GRU"] = [](Opts& o) {
     nn::GRU m(rnn_options(o, false));
+    if (o.b("packed", false)) return packed_rnn(o, m);
     return Built{m.ptr(), [m](Inputs& in) {
                    auto [y, h] = m(in["input"], in.opt("h0"));
                    return Outs{y, h};

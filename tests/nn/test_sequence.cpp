@@ -224,3 +224,67 @@ TEST_CASE("Transformer layers: PyTorch's names, cloned layers, causality, shapes
   CHECK(tr->forward(src, tgt, {}, mask).sizes() == Shape{5, 2, 8});
   CHECK(names(tr->named_parameters()).back() == "decoder.norm.bias");
 }
+
+TEST_CASE("packed sequences: pack/pad round trips, and a packed LSTM equals one run per sequence") {
+  namespace R = nn::utils::rnn;
+  manual_seed(41);
+  // pad_sequence and pack_sequence.
+  std::vector<Tensor> seqs{randn({2, 3}), randn({4, 3}), randn({1, 3})};
+  Tensor padded = R::pad_sequence(seqs, /*batch_first=*/true, -1.0);
+  CHECK(padded.sizes() == Shape{3, 4, 3});
+  CHECK(max_diff(padded.select(0, 0).narrow(0, 0, 2), seqs[0]) == 0.0);
+  CHECK(padded.select(0, 2).narrow(0, 1, 3).eq(-1.0).all().item<bool>());
+  R::PackedSequence packed = R::pack_sequence(seqs, /*enforce_sorted=*/false);
+  CHECK(packed.batch_size_list() == std::vector<int64_t>{3, 2, 1, 1});
+  CHECK(packed.data().sizes() == Shape{7, 3});
+  CHECK(!packed.is_sorted());
+  CHECK(std::vector<int64_t>(packed.sorted_indices().data_ptr<int64_t>(),
+                             packed.sorted_indices().data_ptr<int64_t>() + 3) == std::vector<int64_t>{1, 0, 2});
+  // Step 0 holds every sequence's first row, longest first.
+  CHECK(max_diff(packed.data().narrow(0, 0, 1), seqs[1].narrow(0, 0, 1)) == 0.0);
+  auto [back, lengths] = R::pad_packed_sequence(packed, /*batch_first=*/true, -1.0);
+  CHECK(max_diff(back, padded) == 0.0);
+  CHECK(std::vector<int64_t>(lengths.data_ptr<int64_t>(), lengths.data_ptr<int64_t>() + 3) ==
+        std::vector<int64_t>{2, 4, 1});
+  CHECK(R::pad_packed_sequence(packed, false, 0.0, 6).first.sizes() == Shape{6, 3, 3});
+
+  // A packed bidirectional LSTM: each sequence's output and final state as if it ran alone.
+  nn::LSTM lstm(nn::LSTMOptions(3, 5).num_layers(2).bidirectional(true));
+  Tensor h0 = randn({4, 3, 5}), c0 = randn({4, 3, 5});
+  auto [out, state] = lstm->forward_with_packed_input(packed, {h0, c0});
+  Tensor y = R::pad_packed_sequence(out, true).first;
+  for (int64_t b = 0; b < 3; ++b) {
+    auto [yb, hcb] = lstm->forward(seqs[static_cast<size_t>(b)].unsqueeze(1),
+                                   {h0.narrow(1, b, 1).contiguous(), c0.narrow(1, b, 1).contiguous()});
+    const int64_t len = seqs[static_cast<size_t>(b)].size(0);
+    CHECK(max_diff(y.select(0, b).narrow(0, 0, len), yb.squeeze(1)) < 1e-5);
+    CHECK(y.select(0, b).narrow(0, len, 4 - len).abs().sum().item<float>() == 0.0f);
+    CHECK(max_diff(state.first.narrow(1, b, 1), hcb.first) < 1e-5);
+    CHECK(max_diff(state.second.narrow(1, b, 1), hcb.second) < 1e-5);
+  }
+  // Gradients reach the inputs of every sequence, and only their real steps.
+  Tensor x = padded.detach().clone().requires_grad_();
+  auto [gout, gh] = nn::GRU(nn::GRUOptions(3, 2).batch_first(true))
+                        ->forward_with_packed_input(R::pack_padded_sequence(x, {2, 4, 1}, true, false));
+  (R::pad_packed_sequence(gout, true).first.sum() + gh.sum()).backward();
+  CHECK(x.grad().select(0, 1).abs().sum({1}).gt(0.0).all().item<bool>());
+  CHECK(x.grad().select(0, 2).narrow(0, 1, 3).abs().sum().item<float>() == 0.0f);
+
+  // Refusals.
+  CHECK_THROWS_WITH_AS(R::pack_padded_sequence(padded, {2, 4, 1}, true), doctest::Contains("must not increase"), Error);
+  CHECK_THROWS_WITH_AS(R::pack_padded_sequence(padded, {2, 5, 1}, true, false),
+                       doctest::Contains("each length must be in [1, 4]"), Error);
+  CHECK_THROWS_WITH_AS(R::pack_padded_sequence(padded, {2, 0, 1}, true, false), doctest::Contains("got 0"), Error);
+  CHECK_THROWS_WITH_AS(R::pack_padded_sequence(padded, {2, 1}, true, false), doctest::Contains("2 lengths for a batch of 3"),
+                       Error);
+  CHECK_THROWS_WITH_AS(R::pack_padded_sequence(padded, padded, true, false), doctest::Contains("1-d integer tensor"),
+                       Error);
+  CHECK_THROWS_WITH_AS(R::pad_packed_sequence(packed, false, 0.0, 3), doctest::Contains("total_length 3 is shorter"),
+                       Error);
+  CHECK_THROWS_WITH_AS(R::pad_sequence(std::vector<Tensor>{randn({2, 3}), randn({2, 4})}),
+                       doctest::Contains("share their trailing shape"), Error);
+  CHECK_THROWS_WITH_AS(lstm->forward_with_packed_input(R::pack_sequence(std::vector<Tensor>{randn({2, 4})})),
+                       doctest::Contains("[LSTM] expects packed data of shape (steps, 3)"), Error);
+  CHECK_THROWS_WITH_AS(lstm->forward_with_packed_input(packed, {randn({4, 2, 5}), c0}),
+                       doctest::Contains("h0 must have shape (4, 3, 5)"), Error);
+}

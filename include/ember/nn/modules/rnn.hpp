@@ -1,7 +1,8 @@
 #pragma once
 /// RNN, LSTM, GRU (multi-layer, bidirectional, batch_first, initial states, dropout between
-/// layers) and their cells, with PyTorch's parameter names (weight_ih_l0, bias_hh_l1_reverse,
-/// ...), gate order (LSTM i f g o; GRU r z n) and init U(+-1/sqrt(hidden_size)).
+/// layers, packed sequences of different lengths) and their cells, with PyTorch's parameter
+/// names (weight_ih_l0, bias_hh_l1_reverse, ...), gate order (LSTM i f g o; GRU r z n) and
+/// init U(+-1/sqrt(hidden_size)).
 /// The input projection of a whole sequence is one matrix product; the recurrence runs step
 /// by step, each step's products through linear (weight gradients come out in the weights'
 /// layout, the bias gradient in the same pass).
@@ -11,6 +12,7 @@
 #include <ember/nn/init.hpp>
 #include <ember/nn/module.hpp>
 #include <ember/nn/options.hpp>
+#include <ember/nn/utils_rnn.hpp>
 
 #include <cmath>
 #include <string>
@@ -25,37 +27,43 @@ namespace detail {
 inline int64_t gate_count(RnnKind k) { return k == RnnKind::Lstm ? 4 : k == RnnKind::Gru ? 3 : 1; }
 inline const char* rnn_name(RnnKind k) { return k == RnnKind::Lstm ? "LSTM" : k == RnnKind::Gru ? "GRU" : "RNN"; }
 
-/// x cut along `dim` into pieces of `size` (dropping the dim when `squeeze`): the steps of a
-/// sequence, the gates of a step. As narrow/select views each piece's gradient would be a
-/// zero-filled tensor of x's shape with the piece written, and the engine would add them all:
-/// for the 50 steps of an LSTM(32, 128) at batch 16, 80 MB zeroed and summed per backward.
-/// Here the pieces are contiguous copies made by one node, whose backward concatenates (or
-/// stacks) the pieces' gradients once.
+/// x cut along `dim` into consecutive pieces of the given sizes (dropping the dim when
+/// `squeeze`, all sizes 1): the steps of a sequence, the gates of a step. As narrow/select
+/// views each piece's gradient would be a zero-filled tensor of x's shape with the piece
+/// written, and the engine would add them all: for the 50 steps of an LSTM(32, 128) at batch
+/// 16, 80 MB zeroed and summed per backward. Here the pieces are contiguous copies made by one
+/// node, whose backward concatenates (or stacks) the pieces' gradients once.
 template <class P>
 struct Pieces : autograd::Function<Pieces<P>, P> {
   using T = BasicTensor<P>;
   static constexpr const char* name = "Pieces";
-  static std::vector<T> forward(autograd::BasicAutogradContext<P>* ctx, const T& x, int64_t dim, int64_t size,
-                                bool squeeze) {
-    Shape piece = x.sizes();
-    piece[static_cast<size_t>(dim)] = size;
-    ctx->saved_data["piece"] = piece;
+  static std::vector<T> forward(autograd::BasicAutogradContext<P>* ctx, const T& x, int64_t dim,
+                                const std::vector<int64_t>& sizes, bool squeeze) {
+    ctx->saved_data["shape"] = x.sizes();
+    ctx->saved_data["sizes"] = sizes;
     ctx->saved_data["options"] = TensorOptions(x.dtype()).device(x.device());
     ctx->saved_data["dim"] = dim;
     ctx->saved_data["squeeze"] = squeeze;
     std::vector<T> out;
-    for (int64_t at = 0; at < x.size(dim); at += size)
+    int64_t at = 0;
+    for (int64_t size : sizes) {
       out.push_back(squeeze ? x.select(dim, at).contiguous() : x.narrow(dim, at, size).contiguous());
+      at += size;
+    }
     return out;
   }
   static std::vector<T> backward(autograd::BasicAutogradContext<P>* ctx, std::vector<T> grads) {
     const int64_t dim = std::any_cast<int64_t>(ctx->saved_data["dim"]);
     const bool squeeze = std::any_cast<bool>(ctx->saved_data["squeeze"]);
-    Shape piece = std::any_cast<Shape>(ctx->saved_data["piece"]);
-    if (squeeze) piece.erase(static_cast<size_t>(dim));
+    const auto& sizes = std::any_cast<const std::vector<int64_t>&>(ctx->saved_data["sizes"]);
     const TensorOptions options = std::any_cast<TensorOptions>(ctx->saved_data["options"]);
-    for (T& g : grads)
-      if (!g.defined()) g = zeros<P>(piece, options);  // a piece whose result was not used
+    for (size_t k = 0; k < grads.size(); ++k) {
+      if (grads[k].defined()) continue;  // else a piece whose result was not used
+      Shape piece = std::any_cast<Shape>(ctx->saved_data["shape"]);
+      piece[static_cast<size_t>(dim)] = sizes[k];
+      if (squeeze) piece.erase(static_cast<size_t>(dim));
+      grads[k] = zeros<P>(piece, options);
+    }
     return {squeeze ? stack(grads, dim) : cat(grads, dim), T(), T(), T()};
   }
 };
@@ -63,13 +71,23 @@ struct Pieces : autograd::Function<Pieces<P>, P> {
 /// x cut into pieces along dim (see Pieces): views without autograd or when nothing needs a
 /// gradient, Pieces otherwise.
 template <class P>
-std::vector<BasicTensor<P>> pieces(const BasicTensor<P>& x, int64_t dim, int64_t size, bool squeeze) {
+std::vector<BasicTensor<P>> pieces(const BasicTensor<P>& x, int64_t dim, const std::vector<int64_t>& sizes,
+                                   bool squeeze) {
   if constexpr (autograd::detail::has_autograd<P>()) {
-    if (x.requires_grad() && autograd::GradMode::is_enabled()) return Pieces<P>::apply(x, dim, size, squeeze);
+    if (x.requires_grad() && autograd::GradMode::is_enabled()) return Pieces<P>::apply(x, dim, sizes, squeeze);
   }
   std::vector<BasicTensor<P>> out;
-  for (int64_t at = 0; at < x.size(dim); at += size) out.push_back(squeeze ? x.select(dim, at) : x.narrow(dim, at, size));
+  int64_t at = 0;
+  for (int64_t size : sizes) {
+    out.push_back(squeeze ? x.select(dim, at) : x.narrow(dim, at, size));
+    at += size;
+  }
   return out;
+}
+/// x cut into equal pieces of `size` along dim.
+template <class P>
+std::vector<BasicTensor<P>> pieces(const BasicTensor<P>& x, int64_t dim, int64_t size, bool squeeze) {
+  return pieces(x, dim, std::vector<int64_t>(static_cast<size_t>(x.size(dim) / size), size), squeeze);
 }
 
 /// One step: returns the new h (and c for LSTM). `xg` = x W_ih^T + b_ih already computed.
@@ -158,7 +176,7 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
   /// (layers * dirs, N, hidden). Returns the output (L, N, dirs * hidden) and the final states.
   std::tuple<TensorT, TensorT, TensorT> run(const TensorT& input, const TensorT& h0, const TensorT& c0) {
     const char* op = this->name().c_str();
-    int64_t h = options.hidden_size(), dirs = options.bidirectional() ? 2 : 1, layers = options.num_layers();
+    const int64_t dirs = options.bidirectional() ? 2 : 1;
     bool unbatched = input.dim() == 2;
     EMBER_CHECK(input.dim() == 3 || unbatched, "[{}] expects (L, N, {}) input (or (L, {})), got shape {}", op,
                 options.input_size(), options.input_size(), input.sizes());
@@ -167,40 +185,12 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
     TensorT x = unbatched ? input.unsqueeze(1) : (options.batch_first() ? input.transpose(0, 1) : input);
     int64_t len = x.size(0), n = x.size(1);
     EMBER_CHECK(len > 0, "[{}] expects a sequence of length > 0, got input of shape {}", op, input.sizes());
-    auto init_state = [&](const TensorT& s, const char* what) {
-      if (!s.defined()) return zeros<P>({layers * dirs, n, h}, TensorOptions(input.dtype()).device(input.device()));
-      TensorT t = unbatched ? s.unsqueeze(1) : s;
-      EMBER_CHECK(t.sizes() == Shape({layers * dirs, n, h}), "[{}] {} must have shape ({}, {}, {}), got {}", op, what,
-                  layers * dirs, n, h, s.sizes());
-      return t;
-    };
-    TensorT hx = init_state(h0, "h0"), cx = K == RnnKind::Lstm ? init_state(c0, "c0") : TensorT();
-    RnnKind kind = K;
-    if (K != RnnKind::Lstm && K != RnnKind::Gru) kind = options.nonlinearity() == "relu" ? RnnKind::RnnRelu : RnnKind::RnnTanh;
-    std::vector<TensorT> hn, cn;
-    TensorT layer_in = x;
-    for (int64_t l = 0; l < layers; ++l) {
-      std::vector<TensorT> dir_out;
-      for (int64_t d = 0; d < dirs; ++d) {
-        const Layer& w = weights[static_cast<size_t>(l * dirs + d)];
-        TensorT xg = linear(layer_in, w.w_ih, w.b_ih);  // (L, N, G*H): all steps at once
-        std::vector<TensorT> xg_steps = detail::pieces(xg, 0, 1, true);
-        TensorT ht = hx.select(0, l * dirs + d), ct = cx.defined() ? cx.select(0, l * dirs + d) : TensorT();
-        std::vector<TensorT> steps(static_cast<size_t>(len));
-        for (int64_t s = 0; s < len; ++s) {
-          int64_t t = d ? len - 1 - s : s;
-          auto [hn2, cn2] = detail::rnn_step<P>(kind, xg_steps[static_cast<size_t>(t)], ht, ct, w.w_hh, w.b_hh);
-          ht = hn2, ct = cn2;
-          steps[static_cast<size_t>(t)] = ht;
-        }
-        dir_out.push_back(stack(steps, 0));
-        hn.push_back(ht);
-        if (ct.defined()) cn.push_back(ct);
-      }
-      layer_in = dirs == 1 ? dir_out[0] : cat(dir_out, 2);
-      if (l + 1 < layers && options.dropout() > 0) layer_in = F::dropout(layer_in, options.dropout(), this->is_training());
-    }
-    TensorT out = layer_in, h_n = stack(hn, 0), c_n = cn.empty() ? TensorT() : stack(cn, 0);
+    TensorT hx = initial_state(h0, n, unbatched, "h0", input),
+            cx = K == RnnKind::Lstm ? initial_state(c0, n, unbatched, "c0", input) : TensorT();
+    // Every step runs the whole batch: the packed form with equal batch sizes.
+    auto [data, h_n, c_n] = run_steps(x.reshape({len * n, x.size(2)}), std::vector<int64_t>(static_cast<size_t>(len), n),
+                                      hx, cx);
+    TensorT out = data.reshape({len, n, dirs * options.hidden_size()});
     if (unbatched) {
       out = out.squeeze(1), h_n = h_n.squeeze(1);
       if (c_n.defined()) c_n = c_n.squeeze(1);
@@ -209,6 +199,101 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
     }
     return {out, h_n, c_n};
   }
+
+  /// The packed form: sequences of different lengths (utils::rnn::pack_padded_sequence). h0
+  /// and c0 are in the batch's original order, as are the final states returned.
+  std::tuple<utils::rnn::BasicPackedSequence<P>, TensorT, TensorT> run_packed(
+      const utils::rnn::BasicPackedSequence<P>& packed, const TensorT& h0, const TensorT& c0) {
+    const char* op = this->name().c_str();
+    const TensorT& data = packed.data();
+    EMBER_CHECK(data.defined() && data.dim() == 2 && data.size(1) == options.input_size(),
+                "[{}] expects packed data of shape (steps, {}), got {}", op, options.input_size(),
+                data.defined() ? data.sizes() : Shape{});
+    const std::vector<int64_t> batch_sizes = packed.batch_size_list();
+    int64_t total = 0;
+    for (size_t t = 0; t < batch_sizes.size(); ++t) {
+      EMBER_CHECK(batch_sizes[t] > 0 && (t == 0 || batch_sizes[t] <= batch_sizes[t - 1]),
+                  "[{}] packed batch sizes must be positive and non-increasing, got {} at step {}", op, batch_sizes[t],
+                  t);
+      total += batch_sizes[t];
+    }
+    EMBER_CHECK(!batch_sizes.empty() && total == data.size(0), "[{}] packed data has {} rows, its batch sizes sum to {}",
+                op, data.size(0), total);
+    const int64_t n = batch_sizes[0];
+    // The states in the order the sequences were packed, and back.
+    auto sorted = [&](const TensorT& s) {
+      return packed.is_sorted() || !s.defined() ? s : s.index_select(1, packed.sorted_indices());
+    };
+    auto unsorted = [&](const TensorT& s) {
+      return packed.is_sorted() || !s.defined() ? s : s.index_select(1, packed.unsorted_indices());
+    };
+    TensorT hx = sorted(initial_state(h0, n, false, "h0", data)),
+            cx = K == RnnKind::Lstm ? sorted(initial_state(c0, n, false, "c0", data)) : TensorT();
+    auto [out, h_n, c_n] = run_steps(data, batch_sizes, hx, cx);
+    return {utils::rnn::BasicPackedSequence<P>(out, packed.batch_sizes(), packed.sorted_indices(),
+                                               packed.unsorted_indices()),
+            unsorted(h_n), unsorted(c_n)};
+  }
+
+ private:
+  TensorT initial_state(const TensorT& s, int64_t n, bool unbatched, const char* what, const TensorT& like) {
+    const int64_t rows = options.num_layers() * (options.bidirectional() ? 2 : 1), h = options.hidden_size();
+    if (!s.defined()) return zeros<P>({rows, n, h}, TensorOptions(like.dtype()).device(like.device()));
+    TensorT t = unbatched ? s.unsqueeze(1) : s;
+    EMBER_CHECK(t.sizes() == Shape({rows, n, h}), "[{}] {} must have shape ({}, {}, {}), got {}", this->name(), what,
+                rows, n, h, s.sizes());
+    return t;
+  }
+
+  /// The recurrence over packed steps: `data` (total, features) holds step t's rows for the
+  /// batch_sizes[t] sequences still running (longest first, so those are rows 0..batch_sizes[t]
+  /// of the batch), one step after another; a padded (L, N, F) input reshaped is the case of
+  /// equal sizes. hx (and cx): (layers * dirs, N, hidden). Returns the output data (total,
+  /// dirs * hidden) and the final states: each sequence's after its own last step (the
+  /// reverse direction starts each sequence at its own end, from its initial state).
+  std::tuple<TensorT, TensorT, TensorT> run_steps(const TensorT& data, const std::vector<int64_t>& batch_sizes,
+                                                  const TensorT& hx, const TensorT& cx) {
+    const int64_t dirs = options.bidirectional() ? 2 : 1, layers = options.num_layers();
+    const int64_t len = static_cast<int64_t>(batch_sizes.size()), n = batch_sizes[0];
+    RnnKind kind = K;
+    if (K != RnnKind::Lstm && K != RnnKind::Gru) kind = options.nonlinearity() == "relu" ? RnnKind::RnnRelu : RnnKind::RnnTanh;
+    // Rows that stopped (or, in reverse, have not started) keep their state: the running ones
+    // step, the rest are carried over.
+    auto merge = [&](const TensorT& stepped, const TensorT& state) {
+      const int64_t running = stepped.size(0);
+      return running == n ? stepped : cat({stepped, state.narrow(0, running, n - running)}, 0);
+    };
+    std::vector<TensorT> hn, cn;
+    TensorT layer_in = data;
+    for (int64_t l = 0; l < layers; ++l) {
+      std::vector<TensorT> dir_out;
+      for (int64_t d = 0; d < dirs; ++d) {
+        const Layer& w = weights[static_cast<size_t>(l * dirs + d)];
+        TensorT xg = linear(layer_in, w.w_ih, w.b_ih);  // (total, G*H): all steps at once
+        std::vector<TensorT> xg_steps = detail::pieces(xg, 0, batch_sizes, false);
+        TensorT ht = hx.select(0, l * dirs + d), ct = cx.defined() ? cx.select(0, l * dirs + d) : TensorT();
+        std::vector<TensorT> steps(static_cast<size_t>(len));
+        for (int64_t s = 0; s < len; ++s) {
+          const int64_t t = d ? len - 1 - s : s, running = batch_sizes[static_cast<size_t>(t)];
+          auto [h2, c2] = detail::rnn_step<P>(kind, xg_steps[static_cast<size_t>(t)],
+                                              running == n ? ht : ht.narrow(0, 0, running),
+                                              running == n || !ct.defined() ? ct : ct.narrow(0, 0, running), w.w_hh,
+                                              w.b_hh);
+          steps[static_cast<size_t>(t)] = h2;
+          ht = merge(h2, ht);
+          if (ct.defined()) ct = merge(c2, ct);
+        }
+        dir_out.push_back(cat(steps, 0));
+        hn.push_back(ht);
+        if (ct.defined()) cn.push_back(ct);
+      }
+      layer_in = dirs == 1 ? dir_out[0] : cat(dir_out, 1);
+      if (l + 1 < layers && options.dropout() > 0) layer_in = F::dropout(layer_in, options.dropout(), this->is_training());
+    }
+    return {layer_in, stack(hn, 0), cn.empty() ? TensorT() : stack(cn, 0)};
+  }
+
+ public:
   std::string extra_repr() const override {
     std::string s = fmt::format("{}, {}", options.input_size(), options.hidden_size());
     if (options.num_layers() != 1) s += fmt::format(", num_layers={}", options.num_layers());
@@ -236,6 +321,12 @@ class BasicRNNImpl : public BasicRNNImplBase<BasicRNNImpl<P>, RnnKind::RnnTanh, 
     auto [o, h, c] = this->run(input, h0, {});
     return {o, h};
   }
+  /// Sequences of different lengths, packed: (packed output, h_n).
+  std::pair<utils::rnn::BasicPackedSequence<P>, TensorT> forward_with_packed_input(
+      const utils::rnn::BasicPackedSequence<P>& input, const TensorT& h0 = {}) {
+    auto [o, h, c] = this->run_packed(input, h0, {});
+    return {o, h};
+  }
 };
 /// LSTM: forward(input, {h0, c0}) -> (output, (h_n, c_n)).
 template <class P = DefaultPolicy>
@@ -246,6 +337,12 @@ class BasicLSTMImpl : public BasicRNNImplBase<BasicLSTMImpl<P>, RnnKind::Lstm, P
   std::pair<TensorT, std::pair<TensorT, TensorT>> forward(const TensorT& input,
                                                           const std::pair<TensorT, TensorT>& state = {}) {
     auto [o, h, c] = this->run(input, state.first, state.second);
+    return {o, {h, c}};
+  }
+  /// Sequences of different lengths, packed: (packed output, (h_n, c_n)).
+  std::pair<utils::rnn::BasicPackedSequence<P>, std::pair<TensorT, TensorT>> forward_with_packed_input(
+      const utils::rnn::BasicPackedSequence<P>& input, const std::pair<TensorT, TensorT>& state = {}) {
+    auto [o, h, c] = this->run_packed(input, state.first, state.second);
     return {o, {h, c}};
   }
   /// The state as a std::tuple, as libtorch's forward(x, std::make_tuple(h0, c0)). A template,
@@ -264,6 +361,12 @@ class BasicGRUImpl : public BasicRNNImplBase<BasicGRUImpl<P>, RnnKind::Gru, P> {
   using TensorT = BasicTensor<P>;
   std::pair<TensorT, TensorT> forward(const TensorT& input, const TensorT& h0 = {}) {
     auto [o, h, c] = this->run(input, h0, {});
+    return {o, h};
+  }
+  /// Sequences of different lengths, packed: (packed output, h_n).
+  std::pair<utils::rnn::BasicPackedSequence<P>, TensorT> forward_with_packed_input(
+      const utils::rnn::BasicPackedSequence<P>& input, const TensorT& h0 = {}) {
+    auto [o, h, c] = this->run_packed(input, h0, {});
     return {o, h};
   }
 };

@@ -1,0 +1,210 @@
+#pragma once
+/// nn::utils::rnn: batches of sequences of different lengths, as libtorch's.
+///   auto packed = rnn::pack_padded_sequence(padded, lengths, /*batch_first=*/true,
+///                                           /*enforce_sorted=*/false);
+///   auto [out, state] = lstm->forward_with_packed_input(packed);
+///   auto [y, y_lengths] = rnn::pad_packed_sequence(out, /*batch_first=*/true);
+/// A PackedSequence holds the time steps one after another, each with the rows of the
+/// sequences still running: `data` (sum of lengths, *), `batch_sizes` (the rows per step, on
+/// the CPU), and the order in which the sequences were sorted, longest first.
+
+#include <ember/core/factories.hpp>
+#include <ember/core/tensor_methods.hpp>
+#include <ember/ops/shape_ops.hpp>
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace ember::nn::utils::rnn {
+
+template <class P = DefaultPolicy>
+class BasicPackedSequence {
+ public:
+  using TensorT = BasicTensor<P>;
+  BasicPackedSequence() = default;
+  /// `sorted_indices` (the batch's rows in the order packed) and its inverse
+  /// `unsorted_indices` are undefined when the sequences came sorted.
+  BasicPackedSequence(TensorT data, TensorT batch_sizes, TensorT sorted_indices = {}, TensorT unsorted_indices = {})
+      : data_(std::move(data)),
+        batch_sizes_(std::move(batch_sizes)),
+        sorted_indices_(std::move(sorted_indices)),
+        unsorted_indices_(std::move(unsorted_indices)) {}
+  const TensorT& data() const { return data_; }
+  const TensorT& batch_sizes() const { return batch_sizes_; }
+  const TensorT& sorted_indices() const { return sorted_indices_; }
+  const TensorT& unsorted_indices() const { return unsorted_indices_; }
+  bool is_sorted() const { return !sorted_indices_.defined(); }
+  /// The data on another device (the batch sizes stay on the CPU, as PyTorch's).
+  BasicPackedSequence to(Device device) const {
+    auto move = [&](const TensorT& t) { return t.defined() ? t.to(device) : t; };
+    return BasicPackedSequence(data_.to(device), batch_sizes_, move(sorted_indices_), move(unsorted_indices_));
+  }
+  /// batch_sizes as a host vector.
+  std::vector<int64_t> batch_size_list() const {
+    TensorT b = batch_sizes_.to(DType::I64).contiguous();
+    const int64_t* p = b.template data_ptr<int64_t>();
+    return std::vector<int64_t>(p, p + b.numel());
+  }
+
+ private:
+  TensorT data_, batch_sizes_, sorted_indices_, unsorted_indices_;
+};
+using PackedSequence = BasicPackedSequence<>;
+
+namespace detail {
+template <class P>
+BasicTensor<P> index_tensor(const std::vector<int64_t>& v, Device device) {
+  BasicTensor<P> t = empty<P>({static_cast<int64_t>(v.size())}, TensorOptions(DType::I64));
+  std::copy(v.begin(), v.end(), t.template data_ptr<int64_t>());
+  return device == Device::cpu() ? t : t.to(device);
+}
+template <class P>
+std::vector<int64_t> host_lengths(const BasicTensor<P>& lengths, const char* op) {
+  EMBER_CHECK(lengths.defined() && lengths.dim() == 1 && (lengths.dtype() == DType::I64 || lengths.dtype() == DType::I32),
+              "[{}] lengths must be a 1-d integer tensor, got {}", op,
+              lengths.defined() ? fmt::format("{} of shape {}", lengths.dtype(), lengths.sizes()) : "none");
+  BasicTensor<P> l = lengths.to(DType::I64).to(Device::cpu()).contiguous();
+  const int64_t* p = l.template data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + l.numel());
+}
+}  // namespace detail
+
+/// Packs a padded batch, (T, B, *) or with batch_first (B, T, *), whose sequence b holds its
+/// first lengths[b] steps. With enforce_sorted the lengths must not increase; otherwise the
+/// batch is sorted here (stably, longest first) and the order kept in the result.
+template <class P>
+BasicPackedSequence<P> pack_padded_sequence(const BasicTensor<P>& input, const std::vector<int64_t>& lengths,
+                                            bool batch_first = false, bool enforce_sorted = true) {
+  constexpr const char* op = "pack_padded_sequence";
+  EMBER_CHECK(input.dim() >= 2, "[{}] expects a padded batch of at least 2 dims, got shape {}", op, input.sizes());
+  BasicTensor<P> x = batch_first ? input.transpose(0, 1) : input;  // (T, B, *)
+  const int64_t steps = x.size(0), batch = x.size(1);
+  EMBER_CHECK(static_cast<int64_t>(lengths.size()) == batch, "[{}] {} lengths for a batch of {} (input of shape {})",
+              op, lengths.size(), batch, input.sizes());
+  EMBER_CHECK(batch > 0, "[{}] the batch of shape {} is empty", op, input.sizes());
+  for (int64_t l : lengths)
+    EMBER_CHECK(l > 0 && l <= steps, "[{}] each length must be in [1, {}] (the padded length), got {}", op, steps, l);
+  std::vector<int64_t> order(static_cast<size_t>(batch));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  if (enforce_sorted) {
+    EMBER_CHECK(std::is_sorted(lengths.rbegin(), lengths.rend()),
+                "[{}] lengths must not increase when enforce_sorted is true; pass enforce_sorted=false to sort them", op);
+  } else {
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return lengths[a] > lengths[b]; });
+  }
+  // Step t keeps the sequences longer than t: the first batch_sizes[t] in sorted order.
+  const int64_t longest = lengths[static_cast<size_t>(order[0])];
+  std::vector<int64_t> batch_sizes(static_cast<size_t>(longest)), rows;
+  for (int64_t t = 0; t < longest; ++t) {
+    int64_t running = 0;
+    while (running < batch && lengths[static_cast<size_t>(order[static_cast<size_t>(running)])] > t) ++running;
+    batch_sizes[static_cast<size_t>(t)] = running;
+    for (int64_t k = 0; k < running; ++k) rows.push_back(t * batch + order[static_cast<size_t>(k)]);
+  }
+  Shape flat = x.sizes();
+  flat.erase(0);
+  flat[0] = steps * batch;
+  BasicTensor<P> data = index_select(x.reshape(flat), 0, detail::index_tensor<P>(rows, x.device()));
+  BasicTensor<P> sizes = detail::index_tensor<P>(batch_sizes, Device::cpu());
+  if (enforce_sorted) return BasicPackedSequence<P>(data, sizes);
+  std::vector<int64_t> inverse(order.size());
+  for (size_t k = 0; k < order.size(); ++k) inverse[static_cast<size_t>(order[k])] = static_cast<int64_t>(k);
+  return BasicPackedSequence<P>(data, sizes, detail::index_tensor<P>(order, x.device()),
+                                detail::index_tensor<P>(inverse, x.device()));
+}
+/// lengths as a 1-d integer tensor (on any device), as libtorch's.
+template <class P>
+BasicPackedSequence<P> pack_padded_sequence(const BasicTensor<P>& input, const BasicTensor<P>& lengths,
+                                            bool batch_first = false, bool enforce_sorted = true) {
+  return pack_padded_sequence(input, detail::host_lengths(lengths, "pack_padded_sequence"), batch_first,
+                              enforce_sorted);
+}
+
+/// pack_padded_sequence's inverse: the padded batch (T, B, *) or (B, T, *), in the batch's
+/// original order, with padding_value after each sequence's end (T: the longest length, or
+/// total_length), and the lengths (i64, on the CPU).
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> pad_packed_sequence(const BasicPackedSequence<P>& sequence,
+                                                              bool batch_first = false, double padding_value = 0.0,
+                                                              std::optional<int64_t> total_length = std::nullopt) {
+  constexpr const char* op = "pad_packed_sequence";
+  const std::vector<int64_t> batch_sizes = sequence.batch_size_list();
+  const BasicTensor<P>& data = sequence.data();
+  EMBER_CHECK(!batch_sizes.empty() && data.defined() && data.dim() >= 1,
+              "[{}] expects a PackedSequence with data and batch sizes", op);
+  const int64_t longest = static_cast<int64_t>(batch_sizes.size()), batch = batch_sizes[0];
+  int64_t total = 0;
+  for (size_t t = 0; t < batch_sizes.size(); ++t) {
+    EMBER_CHECK(batch_sizes[t] > 0 && batch_sizes[t] <= batch && (t == 0 || batch_sizes[t] <= batch_sizes[t - 1]),
+                "[{}] batch sizes must be positive and non-increasing, got {} after {}", op, batch_sizes[t],
+                t == 0 ? batch : batch_sizes[t - 1]);
+    total += batch_sizes[t];
+  }
+  EMBER_CHECK(data.size(0) == total, "[{}] data has {} rows, the batch sizes sum to {}", op, data.size(0), total);
+  const int64_t steps = total_length.value_or(longest);
+  EMBER_CHECK(steps >= longest, "[{}] total_length {} is shorter than the longest sequence, {}", op, steps, longest);
+  std::vector<int64_t> rows, lengths(static_cast<size_t>(batch), 0);
+  for (int64_t t = 0; t < longest; ++t)
+    for (int64_t k = 0; k < batch_sizes[static_cast<size_t>(t)]; ++k) {
+      rows.push_back(t * batch + k);
+      ++lengths[static_cast<size_t>(k)];
+    }
+  Shape flat = data.sizes();
+  flat[0] = steps * batch;
+  BasicTensor<P> padded = full<P>(flat, padding_value, TensorOptions(data.dtype()).device(data.device()))
+                              .index_copy(0, detail::index_tensor<P>(rows, data.device()), data);
+  Shape shape = data.sizes();
+  shape[0] = batch;
+  shape.insert(0, steps);
+  padded = padded.reshape(shape);  // (T, B, *), sorted order
+  BasicTensor<P> length_tensor = detail::index_tensor<P>(lengths, Device::cpu());
+  if (!sequence.is_sorted()) {
+    padded = padded.index_select(1, sequence.unsorted_indices());
+    length_tensor = length_tensor.index_select(0, sequence.unsorted_indices().to(Device::cpu()));
+  }
+  return {batch_first ? padded.transpose(0, 1) : padded, length_tensor};
+}
+
+/// Stacks sequences (L_b, *) of equal trailing shape into (max L, B, *) or (B, max L, *),
+/// padding each after its end.
+template <class P>
+BasicTensor<P> pad_sequence(const std::vector<BasicTensor<P>>& sequences, bool batch_first = false,
+                            double padding_value = 0.0) {
+  constexpr const char* op = "pad_sequence";
+  EMBER_CHECK(!sequences.empty(), "[{}] needs at least one sequence", op);
+  int64_t longest = 0;
+  for (const BasicTensor<P>& s : sequences) {
+    EMBER_CHECK(s.defined() && s.dim() >= 1, "[{}] each sequence needs at least 1 dim (its steps)", op);
+    Shape trailing = s.sizes(), first = sequences[0].sizes();
+    trailing.erase(0);
+    first.erase(0);
+    EMBER_CHECK(trailing == first && s.dtype() == sequences[0].dtype() && s.device() == sequences[0].device(),
+                "[{}] sequences must share their trailing shape, dtype and device: {} {} against {} {}", op,
+                s.sizes(), s.dtype(), sequences[0].sizes(), sequences[0].dtype());
+    longest = std::max(longest, s.size(0));
+  }
+  std::vector<BasicTensor<P>> padded;
+  for (const BasicTensor<P>& s : sequences) {
+    if (s.size(0) == longest) {
+      padded.push_back(s);
+      continue;
+    }
+    Shape fill = s.sizes();
+    fill[0] = longest - s.size(0);
+    padded.push_back(cat({s, full<P>(fill, padding_value, TensorOptions(s.dtype()).device(s.device()))}, 0));
+  }
+  return stack(padded, batch_first ? 0 : 1);
+}
+
+/// Packs sequences (L_b, *) directly: pad_sequence, then pack_padded_sequence.
+template <class P>
+BasicPackedSequence<P> pack_sequence(const std::vector<BasicTensor<P>>& sequences, bool enforce_sorted = true) {
+  std::vector<int64_t> lengths;
+  for (const BasicTensor<P>& s : sequences) lengths.push_back(s.defined() && s.dim() >= 1 ? s.size(0) : 0);
+  return pack_padded_sequence(pad_sequence(sequences), lengths, false, enforce_sorted);
+}
+
+}  // namespace ember::nn::utils::rnn
