@@ -325,6 +325,51 @@ padding("circularpad1d", "CircularPad1d", (2, 2, 5), [2, 3], lambda: PadRef((2, 
 padding("circularpad2d", "CircularPad2d", (1, 2, 3, 4), [1, 2, 2, 1], lambda: PadRef((1, 2, 2, 1), "circular"))
 padding("circularpad3d", "CircularPad3d", (1, 1, 3, 2, 3), [1, 1, 1, 0, 2, 1], lambda: PadRef((1, 1, 1, 0, 2, 1), "circular"))
 
+# Across channels, power pooling, dropout variants in eval mode
+class LPPool3dRef(nn.Module):
+    """torch 1.13 has no LPPool3d: PyTorch 2's definition."""
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.p, self.k, self.s, self.ceil = norm_type, kernel_size, stride, ceil_mode
+
+    def forward(self, x):
+        kd, kh, kw = (self.k,) * 3 if isinstance(self.k, int) else self.k
+        out = F.avg_pool3d(x.pow(self.p), self.k, self.s if self.s is not None else self.k, 0, self.ceil)
+        return (torch.sign(out) * F.relu(torch.abs(out))).mul(kd * kh * kw).pow(1.0 / self.p)
+
+
+simple("localresponsenorm", "LocalResponseNorm", dict(size=3), lambda: nn.LocalResponseNorm(3), (2, 5, 3, 4))
+simple("localresponsenorm_3d_even_size", "LocalResponseNorm", dict(size=4, alpha=0.01, beta=0.6, k=2.0),
+       lambda: nn.LocalResponseNorm(4, alpha=0.01, beta=0.6, k=2.0), (2, 6, 5))
+simple("localresponsenorm_5d", "LocalResponseNorm", dict(size=2, alpha=0.1), lambda: nn.LocalResponseNorm(2, alpha=0.1),
+       (1, 3, 2, 3, 2))
+class ChannelShuffleRef(nn.Module):
+    """nn.ChannelShuffle's forward (torch 1.13 has no derivative for it), by its definition."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.g = groups
+
+    def forward(self, x):
+        n, c = x.shape[:2]
+        return x.reshape(n, self.g, c // self.g, *x.shape[2:]).transpose(1, 2).reshape(x.shape)
+
+
+assert torch.equal(nn.ChannelShuffle(3)(torch.arange(12.).view(1, 6, 2)), ChannelShuffleRef(3)(torch.arange(12.).view(1, 6, 2)))
+simple("channelshuffle", "ChannelShuffle", dict(groups=3), lambda: ChannelShuffleRef(3), (2, 6, 2, 2))
+simple("lppool1d", "LPPool1d", dict(norm_type=2.0, kernel_size=3, stride=2), lambda: nn.LPPool1d(2.0, 3, stride=2),
+       (2, 3, 9))
+simple("lppool2d_p3_ceil", "LPPool2d", dict(norm_type=3.0, kernel_size=[2, 3], ceil_mode=1),
+       lambda: nn.LPPool2d(3.0, (2, 3), ceil_mode=True), (1, 2, 5, 7))
+case("lppool3d", "LPPool3d", dict(norm_type=1.5, kernel_size=2, stride=[1, 2, 2]),
+     lambda: LPPool3dRef(1.5, 2, (1, 2, 2)), lambda: {"input": torch.rand(1, 2, 3, 4, 4, dtype=F64) + 0.1})
+simple("dropout1d_eval", "Dropout1d", dict(p=0.4), lambda: nn.Dropout1d(0.4), (2, 3, 4), train=False)
+simple("dropout3d_eval", "Dropout3d", dict(p=0.4), lambda: nn.Dropout3d(0.4), (2, 3, 2, 2, 2), train=False)
+simple("alphadropout_eval", "AlphaDropout", dict(p=0.2), lambda: nn.AlphaDropout(0.2), (3, 4), train=False)
+simple("featurealphadropout_eval", "FeatureAlphaDropout", dict(p=0.2), lambda: nn.FeatureAlphaDropout(0.2),
+       (2, 3, 4), train=False)
+
 # Sliding blocks
 simple("unfold", "Unfold", dict(kernel_size=[2, 3]), lambda: nn.Unfold((2, 3)), (2, 3, 4, 5))
 simple("unfold_dilation_padding_stride", "Unfold", dict(kernel_size=3, dilation=[1, 2], padding=1, stride=[2, 1]),

@@ -6,7 +6,9 @@
 #include <ember/ember.hpp>
 #include <ember/nn/functional.hpp>
 #include <ember/nn/functional_activation.hpp>
+#include <ember/nn/functional_channel_ops.hpp>
 #include <ember/nn/functional_conv.hpp>
+#include <ember/nn/functional_dropout.hpp>
 #include <ember/nn/functional_fold.hpp>
 #include <ember/nn/functional_resample.hpp>
 #include <ember/nn/functional_layers.hpp>
@@ -16,6 +18,7 @@
 #include <ember/nn/init.hpp>
 #include <ember/nn/module.hpp>
 #include <ember/nn/modules/activation.hpp>
+#include <ember/nn/modules/channel.hpp>
 #include <ember/nn/modules/container.hpp>
 #include <ember/nn/modules/conv.hpp>
 #include <ember/nn/modules/distance.hpp>

@@ -67,6 +67,13 @@ Built padding_layer(Opts& o) {
   return one(H(nn::PaddingOptions(o.ints("padding")).value(o.d("value", 0.0))));
 }
 
+template <class H>
+Built lp_pool(Opts& o) {
+  return one(H(nn::LPPoolOptions(o.d("norm_type"), o.ints("kernel_size"))
+                   .stride(o.ints("stride", IntArgs{}))
+                   .ceil_mode(o.b("ceil_mode", false))));
+}
+
 template <class Map>
 void add_padding_layers(Map& b) {
   b["ReflectionPad1d"] = padding_layer<nn::ReflectionPad1d>;
@@ -450,6 +457,20 @@ std::map<std::string, Builder> make_builders() {
                             .stride(o.ints("stride", IntArgs{1}))));
   };
   add_padding_layers(b);
+  b["LocalResponseNorm"] = [](Opts& o) {
+    return one(nn::LocalResponseNorm(nn::LocalResponseNormOptions(o.i("size"))
+                                         .alpha(o.d("alpha", 1e-4))
+                                         .beta(o.d("beta", 0.75))
+                                         .k(o.d("k", 1.0))));
+  };
+  b["ChannelShuffle"] = [](Opts& o) { return one(nn::ChannelShuffle(o.i("groups"))); };
+  b["LPPool1d"] = lp_pool<nn::LPPool1d>;
+  b["LPPool2d"] = lp_pool<nn::LPPool2d>;
+  b["LPPool3d"] = lp_pool<nn::LPPool3d>;
+  b["Dropout1d"] = [](Opts& o) { return one(nn::Dropout1d(o.d("p", 0.5))); };
+  b["Dropout3d"] = [](Opts& o) { return one(nn::Dropout3d(o.d("p", 0.5))); };
+  b["AlphaDropout"] = [](Opts& o) { return one(nn::AlphaDropout(o.d("p", 0.5))); };
+  b["FeatureAlphaDropout"] = [](Opts& o) { return one(nn::FeatureAlphaDropout(o.d("p", 0.5))); };
   // Activations and dropout
   b["ReLU"] = activation<nn::ReLU>();
   b["ReLU6"] = activation<nn::ReLU6>();

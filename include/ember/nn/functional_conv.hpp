@@ -586,6 +586,38 @@ BasicTensor<P> avg_pool3d(const BasicTensor<P>& x, IntArgs kernel, IntArgs strid
 }
 
 namespace detail {
+/// Power-average pooling: (sum over the window of x^p)^(1/p), as PyTorch's, which averages x^p
+/// (ceil_mode windows counted as avg_pool counts them), scales by the kernel's taps and clamps
+/// negative averages (of odd p) at 0.
+template <class P>
+BasicTensor<P> lp_pool_nd(const BasicTensor<P>& x, int nd, double norm_type, IntArgs kernel, IntArgs stride,
+                          bool ceil_mode, const char* op) {
+  EMBER_CHECK(norm_type > 0 && std::isfinite(norm_type), "[{}] norm_type must be positive and finite, got {}", op,
+              norm_type);
+  const auto k = expand_arg(kernel, nd, op, "kernel_size");
+  BasicTensor<P> avg = avg_pool_nd(x.pow(norm_type), nd, kernel, stride, {0}, ceil_mode, true, op);
+  return (avg.sign() * avg.abs().relu() * static_cast<double>(k[0] * k[1] * k[2])).pow(1.0 / norm_type);
+}
+}  // namespace detail
+
+/// LP pooling: each window's p-norm (norm_type p), as torch.nn.functional.lp_pool1d/2d/3d.
+template <class P>
+BasicTensor<P> lp_pool1d(const BasicTensor<P>& x, double norm_type, IntArgs kernel, IntArgs stride = {},
+                         bool ceil_mode = false) {
+  return detail::lp_pool_nd(x, 1, norm_type, kernel, stride, ceil_mode, "lp_pool1d");
+}
+template <class P>
+BasicTensor<P> lp_pool2d(const BasicTensor<P>& x, double norm_type, IntArgs kernel, IntArgs stride = {},
+                         bool ceil_mode = false) {
+  return detail::lp_pool_nd(x, 2, norm_type, kernel, stride, ceil_mode, "lp_pool2d");
+}
+template <class P>
+BasicTensor<P> lp_pool3d(const BasicTensor<P>& x, double norm_type, IntArgs kernel, IntArgs stride = {},
+                         bool ceil_mode = false) {
+  return detail::lp_pool_nd(x, 3, norm_type, kernel, stride, ceil_mode, "lp_pool3d");
+}
+
+namespace detail {
 /// (out, in) matrix averaging the adaptive window of each output position
 /// (start = floor(i in / out), end = ceil((i + 1) in / out)).
 template <class P>

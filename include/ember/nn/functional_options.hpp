@@ -171,6 +171,32 @@ template <class P, std::same_as<DropoutFuncOptions> O>
 BasicTensor<P> dropout2d(const BasicTensor<P>& x, const O& o) {
   return dropout2d(x, o.p(), o.training(), o.inplace());
 }
+using Dropout1dFuncOptions = DropoutFuncOptions;
+using Dropout3dFuncOptions = DropoutFuncOptions;
+template <class P, std::same_as<DropoutFuncOptions> O>
+BasicTensor<P> dropout1d(const BasicTensor<P>& x, const O& o) {
+  return dropout1d(x, o.p(), o.training(), o.inplace());
+}
+template <class P, std::same_as<DropoutFuncOptions> O>
+BasicTensor<P> dropout3d(const BasicTensor<P>& x, const O& o) {
+  return dropout3d(x, o.p(), o.training(), o.inplace());
+}
+/// alpha_dropout's and feature_alpha_dropout's: as dropout's, but not training by default
+/// (PyTorch's functional default).
+struct AlphaDropoutFuncOptions {
+  EMBER_ARG(double, p) = 0.5;
+  EMBER_ARG(bool, training) = false;
+  EMBER_ARG(bool, inplace) = false;
+};
+using FeatureAlphaDropoutFuncOptions = AlphaDropoutFuncOptions;
+template <class P, std::same_as<AlphaDropoutFuncOptions> O>
+BasicTensor<P> alpha_dropout(const BasicTensor<P>& x, const O& o) {
+  return alpha_dropout(x, o.p(), o.training(), o.inplace());
+}
+template <class P, std::same_as<AlphaDropoutFuncOptions> O>
+BasicTensor<P> feature_alpha_dropout(const BasicTensor<P>& x, const O& o) {
+  return feature_alpha_dropout(x, o.p(), o.training(), o.inplace());
+}
 
 /// The dim, and optionally the dtype to compute in.
 struct SoftmaxFuncOptions {
@@ -209,6 +235,10 @@ struct DefaultOptions {};
   }
 EMBER_BRACED_DEFAULTS(dropout, DropoutFuncOptions)
 EMBER_BRACED_DEFAULTS(dropout2d, DropoutFuncOptions)
+EMBER_BRACED_DEFAULTS(dropout1d, DropoutFuncOptions)
+EMBER_BRACED_DEFAULTS(dropout3d, DropoutFuncOptions)
+EMBER_BRACED_DEFAULTS(alpha_dropout, AlphaDropoutFuncOptions)
+EMBER_BRACED_DEFAULTS(feature_alpha_dropout, AlphaDropoutFuncOptions)
 EMBER_BRACED_DEFAULTS(leaky_relu, LeakyReLUOptions)
 EMBER_BRACED_DEFAULTS(elu, ELUOptions)
 EMBER_BRACED_DEFAULTS(celu, CELUOptions)

@@ -19,6 +19,7 @@
 #include <ember/nn/functional_layers.hpp>
 #include <ember/nn/functional_resample.hpp>
 #include <ember/nn/functional_fold.hpp>
+#include <ember/nn/modules/channel.hpp>
 #include <ember/nn/modules/conv.hpp>
 #include <ember/nn/modules/fold.hpp>
 #include <ember/nn/options.hpp>
@@ -241,6 +242,27 @@ BasicTensor<P> max_unpool2d(const BasicTensor<P>& x, const BasicTensor<P>& indic
 template <class P, std::same_as<MaxUnpoolFuncOptions> O>
 BasicTensor<P> max_unpool3d(const BasicTensor<P>& x, const BasicTensor<P>& indices, const O& o) {
   return max_unpool3d(x, indices, o.kernel_size(), o.stride(), o.padding(), o.output_size());
+}
+
+using LPPool1dFuncOptions = LPPoolOptions;
+using LPPool2dFuncOptions = LPPoolOptions;
+using LPPool3dFuncOptions = LPPoolOptions;
+template <class P, std::same_as<LPPoolOptions> O>
+BasicTensor<P> lp_pool1d(const BasicTensor<P>& x, const O& o) {
+  return lp_pool1d(x, o.norm_type(), o.kernel_size(), o.stride(), o.ceil_mode());
+}
+template <class P, std::same_as<LPPoolOptions> O>
+BasicTensor<P> lp_pool2d(const BasicTensor<P>& x, const O& o) {
+  return lp_pool2d(x, o.norm_type(), o.kernel_size(), o.stride(), o.ceil_mode());
+}
+template <class P, std::same_as<LPPoolOptions> O>
+BasicTensor<P> lp_pool3d(const BasicTensor<P>& x, const O& o) {
+  return lp_pool3d(x, o.norm_type(), o.kernel_size(), o.stride(), o.ceil_mode());
+}
+using LocalResponseNormFuncOptions = LocalResponseNormOptions;
+template <class P, std::same_as<LocalResponseNormOptions> O>
+BasicTensor<P> local_response_norm(const BasicTensor<P>& x, const O& o) {
+  return local_response_norm(x, o.size(), o.alpha(), o.beta(), o.k());
 }
 
 using UnfoldFuncOptions = UnfoldOptions;

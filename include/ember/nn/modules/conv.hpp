@@ -1,5 +1,5 @@
 #pragma once
-/// Layers over 1, 2 or 3 spatial dims: Conv, ConvTranspose, MaxPool, AvgPool, AdaptiveAvgPool,
+/// Layers over 1, 2 or 3 spatial dims: Conv, ConvTranspose, MaxPool, AvgPool, LPPool, AdaptiveAvgPool,
 /// AdaptiveMaxPool, MaxUnpool, BatchNorm and InstanceNorm (1d/2d/3d each); GroupNorm, Upsample,
 /// PixelShuffle, PixelUnshuffle.
 
@@ -259,6 +259,48 @@ using AvgPool3dImpl = BasicAvgPoolImpl<3>;
 EMBER_MODULE(AvgPool1d);
 EMBER_MODULE(AvgPool2d);
 EMBER_MODULE(AvgPool3d);
+
+struct LPPoolOptions {
+  LPPoolOptions(double norm_type, IntArgs kernel_size) : norm_type_(norm_type), kernel_size_(std::move(kernel_size)) {}
+  EMBER_ARG(double, norm_type);
+  EMBER_ARG(IntArgs, kernel_size);
+  EMBER_ARG(IntArgs, stride);  ///< empty: kernel_size
+  EMBER_ARG(bool, ceil_mode) = false;
+};
+using LPPool1dOptions = LPPoolOptions;
+using LPPool2dOptions = LPPoolOptions;
+using LPPool3dOptions = LPPoolOptions;
+
+/// LPPool1d/2d/3d: each window's norm_type-norm.
+template <int ND, class P = DefaultPolicy>
+class BasicLPPoolImpl : public Cloneable<BasicLPPoolImpl<ND, P>, P> {
+ public:
+  explicit BasicLPPoolImpl(const LPPoolOptions& o)
+      : Cloneable<BasicLPPoolImpl<ND, P>, P>(nd_name<ND>({"LPPool1d", "LPPool2d", "LPPool3d"})), options(o) {
+    (void)F::detail::geometry(ND, o.kernel_size(), o.stride(), {0}, {1}, this->name().c_str());
+    EMBER_CHECK(o.norm_type() > 0 && std::isfinite(o.norm_type()), "[{}] norm_type must be positive and finite, got {}",
+                this->name(), o.norm_type());
+  }
+  BasicLPPoolImpl(double norm_type, IntArgs kernel_size) : BasicLPPoolImpl(LPPoolOptions(norm_type, std::move(kernel_size))) {}
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) {
+    return F::detail::lp_pool_nd(x, ND, options.norm_type(), options.kernel_size(), options.stride(),
+                                 options.ceil_mode(), this->name().c_str());
+  }
+  std::string extra_repr() const override {
+    auto arg = [](const IntArgs& v) { return v.size() == 1 ? fmt::format("{}", v[0]) : repr_args(v, ND); };
+    return fmt::format("norm_type={}, kernel_size={}, stride={}, ceil_mode={}", options.norm_type(),
+                       arg(options.kernel_size()), options.stride().empty() ? "None" : arg(options.stride()),
+                       options.ceil_mode() ? "True" : "False");
+  }
+  LPPoolOptions options;
+};
+using LPPool1dImpl = BasicLPPoolImpl<1>;
+using LPPool2dImpl = BasicLPPoolImpl<2>;
+using LPPool3dImpl = BasicLPPoolImpl<3>;
+EMBER_MODULE(LPPool1d);
+EMBER_MODULE(LPPool2d);
+EMBER_MODULE(LPPool3d);
 
 // libtorch's names for the adaptive pools' options: the output size.
 using AdaptiveAvgPool1dOptions = int64_t;

@@ -1,7 +1,8 @@
 #pragma once
-/// Dropout, Dropout2d, Embedding, LayerNorm, RMSNorm.
+/// Dropout, Dropout1d/2d/3d, AlphaDropout, FeatureAlphaDropout, Embedding, LayerNorm, RMSNorm.
 
 #include <ember/nn/functional.hpp>
+#include <ember/nn/functional_dropout.hpp>
 #include <ember/nn/functional_layers.hpp>
 #include <ember/nn/init.hpp>
 #include <ember/nn/module.hpp>
@@ -53,6 +54,58 @@ class BasicDropout2dImpl : public Cloneable<BasicDropout2dImpl<P>, P> {
 };
 using Dropout2dImpl = BasicDropout2dImpl<>;
 EMBER_MODULE(Dropout2d);
+
+// libtorch's names for the other dropout layers' options.
+using Dropout1dOptions = DropoutOptions;
+using Dropout3dOptions = DropoutOptions;
+using AlphaDropoutOptions = DropoutOptions;
+using FeatureAlphaDropoutOptions = DropoutOptions;
+
+/// Which of the dropout layers below.
+enum class DropoutKind { Channels1d, Channels3d, Alpha, FeatureAlpha };
+
+/// Dropout1d, Dropout3d (whole channels), AlphaDropout and FeatureAlphaDropout (for SELU
+/// networks); active only in training mode.
+template <DropoutKind K, class P = DefaultPolicy>
+class BasicDropoutVariantImpl : public Cloneable<BasicDropoutVariantImpl<K, P>, P> {
+ public:
+  explicit BasicDropoutVariantImpl(double p = 0.5) : BasicDropoutVariantImpl(DropoutOptions(p)) {}
+  explicit BasicDropoutVariantImpl(const DropoutOptions& o)
+      : Cloneable<BasicDropoutVariantImpl<K, P>, P>(kind_name()), p(o.p()), inplace(o.inplace()) {
+    EMBER_CHECK(p >= 0 && p <= 1, "[{}] p must be in [0, 1], got {}", this->name(), p);
+  }
+  void reset() override {}
+  BasicTensor<P> forward(const BasicTensor<P>& x) {
+    const bool training = this->is_training();
+    switch (K) {
+      case DropoutKind::Channels1d: return F::dropout1d(x, p, training, inplace);
+      case DropoutKind::Channels3d: return F::dropout3d(x, p, training, inplace);
+      case DropoutKind::Alpha: return F::alpha_dropout(x, p, training, inplace);
+      default: return F::feature_alpha_dropout(x, p, training, inplace);
+    }
+  }
+  std::string extra_repr() const override { return fmt::format("p={}, inplace={}", p, inplace ? "True" : "False"); }
+  double p;
+  bool inplace = false;
+
+ private:
+  static const char* kind_name() {
+    switch (K) {
+      case DropoutKind::Channels1d: return "Dropout1d";
+      case DropoutKind::Channels3d: return "Dropout3d";
+      case DropoutKind::Alpha: return "AlphaDropout";
+      default: return "FeatureAlphaDropout";
+    }
+  }
+};
+using Dropout1dImpl = BasicDropoutVariantImpl<DropoutKind::Channels1d>;
+using Dropout3dImpl = BasicDropoutVariantImpl<DropoutKind::Channels3d>;
+using AlphaDropoutImpl = BasicDropoutVariantImpl<DropoutKind::Alpha>;
+using FeatureAlphaDropoutImpl = BasicDropoutVariantImpl<DropoutKind::FeatureAlpha>;
+EMBER_MODULE(Dropout1d);
+EMBER_MODULE(Dropout3d);
+EMBER_MODULE(AlphaDropout);
+EMBER_MODULE(FeatureAlphaDropout);
 
 struct EmbeddingFromPretrainedOptions {
   EMBER_ARG(bool, freeze) = true;  ///< the weight does not require grad
