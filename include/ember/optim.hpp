@@ -15,4 +15,5 @@
 #include <ember/optim/adagrad.hpp>
 #include <ember/optim/adadelta.hpp>
 #include <ember/optim/lion.hpp>
+#include <ember/optim/lbfgs.hpp>
 #include <ember/optim/schedulers.hpp>

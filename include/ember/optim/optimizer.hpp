@@ -156,8 +156,8 @@ class Optimizer {
   Optimizer& operator=(const Optimizer&) = delete;
 
   /// One update of every parameter that has a gradient. With a closure, calls it first (grad
-  /// mode on) and returns its loss.
-  Tensor step(const LossClosure& closure = nullptr);
+  /// mode on) and returns its loss. (Virtual for LBFGS, which calls the closure many times.)
+  virtual Tensor step(const LossClosure& closure = nullptr);
   /// Drops (set_to_none) or zeroes every parameter's gradient. The default is PyTorch 2's
   /// (libtorch 1.13 zeroed): a dropped gradient makes the next step skip the parameter,
   /// where a zero one would still apply momentum and weight decay.
@@ -177,10 +177,10 @@ class Optimizer {
   /// Number of parameters over all groups.
   int64_t size() const;
 
-  StateDict state_dict() const;
+  virtual StateDict state_dict() const;
   /// Restores state and group options saved by state_dict() of the same kind of optimiser
   /// with the same group sizes. Buffers are copied and cast to their parameter's dtype.
-  void load_state_dict(const StateDict& dict);
+  virtual void load_state_dict(const StateDict& dict);
 
   /// The names of the buffers ParamState::buffers holds for this optimiser (null = unused).
   struct StateNames {
