@@ -928,6 +928,24 @@ loss("gaussiannll_last_dim_one_sum", "GaussianNLLLoss", dict(reduction="sum"),
      lambda: {"input": rn(2, 3, 2), "target": rn(2, 3, 2), "var": torch.rand(2, 3, 1, dtype=F64) + 0.1},
      grads=["input", "var"])
 
+# Adaptive softmax: forward (each row's target log-probability and the loss) and log_prob
+def asm_fwd(m, x, t):
+    r = m(x, t)
+    return r.output, r.loss
+
+
+case("adaptivelogsoftmax", "AdaptiveLogSoftmaxWithLoss", dict(in_features=8, n_classes=10, cutoffs=[3, 6]),
+     lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6]),
+     lambda: {"input": rn(7, 8), "target": torch.tensor([0, 9, 4, 2, 6, 5, 8])}, fwd=asm_fwd)
+case("adaptivelogsoftmax_head_bias_div2_single", "AdaptiveLogSoftmaxWithLoss",
+     dict(in_features=6, n_classes=7, cutoffs=[2], div_value=2.0, head_bias=1),
+     lambda: nn.AdaptiveLogSoftmaxWithLoss(6, 7, [2], div_value=2.0, head_bias=True),
+     lambda: {"input": rn(6), "target": torch.tensor(5)}, fwd=asm_fwd)
+case("adaptivelogsoftmax_log_prob", "AdaptiveLogSoftmaxWithLoss",
+     dict(in_features=8, n_classes=12, cutoffs=[4, 7, 10], method="log_prob"),
+     lambda: nn.AdaptiveLogSoftmaxWithLoss(8, 12, [4, 7, 10]), lambda: {"input": rn(5, 8)},
+     fwd=lambda m, x: m.log_prob(x))
+
 # Composite architectures: names of nested parameters and buffers, and a forward through them.
 case("arch_seq_mlp", "ArchSequentialMLP", {},
      lambda: nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3)), lambda: {"input": rn(5, 4)})

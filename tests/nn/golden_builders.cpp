@@ -539,6 +539,18 @@ std::map<std::string, Builder> make_builders() {
                             o.s("reduction", "mean"));
     return Built{m.ptr(), [m](Inputs& in) { return Outs{m(in["anchor"], in["positive"], in["negative"])}; }};
   };
+  b["AdaptiveLogSoftmaxWithLoss"] = [](Opts& o) {
+    nn::AdaptiveLogSoftmaxWithLoss m(nn::AdaptiveLogSoftmaxWithLossOptions(o.i("in_features"), o.i("n_classes"),
+                                                                         o.ints("cutoffs"))
+                                         .div_value(o.d("div_value", 4.0))
+                                         .head_bias(o.b("head_bias", false)));
+    if (o.s("method", "forward") == "log_prob")
+      return Built{m.ptr(), [m](Inputs& in) { return Outs{m->log_prob(in["input"])}; }};
+    return Built{m.ptr(), [m](Inputs& in) {
+                   auto r = m(in["input"], in["target"]);
+                   return Outs{r.output, r.loss};
+                 }};
+  };
   b["SoftMarginLoss"] = [](Opts& o) { return loss2(nn::SoftMarginLoss(nn::SoftMarginLossOptions(o.s("reduction", "mean")))); };
   b["MultiLabelMarginLoss"] = [](Opts& o) { return loss2(nn::MultiLabelMarginLoss(nn::MultiLabelMarginLossOptions(o.s("reduction", "mean")))); };
   b["HingeEmbeddingLoss"] = [](Opts& o) {

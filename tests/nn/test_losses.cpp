@@ -507,3 +507,48 @@ TEST_CASE("margin, multi-label and likelihood losses: reference values, option f
                        doctest::Contains("margin must be positive"), Error);
   CHECK_THROWS_WITH_AS(F::poisson_nll_loss(x, x, true, false, 1e-8, "batchmean"), doctest::Contains("reduction"), Error);
 }
+
+TEST_CASE("AdaptiveLogSoftmaxWithLoss: forward agrees with log_prob, predict, clone and refusals") {
+  manual_seed(23);
+  nn::AdaptiveLogSoftmaxWithLoss m(nn::AdaptiveLogSoftmaxWithLossOptions(8, 20, {4, 9, 15}).div_value(2.0));
+  CHECK(m->tail->size() == 3);
+  CHECK(m->named_parameters().size() == 7);  // head and two per cluster, no biases
+  Tensor x = randn({6, 8});
+  Tensor t = tensor<int64_t>({0, 3, 4, 12, 19, 15});
+  auto r = m(x, t);
+  // forward's output is log_prob's entry at each target; the loss its negated mean.
+  Tensor full = m->log_prob(x);
+  CHECK(full.sizes() == Shape{6, 20});
+  CHECK((full.exp().sum({1}) - 1.0).abs().amax().item<float>() < 1e-5f);  // each row a distribution
+  Tensor picked = full.gather(1, t.unsqueeze(1)).squeeze(1);
+  CHECK((r.output - picked).abs().amax().item<float>() < 1e-5f);
+  CHECK(r.loss.item<float>() == doctest::Approx(-picked.mean().item<float>()));
+  CHECK((m->predict(x) - full.argmax(1)).abs().sum().item<int64_t>() == 0);
+  // Gradients reach the head and only the clusters that some target falls in.
+  nn::AdaptiveLogSoftmaxWithLoss m2(nn::AdaptiveLogSoftmaxWithLossOptions(8, 20, {4, 9, 15}));
+  m2(x.narrow(0, 0, 3), tensor<int64_t>({1, 2, 16})).loss.backward();
+  CHECK(m2->head->weight.grad().defined());
+  CHECK(!m2->named_parameters()["tail.0.0.weight"].grad().defined());
+  CHECK(m2->named_parameters()["tail.2.1.weight"].grad().defined());
+  // A deep clone predicts alike and owns its parameters.
+  auto copy = std::dynamic_pointer_cast<nn::AdaptiveLogSoftmaxWithLossImpl>(m->clone());
+  REQUIRE(copy);
+  CHECK((copy->log_prob(x) - full).abs().amax().item<float>() == 0.0f);
+  CHECK(copy->head->weight.data_ptr<float>() != m->head->weight.data_ptr<float>());
+  // Zero-width projections (in_features / div_value^k < 1) build, as PyTorch's.
+  nn::AdaptiveLogSoftmaxWithLoss narrow(nn::AdaptiveLogSoftmaxWithLossOptions(4, 10, {2, 5, 8}));
+  CHECK(narrow->log_prob(randn({2, 4})).sizes() == Shape{2, 10});
+  CHECK(nn::Linear(0, 3)(zeros({2, 0})).sizes() == Shape{2, 3});
+
+  using AO = nn::AdaptiveLogSoftmaxWithLossOptions;
+  CHECK_THROWS_WITH_AS(nn::AdaptiveLogSoftmaxWithLoss(AO(8, 10, {5, 3})), doctest::Contains("got [5, 3]"), Error);
+  CHECK_THROWS_WITH_AS(nn::AdaptiveLogSoftmaxWithLoss(AO(8, 10, {3, 10})), doctest::Contains("[1, n_classes - 1 = 9]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::AdaptiveLogSoftmaxWithLoss(AO(8, 10, {})), doctest::Contains("cutoffs must be"), Error);
+  CHECK_THROWS_WITH_AS(m(x, tensor<int64_t>({0, 1, 2, 3, 4, 20})), doctest::Contains("target 20 is out of range for 20"),
+                       Error);
+  CHECK_THROWS_WITH_AS(m(x, t.narrow(0, 0, 5)), doctest::Contains("expects input (N, 8) with target (N)"), Error);
+  CHECK_THROWS_WITH_AS(m(x, t.to(DType::F32)), doctest::Contains("class indices"), Error);
+  CHECK_THROWS_WITH_AS(m(x.select(0, 0), t), doctest::Contains("got input [8] and target [6]"), Error);
+  CHECK_THROWS_WITH_AS(m->log_prob(x.select(0, 0)), doctest::Contains("log_prob expects input (N, 8)"), Error);
+}

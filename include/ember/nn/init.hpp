@@ -99,6 +99,7 @@ BasicTensor<P> kaiming_uniform_(BasicTensor<P> t, double a = 0.0, std::string_vi
   auto [fan_in, fan_out] = calculate_fans(t.sizes());
   EMBER_CHECK(mode == "fan_in" || mode == "fan_out", "[kaiming_uniform_] mode must be fan_in or fan_out, got '{}'",
               mode);
+  if (t.numel() == 0) return t;  // as PyTorch: a no-op (Linear(0, n)'s fan is 0, its bound infinite)
   double fan = static_cast<double>(mode == "fan_in" ? fan_in : fan_out);
   double bound = std::sqrt(3.0) * calculate_gain(nonlinearity, a) / std::sqrt(fan);
   return uniform_(t, -bound, bound);
@@ -109,6 +110,7 @@ BasicTensor<P> kaiming_normal_(BasicTensor<P> t, double a = 0.0, std::string_vie
   auto [fan_in, fan_out] = calculate_fans(t.sizes());
   EMBER_CHECK(mode == "fan_in" || mode == "fan_out", "[kaiming_normal_] mode must be fan_in or fan_out, got '{}'",
               mode);
+  if (t.numel() == 0) return t;  // as PyTorch: a no-op
   double fan = static_cast<double>(mode == "fan_in" ? fan_in : fan_out);
   return normal_(t, 0.0, calculate_gain(nonlinearity, a) / std::sqrt(fan));
 }
