@@ -58,9 +58,14 @@ double dot(const Vec& a, const Vec& b) {
   for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
   return s;
 }
+/// The largest |a_i|, or NaN when an element is NaN (as PyTorch's abs().max(): a NaN gradient
+/// is not "converged").
 double max_abs(const Vec& a) {
   double m = 0;
-  for (double v : a) m = std::max(m, std::abs(v));
+  for (double v : a) {
+    if (std::isnan(v)) return v;
+    m = std::max(m, std::abs(v));
+  }
   return m;
 }
 /// a += alpha * b
@@ -187,6 +192,9 @@ LBFGS::LBFGS(std::vector<ParamGroup> groups, const LBFGSOptions& defaults)
     : Optimizer(std::move(groups), defaults.clone()) {
   EMBER_CHECK(param_groups().size() == 1, "[LBFGS] supports one parameter group (as PyTorch's), got {}",
               param_groups().size());
+  // As PyTorch: max_eval's default is fixed now (and saved in state dicts), not per step.
+  auto& o = static_cast<LBFGSOptions&>(param_groups()[0].options());
+  if (o.max_eval() < 0) o.max_eval(static_cast<double>(o.effective_max_eval()));
 }
 
 Optimizer::StateNames LBFGS::state_names() const {
@@ -274,6 +282,11 @@ Tensor LBFGS::step(const LossClosure& closure) {
   const auto max_iter = static_cast<int64_t>(o.max_iter()), max_eval = o.effective_max_eval();
   const auto history_size = static_cast<size_t>(o.history_size());
   const bool wolfe = o.line_search_fn().has_value();
+  // Every parameter is checked before any is read or written (Module::to may have moved one).
+  for (const Tensor& p : param_groups()[0].params())
+    EMBER_CHECK(p.device().is_cpu() && (p.dtype() == DType::F32 || p.dtype() == DType::F64) && p.is_contiguous(),
+                "[LBFGS] parameters must be contiguous f32 or f64 CPU tensors, got {} {} on {}", p.dtype(), p.sizes(),
+                p.device());
 
   auto evaluate = [&]() -> std::pair<Tensor, double> {
     Tensor l;
@@ -309,7 +322,8 @@ Tensor LBFGS::step(const LossClosure& closure) {
       for (double& v : step) v *= s.t;
       const double ys = dot(y, step);
       if (ys > 1e-10) {  // curvature condition: keep the pair
-        if (s.old_dirs.size() == history_size) s.old_dirs.pop_front(), s.old_stps.pop_front(), s.ro.pop_front();
+        // (a while: history_size may have been lowered, or a longer history loaded)
+        while (s.old_dirs.size() >= history_size) s.old_dirs.pop_front(), s.old_stps.pop_front(), s.ro.pop_front();
         s.h_diag = ys / dot(y, y);
         s.old_dirs.push_back(std::move(y));
         s.old_stps.push_back(std::move(step));
@@ -351,7 +365,9 @@ Tensor LBFGS::step(const LossClosure& closure) {
         set_params(x0);
         return std::pair<double, Vec>{f, std::move(gt)};
       };
-      Search r = strong_wolfe(at, s.t, s.d, loss, g, gtd, tolerance_change);
+      // PyTorch's LBFGS calls its _strong_wolfe without tolerance_change, so the zoom stops at
+      // the line search's own default, 1e-9, whatever the option says: as PyTorch.
+      Search r = strong_wolfe(at, s.t, s.d, loss, g, gtd, 1e-9);
       loss = r.f, g = std::move(r.g), s.t = r.t, ls_evals = r.evals;
       add_to_params(s.t, s.d);
       opt_cond = max_abs(g) <= tolerance_grad;
@@ -431,8 +447,14 @@ void LBFGS::load_state_dict(const StateDict& dict) {
       EMBER_CHECK(f != p.numbers.end(), "[LBFGS] load_state_dict: the state lacks \"{}\"", name);
       return f->second;
     };
-    s.func_evals = static_cast<int64_t>(number("func_evals"));
-    s.n_iter = static_cast<int64_t>(number("n_iter"));
+    auto count = [&](const char* name) {
+      const double v = number(name);
+      EMBER_CHECK(v >= 0 && v < 1e15 && v == std::floor(v), "[LBFGS] load_state_dict: \"{}\" must be a count, got {}",
+                  name, v);
+      return static_cast<int64_t>(v);
+    };
+    s.func_evals = count("func_evals");
+    s.n_iter = count("n_iter");
     s.t = number("t");
     s.h_diag = number("H_diag");
     s.has_prev = p.tensors.count("prev_flat_grad") != 0;

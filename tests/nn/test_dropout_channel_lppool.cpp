@@ -84,6 +84,10 @@ TEST_CASE("local_response_norm, channel_shuffle and lp_pool against their defini
   CHECK(max_diff(nn::LocalResponseNorm(nn::LocalResponseNormOptions(3).alpha(0.1).beta(0.5).k(2.0))(x), y) == 0.0);
   CHECK(max_diff(F::local_response_norm(x, F::LocalResponseNormFuncOptions(3).alpha(0.1).beta(0.5).k(2.0)), y) == 0.0);
   CHECK(F::local_response_norm(zeros({0, 3, 2}), 2).sizes() == Shape{0, 3, 2});
+  // A window wider than the channels reads every channel: no more work than 2C - 1 terms.
+  Tensor all = x.square().sum({1}, true);
+  CHECK(max_diff(F::local_response_norm(x, int64_t{1} << 30, 1.0, 1.0, 1.0),
+                 x / (all / static_cast<double>(int64_t{1} << 30) + 1.0)) < 1e-12);
   CHECK_ERROR(F::local_response_norm(x.select(0, 0), 3), "[local_response_norm]", "3 or more dims");
   CHECK_ERROR(F::local_response_norm(x, 0), "[local_response_norm]", "size must be positive");
 

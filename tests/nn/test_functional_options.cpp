@@ -516,6 +516,14 @@ TEST_CASE("F::foo(x, {}) means libtorch's default options, not a zero first argu
   CHECK(same(F::pairwise_distance(x, y, {}), F::pairwise_distance(x, y, 2.0)));
   CHECK(same(F::triplet_margin_loss(x, y, z, {}), F::triplet_margin_loss(x, y, z, 1.0)));
   CHECK(same(F::mse_loss(x, y, {}), F::mse_loss(x, y)));
+  Tensor sign = x.sign(), labels = tensor<int64_t>({1, 0, 5, 2}), counts = y.abs().floor();
+  CHECK(same(F::hinge_embedding_loss(x, sign, {}), F::hinge_embedding_loss(x, sign, 1.0)));
+  CHECK(same(F::multi_margin_loss(x, labels, {}), F::multi_margin_loss(x, labels, 1, 1.0)));
+  CHECK(same(F::poisson_nll_loss(x, counts, {}), F::poisson_nll_loss(x, counts, true)));
+  CHECK(same(F::soft_margin_loss(x, sign, {}), F::soft_margin_loss(x, sign)));
+  CHECK(same(F::multilabel_soft_margin_loss(x, sign.abs(), {}), F::multilabel_soft_margin_loss(x, sign.abs())));
+  CHECK(same(F::gaussian_nll_loss(x, y, z.abs(), {}), F::gaussian_nll_loss(x, y, z.abs())));
+  CHECK(same(F::triplet_margin_with_distance_loss(x, y, z, {}), F::triplet_margin_with_distance_loss(x, y, z)));
   // dropout's default is p = 0.5 in training: about half the elements are zeroed.
   const double zeroed = F::dropout(ones({10000}), {}).eq(0.0).to(DType::F64).mean().item<double>();
   CHECK(zeroed > 0.45);

@@ -270,6 +270,19 @@ TEST_CASE("packed sequences: pack/pad round trips, and a packed LSTM equals one 
   CHECK(x.grad().select(0, 1).abs().sum({1}).gt(0.0).all().item<bool>());
   CHECK(x.grad().select(0, 2).narrow(0, 1, 3).abs().sum().item<float>() == 0.0f);
 
+  // A PackedSequence made from its parts: unsorted_indices is sorted_indices' inverse.
+  R::PackedSequence rebuilt(packed.data(), packed.batch_sizes(), packed.sorted_indices());
+  CHECK((rebuilt.unsorted_indices() - packed.unsorted_indices()).abs().sum().item<int64_t>() == 0);
+  CHECK(max_diff(R::pad_packed_sequence(rebuilt, true, -1.0).first, padded) == 0.0);
+  CHECK_THROWS_WITH_AS(R::PackedSequence(packed.data(), packed.batch_sizes(), tensor<int64_t>({1, 1, 0})),
+                       doctest::Contains("not a permutation"), Error);
+  CHECK_THROWS_WITH_AS(R::PackedSequence(packed.data(), packed.batch_sizes(), tensor<int64_t>({1, 0})),
+                       doctest::Contains("permutations of the 3 sequences"), Error);
+  CHECK_THROWS_WITH_AS(R::PackedSequence(packed.data(), packed.batch_sizes().to(DType::F32)),
+                       doctest::Contains("batch_sizes must be a 1-d integer tensor on the CPU"), Error);
+  CHECK_THROWS_WITH_AS(R::pad_packed_sequence(packed, false, 0.0, int64_t{1} << 62), doctest::Contains("overflows"),
+                       Error);
+
   // Refusals.
   CHECK_THROWS_WITH_AS(R::pack_padded_sequence(padded, {2, 4, 1}, true), doctest::Contains("must not increase"), Error);
   CHECK_THROWS_WITH_AS(R::pack_padded_sequence(padded, {2, 5, 1}, true, false),

@@ -138,7 +138,7 @@ optim::LBFGSOptions options_of(const Case& c) {
 
 TEST_CASE("LBFGS: PyTorch's trajectories, with and without the strong Wolfe line search") {
   std::vector<Case> cases = read_cases();
-  CHECK(cases.size() == 5);
+  CHECK(cases.size() == 6);
   for (const Case& c : cases) {
     CAPTURE(c.name);
     std::vector<Tensor> ps;
@@ -221,6 +221,32 @@ TEST_CASE("LBFGS: the state dict resumes a search exactly; f32 parameters; refus
     });
   CHECK(w.detach().data_ptr<float>()[0] == doctest::Approx(1.0).epsilon(1e-4));
   CHECK(w.detach().data_ptr<float>()[1] == doctest::Approx(2.0).epsilon(1e-4));
+
+  // max_eval's default is fixed at construction (max_iter * 5 / 4) and saved, as PyTorch's.
+  CHECK(saved.param_groups[0].options.at("max_eval") == 3.0);
+  // A NaN gradient is not convergence: the search goes on until max_eval (3 here), as
+  // PyTorch's (which reports n_iter 2, func_evals 3 for this call).
+  Tensor nan_w = tensor<double>({1.0}).requires_grad_();
+  optim::LBFGS on({nan_w}, optim::LBFGSOptions(1).max_iter(3));
+  on.step([&] {
+    on.zero_grad();
+    Tensor l = (nan_w * std::nan("")).sum();
+    l.backward();
+    return l;
+  });
+  CHECK(on.search_state().n_iter == 2);
+  CHECK(on.search_state().func_evals == 3);
+  // Lowering history_size mid-run trims the history at the next pair.
+  std::vector<Tensor> h = make();
+  optim::LBFGS oh(h, optim::LBFGSOptions(1).history_size(5).line_search_fn("strong_wolfe"));
+  oh.step(closure_for(oh, h));
+  oh.param_groups()[0].options().set("history_size", 1);
+  {
+    autograd::NoGradGuard ng;
+    h[0].add_(1.0);  // move away from the optimum so that the search takes pairs again
+  }
+  oh.step(closure_for(oh, h));
+  CHECK(oh.search_state().old_dirs.size() <= 1);
 
   CHECK_THROWS_WITH_AS(oa.step(), doctest::Contains("[LBFGS] step needs a closure"), Error);
   CHECK_THROWS_WITH_AS(oa.step([] { return Tensor(); }), doctest::Contains("must return the loss"), Error);

@@ -4,6 +4,7 @@
 
 #include <ember/nn/functional.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -21,12 +22,15 @@ BasicTensor<P> local_response_norm(const BasicTensor<P>& x, int64_t size, double
   EMBER_CHECK(x.is_floating_point(), "[local_response_norm] needs a floating-point input, got {}", x.dtype());
   if (x.numel() == 0) return x;
   const int64_t c = x.size(1);
+  // The window reaches size / 2 channels back and (size - 1) / 2 ahead; beyond c - 1 either way
+  // it reads only padding, so a huge size costs no more than 2c - 1 terms.
+  const int64_t back = std::min(size / 2, c - 1), ahead = std::min((size - 1) / 2, c - 1);
   std::vector<int64_t> pad(static_cast<size_t>(2 * (x.dim() - 1)), 0);  // only dim 1: the last pair
-  pad[pad.size() - 2] = size / 2;
-  pad[pad.size() - 1] = (size - 1) / 2;
+  pad[pad.size() - 2] = back;
+  pad[pad.size() - 1] = ahead;
   BasicTensor<P> squares = ember::pad(x.square(), pad);
   BasicTensor<P> window = squares.narrow(1, 0, c);
-  for (int64_t j = 1; j < size; ++j) window = window + squares.narrow(1, j, c);
+  for (int64_t j = 1; j <= back + ahead; ++j) window = window + squares.narrow(1, j, c);
   return x / (window * (alpha / static_cast<double>(size)) + k).pow(beta);
 }
 

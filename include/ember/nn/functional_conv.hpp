@@ -587,8 +587,9 @@ BasicTensor<P> avg_pool3d(const BasicTensor<P>& x, IntArgs kernel, IntArgs strid
 
 namespace detail {
 /// Power-average pooling: (sum over the window of x^p)^(1/p), as PyTorch's, which averages x^p
-/// (ceil_mode windows counted as avg_pool counts them), scales by the kernel's taps and clamps
-/// negative averages (of odd p) at 0.
+/// (ceil_mode windows counted as avg_pool counts them) and scales by the kernel's taps. Its
+/// sign(avg) relu(|avg|) factor is avg itself: a negative average (odd p, negative input) gives
+/// NaN, in both.
 template <class P>
 BasicTensor<P> lp_pool_nd(const BasicTensor<P>& x, int nd, double norm_type, IntArgs kernel, IntArgs stride,
                           bool ceil_mode, const char* op) {

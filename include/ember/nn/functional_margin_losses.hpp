@@ -7,6 +7,7 @@
 #include <ember/nn/functional.hpp>
 #include <ember/nn/functional_activation.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -101,20 +102,35 @@ BasicTensor<P> multilabel_margin_loss(const BasicTensor<P>& input, const BasicTe
   BasicTensor<P> x = single ? input.unsqueeze(0) : input;
   const int64_t n = x.size(0), c = x.size(1);
   const std::vector<int64_t> labels = detail::host_labels(target, -1, c, op);
-  // Per sample: how often each class is listed (a repeated label counts again, as PyTorch's
-  // loop) and which classes are listed at all.
-  std::vector<double> listed(static_cast<size_t>(n * c), 0.0), unlisted(static_cast<size_t>(n * c), 1.0);
-  for (int64_t s = 0; s < n; ++s)
-    for (int64_t k = 0; k < c && labels[static_cast<size_t>(s * c + k)] >= 0; ++k) {
-      const size_t at = static_cast<size_t>(s * c + labels[static_cast<size_t>(s * c + k)]);
-      listed[at] += 1.0;
-      unlisted[at] = 0.0;
+  // Per sample: its listed classes (before the first -1; a repeated label counts again, as
+  // PyTorch's loop) and which classes are not listed.
+  std::vector<int64_t> listed(static_cast<size_t>(n), 0);
+  std::vector<double> unlisted(static_cast<size_t>(n * c), 1.0);
+  int64_t most = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    int64_t& k = listed[static_cast<size_t>(s)];
+    while (k < c && labels[static_cast<size_t>(s * c + k)] >= 0) {
+      unlisted[static_cast<size_t>(s * c + labels[static_cast<size_t>(s * c + k)])] = 0.0;
+      ++k;
     }
-  BasicTensor<P> count = detail::host_tensor(std::move(listed), {n, c, 1}, x);
-  BasicTensor<P> other = detail::host_tensor(std::move(unlisted), {n, 1, c}, x);
-  // (N, j, i): the hinge between listed class j and class i.
-  BasicTensor<P> hinge = (1.0 - x.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0.0);
-  BasicTensor<P> l = (hinge * count * other).sum({1, 2}) / static_cast<double>(c);
+    most = std::max(most, k);
+  }
+  BasicTensor<P> other = detail::host_tensor(std::move(unlisted), {n, c}, x);
+  // Slot k: each sample's k-th listed class j against every unlisted class i, max(0, 1 - x_j
+  // + x_i); N x C at a time (not N x C x C), one slot per listed label.
+  BasicTensor<P> l = x.narrow(1, 0, 0).sum({1});  // zeros, connected to x
+  for (int64_t k = 0; k < most; ++k) {
+    BasicTensor<P> cls = empty<P>({n, 1}, TensorOptions(DType::I64));
+    std::vector<double> valid(static_cast<size_t>(n));
+    for (int64_t s = 0; s < n; ++s) {
+      const bool in = k < listed[static_cast<size_t>(s)];
+      cls.template data_ptr<int64_t>()[s] = in ? labels[static_cast<size_t>(s * c + k)] : 0;
+      valid[static_cast<size_t>(s)] = in ? 1.0 : 0.0;
+    }
+    BasicTensor<P> hinge = (1.0 - x.gather(1, cls.to(x.device())) + x).clamp_min(0.0) * other;
+    l = l + hinge.sum({1}) * detail::host_tensor(std::move(valid), {n}, x);
+  }
+  l = l / static_cast<double>(c);
   return detail::reduce(single ? l.squeeze(0) : l, reduction, op);
 }
 

@@ -266,5 +266,31 @@ BasicTensor<P> triplet_margin_loss(const BasicTensor<P>& anchor, const BasicTens
                                    std::initializer_list<detail::DefaultOptions>) {
   return triplet_margin_loss(anchor, pos, neg, TripletMarginLossOptions());
 }
+// Two-input losses whose positional third argument is not the reduction (a margin, p,
+// log_input): without these, {} would set it to 0 or false.
+#define EMBER_BRACED_DEFAULTS2(name, Options)                                                              \
+  template <class P>                                                                                       \
+  BasicTensor<P> name(const BasicTensor<P>& input, const BasicTensor<P>& target,                           \
+                      std::initializer_list<detail::DefaultOptions>) {                                     \
+    return name(input, target, Options());                                                                 \
+  }
+EMBER_BRACED_DEFAULTS2(soft_margin_loss, SoftMarginLossOptions)
+EMBER_BRACED_DEFAULTS2(multilabel_margin_loss, SoftMarginLossOptions)
+EMBER_BRACED_DEFAULTS2(hinge_embedding_loss, HingeEmbeddingLossOptions)
+EMBER_BRACED_DEFAULTS2(multi_margin_loss, MultiMarginLossOptions)
+EMBER_BRACED_DEFAULTS2(multilabel_soft_margin_loss, MultiLabelSoftMarginLossOptions)
+EMBER_BRACED_DEFAULTS2(poisson_nll_loss, PoissonNLLLossOptions)
+#undef EMBER_BRACED_DEFAULTS2
+template <class P>
+BasicTensor<P> gaussian_nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& var,
+                                 std::initializer_list<detail::DefaultOptions>) {
+  return gaussian_nll_loss(input, target, var, GaussianNLLLossOptions());
+}
+template <class P>
+BasicTensor<P> triplet_margin_with_distance_loss(const BasicTensor<P>& anchor, const BasicTensor<P>& positive,
+                                                 const BasicTensor<P>& negative,
+                                                 std::initializer_list<detail::DefaultOptions>) {
+  return triplet_margin_with_distance_loss(anchor, positive, negative, TripletMarginWithDistanceLossOptions());
+}
 
 }  // namespace ember::nn::functional

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <numeric>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -27,11 +28,42 @@ class BasicPackedSequence {
   BasicPackedSequence() = default;
   /// `sorted_indices` (the batch's rows in the order packed) and its inverse
   /// `unsorted_indices` are undefined when the sequences came sorted.
+  /// Given sorted_indices alone, unsorted_indices is its inverse (as libtorch's).
   BasicPackedSequence(TensorT data, TensorT batch_sizes, TensorT sorted_indices = {}, TensorT unsorted_indices = {})
       : data_(std::move(data)),
         batch_sizes_(std::move(batch_sizes)),
         sorted_indices_(std::move(sorted_indices)),
-        unsorted_indices_(std::move(unsorted_indices)) {}
+        unsorted_indices_(std::move(unsorted_indices)) {
+    EMBER_CHECK(batch_sizes_.defined() && batch_sizes_.dim() == 1 && batch_sizes_.device() == Device::cpu() &&
+                    (batch_sizes_.dtype() == DType::I64 || batch_sizes_.dtype() == DType::I32),
+                "[PackedSequence] batch_sizes must be a 1-d integer tensor on the CPU, got {}",
+                batch_sizes_.defined() ? fmt::format("{} of shape {} on {}", batch_sizes_.dtype(), batch_sizes_.sizes(),
+                                                     batch_sizes_.device())
+                                       : std::string("none"));
+    if (!sorted_indices_.defined()) {
+      EMBER_CHECK(!unsorted_indices_.defined(), "[PackedSequence] unsorted_indices without sorted_indices");
+      return;
+    }
+    const int64_t batch = batch_sizes_.numel() == 0 ? 0 : batch_size_list()[0];
+    EMBER_CHECK(sorted_indices_.dim() == 1 && sorted_indices_.dtype() == DType::I64 && sorted_indices_.numel() == batch &&
+                    (!unsorted_indices_.defined() || unsorted_indices_.sizes() == sorted_indices_.sizes()),
+                "[PackedSequence] sorted_indices and unsorted_indices must be i64 permutations of the {} sequences, "
+                "got shapes {} and {}",
+                batch, sorted_indices_.sizes(), unsorted_indices_.defined() ? unsorted_indices_.sizes() : Shape{});
+    if (!unsorted_indices_.defined()) {
+      TensorT order = sorted_indices_.to(Device::cpu()).contiguous();
+      std::vector<int64_t> inverse(static_cast<size_t>(batch), -1);
+      for (int64_t k = 0; k < batch; ++k) {
+        const int64_t i = order.template data_ptr<int64_t>()[k];
+        EMBER_CHECK(i >= 0 && i < batch && inverse[static_cast<size_t>(i)] < 0,
+                    "[PackedSequence] sorted_indices is not a permutation of 0..{}", batch - 1);
+        inverse[static_cast<size_t>(i)] = k;
+      }
+      TensorT inv = empty<P>({batch}, TensorOptions(DType::I64));
+      std::copy(inverse.begin(), inverse.end(), inv.template data_ptr<int64_t>());
+      unsorted_indices_ = inv.to(sorted_indices_.device());
+    }
+  }
   const TensorT& data() const { return data_; }
   const TensorT& batch_sizes() const { return batch_sizes_; }
   const TensorT& sorted_indices() const { return sorted_indices_; }
@@ -44,6 +76,7 @@ class BasicPackedSequence {
   }
   /// batch_sizes as a host vector.
   std::vector<int64_t> batch_size_list() const {
+    if (!batch_sizes_.defined()) return {};  // a default-constructed (empty) sequence
     TensorT b = batch_sizes_.to(DType::I64).contiguous();
     const int64_t* p = b.template data_ptr<int64_t>();
     return std::vector<int64_t>(p, p + b.numel());
@@ -153,7 +186,7 @@ std::pair<BasicTensor<P>, BasicTensor<P>> pad_packed_sequence(const BasicPackedS
       ++lengths[static_cast<size_t>(k)];
     }
   Shape flat = data.sizes();
-  flat[0] = steps * batch;
+  flat[0] = ember::detail::checked_mul(steps, batch, op);
   BasicTensor<P> padded = full<P>(flat, padding_value, TensorOptions(data.dtype()).device(data.device()))
                               .index_copy(0, detail::index_tensor<P>(rows, data.device()), data);
   Shape shape = data.sizes();
