@@ -893,4 +893,9 @@ TEST_CASE("max_unpool inverts max_pool; adaptive max pooling's indices; pixel_un
   CHECK(nn::PixelUnshuffle(2)->to_string().rfind("PixelUnshuffle(downscale_factor=2)", 0) == 0);
   CHECK_ERROR(F::pixel_unshuffle(img, 4), "[pixel_unshuffle]", "got shape [2, 3, 4, 6]");
   CHECK_ERROR(F::pixel_unshuffle(img, 0), "[pixel_unshuffle]", "must be positive");
+  // Leading dims beyond the batch are kept, as PyTorch's (*, C, H, W).
+  Tensor stack5 = randn({2, 3, 4, 4, 6});
+  CHECK(max_diff(F::pixel_unshuffle(stack5, 2).select(1, 2), F::pixel_unshuffle(stack5.select(1, 2), 2)) == 0.0);
+  CHECK(max_diff(F::pixel_shuffle(F::pixel_unshuffle(stack5, 2), 2), stack5) == 0.0);
+  CHECK_ERROR(F::pixel_shuffle(randn({4, 2}), 2), "[pixel_shuffle]", "3 or more dims");
 }

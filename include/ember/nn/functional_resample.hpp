@@ -322,29 +322,48 @@ BasicTensor<P> interpolate_scaled(const BasicTensor<P>& x, const std::vector<dou
 }
 }  // namespace detail
 
-/// (N, C r^2, H, W) -> (N, C, H r, W r).
+namespace detail {
+/// f applied to x (*, C, H, W) as one batch (N, C, H, W), the leading dims (none: unbatched)
+/// restored on the result.
+template <class P, class F>
+BasicTensor<P> over_image_batch(const BasicTensor<P>& x, const char* op, F f) {
+  EMBER_CHECK(x.dim() >= 3, "[{}] expects (*, C, H, W) input of 3 or more dims, got shape {}", op, x.sizes());
+  if (x.dim() == 4) return f(x);
+  Shape lead = x.sizes();
+  lead.resize(static_cast<size_t>(x.dim() - 3));
+  int64_t batch = 1;
+  for (int64_t s : lead) batch *= s;  // a product of existing sizes: no overflow
+  BasicTensor<P> y = f(x.reshape({batch, x.size(-3), x.size(-2), x.size(-1)}));
+  for (int64_t d = 1; d < 4; ++d) lead.push_back(y.size(d));
+  return y.reshape(lead);
+}
+}  // namespace detail
+
+/// (*, C r^2, H, W) -> (*, C, H r, W r).
 template <class P>
 BasicTensor<P> pixel_shuffle(const BasicTensor<P>& x, int64_t r) {
-  if (x.dim() == 3) return pixel_shuffle(x.unsqueeze(0), r).squeeze(0);  // unbatched (C r^2, H, W)
   EMBER_CHECK(r > 0 && r < (int64_t{1} << 31), "[pixel_shuffle] upscale factor must be positive and below 2^31, got {}",
               r);
-  EMBER_CHECK(x.dim() == 4 && x.size(1) % (r * r) == 0,
-              "[pixel_shuffle] expects (N, C * {}^2, H, W) or (C * {}^2, H, W), got shape {}", r, r, x.sizes());
-  int64_t n = x.size(0), c = x.size(1) / (r * r), h = x.size(2), w = x.size(3);
-  return x.reshape({n, c, r, r, h, w}).permute({0, 1, 4, 2, 5, 3}).reshape({n, c, h * r, w * r});
+  return detail::over_image_batch(x, "pixel_shuffle", [r](const BasicTensor<P>& xb) {
+    EMBER_CHECK(xb.size(1) % (r * r) == 0, "[pixel_shuffle] expects (*, C * {}^2, H, W), got {} channels", r,
+                xb.size(1));
+    int64_t n = xb.size(0), c = xb.size(1) / (r * r), h = xb.size(2), w = xb.size(3);
+    return xb.reshape({n, c, r, r, h, w}).permute({0, 1, 4, 2, 5, 3}).reshape({n, c, h * r, w * r});
+  });
 }
-
-/// (N, C, H r, W r) -> (N, C r^2, H, W): pixel_shuffle's inverse.
+/// (*, C, H r, W r) -> (*, C r^2, H, W): pixel_shuffle's inverse.
 template <class P>
 BasicTensor<P> pixel_unshuffle(const BasicTensor<P>& x, int64_t r) {
-  if (x.dim() == 3) return pixel_unshuffle(x.unsqueeze(0), r).squeeze(0);  // unbatched (C, H r, W r)
   EMBER_CHECK(r > 0 && r < (int64_t{1} << 31),
               "[pixel_unshuffle] downscale factor must be positive and below 2^31, got {}", r);
-  EMBER_CHECK(x.dim() == 4 && x.size(2) % r == 0 && x.size(3) % r == 0,
-              "[pixel_unshuffle] expects (N, C, H * {}, W * {}) or (C, H * {}, W * {}), got shape {}", r, r, r, r,
-              x.sizes());
-  int64_t n = x.size(0), c = x.size(1), h = x.size(2) / r, w = x.size(3) / r;
-  return x.reshape({n, c, h, r, w, r}).permute({0, 1, 3, 5, 2, 4}).reshape({n, c * r * r, h, w});
+  return detail::over_image_batch(x, "pixel_unshuffle", [r, &x](const BasicTensor<P>& xb) {
+    EMBER_CHECK(xb.size(2) % r == 0 && xb.size(3) % r == 0,
+                "[pixel_unshuffle] expects (*, C, H * {}, W * {}), got shape {}", r, r, x.sizes());
+    int64_t n = xb.size(0), c = xb.size(1), h = xb.size(2) / r, w = xb.size(3) / r;
+    // (C r^2 can exceed int64 only when H or W is 0: no element bounds it then.)
+    const int64_t channels = ember::detail::checked_mul(c, r * r, "pixel_unshuffle");
+    return xb.reshape({n, c, h, r, w, r}).permute({0, 1, 3, 5, 2, 4}).reshape({n, channels, h, w});
+  });
 }
 
 namespace detail {
