@@ -18,7 +18,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 ls "$build"/src/libember.* > /dev/null 2>&1 || { echo "no libember in $build/src: build Ember first" >&2; exit 1; }
 # Ember's compile and link flags for this build directory, from Meson's uninstalled .pc file.
-ember_flags=$(PKG_CONFIG_PATH="$build/meson-uninstalled" pkg-config --cflags --libs ember-uninstalled)
+# The .pc lists -lember as a plain flag (so that the installed file stays relocatable): its
+# uninstalled twin knows neither the headers nor the library's place in the build tree.
+ember_flags="-I$src/include -L$build/src $(PKG_CONFIG_PATH="$build/meson-uninstalled" pkg-config --cflags --libs ember-uninstalled)"
 
 cat > "$tmp/ember_prog.cpp" <<'CPP'
 #include <ember/ember.hpp>
