@@ -370,6 +370,52 @@ simple("alphadropout_eval", "AlphaDropout", dict(p=0.2), lambda: nn.AlphaDropout
 simple("featurealphadropout_eval", "FeatureAlphaDropout", dict(p=0.2), lambda: nn.FeatureAlphaDropout(0.2),
        (2, 3, 4), train=False)
 
+# Sampling grids: F.grid_sample and F.affine_grid through small modules (no parameters)
+class GridSample(nn.Module):
+    def __init__(self, mode, padding_mode, align_corners):
+        super().__init__()
+        self.o = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+
+    def forward(self, input, grid):
+        return F.grid_sample(input, grid, **self.o)
+
+
+class AffineSample(nn.Module):
+    """grid_sample over affine_grid(theta): the spatial transformer's sampler."""
+
+    def __init__(self, out_hw, align_corners):
+        super().__init__()
+        self.hw, self.align = out_hw, align_corners
+
+    def forward(self, input, theta):
+        grid = F.affine_grid(theta, (input.size(0), input.size(1)) + tuple(self.hw), align_corners=self.align)
+        return F.grid_sample(input, grid, align_corners=self.align)
+
+
+def grid_case(name, mode, padding_mode, align_corners, shape=(2, 3, 4, 5), out_hw=(3, 6), spread=1.3):
+    n = shape[0]
+    case(name, "GridSample", dict(mode=mode, padding_mode=padding_mode, align_corners=int(align_corners)),
+         lambda: GridSample(mode, padding_mode, align_corners),
+         lambda: {"input": rn(*shape), "grid": (torch.rand(n, *out_hw, 2, dtype=F64) * 2 - 1) * spread},
+         grads=["input", "grid"])
+
+
+grid_case("gridsample_bilinear_zeros", "bilinear", "zeros", False)
+grid_case("gridsample_bilinear_border_align", "bilinear", "border", True)
+grid_case("gridsample_bilinear_reflection", "bilinear", "reflection", False, spread=3.0)
+grid_case("gridsample_bilinear_reflection_align", "bilinear", "reflection", True, spread=3.0)
+grid_case("gridsample_nearest_zeros", "nearest", "zeros", False)
+grid_case("gridsample_nearest_reflection_align", "nearest", "reflection", True, spread=2.5)
+case("affinegrid_sample", "AffineGridSample", dict(out_h=4, out_w=3, align_corners=0),
+     lambda: AffineSample((4, 3), False),
+     lambda: {"input": rn(2, 2, 5, 4), "theta": torch.tensor([[[0.9, -0.2, 0.1], [0.3, 1.1, -0.2]],
+                                                              [[0.5, 0.4, 0.0], [-0.4, 0.6, 0.3]]], dtype=F64)},
+     grads=["input", "theta"])
+case("affinegrid_sample_align_single_row", "AffineGridSample", dict(out_h=1, out_w=5, align_corners=1),
+     lambda: AffineSample((1, 5), True),
+     lambda: {"input": rn(1, 2, 3, 3), "theta": torch.tensor([[[1.2, 0.1, -0.1], [0.2, 0.8, 0.2]]], dtype=F64)},
+     grads=["input", "theta"])
+
 # Sliding blocks
 simple("unfold", "Unfold", dict(kernel_size=[2, 3]), lambda: nn.Unfold((2, 3)), (2, 3, 4, 5))
 simple("unfold_dilation_padding_stride", "Unfold", dict(kernel_size=3, dilation=[1, 2], padding=1, stride=[2, 1]),

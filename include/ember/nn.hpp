@@ -10,6 +10,7 @@
 #include <ember/nn/functional_conv.hpp>
 #include <ember/nn/functional_dropout.hpp>
 #include <ember/nn/functional_fold.hpp>
+#include <ember/nn/functional_grid.hpp>
 #include <ember/nn/functional_resample.hpp>
 #include <ember/nn/functional_layers.hpp>
 #include <ember/nn/functional_likelihood_losses.hpp>

@@ -457,6 +457,25 @@ std::map<std::string, Builder> make_builders() {
                             .stride(o.ints("stride", IntArgs{1}))));
   };
   add_padding_layers(b);
+  // grid_sample and affine_grid have no module: the case's closure calls the functions.
+  b["GridSample"] = [](Opts& o) {
+    const std::string mode = o.s("mode"), padding = o.s("padding_mode");
+    const bool align = o.b("align_corners", false);
+    nn::Identity holder;  // no parameters, as the fixture's module
+    return Built{holder.ptr(), [=](Inputs& in) {
+                   return Outs{nn::F::grid_sample(in["input"], in["grid"], mode, padding, align)};
+                 }};
+  };
+  b["AffineGridSample"] = [](Opts& o) {
+    const int64_t h = o.i("out_h"), w = o.i("out_w");
+    const bool align = o.b("align_corners", false);
+    nn::Identity holder;
+    return Built{holder.ptr(), [=](Inputs& in) {
+                   const Tensor& x = in["input"];
+                   Tensor grid = nn::F::affine_grid(in["theta"], {x.size(0), x.size(1), h, w}, align);
+                   return Outs{nn::F::grid_sample(x, grid, "bilinear", "zeros", align)};
+                 }};
+  };
   b["LocalResponseNorm"] = [](Opts& o) {
     return one(nn::LocalResponseNorm(nn::LocalResponseNormOptions(o.i("size"))
                                          .alpha(o.d("alpha", 1e-4))

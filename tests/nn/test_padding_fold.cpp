@@ -86,3 +86,36 @@ TEST_CASE("unfold and fold: sliding blocks as columns, convolution as a product,
   CHECK_ERROR(F::fold(c, {0, 7}, {3, 2}), "[fold]", "output_size must be positive");
   CHECK_ERROR(nn::Fold(nn::FoldOptions({4, 5, 6}, {2})), "[Fold]", "output_size needs 1 or 2 values");
 }
+
+TEST_CASE("affine_grid and grid_sample: identity warps, the option form and refusals") {
+  namespace F = nn::F;
+  manual_seed(8);
+  Tensor img = randn({2, 3, 5, 7}, DType::F64);
+  // The identity affine map samples every pixel at its own centre: the image comes back.
+  Tensor identity = tensor<double>({{1, 0, 0}, {0, 1, 0}}).unsqueeze(0).expand({2, 2, 3}).contiguous();
+  for (bool align : {false, true}) {
+    Tensor grid = F::affine_grid(identity, {2, 3, 5, 7}, align);
+    CHECK(grid.sizes() == Shape{2, 5, 7, 2});
+    CHECK(max_diff(F::grid_sample(img, grid, "bilinear", "zeros", align), img) < 1e-12);
+    CHECK(max_diff(F::grid_sample(img, grid, "nearest", "border", align), img) == 0.0);
+  }
+  // A shift by one pixel (2 / W in normalised x) reads the right neighbour; the last column
+  // reads past the edge: 0 with zeros padding, the edge with border padding.
+  Tensor shift = tensor<double>({{1, 0, 2.0 / 7}, {0, 1, 0}}).unsqueeze(0).expand({2, 2, 3}).contiguous();
+  Tensor grid = F::affine_grid(shift, {2, 3, 5, 7});
+  Tensor zeros_pad = F::grid_sample(img, grid);
+  CHECK(max_diff(zeros_pad.narrow(3, 0, 6), img.narrow(3, 1, 6)) < 1e-12);
+  CHECK(zeros_pad.narrow(3, 6, 1).abs().amax().item<double>() < 1e-12);
+  Tensor border = F::grid_sample(img, grid, F::GridSampleFuncOptions().padding_mode(kBorder));
+  CHECK(max_diff(border.narrow(3, 6, 1), img.narrow(3, 6, 1)) < 1e-12);
+  CHECK(F::grid_sample(img, grid.narrow(1, 0, 2)).sizes() == Shape{2, 3, 2, 7});
+
+  CHECK_ERROR(F::grid_sample(img, grid, "bicubic"), "[grid_sample]", "bilinear or nearest", "'bicubic'");
+  CHECK_ERROR(F::grid_sample(img, grid, "bilinear", "circular"), "[grid_sample]", "zeros, border or reflection");
+  CHECK_ERROR(F::grid_sample(img.select(0, 0), grid), "[grid_sample]", "(N, C, H, W)");
+  CHECK_ERROR(F::grid_sample(img, grid.narrow(3, 0, 1)), "[grid_sample]", "grid of shape (2, Ho, Wo, 2)");
+  CHECK_ERROR(F::grid_sample(img, grid.to(DType::F32)), "[grid_sample]", "one dtype");
+  CHECK_ERROR(F::affine_grid(identity, {2, 3, 5}), "[affine_grid]", "4-d size");
+  CHECK_ERROR(F::affine_grid(identity.narrow(0, 0, 1), {2, 3, 5, 7}), "[affine_grid]", "theta of shape (2, 2, 3)");
+  CHECK_ERROR(F::affine_grid(identity, {2, 3, 0, 7}), "[affine_grid]", "empty spatial dim");
+}

@@ -48,6 +48,9 @@ inline constexpr EnumName kReflect{"reflect"};
 inline constexpr EnumName kReplicate{"replicate"};
 inline constexpr EnumName kCircular{"circular"};
 inline constexpr EnumName kConstant{"constant"};
+// grid_sample's padding modes (besides kZeros).
+inline constexpr EnumName kBorder{"border"};
+inline constexpr EnumName kReflection{"reflection"};
 // Convolution padding by name.
 inline constexpr EnumName kSame{"same"};
 inline constexpr EnumName kValid{"valid"};

@@ -19,6 +19,7 @@
 #include <ember/nn/functional_layers.hpp>
 #include <ember/nn/functional_resample.hpp>
 #include <ember/nn/functional_fold.hpp>
+#include <ember/nn/functional_grid.hpp>
 #include <ember/nn/modules/channel.hpp>
 #include <ember/nn/modules/conv.hpp>
 #include <ember/nn/modules/fold.hpp>
@@ -263,6 +264,17 @@ using LocalResponseNormFuncOptions = LocalResponseNormOptions;
 template <class P, std::same_as<LocalResponseNormOptions> O>
 BasicTensor<P> local_response_norm(const BasicTensor<P>& x, const O& o) {
   return local_response_norm(x, o.size(), o.alpha(), o.beta(), o.k());
+}
+
+/// grid_sample's: F::grid_sample(x, grid, F::GridSampleFuncOptions().mode(kNearest).padding_mode(kBorder)).
+struct GridSampleFuncOptions {
+  EMBER_ARG(std::string, mode) = "bilinear";
+  EMBER_ARG(std::string, padding_mode) = "zeros";
+  EMBER_ARG(bool, align_corners) = false;
+};
+template <class P, std::same_as<GridSampleFuncOptions> O>
+BasicTensor<P> grid_sample(const BasicTensor<P>& x, const BasicTensor<P>& grid, const O& o) {
+  return grid_sample(x, grid, o.mode(), o.padding_mode(), o.align_corners());
 }
 
 using UnfoldFuncOptions = UnfoldOptions;
