@@ -374,6 +374,32 @@ TEST_CASE("nn::init: PyTorch's bounds, gains and shapes") {
   CHECK(p.sum().item<double>() == 0.0);
 }
 
+TEST_CASE("nn::init::dirac_ makes a convolution the identity; sparse_ clears a fraction per column") {
+  manual_seed(7);
+  // dirac_: a padded 3x3 convolution with it returns its input, per group too.
+  Tensor x = randn({2, 4, 5, 6});
+  Tensor w = empty({4, 4, 3, 3});
+  nn::init::dirac_(w);
+  CHECK(max_abs_diff(nn::F::conv2d(x, w, {}, 1, 1), x) < 1e-6);
+  Tensor wg = empty({4, 2, 3, 3});
+  nn::init::dirac_(wg, 2);  // two groups of 2 channels: each passes its own inputs through
+  CHECK(max_abs_diff(nn::F::conv2d(x, wg, {}, 1, 1, 1, 2), x) < 1e-6);
+  Tensor w1 = empty({3, 5, 4});  // 1-d kernel of even size: centre at 2, as PyTorch
+  nn::init::dirac_(w1);
+  CHECK(w1.sum().item<double>() == 3.0);
+  CHECK(w1.index({2, 2, 2}).item<double>() == 1.0);
+  CHECK_THROWS_WITH_AS(nn::init::dirac_(w, 3), doctest::Contains("[dirac_] groups 3 must be positive and divide"),
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::init::dirac_(empty({4, 4})), doctest::Contains("3-, 4- or 5-d"), Error);
+  // sparse_: ceil(0.3 * 10) = 3 zeros in every column, the rest Normal(0, std).
+  Tensor s = empty({10, 400});
+  nn::init::sparse_(s, 0.3, 0.5);
+  CHECK(s.eq(0.0).to(DType::I64).sum({0}).eq(3).all().item<bool>());
+  CHECK((s.square().sum() / (7.0 * 400)).sqrt().item<double>() == doctest::Approx(0.5).epsilon(0.05));
+  CHECK_THROWS_WITH_AS(nn::init::sparse_(s, 1.5), doctest::Contains("sparsity must be in [0, 1]"), Error);
+  CHECK_THROWS_WITH_AS(nn::init::sparse_(w, 0.1), doctest::Contains("needs a 2-d tensor"), Error);
+}
+
 TEST_CASE("nn::utils: clip_grad_norm_, clip_grad_value_, parameters_to_vector") {
   Tensor a = tensor<double>({3.0, 4.0}).requires_grad_();
   Tensor b = tensor<double>({0.0}).requires_grad_();

@@ -6,6 +6,7 @@
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 #include <utility>
@@ -155,6 +156,44 @@ BasicTensor<P> orthogonal_(BasicTensor<P> t, double gain = 1.0) {
   BasicTensor<P> qt = from_blob<P>(q.data(), {m, n}, TensorOptions(DType::F64)).clone();
   if (transpose) qt = qt.t();
   detail::assign(t, (qt * gain).reshape(t.sizes()));
+  return t;
+}
+
+/// The identity of a convolution (3-5 dims): in each of `groups` groups, output channel d
+/// passes input channel d through the kernel's centre (the first min(out / groups, in)
+/// channels); everything else is 0. As PyTorch's dirac_.
+template <class P>
+BasicTensor<P> dirac_(BasicTensor<P> t, int64_t groups = 1) {
+  EMBER_CHECK(t.dim() >= 3 && t.dim() <= 5, "[dirac_] needs a 3-, 4- or 5-d tensor, got shape {}", t.sizes());
+  EMBER_CHECK(groups > 0 && t.size(0) % groups == 0, "[dirac_] groups {} must be positive and divide dim 0 ({})",
+              groups, t.size(0));
+  const int64_t per_group = t.size(0) / groups, channels = std::min(per_group, t.size(1));
+  BasicTensor<P> v = zeros<P>(t.sizes(), TensorOptions(DType::F64));
+  double* p = v.template data_ptr<double>();
+  int64_t centre = 0, stride = 1;  // the kernel's centre as an offset within one (out, in) slice
+  for (int64_t d = t.dim() - 1; d >= 2; --d) {
+    centre += (t.size(d) / 2) * stride;
+    stride *= t.size(d);
+  }
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t d = 0; d < channels; ++d) p[((g * per_group + d) * t.size(1) + d) * stride + centre] = 1.0;
+  detail::assign(t, v);
+  return t;
+}
+
+/// A sparse 2-d weight: Normal(0, std) with, in every column, ceil(sparsity * rows) entries at
+/// random rows set to 0. As PyTorch's sparse_.
+template <class P>
+BasicTensor<P> sparse_(BasicTensor<P> t, double sparsity, double std = 0.01) {
+  EMBER_CHECK(t.dim() == 2, "[sparse_] needs a 2-d tensor, got shape {}", t.sizes());
+  EMBER_CHECK(sparsity >= 0 && sparsity <= 1, "[sparse_] sparsity must be in [0, 1], got {}", sparsity);
+  EMBER_CHECK(std >= 0, "[sparse_] expects std >= 0, got {}", std);
+  const int64_t rows = t.size(0), cols = t.size(1);
+  const auto zeroed = static_cast<int64_t>(std::ceil(sparsity * static_cast<double>(rows)));
+  // A random rank of each row within its column; the lowest `zeroed` ranks are cleared.
+  BasicTensor<P> rank = rand<P>({rows, cols}, TensorOptions(DType::F64)).argsort(0).argsort(0);
+  BasicTensor<P> v = randn<P>({rows, cols}, TensorOptions(DType::F64)) * std;
+  detail::assign(t, where(rank.lt(zeroed), 0.0, v));
   return t;
 }
 
