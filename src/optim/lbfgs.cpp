@@ -243,14 +243,12 @@ Vec LBFGS::flat_params() const {
 }
 
 namespace {
-/// Writes f(i, old value) into each element of the (contiguous CPU f32 or f64) parameters.
+/// Writes f(i, old value) into each element of the parameters, which step() has checked to be
+/// contiguous CPU f32 or f64 tensors.
 template <class F>
 void write_params(const std::vector<Tensor>& params, F f) {
   size_t at = 0;
   for (const Tensor& p : params) {
-    EMBER_CHECK(p.device().is_cpu() && (p.dtype() == DType::F32 || p.dtype() == DType::F64) && p.is_contiguous(),
-                "[LBFGS] parameters must be contiguous f32 or f64 CPU tensors, got {} {} on {}", p.dtype(), p.sizes(),
-                p.device());
     if (p.dtype() == DType::F64) {
       double* v = const_cast<Tensor&>(p).data_ptr<double>();
       for (int64_t i = 0; i < p.numel(); ++i, ++at) v[i] = f(at, v[i]);
@@ -282,7 +280,8 @@ Tensor LBFGS::step(const LossClosure& closure) {
   const auto max_iter = static_cast<int64_t>(o.max_iter()), max_eval = o.effective_max_eval();
   const auto history_size = static_cast<size_t>(o.history_size());
   const bool wolfe = o.line_search_fn().has_value();
-  // Every parameter is checked before any is read or written (Module::to may have moved one).
+  // Every parameter is checked before any is read or written (Module::to may have moved one);
+  // write_params relies on it.
   for (const Tensor& p : param_groups()[0].params())
     EMBER_CHECK(p.device().is_cpu() && (p.dtype() == DType::F32 || p.dtype() == DType::F64) && p.is_contiguous(),
                 "[LBFGS] parameters must be contiguous f32 or f64 CPU tensors, got {} {} on {}", p.dtype(), p.sizes(),

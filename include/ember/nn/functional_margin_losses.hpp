@@ -6,6 +6,7 @@
 
 #include <ember/nn/functional.hpp>
 #include <ember/nn/functional_activation.hpp>
+#include <ember/nn/functional_layers.hpp>
 
 #include <algorithm>
 #include <functional>
@@ -28,9 +29,7 @@ template <class P>
 std::vector<int64_t> host_labels(const BasicTensor<P>& target, int64_t lo, int64_t classes, const char* op) {
   EMBER_CHECK(target.dtype() == DType::I64 || target.dtype() == DType::I32,
               "[{}] target must hold class indices (i64 or i32), got {}", op, target.dtype());
-  BasicTensor<P> t = target.to(DType::I64).to(Device::cpu()).contiguous();
-  const int64_t* p = t.template data_ptr<int64_t>();
-  std::vector<int64_t> v(p, p + t.numel());
+  std::vector<int64_t> v = host_indices(target.to(DType::I64));
   for (int64_t c : v)
     EMBER_CHECK(c >= lo && c < classes, "[{}] target {} is out of range for {} classes", op, c, classes);
   return v;
@@ -120,14 +119,15 @@ BasicTensor<P> multilabel_margin_loss(const BasicTensor<P>& input, const BasicTe
   // + x_i); N x C at a time (not N x C x C), one slot per listed label.
   BasicTensor<P> l = x.narrow(1, 0, 0).sum({1});  // zeros, connected to x
   for (int64_t k = 0; k < most; ++k) {
-    BasicTensor<P> cls = empty<P>({n, 1}, TensorOptions(DType::I64));
+    std::vector<int64_t> cls(static_cast<size_t>(n));
     std::vector<double> valid(static_cast<size_t>(n));
     for (int64_t s = 0; s < n; ++s) {
       const bool in = k < listed[static_cast<size_t>(s)];
-      cls.template data_ptr<int64_t>()[s] = in ? labels[static_cast<size_t>(s * c + k)] : 0;
+      cls[static_cast<size_t>(s)] = in ? labels[static_cast<size_t>(s * c + k)] : 0;
       valid[static_cast<size_t>(s)] = in ? 1.0 : 0.0;
     }
-    BasicTensor<P> hinge = (1.0 - x.gather(1, cls.to(x.device())) + x).clamp_min(0.0) * other;
+    BasicTensor<P> j = ember::detail::index_tensor_1d<P>(std::move(cls), x.device()).unsqueeze(1);
+    BasicTensor<P> hinge = (1.0 - x.gather(1, j) + x).clamp_min(0.0) * other;
     l = l + hinge.sum({1}) * detail::host_tensor(std::move(valid), {n}, x);
   }
   l = l / static_cast<double>(c);

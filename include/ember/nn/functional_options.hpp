@@ -251,29 +251,16 @@ EMBER_BRACED_DEFAULTS(glu, GLUOptions)
 EMBER_BRACED_DEFAULTS(rrelu, RReLUFuncOptions)
 EMBER_BRACED_DEFAULTS(normalize, NormalizeFuncOptions)
 #undef EMBER_BRACED_DEFAULTS
-template <class P>
-BasicTensor<P> cosine_similarity(const BasicTensor<P>& x1, const BasicTensor<P>& x2,
-                                 std::initializer_list<detail::DefaultOptions>) {
-  return cosine_similarity(x1, x2, CosineSimilarityOptions());
-}
-template <class P>
-BasicTensor<P> pairwise_distance(const BasicTensor<P>& x1, const BasicTensor<P>& x2,
-                                 std::initializer_list<detail::DefaultOptions>) {
-  return pairwise_distance(x1, x2, PairwiseDistanceOptions());
-}
-template <class P>
-BasicTensor<P> triplet_margin_loss(const BasicTensor<P>& anchor, const BasicTensor<P>& pos, const BasicTensor<P>& neg,
-                                   std::initializer_list<detail::DefaultOptions>) {
-  return triplet_margin_loss(anchor, pos, neg, TripletMarginLossOptions());
-}
-// Two-input losses whose positional third argument is not the reduction (a margin, p,
-// log_input): without these, {} would set it to 0 or false.
+// Two-input forms: the distances, and the losses whose positional third argument is not the
+// reduction (a margin, p, log_input): without these, {} would set it to 0 or false.
 #define EMBER_BRACED_DEFAULTS2(name, Options)                                                              \
   template <class P>                                                                                       \
-  BasicTensor<P> name(const BasicTensor<P>& input, const BasicTensor<P>& target,                           \
+  BasicTensor<P> name(const BasicTensor<P>& x1, const BasicTensor<P>& x2,                                  \
                       std::initializer_list<detail::DefaultOptions>) {                                     \
-    return name(input, target, Options());                                                                 \
+    return name(x1, x2, Options());                                                                        \
   }
+EMBER_BRACED_DEFAULTS2(cosine_similarity, CosineSimilarityOptions)
+EMBER_BRACED_DEFAULTS2(pairwise_distance, PairwiseDistanceOptions)
 EMBER_BRACED_DEFAULTS2(soft_margin_loss, SoftMarginLossOptions)
 EMBER_BRACED_DEFAULTS2(multilabel_margin_loss, SoftMarginLossOptions)
 EMBER_BRACED_DEFAULTS2(hinge_embedding_loss, HingeEmbeddingLossOptions)
@@ -281,16 +268,16 @@ EMBER_BRACED_DEFAULTS2(multi_margin_loss, MultiMarginLossOptions)
 EMBER_BRACED_DEFAULTS2(multilabel_soft_margin_loss, MultiLabelSoftMarginLossOptions)
 EMBER_BRACED_DEFAULTS2(poisson_nll_loss, PoissonNLLLossOptions)
 #undef EMBER_BRACED_DEFAULTS2
-template <class P>
-BasicTensor<P> gaussian_nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& var,
-                                 std::initializer_list<detail::DefaultOptions>) {
-  return gaussian_nll_loss(input, target, var, GaussianNLLLossOptions());
-}
-template <class P>
-BasicTensor<P> triplet_margin_with_distance_loss(const BasicTensor<P>& anchor, const BasicTensor<P>& positive,
-                                                 const BasicTensor<P>& negative,
-                                                 std::initializer_list<detail::DefaultOptions>) {
-  return triplet_margin_with_distance_loss(anchor, positive, negative, TripletMarginWithDistanceLossOptions());
-}
+// Three-input losses (anchor, positive, negative; input, target, var).
+#define EMBER_BRACED_DEFAULTS3(name, Options)                                                              \
+  template <class P>                                                                                       \
+  BasicTensor<P> name(const BasicTensor<P>& x1, const BasicTensor<P>& x2, const BasicTensor<P>& x3,         \
+                      std::initializer_list<detail::DefaultOptions>) {                                     \
+    return name(x1, x2, x3, Options());                                                                    \
+  }
+EMBER_BRACED_DEFAULTS3(triplet_margin_loss, TripletMarginLossOptions)
+EMBER_BRACED_DEFAULTS3(gaussian_nll_loss, GaussianNLLLossOptions)
+EMBER_BRACED_DEFAULTS3(triplet_margin_with_distance_loss, TripletMarginWithDistanceLossOptions)
+#undef EMBER_BRACED_DEFAULTS3
 
 }  // namespace ember::nn::functional

@@ -74,6 +74,22 @@ class BasicPackedSequence {
     auto move = [&](const TensorT& t) { return t.defined() ? t.to(device) : t; };
     return BasicPackedSequence(data_.to(device), batch_sizes_, move(sorted_indices_), move(unsorted_indices_));
   }
+  /// batch_sizes as a host vector, checked against the data for `op`, which reads them:
+  /// positive, non-increasing, and summing to the data's rows.
+  std::vector<int64_t> checked_batch_sizes(const char* op) const {
+    const std::vector<int64_t> sizes = batch_size_list();
+    EMBER_CHECK(!sizes.empty() && data_.defined() && data_.dim() >= 1,
+                "[{}] expects a PackedSequence with data and batch sizes", op);
+    int64_t total = 0;
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      EMBER_CHECK(sizes[t] > 0 && (t == 0 || sizes[t] <= sizes[t - 1]),
+                  "[{}] packed batch sizes must be positive and non-increasing, got {} at step {}", op, sizes[t], t);
+      total += sizes[t];
+    }
+    EMBER_CHECK(total == data_.size(0), "[{}] packed data has {} rows, its batch sizes sum to {}", op, data_.size(0),
+                total);
+    return sizes;
+  }
   /// batch_sizes as a host vector.
   std::vector<int64_t> batch_size_list() const {
     if (!batch_sizes_.defined()) return {};  // a default-constructed (empty) sequence
@@ -88,12 +104,6 @@ class BasicPackedSequence {
 using PackedSequence = BasicPackedSequence<>;
 
 namespace detail {
-template <class P>
-BasicTensor<P> index_tensor(const std::vector<int64_t>& v, Device device) {
-  BasicTensor<P> t = empty<P>({static_cast<int64_t>(v.size())}, TensorOptions(DType::I64));
-  std::copy(v.begin(), v.end(), t.template data_ptr<int64_t>());
-  return device == Device::cpu() ? t : t.to(device);
-}
 template <class P>
 std::vector<int64_t> host_lengths(const BasicTensor<P>& lengths, const char* op) {
   EMBER_CHECK(lengths.defined() && lengths.dim() == 1 && (lengths.dtype() == DType::I64 || lengths.dtype() == DType::I32),
@@ -140,13 +150,13 @@ BasicPackedSequence<P> pack_padded_sequence(const BasicTensor<P>& input, const s
   Shape flat = x.sizes();
   flat.erase(0);
   flat[0] = steps * batch;
-  BasicTensor<P> data = index_select(x.reshape(flat), 0, detail::index_tensor<P>(rows, x.device()));
-  BasicTensor<P> sizes = detail::index_tensor<P>(batch_sizes, Device::cpu());
+  BasicTensor<P> data = index_select(x.reshape(flat), 0, ember::detail::index_tensor_1d<P>(rows, x.device()));
+  BasicTensor<P> sizes = ember::detail::index_tensor_1d<P>(batch_sizes, Device::cpu());
   if (enforce_sorted) return BasicPackedSequence<P>(data, sizes);
   std::vector<int64_t> inverse(order.size());
   for (size_t k = 0; k < order.size(); ++k) inverse[static_cast<size_t>(order[k])] = static_cast<int64_t>(k);
-  return BasicPackedSequence<P>(data, sizes, detail::index_tensor<P>(order, x.device()),
-                                detail::index_tensor<P>(inverse, x.device()));
+  return BasicPackedSequence<P>(data, sizes, ember::detail::index_tensor_1d<P>(order, x.device()),
+                                ember::detail::index_tensor_1d<P>(inverse, x.device()));
 }
 /// lengths as a 1-d integer tensor (on any device), as libtorch's.
 template <class P>
@@ -164,19 +174,9 @@ std::pair<BasicTensor<P>, BasicTensor<P>> pad_packed_sequence(const BasicPackedS
                                                               bool batch_first = false, double padding_value = 0.0,
                                                               std::optional<int64_t> total_length = std::nullopt) {
   constexpr const char* op = "pad_packed_sequence";
-  const std::vector<int64_t> batch_sizes = sequence.batch_size_list();
+  const std::vector<int64_t> batch_sizes = sequence.checked_batch_sizes(op);
   const BasicTensor<P>& data = sequence.data();
-  EMBER_CHECK(!batch_sizes.empty() && data.defined() && data.dim() >= 1,
-              "[{}] expects a PackedSequence with data and batch sizes", op);
   const int64_t longest = static_cast<int64_t>(batch_sizes.size()), batch = batch_sizes[0];
-  int64_t total = 0;
-  for (size_t t = 0; t < batch_sizes.size(); ++t) {
-    EMBER_CHECK(batch_sizes[t] > 0 && batch_sizes[t] <= batch && (t == 0 || batch_sizes[t] <= batch_sizes[t - 1]),
-                "[{}] batch sizes must be positive and non-increasing, got {} after {}", op, batch_sizes[t],
-                t == 0 ? batch : batch_sizes[t - 1]);
-    total += batch_sizes[t];
-  }
-  EMBER_CHECK(data.size(0) == total, "[{}] data has {} rows, the batch sizes sum to {}", op, data.size(0), total);
   const int64_t steps = total_length.value_or(longest);
   EMBER_CHECK(steps >= longest, "[{}] total_length {} is shorter than the longest sequence, {}", op, steps, longest);
   std::vector<int64_t> rows, lengths(static_cast<size_t>(batch), 0);
@@ -188,12 +188,12 @@ std::pair<BasicTensor<P>, BasicTensor<P>> pad_packed_sequence(const BasicPackedS
   Shape flat = data.sizes();
   flat[0] = ember::detail::checked_mul(steps, batch, op);
   BasicTensor<P> padded = full<P>(flat, padding_value, TensorOptions(data.dtype()).device(data.device()))
-                              .index_copy(0, detail::index_tensor<P>(rows, data.device()), data);
+                              .index_copy(0, ember::detail::index_tensor_1d<P>(rows, data.device()), data);
   Shape shape = data.sizes();
   shape[0] = batch;
   shape.insert(0, steps);
   padded = padded.reshape(shape);  // (T, B, *), sorted order
-  BasicTensor<P> length_tensor = detail::index_tensor<P>(lengths, Device::cpu());
+  BasicTensor<P> length_tensor = ember::detail::index_tensor_1d<P>(lengths, Device::cpu());
   if (!sequence.is_sorted()) {
     padded = padded.index_select(1, sequence.unsorted_indices());
     length_tensor = length_tensor.index_select(0, sequence.unsorted_indices().to(Device::cpu()));

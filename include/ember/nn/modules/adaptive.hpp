@@ -118,12 +118,12 @@ class BasicAdaptiveLogSoftmaxWithLossImpl : public Cloneable<BasicAdaptiveLogSof
       cluster_targets[i].push_back(cls - bounds[i]);
     }
     TensorT head_lp = head(x).log_softmax(1);
-    TensorT output = head_lp.gather(1, index_of(head_column, x.device()).unsqueeze(1)).squeeze(1);
+    TensorT output = head_lp.gather(1, ember::detail::index_tensor_1d<P>(head_column, x.device()).unsqueeze(1)).squeeze(1);
     for (size_t i = 0; i < cluster_rows.size(); ++i) {
       if (cluster_rows[i].empty()) continue;
-      const TensorT rows_i = index_of(cluster_rows[i], x.device());
+      const TensorT rows_i = ember::detail::index_tensor_1d<P>(cluster_rows[i], x.device());
       TensorT lp = cluster_logits(static_cast<int64_t>(i), x.index_select(0, rows_i)).log_softmax(1);
-      TensorT local = lp.gather(1, index_of(cluster_targets[i], x.device()).unsqueeze(1)).squeeze(1);
+      TensorT local = lp.gather(1, ember::detail::index_tensor_1d<P>(cluster_targets[i], x.device()).unsqueeze(1)).squeeze(1);
       output = output.index_add(0, rows_i, local);
     }
     TensorT loss = output.neg().mean();
@@ -156,11 +156,6 @@ class BasicAdaptiveLogSoftmaxWithLossImpl : public Cloneable<BasicAdaptiveLogSof
   TensorT cluster_logits(int64_t i, const TensorT& x) {
     auto& [down, up] = projections[static_cast<size_t>(i)];
     return up(down(x));
-  }
-  static TensorT index_of(const std::vector<int64_t>& v, Device device) {
-    TensorT t = empty<P>({static_cast<int64_t>(v.size())}, TensorOptions(DType::I64));
-    std::copy(v.begin(), v.end(), t.template data_ptr<int64_t>());
-    return device == Device::cpu() ? t : t.to(device);
   }
   std::vector<std::pair<Linear, Linear>> projections;  ///< the tail's, for direct calls
 };

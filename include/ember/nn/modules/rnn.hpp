@@ -209,16 +209,7 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
     EMBER_CHECK(data.defined() && data.dim() == 2 && data.size(1) == options.input_size(),
                 "[{}] expects packed data of shape (steps, {}), got {}", op, options.input_size(),
                 data.defined() ? data.sizes() : Shape{});
-    const std::vector<int64_t> batch_sizes = packed.batch_size_list();
-    int64_t total = 0;
-    for (size_t t = 0; t < batch_sizes.size(); ++t) {
-      EMBER_CHECK(batch_sizes[t] > 0 && (t == 0 || batch_sizes[t] <= batch_sizes[t - 1]),
-                  "[{}] packed batch sizes must be positive and non-increasing, got {} at step {}", op, batch_sizes[t],
-                  t);
-      total += batch_sizes[t];
-    }
-    EMBER_CHECK(!batch_sizes.empty() && total == data.size(0), "[{}] packed data has {} rows, its batch sizes sum to {}",
-                op, data.size(0), total);
+    const std::vector<int64_t> batch_sizes = packed.checked_batch_sizes(op);
     const int64_t n = batch_sizes[0];
     // The states in the order the sequences were packed, and back.
     auto sorted = [&](const TensorT& s) {
