@@ -117,33 +117,6 @@ struct EmbeddingFromPretrainedOptions {
   EMBER_ARG(bool, include_last_offset) = false;  ///< EmbeddingBag only
 };
 
-namespace detail {
-/// A Holder (Embedding or EmbeddingBag) whose weight holds a copy of `embeddings` (2-d,
-/// floating; its dtype and device); make_options(rows, cols) gives the holder's options. The
-/// padding row keeps its given values, as PyTorch's from_pretrained.
-template <class Holder, class MakeOptions>
-Holder embedding_from_pretrained(const Tensor& embeddings, MakeOptions make_options,
-                                 const EmbeddingFromPretrainedOptions& o, const char* op) {
-  EMBER_CHECK(embeddings.defined() && embeddings.dim() == 2,
-              "[{}::from_pretrained] embeddings must be 2-d (num_embeddings, embedding_dim), got {}", op,
-              embeddings.defined() ? embeddings.sizes() : Shape{});
-  EMBER_CHECK(embeddings.is_floating_point(), "[{}::from_pretrained] embeddings must be floating point, got {}", op,
-              embeddings.dtype());
-  Holder h(make_options(embeddings.size(0), embeddings.size(1))
-               .padding_idx(o.padding_idx())
-               .max_norm(o.max_norm())
-               .norm_type(o.norm_type())
-               .scale_grad_by_freq(o.scale_grad_by_freq()));
-  h->to(embeddings.device(), embeddings.dtype());
-  {
-    autograd::NoGradGuard ng;
-    h->weight.copy_(embeddings);
-  }
-  h->weight.requires_grad_(!o.freeze());
-  return h;
-}
-}  // namespace detail
-
 struct EmbeddingOptions {
   EmbeddingOptions(int64_t num_embeddings, int64_t embedding_dim)
       : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
@@ -215,13 +188,11 @@ using EmbeddingImpl = BasicEmbeddingImpl<>;
 class Embedding : public ModuleHolder<EmbeddingImpl> {
  public:
   using ModuleHolder<EmbeddingImpl>::ModuleHolder;
-  Embedding() = default;
   Embedding(std::nullptr_t) : ModuleHolder<EmbeddingImpl>(nullptr) {}  // NOLINT
   /// A table holding a copy of `embeddings` (2-d, floating); frozen unless freeze(false).
-  static Embedding from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o = {}) {
-    return detail::embedding_from_pretrained<Embedding>(
-        embeddings, [](int64_t rows, int64_t cols) { return EmbeddingOptions(rows, cols); }, o, "Embedding");
-  }
+  /// Out of line (src/nn/layers.cpp), so that a program that never calls it does not compile
+  /// the whole of EmbeddingImpl.
+  static Embedding from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o = {});
 };
 
 struct EmbeddingBagOptions {
@@ -286,18 +257,9 @@ using EmbeddingBagImpl = BasicEmbeddingBagImpl<>;
 class EmbeddingBag : public ModuleHolder<EmbeddingBagImpl> {
  public:
   using ModuleHolder<EmbeddingBagImpl>::ModuleHolder;
-  EmbeddingBag() = default;
   EmbeddingBag(std::nullptr_t) : ModuleHolder<EmbeddingBagImpl>(nullptr) {}  // NOLINT
   /// A table holding a copy of `embeddings` (2-d, floating); frozen unless freeze(false).
-  static EmbeddingBag from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o = {}) {
-    return detail::embedding_from_pretrained<EmbeddingBag>(
-        embeddings,
-        [&](int64_t rows, int64_t cols) {
-          return EmbeddingBagOptions(rows, cols).mode(o.mode()).include_last_offset(o.include_last_offset());
-        },
-        o,
-        "EmbeddingBag");
-  }
+  static EmbeddingBag from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o = {});
 };
 
 struct LayerNormOptions {

@@ -426,8 +426,9 @@ EMBER_MODULE(TransformerDecoderLayer);
 struct TransformerEncoderOptions {
   TransformerEncoderOptions(TransformerEncoderLayer encoder_layer, int64_t num_layers)
       : encoder_layer_(std::move(encoder_layer)), num_layers_(num_layers) {}
-  TransformerEncoderOptions(const TransformerEncoderLayerOptions& layer_options, int64_t num_layers)
-      : encoder_layer_(TransformerEncoderLayer(layer_options)), num_layers_(num_layers) {}
+  /// A fresh layer made from `layer_options` (out of line, src/nn/layers.cpp: building one
+  /// here would compile the whole layer in every program that includes this header).
+  TransformerEncoderOptions(const TransformerEncoderLayerOptions& layer_options, int64_t num_layers);
   EMBER_ARG(TransformerEncoderLayer, encoder_layer);
   EMBER_ARG(int64_t, num_layers);
   EMBER_ARG(LayerNorm, norm) = nullptr;
@@ -435,8 +436,7 @@ struct TransformerEncoderOptions {
 struct TransformerDecoderOptions {
   TransformerDecoderOptions(TransformerDecoderLayer decoder_layer, int64_t num_layers)
       : decoder_layer_(std::move(decoder_layer)), num_layers_(num_layers) {}
-  TransformerDecoderOptions(const TransformerDecoderLayerOptions& layer_options, int64_t num_layers)
-      : decoder_layer_(TransformerDecoderLayer(layer_options)), num_layers_(num_layers) {}
+  TransformerDecoderOptions(const TransformerDecoderLayerOptions& layer_options, int64_t num_layers);
   EMBER_ARG(TransformerDecoderLayer, decoder_layer);
   EMBER_ARG(int64_t, num_layers);
   EMBER_ARG(LayerNorm, norm) = nullptr;
