@@ -12,6 +12,9 @@
 
 #include <cstdlib>
 #include <string_view>
+#if defined(EMBER_HAVE_AVX2_BUILD)
+#include <cpuid.h>
+#endif
 
 namespace ember::detail {
 namespace {
@@ -28,11 +31,19 @@ int max_isa_level() {
   return s == "base" ? 0 : s == "avx2" ? 1 : 2;
 }
 
+#if defined(EMBER_HAVE_AVX2_BUILD)
+/// F16C from CPUID leaf 1 (ECX bit 29): clang before 15 does not know "f16c" in
+/// __builtin_cpu_supports, and Ember must build with Debian 12's clang 14.
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+}
+#endif
+
 Isa detect() {
 #if defined(EMBER_HAVE_AVX2_BUILD)
   __builtin_cpu_init();
-  if (max_isa_level() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c")) {
+  if (max_isa_level() >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c()) {
     log(LogLevel::Info, "CPU kernels: AVX2+FMA+F16C build");
     return Isa::Avx2;
   }

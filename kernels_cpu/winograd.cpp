@@ -106,7 +106,7 @@ constexpr int64_t kSplit = 2 * kTiles;
 /// (it did not vectorise them otherwise). out[p * xs + i]: position p of tile i.
 template <class T>
 void input_tiles(int64_t n, int64_t bw, const T* __restrict q, T* __restrict out, int64_t xs) {
-#pragma GCC ivdep
+EMBER_IVDEP
   for (int64_t i = 0; i < n; ++i) {
     T d[4][4], t[4][4];
     for (int k = 0; k < 4; ++k)
@@ -249,7 +249,7 @@ void output_tiles(int64_t n, const T* __restrict in, int64_t xs, T* __restrict o
 /// A y A^T of tiles [0, n) from their outputs y[(2a + b) * kTiles + i]: buf[p * kTiles + i].
 template <class T>
 void output_adjoint_tiles(int64_t n, const T* __restrict y, T* __restrict out, int64_t xs) {
-#pragma GCC ivdep
+EMBER_IVDEP
   for (int64_t i = 0; i < n; ++i) {
     const T y00 = y[i], y01 = y[kTiles + i], y10 = y[2 * kTiles + i], y11 = y[3 * kTiles + i];
     const T h0[4] = {y00, y00 + y01, y00 - y01, -y01};  // A^T along the columns of each row

@@ -99,7 +99,7 @@ void for_each_tile(int64_t first, int64_t n, int64_t tw, F&& f) {
 /// values: B^T, or A) down the columns, then along the rows.
 template <int In, class T, class F>
 void to_positions(int64_t n, const T* __restrict src, T* __restrict out, int64_t xs, F transform) {
-#pragma GCC ivdep
+EMBER_IVDEP
   for (int64_t i = 0; i < n; ++i) {
     T col[In][6];
 #pragma GCC unroll 6

@@ -6,6 +6,14 @@
 
 #include <cstdint>
 
+/// "These iterations are independent": GCC's ivdep, clang's assume_safety (clang warns about
+/// the GCC spelling and would ignore it).
+#if defined(__clang__)
+#define EMBER_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#else
+#define EMBER_IVDEP _Pragma("GCC ivdep")
+#endif
+
 namespace ember::cpu::EMBER_CPU_ARCH {
 
 /// One (sample, channel) plane's transform `kind` for t.m == 4, between its image and its

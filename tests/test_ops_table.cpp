@@ -13,6 +13,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace ember;
@@ -282,7 +283,9 @@ void run_reduce(const ReduceRow& row, DType dt, const Layout& l) {
   ref::Array absx = ref::map(xa, [](double v) { return std::fabs(v); });
   DType rt = result_dtype(row.op, dt);
   int64_t rank = static_cast<int64_t>(l.shape.size());
-  for (auto& [dims, keepdim] : dim_sets(rank)) {
+  for (auto& dk : dim_sets(rank)) {
+    auto& dims = std::get<0>(dk);
+    auto& keepdim = std::get<1>(dk);
     std::string ctx = ctx0 + " dims " + dims.str() + (keepdim ? " keepdim" : "");
     uint64_t mask = mask_of(dims, rank);
     bool empty_reduced = false;
@@ -569,8 +572,12 @@ TEST_CASE("op table: argmax, argmin, max and min along a dim") {
               std::vector<double> vals = tie_values(g, dt, l, -2, 2);
               in.set(vals);
               Tensor x = in.tensor();
-              auto [wv, wi] = ref::arg_reduce(is_max, ref::Array(l.shape, vals), d, keepdim);
-              auto [v, i] = is_max ? x.max(dim, keepdim) : x.min(dim, keepdim);
+              auto want_vi = ref::arg_reduce(is_max, ref::Array(l.shape, vals), d, keepdim);
+              auto& wv = std::get<0>(want_vi);
+              auto& wi = std::get<1>(want_vi);
+              auto got_vi = is_max ? x.max(dim, keepdim) : x.min(dim, keepdim);
+              auto& v = std::get<0>(got_vi);
+              auto& i = std::get<1>(got_vi);
               Tensor ai = is_max ? x.argmax(dim, keepdim) : x.argmin(dim, keepdim);
               CHECK(v.dtype() == dt);
               CHECK(i.dtype() == DType::I64);

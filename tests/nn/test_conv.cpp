@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace ember;
@@ -90,7 +91,8 @@ TEST_CASE("conv2d matches direct loops: stride, padding, dilation, groups, bias"
     CHECK(max_diff(c3.select(2, t), nn::F::conv2d(v.select(2, t), k.select(2, 0), {}, {1}, {1})) < 1e-12);
   // 1x1 kernels, stride 1, no padding: a product per sample on the input as it lies (1-d, 2-d,
   // 3-d, unbatched); with stride 2 or padding they take im2col. Values and gradients.
-  for (auto [s, p] : {std::pair<int64_t, int64_t>{1, 0}, {2, 0}, {1, 1}}) {
+  for (auto sp : {std::pair<int64_t, int64_t>{1, 0}, {2, 0}, {1, 1}}) {
+    const int64_t s = sp.first, p = sp.second;  // not bound: clang 14 cannot capture bindings
     Tensor xp = randn({3, 5, 4, 7}, DType::F64).requires_grad_(), wp = randn({6, 5, 1, 1}, DType::F64).requires_grad_(),
            bp = randn({6}, DType::F64).requires_grad_();
     CHECK(max_diff(nn::F::conv2d(xp, wp, bp, {s}, {p}), test::ref_conv2d(xp.detach(), wp.detach(), bp.detach(), s, p, p)) <
@@ -838,7 +840,8 @@ TEST_CASE("max_unpool inverts max_pool; adaptive max pooling's indices; pixel_un
   // Unpooling a max pool's output puts each maximum back where it was: where the input equals
   // its unpooled self, the unpooled value is the input's, and everything else is 0.
   Tensor x = randn({2, 3, 6, 8});
-  auto [v, i] = F::max_pool2d_with_indices(x, {2});
+  Tensor v, i;
+  std::tie(v, i) = F::max_pool2d_with_indices(x, {2});
   Tensor u = F::max_unpool2d(v, i, {2});
   CHECK(u.sizes() == x.sizes());
   CHECK(u.ne(0.0).sum().item<int64_t>() == v.numel());
@@ -851,7 +854,8 @@ TEST_CASE("max_unpool inverts max_pool; adaptive max pooling's indices; pixel_un
   CHECK(max_diff(F::max_unpool2d(v.select(0, 1), i.select(0, 1), {2}), u.select(0, 1)) == 0.0);
   CHECK(unpool->to_string().rfind("MaxUnpool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))", 0) == 0);
   // output_size picks among the sizes a pool could have read: a 7-wide input pools to 3 too.
-  auto [v7, i7] = F::max_pool1d_with_indices(randn({1, 2, 7}), {2});
+  Tensor v7, i7;
+  std::tie(v7, i7) = F::max_pool1d_with_indices(randn({1, 2, 7}), {2});
   CHECK(F::max_unpool1d(v7, i7, {2}).sizes() == Shape{1, 2, 6});
   CHECK(F::max_unpool1d(v7, i7, {2}, {}, {0}, {1, 2, 7}).sizes() == Shape{1, 2, 7});
   CHECK_ERROR(F::max_unpool1d(v7, i7, {2}, {}, {0}, {8}), "[max_unpool1d]", "output size 8", "between 4 and 8");

@@ -76,8 +76,10 @@ template <class P>
 constexpr bool aten_form_takes_literal_zero = requires(const BasicTensor<P>& a) { ember::nll_loss(a, a, a, 0); };
 template <class P>
 constexpr bool module_takes_literal_zero = requires { nn::BasicMSELossImpl<P>(0); };
-template <class P>
-constexpr bool options_take_literal_zero = requires(nn::CrossEntropyLossOptions o) { o.reduction(0); };
+// On the options type too: outside a template, a requires-expression whose call is ill-formed
+// is a hard error for clang, not false.
+template <class O>
+constexpr bool options_take_literal_zero = requires(O o) { o.reduction(0); };
 template <class P>
 constexpr bool functional_takes_name = requires(const BasicTensor<P>& a) {
   nn::F::mse_loss(a, a, "sum");
@@ -91,7 +93,7 @@ TEST_CASE("losses: a reduction is a name, never an integer or a null string") {
   static_assert(!functional_takes_literal_zero<DefaultPolicy>);
   static_assert(!aten_form_takes_literal_zero<DefaultPolicy>);
   static_assert(!module_takes_literal_zero<DefaultPolicy>);
-  static_assert(!options_take_literal_zero<DefaultPolicy>);
+  static_assert(!options_take_literal_zero<nn::CrossEntropyLossOptions>);
   static_assert(!std::is_convertible_v<std::nullptr_t, nn::LossReduction>);
   static_assert(!std::is_convertible_v<bool, nn::LossReduction>);
 

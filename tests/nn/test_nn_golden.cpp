@@ -281,7 +281,10 @@ TEST_CASE("nn golden: every fixture module has a builder and every builder a cas
     CHECK_MESSAGE(builders().count(c.type) == 1, "case " << c.name << ": no Ember builder for module " << c.type);
     used.insert(c.type);
   }
-  for (const auto& [type, b] : builders()) CHECK_MESSAGE(used.count(type) == 1, "no golden case for " << type);
+  for (const auto& builder : builders()) {
+    const std::string& type = builder.first;
+    CHECK_MESSAGE(used.count(type) == 1, "no golden case for " << type);
+  }
 }
 
 TEST_CASE("nn golden: names, outputs, gradients and buffers of every module and loss match PyTorch") {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #ifndef EMBER_TEST_DATA_DIR
 #define EMBER_TEST_DATA_DIR "tests/data"
@@ -461,7 +462,9 @@ TEST_CASE("optim golden: every scheduler's learning rates (and momenta) match Py
     auto opt = optim_test::make_optimizer(c.optimizer, std::move(groups), *optim_test::make_options(c.optimizer, d));
     Runner r = make(*opt);
     const char* momentum = c.optimizer == "Adam" ? "beta1" : "momentum";
-    for (const auto& [step, want] : c.lr) {
+    for (const auto& entry : c.lr) {
+      const auto& step = std::get<0>(entry);
+      const auto& want = std::get<1>(entry);
       if (step > 0) r.step(c.metric.count(step) ? c.metric.at(step) : 0.0);
       std::vector<double> got = r.last_lr();
       REQUIRE(got.size() == want.size());

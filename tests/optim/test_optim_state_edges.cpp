@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 using namespace ember;
 using namespace ember::optim;
@@ -41,7 +42,9 @@ Tensor adam_across_dtype(DType from, DType to) {
 }  // namespace
 
 TEST_CASE("optimiser state follows a parameter whose dtype Module::to changed") {
-  for (auto [from, to] : {std::pair{DType::F32, DType::F64}, std::pair{DType::F64, DType::F32}}) {
+  for (auto dtypes : {std::pair{DType::F32, DType::F64}, std::pair{DType::F64, DType::F32}}) {
+    const auto from = std::get<0>(dtypes);
+    const auto to = std::get<1>(dtypes);
     CAPTURE(from);
     Tensor w = adam_across_dtype(from, to);
     CHECK(w.dtype() == to);

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <type_traits>
 
 using namespace ember;
@@ -52,7 +53,9 @@ TEST_CASE("schedulers: save optimiser and scheduler, load into fresh ones, conti
          return std::make_shared<SequentialLR>(o, s, std::vector<int64_t>{6});
        }},
   };
-  for (const auto& [name, make] : makers) {
+  for (const auto& maker : makers) {
+    const auto& name = std::get<0>(maker);
+    const auto& make = std::get<1>(maker);
     CAPTURE(name);
     Setup x;
     auto sx = make(x.opt);

@@ -2,6 +2,8 @@
 /// Derivatives of reductions, arg-reductions, softmax, scans and matrix products.
 /// Included by autograd/derivatives.hpp.
 
+// derivatives.hpp first (it includes this file at its end): its detail::ops_of is used here.
+#include <ember/autograd/derivatives.hpp>
 #include <ember/autograd/function_node.hpp>
 #include <ember/autograd/layer.hpp>
 #include <ember/ops/functions.hpp>

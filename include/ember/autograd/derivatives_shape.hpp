@@ -3,6 +3,8 @@
 /// index_select/add/copy/put, advanced indexing, masked_select, sort, topk).
 /// Included by autograd/derivatives.hpp.
 
+// derivatives.hpp first (it includes this file at its end): its detail::ops_of is used here.
+#include <ember/autograd/derivatives.hpp>
 #include <ember/autograd/function_node.hpp>
 #include <ember/autograd/layer.hpp>
 #include <ember/ops/functions.hpp>

@@ -9,6 +9,8 @@
 /// flows to the new values. The clone costs one copy of the target, on the training path only.
 /// Included by autograd/derivatives.hpp.
 
+// derivatives.hpp first (it includes this file at its end): its detail::ops_of is used here.
+#include <ember/autograd/derivatives.hpp>
 #include <ember/autograd/function_node.hpp>
 #include <ember/autograd/layer.hpp>
 

@@ -15,9 +15,9 @@
 namespace ember::nn::functional {
 
 namespace detail {
-/// (N, C) input with (N) targets, or (C) with a single target: the class-score losses' shapes.
+/// (N, C) input, or (C): the class-score losses' input (host_labels checks their targets).
 template <class P>
-void check_class_scores(const BasicTensor<P>& input, const BasicTensor<P>& target, const char* op) {
+void check_class_scores(const BasicTensor<P>& input, const char* op) {
   EMBER_CHECK(input.dim() == 1 || input.dim() == 2, "[{}] expects (N, C) or (C) input, got shape {}", op,
               input.sizes());
   EMBER_CHECK(input.is_floating_point(), "[{}] needs a floating-point input, got {}", op, input.dtype());
@@ -67,7 +67,7 @@ BasicTensor<P> multi_margin_loss(const BasicTensor<P>& input, const BasicTensor<
                                  double margin = 1.0, const BasicTensor<P>& weight = {},
                                  LossReduction reduction = "mean") {
   constexpr const char* op = "multi_margin_loss";
-  detail::check_class_scores(input, target, op);
+  detail::check_class_scores(input, op);
   EMBER_CHECK(p == 1 || p == 2, "[{}] p must be 1 or 2, got {}", op, p);
   const int64_t c = input.size(-1);
   const bool single = input.dim() == 1;
@@ -94,7 +94,7 @@ template <class P>
 BasicTensor<P> multilabel_margin_loss(const BasicTensor<P>& input, const BasicTensor<P>& target,
                                       LossReduction reduction = "mean") {
   constexpr const char* op = "multilabel_margin_loss";
-  detail::check_class_scores(input, target, op);
+  detail::check_class_scores(input, op);
   EMBER_CHECK(target.sizes() == input.sizes(), "[{}] target must have the input's shape {}, got {}", op,
               input.sizes(), target.sizes());
   const bool single = input.dim() == 1;

@@ -198,7 +198,7 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   };
   /// Called by replace_module before the child `name` is replaced; containers that keep their
   /// own list of children update it (or refuse, by throwing).
-  virtual void child_replaced(const std::string& name, const Replacement& r) {}
+  virtual void child_replaced(const std::string& /*name*/, const Replacement& /*r*/) {}
   std::string type_name_;
 
  private:
@@ -294,13 +294,17 @@ std::ostream& operator<<(std::ostream& os, const ModuleHolder<Impl>& m) {
 
 }  // namespace ember::nn
 
-/// Declares `Name`, a ModuleHolder of `NameImpl`.
-#define EMBER_MODULE(Name)                                              \
-  class Name : public ::ember::nn::ModuleHolder<Name##Impl> {           \
-   public:                                                              \
-    using ::ember::nn::ModuleHolder<Name##Impl>::ModuleHolder;          \
-    Name() = default;                                                   \
-    Name(std::nullptr_t) : ::ember::nn::ModuleHolder<Name##Impl>(nullptr) {} \
+/// Declares `Name`, a ModuleHolder of `NameImpl`. `Name n;` makes a module only where NameImpl
+/// has a default constructor: the constrained template says so without the "defaulted but
+/// deleted" warning that `Name() = default;` gives under clang for the others.
+#define EMBER_MODULE(Name)                                                                          \
+  class Name : public ::ember::nn::ModuleHolder<Name##Impl> {                                       \
+   public:                                                                                          \
+    using ::ember::nn::ModuleHolder<Name##Impl>::ModuleHolder;                                      \
+    template <class Self = Name>                                                                    \
+      requires std::is_default_constructible_v<::ember::nn::ModuleHolder<Name##Impl>>               \
+    Name() {}                                                                                       \
+    Name(std::nullptr_t) : ::ember::nn::ModuleHolder<Name##Impl>(nullptr) {}                        \
   }
 
 #include <ember/nn/detail/module_impl.hpp>

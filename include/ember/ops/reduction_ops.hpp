@@ -70,7 +70,11 @@ struct Softmax {
   const char* name() const { return log ? "log_softmax" : "softmax"; }
   template <class BL>
   TensorRef run(const TensorImpl& x) const {
-    auto [in, d] = prepare_softmax(name(), x, dim);
+    // Not a structured binding: lambdas capture those only from C++20 compilers newer than
+    // clang 16, and Ember's headers must build with the clang of Debian 12 (14).
+    const auto prepared = prepare_softmax(name(), x, dim);
+    const TensorRef& in = prepared.first;
+    const int64_t d = prepared.second;
     TensorRef out = detail::make_tensor(in->sizes, in->dtype, in->device(), name());
     on_backend<BL>(x.device(), name(), [&]<class B>() { detail::Kernels<B>::softmax(*out, *in, d, log); });
     return out;

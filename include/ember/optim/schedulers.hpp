@@ -78,7 +78,7 @@ class LRScheduler {
   virtual std::vector<double> get_lr() = 0;
   /// PyTorch's closed form, used when a step names its epoch (SequentialLR's milestones);
   /// false when the scheduler has none.
-  virtual bool closed_form_lr(std::vector<double>& lrs) const { return false; }
+  virtual bool closed_form_lr(std::vector<double>& /*lrs*/) const { return false; }
   /// One step, to `epoch` when given (else last_epoch_ + 1).
   virtual void step_to(std::optional<int64_t> epoch);
   /// Takes back the step a constructor took, when a SequentialLR starts over the schedulers

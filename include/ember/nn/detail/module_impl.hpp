@@ -275,7 +275,10 @@ auto BasicModule<P>::clone() const -> ModulePtr {
 template <class P>
 void BasicModule<P>::copy_state_into(BasicModule& dst) const {
   auto copy_list = [&](const auto& from, auto& to, const char* what) {
-    for (const auto& [n, t] : from) {
+    for (const auto& entry : from) {
+      // Named, not a structured binding: clang before 16 cannot capture those in a lambda.
+      const std::string& n = entry.first;
+      const TensorT& t = entry.second;
       auto it = std::find_if(to.begin(), to.end(), [&](const auto& e) { return e.first == n; });
       EMBER_CHECK(it != to.end(), "[clone] reset() of {} did not recreate {} '{}'", type_name_, what, n);
       if (!t.defined()) continue;
@@ -287,7 +290,9 @@ void BasicModule<P>::copy_state_into(BasicModule& dst) const {
   copy_list(params_, dst.params_, "parameter");
   copy_list(buffers_, dst.buffers_, "buffer");
   dst.training_ = training_;
-  for (const auto& [n, c] : children_) {
+  for (const auto& child : children_) {
+    const std::string& n = child.first;
+    const auto& c = child.second;
     auto it = std::find_if(dst.children_.begin(), dst.children_.end(), [&](const auto& e) { return e.first == n; });
     EMBER_CHECK(it != dst.children_.end(), "[clone] reset() of {} did not recreate submodule '{}'", type_name_, n);
     c->copy_state_into(*it->second);

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Every public header alone in a translation unit, through the compiler's front end at
+# -Wall -Wextra -Werror: each header includes what it uses, and a user's warning-as-error
+# build (GCC or clang) never stops in Ember's headers.
+#
+#   tests/headers/check.sh [JOBS]        (CXX: the compiler, default clang++)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+jobs=${1:-2}
+export CXX=${CXX:-clang++}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export root tmp
+# The interop headers include Eigen and xtensor, which a user of them has.
+export EXTRA_FLAGS="$(pkg-config --cflags eigen3 2>/dev/null || echo -I/usr/include/eigen3)"
+
+check_one() {
+  local header=$1 name
+  name=$(echo "$header" | tr / _)
+  echo "#include <$header>" > "$tmp/$name.cpp"
+  # shellcheck disable=SC2086
+  if ! $CXX -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I"$root/include" $EXTRA_FLAGS "$tmp/$name.cpp" \
+      > "$tmp/$name.log" 2>&1; then
+    echo "FAIL $header"
+    cat "$tmp/$name.log"
+  fi
+}
+export -f check_one
+
+headers=$(cd "$root/include" && find ember -name '*.hpp' | sort)
+count=$(echo "$headers" | wc -l)
+failures=$(echo "$headers" | xargs -P "$jobs" -I{} bash -c 'check_one {}')
+if [[ -n $failures ]]; then
+  echo "$failures"
+  echo "$(echo "$failures" | grep -c '^FAIL ') of $count headers failed alone under $CXX"
+  exit 1
+fi
+echo "ok: all $count headers compile alone under $CXX -Wall -Wextra -Werror"
