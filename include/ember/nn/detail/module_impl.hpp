@@ -307,13 +307,25 @@ void BasicModule<P>::print_tree(std::string& out, int indent) const {
     out += extra + ")";
     return;
   }
-  std::string pad(static_cast<size_t>(indent + 2), ' ');
-  if (!extra.empty()) out += "\n" + pad + extra;
+  // Appends, not "\n" + std::string(...): GCC 12 warns (-Wrestrict, a false positive) about
+  // the concatenation of a literal and a temporary string at -O2.
+  const auto new_line = [&out](int spaces) {
+    out += '\n';
+    out.append(static_cast<size_t>(spaces), ' ');
+  };
+  if (!extra.empty()) {
+    new_line(indent + 2);
+    out += extra;
+  }
   for (const auto& [n, c] : children_) {
-    out += "\n" + pad + "(" + n + "): ";
+    new_line(indent + 2);
+    out += '(';
+    out += n;
+    out += "): ";
     c->print_tree(out, indent + 2);
   }
-  out += "\n" + std::string(static_cast<size_t>(indent), ' ') + ")";
+  new_line(indent);
+  out += ')';
 }
 
 template <class P>
