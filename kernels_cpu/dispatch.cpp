@@ -33,10 +33,11 @@ int max_isa_level() {
 
 #if defined(EMBER_HAVE_AVX2_BUILD)
 /// F16C from CPUID leaf 1 (ECX bit 29): clang before 15 does not know "f16c" in
-/// __builtin_cpu_supports, and Ember must build with Debian 12's clang 14.
+/// __builtin_cpu_supports, and Ember must build with Debian 12's clang 14. Asked after the
+/// AVX2 test, which already requires that the OS saves the AVX state.
 bool cpu_has_f16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
 }
 #endif
 

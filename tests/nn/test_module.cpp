@@ -11,6 +11,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace ember;
@@ -599,4 +600,23 @@ TEST_CASE("nn: libtorch spellings: streaming a module, init on a view, per-layer
   nn::load(other, path);
   std::filesystem::remove(path);
   CHECK(other->weight.eq(fc->weight).all().item<bool>());
+}
+
+TEST_CASE("EMBER_MODULE declares a holder inside a function too") {
+  // A local class cannot have member templates: EMBER_MODULE must not give the holder one.
+  struct LocalImpl : nn::Cloneable<LocalImpl> {
+    LocalImpl() : nn::Cloneable<LocalImpl>("Local") { reset(); }
+    void reset() override { fc = register_module("fc", nn::Linear(2, 3)); }
+    Tensor forward(const Tensor& x) { return fc(x); }
+    nn::Linear fc{nullptr};
+  };
+  EMBER_MODULE(Local);
+  Local local;
+  CHECK(local(ones({4, 2})).sizes() == Shape{4, 3});
+  CHECK(local->parameters().size() == 2);
+  // Holders of Impls without a default constructor have none either.
+  static_assert(!std::is_default_constructible_v<nn::Threshold>);
+  static_assert(std::is_default_constructible_v<nn::ReLU>);
+  Local empty{nullptr};
+  CHECK(empty.is_empty());
 }

@@ -15,7 +15,8 @@
 namespace ember::nn::functional {
 
 namespace detail {
-/// (N, C) input, or (C): the class-score losses' input (host_labels checks their targets).
+/// (N, C) input, or (C): the class-score losses' input (their targets are checked by the
+/// callers' shape checks and host_labels).
 template <class P>
 void check_class_scores(const BasicTensor<P>& input, const char* op) {
   EMBER_CHECK(input.dim() == 1 || input.dim() == 2, "[{}] expects (N, C) or (C) input, got shape {}", op,

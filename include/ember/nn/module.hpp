@@ -294,17 +294,27 @@ std::ostream& operator<<(std::ostream& os, const ModuleHolder<Impl>& m) {
 
 }  // namespace ember::nn
 
-/// Declares `Name`, a ModuleHolder of `NameImpl`. `Name n;` makes a module only where NameImpl
-/// has a default constructor: the constrained template says so without the "defaulted but
-/// deleted" warning that `Name() = default;` gives under clang for the others.
-#define EMBER_MODULE(Name)                                                                          \
-  class Name : public ::ember::nn::ModuleHolder<Name##Impl> {                                       \
-   public:                                                                                          \
-    using ::ember::nn::ModuleHolder<Name##Impl>::ModuleHolder;                                      \
-    template <class Self = Name>                                                                    \
-      requires std::is_default_constructible_v<::ember::nn::ModuleHolder<Name##Impl>>               \
-    Name() {}                                                                                       \
-    Name(std::nullptr_t) : ::ember::nn::ModuleHolder<Name##Impl>(nullptr) {}                        \
+/// `Name() = default;` for EMBER_MODULE: deleted where NameImpl has no default constructor,
+/// which clang reports (-Wdefaulted-function-deleted) once per module and translation unit.
+/// Not a constrained constructor template instead: a class local to a function cannot have
+/// member templates, and EMBER_MODULE must work there too.
+#if defined(__clang__)
+#define EMBER_DETAIL_DEFAULTED_HOLDER_CTOR(Name)                            \
+  _Pragma("clang diagnostic push")                                          \
+  _Pragma("clang diagnostic ignored \"-Wdefaulted-function-deleted\"")     \
+  Name() = default;                                                         \
+  _Pragma("clang diagnostic pop")
+#else
+#define EMBER_DETAIL_DEFAULTED_HOLDER_CTOR(Name) Name() = default;
+#endif
+
+/// Declares `Name`, a ModuleHolder of `NameImpl`.
+#define EMBER_MODULE(Name)                                                   \
+  class Name : public ::ember::nn::ModuleHolder<Name##Impl> {                \
+   public:                                                                   \
+    using ::ember::nn::ModuleHolder<Name##Impl>::ModuleHolder;               \
+    EMBER_DETAIL_DEFAULTED_HOLDER_CTOR(Name)                                 \
+    Name(std::nullptr_t) : ::ember::nn::ModuleHolder<Name##Impl>(nullptr) {} \
   }
 
 #include <ember/nn/detail/module_impl.hpp>

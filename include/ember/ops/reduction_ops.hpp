@@ -70,8 +70,8 @@ struct Softmax {
   const char* name() const { return log ? "log_softmax" : "softmax"; }
   template <class BL>
   TensorRef run(const TensorImpl& x) const {
-    // Not a structured binding: lambdas capture those only from C++20 compilers newer than
-    // clang 16, and Ember's headers must build with the clang of Debian 12 (14).
+    // Not a structured binding: clang captures those in lambdas only from version 16, and
+    // Ember's headers must build with the clang of Debian 12 (14).
     const auto prepared = prepare_softmax(name(), x, dim);
     const TensorRef& in = prepared.first;
     const int64_t d = prepared.second;
