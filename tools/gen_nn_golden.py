@@ -381,7 +381,8 @@ class GridSample(nn.Module):
 
 
 class AffineSample(nn.Module):
-    """grid_sample over affine_grid(theta): the spatial transformer's sampler."""
+    """grid_sample over affine_grid(theta): the spatial transformer's sampler (out_hw: the
+    output's spatial size, (H, W) or (D, H, W))."""
 
     def __init__(self, out_hw, align_corners):
         super().__init__()
@@ -393,10 +394,10 @@ class AffineSample(nn.Module):
 
 
 def grid_case(name, mode, padding_mode, align_corners, shape=(2, 3, 4, 5), out_hw=(3, 6), spread=1.3):
-    n = shape[0]
+    n, nd = shape[0], len(shape) - 2
     case(name, "GridSample", dict(mode=mode, padding_mode=padding_mode, align_corners=int(align_corners)),
          lambda: GridSample(mode, padding_mode, align_corners),
-         lambda: {"input": rn(*shape), "grid": (torch.rand(n, *out_hw, 2, dtype=F64) * 2 - 1) * spread},
+         lambda: {"input": rn(*shape), "grid": (torch.rand(n, *out_hw, nd, dtype=F64) * 2 - 1) * spread},
          grads=["input", "grid"])
 
 
@@ -406,6 +407,17 @@ grid_case("gridsample_bilinear_reflection", "bilinear", "reflection", False, spr
 grid_case("gridsample_bilinear_reflection_align", "bilinear", "reflection", True, spread=3.0)
 grid_case("gridsample_nearest_zeros", "nearest", "zeros", False)
 grid_case("gridsample_nearest_reflection_align", "nearest", "reflection", True, spread=2.5)
+grid_case("gridsample_bicubic_zeros", "bicubic", "zeros", False)
+grid_case("gridsample_bicubic_border_align", "bicubic", "border", True, spread=1.6)
+grid_case("gridsample_bicubic_reflection", "bicubic", "reflection", False, spread=3.0)
+grid_case("gridsample_bicubic_reflection_align", "bicubic", "reflection", True, spread=3.0)
+grid_case("gridsample3d_trilinear_zeros", "bilinear", "zeros", False, shape=(2, 2, 3, 4, 5), out_hw=(2, 3, 2))
+grid_case("gridsample3d_trilinear_border_align", "bilinear", "border", True, shape=(1, 2, 3, 3, 4),
+          out_hw=(2, 2, 3), spread=1.6)
+grid_case("gridsample3d_trilinear_reflection", "bilinear", "reflection", False, shape=(1, 2, 2, 3, 4),
+          out_hw=(3, 2, 2), spread=3.0)
+grid_case("gridsample3d_nearest_reflection_align", "nearest", "reflection", True, shape=(1, 2, 3, 3, 2),
+          out_hw=(2, 2, 2), spread=2.5)
 case("affinegrid_sample", "AffineGridSample", dict(out_h=4, out_w=3, align_corners=0),
      lambda: AffineSample((4, 3), False),
      lambda: {"input": rn(2, 2, 5, 4), "theta": torch.tensor([[[0.9, -0.2, 0.1], [0.3, 1.1, -0.2]],
@@ -414,6 +426,19 @@ case("affinegrid_sample", "AffineGridSample", dict(out_h=4, out_w=3, align_corne
 case("affinegrid_sample_align_single_row", "AffineGridSample", dict(out_h=1, out_w=5, align_corners=1),
      lambda: AffineSample((1, 5), True),
      lambda: {"input": rn(1, 2, 3, 3), "theta": torch.tensor([[[1.2, 0.1, -0.1], [0.2, 0.8, 0.2]]], dtype=F64)},
+     grads=["input", "theta"])
+case("affinegrid3d_sample", "AffineGridSample", dict(out_d=2, out_h=3, out_w=2, align_corners=0),
+     lambda: AffineSample((2, 3, 2), False),
+     lambda: {"input": rn(2, 2, 3, 4, 3),
+              "theta": torch.tensor([[[0.9, -0.2, 0.1, 0.05], [0.3, 1.1, -0.2, 0.1], [0.1, 0.2, 0.8, -0.3]],
+                                     [[0.5, 0.4, 0.0, 0.2], [-0.4, 0.6, 0.3, 0.0], [0.2, -0.1, 1.2, 0.1]]],
+                                    dtype=F64)},
+     grads=["input", "theta"])
+case("affinegrid3d_sample_align", "AffineGridSample", dict(out_d=1, out_h=2, out_w=3, align_corners=1),
+     lambda: AffineSample((1, 2, 3), True),
+     lambda: {"input": rn(1, 1, 2, 3, 3),
+              "theta": torch.tensor([[[1.1, 0.1, -0.1, 0.0], [0.2, 0.8, 0.2, 0.1], [0.0, 0.3, 0.9, 0.2]]],
+                                    dtype=F64)},
      grads=["input", "theta"])
 
 # Sliding blocks

@@ -467,12 +467,13 @@ std::map<std::string, Builder> make_builders() {
                  }};
   };
   b["AffineGridSample"] = [](Opts& o) {
-    const int64_t h = o.i("out_h"), w = o.i("out_w");
+    const int64_t d = o.i("out_d", 0), h = o.i("out_h"), w = o.i("out_w");  // out_d: a volume's depth
     const bool align = o.b("align_corners", false);
     nn::Identity holder;
     return Built{holder.ptr(), [=](Inputs& in) {
                    const Tensor& x = in["input"];
-                   Tensor grid = nn::F::affine_grid(in["theta"], {x.size(0), x.size(1), h, w}, align);
+                   Shape size = d > 0 ? Shape{x.size(0), x.size(1), d, h, w} : Shape{x.size(0), x.size(1), h, w};
+                   Tensor grid = nn::F::affine_grid(in["theta"], size, align);
                    return Outs{nn::F::grid_sample(x, grid, "bilinear", "zeros", align)};
                  }};
   };

@@ -110,12 +110,48 @@ TEST_CASE("affine_grid and grid_sample: identity warps, the option form and refu
   CHECK(max_diff(border.narrow(3, 6, 1), img.narrow(3, 6, 1)) < 1e-12);
   CHECK(F::grid_sample(img, grid.narrow(1, 0, 2)).sizes() == Shape{2, 3, 2, 7});
 
-  CHECK_ERROR(F::grid_sample(img, grid, "bicubic"), "[grid_sample]", "bilinear or nearest", "'bicubic'");
+  // Bicubic through the identity grid is exact too: the cubic kernel is 1 at 0 and 0 at the
+  // other whole taps.
+  CHECK(max_diff(F::grid_sample(img, F::affine_grid(identity, {2, 3, 5, 7}, true), "bicubic", "zeros", true), img) <
+        1e-12);
+
+  CHECK_ERROR(F::grid_sample(img, grid, "bilinaer"), "[grid_sample]", "bilinear, nearest or bicubic", "'bilinaer'");
   CHECK_ERROR(F::grid_sample(img, grid, "bilinear", "circular"), "[grid_sample]", "zeros, border or reflection");
-  CHECK_ERROR(F::grid_sample(img.select(0, 0), grid), "[grid_sample]", "(N, C, H, W)");
+  CHECK_ERROR(F::grid_sample(img.select(0, 0), grid), "[grid_sample]", "(N, C, H, W) or (N, C, D, H, W)");
   CHECK_ERROR(F::grid_sample(img, grid.narrow(3, 0, 1)), "[grid_sample]", "grid of shape (2, Ho, Wo, 2)");
   CHECK_ERROR(F::grid_sample(img, grid.to(DType::F32)), "[grid_sample]", "one dtype");
-  CHECK_ERROR(F::affine_grid(identity, {2, 3, 5}), "[affine_grid]", "4-d size");
+  CHECK_ERROR(F::affine_grid(identity, {2, 3, 5}), "[affine_grid]", "(N, C, H, W) or (N, C, D, H, W)");
   CHECK_ERROR(F::affine_grid(identity.narrow(0, 0, 1), {2, 3, 5, 7}), "[affine_grid]", "theta of shape (2, 2, 3)");
   CHECK_ERROR(F::affine_grid(identity, {2, 3, 0, 7}), "[affine_grid]", "empty spatial dim");
+}
+
+TEST_CASE("affine_grid and grid_sample over volumes: identity and shifted warps, refusals") {
+  namespace F = nn::F;
+  manual_seed(9);
+  Tensor vol = randn({2, 3, 4, 5, 6}, DType::F64);
+  Tensor identity =
+      tensor<double>({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}).unsqueeze(0).expand({2, 3, 4}).contiguous();
+  for (bool align : {false, true}) {
+    Tensor grid = F::affine_grid(identity, {2, 3, 4, 5, 6}, align);
+    CHECK(grid.sizes() == Shape{2, 4, 5, 6, 3});
+    CHECK(max_diff(F::grid_sample(vol, grid, "bilinear", "zeros", align), vol) < 1e-12);
+    CHECK(max_diff(F::grid_sample(vol, grid, "nearest", "reflection", align), vol) == 0.0);
+  }
+  // One voxel along z (2 / D in normalised z) reads the next slice; the last slice reads past
+  // the edge: zeros, or the edge with border padding.
+  Tensor shift =
+      tensor<double>({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 2.0 / 4}}).unsqueeze(0).expand({2, 3, 4}).contiguous();
+  Tensor grid = F::affine_grid(shift, {2, 3, 4, 5, 6});
+  Tensor zeros_pad = F::grid_sample(vol, grid);
+  CHECK(max_diff(zeros_pad.narrow(2, 0, 3), vol.narrow(2, 1, 3)) < 1e-12);
+  CHECK(zeros_pad.narrow(2, 3, 1).abs().amax().item<double>() < 1e-12);
+  Tensor border = F::grid_sample(vol, grid, "bilinear", "border");
+  CHECK(max_diff(border.narrow(2, 3, 1), vol.narrow(2, 3, 1)) < 1e-12);
+
+  CHECK_ERROR(F::grid_sample(vol, grid, "bicubic"), "[grid_sample]", "bicubic needs 4-d", "[2, 3, 4, 5, 6]");
+  CHECK_ERROR(F::grid_sample(vol, grid.narrow(4, 0, 2)), "[grid_sample]", "grid of shape (2, Do, Ho, Wo, 3)");
+  CHECK_ERROR(F::grid_sample(vol, grid.select(1, 0)), "[grid_sample]", "grid of shape (2, Do, Ho, Wo, 3)");
+  CHECK_ERROR(F::affine_grid(identity.narrow(2, 0, 3), {2, 3, 4, 5, 6}), "[affine_grid]", "theta of shape (2, 3, 4)");
+  CHECK_ERROR(F::affine_grid(identity, {2, 3, 4, 5, 0}), "[affine_grid]", "empty spatial dim");
+  CHECK(F::grid_sample(vol.narrow(1, 0, 0), grid).sizes() == Shape{2, 0, 4, 5, 6});
 }
