@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Wall time to compile and link a 20-line program that includes <ember/ember.hpp> at -O2, and
-# a 20-line nn/optim training loop, against the built Ember library (best of N runs, ccache
+# a 20-line nn/optim training loop (twice: with <ember/nn.hpp> and <ember/optim.hpp>, and with
+# only the headers it uses), against the built Ember library (best of N runs, ccache
 # bypassed), and the same for minimal libtorch programs when Debian's libtorch-dev is installed (reference).
 #
 #   bench/compile_time.sh [BUILD_DIR] [RUNS]        (defaults: build-bench, 3)
@@ -70,6 +71,15 @@ int main() {
 }
 CPP
 
+# The same loop including only the headers it uses instead of <ember/nn.hpp> and
+# <ember/optim.hpp> (each header compiles alone; CI checks that).
+sed -e 's|#include <ember/nn.hpp>|#include <ember/nn/functional.hpp>\
+#include <ember/nn/modules/activation.hpp>\
+#include <ember/nn/modules/container.hpp>\
+#include <ember/nn/modules/linear.hpp>|' -e 's|#include <ember/optim.hpp>|#include <ember/optim/adam.hpp>|' \
+  "$tmp/ember_nn_prog.cpp" > "$tmp/ember_nn_lean_prog.cpp"
+grep -q 'ember/optim/adam.hpp' "$tmp/ember_nn_lean_prog.cpp" || { echo "the lean program's includes were not rewritten" >&2; exit 1; }
+
 cat > "$tmp/torch_nn_prog.cpp" <<'CPP'
 #include <torch/torch.h>
 
@@ -137,6 +147,9 @@ time_best "ember   (20 lines, -O2, compile+link)" "$runs" \
 time_best "ember nn (20-line training loop, -O2, compile+link)" "$runs" \
   $CXX -O2 "$tmp/ember_nn_prog.cpp" -o "$tmp/ember_nn_prog" $ember_flags -Wl,-rpath,"$build/src"
 "$tmp/ember_nn_prog" > /dev/null || echo "warning: the ember nn program did not run" >&2
+time_best "ember nn, only the headers it uses (same loop, -O2, compile+link)" "$runs" \
+  $CXX -O2 "$tmp/ember_nn_lean_prog.cpp" -o "$tmp/ember_nn_lean_prog" $ember_flags -Wl,-rpath,"$build/src"
+"$tmp/ember_nn_lean_prog" > /dev/null || echo "warning: the lean ember nn program did not run" >&2
 
 torch_inc=/usr/include/torch/csrc/api/include
 if [ -f "$torch_inc/torch/torch.h" ]; then
