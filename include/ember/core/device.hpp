@@ -1,6 +1,7 @@
 #pragma once
 /// Where a tensor's memory lives. A runtime value, as in libtorch: Device::cuda(1).
 
+#include <ember/core/format_text.hpp>
 #include <fmt/core.h>
 
 #include <cstdint>
@@ -49,6 +50,6 @@ struct fmt::formatter<ember::Device> {
   constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
   template <class Ctx>
   auto format(const ember::Device& v, Ctx& ctx) const {
-    return fmt::format_to(ctx.out(), "{}", v.str());
+    return ember::detail::format_text(v.str(), ctx);
   }
 };

@@ -1,6 +1,7 @@
 #pragma once
 /// Element types, their names and sizes, and PyTorch's type-promotion rules.
 
+#include <ember/core/format_text.hpp>
 #include <ember/core/half.hpp>
 
 #include <fmt/core.h>
@@ -102,6 +103,6 @@ struct fmt::formatter<ember::DType> {
   constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
   template <class Ctx>
   auto format(const ember::DType& v, Ctx& ctx) const {
-    return fmt::format_to(ctx.out(), "{}", ember::dtype_name(v));
+    return ember::detail::format_text(ember::dtype_name(v), ctx);
   }
 };

@@ -4,6 +4,7 @@
 
 #include <ember/core/config.hpp>
 #include <ember/core/error.hpp>
+#include <ember/core/format_text.hpp>
 
 #include <fmt/core.h>
 
@@ -242,6 +243,6 @@ struct fmt::formatter<ember::Shape> {
   constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
   template <class Ctx>
   auto format(const ember::Shape& v, Ctx& ctx) const {
-    return fmt::format_to(ctx.out(), "{}", v.str());
+    return ember::detail::format_text(v.str(), ctx);
   }
 };

@@ -1,6 +1,7 @@
 #pragma once
 /// Free-function forms of the ops (ember::exp(t), ember::add(a, b)) and the C++ operators.
 
+#include <ember/core/format_text.hpp>
 #include <ember/core/tensor_methods.hpp>
 
 #include <fmt/core.h>
@@ -206,6 +207,6 @@ struct fmt::formatter<ember::BasicTensor<P>> {
   constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
   template <class Ctx>
   auto format(const ember::BasicTensor<P>& t, Ctx& ctx) const {
-    return fmt::format_to(ctx.out(), "{}", ember::to_string(t));
+    return ember::detail::format_text(ember::to_string(t), ctx);
   }
 };
