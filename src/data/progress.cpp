@@ -83,9 +83,16 @@ std::string format_progress(const ProgressState& s, int width) {
     prefix += fmt::format("{}{:3d}%", prefix.empty() ? "" : " ", static_cast<int>(std::floor(frac * 100.0)));
     // ETA from the mean time per step so far; unknown before the first step.
     double eta = s.step > 0 ? s.elapsed / static_cast<double>(s.step) * static_cast<double>(s.total - s.step) : -1;
-    time += "<" + format_duration(s.step >= s.total ? 0.0 : eta);
+    time += '<';  // appends, not "<" + temporary: GCC 12's false -Wrestrict at -O2
+    time += format_duration(s.step >= s.total ? 0.0 : eta);
   }
-  std::string suffix = " " + counts_text(s) + " " + time + " " + rate_text(s) + metrics_text(s, " ");
+  std::string suffix = " ";
+  suffix += counts_text(s);
+  suffix += ' ';
+  suffix += time;
+  suffix += ' ';
+  suffix += rate_text(s);
+  suffix += metrics_text(s, " ");
   if (s.total > 0 && width > 0) {
     auto bar_width = static_cast<int64_t>(width) - static_cast<int64_t>(prefix.size() + suffix.size()) - 3;
     if (bar_width >= 10) {
