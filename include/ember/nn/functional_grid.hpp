@@ -91,29 +91,20 @@ BasicTensor<P> grid_fold(const BasicTensor<P>& c, int64_t size, std::string_view
   return c;
 }
 
-/// Normalised coordinates -> folded pixel coordinates, as PyTorch's
-/// grid_sampler_compute_source_index.
-template <class P>
-BasicTensor<P> grid_source_index(const BasicTensor<P>& coord, int64_t size, std::string_view padding,
-                                 bool align_corners) {
-  return grid_fold(grid_unnormalize(coord, size, align_corners), size, padding, align_corners);
-}
-
 /// The input flattened to (N, C, points) with spatial sizes size[0..nd) (x's first: W, H, D),
 /// read at whole-number coordinates at[k] (each of the output's shape (N, points_out)), times
 /// `weight`; taps outside the input read 0.
 template <class P>
-BasicTensor<P> grid_tap(const BasicTensor<P>& flat, int64_t nd, const std::array<int64_t, 3>& size,
+BasicTensor<P> grid_tap(const BasicTensor<P>& flat, size_t nd, const std::array<int64_t, 3>& size,
                         const std::array<BasicTensor<P>, 3>& at, const BasicTensor<P>& weight) {
   const int64_t n = flat.size(0), c = flat.size(1);
   BasicTensor<P> inside, index;
-  for (int64_t k = nd - 1; k >= 0; --k) {
-    const size_t kk = static_cast<size_t>(k);
-    const double last = static_cast<double>(size[kk] - 1);
-    BasicTensor<P> in_k = at[kk].ge(0.0).logical_and(at[kk].le(last));
+  for (size_t k = nd; k-- > 0;) {  // outermost coordinate first: index = (z * H + y) * W + x
+    const double last = static_cast<double>(size[k] - 1);
+    BasicTensor<P> in_k = at[k].ge(0.0).logical_and(at[k].le(last));
     inside = inside.defined() ? inside.logical_and(in_k) : in_k;
-    BasicTensor<P> clamped = at[kk].clamp(0.0, last);
-    index = index.defined() ? index * static_cast<double>(size[kk]) + clamped : clamped;
+    BasicTensor<P> clamped = at[k].clamp(0.0, last);
+    index = index.defined() ? index * static_cast<double>(size[k]) + clamped : clamped;
   }
   index = index.detach().to(DType::I64).reshape({n, 1, -1});
   BasicTensor<P> v = flat.gather(2, index.expand({n, c, index.size(2)}));
@@ -156,23 +147,23 @@ BasicTensor<P> grid_sample(const BasicTensor<P>& input, const BasicTensor<P>& gr
               grid.dtype());
   EMBER_CHECK(input.device() == grid.device(), "[grid_sample] input on {}, grid on {}", input.device(), grid.device());
   const int64_t n = input.size(0), c = input.size(1);
+  const size_t dims = static_cast<size_t>(nd);
   Shape out_shape{n, c};
   for (int64_t d = 1; d <= nd; ++d) out_shape.push_back(grid.size(d));
   // size[k]: the input's extent along coordinate k (x: W, y: H, z: D).
   std::array<int64_t, 3> size{};
-  for (int64_t k = 0; k < nd; ++k) {
-    size[static_cast<size_t>(k)] = input.size(input.dim() - 1 - k);
-    EMBER_CHECK(size[static_cast<size_t>(k)] > 0, "[grid_sample] input of shape {} has an empty spatial dim",
-                input.sizes());
+  for (size_t k = 0; k < dims; ++k) {
+    size[k] = input.size(-1 - static_cast<int64_t>(k));
+    EMBER_CHECK(size[k] > 0, "[grid_sample] input of shape {} has an empty spatial dim", input.sizes());
   }
   if (ember::checked_numel(out_shape, "grid_sample") == 0)
     return zeros<P>(out_shape, TensorOptions(input.dtype()).device(input.device()));
   BasicTensor<P> flat = input.reshape({n, c, -1});
   std::array<BasicTensor<P>, 3> coord;  // unnormalised, unfolded
-  for (int64_t k = 0; k < nd; ++k)
-    coord[static_cast<size_t>(k)] = detail::grid_unnormalize(grid.select(-1, k), size[static_cast<size_t>(k)],
-                                                             align_corners);
+  for (size_t k = 0; k < dims; ++k)
+    coord[k] = detail::grid_unnormalize(grid.select(-1, static_cast<int64_t>(k)), size[k], align_corners);
   BasicTensor<P> out;
+  auto add = [&out](const BasicTensor<P>& tap) { out = out.defined() ? out + tap : tap; };
   if (mode == "bicubic") {
     // Taps at floor - 1 .. floor + 2 along x and y, each tap's coordinate folded by the padding
     // mode on its own (PyTorch's get_value_bounded), weighted by the cubic kernel of the
@@ -180,47 +171,39 @@ BasicTensor<P> grid_sample(const BasicTensor<P>& input, const BasicTensor<P>& gr
     BasicTensor<P> x0 = coord[0].floor().detach(), y0 = coord[1].floor().detach();
     const std::array<BasicTensor<P>, 4> wx = detail::cubic_weights(coord[0] - x0);
     const std::array<BasicTensor<P>, 4> wy = detail::cubic_weights(coord[1] - y0);
-    for (int j = 0; j < 4; ++j) {
-      BasicTensor<P> y = detail::grid_fold(y0 + static_cast<double>(j - 1), size[1], padding_mode, align_corners);
-      for (int i = 0; i < 4; ++i) {
-        BasicTensor<P> x = detail::grid_fold(x0 + static_cast<double>(i - 1), size[0], padding_mode, align_corners);
-        BasicTensor<P> weight = wx[static_cast<size_t>(i)] * wy[static_cast<size_t>(j)];
-        BasicTensor<P> tap = detail::grid_tap(flat, nd, size, {x, y, {}}, weight);
-        out = out.defined() ? out + tap : tap;
+    for (size_t j = 0; j < 4; ++j) {
+      BasicTensor<P> y = detail::grid_fold(y0 + (static_cast<double>(j) - 1), size[1], padding_mode, align_corners);
+      for (size_t i = 0; i < 4; ++i) {
+        BasicTensor<P> x = detail::grid_fold(x0 + (static_cast<double>(i) - 1), size[0], padding_mode, align_corners);
+        add(detail::grid_tap(flat, dims, size, {x, y, {}}, wx[i] * wy[j]));
       }
     }
     return out.reshape(out_shape);
   }
   std::array<BasicTensor<P>, 3> folded;
-  for (int64_t k = 0; k < nd; ++k) {
-    const size_t kk = static_cast<size_t>(k);
-    folded[kk] = detail::grid_fold(coord[kk], size[kk], padding_mode, align_corners);
-  }
+  for (size_t k = 0; k < dims; ++k) folded[k] = detail::grid_fold(coord[k], size[k], padding_mode, align_corners);
   if (mode == "nearest") {
     std::array<BasicTensor<P>, 3> at;
-    for (int64_t k = 0; k < nd; ++k) at[static_cast<size_t>(k)] = folded[static_cast<size_t>(k)].round();
-    out = detail::grid_tap(flat, nd, size, at, ones_like(folded[0]));
+    for (size_t k = 0; k < dims; ++k) at[k] = folded[k].round();
+    out = detail::grid_tap(flat, dims, size, at, ones_like(folded[0]));
   } else {
     // 2^nd corners: corner bit k picks floor or floor + 1 along coordinate k, with weight
     // (1 - frac) or frac.
     std::array<BasicTensor<P>, 3> lo, frac;
-    for (int64_t k = 0; k < nd; ++k) {
-      const size_t kk = static_cast<size_t>(k);
-      lo[kk] = folded[kk].floor().detach();
-      frac[kk] = folded[kk] - lo[kk];
+    for (size_t k = 0; k < dims; ++k) {
+      lo[k] = folded[k].floor().detach();
+      frac[k] = folded[k] - lo[k];
     }
-    for (int64_t corner = 0; corner < (int64_t{1} << nd); ++corner) {
+    for (size_t corner = 0; corner < (size_t{1} << dims); ++corner) {
       std::array<BasicTensor<P>, 3> at;
       BasicTensor<P> weight;
-      for (int64_t k = 0; k < nd; ++k) {
-        const size_t kk = static_cast<size_t>(k);
+      for (size_t k = 0; k < dims; ++k) {
         const bool up = (corner >> k) & 1;
-        at[kk] = up ? lo[kk] + 1.0 : lo[kk];
-        BasicTensor<P> w = up ? frac[kk] : 1.0 - frac[kk];
+        at[k] = up ? lo[k] + 1.0 : lo[k];
+        BasicTensor<P> w = up ? frac[k] : 1.0 - frac[k];
         weight = weight.defined() ? weight * w : w;
       }
-      BasicTensor<P> tap = detail::grid_tap(flat, nd, size, at, weight);
-      out = out.defined() ? out + tap : tap;
+      add(detail::grid_tap(flat, dims, size, at, weight));
     }
   }
   return out.reshape(out_shape);
