@@ -128,9 +128,9 @@ RunFn ember_add4(int) {
   };
 }
 
-RunFn ember_sgemm(int64_t n) {
-  auto a = std::make_shared<ember::Tensor>(ember::randn({n, n}));
-  auto b = std::make_shared<ember::Tensor>(ember::randn({n, n}));
+RunFn ember_gemm(int64_t n, ember::DType dtype) {
+  auto a = std::make_shared<ember::Tensor>(ember::randn({n, n}).to(dtype));
+  auto b = std::make_shared<ember::Tensor>(ember::randn({n, n}).to(dtype));
   return [a, b](int64_t iters) {
     for (int64_t i = 0; i < iters; ++i) {
       ember::Tensor c = ember::mm(*a, *b);
@@ -306,7 +306,11 @@ std::vector<Workload> workloads() {
   w.push_back({"op_overhead_add_4", Kind::Overhead, "ns", 0, true, ember_add4});
   for (int64_t n : {64, 256, 1024, 2048})
     w.push_back({"sgemm_" + std::to_string(n), Kind::Throughput, "GFLOP/s", 2.0 * n * n * n, true,
-                 [n](int) { return ember_sgemm(n); }});
+                 [n](int) { return ember_gemm(n, ember::DType::F32); }});
+  // bf16 products (the AVX512_BF16 kernel where the CPU has it): f32 sums, bf16 result.
+  for (int64_t n : {256, 1024})
+    w.push_back({"bf16_gemm_" + std::to_string(n), Kind::Throughput, "GFLOP/s", 2.0 * n * n * n, true,
+                 [n](int) { return ember_gemm(n, ember::DType::BF16); }});
   // softmax: reads and writes 4096 x 1024 floats.
   w.push_back({"softmax_4096x1024", Kind::Throughput, "GB/s", 2.0 * 4096 * 1024 * 4, true, ember_softmax});
   // sum: reads 16M floats.

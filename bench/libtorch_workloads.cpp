@@ -122,10 +122,12 @@ RunFn make(const std::string& name) {
       escape(s->params[0].data_ptr());
     };
   }
-  if (name.rfind("sgemm_", 0) == 0) {
-    int64_t n = std::atoll(name.c_str() + 6);
-    auto a = std::make_shared<torch::Tensor>(torch::randn({n, n}));
-    auto b = std::make_shared<torch::Tensor>(torch::randn({n, n}));
+  if (name.rfind("sgemm_", 0) == 0 || name.rfind("bf16_gemm_", 0) == 0) {
+    const bool bf16 = name[0] == 'b';
+    int64_t n = std::atoll(name.c_str() + (bf16 ? 10 : 6));
+    const auto dtype = bf16 ? torch::kBFloat16 : torch::kFloat32;
+    auto a = std::make_shared<torch::Tensor>(torch::randn({n, n}).to(dtype));
+    auto b = std::make_shared<torch::Tensor>(torch::randn({n, n}).to(dtype));
     return [a, b](int64_t iters) {
       for (int64_t i = 0; i < iters; ++i) {
         torch::Tensor c = torch::mm(*a, *b);

@@ -70,4 +70,15 @@ bool attention_heads(const ops::AttentionHeads&);
 bool attention_heads_backward(const ops::AttentionHeads&);
 }
 #define EMBER_HAVE_AVX512_BUILD 1
+// The bf16 GEMM on CPUs with AVX512_BF16 (kernels_cpu/gemm_bf16.cpp). False: a layout it does
+// not take (an empty inner dimension, C with strided columns), for the general path.
+namespace ember::cpu::avx512bf16 {
+bool gemm(detail::TensorImpl& out, const detail::TensorImpl& a, const detail::TensorImpl& b, double alpha,
+          double beta);
+}
+namespace ember::detail {
+/// Whether bf16 products run the AVX512_BF16 GEMM (the AVX-512 build is in use and the CPU has
+/// AVX512_BF16).
+bool cpu_uses_bf16_gemm();
+}  // namespace ember::detail
 #endif

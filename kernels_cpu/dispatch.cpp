@@ -70,12 +70,25 @@ inline bool avx512() {
   static const bool value = detect_avx512();
   return value;
 }
+/// AVX512_BF16 from CPUID leaf 7, sub-leaf 1 (EAX bit 5); clang 14 has no name for it in
+/// __builtin_cpu_supports. Asked only where the AVX-512 build runs (the OS saves zmm state).
+bool detect_bf16_gemm() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool yes = avx512() && __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 5)) != 0;
+  if (yes) log(LogLevel::Info, "CPU kernels: AVX512_BF16 GEMM for bf16 products");
+  return yes;
+}
+inline bool bf16_gemm() {
+  static const bool value = detect_bf16_gemm();
+  return value;
+}
 #endif
 
 }  // namespace
 
 #if defined(EMBER_HAVE_AVX512_BUILD)
 bool cpu_uses_avx512_build() { return avx512(); }
+bool cpu_uses_bf16_gemm() { return bf16_gemm(); }
 #endif
 #if defined(EMBER_HAVE_AVX2_BUILD)
 bool cpu_uses_avx2_build() { return isa() == Isa::Avx2; }
@@ -152,6 +165,11 @@ void Kernels<Cpu>::cumulative(CumOp op, TensorImpl& out, TensorImpl* indices, co
 
 void Kernels<Cpu>::gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta) {
   if (is_integral(out.dtype)) return cpu::int_gemm(out, a, b, alpha, beta);
+#if defined(EMBER_HAVE_AVX512_BUILD)
+  if (out.dtype == DType::BF16 && a.dtype == DType::BF16 && b.dtype == DType::BF16 && bf16_gemm() &&
+      cpu::avx512bf16::gemm(out, a, b, alpha, beta))
+    return;
+#endif
   if (is_reduced_float(out.dtype)) {
     // f16/bf16: compute in f32 (as storage types, see docs/design.md), then round once.
     auto up = [](const TensorImpl& t) {

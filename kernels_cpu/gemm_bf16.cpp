@@ -1,0 +1,270 @@
+// The bf16 GEMM for CPUs with AVX512_BF16 (AMD Zen 4 and later, Intel Cooper Lake and
+// Sapphire Rapids and later): C = alpha * A @ B + beta * C with A, B and C bf16.
+//
+// Without it a bf16 product is computed by copying both operands and the output to f32,
+// running the f32 GEMM and rounding back: three extra passes over memory, so bf16 ran slower
+// than f32. VDPBF16PS multiplies 16 pairs of bf16 and adds both products of each pair to an
+// f32 lane, twice the multiply-adds per instruction of an f32 FMA; the products of two bf16
+// values are exact in f32, so the sums are f32 sums as in the upcast path, in another order,
+// rounded to bf16 once at the end. Like every VDPBF16PS user (oneDNN, hence PyTorch's bf16
+// matmul on these CPUs), it treats bf16 subnormal inputs as zero.
+//
+// Structure (Goto's, as gemm_packed.hpp for f32): per task (a batch entry's block of columns),
+// a KC x NC block of B is packed into NR-column panels of bf16 pairs, [k, k+1] interleaved the
+// way VDPBF16PS reads them, and stays in L2; MC-row blocks of A are packed into MR-row panels
+// of pairs; the micro-kernel keeps an MR x NR tile of C in 24 zmm registers for a whole KC
+// slice while one B panel (KC x NR, 16 KB) stays in L1. Products longer than one slice keep
+// their partial sums in an f32 scratch block, so C is rounded to bf16 once.
+
+#include "arch_kernels.hpp"
+
+#include <ember/core/error.hpp>
+#include <ember/runtime/threading.hpp>
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace ember::cpu::avx512bf16 {
+namespace {
+
+using detail::TensorImpl;
+
+constexpr int MR = 12;          // rows of C per micro-tile
+constexpr int64_t NR = 32;      // columns of C per micro-tile: two zmm of f32
+constexpr int64_t KC = 1024;     // inner-dimension slice (even); a B panel is KC x NR x 2 B = 16 KB
+constexpr int64_t MC = 8 * MR;  // rows of A per packed block (48 KB)
+constexpr int64_t NC = 512;     // columns of B per packed block (KC x NC x 2 B = 256 KB, in L2)
+
+/// An operand of bf16 bits: element (i, j) at p[i * sr + j * sc].
+struct Operand {
+  const uint16_t* p;
+  int64_t sr, sc;
+};
+
+/// A grow-only, 64-byte-aligned scratch buffer per thread (no allocation once warm; no
+/// exceptions, as Ember also builds without them).
+struct Scratch {
+  void* data = nullptr;
+  size_t bytes = 0;
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { std::free(data); }
+  template <class T>
+  T* reserve(int64_t n) {
+    const size_t want = (static_cast<size_t>(n) * sizeof(T) + 63) / 64 * 64;
+    if (bytes < want) {
+      std::free(data);
+      data = std::aligned_alloc(64, want);
+      bytes = data ? want : 0;
+      EMBER_CHECK(data, "[matmul] could not allocate {} bytes of bf16 GEMM packing buffer", want);
+    }
+    return static_cast<T*>(data);
+  }
+};
+
+/// The pair (x[k], x[k + 1]) as VDPBF16PS reads it (element k in the low half); the second is
+/// zero past the inner dimension's end.
+inline uint32_t pair_at(const uint16_t* x, int64_t step, bool second) {
+  const uint32_t lo = x[0], hi = second ? x[step] : 0u;
+  return lo | (hi << 16);
+}
+
+/// B rows [k0, k1) x columns [c0, c0 + cols) into NR-column panels: panel p holds, for each
+/// pair kp, NR words (column j's pair), zero beyond the last column.
+void pack_b(uint32_t* dst, const Operand& b, int64_t k0, int64_t k1, int64_t c0, int64_t cols) {
+  const int64_t pairs = (k1 - k0 + 1) / 2;
+  for (int64_t p0 = 0; p0 < cols; p0 += NR) {
+    const int64_t nr = std::min(NR, cols - p0);
+    uint32_t* panel = dst + (p0 / NR) * pairs * NR;
+    for (int64_t kp = 0; kp < pairs; ++kp) {
+      const int64_t k = k0 + 2 * kp;
+      const bool second = k + 1 < k1;
+      uint32_t* w = panel + kp * NR;
+      const uint16_t* src = b.p + k * b.sr + (c0 + p0) * b.sc;
+      if (b.sr == 1 && second) {
+        // A Linear's weight read as B = W^T: each column's pair is adjacent in memory.
+        for (int64_t j = 0; j < nr; ++j) std::memcpy(w + j, src + j * b.sc, 4);
+      } else if (b.sc == 1 && nr == NR && second) {
+        // Row-major B: interleave 32 columns of row k with the same of row k + 1.
+        const __m512i r0 = _mm512_loadu_si512(src), r1 = _mm512_loadu_si512(src + b.sr);
+        const __m512i lo = _mm512_unpacklo_epi16(r0, r1), hi = _mm512_unpackhi_epi16(r0, r1);
+        // unpack works within 128-bit lanes: lanes of lo hold columns 0-3, 8-11, 16-19, 24-27
+        // (lane l: 8l..8l+3), hi the others; put them back in column order.
+        const __m512i first = _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi);
+        const __m512i second_half = _mm512_permutex2var_epi64(lo, _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), hi);
+        _mm512_store_si512(w, first);
+        _mm512_store_si512(w + 16, second_half);
+        continue;
+      } else {
+        for (int64_t j = 0; j < nr; ++j) w[j] = pair_at(src + j * b.sc, b.sr, second);
+      }
+      for (int64_t j = nr; j < NR; ++j) w[j] = 0;
+    }
+  }
+}
+
+/// A rows [r0, r0 + rows) x inner [k0, k1) into MR-row panels: panel p holds, for each pair
+/// kp, MR words (row i's pair; rows past the block's end are not read by the kernel).
+void pack_a(uint32_t* dst, const Operand& a, int64_t r0, int64_t rows, int64_t k0, int64_t k1) {
+  const int64_t pairs = (k1 - k0 + 1) / 2;
+  for (int64_t p0 = 0; p0 < rows; p0 += MR) {
+    const int64_t mr = std::min<int64_t>(MR, rows - p0);
+    uint32_t* panel = dst + (p0 / MR) * pairs * MR;
+    for (int64_t i = 0; i < mr; ++i) {
+      const uint16_t* src = a.p + (r0 + p0 + i) * a.sr + k0 * a.sc;
+      uint32_t* w = panel + i;
+      if (a.sc == 1) {
+        const int64_t whole = (k1 - k0) / 2;
+        for (int64_t kp = 0; kp < whole; ++kp) std::memcpy(w + kp * MR, src + 2 * kp, 4);
+        if (whole < pairs) w[whole * MR] = src[2 * whole];
+      } else {
+        for (int64_t kp = 0; kp < pairs; ++kp) w[kp * MR] = pair_at(src + 2 * kp * a.sc, a.sc, k0 + 2 * kp + 1 < k1);
+      }
+    }
+  }
+}
+
+/// Where a micro-tile's result goes.
+struct TileOut {
+  uint16_t* c;        // C (bf16), row stride ldc
+  int64_t ldc;
+  float* partial;     // f32 partial sums (row stride NC), or null for a single-slice product
+  bool first, last;   // the first / last KC slice
+  float alpha, beta;
+};
+
+// The maskz forms with every lane on: GCC 12 warns that the unmasked ones' undefined source
+// "may be used uninitialized" (its own header's false positive).
+inline __m512 bf16_to_f32(__m256i x) {
+  const __mmask16 all = 0xFFFF;
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, _mm512_maskz_cvtepu16_epi32(all, x), 16));
+}
+inline __m256i f32_to_bf16(__m512 x) { return std::bit_cast<__m256i>(_mm512_cvtneps_pbh(x)); }
+
+/// acc (one row, 16 columns from column `col`) into the tile's destination; `mask` selects the
+/// columns inside C.
+inline void store16(__m512 acc, const TileOut& o, int64_t row, int64_t col, __mmask16 mask) {
+  if (!o.first) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mask, o.partial + row * NC + col));
+  if (!o.last) {
+    _mm512_mask_storeu_ps(o.partial + row * NC + col, mask, acc);
+    return;
+  }
+  __m512 v = _mm512_mul_ps(acc, _mm512_set1_ps(o.alpha));
+  uint16_t* cp = o.c + row * o.ldc + col;
+  if (o.beta != 0.f) v = _mm512_fmadd_ps(_mm512_set1_ps(o.beta), bf16_to_f32(_mm256_maskz_loadu_epi16(mask, cp)), v);
+  _mm256_mask_storeu_epi16(cp, mask, f32_to_bf16(v));
+}
+
+/// The micro-kernel: R rows (R <= MR) x NR columns (ncols valid) over `pairs` pairs of the
+/// inner dimension. `row`/`col` place the tile in C and in the partial block.
+template <int R>
+void tile(const uint32_t* a, const uint32_t* b, int64_t pairs, const TileOut& o, int64_t row, int64_t col,
+          int64_t ncols) {
+  __m512 c0[R], c1[R];
+  for (int i = 0; i < R; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+  for (int64_t kp = 0; kp < pairs; ++kp) {
+    const __m512bh b0 = std::bit_cast<__m512bh>(_mm512_load_si512(b + kp * NR));
+    const __m512bh b1 = std::bit_cast<__m512bh>(_mm512_load_si512(b + kp * NR + 16));
+    const uint32_t* ak = a + kp * MR;
+    for (int i = 0; i < R; ++i) {
+      const __m512bh ai = std::bit_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(ak[i])));
+      c0[i] = _mm512_dpbf16_ps(c0[i], ai, b0);
+      c1[i] = _mm512_dpbf16_ps(c1[i], ai, b1);
+    }
+  }
+  const __mmask16 m0 = ncols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << ncols) - 1);
+  const __mmask16 m1 = ncols >= 32 ? __mmask16(0xFFFF) : ncols <= 16 ? __mmask16(0) : __mmask16((1u << (ncols - 16)) - 1);
+  for (int i = 0; i < R; ++i) {
+    store16(c0[i], o, row + i, col, m0);
+    if (m1) store16(c1[i], o, row + i, col + 16, m1);
+  }
+}
+
+using TileFn = void (*)(const uint32_t*, const uint32_t*, int64_t, const TileOut&, int64_t, int64_t, int64_t);
+template <int... R>
+constexpr auto make_tiles(std::integer_sequence<int, R...>) {
+  return std::array<TileFn, sizeof...(R)>{&tile<R + 1>...};
+}
+constexpr auto kTiles = make_tiles(std::make_integer_sequence<int, MR>{});
+
+thread_local Scratch t_pack_a, t_pack_b, t_partial;
+
+/// C[:, c0:c1] = alpha * A @ B[:, c0:c1] + beta * C[:, c0:c1] for one product.
+void product(uint16_t* c, int64_t ldc, const Operand& a, const Operand& b, int64_t m, int64_t k, int64_t c0,
+             int64_t c1, float alpha, float beta) {
+  const int64_t kc_pairs = KC / 2;
+  uint32_t* pb = t_pack_b.reserve<uint32_t>(kc_pairs * NC);
+  uint32_t* pa = t_pack_a.reserve<uint32_t>(kc_pairs * MC);
+  const bool sliced = k > KC;
+  float* partial = sliced ? t_partial.reserve<float>(m * NC) : nullptr;
+  for (int64_t jc = c0; jc < c1; jc += NC) {
+    const int64_t nc = std::min(NC, c1 - jc);
+    for (int64_t pc = 0; pc < k; pc += KC) {
+      const int64_t k1 = std::min(k, pc + KC), pairs = (k1 - pc + 1) / 2;
+      pack_b(pb, b, pc, k1, jc, nc);
+      for (int64_t ic = 0; ic < m; ic += MC) {
+        const int64_t mc = std::min(MC, m - ic);
+        pack_a(pa, a, ic, mc, pc, k1);
+        // The partial block's rows are C's rows, its columns this NC block's.
+        TileOut o{c + ic * ldc + jc, ldc, partial ? partial + ic * NC : nullptr, pc == 0, k1 == k, alpha, beta};
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const uint32_t* bp = pb + (jr / NR) * pairs * NR;
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const int64_t mr = std::min<int64_t>(MR, mc - ir);
+            kTiles[static_cast<size_t>(mr - 1)](pa + (ir / MR) * pairs * MR, bp, pairs, o, ir, jr,
+                                                std::min(NR, nc - jr));
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta) {
+  // Operands are (batch, rows, cols) or (rows, cols), as Kernels<Cpu>::gemm receives them.
+  const size_t d = out.sizes.size() == 3 ? 1 : 0;
+  const int64_t batch = d ? out.sizes[0] : 1, m = out.sizes[d], n = out.sizes[d + 1], k = a.sizes[d + 1];
+  if (m == 0 || n == 0 || batch == 0) return true;
+  if (k == 0 || (n > 1 && out.strides[d + 1] != 1)) return false;  // the general path handles these
+  const int64_t sa0 = d ? a.strides[0] : 0, sb0 = d ? b.strides[0] : 0, sc0 = d ? out.strides[0] : 0;
+  const int64_t ldc = out.strides[d];
+  auto* cp = static_cast<uint16_t*>(out.data());
+  const auto* ap = static_cast<const uint16_t*>(a.data());
+  const auto* bp = static_cast<const uint16_t*>(b.data());
+  const float fa = static_cast<float>(alpha), fb = static_cast<float>(beta);
+  auto run = [&](int64_t bi, int64_t lo, int64_t hi) {
+    product(cp + bi * sc0, ldc, {ap + bi * sa0, a.strides[d], a.strides[d + 1]},
+            {bp + bi * sb0, b.strides[d], b.strides[d + 1]}, m, k, lo, hi, fa, fb);
+  };
+  const int threads = get_num_threads();
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  // As the f32 GEMM: below ~4 MFLOP in all the work is done before a thread would wake up.
+  if (threads <= 1 || flops * static_cast<double>(batch) < 4e6) {
+    for (int64_t bi = 0; bi < batch; ++bi) run(bi, 0, n);
+  } else if (batch >= threads) {
+    ember::detail::parallel_for(batch, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t bi = b0; bi < b1; ++bi) run(bi, 0, n);
+    });
+  } else {
+    // One product split by columns, in whole micro-tiles: each thread packs only its own B.
+    const int64_t block = std::max<int64_t>(NR, (n / threads + NR - 1) / NR * NR);
+    const int64_t blocks = (n + block - 1) / block;
+    for (int64_t bi = 0; bi < batch; ++bi)
+      ember::detail::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t blk = b0; blk < b1; ++blk) run(bi, blk * block, std::min(n, (blk + 1) * block));
+      });
+  }
+  return true;
+}
+
+}  // namespace ember::cpu::avx512bf16
