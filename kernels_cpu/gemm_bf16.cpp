@@ -21,6 +21,12 @@
 #include <ember/core/error.hpp>
 #include <ember/runtime/threading.hpp>
 
+// GCC 12's AVX-512 headers build several intrinsics (the 512 -> 256-bit casts and extracts,
+// the unmasked conversions) on a self-initialised "undefined" vector, and -Wmaybe-uninitialized
+// reports that inside the header once they are inlined here. A false positive of the header.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -141,12 +147,7 @@ struct TileOut {
   float alpha, beta;
 };
 
-// The maskz forms with every lane on: GCC 12 warns that the unmasked ones' undefined source
-// "may be used uninitialized" (its own header's false positive).
-inline __m512 bf16_to_f32(__m256i x) {
-  const __mmask16 all = 0xFFFF;
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(all, _mm512_maskz_cvtepu16_epi32(all, x), 16));
-}
+inline __m512 bf16_to_f32(__m256i x) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(x), 16)); }
 inline __m256i f32_to_bf16(__m512 x) { return std::bit_cast<__m256i>(_mm512_cvtneps_pbh(x)); }
 
 /// acc (one row, 16 columns from column `col`) into the tile's destination; `mask` selects the
@@ -228,6 +229,62 @@ void product(uint16_t* c, int64_t ldc, const Operand& a, const Operand& b, int64
   }
 }
 
+/// The four sums of s0..s3's lanes, in that order: one reduction for four columns.
+inline __m128 sum4(__m512 s0, __m512 s1, __m512 s2, __m512 s3) {
+  auto halves = [](__m512 v) {  // the upper 256 bits added to the lower
+    return _mm512_castps512_ps256(_mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4E)));
+  };
+  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(halves(s0), halves(s1)), _mm256_hadd_ps(halves(s2), halves(s3)));
+  return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+/// Few rows times a B whose columns are contiguous along the inner dimension (a Linear's
+/// weight W read as B = W^T): dot products of A's rows with W's rows, read in place. Packing B
+/// would cost as much as the product itself at batch 1. Four columns at a time, 32 bf16 of
+/// the inner dimension per VDPBF16PS.
+void rows_times_columns(uint16_t* c, int64_t ldc, const Operand& a, const Operand& b, int64_t m, int64_t k,
+                        int64_t c0, int64_t c1, float alpha, float beta) {
+  const int64_t whole = k / 32 * 32;
+  const __mmask32 tail = static_cast<__mmask32>((uint64_t(1) << (k - whole)) - 1);
+  auto load = [&](const uint16_t* p, int64_t at) {
+    return std::bit_cast<__m512bh>(at < whole ? _mm512_loadu_si512(p + at) : _mm512_maskz_loadu_epi16(tail, p + at));
+  };
+  // y[0..n) = alpha * sums + beta * y, n <= 4 (the lanes past n are not stored).
+  auto finish = [&](uint16_t* y, __m128 sums, int n) {
+    const __mmask8 lanes = static_cast<__mmask8>((1u << n) - 1);
+    __m128 v = _mm_mul_ps(sums, _mm_set1_ps(alpha));
+    if (beta != 0.f) {
+      const __m128i old = _mm_maskz_loadu_epi16(lanes, y);
+      const __m128 old_f = _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(old), 16));
+      v = _mm_fmadd_ps(_mm_set1_ps(beta), old_f, v);
+    }
+    _mm_mask_storeu_epi16(y, lanes, std::bit_cast<__m128i>(_mm_cvtneps_pbh(v)));
+  };
+  for (int64_t i = 0; i < m; ++i) {
+    const uint16_t* x = a.p + i * a.sr;
+    uint16_t* y = c + i * ldc;
+    int64_t j = c0;
+    for (; j + 4 <= c1; j += 4) {
+      const uint16_t* w = b.p + j * b.sc;
+      __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+      for (int64_t at = 0; at < k; at += 32) {
+        const __m512bh xv = load(x, at);
+        s0 = _mm512_dpbf16_ps(s0, xv, load(w, at));
+        s1 = _mm512_dpbf16_ps(s1, xv, load(w + b.sc, at));
+        s2 = _mm512_dpbf16_ps(s2, xv, load(w + 2 * b.sc, at));
+        s3 = _mm512_dpbf16_ps(s3, xv, load(w + 3 * b.sc, at));
+      }
+      finish(y + j, sum4(s0, s1, s2, s3), 4);
+    }
+    for (; j < c1; ++j) {
+      __m512 s0 = _mm512_setzero_ps();
+      for (int64_t at = 0; at < k; at += 32) s0 = _mm512_dpbf16_ps(s0, load(x, at), load(b.p + j * b.sc, at));
+      const __m512 zero = _mm512_setzero_ps();
+      finish(y + j, sum4(s0, zero, zero, zero), 1);
+    }
+  }
+}
+
 }  // namespace
 
 bool gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta) {
@@ -242,9 +299,12 @@ bool gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alph
   const auto* ap = static_cast<const uint16_t*>(a.data());
   const auto* bp = static_cast<const uint16_t*>(b.data());
   const float fa = static_cast<float>(alpha), fb = static_cast<float>(beta);
+  // Up to four rows against a weight read in place (batch-1 inference): dot products.
+  const bool dots = m <= 4 && (a.strides[d + 1] == 1 || k == 1) && (b.strides[d] == 1 || k == 1);
   auto run = [&](int64_t bi, int64_t lo, int64_t hi) {
-    product(cp + bi * sc0, ldc, {ap + bi * sa0, a.strides[d], a.strides[d + 1]},
-            {bp + bi * sb0, b.strides[d], b.strides[d + 1]}, m, k, lo, hi, fa, fb);
+    const Operand ao{ap + bi * sa0, a.strides[d], a.strides[d + 1]}, bo{bp + bi * sb0, b.strides[d], b.strides[d + 1]};
+    if (dots) return rows_times_columns(cp + bi * sc0, ldc, ao, bo, m, k, lo, hi, fa, fb);
+    product(cp + bi * sc0, ldc, ao, bo, m, k, lo, hi, fa, fb);
   };
   const int threads = get_num_threads();
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);

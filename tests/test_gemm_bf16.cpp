@@ -1,5 +1,6 @@
-// bf16 matrix products (kernels_cpu/gemm_bf16.cpp on CPUs with AVX512_BF16, the f32 GEMM on
-// upcast copies elsewhere) against a double reference over the bf16 values: products of two
+// bf16 matrix products (kernels_cpu/gemm_bf16.cpp on CPUs with AVX512_BF16: the packed GEMM,
+// and dot products for up to four rows against a weight read in place; the f32 GEMM on upcast
+// copies elsewhere) against a double reference over the bf16 values: products of two
 // bf16 are exact, so the only errors are the f32 sums and the final rounding to bf16. Tile
 // edges (12 rows, 32 columns), odd inner dimensions (a zero-padded last pair), one and two
 // inner slices (1024 per slice), column blocks (512), every operand layout, alpha/beta,
@@ -120,6 +121,14 @@ TEST_CASE("bf16 addmm, linear with bias, alpha and beta; beta = 0 ignores NaN in
   const Tensor bound = cd.abs() * 0.5 + ad.abs().matmul(bd.abs()) * 2.0;
   // Two roundings to bf16: c's scaled copy is exact (0.5), the result's once.
   CHECK(((got.to(DType::F64) - want).abs() <= bound * std::ldexp(1.0, -7)).all().item<bool>());
+
+  // One row against a weight read in place (the dot-product kernel), with beta.
+  const Tensor row = a.narrow(0, 0, 1), wt = bf16_operand(37, 45, 0).t(), c_row = c.narrow(0, 0, 1);
+  const Tensor got_row = addmm(c_row, row, wt, 0.5, 2.0);
+  const Tensor want_row = c_row.to(DType::F64) * 0.5 + row.to(DType::F64).matmul(wt.to(DType::F64)) * 2.0;
+  const Tensor bound_row =
+      c_row.to(DType::F64).abs() * 0.5 + row.to(DType::F64).abs().matmul(wt.to(DType::F64).abs()) * 2.0;
+  CHECK(((got_row.to(DType::F64) - want_row).abs() <= bound_row * std::ldexp(1.0, -7)).all().item<bool>());
 
   const Tensor nan_c = full({20, 37}, std::numeric_limits<double>::quiet_NaN()).to(DType::BF16);
   CHECK(bitwise_equal(addmm(nan_c, a, b, 0.0, 1.0), a.matmul(b)));
