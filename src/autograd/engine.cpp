@@ -1,5 +1,6 @@
 // The backward engine: see include/ember/autograd/engine.hpp.
 
+#include <ember/autocast/autocast_mode.hpp>
 #include <ember/autograd/engine.hpp>
 #include <ember/autograd/grad_mode.hpp>
 
@@ -70,6 +71,18 @@ class GradModeScope {
  public:
   explicit GradModeScope(bool on) : prev_(GradMode::is_enabled()) { GradMode::set_enabled(on); }
   ~GradModeScope() { GradMode::set_enabled(prev_); }
+
+ private:
+  bool prev_;
+};
+
+/// Backward runs in the dtypes the forward recorded: a derivative's products are not cast,
+/// even when backward() is called inside an AutocastGuard (the gradient of an f32 product
+/// stays f32). The guard's cache and depth are left as they are.
+class AutocastOffScope {
+ public:
+  AutocastOffScope() : prev_(autocast::detail::t_state.enabled) { autocast::detail::t_state.enabled = false; }
+  ~AutocastOffScope() { autocast::detail::t_state.enabled = prev_; }
 
  private:
   bool prev_;
@@ -180,6 +193,7 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
   }
 
   GradModeScope mode(rq.create_graph);
+  AutocastOffScope no_autocast;
   const bool anomaly = DetectAnomalyGuard::is_enabled();
   std::unordered_map<Node*, std::vector<TensorRef>> buffers;
   auto deliver = [&](const Edge& e, TensorRef g) {

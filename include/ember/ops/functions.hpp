@@ -170,8 +170,9 @@ BasicTensor<P> linear(const BasicTensor<P>& x, const BasicTensor<P>& w, const Ba
   if (BasicTensor<P> y = detail::linear_rows(x, w, b, false); y.defined()) return y;
   BasicTensor<P> y = x.matmul(w.t());
   if (!b.defined()) return y;
-  EMBER_CHECK(b.dtype() == y.dtype(), "[linear] bias dtype {} differs from the input's {}", b.dtype(), y.dtype());
-  BasicTensor<P> r = y.add(b);
+  EMBER_CHECK(b.dtype() == x.dtype(), "[linear] bias dtype {} differs from the input's {}", b.dtype(), x.dtype());
+  // Under autocast the product is bf16/f16 and the bias goes with it, as the fused form does.
+  BasicTensor<P> r = y.add(b.dtype() == y.dtype() ? b : b.to(y.dtype()));
   EMBER_CHECK(r.sizes() == y.sizes(), "[linear] a bias of shape {} does not broadcast to the output's shape {}",
               b.sizes(), y.sizes());
   return r;
