@@ -2,6 +2,7 @@
 // definitions): the same architectures, losses and optimisers through torch::nn and
 // torch::optim. Built only with -Dlibtorch_compare=enabled.
 
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include "workloads.hpp"
@@ -11,16 +12,36 @@
 
 namespace bench::libtorch {
 
+namespace {
+/// torch.autocast("cpu", torch.bfloat16) in C++: on for a scope, then off and its cache of
+/// casts cleared, as the Python context manager does when its outermost region ends.
+struct AutocastScope {
+  bool on;
+  explicit AutocastScope(bool enable) : on(enable) {
+    if (!on) return;
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+  }
+  ~AutocastScope() {
+    if (!on) return;
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();
+  }
+};
+}  // namespace
+
 RunFn make_nn(const std::string& name) {
   namespace tn = torch::nn;
-  if (name == "mlp_robotics_step" || name == "mlp_infer_b1") {
+  if (name == "mlp_robotics_step" || name == "mlp_infer_b1" || name == "mlp_infer_b1_bf16") {
     torch::manual_seed(1);
     auto net = std::make_shared<tn::Sequential>(tn::Linear(64, 256), tn::ReLU(), tn::Linear(256, 256), tn::ReLU(),
                                                 tn::Linear(256, 8));
-    if (name == "mlp_infer_b1") {
+    if (name != "mlp_robotics_step") {
       auto x = std::make_shared<torch::Tensor>(torch::randn({1, 64}));
-      return [net, x](int64_t iters) {
+      const bool bf16 = name == "mlp_infer_b1_bf16";
+      return [net, x, bf16](int64_t iters) {
         torch::NoGradGuard ng;
+        AutocastScope autocast(bf16);
         for (int64_t i = 0; i < iters; ++i) {
           torch::Tensor y = (*net)->forward(*x);
           escape(y.data_ptr());
@@ -73,7 +94,8 @@ RunFn make_nn(const std::string& name) {
       }
     };
   }
-  if (name == "transformer_small_step") {
+  if (name == "transformer_small_step" || name == "transformer_small_step_bf16") {
+    const bool bf16 = name == "transformer_small_step_bf16";
     torch::manual_seed(4);
     struct S {
       tn::Embedding emb{256, 128};
@@ -88,11 +110,15 @@ RunFn make_nn(const std::string& name) {
     for (auto& t : s->enc->parameters()) params.push_back(t);
     for (auto& t : s->head->parameters()) params.push_back(t);
     s->opt = std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-3));
-    return [s](int64_t iters) {
+    return [s, bf16](int64_t iters) {
       for (int64_t i = 0; i < iters; ++i) {
         s->opt->zero_grad();
-        torch::Tensor logits = s->head(s->enc(s->emb(s->tokens)));
-        torch::Tensor loss = torch::cross_entropy_loss(logits.reshape({-1, 256}), s->target);
+        torch::Tensor loss;
+        {
+          AutocastScope autocast(bf16);
+          torch::Tensor logits = s->head(s->enc(s->emb(s->tokens)));
+          loss = torch::cross_entropy_loss(logits.reshape({-1, 256}), s->target);
+        }
         loss.backward();
         s->opt->step();
       }

@@ -76,8 +76,9 @@ inline RunFn cnn_small_step(int) {
 }
 
 /// Vocabulary 256, d_model 128, 4 heads, 2 encoder layers, feed-forward 512, dropout 0,
-/// sequence 64, batch 16, linear head, cross-entropy, AdamW.
-inline RunFn transformer_small_step(int) {
+/// sequence 64, batch 16, linear head, cross-entropy, AdamW. With `bf16`, forward and loss
+/// run under an AutocastGuard (bf16 products; backward outside it, as in PyTorch's recipe).
+inline RunFn transformer_step(bool bf16) {
   struct S {
     nn::Embedding emb{256, 128};
     nn::TransformerEncoder enc{
@@ -94,32 +95,42 @@ inline RunFn transformer_small_step(int) {
   };
   manual_seed(4);
   auto s = std::make_shared<S>();
-  return [s](int64_t iters) {
+  return [s, bf16](int64_t iters) {
     for (int64_t i = 0; i < iters; ++i) {
       s->opt.zero_grad();
-      Tensor logits = s->head(s->enc(s->emb(s->tokens)));  // (L, N, 256)
-      Tensor loss = nn::F::cross_entropy(logits.reshape({-1, 256}), s->target);
+      Tensor loss;
+      {
+        AutocastGuard autocast(DType::BF16, bf16);
+        Tensor logits = s->head(s->enc(s->emb(s->tokens)));  // (L, N, 256)
+        loss = nn::F::cross_entropy(logits.reshape({-1, 256}), s->target);
+      }
       loss.backward();
       s->opt.step();
     }
   };
 }
+inline RunFn transformer_small_step(int) { return transformer_step(false); }
+inline RunFn transformer_small_step_bf16(int) { return transformer_step(true); }
 
-/// The robotics MLP at batch 1 without grad: one inference.
-inline RunFn mlp_infer_b1(int) {
+/// The robotics MLP at batch 1 without grad: one inference. With `bf16`, under one
+/// AutocastGuard (a serving loop's: the parameters' bf16 copies are made once and reused).
+inline RunFn mlp_infer(bool bf16) {
   struct S {
     nn::Sequential net{nn::Linear(64, 256), nn::ReLU(), nn::Linear(256, 256), nn::ReLU(), nn::Linear(256, 8)};
     Tensor x = randn({1, 64});
   };
   manual_seed(5);
   auto s = std::make_shared<S>();
-  return [s](int64_t iters) {
+  return [s, bf16](int64_t iters) {
     autograd::NoGradGuard ng;
+    AutocastGuard autocast(DType::BF16, bf16);
     for (int64_t i = 0; i < iters; ++i) {
       Tensor y = s->net(s->x);
       escape(y.raw_data());
     }
   };
 }
+inline RunFn mlp_infer_b1(int) { return mlp_infer(false); }
+inline RunFn mlp_infer_b1_bf16(int) { return mlp_infer(true); }
 
 }  // namespace bench::nn_workloads
