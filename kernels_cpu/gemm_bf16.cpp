@@ -43,6 +43,7 @@ namespace {
 using detail::TensorImpl;
 
 constexpr int MR = 12;          // rows of C per micro-tile
+static_assert(MR == 12, "pack_a's column-major path stores 8 + 4 rows per pair");
 constexpr int64_t NR = 32;      // columns of C per micro-tile: two zmm of f32
 constexpr int64_t KC = 1024;     // inner-dimension slice (even); a B panel is KC x NR x 2 B = 16 KB
 constexpr int64_t MC = 8 * MR;  // rows of A per packed block (48 KB)
@@ -124,6 +125,23 @@ void pack_a(uint32_t* dst, const Operand& a, int64_t r0, int64_t rows, int64_t k
   for (int64_t p0 = 0; p0 < rows; p0 += MR) {
     const int64_t mr = std::min<int64_t>(MR, rows - p0);
     uint32_t* panel = dst + (p0 / MR) * pairs * MR;
+    if (a.sr == 1 && mr > 1) {
+      // Column-major A (a transposed operand, as backward's g^T): each column's MR rows are
+      // contiguous; interleave column k's with column k + 1's, 16 rows at a time.
+      const __mmask16 rows = static_cast<__mmask16>((1u << mr) - 1);
+      const uint16_t* col = a.p + (r0 + p0) + k0 * a.sc;
+      for (int64_t kp = 0; kp < pairs; ++kp) {
+        const int64_t k = k0 + 2 * kp;
+        const __m256i c0 = _mm256_maskz_loadu_epi16(rows, col + 2 * kp * a.sc);
+        const __m256i c1 = k + 1 < k1 ? _mm256_maskz_loadu_epi16(rows, col + (2 * kp + 1) * a.sc) : _mm256_setzero_si256();
+        // unpack works within 128-bit lanes: lo holds rows 0-3 and 8-11, hi rows 4-7 and 12-15.
+        const __m256i lo = _mm256_unpacklo_epi16(c0, c1), hi = _mm256_unpackhi_epi16(c0, c1);
+        uint32_t* w = panel + kp * MR;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(w), _mm256_permute2x128_si256(lo, hi, 0x20));  // rows 0-7
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(w + 8), _mm256_extracti128_si256(lo, 1));          // rows 8-11
+      }
+      continue;
+    }
     for (int64_t i = 0; i < mr; ++i) {
       const uint16_t* src = a.p + (r0 + p0 + i) * a.sr + k0 * a.sc;
       uint32_t* w = panel + i;
