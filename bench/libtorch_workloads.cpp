@@ -35,7 +35,8 @@ std::string description() {
 #else
   const char* version = TORCH_VERSION " (Debian libtorch-dev)";
 #endif
-  std::string d = std::string("libtorch ") + version + ", sgemm_ from " + blas_library();
+  const std::string blas = blas_library();
+  std::string d = std::string("libtorch ") + version + ", sgemm_ from " + blas;
   // OpenBLAS picks its kernels by CPU model; one it does not know gets a generic SSE3 kernel
   // ("Prescott", 5x slower on AVX-512 machines): Debian 12's 0.3.21 does not know Sapphire or
   // Emerald Rapids. Name the core so that such a run cannot pass for a fair comparison.
@@ -47,6 +48,10 @@ std::string description() {
       d += "\nwarning: OpenBLAS did not recognise this CPU; rerun with OPENBLAS_CORETYPE=SkylakeX (AVX-512) or "
            "Haswell (AVX2) for libtorch's real speed";
   }
+  if (blas.find("/blas/libblas.so") != std::string::npos)
+    // Debian's alternatives fall back to the reference BLAS when no optimised one is installed:
+    // libtorch's products then run at ~5 GFLOP/s and every ratio is meaningless.
+    d += "\nwarning: libtorch calls the reference BLAS; apt-get install libopenblas0-pthread for its real speed";
   return d;
 }
 
