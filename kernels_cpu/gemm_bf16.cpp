@@ -84,6 +84,54 @@ inline uint32_t pair_at(const uint16_t* x, int64_t step, bool second) {
   return lo | (hi << 16);
 }
 
+/// 16 x 16 transpose of 32-bit words: word c of r[i] becomes word i of r[c].
+inline void transpose16(__m512i (&r)[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // Within each 128-bit lane L, u[4g + q] now holds words 4L + q of rows 4g .. 4g + 3.
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  // Word 4L + q of every row: lane L of u[q], u[4 + q], u[8 + q], u[12 + q].
+  for (int q = 0; q < 4; ++q) {
+    const __m512i a0 = _mm512_shuffle_i32x4(u[q], u[4 + q], 0x44), a1 = _mm512_shuffle_i32x4(u[q], u[4 + q], 0xEE);
+    const __m512i b0 = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], 0x44);
+    const __m512i b1 = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], 0xEE);
+    r[q] = _mm512_shuffle_i32x4(a0, b0, 0x88);
+    r[4 + q] = _mm512_shuffle_i32x4(a0, b0, 0xDD);
+    r[8 + q] = _mm512_shuffle_i32x4(a1, b1, 0x88);
+    r[12 + q] = _mm512_shuffle_i32x4(a1, b1, 0xDD);
+  }
+}
+
+/// One NR-column panel of a B whose columns are contiguous along the inner dimension (a
+/// Linear's weight W read as B = W^T): each column's pairs are adjacent words, so the panel is
+/// a transpose of (columns x pairs) words, done 16 x 16 at a time. Columns from nr on are zero,
+/// and so is the second half of a last pair past k1.
+void pack_b_columns(uint32_t* panel, const Operand& b, int64_t k0, int64_t k1, int64_t col, int64_t nr,
+                    int64_t pairs) {
+  for (int64_t kp0 = 0; kp0 < pairs; kp0 += 16) {
+    const int64_t at = k0 + 2 * kp0, elems = std::min<int64_t>(32, k1 - at);
+    const __mmask32 mask = elems >= 32 ? ~__mmask32(0) : static_cast<__mmask32>((1u << elems) - 1);
+    const int64_t np = std::min<int64_t>(16, pairs - kp0);
+    for (int64_t h = 0; h < 2; ++h) {
+      __m512i r[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t j = h * 16 + i;
+        r[i] = j < nr ? _mm512_maskz_loadu_epi16(mask, b.p + at + (col + j) * b.sc) : _mm512_setzero_si512();
+      }
+      transpose16(r);
+      for (int64_t c = 0; c < np; ++c) _mm512_store_si512(panel + (kp0 + c) * NR + h * 16, r[c]);
+    }
+  }
+}
+
 /// B rows [k0, k1) x columns [c0, c0 + cols) into NR-column panels: panel p holds, for each
 /// pair kp, NR words (column j's pair), zero beyond the last column.
 void pack_b(uint32_t* dst, const Operand& b, int64_t k0, int64_t k1, int64_t c0, int64_t cols) {
@@ -91,15 +139,16 @@ void pack_b(uint32_t* dst, const Operand& b, int64_t k0, int64_t k1, int64_t c0,
   for (int64_t p0 = 0; p0 < cols; p0 += NR) {
     const int64_t nr = std::min(NR, cols - p0);
     uint32_t* panel = dst + (p0 / NR) * pairs * NR;
+    if (b.sr == 1) {
+      pack_b_columns(panel, b, k0, k1, c0 + p0, nr, pairs);
+      continue;
+    }
     for (int64_t kp = 0; kp < pairs; ++kp) {
       const int64_t k = k0 + 2 * kp;
       const bool second = k + 1 < k1;
       uint32_t* w = panel + kp * NR;
       const uint16_t* src = b.p + k * b.sr + (c0 + p0) * b.sc;
-      if (b.sr == 1 && second) {
-        // A Linear's weight read as B = W^T: each column's pair is adjacent in memory.
-        for (int64_t j = 0; j < nr; ++j) std::memcpy(w + j, src + j * b.sc, 4);
-      } else if (b.sc == 1 && nr == NR && second) {
+      if (b.sc == 1 && nr == NR && second) {
         // Row-major B: interleave 32 columns of row k with the same of row k + 1.
         const __m512i r0 = _mm512_loadu_si512(src), r1 = _mm512_loadu_si512(src + b.sr);
         const __m512i lo = _mm512_unpacklo_epi16(r0, r1), hi = _mm512_unpackhi_epi16(r0, r1);

@@ -59,6 +59,7 @@ bool cacheable(const TensorImpl& src);
 template <class Next>
 class ArgCaster {
  public:
+  static constexpr int kMaxCasts = 5;  // the most tensor arguments of a listed op (attention: 4)
   ArgCaster(DType lowered, bool lower) : lowered_(lowered), lower_(lower) {}
 
   template <class T>
@@ -94,7 +95,7 @@ class ArgCaster {
 
   DType lowered_;
   bool lower_;
-  CastRef held_[5];  // the most tensor arguments of a listed op (conv: x, w, b; attention: 4)
+  CastRef held_[kMaxCasts];
   int count_ = 0;
 };
 
@@ -106,6 +107,7 @@ struct Autocast {
     template <class Op, class... A>
     static decltype(auto) call(const Op& op, A&&... a) {
       if constexpr (detail::kLowered<Op> || detail::kFloat32<Op>) {
+        static_assert(sizeof...(A) <= detail::ArgCaster<Next>::kMaxCasts, "more tensor arguments than casts held");
         if (EMBER_UNLIKELY(is_enabled())) {
           detail::ArgCaster<Next> cast(dtype(), detail::kLowered<Op>);
           return Next::call(op, cast(std::forward<A>(a))...);
