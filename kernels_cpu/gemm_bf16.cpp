@@ -7,7 +7,9 @@
 // f32 lane, twice the multiply-adds per instruction of an f32 FMA; the products of two bf16
 // values are exact in f32, so the sums are f32 sums as in the upcast path, in another order,
 // rounded to bf16 once at the end. Like every VDPBF16PS user (oneDNN, hence PyTorch's bf16
-// matmul on these CPUs), it treats bf16 subnormal inputs as zero.
+// matmul on these CPUs), it flushes subnormals to zero: the instruction treats subnormal
+// inputs as zero and flushes subnormal sums, and the conversion to bf16 flushes subnormal
+// results (the upcast path on other CPUs keeps them).
 //
 // Structure (Goto's, as gemm_packed.hpp for f32): per task (a batch entry's block of columns),
 // a KC x NC block of B is packed into NR-column panels of bf16 pairs, [k, k+1] interleaved the
@@ -266,8 +268,8 @@ constexpr auto kTiles = make_tiles(std::make_integer_sequence<int, MR>{});
 thread_local Scratch t_pack_a, t_pack_b, t_partial;
 
 /// C[:, c0:c1] = alpha * A @ B[:, c0:c1] + beta * C[:, c0:c1] for one product.
-void product(uint16_t* c, int64_t ldc, const Operand& a, const Operand& b, int64_t m, int64_t k, int64_t c0,
-             int64_t c1, float alpha, float beta) {
+void product_rows(uint16_t* c, int64_t ldc, const Operand& a, const Operand& b, int64_t m, int64_t k, int64_t c0,
+                  int64_t c1, float alpha, float beta) {
   const int64_t kc_pairs = KC / 2;
   uint32_t* pb = t_pack_b.reserve<uint32_t>(kc_pairs * NC);
   uint32_t* pa = t_pack_a.reserve<uint32_t>(kc_pairs * MC);
@@ -294,6 +296,18 @@ void product(uint16_t* c, int64_t ldc, const Operand& a, const Operand& b, int64
       }
     }
   }
+}
+
+/// Products longer than one slice keep an f32 partial block of (rows x NC): they go in
+/// chunks of kSlicedRows rows (B is packed again per chunk, a few percent of the work), so
+/// that block stays at 2 MB however tall the product is.
+constexpr int64_t kSlicedRows = 11 * MC;
+void product(uint16_t* c, int64_t ldc, const Operand& a, const Operand& b, int64_t m, int64_t k, int64_t c0,
+             int64_t c1, float alpha, float beta) {
+  if (k <= KC) return product_rows(c, ldc, a, b, m, k, c0, c1, alpha, beta);
+  for (int64_t r0 = 0; r0 < m; r0 += kSlicedRows)
+    product_rows(c + r0 * ldc, ldc, {a.p + r0 * a.sr, a.sr, a.sc}, b, std::min(kSlicedRows, m - r0), k, c0, c1, alpha,
+                 beta);
 }
 
 /// The four sums of s0..s3's lanes, in that order: one reduction for four columns.

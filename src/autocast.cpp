@@ -1,23 +1,36 @@
 // The per-thread cache of parameter casts made under an AutocastGuard with grad mode off
-// (include/ember/autocast/layer.hpp). A model has tens to hundreds of parameters, so a vector
-// searched from the most recent entry is enough; entries hold their source, so a pointer can
-// never be reused by another tensor while it is cached.
+// (include/ember/autocast/layer.hpp). Entries hold their source, so a pointer can never be
+// reused by another tensor while it is cached; an entry is valid while its source keeps the
+// same storage (Module::to swaps storages under the same TensorImpl) at the same version.
+// Entries whose source only the cache still holds (a model that was replaced inside a
+// long-lived guard) are dropped whenever the cache has doubled since the last sweep.
 
 #include <ember/autocast/layer.hpp>
 #include <ember/autograd/node.hpp>
 
-#include <vector>
+#include <unordered_map>
 
 namespace ember::autocast::detail {
 namespace {
 
 struct Entry {
   CastRef src, cast;
+  ember::detail::Ref<ember::detail::Storage> storage;  ///< held: its address cannot be reused meanwhile
   uint32_t version;
 };
-thread_local std::vector<Entry> t_cache;
+struct Cache {
+  std::unordered_map<const TensorImpl*, Entry> entries;
+  size_t swept_at = 16;  ///< size that triggers the next sweep
+};
+thread_local Cache t_cache;
 
 uint32_t version_of(const TensorImpl& t) { return t.storage->version.load(std::memory_order_relaxed); }
+
+void sweep(Cache& c) {
+  for (auto it = c.entries.begin(); it != c.entries.end();)
+    it = it->second.src.use_count() == 1 ? c.entries.erase(it) : std::next(it);
+  c.swept_at = std::max<size_t>(16, 2 * c.entries.size());
+}
 
 }  // namespace
 
@@ -26,20 +39,21 @@ bool cacheable(const TensorImpl& src) {
 }
 
 const TensorImpl* find_cast(const TensorImpl& src, DType dtype) {
-  for (size_t i = t_cache.size(); i-- > 0;) {
-    Entry& e = t_cache[i];
-    if (e.src.get() != &src || e.cast->dtype != dtype) continue;
-    if (e.version == version_of(src)) return e.cast.get();
-    t_cache.erase(t_cache.begin() + static_cast<std::ptrdiff_t>(i));  // written in place since
-    return nullptr;
-  }
+  auto it = t_cache.entries.find(&src);
+  if (it == t_cache.entries.end()) return nullptr;
+  const Entry& e = it->second;
+  if (e.cast->dtype == dtype && e.storage.get() == src.storage.get() && e.version == version_of(src))
+    return e.cast.get();
+  t_cache.entries.erase(it);  // written in place, given new storage, or cast to another dtype
   return nullptr;
 }
 
 void keep_cast(const TensorImpl& src, const CastRef& cast) {
-  t_cache.push_back({CastRef::share(const_cast<TensorImpl*>(&src)), cast, version_of(src)});
+  if (t_cache.entries.size() >= t_cache.swept_at) sweep(t_cache);
+  t_cache.entries.insert_or_assign(
+      &src, Entry{CastRef::share(const_cast<TensorImpl*>(&src)), cast, src.storage, version_of(src)});
 }
 
-void clear_cache() { t_cache.clear(); }
+void clear_cache() { t_cache.entries.clear(); }
 
 }  // namespace ember::autocast::detail

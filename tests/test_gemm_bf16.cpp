@@ -3,7 +3,8 @@
 // copies elsewhere) against a double reference over the bf16 values: products of two
 // bf16 are exact, so the only errors are the f32 sums and the final rounding to bf16. Tile
 // edges (12 rows, 32 columns), odd inner dimensions (a zero-padded last pair), one and two
-// inner slices (1024 per slice), column blocks (512), every operand layout, alpha/beta,
+// inner slices (1024 per slice), column blocks (512), row blocks (96) and the row chunks of
+// sliced products (1056), every operand layout, alpha/beta,
 // batches, and one and two threads (bitwise equal: threads split columns, never the sums).
 
 #include <ember/ember.hpp>
@@ -91,6 +92,27 @@ TEST_CASE("bf16 matmul matches a double reference for every layout, edge and sli
         set_num_threads(2);
         CHECK(bitwise_equal(a.matmul(b), one));
       }
+  set_num_threads(1);
+}
+
+TEST_CASE("bf16 matmul: two inner slices with several column blocks, row blocks and row chunks") {
+  manual_seed(37);
+  struct Case {
+    int64_t m, n, k;
+    int la, lb;
+  };
+  // 1100 > 1024: two slices through the f32 partial block; 600 columns: two 512-column blocks;
+  // 200 rows: three 96-row blocks; 1100 rows: two 1056-row chunks of a sliced product.
+  const Case cases[] = {{200, 600, 1100, 0, 0}, {200, 600, 1100, 1, 1}, {200, 600, 1100, 2, 1}, {1100, 40, 1030, 0, 1}};
+  for (const Case& c : cases) {
+    const Tensor a = bf16_operand(c.m, c.k, c.la), b = bf16_operand(c.k, c.n, c.lb);
+    INFO("m ", c.m, " n ", c.n, " k ", c.k, " layouts ", c.la, c.lb);
+    set_num_threads(1);
+    const Tensor one = a.matmul(b);
+    CHECK(worst_ratio(one, a, b) <= 1.0);
+    set_num_threads(2);
+    CHECK(bitwise_equal(a.matmul(b), one));
+  }
   set_num_threads(1);
 }
 

@@ -163,6 +163,20 @@ TEST_CASE("autocast inference: parameters are cast once per guard, and again aft
   // The cached result equals a cast made from scratch.
   const Tensor fresh = linear(x.to(DType::BF16), layer->weight.to(DType::BF16), layer->bias.to(DType::BF16));
   CHECK(same(flipped, fresh));
+  // Module::to gives the parameters new storage (the same tensors): cast again, even when the
+  // new storage's version equals the old one's (a fresh layer: both written once).
+  nn::Linear fresh_layer(64, 32);
+  auto casts_of_fresh = [&] {
+    profiler::Profile prof;
+    Tensor out = fresh_layer(x);
+    int n = 0;
+    for (const profiler::Event& e : prof.events()) n += std::string_view(e.name) == "to";
+    return n;
+  };
+  CHECK(casts_of_fresh() == 3);
+  fresh_layer->to(DType::F16);
+  CHECK(casts_of_fresh() == 3);
+  CHECK(casts_of_fresh() == 1);
 }
 
 TEST_CASE("autocast training: an MLP, a CNN and a Transformer layer train under a guard") {
@@ -220,6 +234,59 @@ TEST_CASE("autocast training: an MLP, a CNN and a Transformer layer train under 
     got.sum().backward();
     CHECK(layer->parameters()[0].grad().dtype() == DType::F32);
   }
+}
+
+TEST_CASE("autocast: a bf16 activation meets f32 parameters in linear, layer_norm and attention masks") {
+  manual_seed(6);
+  AutocastGuard autocast;
+  // linear's general form (a 1-d input): the second layer gets a bf16 activation, f32 bias.
+  nn::Sequential mlp(nn::Linear(4, 8), nn::Tanh(), nn::Linear(8, 2));
+  CHECK(mlp(randn({4})).dtype() == DType::BF16);
+  nn::RNNCell cell(3, 5);
+  Tensor h = cell(randn({3}));
+  CHECK(cell(randn({3}), h).sizes() == Shape{5});  // the second step: a bf16 hidden state
+  // layer_norm runs in f32 (as PyTorch's autocast): bf16 input, f32 weight and bias.
+  nn::Linear lin(8, 16);
+  nn::LayerNorm norm(nn::LayerNormOptions({16}));
+  const Tensor hidden = lin(randn({4, 8}));
+  REQUIRE(hidden.dtype() == DType::BF16);
+  const Tensor y = norm(hidden);
+  CHECK(y.dtype() == DType::F32);
+  Tensor want;
+  {
+    AutocastGuard off(false);
+    want = norm(hidden.to(DType::F32));
+  }
+  CHECK(same(y, want));
+  // A bf16 query with an f32 additive mask.
+  const Tensor q = randn({2, 5, 8}).to(DType::BF16), mask = randn({5, 5});
+  CHECK(nn::F::scaled_dot_product_attention(q, q, q, mask).sizes() == Shape{2, 5, 8});
+}
+
+TEST_CASE("autocast leaves f32 algorithms alone: Winograd's transform, adaptive pooling, affine_grid") {
+  manual_seed(7);
+  const Tensor x = randn({2, 16, 12, 12});
+  nn::Conv2d conv(nn::Conv2dOptions(16, 16, 3).padding(1));
+  const ConvAlgorithm before = conv_algorithm();
+  set_conv_algorithm(ConvAlgorithm::Winograd4x4);
+  const Tensor want_conv = conv(x);
+  Tensor got_conv;
+  {
+    AutocastGuard autocast;
+    got_conv = conv(x);
+  }
+  set_conv_algorithm(before);
+  CHECK(same(got_conv, want_conv));  // f32 throughout, bit for bit: no bf16 transform
+
+  const Tensor want_pool = nn::F::adaptive_avg_pool2d(x, {5, 3});
+  const Tensor theta = randn({2, 2, 3}) * 0.3;
+  const Tensor want_grid = nn::F::affine_grid(theta, {2, 16, 7, 9}, false);
+  const Tensor want_sample = nn::F::grid_sample(x, want_grid);
+  AutocastGuard autocast;
+  CHECK(same(nn::F::adaptive_avg_pool2d(x, {5, 3}), want_pool));
+  const Tensor grid = nn::F::affine_grid(theta, {2, 16, 7, 9}, false);
+  CHECK(same(grid, want_grid));
+  CHECK(same(nn::F::grid_sample(x, grid), want_sample));
 }
 
 namespace {

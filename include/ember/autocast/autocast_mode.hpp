@@ -1,8 +1,9 @@
 #pragma once
 /// Automatic mixed precision on the CPU (the state; the layer is autocast/layer.hpp): inside an
 /// `AutocastGuard` the matrix products (matmul, mm, bmm, addmm, baddbmm, linear, and the
-/// products inside convolutions) run in bf16 (or f16), while softmax, log_softmax, the fused
-/// attention and the convolution/pooling kernels run in f32 (the lists: autocast/layer.hpp),
+/// im2col and 1x1 convolutions' GEMMs) run in bf16 (or f16), while softmax, log_softmax,
+/// layer_norm, the fused attention and the Winograd, direct and pooling kernels run in f32
+/// (the lists: autocast/layer.hpp),
 /// in the manner of torch.autocast("cpu"). Autograd records the casts, so gradients reach f32
 /// parameters as f32.
 ///

@@ -12,10 +12,14 @@
 ///   reach under autocast: the fused attention (multi-head attention's packed projection is
 ///   a Linear, hence bf16), im2col/col2im, max pooling and the direct, depthwise and Winograd
 ///   convolutions (after a convolution without bias, whose output is its GEMM's). Their
-///   f16/bf16 CPU inputs are cast to f32. Functional forms that choose a fused f32 kernel by
-///   dtype (layer_norm, scaled_dot_product_attention) compute bf16 inputs in f32 internally
-///   and return bf16. BatchNorm is left alone: it updates its running statistics in place,
-///   and a cast copy would lose the update.
+///   f16/bf16 CPU inputs are cast to f32. nn::functional::layer_norm runs in f32 under a
+///   guard (it casts a bf16 input and its parameters itself: its check would otherwise refuse
+///   the mix). scaled_dot_product_attention called with bf16 tensors takes its composite
+///   form: bf16 products, an f32 softmax, a bf16 result. BatchNorm is left alone: it updates
+///   its running statistics in place, and a cast copy would lose the update.
+/// - Kept f32 by the functions that use them internally (a local AutocastGuard(false)):
+///   Winograd's weight transform, adaptive average pooling's averaging products and
+///   affine_grid's coordinates: products that are part of an f32 algorithm, not model math.
 
 #include <ember/autocast/autocast_mode.hpp>
 #include <ember/autograd/grad_mode.hpp>

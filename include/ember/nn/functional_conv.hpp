@@ -217,6 +217,9 @@ BasicTensor<P> conv2d_winograd(const BasicTensor<P>& xb, const BasicTensor<P>& w
                                int64_t m) {
   const int64_t o = w.size(0), c = w.size(1);
   const ops::WinogradTiles t = winograd_tiles(xb, g, m);
+  // The transform is part of the f32 Winograd kernel's arithmetic, not a product autocast
+  // should round to bf16 (the output transform would amplify that rounding).
+  autocast::AutocastGuard exact(false);
   BasicTensor<P> u = w.reshape({o * c, 9})
                          .mm(winograd_weight_matrix<P>(w.dtype(), t.m).t())
                          .t()
@@ -666,6 +669,7 @@ BasicTensor<P> adaptive_avg_pool1d(const BasicTensor<P>& x, int64_t out) {
               x.sizes());
   EMBER_CHECK(out > 0, "[adaptive_avg_pool1d] output size must be positive, got {}", out);
   if (out == 1) return x.mean({-1}, true);
+  autocast::AutocastGuard exact(false);  // averaging weights as a product: not rounded to bf16
   BasicTensor<P> y = x.matmul(detail::adaptive_matrix<P>(x.size(-1), out, x.dtype(), x.device()).t());
   return detail::all_finite(y) ? y : detail::adaptive_avg_windows(x, x.dim() - 1, out);
 }
@@ -676,6 +680,7 @@ BasicTensor<P> adaptive_avg_pool2d(const BasicTensor<P>& x, IntArgs out) {
   auto o = detail::expand_arg(out, 2, "adaptive_avg_pool2d", "output_size");
   EMBER_CHECK(o[0] > 0 && o[1] > 0, "[adaptive_avg_pool2d] output size must be positive, got {}x{}", o[0], o[1]);
   if (o[0] == 1 && o[1] == 1) return x.mean({-2, -1}, true);  // global pooling (a classifier's head)
+  autocast::AutocastGuard exact(false);  // averaging weights as products: not rounded to bf16
   BasicTensor<P> ah = detail::adaptive_matrix<P>(x.size(-2), o[0], x.dtype(), x.device());
   BasicTensor<P> aw = detail::adaptive_matrix<P>(x.size(-1), o[1], x.dtype(), x.device());
   BasicTensor<P> y = ah.matmul(x).matmul(aw.t());
@@ -692,6 +697,7 @@ BasicTensor<P> adaptive_avg_pool3d(const BasicTensor<P>& x, IntArgs out) {
   const int64_t d = x.size(-3), h = x.size(-2), w = x.size(-1);
   EMBER_CHECK(d > 0 && h > 0 && w > 0, "[adaptive_avg_pool3d] input of shape {} has an empty spatial dim", x.sizes());
   if (o[0] == 1 && o[1] == 1 && o[2] == 1) return x.mean({-3, -2, -1}, true);
+  autocast::AutocastGuard exact(false);  // averaging weights as products: not rounded to bf16
   BasicTensor<P> ad = detail::adaptive_matrix<P>(d, o[0], x.dtype(), x.device());
   BasicTensor<P> ah = detail::adaptive_matrix<P>(h, o[1], x.dtype(), x.device());
   BasicTensor<P> aw = detail::adaptive_matrix<P>(w, o[2], x.dtype(), x.device());

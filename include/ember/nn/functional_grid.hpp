@@ -60,6 +60,9 @@ BasicTensor<P> affine_grid(const BasicTensor<P>& theta, const Shape& size, bool 
   Shape out_shape{size[0]};
   for (int64_t s : spatial) out_shape.push_back(s);
   out_shape.push_back(nd);
+  // Sampling coordinates, not a product autocast should round: bf16 moves a point by a
+  // quarter pixel at width 256, and grid_sample wants the input's dtype.
+  autocast::AutocastGuard exact(false);
   return base.matmul(theta.transpose(1, 2)).reshape(out_shape);  // (N, points, nd+1) @ (N, nd+1, nd)
 }
 

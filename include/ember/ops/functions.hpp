@@ -1,6 +1,7 @@
 #pragma once
 /// Free-function forms of the ops (ember::exp(t), ember::add(a, b)) and the C++ operators.
 
+#include <ember/autocast/autocast_mode.hpp>
 #include <ember/core/format_text.hpp>
 #include <ember/core/tensor_methods.hpp>
 
@@ -170,8 +171,10 @@ BasicTensor<P> linear(const BasicTensor<P>& x, const BasicTensor<P>& w, const Ba
   if (BasicTensor<P> y = detail::linear_rows(x, w, b, false); y.defined()) return y;
   BasicTensor<P> y = x.matmul(w.t());
   if (!b.defined()) return y;
-  EMBER_CHECK(b.dtype() == x.dtype(), "[linear] bias dtype {} differs from the input's {}", b.dtype(), x.dtype());
-  // Under autocast the product is bf16/f16 and the bias goes with it, as the fused form does.
+  // Under autocast the operands' dtypes may differ (a bf16 activation, f32 parameters): the
+  // product is bf16/f16 and the bias goes with it, as in the fused form.
+  EMBER_CHECK(b.dtype() == x.dtype() || autocast::is_enabled(), "[linear] bias dtype {} differs from the input's {}",
+              b.dtype(), x.dtype());
   BasicTensor<P> r = y.add(b.dtype() == y.dtype() ? b : b.to(y.dtype()));
   EMBER_CHECK(r.sizes() == y.sizes(), "[linear] a bias of shape {} does not broadcast to the output's shape {}",
               b.sizes(), y.sizes());
