@@ -26,6 +26,7 @@ printf 'x' >"$tmp/one.txt"
 expect 1 "too short for --seq 64" "$dir/char_transformer" --text "$tmp/one.txt" --steps 1
 expect 1 "divisible by num_heads" "$dir/char_transformer" --text "$text" --d-model 6 --steps 1
 expect 2 "--seq must be at least 1" "$dir/char_transformer" --seq 0
+expect 2 "--precision must be f32 or bf16" "$dir/char_transformer" --precision fp8
 expect 2 "--length must be at least 2" "$dir/sequence_lstm" --length 1
 expect 2 "--hidden must be at least 1" "$dir/sequence_lstm" --hidden 0
 expect 2 "--lr expects a finite number" "$dir/robot_dynamics" --lr nan
