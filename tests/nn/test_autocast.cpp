@@ -277,6 +277,21 @@ TEST_CASE("autocast leaves f32 algorithms alone: Winograd's transform, adaptive 
   }
   set_conv_algorithm(before);
   CHECK(same(got_conv, want_conv));  // f32 throughout, bit for bit: no bf16 transform
+  {
+    // A model moved to bf16 and fed f32: the transform runs on the weight in f32.
+    nn::Conv2d half_conv(nn::Conv2dOptions(16, 16, 3).padding(1));
+    half_conv->to(DType::BF16);
+    set_conv_algorithm(ConvAlgorithm::Winograd4x4);
+    const Tensor want_half = nn::F::conv2d(x, half_conv->weight.to(DType::F32), half_conv->bias.to(DType::F32), {1}, {1});
+    Tensor got_half;
+    {
+      AutocastGuard autocast;
+      got_half = half_conv(x);
+    }
+    set_conv_algorithm(before);
+    CHECK(got_half.dtype() == DType::F32);
+    CHECK(relative_error(got_half, want_half) < 1e-2);  // the bias add is bf16 + f32 -> f32
+  }
 
   const Tensor want_pool = nn::F::adaptive_avg_pool2d(x, {5, 3});
   const Tensor theta = randn({2, 2, 3}) * 0.3;
@@ -287,6 +302,17 @@ TEST_CASE("autocast leaves f32 algorithms alone: Winograd's transform, adaptive 
   const Tensor grid = nn::F::affine_grid(theta, {2, 16, 7, 9}, false);
   CHECK(same(grid, want_grid));
   CHECK(same(nn::F::grid_sample(x, grid), want_sample));
+  // A spatial transformer's theta comes from a Linear, hence bf16: the grid is f32 anyway, and
+  // grid_sample takes bf16 inputs or grids in f32.
+  const Tensor theta_bf16 = theta.to(DType::BF16);
+  const Tensor grid_from_bf16 = nn::F::affine_grid(theta_bf16, {2, 16, 7, 9}, false);
+  CHECK(grid_from_bf16.dtype() == DType::F32);
+  CHECK(nn::F::grid_sample(x, grid_from_bf16).dtype() == DType::F32);
+  CHECK(nn::F::grid_sample(x.to(DType::BF16), grid).dtype() == DType::F32);
+  // An f64 mask is refused clearly (its probabilities would be f64, which autocast leaves).
+  const Tensor q = randn({2, 5, 8}).to(DType::BF16);
+  CHECK_THROWS_WITH_AS(nn::F::scaled_dot_product_attention(q, q, q, randn({5, 5}).to(DType::F64)),
+                       doctest::Contains("[scaled_dot_product_attention] attn_mask"), Error);
 }
 
 namespace {

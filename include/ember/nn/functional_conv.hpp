@@ -218,12 +218,16 @@ BasicTensor<P> conv2d_winograd(const BasicTensor<P>& xb, const BasicTensor<P>& w
   const int64_t o = w.size(0), c = w.size(1);
   const ops::WinogradTiles t = winograd_tiles(xb, g, m);
   // The transform is part of the f32 Winograd kernel's arithmetic, not a product autocast
-  // should round to bf16 (the output transform would amplify that rounding).
-  autocast::AutocastGuard exact(false);
-  BasicTensor<P> u = w.reshape({o * c, 9})
-                         .mm(winograd_weight_matrix<P>(w.dtype(), t.m).t())
-                         .t()
-                         .reshape({t.positions(), o, c});
+  // should round to bf16 (the output transform would amplify that rounding). Under autocast a
+  // bf16/f16 weight meeting an f32 input is transformed in the input's dtype.
+  const BasicTensor<P> wt = autocast::is_enabled() && w.dtype() != xb.dtype() && is_reduced_float(w.dtype())
+                                ? w.to(xb.dtype())
+                                : w;
+  BasicTensor<P> u;
+  {
+    autocast::AutocastGuard exact(false);
+    u = wt.reshape({o * c, 9}).mm(winograd_weight_matrix<P>(wt.dtype(), t.m).t()).t().reshape({t.positions(), o, c});
+  }
   return BasicTensor<P>::wrap(dispatch<P>(ops::WinogradConv{t}, xb.impl(), u.impl()));
 }
 

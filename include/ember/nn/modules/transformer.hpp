@@ -61,10 +61,11 @@ BasicTensor<P> scaled_dot_product_attention(const BasicTensor<P>& q, const Basic
               q.sizes(), k.sizes(), v.sizes());
   EMBER_CHECK(!(is_causal && attn_mask.defined()),
               "[scaled_dot_product_attention] pass either attn_mask or is_causal, not both");
-  // Under autocast a bf16 query (from a Linear) may meet an f32 additive mask: it is added to
-  // the scores, which promotes.
+  // Under autocast a bf16 query (from a Linear) may meet an f32 (or f16/bf16) additive mask:
+  // it is added to the scores, which promotes. Not f64: the probabilities would be f64, which
+  // autocast does not cast for the product with v.
   EMBER_CHECK(!attn_mask.defined() || attn_mask.dtype() == DType::Bool || attn_mask.dtype() == q.dtype() ||
-                  (autocast::is_enabled() && attn_mask.is_floating_point()),
+                  (autocast::is_enabled() && attn_mask.is_floating_point() && attn_mask.dtype() != DType::F64),
               "[scaled_dot_product_attention] attn_mask must be bool or the query's dtype {}, got {}", q.dtype(),
               attn_mask.dtype());
   int64_t l = q.size(-2), s = k.size(-2);
