@@ -12,9 +12,9 @@
 ///   reach under autocast: the fused attention (multi-head attention's packed projection is
 ///   a Linear, hence bf16), im2col/col2im, max pooling and the direct, depthwise and Winograd
 ///   convolutions (after a convolution without bias, whose output is its GEMM's). Their
-///   f16/bf16 CPU inputs are cast to f32. nn::functional::layer_norm runs in f32 under a
-///   guard (it casts a bf16 input and its parameters itself: its check would otherwise refuse
-///   the mix). scaled_dot_product_attention called with bf16 tensors takes its composite
+///   f16/bf16 CPU inputs are cast to f32. nn::functional::layer_norm and grid_sample run in
+///   f32 under a guard (they cast bf16 inputs and parameters themselves: their checks would
+///   otherwise refuse the mix), and affine_grid makes an f32 grid from a bf16 theta. scaled_dot_product_attention called with bf16 tensors takes its composite
 ///   form: bf16 products, an f32 softmax, a bf16 result. BatchNorm is left alone: it updates
 ///   its running statistics in place, and a cast copy would lose the update.
 /// - Kept f32 by the functions that use them internally (a local AutocastGuard(false)):
