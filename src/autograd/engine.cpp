@@ -76,18 +76,6 @@ class GradModeScope {
   bool prev_;
 };
 
-/// Backward runs in the dtypes the forward recorded: a derivative's products are not cast,
-/// even when backward() is called inside an AutocastGuard (the gradient of an f32 product
-/// stays f32). The guard's cache and depth are left as they are.
-class AutocastOffScope {
- public:
-  AutocastOffScope() : prev_(autocast::detail::t_state.enabled) { autocast::detail::t_state.enabled = false; }
-  ~AutocastOffScope() { autocast::detail::t_state.enabled = prev_; }
-
- private:
-  bool prev_;
-};
-
 }  // namespace
 
 std::vector<TensorRef> run_backward(BackwardRequest& rq) {
@@ -193,7 +181,10 @@ std::vector<TensorRef> run_backward(BackwardRequest& rq) {
   }
 
   GradModeScope mode(rq.create_graph);
-  AutocastOffScope no_autocast;
+  // Backward runs in the dtypes the forward recorded: a derivative's products are not cast,
+  // even when backward() is called inside an AutocastGuard (the gradient of an f32 product
+  // stays f32). A disabled guard leaves the outer guards' cache and depth as they are.
+  autocast::AutocastGuard no_autocast(false);
   const bool anomaly = DetectAnomalyGuard::is_enabled();
   std::unordered_map<Node*, std::vector<TensorRef>> buffers;
   auto deliver = [&](const Edge& e, TensorRef g) {
