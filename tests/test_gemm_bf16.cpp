@@ -62,6 +62,16 @@ bool bitwise_equal(const Tensor& x, const Tensor& y) {
   return true;
 }
 
+/// a @ b at one thread against the double reference, and at two threads bitwise the same.
+void check_one_and_two_threads(const Tensor& a, const Tensor& b) {
+  set_num_threads(1);
+  const Tensor one = a.matmul(b);
+  REQUIRE(one.dtype() == DType::BF16);
+  CHECK(worst_ratio(one, a, b) <= 1.0);
+  set_num_threads(2);
+  CHECK(bitwise_equal(a.matmul(b), one));
+}
+
 }  // namespace
 
 TEST_CASE("bf16 matmul: which kernel runs") {
@@ -84,13 +94,8 @@ TEST_CASE("bf16 matmul matches a double reference for every layout, edge and sli
     for (int la = 0; la < 3; ++la)
       for (int lb = 0; lb < 3; ++lb) {
         const Tensor a = bf16_operand(d.m, d.k, la), b = bf16_operand(d.k, d.n, lb);
-        set_num_threads(1);
-        const Tensor one = a.matmul(b);
         INFO("m ", d.m, " n ", d.n, " k ", d.k, " layouts ", la, lb);
-        REQUIRE(one.dtype() == DType::BF16);
-        CHECK(worst_ratio(one, a, b) <= 1.0);
-        set_num_threads(2);
-        CHECK(bitwise_equal(a.matmul(b), one));
+        check_one_and_two_threads(a, b);
       }
   set_num_threads(1);
 }
@@ -107,11 +112,7 @@ TEST_CASE("bf16 matmul: two inner slices with several column blocks, row blocks 
   for (const Case& c : cases) {
     const Tensor a = bf16_operand(c.m, c.k, c.la), b = bf16_operand(c.k, c.n, c.lb);
     INFO("m ", c.m, " n ", c.n, " k ", c.k, " layouts ", c.la, c.lb);
-    set_num_threads(1);
-    const Tensor one = a.matmul(b);
-    CHECK(worst_ratio(one, a, b) <= 1.0);
-    set_num_threads(2);
-    CHECK(bitwise_equal(a.matmul(b), one));
+    check_one_and_two_threads(a, b);
   }
   set_num_threads(1);
 }

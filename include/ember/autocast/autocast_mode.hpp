@@ -40,6 +40,13 @@ void clear_cache();
 inline bool is_enabled() { return detail::t_state.enabled; }
 /// The dtype the matrix products run in while enabled (bf16 unless a guard chose f16).
 inline DType dtype() { return detail::t_state.dtype; }
+/// Whether autocast is on and `t` is a CPU f16/bf16 tensor: what the functions that run in
+/// f32 under autocast (layer_norm, grid_sample, affine_grid, Winograd's weight transform) cast
+/// up themselves, where their dtype checks come before the layer would see the op.
+template <class T>
+bool reduced_on_cpu(const T& t) {
+  return is_enabled() && t.defined() && t.is_cpu() && is_reduced_float(t.dtype());
+}
 
 /// Scoped: autocast on (or, with enabled = false, off) for this thread; restores the previous
 /// state when it ends. dtype must be bf16 or f16.

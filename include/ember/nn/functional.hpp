@@ -113,7 +113,7 @@ template <class P>
 BasicTensor<P> layer_norm(const BasicTensor<P>& x, const Shape& normalized_shape, const BasicTensor<P>& weight = {},
                           const BasicTensor<P>& bias = {}, double eps = 1e-5) {
   const int64_t k = detail::check_normalized_shape(x, normalized_shape, "layer_norm");
-  if (autocast::is_enabled() && x.is_cpu() && detail::reduced_float(x.dtype()))
+  if (autocast::reduced_on_cpu(x))
     // Autocast runs layer_norm in f32 (PyTorch's list), so a bf16 activation may meet f32
     // parameters: all of them in f32, through the fused kernel, and an f32 result.
     return layer_norm(x.to(DType::F32), normalized_shape, detail::to_f32(weight), detail::to_f32(bias), eps);

@@ -220,9 +220,7 @@ BasicTensor<P> conv2d_winograd(const BasicTensor<P>& xb, const BasicTensor<P>& w
   // The transform is part of the f32 Winograd kernel's arithmetic, not a product autocast
   // should round to bf16 (the output transform would amplify that rounding). Under autocast a
   // bf16/f16 weight meeting an f32 input is transformed in the input's dtype.
-  const BasicTensor<P> wt = autocast::is_enabled() && w.dtype() != xb.dtype() && is_reduced_float(w.dtype())
-                                ? w.to(xb.dtype())
-                                : w;
+  const BasicTensor<P> wt = autocast::reduced_on_cpu(w) && w.dtype() != xb.dtype() ? w.to(xb.dtype()) : w;
   BasicTensor<P> u;
   {
     autocast::AutocastGuard exact(false);

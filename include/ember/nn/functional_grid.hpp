@@ -25,7 +25,7 @@ template <class P>
 BasicTensor<P> affine_grid(const BasicTensor<P>& theta, const Shape& size, bool align_corners = false) {
   // Under autocast (PyTorch runs grid sampling in f32): a bf16 theta from a Linear gives an
   // f32 grid, computed below with autocast off.
-  if (autocast::is_enabled() && theta.defined() && theta.is_cpu() && is_reduced_float(theta.dtype()))
+  if (autocast::reduced_on_cpu(theta))
     return affine_grid(theta.to(DType::F32), size, align_corners);
   EMBER_CHECK(size.size() == 4 || size.size() == 5,
               "[affine_grid] expects a size (N, C, H, W) or (N, C, D, H, W), got {}", size);
@@ -137,9 +137,8 @@ std::array<BasicTensor<P>, 4> cubic_weights(const BasicTensor<P>& t) {
 template <class P>
 BasicTensor<P> grid_sample(const BasicTensor<P>& input, const BasicTensor<P>& grid, std::string_view mode = "bilinear",
                            std::string_view padding_mode = "zeros", bool align_corners = false) {
-  if (autocast::is_enabled() && input.is_cpu() && grid.is_cpu() &&
-      (is_reduced_float(input.dtype()) || is_reduced_float(grid.dtype())) && input.dtype() != DType::F64 &&
-      grid.dtype() != DType::F64)
+  if ((autocast::reduced_on_cpu(input) || autocast::reduced_on_cpu(grid)) && input.is_cpu() && grid.is_cpu() &&
+      input.dtype() != DType::F64 && grid.dtype() != DType::F64)
     // Under autocast grid sampling runs in f32 (PyTorch's list): a bf16 input or grid is cast.
     return grid_sample(input.to(DType::F32), grid.to(DType::F32), mode, padding_mode, align_corners);
   EMBER_CHECK(input.dim() == 4 || input.dim() == 5,

@@ -175,7 +175,7 @@ BasicTensor<P> linear(const BasicTensor<P>& x, const BasicTensor<P>& w, const Ba
   // product is bf16/f16 and the bias goes with it, as in the fused form.
   EMBER_CHECK(b.dtype() == x.dtype() || autocast::is_enabled(), "[linear] bias dtype {} differs from the input's {}",
               b.dtype(), x.dtype());
-  BasicTensor<P> r = y.add(b.dtype() == y.dtype() ? b : b.to(y.dtype()));
+  BasicTensor<P> r = y.add(b.to(y.dtype()));  // to() is b itself when the dtypes agree
   EMBER_CHECK(r.sizes() == y.sizes(), "[linear] a bias of shape {} does not broadcast to the output's shape {}",
               b.sizes(), y.sizes());
   return r;
