@@ -1,25 +1,41 @@
 // Depthwise 2-D convolution kernels (see include/ember/ops/depthwise_conv_ops.hpp; checks and
 // outputs in src/ops/depthwise_conv.cpp). Compiled once per instruction set at -O3, like the
-// other convolution kernels: the loops along an output row are left to the vectoriser.
+// other convolution kernels.
 //
 // Each (sample, channel) plane is read through a zero-padded copy in a per-thread buffer, so
-// the taps need no bounds tests: output row i, tap (kh, kw) reads padded row i * sh + kh * dh
-// from column kw * dw, every sw-th element. The forward runs planes in parallel; the backward
-// runs channels in parallel (each channel's weight and bias gradients are sums over its
-// planes, made by one task in sample order, so they do not depend on the thread count).
+// the taps need no bounds tests. With a column stride s > 1 each padded row is stored as s
+// phases (columns c, c + s, c + 2s, ... one after another), so that every tap reads
+// consecutive elements whatever the stride: output column j of tap (kh, kw) reads padded
+// column j * s + kw * dw, which is element j + (kw * dw) / s of phase (kw * dw) % s.
+//
+// The output rows (forward) and the input-gradient rows (backward, unit strides: a correlation
+// of the zero-padded output gradient with the flipped kernel) keep a block of up to four
+// vectors of outputs in registers over all taps and store it once; the weight gradient keeps
+// up to nine taps' partial sums in registers over a whole plane. The forward runs planes in
+// parallel; the backward runs channels in parallel (each channel's weight and bias gradients
+// are sums over its planes, made by one task in sample order, so they do not depend on the
+// thread count).
 
 #include <ember/core/tensor_impl.hpp>
 #include <ember/dispatch/kernels.hpp>
 #include <ember/ops/conv_ops.hpp>
 #include <ember/runtime/threading.hpp>
 
+#include <xsimd/xsimd.hpp>
+
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace ember::cpu::EMBER_CPU_ARCH {
 namespace {
 
 using detail::TensorImpl;
+
+template <class T>
+using V = xsimd::batch<T>;
+template <class T>
+constexpr int64_t kLanes = static_cast<int64_t>(V<T>::size);
 
 struct Plane {
   int64_t h, w, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl, ph, pw;
@@ -32,21 +48,112 @@ struct Plane {
         pw(std::max(w + g.pad_before[1] + g.pad_after[1], (ow - 1) * sw + (kw - 1) * dw + 1)) {}
 };
 
-/// A per-thread buffer of at least n elements (kept: a warm loop allocates nothing).
+/// The padded input plane as `Plane` lays it out: ph rows of sw phases of `phase` elements;
+/// `phase` leaves a vector's width of zeros after the last column any tap reads, for the
+/// loads of a row's last, partial block.
 template <class T>
+struct PaddedInput {
+  int64_t phase, row;
+  explicit PaddedInput(const Plane& p) : phase((p.pw + p.sw - 1) / p.sw + kLanes<T>), row(p.sw * phase) {}
+  size_t size(const Plane& p) const { return static_cast<size_t>(p.ph * row); }
+  /// Offset of tap column e from the start of a row.
+  int64_t column(const Plane& p, int64_t e) const { return (e * p.dw) % p.sw * phase + e * p.dw / p.sw; }
+};
+
+/// Per-thread scratch of at least n elements of T, in slot `Slot` (kept: a warm loop
+/// allocates nothing).
+template <class T, int Slot>
 T* scratch(size_t n) {
   static thread_local std::vector<T> buf;
   if (buf.size() < n) buf.resize(n);
   return buf.data();
 }
 
-/// The zero-padded copy of one input plane.
 template <class T>
-void pad_plane(const Plane& p, const T* in, T* pad) {
-  std::fill(pad, pad + p.ph * p.pw, T(0));
-  for (int64_t r = 0; r < p.h && r + p.pt < p.ph; ++r) {
-    const int64_t c0 = std::max<int64_t>(0, -p.pl), c1 = std::min(p.w, p.pw - p.pl);
-    if (r + p.pt >= 0 && c1 > c0) std::copy(in + r * p.w + c0, in + r * p.w + c1, pad + (r + p.pt) * p.pw + p.pl + c0);
+void pad_input(const Plane& p, const PaddedInput<T>& lay, const T* in, T* buf) {
+  for (int64_t r = 0; r < p.ph; ++r) {
+    T* dst = buf + r * lay.row;
+    const int64_t ir = r - p.pt;
+    if (ir < 0 || ir >= p.h) {
+      std::fill(dst, dst + lay.row, T(0));
+      continue;
+    }
+    const T* src = in + ir * p.w;
+    if (p.sw == 1) {  // plain loops: a memmove call per row cost more than the copy at these widths
+      for (int64_t c = 0; c < p.pl; ++c) dst[c] = T(0);
+      for (int64_t c = 0; c < p.w; ++c) dst[p.pl + c] = src[c];
+      for (int64_t c = p.pl + p.w; c < lay.row; ++c) dst[c] = T(0);
+    } else {
+      // Phase f holds padded columns q * sw + f: input columns q * sw + f - pl for q in [q0, q1).
+      std::fill(dst, dst + lay.row, T(0));
+      for (int64_t f = 0; f < p.sw; ++f) {
+        const int64_t q0 = std::max<int64_t>(0, (p.pl - f + p.sw - 1) / p.sw);
+        const int64_t q1 = std::min(lay.phase, (p.w + p.pl - f + p.sw - 1) / p.sw);
+        const T* from = src + f - p.pl;
+        for (int64_t q = q0; q < q1; ++q) dst[f * lay.phase + q] = from[q * p.sw];
+      }
+    }
+  }
+}
+
+/// R vectors of correlate_rows's outputs from column j in each of its Rows rows, the last
+/// vector possibly partial.
+template <class T, int Rows, int R>
+void correlate_block(T* out, int64_t out_step, int64_t j, int64_t n, const T* const* src, int64_t src_step, const T* wt,
+                     int64_t taps, T init) {
+  constexpr int64_t W = kLanes<T>;
+  V<T> acc[Rows][R];
+  for (int q = 0; q < Rows; ++q)
+    for (int r = 0; r < R; ++r) acc[q][r] = V<T>(init);
+  for (int64_t t = 0; t < taps; ++t) {
+    const V<T> wv(wt[t]);
+    const T* s = src[t] + j;
+    for (int q = 0; q < Rows; ++q)
+      for (int r = 0; r < R; ++r) acc[q][r] = xsimd::fma(wv, V<T>::load_unaligned(s + q * src_step + r * W), acc[q][r]);
+  }
+  for (int q = 0; q < Rows; ++q)
+    for (int r = 0; r < R; ++r) {
+      T* o = out + q * out_step;
+      const int64_t at = j + r * W;
+      if (at + W <= n) {
+        acc[q][r].store_unaligned(o + at);
+      } else {
+        alignas(64) T last[W];
+        acc[q][r].store_aligned(last);
+        std::copy(last, last + (n - at), o + at);
+      }
+    }
+}
+
+/// Rows (1 or 2) output rows of a depthwise correlation: row q's out[q * out_step + j] =
+/// init + sum_t wt[t] * src[t][q * src_step + j] for j in [0, n). The sources must be readable
+/// up to a vector's width past n. Blocks of 4 vectors per row, and the rest in one block:
+/// two rows of four give eight independent chains of FMAs, enough to hide their latency
+/// (one vector at a time, the chain over the taps waited on each FMA).
+template <class T, int Rows>
+void correlate_rows(T* out, int64_t out_step, int64_t n, const T* const* src, int64_t src_step, const T* wt,
+                    int64_t taps, T init) {
+  constexpr int64_t W = kLanes<T>;
+  const int64_t vectors = (n + W - 1) / W;
+  int64_t v = 0;
+  for (; v + 4 <= vectors; v += 4) correlate_block<T, Rows, 4>(out, out_step, v * W, n, src, src_step, wt, taps, init);
+  switch (vectors - v) {
+    case 3: return correlate_block<T, Rows, 3>(out, out_step, v * W, n, src, src_step, wt, taps, init);
+    case 2: return correlate_block<T, Rows, 2>(out, out_step, v * W, n, src, src_step, wt, taps, init);
+    case 1: return correlate_block<T, Rows, 1>(out, out_step, v * W, n, src, src_step, wt, taps, init);
+    default: return;
+  }
+}
+
+/// All rows of a plane: output row i reads src[t] + i * src_step.
+template <class T>
+void correlate_plane(T* out, int64_t rows, int64_t n, const T* const* src, int64_t src_step, const T* wt, int64_t taps,
+                     T init, const T** moved) {
+  int64_t i = 0;
+  for (; i < rows; i += 2) {
+    for (int64_t t = 0; t < taps; ++t) moved[t] = src[t] + i * src_step;
+    if (i + 2 <= rows) correlate_rows<T, 2>(out + i * n, n, n, moved, src_step, wt, taps, init);
+    else correlate_rows<T, 1>(out + i * n, n, n, moved, src_step, wt, taps, init);
   }
 }
 
@@ -54,6 +161,7 @@ template <class T>
 void forward_typed(const ops::ConvGeometry& g, const TensorImpl& x, const TensorImpl& wt, const TensorImpl* b,
                    TensorImpl& y) {
   const Plane p(g, x);
+  const PaddedInput<T> lay(p);
   const int64_t n = x.sizes[0], c = x.sizes[1], taps = p.kh * p.kw;
   const T* xp = static_cast<const T*>(x.data());
   const T* wp = static_cast<const T*>(wt.data());
@@ -61,36 +169,104 @@ void forward_typed(const ops::ConvGeometry& g, const TensorImpl& x, const Tensor
   T* yp = static_cast<T*>(y.data());
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(p.oh * p.ow * taps, 1));
   detail::parallel_for(n * c, grain, [&](int64_t b0, int64_t b1) {
-    T* pad = scratch<T>(static_cast<size_t>(p.ph * p.pw));
+    T* pad = scratch<T, 0>(lay.size(p));
+    const T** src = scratch<const T*, 0>(static_cast<size_t>(2 * taps));  // the taps at row 0, at row i
     for (int64_t plane = b0; plane < b1; ++plane) {
       const int64_t ch = plane % c;
-      pad_plane(p, xp + plane * p.h * p.w, pad);
-      const T* wc = wp + ch * taps;
-      T* out = yp + plane * p.oh * p.ow;
-      for (int64_t i = 0; i < p.oh; ++i) {
-        T* row = out + i * p.ow;
-        std::fill(row, row + p.ow, bp ? bp[ch] : T(0));
-        for (int64_t a = 0; a < p.kh; ++a) {
-          const T* src = pad + (i * p.sh + a * p.dh) * p.pw;
-          for (int64_t e = 0; e < p.kw; ++e) {
-            const T wv = wc[a * p.kw + e];
-            const T* s = src + e * p.dw;
-            if (p.sw == 1) {
-              for (int64_t j = 0; j < p.ow; ++j) row[j] += wv * s[j];
-            } else {
-              for (int64_t j = 0; j < p.ow; ++j) row[j] += wv * s[j * p.sw];
-            }
-          }
-        }
-      }
+      pad_input(p, lay, xp + plane * p.h * p.w, pad);
+      for (int64_t a = 0; a < p.kh; ++a)
+        for (int64_t e = 0; e < p.kw; ++e) src[a * p.kw + e] = pad + a * p.dh * lay.row + lay.column(p, e);
+      correlate_plane(yp + plane * p.oh * p.ow, p.oh, p.ow, src, p.sh * lay.row, wp + ch * taps, taps,
+                      bp ? bp[ch] : T(0), src + taps);
     }
   });
+}
+
+/// Adds, for G taps at once, sum over rows i and columns j of dy[i][j] * base[t][i * step + j]
+/// into vacc[t] (lane-wise; columns up to the last whole vector) and tacc[t] (the rest), so
+/// the partial sums stay in registers over the whole plane.
+template <class T, int G>
+void weight_grad_taps(const T* dy, int64_t oh, int64_t ow, const T* const* base, int64_t step, T* vacc, T* tacc) {
+  constexpr int64_t W = kLanes<T>;
+  const int64_t owv = ow / W * W;
+  V<T> acc[G];
+  for (int t = 0; t < G; ++t) acc[t] = V<T>(T(0));
+  for (int64_t i = 0; i < oh; ++i) {
+    const T* gr = dy + i * ow;
+    const int64_t off = i * step;
+    for (int64_t j = 0; j < owv; j += W) {
+      const V<T> gv = V<T>::load_unaligned(gr + j);
+      for (int t = 0; t < G; ++t) acc[t] = xsimd::fma(gv, V<T>::load_unaligned(base[t] + off + j), acc[t]);
+    }
+    for (int64_t j = owv; j < ow; ++j)
+      for (int t = 0; t < G; ++t) tacc[t] += gr[j] * base[t][off + j];
+  }
+  for (int t = 0; t < G; ++t) (V<T>::load_unaligned(vacc + t * W) + acc[t]).store_unaligned(vacc + t * W);
+}
+
+template <class T, int G = 9>
+void weight_grad_group(int64_t group, const T* dy, int64_t oh, int64_t ow, const T* const* base, int64_t step,
+                       T* vacc, T* tacc) {
+  if constexpr (G > 1) {
+    if (group < G) return weight_grad_group<T, G - 1>(group, dy, oh, ow, base, step, vacc, tacc);
+  }
+  weight_grad_taps<T, G>(dy, oh, ow, base, step, vacc, tacc);
+}
+constexpr int64_t kTapGroup = 9;  // partial sums in registers, with the gradient and a load
+
+/// The input gradient of a plane at unit strides: dx[y][x] = sum over taps of the flipped
+/// weight times the output gradient, zero-padded by (kernel - 1) * dilation on the top and
+/// left, at row y + pt + a * dh and column x + pl + e * dw.
+template <class T>
+struct PaddedGrad {
+  int64_t top, left, rows, row;
+  explicit PaddedGrad(const Plane& p)
+      : top((p.kh - 1) * p.dh), left((p.kw - 1) * p.dw), rows(std::max(top + p.oh, p.h + p.pt + top)),
+        row(std::max(left + p.ow, p.w + p.pl + left) + kLanes<T>) {}
+  size_t size() const { return static_cast<size_t>(rows * row); }
+  void fill(const Plane& p, const T* gr, T* buf) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      T* dst = buf + r * row;
+      const int64_t i = r - top;
+      if (i < 0 || i >= p.oh) {
+        std::fill(dst, dst + row, T(0));
+        continue;
+      }
+      for (int64_t c = 0; c < left; ++c) dst[c] = T(0);
+      for (int64_t c = 0; c < p.ow; ++c) dst[left + c] = gr[i * p.ow + c];
+      for (int64_t c = left + p.ow; c < row; ++c) dst[c] = T(0);
+    }
+  }
+};
+
+/// The input gradient of a plane at other strides: scattered into a padded plane, whose
+/// interior is then copied out.
+template <class T>
+void input_grad_strided(const Plane& p, const T* gr, const T* wc, T* dpad, T* out) {
+  std::fill(dpad, dpad + p.ph * p.pw, T(0));
+  for (int64_t i = 0; i < p.oh; ++i) {
+    const T* grow = gr + i * p.ow;
+    for (int64_t a = 0; a < p.kh; ++a) {
+      T* dst = dpad + (i * p.sh + a * p.dh) * p.pw;
+      for (int64_t e = 0; e < p.kw; ++e) {
+        const T wv = wc[a * p.kw + e];
+        T* d = dst + e * p.dw;
+        for (int64_t j = 0; j < p.ow; ++j) d[j * p.sw] += wv * grow[j];
+      }
+    }
+  }
+  for (int64_t r = 0; r < p.h; ++r)  // the interior (inside: ph >= h + pt, pw >= w + pl)
+    for (int64_t col = 0; col < p.w; ++col) out[r * p.w + col] = dpad[(r + p.pt) * p.pw + p.pl + col];
 }
 
 template <class T>
 void backward_typed(const ops::ConvGeometry& g, const TensorImpl& dy, const TensorImpl& x, const TensorImpl& wt,
                     TensorImpl* dx, TensorImpl* dwt, TensorImpl* db) {
+  constexpr int64_t W = kLanes<T>;
   const Plane p(g, x);
+  const PaddedInput<T> lay(p);
+  const PaddedGrad<T> glay(p);
+  const bool unit = p.sh == 1 && p.sw == 1;
   const int64_t n = x.sizes[0], c = x.sizes[1], taps = p.kh * p.kw;
   const T* gp = static_cast<const T*>(dy.data());
   const T* xp = static_cast<const T*>(x.data());
@@ -100,18 +276,18 @@ void backward_typed(const ops::ConvGeometry& g, const TensorImpl& dy, const Tens
   T* dbp = db ? static_cast<T*>(db->data()) : nullptr;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(n * p.oh * p.ow * taps, 1));
   detail::parallel_for(c, grain, [&](int64_t c0, int64_t c1) {
-    // One row of partial sums per tap and one for the bias.
-    const size_t plane_pad = static_cast<size_t>(p.ph * p.pw), acc_size = static_cast<size_t>((taps + 1) * p.ow);
-    // [0, plane_pad): x padded; then dx padded; then the partial sums.
-    T* pad = scratch<T>(2 * plane_pad + acc_size);
-    T* dpad = pad + plane_pad;
-    T* acc = dpad + plane_pad;
+    T* pad = scratch<T, 0>(lay.size(p));
+    T* gpad = scratch<T, 1>(unit ? glay.size() : static_cast<size_t>(p.ph * p.pw));
+    // Per tap: a vector of lane sums, a scalar sum of the columns past the last whole vector,
+    // the flipped weight and a row pointer; then a row of bias partial sums.
+    T* acc = scratch<T, 2>(static_cast<size_t>(taps * (W + 2) + p.ow));
+    T *tail = acc + taps * W, *flipped = tail + taps, *bias_row = flipped + taps;
+    const T** src = scratch<const T*, 0>(static_cast<size_t>(2 * taps));
     for (int64_t ch = c0; ch < c1; ++ch) {
       const T* wc = wp + ch * taps;
-      // The weight and bias gradients accumulate lane-wise along output rows (vector loops; a
-      // scalar sum would be one serial chain), then each row of partial sums is summed once.
-      std::fill(acc, acc + acc_size, T(0));
-      T* bias_row = acc + taps * p.ow;
+      for (int64_t t = 0; t < taps; ++t) flipped[t] = wc[taps - 1 - t];
+      std::fill(acc, acc + taps * (W + 1), T(0));
+      std::fill(bias_row, bias_row + p.ow, T(0));
       for (int64_t s = 0; s < n; ++s) {
         const int64_t plane = s * c + ch;
         const T* gr = gp + plane * p.oh * p.ow;
@@ -119,50 +295,33 @@ void backward_typed(const ops::ConvGeometry& g, const TensorImpl& dy, const Tens
           for (int64_t i = 0; i < p.oh; ++i)
             for (int64_t j = 0; j < p.ow; ++j) bias_row[j] += gr[i * p.ow + j];
         if (dwp) {
-          pad_plane(p, xp + plane * p.h * p.w, pad);
-          for (int64_t i = 0; i < p.oh; ++i) {
-            const T* grow = gr + i * p.ow;
-            for (int64_t a = 0; a < p.kh; ++a)
-              for (int64_t e = 0; e < p.kw; ++e) {
-                const T* src = pad + (i * p.sh + a * p.dh) * p.pw + e * p.dw;
-                T* ar = acc + (a * p.kw + e) * p.ow;
-                if (p.sw == 1) {
-                  for (int64_t j = 0; j < p.ow; ++j) ar[j] += grow[j] * src[j];
-                } else {
-                  for (int64_t j = 0; j < p.ow; ++j) ar[j] += grow[j] * src[j * p.sw];
-                }
-              }
+          pad_input(p, lay, xp + plane * p.h * p.w, pad);
+          for (int64_t a = 0; a < p.kh; ++a)
+            for (int64_t e = 0; e < p.kw; ++e) src[a * p.kw + e] = pad + a * p.dh * lay.row + lay.column(p, e);
+          for (int64_t t = 0; t < taps; t += kTapGroup) {
+            const int64_t group = std::min(kTapGroup, taps - t);
+            weight_grad_group<T>(group, gr, p.oh, p.ow, src + t, p.sh * lay.row, acc + t * W, tail + t);
           }
         }
         if (dxp) {
-          std::fill(dpad, dpad + plane_pad, T(0));
-          for (int64_t i = 0; i < p.oh; ++i) {
-            const T* grow = gr + i * p.ow;
-            for (int64_t a = 0; a < p.kh; ++a) {
-              T* dst = dpad + (i * p.sh + a * p.dh) * p.pw;
-              for (int64_t e = 0; e < p.kw; ++e) {
-                const T wv = wc[a * p.kw + e];
-                T* d = dst + e * p.dw;
-                if (p.sw == 1) {
-                  for (int64_t j = 0; j < p.ow; ++j) d[j] += wv * grow[j];
-                } else {
-                  for (int64_t j = 0; j < p.ow; ++j) d[j * p.sw] += wv * grow[j];
-                }
-              }
-            }
+          T* out = dxp + plane * p.h * p.w;
+          if (!unit) {
+            input_grad_strided(p, gr, wc, gpad, out);
+            continue;
           }
-          T* out = dxp + plane * p.h * p.w;  // the interior of the padded gradient (inside: ph >= h + pt)
-          for (int64_t r = 0; r < p.h; ++r) std::copy(dpad + (r + p.pt) * p.pw + p.pl, dpad + (r + p.pt) * p.pw + p.pl + p.w, out + r * p.w);
+          glay.fill(p, gr, gpad);
+          for (int64_t a = 0; a < p.kh; ++a)
+            for (int64_t e = 0; e < p.kw; ++e) src[a * p.kw + e] = gpad + (p.pt + a * p.dh) * glay.row + p.pl + e * p.dw;
+          correlate_plane(out, p.h, p.w, src, glay.row, flipped, taps, T(0), src + taps);
         }
       }
-      auto row_total = [&](const T* r) {
-        T s = 0;
-        for (int64_t j = 0; j < p.ow; ++j) s += r[j];
-        return s;
-      };
-      if (dbp) dbp[ch] = row_total(bias_row);
+      if (dbp) {
+        T sum = 0;
+        for (int64_t j = 0; j < p.ow; ++j) sum += bias_row[j];
+        dbp[ch] = sum;
+      }
       if (dwp)
-        for (int64_t t = 0; t < taps; ++t) dwp[ch * taps + t] = row_total(acc + t * p.ow);
+        for (int64_t t = 0; t < taps; ++t) dwp[ch * taps + t] = xsimd::hadd(V<T>::load_unaligned(acc + t * W)) + tail[t];
     }
   });
 }

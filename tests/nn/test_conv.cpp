@@ -176,6 +176,49 @@ TEST_CASE("depthwise conv2d: own kernel against reference loops, gradients, forc
   CHECK(max_diff(gb, b2.grad()) < 1e-4);
 }
 
+// The depthwise kernels' vector paths against the im2col path: rows of several blocks of
+// four vectors with a partial last vector, odd row counts (a last single row), non-square
+// kernels, mixed strides (rows split into phases), asymmetric 'same' padding and kernels of
+// more than nine taps (the weight gradient's groups of taps), in f32 and f64.
+TEST_CASE("depthwise conv2d: wide rows, non-square kernels and mixed strides agree with im2col") {
+  manual_seed(27);
+  struct Case {
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    bool same;
+  };
+  for (Case cs : {Case{3, 3, 1, 1, 1, 1, 1, 1, false}, Case{3, 5, 1, 2, 1, 2, 1, 1, false}, Case{5, 5, 2, 1, 2, 0, 1, 2, false},
+                  Case{4, 4, 1, 1, 0, 0, 1, 1, true}, Case{7, 7, 1, 1, 3, 3, 1, 1, false}, Case{3, 3, 3, 3, 0, 2, 2, 1, false},
+                  Case{1, 4, 1, 1, 0, 0, 1, 2, true}, Case{2, 3, 2, 3, 1, 1, 1, 1, false}}) {
+    CAPTURE(cs.kh);
+    CAPTURE(cs.kw);
+    CAPTURE(cs.sh);
+    CAPTURE(cs.sw);
+    for (DType dt : {DType::F32, DType::F64}) {
+      Tensor x = randn({2, 3, 13, 45}, dt), w = randn({3, 1, cs.kh, cs.kw}, dt), b = randn({3}, dt);
+      auto options = [&] {
+        auto o = nn::F::Conv2dFuncOptions().stride({cs.sh, cs.sw}).dilation({cs.dh, cs.dw}).groups(3);
+        return cs.same ? o.padding(kSame) : o.padding({cs.ph, cs.pw});
+      };
+      auto run = [&](ConvAlgorithm algorithm, const Tensor& gy) {
+        set_conv_algorithm(algorithm);
+        Tensor xg = x.detach().requires_grad_(), wg = w.detach().requires_grad_(), bg = b.detach().requires_grad_();
+        Tensor y = nn::F::conv2d(xg, wg, options().bias(bg));
+        if (gy.defined()) y.backward(gy);
+        set_conv_algorithm(ConvAlgorithm::Auto);
+        return std::vector<Tensor>{y.detach(), xg.grad(), wg.grad(), bg.grad()};
+      };
+      Tensor gy = randn(run(ConvAlgorithm::Auto, Tensor())[0].sizes(), dt);
+      std::vector<Tensor> own = run(ConvAlgorithm::Auto, gy), ref = run(ConvAlgorithm::Im2col, gy);
+      const double tol = dt == DType::F64 ? 1e-11 : 2e-4;
+      for (size_t i = 0; i < own.size(); ++i) {
+        CAPTURE(i);
+        CHECK(own[i].sizes() == ref[i].sizes());
+        CHECK(max_diff(own[i], ref[i]) <= tol * (1 + ref[i].abs().amax().item<double>()));
+      }
+    }
+  }
+}
+
 // Size arguments take what libtorch's ExpandingArray takes: one integer for every dim, a
 // braced list, or a vector; each form means the same layer.
 TEST_CASE("conv and pooling options accept an integer, a braced list or a vector per size argument") {
