@@ -17,6 +17,8 @@
   void arg_reduce(detail::ArgReduceOp, detail::TensorImpl*, detail::TensorImpl&, const detail::TensorImpl&, int64_t); \
   void softmax(detail::TensorImpl&, const detail::TensorImpl&, int64_t, bool);                                  \
   void cumulative(detail::CumOp, detail::TensorImpl&, detail::TensorImpl*, const detail::TensorImpl&, int64_t); \
+  /* i8, u8, i32, i64 products (int_gemm.cpp): (rows, cols) or (batch, rows, cols) views, any strides */      \
+  void int_gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double);    \
   void gemm(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, double, double,         \
             const detail::TensorImpl* row = nullptr, bool relu = false);                                        \
   void softmax_backward(detail::TensorImpl&, const detail::TensorImpl&, const detail::TensorImpl&, int64_t, bool); \

@@ -4,7 +4,6 @@
 // has AVX-512 F/DQ/VL/BW.
 
 #include "arch_kernels.hpp"
-#include "int_gemm.hpp"
 #include "transcendental_wide.hpp"
 
 #include <ember/dispatch/kernels.hpp>
@@ -164,7 +163,7 @@ void Kernels<Cpu>::cumulative(CumOp op, TensorImpl& out, TensorImpl* indices, co
 }
 
 void Kernels<Cpu>::gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta) {
-  if (is_integral(out.dtype)) return cpu::int_gemm(out, a, b, alpha, beta);
+  if (is_integral(out.dtype)) EMBER_CPU_FORWARD(int_gemm, out, a, b, alpha, beta);
 #if defined(EMBER_HAVE_AVX512_BUILD)
   if (out.dtype == DType::BF16 && a.dtype == DType::BF16 && b.dtype == DType::BF16 && bf16_gemm() &&
       cpu::avx512bf16::gemm(out, a, b, alpha, beta))

@@ -162,6 +162,46 @@ TEST_CASE("integer matmul, mm, bmm, addmm, dot and outer agree with f64 for i8, 
   }
 }
 
+// i8, u8 and i32 products run packed blocks of 2 vectors of columns and 4 rows; i64 a plain
+// loop. Shapes with several blocks, partial last blocks and rows, strided and transposed
+// operands and full-range values (whose sums wrap) against the i64 product truncated to the
+// dtype (the same value modulo 2^bits), and the same bits at one and two threads.
+TEST_CASE("integer matmul: packed blocks, strides and wrapping sums against the i64 product") {
+  manual_seed(6);
+  const int threads = get_num_threads();
+  for (DType t : {DType::I8, DType::U8, DType::I32}) {
+    CAPTURE(dtype_name(t));
+    const int64_t lo = t == DType::I32 ? -2000000000 : t == DType::I8 ? -128 : 0;
+    const int64_t hi = t == DType::I32 ? 2000000000 : t == DType::I8 ? 128 : 256;
+    auto make = [&](const Shape& s) { return randint(lo, hi, s, TensorOptions(DType::I64)).to(t); };
+    auto want = [&](const Tensor& x, const Tensor& y) { return x.to(DType::I64).matmul(y.to(DType::I64)).to(t); };
+    auto same = [](const Tensor& got, const Tensor& ref) {
+      return got.dtype() == ref.dtype() && got.sizes() == ref.sizes() && got.to(DType::I64).eq(ref.to(DType::I64)).all().item<bool>();
+    };
+    Tensor a = make({14, 37}), b = make({37, 45});  // 14, 35, 9 rows: last blocks of 2, 3 and 1
+    CHECK(same(a.matmul(b), want(a, b)));
+    Tensor bt = make({45, 37}).t(), at = make({37, 13}).t();  // column-major operands
+    CHECK(same(at.matmul(bt), want(at, bt)));
+    Tensor wide = make({6, 70, 90});  // every other row and column, and a transposed view
+    Tensor as = wide.select(0, 1).index({Slice(0, None, 2), Slice(0, None, 2)});
+    Tensor bs = wide.select(0, 2).t().index({Slice(0, 45), Slice(0, None, 2)});
+    CHECK(same(as.matmul(bs), want(as, bs)));
+    Tensor ba = make({3, 9, 21}), bb = make({3, 21, 33});
+    CHECK(same(ba.bmm(bb), want(ba, bb)));
+    Tensor c = make({14, 45});
+    const Tensor sum = c.to(DType::I64) * 3 + a.to(DType::I64).matmul(b.to(DType::I64)) * 5;  // beta 3, alpha 5
+    CHECK(same(c.addmm(a, b, 3, 5), sum.to(t)));
+    Tensor big_a = make({130, 70}), big_b = make({70, 120});
+    set_num_threads(1);
+    Tensor one = big_a.matmul(big_b);
+    set_num_threads(2);
+    Tensor two = big_a.matmul(big_b);
+    set_num_threads(threads);
+    CHECK(same(one, want(big_a, big_b)));
+    CHECK(same(one, two));
+  }
+}
+
 TEST_CASE("integer matmul wraps like PyTorch's") {
   Tensor a = i64({kMax, kMax, 5}).reshape({1, 3});
   Tensor b = i64({3, 1, kMax}).reshape({3, 1});
