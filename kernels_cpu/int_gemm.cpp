@@ -19,6 +19,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
@@ -111,9 +112,11 @@ template <class T>
 void rows_packed(const Product<T>& p, int64_t i0, int64_t i1, uint64_t alpha64, uint64_t beta64) {
   // Sums modulo 2^32 carry every bit an 8- or 32-bit result keeps; alpha and beta likewise.
   const auto alpha = static_cast<uint32_t>(alpha64), beta = static_cast<uint32_t>(beta64);
-  static thread_local std::vector<uint32_t, xsimd::aligned_allocator<uint32_t, 64>> panel_buf;
-  panel_buf.resize(static_cast<size_t>(std::max<int64_t>(p.k, 1) * kPanel));
-  uint32_t* panel = panel_buf.data();
+  // Aligned by hand (xsimd's aligned_allocator throws, and Ember also builds without exceptions).
+  static thread_local std::vector<uint32_t> panel_buf;
+  panel_buf.resize(static_cast<size_t>(std::max<int64_t>(p.k, 1) * kPanel + 16));
+  const auto at = reinterpret_cast<std::uintptr_t>(panel_buf.data());
+  uint32_t* panel = panel_buf.data() + (64 - at % 64) % 64 / sizeof(uint32_t);
   for (int64_t j0 = 0; j0 < p.n; j0 += kPanel) {
     const int64_t cols = std::min(kPanel, p.n - j0);
     for (int64_t q = 0; q < p.k; ++q) {
