@@ -685,31 +685,6 @@ struct Keyed {
   int64_t pos;
 };
 
-/// Sorts or selects (sort_row(first, last) on a buffer of Keyed) every row along dim in
-/// parallel, then writes the first `k` of each row to vals/idxs.
-template <class T, class SortRow>
-void for_rows_sorted(const TensorImpl& x, int64_t d, TensorImpl& vals, TensorImpl& idxs, int64_t k, SortRow sort_row) {
-  using C = compute_t<T>;
-  const int64_t len = x.sizes[d], sx = x.strides[d], sv = vals.strides[d], si = idxs.strides[d];
-  const std::vector<std::array<int64_t, 3>> rows = row_offsets(x, d, vals, idxs);
-  const T* xp = static_cast<const T*>(x.data());
-  T* vp = static_cast<T*>(vals.data());
-  int64_t* ip = static_cast<int64_t*>(idxs.data());
-  const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(len * 8, 1));
-  parallel_for(static_cast<int64_t>(rows.size()), grain, [&](int64_t b, int64_t e) {
-    std::vector<Keyed<C>> buf(static_cast<size_t>(len));
-    for (int64_t r = b; r < e; ++r) {
-      const auto [xo, vo, io] = rows[static_cast<size_t>(r)];
-      for (int64_t i = 0; i < len; ++i) buf[static_cast<size_t>(i)] = {static_cast<C>(xp[xo + i * sx]), i};
-      sort_row(buf.begin(), buf.end());
-      for (int64_t j = 0; j < k; ++j) {
-        vp[vo + j * sv] = xp[xo + buf[static_cast<size_t>(j)].pos * sx];
-        ip[io + j * si] = buf[static_cast<size_t>(j)].pos;
-      }
-    }
-  });
-}
-
 /// Orders by value (NaN largest), then by position: ascending, or descending with ties still
 /// in position order (PyTorch's stable sort; topk's lower index first).
 template <class C>
@@ -720,6 +695,125 @@ auto keyed_order(bool descending) {
     const bool gt = descending ? less_nan_last(a.key, b.key) : less_nan_last(b.key, a.key);
     return !gt && a.pos < b.pos;
   };
+}
+
+/// keyed_order as one integer for values computed in f32 (f32, f16, bf16): an
+/// order-preserving image of the value in the high half (NaN above +inf, -0 equal to +0,
+/// complemented when descending) and the position in the low half, so that plain integer
+/// order is the stable order and sorting compares integers (3-4x faster than the pairs).
+inline uint64_t packed_key(float v, int64_t pos, bool descending) {
+  uint32_t u = 0xFFFFFFFFu;
+  if (v == v) {
+    if (v == 0.0f) v = 0.0f;  // -0 ties with +0 (PyTorch compares values)
+    std::memcpy(&u, &v, sizeof u);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  }
+  if (descending) u = ~u;
+  return (static_cast<uint64_t>(u) << 32) | static_cast<uint64_t>(pos);
+}
+
+/// Replaces the largest key of the max-heap h[0, k) by v (smaller) and restores the heap: one
+/// sift down (std::pop_heap + std::push_heap walk the heap twice). Keys are distinct.
+inline void replace_top(uint64_t* h, int64_t k, uint64_t v) {
+  int64_t i = 0;
+  for (int64_t c = 1; c < k; c = 2 * i + 1) {
+    if (c + 1 < k && h[c + 1] > h[c]) ++c;
+    if (h[c] < v) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = v;
+}
+
+/// Sorts packed keys (packed_key) of a row in order: LSD radix sort on the value half, 8 bits
+/// a pass, which is stable, so keys that tie keep their position order and the result is the
+/// order of the whole keys; a pass whose digit is the same in every key is skipped. `tmp`
+/// holds n keys. No comparisons: std::sort's branches on random keys mispredict about half
+/// the time.
+inline void radix_sort_packed(uint64_t* keys, uint64_t* tmp, int64_t n) {
+  int64_t count[4][256] = {};
+  for (int64_t i = 0; i < n; ++i)
+    for (int d = 0; d < 4; ++d) ++count[d][(keys[i] >> (32 + 8 * d)) & 0xFF];
+  uint64_t *from = keys, *to = tmp;
+  for (int d = 0; d < 4; ++d) {
+    const int shift = 32 + 8 * d;
+    if (count[d][(from[0] >> shift) & 0xFF] == n) continue;
+    int64_t sum = 0;
+    for (int64_t& c : count[d]) {
+      const int64_t here = c;
+      c = sum;
+      sum += here;
+    }
+    for (int64_t i = 0; i < n; ++i) to[count[d][(from[i] >> shift) & 0xFF]++] = from[i];
+    std::swap(from, to);
+  }
+  if (from != keys) std::copy(from, from + n, keys);
+}
+
+/// Puts the first k of [first, last) in order at the front: all of it sorted, or (k < n) the
+/// k selected, then sorted.
+template <class It, class... Order>
+void first_in_order(It first, It last, int64_t k, Order... order) {
+  if (k < last - first) std::nth_element(first, first + k, last, order...);
+  std::sort(first, first + k, order...);
+}
+
+/// Sorts (k = the row's length) or selects the first k of every row along dim in order, in
+/// parallel, and writes them to vals/idxs.
+template <class T>
+void for_rows_sorted(const TensorImpl& x, int64_t d, TensorImpl& vals, TensorImpl& idxs, int64_t k, bool descending) {
+  using C = compute_t<T>;
+  const int64_t len = x.sizes[d], sx = x.strides[d], sv = vals.strides[d], si = idxs.strides[d];
+  const std::vector<std::array<int64_t, 3>> rows = row_offsets(x, d, vals, idxs);
+  const T* xp = static_cast<const T*>(x.data());
+  T* vp = static_cast<T*>(vals.data());
+  int64_t* ip = static_cast<int64_t*>(idxs.data());
+  const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(len * 8, 1));
+  constexpr bool packed = std::is_same_v<C, float>;
+  parallel_for(static_cast<int64_t>(rows.size()), grain, [&](int64_t b, int64_t e) {
+    auto write = [&](const std::array<int64_t, 3>& row, int64_t j, int64_t pos) {
+      vp[row[1] + j * sv] = xp[row[0] + pos * sx];
+      ip[row[2] + j * si] = pos;
+    };
+    if constexpr (packed) {
+      if (len <= int64_t{0xFFFFFFFF}) {  // positions fit the low half
+        // Whole rows of 128 or more: a radix sort (with its second buffer).
+        const bool radix = k == len && len >= 128;
+        std::vector<uint64_t> buf(static_cast<size_t>(radix ? 2 * len : len));
+        // A few of many (topk): one pass keeping the k first in a heap whose top is the
+        // last of them; past the first elements most fail the one comparison with the top.
+        const bool heap = k > 0 && k * 8 <= len;
+        for (int64_t r = b; r < e; ++r) {
+          const auto& row = rows[static_cast<size_t>(r)];
+          auto key = [&](int64_t i) { return packed_key(static_cast<float>(xp[row[0] + i * sx]), i, descending); };
+          if (heap) {
+            const auto top = buf.begin(), end = buf.begin() + k;
+            for (int64_t i = 0; i < k; ++i) buf[static_cast<size_t>(i)] = key(i);
+            std::make_heap(top, end);
+            for (int64_t i = k; i < len; ++i) {
+              const uint64_t v = key(i);
+              if (v < *top) replace_top(buf.data(), k, v);
+            }
+            std::sort(top, end);
+          } else {
+            for (int64_t i = 0; i < len; ++i) buf[static_cast<size_t>(i)] = key(i);
+            if (radix) radix_sort_packed(buf.data(), buf.data() + len, len);
+            else first_in_order(buf.begin(), buf.begin() + len, k);
+          }
+          for (int64_t j = 0; j < k; ++j) write(row, j, static_cast<int64_t>(buf[static_cast<size_t>(j)] & 0xFFFFFFFFu));
+        }
+        return;
+      }
+    }
+    std::vector<Keyed<C>> buf(static_cast<size_t>(len));
+    const auto order = keyed_order<C>(descending);
+    for (int64_t r = b; r < e; ++r) {
+      const auto& row = rows[static_cast<size_t>(r)];
+      for (int64_t i = 0; i < len; ++i) buf[static_cast<size_t>(i)] = {static_cast<C>(xp[row[0] + i * sx]), i};
+      first_in_order(buf.begin(), buf.end(), k, order);
+      for (int64_t j = 0; j < k; ++j) write(row, j, buf[static_cast<size_t>(j)].pos);
+    }
+  });
 }
 }  // namespace
 
@@ -735,10 +829,7 @@ std::pair<Ref<TensorImpl>, Ref<TensorImpl>> IndexKernels<Cpu>::sort(const Tensor
     return {vals, idxs};
   }
   if (x.numel == 0) return {vals, idxs};
-  visit_dtype(x.dtype, [&]<class T>() {
-    auto order = keyed_order<compute_t<T>>(descending);
-    for_rows_sorted<T>(x, d, *vals, *idxs, x.sizes[d], [&](auto first, auto last) { std::sort(first, last, order); });
-  });
+  visit_dtype(x.dtype, [&]<class T>() { for_rows_sorted<T>(x, d, *vals, *idxs, x.sizes[d], descending); });
   return {vals, idxs};
 }
 
@@ -760,14 +851,7 @@ std::pair<Ref<TensorImpl>, Ref<TensorImpl>> IndexKernels<Cpu>::topk(const Tensor
     return {vals, idxs};
   }
   if (vals->numel == 0) return {vals, idxs};
-  visit_dtype(x.dtype, [&]<class T>() {
-    auto order = keyed_order<compute_t<T>>(largest);
-    for_rows_sorted<T>(x, d, *vals, *idxs, k, [&](auto first, auto last) {
-      // The k first in order: select them, then sort those k.
-      if (k < last - first) std::nth_element(first, first + k, last, order);
-      std::sort(first, first + k, order);
-    });
-  });
+  visit_dtype(x.dtype, [&]<class T>() { for_rows_sorted<T>(x, d, *vals, *idxs, k, largest); });
   return {vals, idxs};
 }
 
