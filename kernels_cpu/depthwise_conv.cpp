@@ -3,10 +3,11 @@
 // other convolution kernels.
 //
 // Each (sample, channel) plane is read through a zero-padded copy in a per-thread buffer, so
-// the taps need no bounds tests. With a column stride s > 1 each padded row is stored as s
-// phases (columns c, c + s, c + 2s, ... one after another), so that every tap reads
-// consecutive elements whatever the stride: output column j of tap (kh, kw) reads padded
-// column j * s + kw * dw, which is element j + (kw * dw) / s of phase (kw * dw) % s.
+// the taps need no bounds tests. With a column stride s > 1 each padded row is stored as
+// phases (columns c, c + s, c + 2s, ... one after another; only the phases taps read), so
+// that every tap reads consecutive elements whatever the stride: output column j of tap
+// (kh, kw) reads padded column j * s + kw * dw, which is element j + (kw * dw) / s of phase
+// (kw * dw) % s.
 //
 // The output rows (forward) and the input-gradient rows (backward, unit strides: a correlation
 // of the zero-padded output gradient with the flipped kernel) keep a block of up to four
@@ -48,16 +49,32 @@ struct Plane {
         pw(std::max(w + g.pad_before[1] + g.pad_after[1], (ow - 1) * sw + (kw - 1) * dw + 1)) {}
 };
 
-/// The padded input plane as `Plane` lays it out: ph rows of sw phases of `phase` elements;
-/// `phase` leaves a vector's width of zeros after the last column any tap reads, for the
-/// loads of a row's last, partial block.
+/// The padded input plane: ph rows, each of `runs` runs of `phase` elements. At a column
+/// stride s > 1 a run holds one phase, padded columns q * s + f for q = 0, 1, ..., and only
+/// the phases some tap reads get a run (at most min(kw, s), so a stride wider than the image
+/// costs nothing); at stride 1 a row is one run. `phase` leaves a vector's width of zeros
+/// after the last column any tap reads, for the loads of a row's last, partial block.
 template <class T>
 struct PaddedInput {
-  int64_t phase, row;
-  explicit PaddedInput(const Plane& p) : phase((p.pw + p.sw - 1) / p.sw + kLanes<T>), row(p.sw * phase) {}
+  int64_t phase, runs = 0, row;
+  const int64_t* run_phase;   // f of each run
+  const int64_t* tap_column;  // per tap column e: where its reads start in a row
+  /// `table` holds 2 * kw entries and must outlive the layout.
+  PaddedInput(const Plane& p, int64_t* table) : phase((p.pw + p.sw - 1) / p.sw + kLanes<T>) {
+    int64_t *f_of = table, *column = table + p.kw;
+    for (int64_t e = 0; e < p.kw; ++e) {
+      const int64_t f = e * p.dw % p.sw;
+      int64_t r = 0;
+      while (r < runs && f_of[r] != f) ++r;
+      if (r == runs) f_of[runs++] = f;
+      column[e] = r * phase + e * p.dw / p.sw;
+    }
+    row = runs * phase, run_phase = f_of, tap_column = column;
+  }
   size_t size(const Plane& p) const { return static_cast<size_t>(p.ph * row); }
-  /// Offset of tap column e from the start of a row.
-  int64_t column(const Plane& p, int64_t e) const { return (e * p.dw) % p.sw * phase + e * p.dw / p.sw; }
+  /// From one output row's windows to the next's: sh rows (0 for a single output row, where
+  /// a huge stride times the row would overflow; with more rows it is inside the buffer).
+  int64_t row_step(const Plane& p) const { return p.oh > 1 ? p.sh * row : 0; }
 };
 
 /// Per-thread scratch of at least n elements of T, in slot `Slot` (kept: a warm loop
@@ -84,13 +101,13 @@ void pad_input(const Plane& p, const PaddedInput<T>& lay, const T* in, T* buf) {
       for (int64_t c = 0; c < p.w; ++c) dst[p.pl + c] = src[c];
       for (int64_t c = p.pl + p.w; c < lay.row; ++c) dst[c] = T(0);
     } else {
-      // Phase f holds padded columns q * sw + f: input columns q * sw + f - pl for q in [q0, q1).
+      // Run r holds phase f: input columns q * sw + f - pl for q in [q0, q1).
       std::fill(dst, dst + lay.row, T(0));
-      for (int64_t f = 0; f < p.sw; ++f) {
+      for (int64_t run = 0; run < lay.runs; ++run) {
+        const int64_t f = lay.run_phase[run];
         const int64_t q0 = std::max<int64_t>(0, (p.pl - f + p.sw - 1) / p.sw);
         const int64_t q1 = std::min(lay.phase, (p.w + p.pl - f + p.sw - 1) / p.sw);
-        const T* from = src + f - p.pl;
-        for (int64_t q = q0; q < q1; ++q) dst[f * lay.phase + q] = from[q * p.sw];
+        for (int64_t q = q0; q < q1; ++q) dst[run * lay.phase + q] = src[q * p.sw + f - p.pl];
       }
     }
   }
@@ -161,7 +178,7 @@ template <class T>
 void forward_typed(const ops::ConvGeometry& g, const TensorImpl& x, const TensorImpl& wt, const TensorImpl* b,
                    TensorImpl& y) {
   const Plane p(g, x);
-  const PaddedInput<T> lay(p);
+  const PaddedInput<T> lay(p, scratch<int64_t, 0>(static_cast<size_t>(2 * p.kw)));  // this thread's table
   const int64_t n = x.sizes[0], c = x.sizes[1], taps = p.kh * p.kw;
   const T* xp = static_cast<const T*>(x.data());
   const T* wp = static_cast<const T*>(wt.data());
@@ -175,8 +192,8 @@ void forward_typed(const ops::ConvGeometry& g, const TensorImpl& x, const Tensor
       const int64_t ch = plane % c;
       pad_input(p, lay, xp + plane * p.h * p.w, pad);
       for (int64_t a = 0; a < p.kh; ++a)
-        for (int64_t e = 0; e < p.kw; ++e) src[a * p.kw + e] = pad + a * p.dh * lay.row + lay.column(p, e);
-      correlate_plane(yp + plane * p.oh * p.ow, p.oh, p.ow, src, p.sh * lay.row, wp + ch * taps, taps,
+        for (int64_t e = 0; e < p.kw; ++e) src[a * p.kw + e] = pad + a * p.dh * lay.row + lay.tap_column[e];
+      correlate_plane(yp + plane * p.oh * p.ow, p.oh, p.ow, src, lay.row_step(p), wp + ch * taps, taps,
                       bp ? bp[ch] : T(0), src + taps);
     }
   });
@@ -264,7 +281,7 @@ void backward_typed(const ops::ConvGeometry& g, const TensorImpl& dy, const Tens
                     TensorImpl* dx, TensorImpl* dwt, TensorImpl* db) {
   constexpr int64_t W = kLanes<T>;
   const Plane p(g, x);
-  const PaddedInput<T> lay(p);
+  const PaddedInput<T> lay(p, scratch<int64_t, 0>(static_cast<size_t>(2 * p.kw)));  // this thread's table
   const PaddedGrad<T> glay(p);
   const bool unit = p.sh == 1 && p.sw == 1;
   const int64_t n = x.sizes[0], c = x.sizes[1], taps = p.kh * p.kw;
@@ -297,10 +314,10 @@ void backward_typed(const ops::ConvGeometry& g, const TensorImpl& dy, const Tens
         if (dwp) {
           pad_input(p, lay, xp + plane * p.h * p.w, pad);
           for (int64_t a = 0; a < p.kh; ++a)
-            for (int64_t e = 0; e < p.kw; ++e) src[a * p.kw + e] = pad + a * p.dh * lay.row + lay.column(p, e);
+            for (int64_t e = 0; e < p.kw; ++e) src[a * p.kw + e] = pad + a * p.dh * lay.row + lay.tap_column[e];
           for (int64_t t = 0; t < taps; t += kTapGroup) {
             const int64_t group = std::min(kTapGroup, taps - t);
-            weight_grad_group<T>(group, gr, p.oh, p.ow, src + t, p.sh * lay.row, acc + t * W, tail + t);
+            weight_grad_group<T>(group, gr, p.oh, p.ow, src + t, lay.row_step(p), acc + t * W, tail + t);
           }
         }
         if (dxp) {
