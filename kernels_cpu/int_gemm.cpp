@@ -107,9 +107,11 @@ void block_rows(const Product<T>& p, const uint32_t* panel, int64_t i, int64_t j
   }
 }
 
-/// Rows [i0, i1) of one product by packed blocks of B (i8, u8, i32).
+/// Rows [i0, i1) and columns [c0, c1) (c0 a multiple of kPanel) of one product by packed
+/// blocks of B (i8, u8, i32).
 template <class T>
-void rows_packed(const Product<T>& p, int64_t i0, int64_t i1, uint64_t alpha64, uint64_t beta64) {
+void rows_packed(const Product<T>& p, int64_t i0, int64_t i1, int64_t c0, int64_t c1, uint64_t alpha64,
+                 uint64_t beta64) {
   // Sums modulo 2^32 carry every bit an 8- or 32-bit result keeps; alpha and beta likewise.
   const auto alpha = static_cast<uint32_t>(alpha64), beta = static_cast<uint32_t>(beta64);
   // Aligned by hand (xsimd's aligned_allocator throws, and Ember also builds without exceptions).
@@ -117,8 +119,8 @@ void rows_packed(const Product<T>& p, int64_t i0, int64_t i1, uint64_t alpha64, 
   panel_buf.resize(static_cast<size_t>(std::max<int64_t>(p.k, 1) * kPanel + 16));
   const auto at = reinterpret_cast<std::uintptr_t>(panel_buf.data());
   uint32_t* panel = panel_buf.data() + (64 - at % 64) % 64 / sizeof(uint32_t);
-  for (int64_t j0 = 0; j0 < p.n; j0 += kPanel) {
-    const int64_t cols = std::min(kPanel, p.n - j0);
+  for (int64_t j0 = c0; j0 < c1; j0 += kPanel) {
+    const int64_t cols = std::min(kPanel, c1 - j0);
     for (int64_t q = 0; q < p.k; ++q) {
       const T* brow = p.b + q * p.b_sr + j0 * p.b_sc;
       uint32_t* dst = panel + q * kPanel;
@@ -151,19 +153,26 @@ void int_gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, d
     return Product<T>{ap + bi * sa0, a.strides[d], a.strides[d + 1], bp + bi * sb0, b.strides[d], b.strides[d + 1],
                       cp + bi * sc0, out.strides[d], out.strides[d + 1], n, k};
   };
-  // Tasks are runs of rows within one batch entry, as long as the threads allow: each task
-  // packs all of B again. Tasks are grouped so that a thread gets about EMBER_GRAIN_SIZE
-  // multiply-adds at least.
-  const int64_t row_work = n * std::max<int64_t>(k, 1);
+  // Tasks are (batch entry, run of rows, run of columns). The packed path splits the columns
+  // into its blocks, so each block of B is packed once, and splits rows as well only when
+  // there are fewer blocks than threads (each row task packs its block again); the plain
+  // path splits rows. Consecutive tasks are grouped up to about EMBER_GRAIN_SIZE
+  // multiply-adds per thread.
+  constexpr bool packed = sizeof(T) <= 4;
   const int64_t threads = std::max<int64_t>(1, get_num_threads());
-  const int64_t grain = std::max({kRows, (m + threads - 1) / threads, EMBER_GRAIN_SIZE / std::max<int64_t>(row_work, 1)});
-  const int64_t chunks = (m + grain - 1) / grain;
-  const int64_t task_grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(std::min(grain, m) * row_work, 1));
-  detail::parallel_for(batches * chunks, task_grain, [&](int64_t t0, int64_t t1) {
+  const int64_t col_step = packed ? kPanel : std::max<int64_t>(n, 1);
+  const int64_t col_chunks = packed ? (n + kPanel - 1) / kPanel : 1;
+  const int64_t row_split = !packed ? threads : col_chunks >= threads ? 1 : (threads + col_chunks - 1) / col_chunks;
+  const int64_t row_grain = std::max(kRows, (m + row_split - 1) / row_split);
+  const int64_t row_chunks = (m + row_grain - 1) / row_grain;
+  const int64_t task_work = std::min(row_grain, m) * std::max<int64_t>(k, 1) * std::min(col_step, n);
+  const int64_t task_grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(task_work, 1));
+  detail::parallel_for(batches * row_chunks * col_chunks, task_grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      const int64_t bi = t / chunks, i0 = t % chunks * grain, i1 = std::min(m, i0 + grain);
+      const int64_t bi = t / (row_chunks * col_chunks), rc = t / col_chunks % row_chunks, cc = t % col_chunks;
+      const int64_t i0 = rc * row_grain, i1 = std::min(m, i0 + row_grain);
       const Product<T> p = product(bi);
-      if constexpr (sizeof(T) <= 4) rows_packed(p, i0, i1, alpha, beta);
+      if constexpr (packed) rows_packed(p, i0, i1, cc * col_step, std::min(n, (cc + 1) * col_step), alpha, beta);
       else rows_plain(p, i0, i1, alpha, beta);
     }
   });
