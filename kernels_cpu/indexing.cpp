@@ -615,33 +615,61 @@ Ref<TensorImpl> IndexKernels<Cpu>::nonzero(const TensorImpl& x) {
     visit_dtype(x.dtype, [&]<class T>() { nz = static_cast<compute_t<T>>(*static_cast<const T*>(x.data())) != compute_t<T>(0); });
     return make_tensor(Shape{nz ? 1 : 0, 0}, DType::I64, x.device(), "nonzero");
   }
-  // Two passes over x: count, then write each nonzero's coordinates, keeping the
-  // coordinates of the current position as an odometer along the last dim.
+  // Two passes over blocks of rows (along the last dim), both in parallel: count each
+  // block's nonzeros, then each block writes its coordinates from its prefix sum on,
+  // keeping the coordinates of the current row as an odometer. The writes do not branch on
+  // the values (a random mask mispredicted a third of them): every element's coordinates
+  // are written at the block's next slot, which advances only for a nonzero, and a block
+  // stops at its last nonzero, so no write leaves its range.
   Ref<TensorImpl> xc = contiguous_on_device(x, "nonzero");
-  int64_t count = 0;
   Ref<TensorImpl> out;
   visit_dtype(x.dtype, [&]<class T>() {
     using C = compute_t<T>;
     const T* p = static_cast<const T*>(xc->data());
-    const int64_t n = xc->numel;
-    for (int64_t i = 0; i < n; ++i) count += static_cast<C>(p[i]) != C(0);
+    const int64_t last = x.sizes[nd - 1], rows = last ? xc->numel / last : 0;
+    const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(last, 1));
+    const int64_t blocks = (rows + grain - 1) / grain;
+    std::vector<int64_t> first(static_cast<size_t>(blocks + 1), 0);  // first[b]: nonzeros before block b
+    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const T* q = p + b * grain * last;
+        const int64_t len = (std::min(rows, (b + 1) * grain) - b * grain) * last;
+        int64_t c = 0;
+        for (int64_t i = 0; i < len; ++i) c += static_cast<C>(q[i]) != C(0);
+        first[static_cast<size_t>(b + 1)] = c;
+      }
+    });
+    std::partial_sum(first.begin(), first.end(), first.begin());
+    const int64_t count = first.back();
     out = make_tensor(Shape{count, nd}, DType::I64, x.device(), "nonzero");
     int64_t* o = static_cast<int64_t*>(out->data());
     if (count == 0) return;
-    const int64_t last = x.sizes[nd - 1];
-    Shape pos(static_cast<size_t>(nd), 0);
-    for (int64_t i = 0; i < n; i += last) {
-      const T* row = p + i;
-      for (int64_t j = 0; j < last; ++j) {
-        if (static_cast<C>(row[j]) == C(0)) continue;
-        for (int64_t d = 0; d + 1 < nd; ++d) *o++ = pos[d];
-        *o++ = j;
+    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+      Shape pos(static_cast<size_t>(nd), 0);
+      for (int64_t b = b0; b < b1; ++b) {
+        int64_t left = first[static_cast<size_t>(b + 1)] - first[static_cast<size_t>(b)];
+        int64_t* w = o + first[static_cast<size_t>(b)] * nd;
+        int64_t r = b * grain;
+        for (int64_t d = nd - 2, rest = r; d >= 0; --d) {  // the block's first row's coordinates
+          pos[static_cast<size_t>(d)] = rest % x.sizes[d];
+          rest /= x.sizes[d];
+        }
+        for (; left > 0; ++r) {
+          const T* row = p + r * last;
+          for (int64_t j = 0; j < last && left > 0; ++j) {
+            for (int64_t d = 0; d + 1 < nd; ++d) w[d] = pos[static_cast<size_t>(d)];
+            w[nd - 1] = j;
+            const int64_t nz = static_cast<C>(row[j]) != C(0);
+            w += nz * nd;
+            left -= nz;
+          }
+          for (int64_t d = nd - 2; d >= 0; --d) {  // next row
+            if (++pos[static_cast<size_t>(d)] < x.sizes[d]) break;
+            pos[static_cast<size_t>(d)] = 0;
+          }
+        }
       }
-      for (int64_t d = nd - 2; d >= 0; --d) {  // next row
-        if (++pos[d] < x.sizes[d]) break;
-        pos[d] = 0;
-      }
-    }
+    });
   });
   return out;
 }

@@ -347,6 +347,31 @@ TEST_CASE("advanced indexing, nonzero and masked_select against plain loops") {
   CHECK(vals(masked_select(x, ones({3}, DType::Bool).lt(0).logical_not())).size() == xv.size());  // broadcast mask
 }
 
+// nonzero counts and writes blocks of rows in parallel, each block starting its coordinates
+// from its first row's index: blocks that start inside a dim (655 rows of 50 per block here,
+// against dims of 700) and rows with and without nonzeros, against a plain loop, at one and
+// two threads.
+TEST_CASE("nonzero over many blocks of rows matches a plain loop") {
+  manual_seed(21);
+  Tensor x = randn({3, 700, 50}).gt(0.8);
+  x.select(1, 5).zero_();  // whole rows of zeros
+  std::vector<int64_t> want;
+  std::vector<float> xv = vals(x.to(DType::F32));
+  for (int64_t a = 0; a < 3; ++a)
+    for (int64_t b = 0; b < 700; ++b)
+      for (int64_t c = 0; c < 50; ++c)
+        if (xv[static_cast<size_t>((a * 700 + b) * 50 + c)] != 0) want.insert(want.end(), {a, b, c});
+  const int threads = get_num_threads();
+  for (int t : {1, 2}) {
+    set_num_threads(t);
+    Tensor got = nonzero(x);
+    CHECK(got.sizes() == Shape{static_cast<int64_t>(want.size() / 3), 3});
+    CHECK(vals<int64_t>(got) == want);
+    CHECK(vals<int64_t>(nonzero(x.to(DType::F64).reshape({-1}))).size() == want.size() / 3);
+  }
+  set_num_threads(threads);
+}
+
 // index_put walks precomputed offsets: rows (1-d blocks, any value step, a broadcast
 // gradient's 0 included), flat blocks and strided blocks, accumulating repeated indices in
 // position order. Checked against per-position loops.
