@@ -145,6 +145,7 @@ void int_gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, d
   const size_t d = out.ndim() == 3 ? 1 : 0;
   const int64_t m = out.sizes[d], n = out.sizes[d + 1], k = a.sizes[d + 1];
   const int64_t batches = d ? out.sizes[0] : 1;
+  if (batches * m * n == 0) return;  // nothing to write (and no column blocks to split)
   const int64_t sa0 = d ? a.strides[0] : 0, sb0 = d ? b.strides[0] : 0, sc0 = d ? out.strides[0] : 0;
   const T* ap = static_cast<const T*>(a.data());
   const T* bp = static_cast<const T*>(b.data());

@@ -186,6 +186,9 @@ TEST_CASE("integer matmul: packed blocks, strides and wrapping sums against the 
     Tensor as = wide.select(0, 1).index({Slice(0, None, 2), Slice(0, None, 2)});
     Tensor bs = wide.select(0, 2).t().index({Slice(0, 45), Slice(0, None, 2)});
     CHECK(same(as.matmul(bs), want(as, bs)));
+    CHECK(a.mm(make({37, 0})).sizes() == Shape{14, 0});  // no columns: nothing to split or write
+    CHECK(make({0}).outer(make({5})).sizes() == Shape{0, 5});
+    CHECK(make({2, 0, 4}).bmm(make({2, 4, 3})).sizes() == Shape{2, 0, 3});
     Tensor ba = make({3, 9, 21}), bb = make({3, 21, 33});
     CHECK(same(ba.bmm(bb), want(ba, bb)));
     Tensor c = make({14, 45});
