@@ -59,7 +59,9 @@ struct PaddedInput {
   int64_t phase, runs = 0, row;
   const int64_t* run_phase;   // f of each run
   const int64_t* tap_column;  // per tap column e: where its reads start in a row
-  /// `table` holds 2 * kw entries and must outlive the layout.
+  /// `table` holds 2 * kw entries and must outlive the layout. Each task makes its own, in
+  /// its thread's scratch: a table in the caller's could be rewritten while the tasks read
+  /// it, by another convolution that a work-stealing executor runs on the waiting caller.
   PaddedInput(const Plane& p, int64_t* table) : phase((p.pw + p.sw - 1) / p.sw + kLanes<T>) {
     int64_t *f_of = table, *column = table + p.kw;
     for (int64_t e = 0; e < p.kw; ++e) {
@@ -178,7 +180,6 @@ template <class T>
 void forward_typed(const ops::ConvGeometry& g, const TensorImpl& x, const TensorImpl& wt, const TensorImpl* b,
                    TensorImpl& y) {
   const Plane p(g, x);
-  const PaddedInput<T> lay(p, scratch<int64_t, 0>(static_cast<size_t>(2 * p.kw)));  // this thread's table
   const int64_t n = x.sizes[0], c = x.sizes[1], taps = p.kh * p.kw;
   const T* xp = static_cast<const T*>(x.data());
   const T* wp = static_cast<const T*>(wt.data());
@@ -186,6 +187,7 @@ void forward_typed(const ops::ConvGeometry& g, const TensorImpl& x, const Tensor
   T* yp = static_cast<T*>(y.data());
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(p.oh * p.ow * taps, 1));
   detail::parallel_for(n * c, grain, [&](int64_t b0, int64_t b1) {
+    const PaddedInput<T> lay(p, scratch<int64_t, 0>(static_cast<size_t>(2 * p.kw)));
     T* pad = scratch<T, 0>(lay.size(p));
     const T** src = scratch<const T*, 0>(static_cast<size_t>(2 * taps));  // the taps at row 0, at row i
     for (int64_t plane = b0; plane < b1; ++plane) {
@@ -281,7 +283,6 @@ void backward_typed(const ops::ConvGeometry& g, const TensorImpl& dy, const Tens
                     TensorImpl* dx, TensorImpl* dwt, TensorImpl* db) {
   constexpr int64_t W = kLanes<T>;
   const Plane p(g, x);
-  const PaddedInput<T> lay(p, scratch<int64_t, 0>(static_cast<size_t>(2 * p.kw)));  // this thread's table
   const PaddedGrad<T> glay(p);
   const bool unit = p.sh == 1 && p.sw == 1;
   const int64_t n = x.sizes[0], c = x.sizes[1], taps = p.kh * p.kw;
@@ -293,6 +294,7 @@ void backward_typed(const ops::ConvGeometry& g, const TensorImpl& dy, const Tens
   T* dbp = db ? static_cast<T*>(db->data()) : nullptr;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(n * p.oh * p.ow * taps, 1));
   detail::parallel_for(c, grain, [&](int64_t c0, int64_t c1) {
+    const PaddedInput<T> lay(p, scratch<int64_t, 0>(static_cast<size_t>(2 * p.kw)));
     T* pad = scratch<T, 0>(lay.size(p));
     T* gpad = scratch<T, 1>(unit ? glay.size() : static_cast<size_t>(p.ph * p.pw));
     // Per tap: a vector of lane sums, a scalar sum of the columns past the last whole vector,

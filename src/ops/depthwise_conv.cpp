@@ -13,6 +13,7 @@ namespace {
 void check(const ConvGeometry& g, const TensorImpl& x, const TensorImpl& w, const char* op) {
   EMBER_CHECK(x.dtype == DType::F32 || x.dtype == DType::F64, "[{}] supports f32 and f64, got {}", op, x.dtype);
   EMBER_CHECK(x.ndim() == 4 && g.nd == 2, "[{}] expects an (N, C, H, W) input, got shape {}", op, x.sizes);
+  check_geometry(g, op);  // sizes below 2^31: the window arithmetic cannot overflow
   const int64_t c = x.sizes[1];
   EMBER_CHECK(w.ndim() == 4 && w.sizes[0] == c && w.sizes[1] == 1 && w.sizes[2] == g.kernel[0] &&
                   w.sizes[3] == g.kernel[1] && w.dtype == x.dtype,

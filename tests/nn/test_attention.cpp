@@ -7,8 +7,9 @@
 #include <ember/autograd/gradcheck.hpp>
 #include <ember/nn.hpp>
 
+#include "../helping_queue.hpp"
+
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <string>
 #include <vector>
@@ -370,30 +371,6 @@ TEST_CASE("MultiheadAttention with kdim and vdim: PyTorch's parameters and the p
   CHECK_THROWS_WITH_AS(mha(q, randn({7, 2, 6}), v), doctest::Contains("key (S, N, 5)"), Error);
 }
 
-namespace {
-/// A one-thread executor that, while waiting for its own tasks, runs any queued task first in
-/// first out (as work-stealing pools do): a task can start inside another task's kernel.
-struct HelpingQueue {
-  struct Job {
-    void (*task)(void*, int64_t);
-    void* ctx;
-    int64_t remaining;
-  };
-  std::deque<std::pair<Job*, int64_t>> queue;
-  static void run(void* self, void (*task)(void*, int64_t), void* task_ctx, int64_t n) {
-    auto& q = static_cast<HelpingQueue*>(self)->queue;
-    Job job{task, task_ctx, n};
-    for (int64_t i = 0; i < n; ++i) q.push_back({&job, i});
-    while (job.remaining > 0) {
-      auto [j, i] = q.front();
-      q.pop_front();
-      j->task(j->ctx, i);
-      --j->remaining;
-    }
-  }
-};
-}  // namespace
-
 TEST_CASE("fused attention: fully masked rows stay zero under an executor that interleaves tasks") {
   autograd::NoGradGuard ng;
   manual_seed(33);
@@ -402,8 +379,8 @@ TEST_CASE("fused attention: fully masked rows stay zero under an executor that i
   Tensor allowed = ones({2, 1, 8192, 4}).to(DType::Bool);
   allowed.select(0, 0).select(0, 0).select(0, 5).fill_(0.0);
   Tensor expected = nn::F::scaled_dot_product_attention(q, k, v, allowed);
-  HelpingQueue helper;
-  set_executor(Executor{&helper, &HelpingQueue::run, 2});
+  test::HelpingQueue helper;
+  set_executor(Executor{&helper, &test::HelpingQueue::run, 2});
   Tensor got = nn::F::scaled_dot_product_attention(q, k, v, allowed);
   set_executor(Executor{});
   CHECK(!got.isnan().any().item<bool>());

@@ -6,6 +6,7 @@
 #include <ember/autograd/gradcheck.hpp>
 #include <ember/nn.hpp>
 
+#include "../helping_queue.hpp"
 #include "reference_conv.hpp"
 
 #include <cmath>
@@ -220,6 +221,29 @@ TEST_CASE("depthwise conv2d: wide rows, non-square kernels and mixed strides agr
       }
     }
   }
+}
+
+// Two depthwise convolutions of different geometry, each the task of an outer parallel
+// region, under an executor that runs queued tasks while it waits: the second convolution
+// starts on the thread where the first waits for its planes. Each task must build its own
+// tap layout (a table in the waiting caller's scratch was rewritten by the second call).
+TEST_CASE("depthwise conv2d: interleaved calls under a work-stealing executor") {
+  autograd::NoGradGuard ng;
+  manual_seed(28);
+  Tensor xa = randn({2, 8, 40, 40}), wa = randn({8, 1, 3, 3});
+  Tensor xb = randn({2, 8, 40, 40}), wb = randn({8, 1, 5, 5});
+  auto conv_a = [&] { return nn::F::conv2d(xa, wa, {}, {1, 2}, {1}, {1}, 8); };
+  auto conv_b = [&] { return nn::F::conv2d(xb, wb, {}, {2, 3}, {2}, {2}, 8); };
+  const Tensor want_a = conv_a(), want_b = conv_b();
+  Tensor got[2];
+  test::HelpingQueue helper;
+  set_executor(Executor{&helper, &test::HelpingQueue::run, 2});
+  detail::parallel_for(2, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) got[i] = i == 0 ? conv_a() : conv_b();
+  });
+  set_executor(Executor{});
+  CHECK(max_diff(got[0], want_a) == 0.0);
+  CHECK(max_diff(got[1], want_b) == 0.0);
 }
 
 // Size arguments take what libtorch's ExpandingArray takes: one integer for every dim, a
@@ -437,6 +461,9 @@ TEST_CASE("fused batch_norm and depthwise convolution reject bad inputs") {
   CHECK_THROWS_WITH_AS(dw(x.to(DType::I32), randn({3, 1, 3, 3})), doctest::Contains("[depthwise_conv] supports f32 and f64"),
                        Error);
   CHECK_THROWS_WITH_AS(dw(randn({4, 3, 5}), randn({3, 1, 3, 3})), doctest::Contains("expects an (N, C, H, W) input"), Error);
+  g.stride = {1, int64_t{1} << 40, 1};  // the other convolutions' limit: window arithmetic in int64
+  CHECK_THROWS_WITH_AS(dw(x, randn({3, 1, 3, 3})), doctest::Contains("must be below 2^31"), Error);
+  g.stride = {1, 1, 1};
   CHECK_THROWS_WITH_AS(
       Tensor::wrap(dispatch<DefaultPolicy>(ops::DepthwiseConvBackward{g}, randn({4, 3, 4, 5}).impl(), x.impl(),
                                            randn({3, 1, 3, 3}).impl())
