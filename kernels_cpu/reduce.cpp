@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -21,6 +22,35 @@ namespace ember::cpu::EMBER_CPU_ARCH {
 namespace {
 
 using detail::TensorImpl;
+
+/// The calling thread's buffer for the chunk partials of one long reduction, reused (a warm
+/// loop allocates nothing), one per nesting depth: an executor that runs queued tasks while a
+/// region waits (a work-stealing pool) can start another long reduction on the waiting
+/// thread, which must not overwrite the first one's partials. Past four levels, a buffer of
+/// its own. Not a template: one copy of this code for every reduction's accumulator type.
+class ChunkPartials {
+ public:
+  explicit ChunkPartials(size_t bytes) : own_(depth_ >= kDepths ? bytes / sizeof(Word) + 1 : 0) {
+    std::vector<Word>& buffer = depth_ < kDepths ? levels_[depth_] : own_;
+    if (buffer.size() * sizeof(Word) < bytes) buffer.resize(bytes / sizeof(Word) + 1);
+    data_ = buffer.data();
+    ++depth_;
+  }
+  ~ChunkPartials() { --depth_; }
+  ChunkPartials(const ChunkPartials&) = delete;
+  ChunkPartials& operator=(const ChunkPartials&) = delete;
+  void* data() const { return data_; }
+
+ private:
+  using Word = std::max_align_t;  // aligned for any accumulator
+  static constexpr int kDepths = 4;
+  static thread_local std::vector<Word> levels_[kDepths];
+  static thread_local int depth_;
+  std::vector<Word> own_;
+  void* data_;
+};
+thread_local std::vector<ChunkPartials::Word> ChunkPartials::levels_[ChunkPartials::kDepths];
+thread_local int ChunkPartials::depth_ = 0;
 
 template <class T>
 inline constexpr bool is_reduced_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
@@ -327,11 +357,11 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
     // One output over a long contiguous run: fixed chunks in parallel, merged in order.
     constexpr int64_t kChunk = 1 << 15;
     int64_t n = s.reduced, nchunks = (n + kChunk - 1) / kChunk;
-    static thread_local std::vector<Acc> partial;  // reused: a warm loop allocates nothing
-    partial.assign(static_cast<size_t>(nchunks), Rd::init());
-    // Workers write through this pointer: inside the lambda, `partial` would name the
-    // worker's own (empty) thread_local vector.
-    Acc* part = partial.data();
+    static_assert(std::is_trivially_copyable_v<Acc>);
+    ChunkPartials scratch(static_cast<size_t>(nchunks) * sizeof(Acc));
+    // Workers write through this pointer (the buffer belongs to the calling thread).
+    Acc* part = static_cast<Acc*>(scratch.data());
+    std::fill(part, part + nchunks, Rd::init());
     detail::parallel_for(nchunks, 1, [&](int64_t b, int64_t e) {
       for (int64_t c = b; c < e; ++c) {
         const T* p = xp + c * kChunk;
@@ -353,13 +383,13 @@ void reduce_typed(TensorImpl& out, const TensorImpl& x, uint64_t mask) {
         part[c] = acc;
       }
     });
-    Acc acc = partial[0];
+    Acc acc = part[0];
     if constexpr (kAdditive) {
       Cascade<Acc> chunks(Acc(0));
-      for (const Acc& c : partial) chunks.push(c);
+      for (int64_t c = 0; c < nchunks; ++c) chunks.push(part[c]);
       acc = chunks.total(Acc(0));
     } else {
-      for (size_t c = 1; c < partial.size(); ++c) acc = Rd::merge(acc, partial[c]);
+      for (int64_t c = 1; c < nchunks; ++c) acc = Rd::merge(acc, part[c]);
     }
     store(0, Rd::finish(acc, n));
     return;

@@ -1,6 +1,7 @@
 // Tensor core: factories, views, strides, indexing, conversions, printing, random numbers.
 
 #include "error_text.hpp"
+#include "helping_queue.hpp"
 
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
@@ -706,3 +707,22 @@ TEST_CASE("libtorch spellings: item() as a Scalar, untyped data_ptr(), to(other)
   CHECK(dims == std::vector<int64_t>{2, 3});
   CHECK(x.strides().vec() == std::vector<int64_t>{3, 1});
 }
+
+// A long contiguous sum splits into chunks whose partial sums are kept per thread. Under an
+// executor that runs queued tasks while it waits, a second long sum can start on the thread
+// whose sum is waiting for its chunks: it must not overwrite the first one's partials.
+TEST_CASE("long sums interleaved under a work-stealing executor keep their own partials") {
+  manual_seed(30);
+  const Tensor a = randn({300000}), b = randn({500000}) + 3.0;
+  const double want_a = a.sum().item<float>(), want_b = b.sum().item<float>();
+  float got[2] = {0, 0};
+  test::HelpingQueue helper;
+  set_executor(Executor{&helper, &test::HelpingQueue::run, 2});
+  detail::parallel_for(2, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) got[i] = (i == 0 ? a : b).sum().item<float>();
+  });
+  set_executor(Executor{});
+  CHECK(got[0] == want_a);
+  CHECK(got[1] == want_b);
+}
+
