@@ -615,25 +615,27 @@ Ref<TensorImpl> IndexKernels<Cpu>::nonzero(const TensorImpl& x) {
     visit_dtype(x.dtype, [&]<class T>() { nz = static_cast<compute_t<T>>(*static_cast<const T*>(x.data())) != compute_t<T>(0); });
     return make_tensor(Shape{nz ? 1 : 0, 0}, DType::I64, x.device(), "nonzero");
   }
-  // Two passes over blocks of rows (along the last dim), both in parallel: count each
-  // block's nonzeros, then each block writes its coordinates from its prefix sum on,
-  // keeping the coordinates of the current row as an odometer. The writes do not branch on
-  // the values (a random mask mispredicted a third of them): every element's coordinates
-  // are written at the block's next slot, which advances only for a nonzero, and a block
-  // stops at its last nonzero, so no write leaves its range.
+  // Two passes over blocks of rows (along the last dim; a 1-d input is cut into rows of
+  // 4096), both in parallel: count each block's nonzeros, then each block writes its
+  // coordinates from its prefix sum on, keeping the coordinates of the current row as an
+  // odometer. The writes do not branch on the values (a random mask mispredicted a third of
+  // them): every element's coordinates are written at the block's next slot, which advances
+  // only for a nonzero, and a block stops at its last nonzero, so no write leaves its range.
   Ref<TensorImpl> xc = contiguous_on_device(x, "nonzero");
   Ref<TensorImpl> out;
   visit_dtype(x.dtype, [&]<class T>() {
     using C = compute_t<T>;
     const T* p = static_cast<const T*>(xc->data());
-    const int64_t last = x.sizes[nd - 1], rows = last ? xc->numel / last : 0;
+    const int64_t n = xc->numel;
+    const int64_t last = nd == 1 ? std::min<int64_t>(n, 4096) : x.sizes[nd - 1];  // elements per row
+    const int64_t rows = last ? (n + last - 1) / last : 0;  // the last one short only when 1-d
     const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(last, 1));
     const int64_t blocks = (rows + grain - 1) / grain;
     std::vector<int64_t> first(static_cast<size_t>(blocks + 1), 0);  // first[b]: nonzeros before block b
     parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
         const T* q = p + b * grain * last;
-        const int64_t len = (std::min(rows, (b + 1) * grain) - b * grain) * last;
+        const int64_t len = std::min(n, (b + 1) * grain * last) - b * grain * last;
         int64_t c = 0;
         for (int64_t i = 0; i < len; ++i) c += static_cast<C>(q[i]) != C(0);
         first[static_cast<size_t>(b + 1)] = c;
@@ -656,9 +658,10 @@ Ref<TensorImpl> IndexKernels<Cpu>::nonzero(const TensorImpl& x) {
         }
         for (; left > 0; ++r) {
           const T* row = p + r * last;
+          const int64_t flat = nd == 1 ? r * last : 0;  // a 1-d row's first index
           for (int64_t j = 0; j < last && left > 0; ++j) {
             for (int64_t d = 0; d + 1 < nd; ++d) w[d] = pos[static_cast<size_t>(d)];
-            w[nd - 1] = j;
+            w[nd - 1] = flat + j;
             const int64_t nz = static_cast<C>(row[j]) != C(0);
             w += nz * nd;
             left -= nz;

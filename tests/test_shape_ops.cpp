@@ -349,8 +349,8 @@ TEST_CASE("advanced indexing, nonzero and masked_select against plain loops") {
 
 // nonzero counts and writes blocks of rows in parallel, each block starting its coordinates
 // from its first row's index: blocks that start inside a dim (655 rows of 50 per block here,
-// against dims of 700) and rows with and without nonzeros, against a plain loop, at one and
-// two threads.
+// against dims of 700), rows with and without nonzeros, and a 1-d input cut into rows, against
+// a plain loop, at one and two threads.
 TEST_CASE("nonzero over many blocks of rows matches a plain loop") {
   manual_seed(21);
   Tensor x = randn({3, 700, 50}).gt(0.8);
@@ -368,6 +368,13 @@ TEST_CASE("nonzero over many blocks of rows matches a plain loop") {
     CHECK(got.sizes() == Shape{static_cast<int64_t>(want.size() / 3), 3});
     CHECK(vals<int64_t>(got) == want);
     CHECK(vals<int64_t>(nonzero(x.to(DType::F64).reshape({-1}))).size() == want.size() / 3);
+    // 1-d: rows of 4096 (the last one short), in blocks of 8 rows.
+    Tensor flat = randn({100003}).gt(0.5);
+    std::vector<int64_t> want_flat;
+    std::vector<float> fv = vals(flat.to(DType::F32));
+    for (size_t i = 0; i < fv.size(); ++i)
+      if (fv[i] != 0) want_flat.push_back(static_cast<int64_t>(i));
+    CHECK(vals<int64_t>(nonzero(flat)) == want_flat);
   }
   set_num_threads(threads);
 }
