@@ -578,21 +578,34 @@ Ref<TensorImpl> IndexKernels<Cpu>::masked_select(const TensorImpl& x, const Tens
   Ref<TensorImpl> bm = ops::broadcast_to(mask, shape, "masked_select");
   int64_t es = itemsize(x.dtype);
   if (bx->contiguous && bm->contiguous) {
-    // Same-shape contiguous operands: count, then one typed pass (no offset list).
+    // Same-shape contiguous operands: blocks counted in parallel, then each block copies its
+    // elements from its prefix sum on, in parallel (no offset list).
     const bool* m = static_cast<const bool*>(bm->data());
-    const int64_t n = bm->numel;
-    int64_t count = 0;
-    for (int64_t i = 0; i < n; ++i) count += m[i];
-    Ref<TensorImpl> out = make_tensor(Shape{count}, x.dtype, x.device(), "masked_select");
+    const int64_t n = bm->numel, block = EMBER_GRAIN_SIZE, blocks = (n + block - 1) / block;
+    std::vector<int64_t> first(static_cast<size_t>(blocks + 1), 0);  // first[b]: kept before block b
+    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        int64_t c = 0;
+        for (int64_t i = b * block, e = std::min(n, i + block); i < e; ++i) c += m[i];
+        first[static_cast<size_t>(b + 1)] = c;
+      }
+    });
+    std::partial_sum(first.begin(), first.end(), first.begin());
+    Ref<TensorImpl> out = make_tensor(Shape{first.back()}, x.dtype, x.device(), "masked_select");
     by_itemsize(es, [&]<class U>(U) {
       const U* src = static_cast<const U*>(bx->data());
       U* dst = static_cast<U*>(out->data());
-      // Written always, kept when the mask is set: no branch on random masks. The loop ends
-      // with the last kept element, so dst[j] is always in bounds.
-      for (int64_t i = 0, j = 0; j < count; ++i) {
-        dst[j] = src[i];
-        j += m[i];
-      }
+      parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t b = b0; b < b1; ++b) {
+          // Written always, kept when the mask is set: no branch on random masks. A block ends
+          // with its last kept element, so dst[j] never leaves the block's range.
+          const int64_t end = first[static_cast<size_t>(b + 1)];
+          for (int64_t i = b * block, j = first[static_cast<size_t>(b)]; j < end; ++i) {
+            dst[j] = src[i];
+            j += m[i];
+          }
+        }
+      });
     });
     return out;
   }

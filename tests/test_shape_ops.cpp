@@ -351,10 +351,11 @@ TEST_CASE("advanced indexing, nonzero and masked_select against plain loops") {
 // from its first row's index: blocks that start inside a dim (655 rows of 50 per block here,
 // against dims of 700), rows with and without nonzeros, and a 1-d input cut into rows, against
 // a plain loop, at one and two threads.
-TEST_CASE("nonzero over many blocks of rows matches a plain loop") {
+TEST_CASE("nonzero and masked_select over many blocks match a plain loop") {
   manual_seed(21);
   Tensor x = randn({3, 700, 50}).gt(0.8);
   x.select(1, 5).zero_();  // whole rows of zeros
+  for (int64_t at : {32768, 65536, 98304}) x.view({-1}).narrow(0, at, 1).fill_(1.0);  // masked_select's block starts
   std::vector<int64_t> want;
   std::vector<float> xv = vals(x.to(DType::F32));
   for (int64_t a = 0; a < 3; ++a)
@@ -375,6 +376,12 @@ TEST_CASE("nonzero over many blocks of rows matches a plain loop") {
     for (size_t i = 0; i < fv.size(); ++i)
       if (fv[i] != 0) want_flat.push_back(static_cast<int64_t>(i));
     CHECK(vals<int64_t>(nonzero(flat)) == want_flat);
+    // masked_select: blocks of 32768 elements, counted and copied in parallel.
+    Tensor values = randn({3, 700, 50});
+    std::vector<float> all = vals(values), kept;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (xv[i] != 0) kept.push_back(all[i]);
+    CHECK(vals(masked_select(values, x)) == kept);
   }
   set_num_threads(threads);
 }
