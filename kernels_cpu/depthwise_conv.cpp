@@ -74,6 +74,11 @@ struct PaddedInput {
     row = runs * phase, run_phase = f_of, tap_column = column;
   }
   size_t size(const Plane& p) const { return static_cast<size_t>(p.ph * row); }
+  /// Where each tap (kh, kw) reads the first output row's window in the padded plane `pad`.
+  void taps(const Plane& p, const T* pad, const T** src) const {
+    for (int64_t a = 0; a < p.kh; ++a)
+      for (int64_t e = 0; e < p.kw; ++e) src[a * p.kw + e] = pad + a * p.dh * row + tap_column[e];
+  }
   /// From one output row's windows to the next's: sh rows (0 for a single output row, where
   /// a huge stride times the row would overflow; with more rows it is inside the buffer).
   int64_t row_step(const Plane& p) const { return p.oh > 1 ? p.sh * row : 0; }
@@ -193,8 +198,7 @@ void forward_typed(const ops::ConvGeometry& g, const TensorImpl& x, const Tensor
     for (int64_t plane = b0; plane < b1; ++plane) {
       const int64_t ch = plane % c;
       pad_input(p, lay, xp + plane * p.h * p.w, pad);
-      for (int64_t a = 0; a < p.kh; ++a)
-        for (int64_t e = 0; e < p.kw; ++e) src[a * p.kw + e] = pad + a * p.dh * lay.row + lay.tap_column[e];
+      lay.taps(p, pad, src);
       correlate_plane(yp + plane * p.oh * p.ow, p.oh, p.ow, src, lay.row_step(p), wp + ch * taps, taps,
                       bp ? bp[ch] : T(0), src + taps);
     }
@@ -223,7 +227,10 @@ void weight_grad_taps(const T* dy, int64_t oh, int64_t ow, const T* const* base,
   for (int t = 0; t < G; ++t) (V<T>::load_unaligned(vacc + t * W) + acc[t]).store_unaligned(vacc + t * W);
 }
 
-template <class T, int G = 9>
+constexpr int kTapGroup = 9;  // partial sums in registers, with the gradient and a load
+
+/// weight_grad_taps for a group of `group` <= kTapGroup taps (G counted down to it).
+template <class T, int G = kTapGroup>
 void weight_grad_group(int64_t group, const T* dy, int64_t oh, int64_t ow, const T* const* base, int64_t step,
                        T* vacc, T* tacc) {
   if constexpr (G > 1) {
@@ -231,7 +238,6 @@ void weight_grad_group(int64_t group, const T* dy, int64_t oh, int64_t ow, const
   }
   weight_grad_taps<T, G>(dy, oh, ow, base, step, vacc, tacc);
 }
-constexpr int64_t kTapGroup = 9;  // partial sums in registers, with the gradient and a load
 
 /// The input gradient of a plane at unit strides: dx[y][x] = sum over taps of the flipped
 /// weight times the output gradient, zero-padded by (kernel - 1) * dilation on the top and
@@ -315,10 +321,9 @@ void backward_typed(const ops::ConvGeometry& g, const TensorImpl& dy, const Tens
             for (int64_t j = 0; j < p.ow; ++j) bias_row[j] += gr[i * p.ow + j];
         if (dwp) {
           pad_input(p, lay, xp + plane * p.h * p.w, pad);
-          for (int64_t a = 0; a < p.kh; ++a)
-            for (int64_t e = 0; e < p.kw; ++e) src[a * p.kw + e] = pad + a * p.dh * lay.row + lay.tap_column[e];
+          lay.taps(p, pad, src);
           for (int64_t t = 0; t < taps; t += kTapGroup) {
-            const int64_t group = std::min(kTapGroup, taps - t);
+            const int64_t group = std::min<int64_t>(kTapGroup, taps - t);
             weight_grad_group<T>(group, gr, p.oh, p.ow, src + t, lay.row_step(p), acc + t * W, tail + t);
           }
         }

@@ -13,15 +13,14 @@ namespace {
 void check(const ConvGeometry& g, const TensorImpl& x, const TensorImpl& w, const char* op) {
   EMBER_CHECK(x.dtype == DType::F32 || x.dtype == DType::F64, "[{}] supports f32 and f64, got {}", op, x.dtype);
   EMBER_CHECK(x.ndim() == 4 && g.nd == 2, "[{}] expects an (N, C, H, W) input, got shape {}", op, x.sizes);
-  check_geometry(g, op);  // sizes below 2^31: the window arithmetic cannot overflow
+  check_geometry(g, op);  // positive sizes, padding >= 0, all below 2^31 (no overflow in the windows)
   const int64_t c = x.sizes[1];
   EMBER_CHECK(w.ndim() == 4 && w.sizes[0] == c && w.sizes[1] == 1 && w.sizes[2] == g.kernel[0] &&
                   w.sizes[3] == g.kernel[1] && w.dtype == x.dtype,
               "[{}] expects a weight of shape ({}, 1, {}, {}) and dtype {}, got {} ({})", op, c, g.kernel[0],
               g.kernel[1], x.dtype, w.sizes, w.dtype);
-  for (int d = 0; d < 2; ++d)
-    EMBER_CHECK(g.kernel[d] >= 1 && g.stride[d] >= 1 && g.dilation[d] >= 1 && g.pad_before[d] >= 0 &&
-                    g.pad_after[d] >= 0 && g.out_size(d, x.sizes[2 + d]) >= 1,
+  for (int d = 0; d < 2; ++d)  // sizes positive and padding non-negative: check_geometry above
+    EMBER_CHECK(g.out_size(d, x.sizes[2 + d]) >= 1,
                 "[{}] a window of {} (stride {}, dilation {}) does not fit input size {} with padding {}+{}", op,
                 g.kernel[d], g.stride[d], g.dilation[d], x.sizes[2 + d], g.pad_before[d], g.pad_after[d]);
 }
