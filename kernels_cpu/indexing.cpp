@@ -115,6 +115,19 @@ void by_itemsize(int64_t es, F&& f) {
   }
 }
 
+/// The first pass of a parallel compaction (masked_select, nonzero): `count(b)` of each of
+/// `blocks` blocks, in parallel, then their prefix sums: element b of the result is where
+/// block b's output starts, the last element the total.
+template <class Count>
+std::vector<int64_t> block_starts(int64_t blocks, Count count) {
+  std::vector<int64_t> first(static_cast<size_t>(blocks + 1), 0);
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) first[static_cast<size_t>(b + 1)] = count(b);
+  });
+  std::partial_sum(first.begin(), first.end(), first.begin());
+  return first;
+}
+
 /// Whether a gather/scatter index is in [0, size). The copy loops below test every index with
 /// this (a branch that is never taken in a correct program), stop on the first bad one and
 /// call report_bad_index after the loop, so that no loop body throws.
@@ -582,15 +595,11 @@ Ref<TensorImpl> IndexKernels<Cpu>::masked_select(const TensorImpl& x, const Tens
     // elements from its prefix sum on, in parallel (no offset list).
     const bool* m = static_cast<const bool*>(bm->data());
     const int64_t n = bm->numel, block = EMBER_GRAIN_SIZE, blocks = (n + block - 1) / block;
-    std::vector<int64_t> first(static_cast<size_t>(blocks + 1), 0);  // first[b]: kept before block b
-    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        int64_t c = 0;
-        for (int64_t i = b * block, e = std::min(n, i + block); i < e; ++i) c += m[i];
-        first[static_cast<size_t>(b + 1)] = c;
-      }
+    const std::vector<int64_t> first = block_starts(blocks, [&](int64_t b) {  // first[b]: kept before block b
+      int64_t c = 0;
+      for (int64_t i = b * block, e = std::min(n, i + block); i < e; ++i) c += m[i];
+      return c;
     });
-    std::partial_sum(first.begin(), first.end(), first.begin());
     Ref<TensorImpl> out = make_tensor(Shape{first.back()}, x.dtype, x.device(), "masked_select");
     by_itemsize(es, [&]<class U>(U) {
       const U* src = static_cast<const U*>(bx->data());
@@ -644,17 +653,13 @@ Ref<TensorImpl> IndexKernels<Cpu>::nonzero(const TensorImpl& x) {
     const int64_t rows = last ? (n + last - 1) / last : 0;  // the last one short only when 1-d
     const int64_t grain = std::max<int64_t>(1, EMBER_GRAIN_SIZE / std::max<int64_t>(last, 1));
     const int64_t blocks = (rows + grain - 1) / grain;
-    std::vector<int64_t> first(static_cast<size_t>(blocks + 1), 0);  // first[b]: nonzeros before block b
-    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        const T* q = p + b * grain * last;
-        const int64_t len = std::min(n, (b + 1) * grain * last) - b * grain * last;
-        int64_t c = 0;
-        for (int64_t i = 0; i < len; ++i) c += static_cast<C>(q[i]) != C(0);
-        first[static_cast<size_t>(b + 1)] = c;
-      }
+    const std::vector<int64_t> first = block_starts(blocks, [&](int64_t b) {  // first[b]: nonzeros before block b
+      const T* q = p + b * grain * last;
+      const int64_t len = std::min(n, (b + 1) * grain * last) - b * grain * last;
+      int64_t c = 0;
+      for (int64_t i = 0; i < len; ++i) c += static_cast<C>(q[i]) != C(0);
+      return c;
     });
-    std::partial_sum(first.begin(), first.end(), first.begin());
     const int64_t count = first.back();
     out = make_tensor(Shape{count, nd}, DType::I64, x.device(), "nonzero");
     int64_t* o = static_cast<int64_t*>(out->data());
