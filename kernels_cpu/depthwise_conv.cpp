@@ -22,7 +22,7 @@
 #include <ember/ops/conv_ops.hpp>
 #include <ember/runtime/threading.hpp>
 
-#include <xsimd/xsimd.hpp>
+#include "simd.hpp"
 
 #include <algorithm>
 #include <utility>

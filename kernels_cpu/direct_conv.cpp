@@ -12,7 +12,7 @@
 #include "arch_kernels.hpp"
 #include "row_sum.hpp"
 
-#include <xsimd/xsimd.hpp>
+#include "simd.hpp"
 
 #include <algorithm>
 

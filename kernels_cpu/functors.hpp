@@ -8,7 +8,7 @@
 
 #include <ember/ops/op_kinds.hpp>
 
-#include <xsimd/xsimd.hpp>
+#include "simd.hpp"
 
 #include <cmath>
 #include <cstdint>

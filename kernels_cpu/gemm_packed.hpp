@@ -18,7 +18,7 @@
 #include <ember/core/error.hpp>
 #include <ember/runtime/threading.hpp>
 
-#include <xsimd/xsimd.hpp>
+#include "simd.hpp"
 
 #include <algorithm>
 #include <cmath>

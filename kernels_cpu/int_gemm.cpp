@@ -16,7 +16,7 @@
 
 #include "int_wrapping.hpp"
 
-#include <xsimd/xsimd.hpp>
+#include "simd.hpp"
 
 #include <algorithm>
 #include <cstdint>

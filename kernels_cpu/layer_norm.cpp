@@ -9,7 +9,7 @@
 #include <ember/dispatch/kernels.hpp>
 #include <ember/runtime/threading.hpp>
 
-#include <xsimd/xsimd.hpp>
+#include "simd.hpp"
 
 #include "row_sum.hpp"
 

@@ -4,7 +4,7 @@
 // with W of 8 columns) has no full vector at all, and its scalar columns ran one dependent
 // chain each, several times slower than reading the same bytes in vectors.
 
-#include <xsimd/xsimd.hpp>
+#include "simd.hpp"
 
 #include <algorithm>
 #include <cstdint>

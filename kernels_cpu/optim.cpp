@@ -18,7 +18,7 @@
 #include <ember/core/config.hpp>
 #include <ember/runtime/threading.hpp>
 
-#include <xsimd/xsimd.hpp>
+#include "simd.hpp"
 
 #include <algorithm>
 

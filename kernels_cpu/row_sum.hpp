@@ -2,7 +2,7 @@
 // Sums over x[0, n) with the build's vectors, shared by the kernels that sum rows or planes.
 // Included inside a per-ISA build's translation unit.
 
-#include <xsimd/xsimd.hpp>
+#include "simd.hpp"
 
 #include <cstdint>
 
