@@ -7,10 +7,11 @@
 #include <ember/runtime/threading.hpp>
 
 #include <Eigen/Core>
-#include <xsimd/xsimd.hpp>
+#include "simd.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -115,8 +116,8 @@ constexpr int64_t kBlockK = 64;
 constexpr int64_t kLongDot = 4096;
 
 /// Whether gemm_typed sends an (m, k) x (k, n) product to the packed f32 GEMM, which adds the
-/// bias row and applies the ReLU in its stores; the other paths get out pre-filled with the
-/// row and a ReLU pass after. A matrix times a long vector takes the GEMV instead.
+/// bias row and applies the ReLU in its stores; after the other paths gemm_relu adds the row
+/// and runs a ReLU pass. A matrix times a long vector takes the GEMV instead.
 template <class T>
 constexpr bool packed_product(int64_t m, int64_t n, int64_t k) {
   return kFastPaths<T> && m > 1 && k > 0 && !(n == 1 && k >= kLongDot);
@@ -234,8 +235,8 @@ void gemv_rows(T* y, const T* x, int64_t incx, const T* b, int64_t ldb, int64_t 
 }
 
 /// With `row` (2-D products only): out's prior value is taken to be that row in every row (a
-/// Linear's bias, not yet written to out). The packed GEMM reads it in its stores; the other
-/// paths get out filled with it first.
+/// Linear's bias, not yet written to out). Only the packed GEMM takes it (in its stores);
+/// gemm_relu adds it after the other paths.
 template <class T>
 void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha_d, double beta_d,
                 const T* row, bool relu) {
@@ -248,10 +249,6 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   const T* ap = static_cast<const T*>(a.data());
   const T* bp = static_cast<const T*>(b.data());
   int64_t ldc = out.strides[d];
-  if (row && !(packed_product<T>(m, n, k) && batch == 1)) {
-    for (int64_t i = 0; i < m; ++i) std::copy(row, row + n, cp + i * ldc);
-    row = nullptr;
-  }
   if (k == 0) {  // empty inner dim: out = beta * out, through out's strides (a view may have gaps)
     for (int64_t bi = 0; bi < batch; ++bi)
       for (int64_t i = 0; i < m; ++i) {
@@ -350,12 +347,20 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
       product(bi, 0, m, 0, n);
       continue;
     }
-    // One block per thread along the longer side of C, in multiples of 32 so that every block
-    // runs full micro-kernels. Splitting columns when C is wide keeps each thread's packed
-    // copy of B to its own slice (a row split would pack all of B once per block).
+    // One block per thread along the longer side of C. Splitting columns when C is wide keeps
+    // each thread's packed copy of B to its own slice (a row split would pack all of B once per
+    // block). Blocks start where the one-thread product's micro-kernels start, so that every
+    // element gets the same arithmetic at any thread count: multiples of 32 for the GEMV's
+    // column groups. Eigen computes the row-major C as C^T = B^T A^T, so C's columns are its
+    // micro-kernel's rows (mr per register block: 12 floats with NEON) and C's rows its
+    // columns (nr); a block starting elsewhere moves columns between Eigen's 3-packet and
+    // 1-packet kernels, which sum in different orders (NEON, 100 x 100: a split at column 64
+    // changed 690 sums).
     const bool by_cols = n >= m;
     const int64_t len = by_cols ? n : m;
-    const int64_t block = std::max<int64_t>(32, (len / threads + 31) / 32 * 32);
+    using Traits = Eigen::internal::gebp_traits<T, T>;
+    const int64_t unit = kFastPaths<T> ? 32 : by_cols ? int64_t{Traits::mr} : std::lcm(int64_t{32}, int64_t{Traits::nr});
+    const int64_t block = std::max<int64_t>(unit, (len / threads + unit - 1) / unit * unit);
     const int64_t nblocks = (len + block - 1) / block;
     detail::parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t blk = b0; blk < b1; ++blk) {
@@ -384,13 +389,33 @@ void relu_in_place(TensorImpl& out) {
     }
 }
 
+/// out = beta * row + out in every row of a 2-D out, one rounding per element for beta 1.
+template <class T>
+void add_row(TensorImpl& out, const T* row, T beta) {
+  T* cp = static_cast<T*>(out.data());
+  for (int64_t i = 0; i < out.sizes[0]; ++i) {
+    T* y = cp + i * out.strides[0];
+    for (int64_t j = 0; j < out.sizes[1]; ++j) y[j * out.strides[1]] += beta * row[j];
+  }
+}
+
 template <class T>
 void gemm_relu(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double alpha, double beta, const T* row,
                bool relu) {
-  gemm_typed<T>(out, a, b, alpha, beta, row, relu);
-  // Only the packed f32 GEMM (two or more rows, a non-empty sum) applies it in its stores.
+  // Only the packed f32 GEMM (two or more rows, a non-empty sum) adds the row and applies the
+  // ReLU in its stores.
   const size_t d = out.sizes.size() == 3 ? 1 : 0;
   const bool in_stores = packed_product<T>(out.sizes[d], out.sizes[d + 1], a.sizes[d + 1]);
+  if (row && !in_stores) {
+    // The product first, then the row: the sum is the product rounded plus the row, whatever
+    // slices of the inner dimension the GEMM takes (Eigen's blocking follows the CPU's caches:
+    // its 16 KiB L1 default on ARM cut k = 256 in two), so linear(x, w, b) is bitwise
+    // x.matmul(w.t()) + b on every path, as with the packed GEMM.
+    gemm_typed<T>(out, a, b, alpha, 0.0, nullptr, relu);
+    add_row<T>(out, row, static_cast<T>(beta));
+  } else {
+    gemm_typed<T>(out, a, b, alpha, beta, row, relu);
+  }
   if (relu && !in_stores) relu_in_place<T>(out);
 }
 
