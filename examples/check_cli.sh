@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The examples' command lines: bad values end with one line and status 2 (a flag) or 1 (a
-# failure during the run), never a crash, hang or abort. Run by `meson test` with the build
-# directory's examples/ as $1 and a text file of a few KB (the README) as $2.
+# failure during the run), never a crash, hang or abort. Run by `meson test` with a text file
+# of a few KB (the README) as $1 and the example programs after it. In a cross build Meson sets
+# MESON_EXE_WRAPPER to the emulator that runs them (qemu-aarch64).
 set -u
-dir=$1
-text=$2
+text=$1
+dir=$(dirname "$2")
+read -r -a wrapper <<<"${MESON_EXE_WRAPPER:-}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0
@@ -14,7 +16,7 @@ failures=0
 expect() {
   local want=$1 text=$2
   shift 2
-  timeout 60 "$@" >/dev/null 2>"$tmp/err"
+  timeout 60 "${wrapper[@]}" "$@" >/dev/null 2>"$tmp/err"
   local rc=$?
   if [[ $rc -ne $want ]] || ! grep -qF -- "$text" "$tmp/err"; then
     echo "FAIL: $* -> exit $rc (want $want), stderr: $(head -c 300 "$tmp/err")"
@@ -37,7 +39,7 @@ mkdir -p "$tmp/empty"
 expect 1 "[load_mnist]" "$dir/fashion_mnist" --data "$tmp/empty"
 expect 1 "[save_safetensors]" "$dir/fashion_mnist" --epochs 0 --checkpoint "$tmp/no/such/dir/x.safetensors"
 # The tour ends with its key=value line.
-"$dir/tensor_tour" | tail -n 1 | grep -q '^tour=done ' || { echo "FAIL: tensor_tour's last line"; failures=$((failures + 1)); }
+"${wrapper[@]}" "$dir/tensor_tour" | tail -n 1 | grep -q '^tour=done ' || { echo "FAIL: tensor_tour's last line"; failures=$((failures + 1)); }
 
 [[ $failures -eq 0 ]] && echo "examples: every bad command line ended cleanly"
 exit $((failures > 0))

@@ -9,6 +9,10 @@ EMBER_APT_PACKAGES=(meson ninja-build pkg-config g++ binutils libeigen3-dev xten
 # ember_install_deps with EMBER_APT_PACKAGES set to this list.
 EMBER_FUZZ_APT_PACKAGES=(clang libclang-rt-14-dev libfmt-dev zlib1g-dev pkg-config)
 
+# scripts/test-aarch64 (and .ci/run's aarch64 stage) add these: the cross compiler, QEMU's
+# user-mode emulator, and arm64 builds of the libraries Ember links (Debian's multiarch).
+EMBER_AARCH64_APT_PACKAGES=(g++-aarch64-linux-gnu qemu-user libfmt-dev:arm64 libspdlog-dev:arm64 zlib1g-dev:arm64)
+
 # Installs the packages from EMBER_APT_PACKAGES that are missing (apt-get update only then).
 ember_install_deps() {
   [[ ${EMBER_NO_INSTALL:-0} == 1 ]] && return 0
@@ -30,6 +34,13 @@ ember_install_deps() {
     fi
   fi
   export DEBIAN_FRONTEND=noninteractive
+  # Packages of another architecture (name:arm64) need it added to dpkg before the update.
+  local arch
+  for arch in $(printf '%s\n' "${missing[@]}" | sed -n 's/.*:\([a-z0-9]*\)$/\1/p' | sort -u); do
+    if [[ $arch != "$(dpkg --print-architecture)" ]] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+      "${sudo[@]}" dpkg --add-architecture "$arch"
+    fi
+  done
   "${sudo[@]}" apt-get update
   "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 }

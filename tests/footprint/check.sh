@@ -8,7 +8,9 @@ max=${2:-2097152}
 sanitize=${3:-none}
 fail=0
 
-"$bin" || { echo "FAIL: $bin exited with $?"; fail=1; }
+# In a cross build Meson names the emulator that runs the program (qemu-aarch64).
+read -r -a wrapper <<<"${MESON_EXE_WRAPPER:-}"
+"${wrapper[@]}" "$bin" || { echo "FAIL: $bin exited with $?"; fail=1; }
 
 syms=$(nm -C "$bin" 2>/dev/null; nm -C -D "$bin" 2>/dev/null)
 bad=$(grep -i 'cuda\|autograd' <<<"$syms" || true)
