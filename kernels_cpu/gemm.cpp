@@ -234,6 +234,26 @@ void gemv_rows(T* y, const T* x, int64_t incx, const T* b, int64_t ldb, int64_t 
   }
 }
 
+/// The granularity of gemm_typed's thread split of an (m, k) x (k, n) product: blocks that
+/// start at multiples of it get the arithmetic of the one-thread product. Ember's GEMV takes
+/// columns 4 at a time (32 kept from its packed GEMM). Eigen computes the row-major C as
+/// C^T = B^T A^T, so C's columns are its micro-kernel's rows, mr per register block (12
+/// floats with NEON, 12 doubles with AVX2), and C's rows its columns, nr per block; a block
+/// starting elsewhere moves columns between its 3-packet and 1-packet kernels, which sum in
+/// different orders (NEON, 100 x 100: a split at column 64 changed 690 sums). Eigen also cuts
+/// its rows into blocks of mc, a multiple of mr unless mc < mr (a product of 1 or 2 rows
+/// with k near 120 under a 16 KiB L1: mc 10 or 11), and then the split follows mc too.
+template <class T>
+int64_t split_unit(int64_t m, int64_t n, int64_t k, bool by_cols) {
+  using Traits = Eigen::internal::gebp_traits<T, T>;
+  if (kFastPaths<T>) return 32;
+  if (!by_cols) return std::lcm(int64_t{32}, int64_t{Traits::nr});
+  Eigen::Index kc = k, mc = n, nc = m;  // Eigen's view of the product: C^T is n x m
+  Eigen::internal::computeProductBlockingSizes<T, T, 1>(kc, mc, nc, Eigen::Index(1));
+  const int64_t mr = Traits::mr;
+  return mc > 0 && mc < mr ? std::lcm(mr, int64_t{mc}) : mr;
+}
+
 /// With `row` (2-D products only): out's prior value is taken to be that row in every row (a
 /// Linear's bias, not yet written to out). Only the packed GEMM takes it (in its stores);
 /// gemm_relu adds it after the other paths.
@@ -347,24 +367,22 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
       product(bi, 0, m, 0, n);
       continue;
     }
-    // One block per thread along the longer side of C. Splitting columns when C is wide keeps
-    // each thread's packed copy of B to its own slice (a row split would pack all of B once per
-    // block). Blocks start where the one-thread product's micro-kernels start, so that every
-    // element gets the same arithmetic at any thread count: multiples of 32 for the GEMV's
-    // column groups. Eigen computes the row-major C as C^T = B^T A^T, so C's columns are its
-    // micro-kernel's rows (mr per register block: 12 floats with NEON) and C's rows its
-    // columns (nr); a block starting elsewhere moves columns between Eigen's 3-packet and
-    // 1-packet kernels, which sum in different orders (NEON, 100 x 100: a split at column 64
-    // changed 690 sums).
+    // One block per thread along the longer side of C, each starting where a block of the
+    // one-thread product's micro-kernels starts (split_unit), so that every element gets the
+    // same arithmetic at any thread count. Splitting columns when C is wide keeps each
+    // thread's packed copy of B to its own slice (a row split would pack all of B once per
+    // block). A last block of a single column or row joins the one before it: alone it would
+    // go to Eigen's matrix-vector kernel, which sums in another order.
     const bool by_cols = n >= m;
     const int64_t len = by_cols ? n : m;
-    using Traits = Eigen::internal::gebp_traits<T, T>;
-    const int64_t unit = kFastPaths<T> ? 32 : by_cols ? int64_t{Traits::mr} : std::lcm(int64_t{32}, int64_t{Traits::nr});
-    const int64_t block = std::max<int64_t>(unit, (len / threads + unit - 1) / unit * unit);
-    const int64_t nblocks = (len + block - 1) / block;
+    const int64_t unit = split_unit<T>(m, n, k, by_cols);
+    const int64_t min_block = (32 + unit - 1) / unit * unit;  // each block packs all of A
+    const int64_t block = std::max<int64_t>(min_block, (len / threads + unit - 1) / unit * unit);
+    int64_t nblocks = (len + block - 1) / block;
+    if (nblocks > 1 && len - (nblocks - 1) * block == 1) --nblocks;
     detail::parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t lo = blk * block, hi = std::min(len, lo + block);
+        const int64_t lo = blk * block, hi = blk + 1 == nblocks ? len : lo + block;
         if (by_cols) product(bi, 0, m, lo, hi);
         else product(bi, lo, hi, 0, n);
       }
@@ -389,13 +407,20 @@ void relu_in_place(TensorImpl& out) {
     }
 }
 
-/// out = beta * row + out in every row of a 2-D out, one rounding per element for beta 1.
+/// out = beta * row + out in every row of a 2-D out, rounded once per element (as the packed
+/// GEMM's stores and store_scaled); beta 0 leaves out alone (addmm's input, NaN or not, is
+/// then ignored). With an empty inner dim out is just beta * row (a -0 bias stays -0).
 template <class T>
-void add_row(TensorImpl& out, const T* row, T beta) {
+void add_row(TensorImpl& out, const T* row, T beta, bool empty_sum) {
+  if (beta == T(0) && !empty_sum) return;
   T* cp = static_cast<T*>(out.data());
   for (int64_t i = 0; i < out.sizes[0]; ++i) {
     T* y = cp + i * out.strides[0];
-    for (int64_t j = 0; j < out.sizes[1]; ++j) y[j * out.strides[1]] += beta * row[j];
+    for (int64_t j = 0; j < out.sizes[1]; ++j) {
+      T& v = y[j * out.strides[1]];
+      if (empty_sum) v = beta == T(0) ? T(0) : beta * row[j];
+      else v = beta == T(1) ? v + row[j] : std::fma(beta, row[j], v);
+    }
   }
 }
 
@@ -411,8 +436,8 @@ void gemm_relu(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double
     // slices of the inner dimension the GEMM takes (Eigen's blocking follows the CPU's caches:
     // its 16 KiB L1 default on ARM cut k = 256 in two), so linear(x, w, b) is bitwise
     // x.matmul(w.t()) + b on every path, as with the packed GEMM.
-    gemm_typed<T>(out, a, b, alpha, 0.0, nullptr, relu);
-    add_row<T>(out, row, static_cast<T>(beta));
+    gemm_typed<T>(out, a, b, alpha, 0.0, nullptr, false);
+    add_row<T>(out, row, static_cast<T>(beta), a.sizes[d + 1] == 0);
   } else {
     gemm_typed<T>(out, a, b, alpha, beta, row, relu);
   }

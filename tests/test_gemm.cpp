@@ -7,7 +7,6 @@
 
 #include <doctest/doctest.h>
 
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -174,6 +173,23 @@ TEST_CASE("addmm applies alpha and beta, and beta = 0 ignores NaN in the input")
       Tensor nan_c1 = full({1, 70}, NAN);
       CHECK(max_error(nan_c1.addmm(a1, b1, 0.0, 1.5), reference(a1, b1, nullptr, 0, 1.5), 530) < 1e-5);
     }
+    // A 1-D input (a bias row) at beta 0 is ignored too, NaN and inf included, on every path:
+    // f32 (the packed GEMM where there is one; batch 1: the GEMV) and f64 (Eigen's product).
+    for (DType dt : {DType::F32, DType::F64}) {
+      for (int64_t rows : {1, 37}) {
+        INFO((dt == DType::F64 ? "f64" : "f32"), " rows ", rows);
+        const Tensor x = randn({rows, 530}, dt), w = randn({530, 70}, dt);
+        Tensor bias = randn({70}, dt);
+        bias.select(0, 0).fill_(NAN);
+        bias.select(0, 1).fill_(INFINITY);
+        const Tensor got = bias.addmm(x, w, 0.0, 1.5);
+        CHECK(got.isfinite().all().item<bool>());
+        CHECK(max_error(got.to(DType::F32), reference(x.to(DType::F32), w.to(DType::F32), nullptr, 0, 1.5), 530) < 1e-4);
+      }
+    }
+    // An empty inner dim: the output is beta * bias, a -0 bias staying -0 (as PyTorch's).
+    const Tensor neg_zero = full({3}, -0.0, DType::F64), scaled = neg_zero.addmm(randn({2, 0}, DType::F64), randn({0, 3}, DType::F64));
+    CHECK(std::signbit(scaled.index({1, 2}).item<double>()));
   }
   set_num_threads(1);
 }
@@ -196,9 +212,19 @@ TEST_CASE("batched f32 products match the reference, and one and two threads agr
   // 12 columns, so blocks of 32 moved some to its narrower kernels) and a tall one (by rows).
   CHECK(one.eq(two).all().item<bool>());
   CHECK(big1.eq(big2).all().item<bool>());
-  for (auto [m, n, k] : {std::array<int64_t, 3>{100, 300, 257}, {300, 100, 257}}) {
-    INFO("f64 m ", m, " n ", n, " k ", k);
-    const Tensor x = randn({m, k}, DType::F64), y = randn({k, n}, DType::F64);
+  // 313 columns and 65 rows: a last block of one column or row would be a matrix-vector
+  // product, summed in another order. 2 x 10000 over 120 (f32): under a 16 KiB L1 (Eigen's
+  // default on ARM) Eigen cuts the 10000 columns into blocks of 11, not of its 12-column
+  // micro-kernel.
+  struct Shape {
+    int64_t m, n, k;
+    DType dt;
+  };
+  for (const Shape& s : {Shape{100, 300, 257, DType::F64}, Shape{300, 100, 257, DType::F64},
+                         Shape{100, 313, 257, DType::F64}, Shape{65, 60, 600, DType::F64},
+                         Shape{100, 313, 257, DType::F32}, Shape{2, 10000, 120, DType::F32}}) {
+    INFO((s.dt == DType::F64 ? "f64" : "f32"), " m ", s.m, " n ", s.n, " k ", s.k);
+    const Tensor x = randn({s.m, s.k}, s.dt), y = randn({s.k, s.n}, s.dt);
     set_num_threads(1);
     const Tensor single = x.matmul(y);
     set_num_threads(2);
