@@ -371,15 +371,17 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
     // one-thread product's micro-kernels starts (split_unit), so that every element gets the
     // same arithmetic at any thread count. Splitting columns when C is wide keeps each
     // thread's packed copy of B to its own slice (a row split would pack all of B once per
-    // block). A last block of a single column or row joins the one before it: alone it would
-    // go to Eigen's matrix-vector kernel, which sums in another order.
+    // block). Blocks are at least 32 wide, and a narrower last one joins the one before it:
+    // alone, a single column or row would go to Eigen's matrix-vector kernel, and a block
+    // with k + rows + cols < 20 to its coefficient-wise product, both summing in other orders.
     const bool by_cols = n >= m;
     const int64_t len = by_cols ? n : m;
     const int64_t unit = split_unit<T>(m, n, k, by_cols);
-    const int64_t min_block = (32 + unit - 1) / unit * unit;  // each block packs all of A
-    const int64_t block = std::max<int64_t>(min_block, (len / threads + unit - 1) / unit * unit);
+    const int64_t min_block = (32 + unit - 1) / unit * unit;
+    const int64_t per_thread = (len + threads - 1) / threads;
+    const int64_t block = std::max<int64_t>(min_block, (per_thread + unit - 1) / unit * unit);
     int64_t nblocks = (len + block - 1) / block;
-    if (nblocks > 1 && len - (nblocks - 1) * block == 1) --nblocks;
+    if (nblocks > 1 && len - (nblocks - 1) * block < min_block) --nblocks;
     detail::parallel_for(nblocks, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t blk = b0; blk < b1; ++blk) {
         const int64_t lo = blk * block, hi = blk + 1 == nblocks ? len : lo + block;
@@ -435,7 +437,7 @@ void gemm_relu(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, double
     // The product first, then the row: the sum is the product rounded plus the row, whatever
     // slices of the inner dimension the GEMM takes (Eigen's blocking follows the CPU's caches:
     // its 16 KiB L1 default on ARM cut k = 256 in two), so linear(x, w, b) is bitwise
-    // x.matmul(w.t()) + b on every path, as with the packed GEMM.
+    // x.matmul(w.t()) + b on these paths at any k (the packed GEMM: for k <= 512).
     gemm_typed<T>(out, a, b, alpha, 0.0, nullptr, false);
     add_row<T>(out, row, static_cast<T>(beta), a.sizes[d + 1] == 0);
   } else {

@@ -213,22 +213,26 @@ TEST_CASE("batched f32 products match the reference, and one and two threads agr
   CHECK(one.eq(two).all().item<bool>());
   CHECK(big1.eq(big2).all().item<bool>());
   // 313 columns and 65 rows: a last block of one column or row would be a matrix-vector
-  // product, summed in another order. 2 x 10000 over 120 (f32): under a 16 KiB L1 (Eigen's
-  // default on ARM) Eigen cuts the 10000 columns into blocks of 11, not of its 12-column
-  // micro-kernel.
+  // product, summed in another order; 8 x 55586 over 9 on 3 threads: one of 2 columns,
+  // small enough for Eigen's coefficient-wise product. 2 x 10000 over 120 (f32): under a
+  // 16 KiB L1 (Eigen's default on ARM) Eigen cuts the 10000 columns into blocks of 11, not
+  // of its 12-column micro-kernel.
   struct Shape {
     int64_t m, n, k;
     DType dt;
   };
   for (const Shape& s : {Shape{100, 300, 257, DType::F64}, Shape{300, 100, 257, DType::F64},
                          Shape{100, 313, 257, DType::F64}, Shape{65, 60, 600, DType::F64},
-                         Shape{100, 313, 257, DType::F32}, Shape{2, 10000, 120, DType::F32}}) {
+                         Shape{100, 313, 257, DType::F32}, Shape{2, 10000, 120, DType::F32},
+                         Shape{8, 55586, 9, DType::F64}}) {
     INFO((s.dt == DType::F64 ? "f64" : "f32"), " m ", s.m, " n ", s.n, " k ", s.k);
     const Tensor x = randn({s.m, s.k}, s.dt), y = randn({s.k, s.n}, s.dt);
     set_num_threads(1);
     const Tensor single = x.matmul(y);
-    set_num_threads(2);
-    CHECK(single.eq(x.matmul(y)).all().item<bool>());
+    for (int threads : {2, 3}) {
+      set_num_threads(threads);
+      CHECK(single.eq(x.matmul(y)).all().item<bool>());
+    }
     set_num_threads(1);
   }
 }
