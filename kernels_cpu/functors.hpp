@@ -20,6 +20,13 @@ namespace ember::cpu::EMBER_CPU_ARCH {
 template <class V>
 inline constexpr bool is_batch_v = xsimd::is_batch<V>::value;
 
+template <class V>
+struct scalar_of { using type = V; };
+template <class T, class A>
+struct scalar_of<xsimd::batch<T, A>> { using type = T; };
+template <class V>
+using scalar_t = typename scalar_of<V>::type;
+
 // ---- math over scalars and batches ----------------------------------------------------------
 namespace vm {
 #define EMBER_VM1(name)                                 \
@@ -31,9 +38,6 @@ namespace vm {
 EMBER_VM1(exp)
 EMBER_VM1(exp2)
 EMBER_VM1(expm1)
-EMBER_VM1(log)
-EMBER_VM1(log2)
-EMBER_VM1(log10)
 EMBER_VM1(log1p)
 EMBER_VM1(sqrt)
 EMBER_VM1(sin)
@@ -47,6 +51,76 @@ EMBER_VM1(cosh)
 EMBER_VM1(tanh)
 EMBER_VM1(abs)
 #undef EMBER_VM1
+/// exp, exp2 and expm1 up to the top of the range, for the exp, exp2 and expm1 ops. xsimd 8.1
+/// returns inf from (emax + 1/2) ln 2 on (exp and expm1: 88.376 for f32, 709.436 for f64;
+/// exp2: from emax, 127 and 1023), where the results stay finite up to ln(max) (88.723,
+/// 709.783) and emax + 1 (128, 1024). Batches with a lane up there are evaluated again, at
+/// x / 2 squared (about 2 ulp) and at x - 1 doubled (exact). The check costs exp ~8% (a
+/// comparison and a branch on ~13 cycles per batch; shifting every lane's argument cost 30%),
+/// so functors that only use exp of arguments below the top (sigmoid's exp(-x) at x < -88.4
+/// is below the normal range anyway) call vm::exp and xsimd's form directly.
+/// fast(x), with the lanes at or above `from` (f32, f64) taken from top(x) in the rare
+/// batches that have one.
+template <class V, class Fast, class Top>
+inline V with_top_lanes(const V& x, double from_f32, double from_f64, Fast fast, Top top) {
+  using S = typename V::value_type;
+  const V r = fast(x);
+  const auto at_top = x >= V(S(std::is_same_v<S, float> ? from_f32 : from_f64));
+  if (!xsimd::any(at_top)) return r;
+  return xsimd::select(at_top, top(x), r);
+}
+template <class V>
+inline V exp_to_max(const V& x) {
+  if constexpr (is_batch_v<V>) {
+    const auto half_squared = [](const V& a) {
+      const V h = xsimd::exp(a * V(0.5));
+      return h * h;
+    };
+    return with_top_lanes(x, 88.3, 709.4, [](const V& a) { return xsimd::exp(a); }, half_squared);
+  } else {
+    return std::exp(x);
+  }
+}
+template <class V>
+inline V exp2_to_max(const V& x) {
+  if constexpr (is_batch_v<V>) {
+    const auto less_one_doubled = [](const V& a) { return xsimd::exp2(a - V(1)) * V(2); };
+    return with_top_lanes(x, 126, 1022, [](const V& a) { return xsimd::exp2(a); }, less_one_doubled);
+  } else {
+    return std::exp2(x);
+  }
+}
+template <class V>
+inline V expm1_to_max(const V& x) {  // exp(x) - 1 rounds to exp(x) up there
+  if constexpr (is_batch_v<V>) return with_top_lanes(x, 88.3, 709.4, [](const V& a) { return xsimd::expm1(a); }, exp_to_max<V>);
+  else return std::expm1(x);
+}
+/// log, log2 and log10. xsimd 8.1's f64 forms take a subnormal input as if its exponent were
+/// emin (log(1e-310) = -746.5, not -713.8; f32 is right): such lanes are scaled by 2^54 first
+/// and the logarithm of 2^54 taken off after.
+template <class V>
+inline auto subnormal_lanes(const V& x) {
+  using S = scalar_t<V>;
+  return x < V(std::numeric_limits<S>::min()) && x > V(S(0));
+}
+#define EMBER_VM_LOG(name, log_of_2)                                                        \
+  template <class V>                                                                      \
+  inline V name(const V& x) {                                                             \
+    if constexpr (is_batch_v<V> && std::is_same_v<scalar_t<V>, double>) {                 \
+      const auto sub = subnormal_lanes(x);                                                \
+      if (!xsimd::any(sub)) return xsimd::name(x);                                        \
+      const V r = xsimd::name(xsimd::select(sub, x * V(0x1p54), x));                      \
+      return xsimd::select(sub, r - V(54 * (log_of_2)), r);                               \
+    } else if constexpr (is_batch_v<V>) {                                                 \
+      return xsimd::name(x);                                                              \
+    } else {                                                                              \
+      return std::name(x);                                                                \
+    }                                                                                     \
+  }
+EMBER_VM_LOG(log, 0.69314718055994530942)
+EMBER_VM_LOG(log2, 1.0)
+EMBER_VM_LOG(log10, 0.30102999566398119521)
+#undef EMBER_VM_LOG
 // Rounding to an integer keeps the sign of x (trunc(-0.5) is -0). xsimd 8's SSE2 forms
 // convert through integers and return +0 there, so the sign is put back.
 #define EMBER_VM_ROUND(name, xname)                                        \
@@ -85,12 +159,6 @@ inline auto isnan(const V& x) {  // not `x != x`: xsimd's batch != is an ordered
 template <class V>
 using elem_t = typename std::conditional_t<is_batch_v<V>, V, xsimd::batch<float>>::value_type;
 
-template <class V>
-struct scalar_of { using type = V; };
-template <class T, class A>
-struct scalar_of<xsimd::batch<T, A>> { using type = T; };
-template <class V>
-using scalar_t = typename scalar_of<V>::type;
 
 /// double -> S: saturating at S's range for integer S, IEEE rounding for float (overflow to
 /// +-inf). A plain cast of an out-of-range value is UB in C++ for both.
@@ -243,13 +311,15 @@ EMBER_UNARY_FN(Sign, true, {
     return vm::select(x > zero, one, vm::select(x < zero, -one, zero));
   } else return S((x > 0) - (x < 0));
 })
-EMBER_UNARY_FN(Exp, true, { return vm::exp(x); })
-EMBER_UNARY_FN(Exp2, true, { return vm::exp2(x); })
-EMBER_UNARY_FN(Expm1, true, { return vm::expm1(x); })
+EMBER_UNARY_FN(Exp, true, { return vm::exp_to_max(x); })
+EMBER_UNARY_FN(Exp2, true, { return vm::exp2_to_max(x); })
+// expm1(-0) and log1p(-0) are -0, as the C library's and PyTorch's (xsimd's batch forms
+// give +0). Here only: elu and its kin build on vm::expm1 and keep +0 there, as PyTorch's.
+EMBER_UNARY_FN(Expm1, true, { return vm::select(x == V(S(0)), x, vm::expm1_to_max(x)); })
 EMBER_UNARY_FN(Log, true, { return vm::log(x); })
 EMBER_UNARY_FN(Log2, true, { return vm::log2(x); })
 EMBER_UNARY_FN(Log10, true, { return vm::log10(x); })
-EMBER_UNARY_FN(Log1p, true, { return vm::log1p(x); })
+EMBER_UNARY_FN(Log1p, true, { return vm::select(x == V(S(0)), x, vm::log1p(x)); })
 EMBER_UNARY_FN(Sqrt, true, { return vm::sqrt(x); })
 EMBER_UNARY_FN(Rsqrt, true, { return V(S(1)) / vm::sqrt(x); })
 EMBER_UNARY_FN(Reciprocal, true, { return V(S(1)) / x; })
@@ -274,10 +344,8 @@ EMBER_UNARY_FN(Logit, kSimdTranscendental, {
   if (p.has_a && p.a >= 0) z = vm::select(vm::isnan(x), x, vm::min(vm::max(x, splat<V>(p.a)), splat<V>(1 - p.a)));
   return vm::log(z / (V(S(1)) - z));
 })
-EMBER_UNARY_FN(Relu, true, {
-  if constexpr (std::is_floating_point_v<S>) return vm::select(x > V(S(0)), x, vm::select(vm::isnan(x), x, V(S(0))));
-  else return x > S(0) ? x : S(0);
-})
+// NaN fails x < 0 and passes through; -0 stays -0, as PyTorch's relu (clamp_min(x, 0)).
+EMBER_UNARY_FN(Relu, true, { return vm::select(x < V(S(0)), V(S(0)), x); })
 // NaN fails both comparisons and passes through; -0 stays -0 (PyTorch's hardtanh(0, 6)).
 EMBER_UNARY_FN(Relu6, true, {
   const V zero(S(0)), six(S(6));
@@ -286,12 +354,16 @@ EMBER_UNARY_FN(Relu6, true, {
 // p.a = negative slope
 EMBER_UNARY_FN(LeakyRelu, true, { return vm::select(x > V(S(0)), x, x * splat<V>(p.a)); })
 // p.a = alpha
-EMBER_UNARY_FN(Elu, kSimdTranscendental, { return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x)); })
+// elu, selu, celu: alpha (exp(x) - 1) for x <= 0, as PyTorch's: +0 at x = -0 (the added +0;
+// the library's expm1(-0) is -0, xsimd's +0, so the scalar and batch forms would differ).
+EMBER_UNARY_FN(Elu, kSimdTranscendental, { return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x) + V(S(0))); })
 EMBER_UNARY_FN(Selu, kSimdTranscendental, {
   constexpr double kAlpha = 1.6732632423543772848170429916717, kScale = 1.0507009873554804934193349852946;
-  return V(S(kScale)) * vm::select(x > V(S(0)), x, V(S(kAlpha)) * vm::expm1(x));
+  return V(S(kScale)) * vm::select(x > V(S(0)), x, V(S(kAlpha)) * vm::expm1(x) + V(S(0)));
 })
-EMBER_UNARY_FN(Celu, kSimdTranscendental, { return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x / V(S(p.a)))); })
+EMBER_UNARY_FN(Celu, kSimdTranscendental, {
+  return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x / V(S(p.a))) + V(S(0)));
+})
 EMBER_UNARY_FN(Gelu, kSimdTranscendental, {
   if constexpr (is_batch_v<V> && std::is_same_v<S, float>) {
     V cdf2, e;
@@ -377,7 +449,8 @@ EMBER_UNARY_FN(Hardsigmoid, true, {  // NaN propagates, as in PyTorch
 })
 EMBER_UNARY_FN(Hardswish, true, { return x * vm::min(vm::max(x + V(S(3)), V(S(0))), V(S(6))) / V(S(6)); })
 EMBER_UNARY_FN(Erf, kSimdTranscendental, { return vm::erf(x); })
-EMBER_UNARY_FN(Erfc, kSimdTranscendental, { return vm::erfc(x); })
+// erfc is positive: xsimd's f32 form returned -0 far in the tail (erfc(1e30)); |r| is +0 there.
+EMBER_UNARY_FN(Erfc, kSimdTranscendental, { return vm::abs(vm::erfc(x)); })
 EMBER_UNARY_FN(Erfinv, false, {
   // Giles' single-precision approximation refined by two Newton steps on erf.
   if (x <= S(-1)) return x == S(-1) ? -std::numeric_limits<S>::infinity() : std::numeric_limits<S>::quiet_NaN();

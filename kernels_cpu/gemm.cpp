@@ -392,7 +392,7 @@ void gemm_typed(TensorImpl& out, const TensorImpl& a, const TensorImpl& b, doubl
   }
 }
 
-/// ReLU of every element of out (ReLU's kernel arithmetic: NaN passes, -0 becomes +0), for the
+/// ReLU of every element of out (ReLU's kernel arithmetic: NaN and -0 pass), for the
 /// products whose path has no ReLU in its stores.
 template <class T>
 void relu_in_place(TensorImpl& out) {
@@ -404,7 +404,7 @@ void relu_in_place(TensorImpl& out) {
       T* y = cp + (d ? bi * out.strides[0] : 0) + i * out.strides[d];
       for (int64_t j = 0; j < n; ++j) {
         T& v = y[j * out.strides[d + 1]];
-        v = v <= T(0) ? T(0) : v;
+        v = v < T(0) ? T(0) : v;
       }
     }
 }

@@ -83,7 +83,7 @@ inline float* reserve(Buffer& b, int64_t n) {
 /// C is not read: the same arithmetic as filling C with the bias first, without that pass over
 /// C (a Linear forward 5-10% faster on the transformer benchmark's shapes). With `relu`, the
 /// stored value is ReLU's of it (the last KC slice only), as the ReLU kernel computes it: NaN
-/// passes, -0 and negatives become +0 (nn::functional::linear_relu).
+/// and -0 pass, negatives become +0 (nn::functional::linear_relu).
 template <int MR, int NV>
 inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int64_t nr, float alpha, float beta,
                        const float* row, bool relu = false) {
@@ -94,7 +94,7 @@ inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int6
         float* cp = c + i * ldc + j * W;
         V r = acc[i][j] * va;
         if (beta != 0.f) r = xsimd::fma(V(beta), V::load_unaligned(row ? row + j * W : cp), r);
-        if (relu) r = xsimd::select(r <= V(0.f), V(0.f), r);
+        if (relu) r = xsimd::select(r < V(0.f), V(0.f), r);
         r.store_unaligned(cp);
       }
     return;
@@ -107,7 +107,7 @@ inline void store_tile(V (&acc)[MR][NV], float* c, int64_t ldc, int64_t mr, int6
       float& y = c[i * ldc + j];
       // One fma, as full tiles round.
       const float v = beta == 0.f ? alpha * tmp[i][j] : std::fma(beta, row ? row[j] : y, alpha * tmp[i][j]);
-      y = relu && v <= 0.f ? 0.f : v;
+      y = relu && v < 0.f ? 0.f : v;
     }
 }
 
@@ -506,7 +506,7 @@ inline void store_transposed(const float* ct, int64_t m, int64_t n, float* c, in
                              const float* row, int64_t i0, int64_t i1, bool relu) {
   auto store = [&](float& y, float v, int64_t j) {
     const float r = beta == 0.f ? alpha * v : std::fma(beta, row ? row[j] : y, alpha * v);
-    y = relu && r <= 0.f ? 0.f : r;
+    y = relu && r < 0.f ? 0.f : r;
   };
   const int64_t m8 = m / 8 * 8, n8 = n / 8 * 8, i8 = std::min(i1, m8);
   const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
@@ -519,7 +519,7 @@ inline void store_transposed(const float* ct, int64_t m, int64_t n, float* c, in
         float* y = c + (i + q) * ldc + j;
         __m256 v = _mm256_mul_ps(va, r[q]);
         if (beta != 0.f) v = _mm256_fmadd_ps(vb, _mm256_loadu_ps(row ? row + j : y), v);
-        if (relu) v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LE_OQ));
+        if (relu) v = _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
         _mm256_storeu_ps(y, v);
       }
     }
@@ -547,7 +547,7 @@ inline void sgemm(int64_t m, int64_t n, int64_t k, Operand a, Operand b, float* 
         c[i * ldc + j] = beta == 0.f ? 0.f : beta * (row ? row[j] : c[i * ldc + j]);
     if (relu)
       for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = c[i * ldc + j] <= 0.f ? 0.f : c[i * ldc + j];
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = c[i * ldc + j] < 0.f ? 0.f : c[i * ldc + j];
     return;
   }
   // A wide C over few rows whose B has contiguous columns (a Linear's forward at a small

@@ -30,6 +30,7 @@ struct Layout {
   bool transposed = false;
   int64_t gap = 1, offset = 0;
   bool specials = false;  ///< inject NaN, +-inf, +-0 (floating dtypes only)
+  bool edges = false;     ///< every value an edge of the floating ranges (kEdges)
 };
 
 std::vector<Layout> elementwise_layouts(bool big) {
@@ -47,6 +48,12 @@ std::vector<Layout> elementwise_layouts(bool big) {
 }
 
 const double kSpecials[] = {ref::kNaN, ref::kInf, -ref::kInf, 0.0, -0.0, ref::kNaN, 1.0, -1.0};
+/// The edges of the floating ranges, where a batch form can part from the standard library:
+/// just below overflow of exp/exp2/expm1 (f32: ln(max) = 88.72, 2^128; f64: 709.78, 2^1024),
+/// subnormal inputs (log of f64 subnormals), results that underflow, +-0, and huge finite values.
+const double kEdges[] = {88.5,  88.7,   -88.5, 89.0,    127.5,  127.0,  -103.0, 709.5,   709.7,  1023.5, 1023.0,
+                         -745.0, 1e-310, -1e-310, 1e-40, -1e-40, 3e-39, 1e30,   -1e30,   1e300,  65504.0, 70000.0,
+                         0.0,   -0.0,   6e-8,  1e-7,    20.0,   -20.0,  40.0,   1.0001,  0.9999, -15.0};
 
 /// Inputs for a layout: domain values, with specials first when asked.
 std::vector<double> make_values(Gen& g, DType t, const Layout& l, Domain dom, Domain idom) {
@@ -55,6 +62,8 @@ std::vector<double> make_values(Gen& g, DType t, const Layout& l, Domain dom, Do
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = g.value(t, dom.lo, dom.hi, idom.lo, idom.hi);
   if (l.specials && is_floating(t))
     for (size_t i = 0; i < std::size(kSpecials) && i < v.size(); ++i) v[i * 3 % v.size()] = kSpecials[i];
+  if (l.edges)
+    for (size_t i = 0; i < v.size(); ++i) v[i] = round_to(t, kEdges[i % std::size(kEdges)]);
   return v;
 }
 
@@ -119,6 +128,7 @@ void run_unary(const UnaryRow& row, DType dt, const Layout& l) {
   Tensor y = x.apply(ops::Unary{row.op, row.params});
   CHECK_MESSAGE(y.dtype() == rt, ctx << ": result dtype " << dt_name(y.dtype()) << ", expected " << dt_name(rt));
   REPORT(ctx + " (out of place)", compare(read(y), want, tol));
+  if (l.edges) REPORT(ctx + " (sign of zero)", compare_zero_signs(read(y), want));
   CHECK_MESSAGE(same_bits(read(x), vals), ctx << ": input modified");
   CHECK_MESSAGE(in.untouched(), ctx << ": input buffer modified outside the view");
 
@@ -325,8 +335,11 @@ TEST_CASE("op table: unary ops x dtypes x layouts") {
     const char* name = ops::name(row.op);
     for (DType dt : kAllDTypes) {
       if (!accepts(row.op, dt)) continue;
-      for (const Layout& l : elementwise_layouts(big_op(name) && dt == DType::F32)) {
-        if (l.specials && (!is_floating(dt) || !row.specials)) continue;
+      std::vector<Layout> layouts = elementwise_layouts(big_op(name) && dt == DType::F32);
+      // Batch-sized rows of range edges (floating inputs only: the values are not integers).
+      layouts.push_back({"edges 3x32", {3, 32}, false, 1, 0, false, true});
+      for (const Layout& l : layouts) {
+        if ((l.specials || l.edges) && (!is_floating(dt) || !row.specials)) continue;
         std::string ctx = std::string(name) + " " + dt_name(dt) + " " + l.name;
         guarded_run(ctx, [&] { run_unary(row, dt, l); });
       }

@@ -141,10 +141,9 @@ inline double erfinv(double y) {
 /// torch.round: half to even.
 inline double round_half_even(double x) {
   if (!std::isfinite(x)) return x;
-  double f = std::floor(x), d = x - f;
-  if (d > 0.5) return f + 1;
-  if (d < 0.5) return f == 0 && x < 0 ? -0.0 : f;
-  return std::fmod(f, 2) == 0 ? f : f + 1;
+  const double f = std::floor(x), d = x - f;
+  const double r = d > 0.5 ? f + 1 : d < 0.5 ? f : std::fmod(f, 2) == 0 ? f : f + 1;
+  return std::copysign(r, x);  // a zero result keeps x's sign (round(-0.4) and round(-0.5) are -0)
 }
 
 /// Unary op on a floating value. `finite_max` is the largest finite value of the tensor's
@@ -183,15 +182,16 @@ inline double unary(ops::UnaryOp op, double x, const ops::UnaryParams& p = {},
       if (p.has_a && p.a >= 0 && !nan) z = std::min(std::max(x, p.a), 1.0 - p.a);
       return std::log(z / (1.0 - z));
     }
-    case U::Relu: return nan ? x : (x > 0 ? x : 0.0);
+    case U::Relu: return x < 0 ? 0.0 : x;  // NaN and -0 pass through
     case U::Relu6: return nan ? x : std::min(std::max(x, 0.0), 6.0);
     case U::LeakyRelu: return x > 0 ? x : x * p.a;
-    case U::Elu: return x > 0 ? x : p.a * std::expm1(x);
+    // alpha (exp(x) - 1), as PyTorch's: +0 at x = -0 (expm1 alone keeps -0; adding +0 drops it).
+    case U::Elu: return x > 0 ? x : p.a * std::expm1(x) + 0.0;
     case U::Selu: {
       const double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
-      return scale * (x > 0 ? x : alpha * std::expm1(x));
+      return scale * (x > 0 ? x : alpha * std::expm1(x) + 0.0);
     }
-    case U::Celu: return x > 0 ? x : p.a * std::expm1(x / p.a);
+    case U::Celu: return x > 0 ? x : p.a * std::expm1(x / p.a) + 0.0;
     case U::Gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));  // not 1 + erf: no cancellation
     case U::GeluTanh: {
       const double k = std::sqrt(2.0 / 3.14159265358979323846);

@@ -224,7 +224,7 @@ inline bool accepts(ops::UnaryOp op, DType t) {
     case ops::UnaryRule::Float:
     case ops::UnaryRule::Pred:
     case ops::UnaryRule::Logical: return true;
-    case ops::UnaryRule::Same: return t != DType::Bool || op == U::Abs || op == U::Clamp;
+    case ops::UnaryRule::Same: return t != DType::Bool || op == U::Abs || op == U::Clamp || op == U::NanToNum;
     case ops::UnaryRule::Int: return is_integral(t, true);
   }
   return false;
@@ -232,7 +232,8 @@ inline bool accepts(ops::UnaryOp op, DType t) {
 inline bool accepts(ops::BinaryOp op, DType t) {
   switch (ops::rule(op)) {
     case ops::BinaryRule::Arith:
-      return t != DType::Bool || op == B::Add || op == B::Mul || op == B::Maximum || op == B::Minimum;
+      return t != DType::Bool || op == B::Add || op == B::Mul || op == B::Maximum || op == B::Minimum || op == B::Fmax ||
+             op == B::Fmin;
     case ops::BinaryRule::TrueDiv:
     case ops::BinaryRule::Float:
     case ops::BinaryRule::Compare:

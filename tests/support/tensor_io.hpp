@@ -222,4 +222,13 @@ inline std::string compare(const ref::Array& got, const ref::Array& want, double
   return buf;
 }
 
+/// Where both are zero, whether the signs agree (compare() counts -0 == +0).
+inline std::string compare_zero_signs(const ref::Array& got, const ref::Array& want) {
+  for (size_t i = 0; i < got.v.size() && i < want.v.size(); ++i)
+    if (got.v[i] == 0 && want.v[i] == 0 && std::signbit(got.v[i]) != std::signbit(want.v[i]))
+      return "zero of the wrong sign at " + dims_str(ref::unravel(static_cast<int64_t>(i), got.shape)) + ": got " +
+             (std::signbit(got.v[i]) ? "-0" : "+0");
+  return {};
+}
+
 }  // namespace ember::test
