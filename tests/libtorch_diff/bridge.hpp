@@ -1,0 +1,70 @@
+#pragma once
+/// The plain-data interface between the two halves of the Ember-vs-libtorch differential
+/// check: libtorch's headers want C++17 (torch_side.cpp), Ember's C++20 (ember_side.cpp), so
+/// neither side sees the other's types. Tensors cross as raw bytes, dtypes as Ember's codes.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ediff {
+
+/// Ember's DType order (include/ember/core/dtype.hpp).
+enum class DT : int { Bool, U8, I8, I32, I64, F16, BF16, F32, F64 };
+inline constexpr DT kAllDT[] = {DT::Bool, DT::U8, DT::I8, DT::I32, DT::I64, DT::F16, DT::BF16, DT::F32, DT::F64};
+const char* dt_name(DT t);
+int64_t dt_size(DT t);
+inline bool dt_floating(DT t) { return t == DT::F16 || t == DT::BF16 || t == DT::F32 || t == DT::F64; }
+
+struct Buf {
+  DT dt = DT::F32;
+  std::vector<int64_t> shape;
+  std::vector<unsigned char> bytes;  ///< contiguous, row-major
+  int64_t numel() const;
+  double at(int64_t i) const;         ///< element i as a double
+  int64_t at_int(int64_t i) const;    ///< element i of an integer or bool buffer, exactly
+};
+
+/// A Python-like scalar operand (it promotes as a wrapped number).
+struct ScalarArg {
+  enum Kind { Bool, Int, Float } kind = Float;
+  double f = 0;
+  int64_t i = 0;
+};
+
+enum class Kind { Unary, Binary, TensorScalar, Reduce, Named };
+
+struct Call {
+  Kind kind = Kind::Unary;
+  std::string op;       ///< the name in include/ember/ops/*_list.def
+  Buf a, b;             ///< b: Binary only
+  ScalarArg s;          ///< TensorScalar only
+  double p[3] = {0, 0, 0};  ///< unary parameters (ops::UnaryParams a, b, c)
+  bool has_params = false;
+  std::vector<int64_t> dims;  ///< Reduce: empty = all dims
+  bool keepdim = false;
+  std::vector<Buf> ins;       ///< Named: the tensor operands
+  std::vector<double> args;   ///< Named: the other arguments (dims, k, flags, a dtype code)
+};
+
+struct Result {
+  bool ok = false;
+  std::string error;  ///< the exception text when !ok
+  Buf out;
+  std::vector<Buf> more;  ///< further outputs (indices of max, sort, cummax)
+};
+
+/// The Named ops, each with its operands and arguments: ember_side.cpp and torch_side.cpp
+/// both implement every one, main.cpp calls each.
+///   cumsum cumprod logcumsumexp softmax log_softmax (x; dim)       cummax cummin (x; dim) -> 2
+///   argmax argmin (x; dim, keepdim)       max_dim min_dim (x; dim, keepdim) -> values, indices
+///   var std (x; dim, correction, keepdim)       logsumexp (x; dim, keepdim)
+///   sort (x; dim, descending) -> values, indices (stable)       topk (x; k, dim, largest) -> values
+///   kthvalue (x; k, dim) -> values       where (cond, a, b)       lerp (a, b, w)
+///   addcmul addcdiv (x, t1, t2; value)       clamp_tensors (x, lo, hi)       round_decimals (x; d)
+///   to (x; dtype code)       matmul (a, b)
+
+Result run_torch(const Call& c);
+Result run_ember(const Call& c);
+
+}  // namespace ediff

@@ -1,0 +1,145 @@
+// Ember's half of the differential check: each call through Ember's public Tensor methods
+// (the X-macro methods of include/ember/ops/*_list.def, and the parameterised forms).
+
+#include "bridge.hpp"
+
+#include <ember/ember.hpp>
+
+#include <cstring>
+#include <exception>
+#include <stdexcept>
+#include <vector>
+
+namespace ediff {
+namespace {
+
+ember::Tensor to_ember(const Buf& b) {
+  ember::Shape shape(ember::IntArrayRef(b.shape));
+  auto* data = const_cast<unsigned char*>(b.bytes.data());
+  return ember::from_blob(data, shape, ember::TensorOptions(static_cast<ember::DType>(b.dt))).clone();
+}
+
+Buf from_ember(const ember::Tensor& t) {
+  Buf b;
+  b.dt = static_cast<DT>(t.dtype());
+  ember::Tensor c = t.contiguous();
+  b.shape.assign(c.sizes().begin(), c.sizes().end());
+  b.bytes.resize(static_cast<size_t>(c.nbytes()));
+  if (c.nbytes() > 0) std::memcpy(b.bytes.data(), c.data_ptr(), b.bytes.size());
+  return b;
+}
+
+ember::Scalar to_scalar(const ScalarArg& s) {
+  switch (s.kind) {
+    case ScalarArg::Bool: return ember::Scalar(s.i != 0);
+    case ScalarArg::Int: return ember::Scalar(s.i);
+    case ScalarArg::Float: break;
+  }
+  return ember::Scalar(s.f);
+}
+
+ember::Tensor unary(const Call& c, const ember::Tensor& x) {
+  const std::string& op = c.op;
+  if (c.has_params) {
+    if (op == "leaky_relu") return x.leaky_relu(c.p[0]);
+    if (op == "elu") return x.elu(c.p[0]);
+    if (op == "celu") return x.celu(c.p[0]);
+    if (op == "logit") return x.logit(c.p[0]);
+    if (op == "softplus") return x.softplus(c.p[0], c.p[1]);
+    if (op == "hardtanh") return x.hardtanh(c.p[0], c.p[1]);
+    if (op == "clamp") return x.clamp(ember::Scalar(c.p[0]), ember::Scalar(c.p[1]));
+    if (op == "nan_to_num") return x.nan_to_num(c.p[0], c.p[1], c.p[2]);
+  }
+#define EMBER_UNARY_OP(E, n, r) \
+  if (op == #n) return x.n();
+#include <ember/ops/unary_list.def>
+#undef EMBER_UNARY_OP
+  throw std::runtime_error("ember_side: no unary op " + op);
+}
+
+template <class O>
+ember::Tensor binary(const std::string& op, const ember::Tensor& a, const O& b) {
+#define EMBER_BINARY_OP(E, n, r) \
+  if (op == #n) return a.n(b);
+#include <ember/ops/binary_list.def>
+#undef EMBER_BINARY_OP
+  throw std::runtime_error("ember_side: no binary op " + op);
+}
+
+ember::Tensor reduce(const Call& c, const ember::Tensor& x) {
+  ember::Shape dims(ember::IntArrayRef(c.dims));
+#define EMBER_REDUCE_OP(E, n, r) \
+  if (c.op == #n) return dims.empty() && !c.keepdim ? x.n() : x.n(dims, c.keepdim);
+#include <ember/ops/reduce_list.def>
+#undef EMBER_REDUCE_OP
+  throw std::runtime_error("ember_side: no reduction " + c.op);
+}
+
+Result named(const Call& c) {
+  std::vector<ember::Tensor> in;
+  for (const Buf& b : c.ins) in.push_back(to_ember(b));
+  const std::string& op = c.op;
+  auto arg = [&](size_t i) { return static_cast<int64_t>(c.args.at(i)); };
+  Result r;
+  r.ok = true;
+  auto two = [&](const std::pair<ember::Tensor, ember::Tensor>& p) {
+    r.out = from_ember(p.first);
+    r.more.push_back(from_ember(p.second));
+    return r;
+  };
+  auto one = [&](const ember::Tensor& t) {
+    r.out = from_ember(t);
+    return r;
+  };
+  const ember::Tensor& x = in.at(0);
+  if (op == "cumsum") return one(x.cumsum(arg(0)));
+  if (op == "cumprod") return one(x.cumprod(arg(0)));
+  if (op == "logcumsumexp") return one(x.logcumsumexp(arg(0)));
+  if (op == "softmax") return one(x.softmax(arg(0)));
+  if (op == "log_softmax") return one(x.log_softmax(arg(0)));
+  if (op == "cummax") return two(x.cummax(arg(0)));
+  if (op == "cummin") return two(x.cummin(arg(0)));
+  if (op == "argmax") return one(x.argmax(arg(0), arg(1) != 0));
+  if (op == "argmin") return one(x.argmin(arg(0), arg(1) != 0));
+  if (op == "max_dim") return two(x.max(arg(0), arg(1) != 0));
+  if (op == "min_dim") return two(x.min(arg(0), arg(1) != 0));
+  if (op == "var") return one(x.var(arg(0), c.args.at(1), arg(2) != 0));
+  if (op == "std") return one(x.std(arg(0), c.args.at(1), arg(2) != 0));
+  if (op == "logsumexp") return one(x.logsumexp(arg(0), arg(1) != 0));
+  if (op == "sort") return two(x.sort(arg(0), arg(1) != 0));
+  if (op == "topk") return one(x.topk(arg(0), arg(1), arg(2) != 0).first);
+  if (op == "kthvalue") return one(x.kthvalue(arg(0), arg(1)).first);
+  if (op == "where") return one(ember::where(in.at(0), in.at(1), in.at(2)));
+  if (op == "lerp") return one(ember::lerp(in.at(0), in.at(1), in.at(2)));
+  if (op == "addcmul") return one(ember::addcmul(in.at(0), in.at(1), in.at(2), c.args.at(0)));
+  if (op == "addcdiv") return one(ember::addcdiv(in.at(0), in.at(1), in.at(2), c.args.at(0)));
+  if (op == "clamp_tensors") return one(x.clamp(in.at(1), in.at(2)));
+  if (op == "round_decimals") return one(x.round(arg(0)));
+  if (op == "to") return one(x.to(static_cast<ember::DType>(arg(0))));
+  if (op == "matmul") return one(ember::matmul(in.at(0), in.at(1)));
+  throw std::runtime_error("ember_side: no named op " + op);
+}
+
+}  // namespace
+
+Result run_ember(const Call& c) {
+  Result r;
+  try {
+    ember::Tensor a = c.kind == Kind::Named ? ember::Tensor() : to_ember(c.a);
+    ember::Tensor out;
+    switch (c.kind) {
+      case Kind::Unary: out = unary(c, a); break;
+      case Kind::Binary: out = binary(c.op, a, to_ember(c.b)); break;
+      case Kind::TensorScalar: out = binary(c.op, a, to_scalar(c.s)); break;
+      case Kind::Reduce: out = reduce(c, a); break;
+      case Kind::Named: return named(c);
+    }
+    r.out = from_ember(out);
+    r.ok = true;
+  } catch (const ember::Error& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+}  // namespace ediff

@@ -1,0 +1,106 @@
+#pragma once
+/// Deliberate or understood differences between Ember and libtorch 1.13 that
+/// ember-vs-libtorch lists as "known" (with --verbose) instead of failing, each with its
+/// reason. A rule names the op and the exact inputs it covers, so that any other difference
+/// still fails.
+
+#include "bridge.hpp"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace ediff {
+
+/// One differing output element and the inputs behind it (b: the second tensor's element or
+/// the scalar; has_b false for unary ops).
+struct Element {
+  double a = 0, b = 0;
+  bool has_b = false;
+  double ember = 0, torch = 0;
+};
+
+inline bool is_shift(const std::string& op) { return op == "bitwise_left_shift" || op == "bitwise_right_shift"; }
+
+inline double max_finite(DT t) {
+  switch (t) {
+    case DT::F16: return 65504.0;
+    case DT::BF16:
+    case DT::F32: return std::numeric_limits<float>::max();
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
+inline double int_min(DT t) {
+  return t == DT::U8 ? 0.0 : t == DT::I8 ? -128.0 : t == DT::I32 ? -2147483648.0 : -9223372036854775808.0;
+}
+inline double int_max(DT t) {
+  return t == DT::U8 ? 255.0 : t == DT::I8 ? 127.0 : t == DT::I32 ? 2147483647.0 : 9223372036854775807.0;
+}
+
+inline int bits(DT t) { return t == DT::I64 ? 64 : t == DT::I32 ? 32 : 8; }
+
+/// Why a call that one library accepts and the other refuses, or whose result dtype differs,
+/// is expected; nullptr when it is not.
+inline const char* known_call(const Call& c, const std::string& category, const Result& ember, const Result& torch) {
+  if (category == "accept" && ember.ok) {
+    const std::string& why = torch.error;
+    if (why.find("not implemented for '") != std::string::npos ||
+        why.find("Expected a floating point or complex tensor") != std::string::npos ||
+        why.find("itensor_view_from_dense expects float/bfloat16") != std::string::npos)
+      return "libtorch 1.13 has no CPU kernel for this dtype; Ember computes integer inputs in f32 and "
+             "f16/bf16 in f32, as it does for every op";
+    if (why.find("has no Ember counterpart") != std::string::npos && why.find("Short") != std::string::npos)
+      return "Ember has no int16: u8 with i8 promotes to i32 (PyTorch: int16)";
+    if (c.op == "hardtanh" && why.find("unsigned type with negative limits") != std::string::npos)
+      return "Ember clamps an unsigned tensor to any limits (the negative one has no effect)";
+  }
+  if (category == "dtype" && (c.op == "relu_backward" || c.op == "gelu_backward" || c.op == "silu_backward"))
+    return "an autograd-internal op: Ember only calls it on floating gradients, and computes others in f32";
+  return nullptr;
+}
+
+/// Why one differing element is expected; nullptr when it is not.
+inline const char* known_element(const Call& c, DT result, const std::string& category, const Element& e) {
+  const std::string& op = c.op;
+  if (op == "gelu_backward" && c.kind == Kind::Binary && c.a.dt != c.b.dt)
+    return "an autograd-internal op on mixed dtypes (Ember never calls it so): libtorch 1.13's path for f32 with "
+           "bf16 gives 0 for NaN inputs";
+  if (category == "zero-sign") {
+    if ((op == "maximum" || op == "minimum" || op == "fmax" || op == "fmin") && e.a == 0 && e.b == 0)
+      return "+0 against -0 is a tie: Ember returns the first operand; libtorch's answer depends on its code path";
+    if ((op == "topk" || op == "kthvalue" || op == "sort" || op == "max_dim" || op == "min_dim" || op == "cummax" ||
+         op == "cummin") &&
+        e.ember == 0 && e.torch == 0)
+      return "+0 and -0 compare equal: which of the tied zeros is picked is unspecified (in both libraries)";
+    if ((op == "gelu" || op == "gelu_tanh") && std::signbit(e.ember) && e.a <= 0)
+      return "gelu(x) = x * Phi(x) keeps the sign of a non-positive x (-0), as IEEE multiplication; libtorch gives +0";
+    return nullptr;
+  }
+  if (category != "value") return nullptr;
+  if ((op == "sinh" || op == "cosh") && std::isinf(e.torch) && std::isfinite(e.ember) &&
+      std::fabs(op == "sinh" ? std::sinh(e.a) : std::cosh(e.a)) <= max_finite(result))
+    return "libtorch overflows (exp(x) / 2) where the result is still finite; Ember's value is the finite one";
+  if (op == "to" && !c.ins.empty() && dt_floating(c.ins[0].dt) && !dt_floating(result) && result != DT::Bool &&
+      (std::isnan(e.a) || e.a <= int_min(result) - 1 || e.a >= int_max(result) + 1))
+    return "a float outside the integer type's range (or NaN): C++ leaves the conversion undefined; libtorch wraps "
+           "through int32 (NaN -> INT_MIN), Ember saturates (NaN -> 0)";
+  if (op == "softsign" && !dt_floating(c.a.dt))
+    return "the libtorch side is torch.nn.functional.softsign's x / (1 + |x|), which wraps in integer arithmetic "
+           "(|-128| + 1 in i8); Ember computes in f32";
+  if (op == "div_trunc" && (result == DT::F16 || result == DT::BF16) && std::fabs(e.ember - e.torch) == 1)
+    return "PyTorch rounds a / b to f16/bf16 before truncating (a tensor divisor); Ember truncates the f32 quotient "
+           "and then rounds";
+  if ((op == "div_floor" || op == "remainder" || op == "fmod") && std::isnan(e.torch) && !std::isnan(e.ember) &&
+      std::isfinite(e.a) && e.b != 0 && std::fabs(e.a) / std::fabs(e.b) > max_finite(result))
+    return "a / b overflows: libtorch's a - b * trunc(a / b) gives NaN; Ember's fmod is exact (and floor division inf)";
+  if (is_shift(op) && (e.b < 0 || e.b >= bits(result)))
+    return "a shift count < 0 or >= the width: libtorch 1.13 shifts by the count modulo the register width (C++ UB); "
+           "Ember gives 0 for << and the sign fill for >>, as PyTorch 2.x";
+  if (op == "gelu_backward" && e.b <= -2.5)
+    return "the tail of gelu's derivative: libtorch's Phi is 0.5 (1 + erf), which cancels for x << 0; Ember's is "
+           "erfc-based";
+  return nullptr;
+}
+
+}  // namespace ediff

@@ -1,0 +1,292 @@
+// libtorch's half of the differential check (C++17, as libtorch's headers want): the same
+// call through ATen. A Python scalar operand becomes a wrapped-number tensor, as PyTorch's
+// argument parser makes it, so type promotion treats it as Python would.
+
+#include "bridge.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <tuple>
+#include <vector>
+
+namespace ediff {
+namespace {
+
+c10::ScalarType torch_type(DT t) {
+  switch (t) {
+    case DT::Bool: return at::kBool;
+    case DT::U8: return at::kByte;
+    case DT::I8: return at::kChar;
+    case DT::I32: return at::kInt;
+    case DT::I64: return at::kLong;
+    case DT::F16: return at::kHalf;
+    case DT::BF16: return at::kBFloat16;
+    case DT::F32: return at::kFloat;
+    case DT::F64: return at::kDouble;
+  }
+  throw std::logic_error("torch_type");
+}
+
+DT from_torch_type(c10::ScalarType t) {
+  for (DT d : kAllDT)
+    if (torch_type(d) == t) return d;
+  throw std::runtime_error(std::string("torch_side: result dtype ") + c10::toString(t) + " has no Ember counterpart");
+}
+
+/// Set while a call is run again in f32 because libtorch 1.13 has no f16 CPU kernel for it
+/// (PyTorch 2 has them; they convert the operands to the common dtype f16, compute in f32 and
+/// round, as Ember does). Operands whose common dtype is f16 are rounded to f16 and computed
+/// in f32 (half_in_float), and f32 results rounded to f16 (from_torch).
+bool g_half_in_float = false;
+
+at::Tensor half_in_float(const at::Tensor& t) {
+  return g_half_in_float && t.scalar_type() == at::kHalf ? t.to(at::kFloat) : t;
+}
+/// a and b, when their common dtype is f16, rounded to f16 and then taken to f32.
+void common_half_in_float(at::Tensor& a, at::Tensor& b) {
+  if (!g_half_in_float || at::result_type(a, b) != at::kHalf) return;
+  a = a.to(at::kHalf).to(at::kFloat);
+  b = b.to(at::kHalf).to(at::kFloat);  // a scalar operand is now a 0-d f32 tensor: the common dtype stays f32
+}
+
+at::Tensor to_torch(const Buf& b) {
+  auto* data = const_cast<unsigned char*>(b.bytes.data());
+  return at::from_blob(data, b.shape, at::TensorOptions().dtype(torch_type(b.dt))).clone();
+}
+
+Buf from_torch(const at::Tensor& r) {
+  const at::Tensor t = g_half_in_float && r.scalar_type() == at::kFloat ? r.to(at::kHalf) : r;
+  Buf b;
+  b.dt = from_torch_type(t.scalar_type());
+  at::Tensor c = t.contiguous();
+  b.shape.assign(c.sizes().begin(), c.sizes().end());
+  b.bytes.resize(c.nbytes());
+  if (c.nbytes() > 0) std::memcpy(b.bytes.data(), c.data_ptr(), b.bytes.size());
+  return b;
+}
+
+at::Tensor wrapped(const ScalarArg& s) {
+  at::Scalar v = s.kind == ScalarArg::Bool ? at::Scalar(s.i != 0)
+                 : s.kind == ScalarArg::Int ? at::Scalar(s.i)
+                                            : at::Scalar(s.f);
+  at::Tensor t = c10::scalar_to_tensor(v);
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+at::Tensor unary(const Call& c, const at::Tensor& x0) {
+  const at::Tensor x = half_in_float(x0);
+  const std::string& op = c.op;
+  const double* p = c.p;
+  const bool hp = c.has_params;
+  if (op == "neg") return at::neg(x);
+  if (op == "abs") return at::abs(x);
+  if (op == "sign") return at::sign(x);
+  if (op == "exp") return at::exp(x);
+  if (op == "exp2") return at::exp2(x);
+  if (op == "expm1") return at::expm1(x);
+  if (op == "log") return at::log(x);
+  if (op == "log2") return at::log2(x);
+  if (op == "log10") return at::log10(x);
+  if (op == "log1p") return at::log1p(x);
+  if (op == "sqrt") return at::sqrt(x);
+  if (op == "rsqrt") return at::rsqrt(x);
+  if (op == "reciprocal") return at::reciprocal(x);
+  if (op == "square") return at::square(x);
+  if (op == "sin") return at::sin(x);
+  if (op == "cos") return at::cos(x);
+  if (op == "tan") return at::tan(x);
+  if (op == "asin") return at::asin(x);
+  if (op == "acos") return at::acos(x);
+  if (op == "atan") return at::atan(x);
+  if (op == "sinh") return at::sinh(x);
+  if (op == "cosh") return at::cosh(x);
+  if (op == "tanh") return at::tanh(x);
+  if (op == "sigmoid") return at::sigmoid(x);
+  if (op == "logit") return hp ? at::logit(x, p[0]) : at::logit(x);
+  if (op == "relu") return at::relu(x);
+  if (op == "relu6") return at::relu6(x);
+  if (op == "leaky_relu") return at::leaky_relu(x, hp ? p[0] : 0.01);
+  if (op == "elu") return at::elu(x, hp ? p[0] : 1.0);
+  if (op == "selu") return at::selu(x);
+  if (op == "celu") return at::celu(x, hp ? p[0] : 1.0);
+  if (op == "gelu") return at::gelu(x);
+  if (op == "gelu_tanh") return at::gelu(x, "tanh");
+  if (op == "silu") return at::silu(x);
+  if (op == "mish") return at::mish(x);
+  if (op == "softplus") return hp ? at::softplus(x, p[0], p[1]) : at::softplus(x);
+  if (op == "softsign") return x / (x.abs() + 1);  // torch.nn.functional.softsign
+  if (op == "hardtanh") return hp ? at::hardtanh(x, p[0], p[1]) : at::hardtanh(x);
+  if (op == "hardsigmoid") return at::hardsigmoid(x);
+  if (op == "hardswish") return at::hardswish(x);
+  if (op == "erf") return at::erf(x);
+  if (op == "erfc") return at::erfc(x);
+  if (op == "erfinv") return at::erfinv(x);
+  if (op == "floor") return at::floor(x);
+  if (op == "ceil") return at::ceil(x);
+  if (op == "round") return at::round(x);
+  if (op == "trunc") return at::trunc(x);
+  if (op == "frac") return at::frac(x);
+  if (op == "clamp")
+    return hp ? at::clamp(x, at::Scalar(p[0]), at::Scalar(p[1])) : at::clamp(x, c10::optional<at::Scalar>(), c10::optional<at::Scalar>());
+  if (op == "nan_to_num") return hp ? at::nan_to_num(x, p[0], p[1], p[2]) : at::nan_to_num(x);
+  if (op == "isnan") return at::isnan(x);
+  if (op == "isinf") return at::isinf(x);
+  if (op == "isfinite") return at::isfinite(x);
+  if (op == "logical_not") return at::logical_not(x);
+  if (op == "bitwise_not") return at::bitwise_not(x);
+  throw std::logic_error("torch_side: no unary op " + op);
+}
+
+at::Tensor binary(const std::string& op, at::Tensor a, at::Tensor b) {
+  common_half_in_float(a, b);
+  if (op == "add") return at::add(a, b);
+  if (op == "sub") return at::sub(a, b);
+  if (op == "mul") return at::mul(a, b);
+  if (op == "div") return at::div(a, b);
+  if (op == "div_trunc") return at::div(a, b, "trunc");
+  if (op == "div_floor") return at::div(a, b, "floor");
+  if (op == "remainder") return at::remainder(a, b);
+  if (op == "fmod") return at::fmod(a, b);
+  if (op == "pow") return at::pow(a, b);
+  if (op == "atan2") return at::atan2(a, b);
+  if (op == "maximum") return at::maximum(a, b);
+  if (op == "minimum") return at::minimum(a, b);
+  if (op == "fmax") return at::fmax(a, b);
+  if (op == "fmin") return at::fmin(a, b);
+  if (op == "hypot") return at::hypot(a, b);
+  if (op == "copysign") return at::copysign(a, b);
+  if (op == "relu_backward") return at::threshold_backward(a, b, 0);
+  if (op == "gelu_backward") return at::gelu_backward(a, b);
+  if (op == "silu_backward") return at::silu_backward(a, b);
+  if (op == "eq") return at::eq(a, b);
+  if (op == "ne") return at::ne(a, b);
+  if (op == "lt") return at::lt(a, b);
+  if (op == "le") return at::le(a, b);
+  if (op == "gt") return at::gt(a, b);
+  if (op == "ge") return at::ge(a, b);
+  if (op == "logical_and") return at::logical_and(a, b);
+  if (op == "logical_or") return at::logical_or(a, b);
+  if (op == "logical_xor") return at::logical_xor(a, b);
+  if (op == "bitwise_and") return at::bitwise_and(a, b);
+  if (op == "bitwise_or") return at::bitwise_or(a, b);
+  if (op == "bitwise_xor") return at::bitwise_xor(a, b);
+  if (op == "bitwise_left_shift") return at::bitwise_left_shift(a, b);
+  if (op == "bitwise_right_shift") return at::bitwise_right_shift(a, b);
+  throw std::logic_error("torch_side: no binary op " + op);
+}
+
+at::Tensor reduce(const Call& c, const at::Tensor& x0) {
+  const at::Tensor x = half_in_float(x0);
+  const std::string& op = c.op;
+  const bool all = c.dims.empty() && !c.keepdim;
+  const at::IntArrayRef dims(c.dims);
+  auto one_dim = [&]() {
+    if (c.dims.size() != 1) throw std::logic_error("torch_side: " + op + " takes one dim");
+    return c.dims[0];
+  };
+  if (op == "sum") return all ? at::sum(x) : at::sum(x, dims, c.keepdim);
+  if (op == "nansum") return all ? at::nansum(x) : at::nansum(x, dims, c.keepdim);
+  if (op == "prod") return all ? at::prod(x) : at::prod(x, one_dim(), c.keepdim);
+  if (op == "mean") return all ? at::mean(x) : at::mean(x, dims, c.keepdim);
+  if (op == "amax") return at::amax(x, dims, c.keepdim);
+  if (op == "amin") return at::amin(x, dims, c.keepdim);
+  if (op == "all") return all ? at::all(x) : at::all(x, one_dim(), c.keepdim);
+  if (op == "any") return all ? at::any(x) : at::any(x, one_dim(), c.keepdim);
+  if (op == "count_nonzero") {
+    if (c.keepdim) throw std::logic_error("torch_side: count_nonzero has no keepdim");
+    return at::count_nonzero(x, dims);
+  }
+  if (op == "norm1") return at::linalg_vector_norm(x, 1, dims, c.keepdim);
+  if (op == "norm2") return at::linalg_vector_norm(x, 2, dims, c.keepdim);
+  if (op == "norm_inf") return at::linalg_vector_norm(x, INFINITY, dims, c.keepdim);
+  throw std::logic_error("torch_side: no reduction " + op);
+}
+
+Result named(const Call& c) {
+  std::vector<at::Tensor> in;
+  bool all_half = true;
+  for (const Buf& b : c.ins) in.push_back(to_torch(b)), all_half = all_half && b.dt == DT::F16;
+  if (all_half)  // mixed operands keep their dtypes (a mixed matmul is refused either way)
+    for (at::Tensor& t : in) t = half_in_float(t);
+  const std::string& op = c.op;
+  auto arg = [&](size_t i) { return static_cast<int64_t>(c.args.at(i)); };
+  Result r;
+  r.ok = true;
+  auto two = [&](const std::tuple<at::Tensor, at::Tensor>& p) {
+    r.out = from_torch(std::get<0>(p));
+    r.more.push_back(from_torch(std::get<1>(p)));
+    return r;
+  };
+  auto one = [&](const at::Tensor& t) {
+    r.out = from_torch(t);
+    return r;
+  };
+  const at::Tensor& x = in.at(0);
+  if (op == "cumsum") return one(at::cumsum(x, arg(0)));
+  if (op == "cumprod") return one(at::cumprod(x, arg(0)));
+  if (op == "logcumsumexp") return one(at::logcumsumexp(x, arg(0)));
+  if (op == "softmax") return one(at::softmax(x, arg(0)));
+  if (op == "log_softmax") return one(at::log_softmax(x, arg(0)));
+  if (op == "cummax") return two(at::cummax(x, arg(0)));
+  if (op == "cummin") return two(at::cummin(x, arg(0)));
+  if (op == "argmax") return one(at::argmax(x, arg(0), arg(1) != 0));
+  if (op == "argmin") return one(at::argmin(x, arg(0), arg(1) != 0));
+  if (op == "max_dim") return two(at::max(x, arg(0), arg(1) != 0));
+  if (op == "min_dim") return two(at::min(x, arg(0), arg(1) != 0));
+  if (op == "var") return one(at::var(x, at::OptionalIntArrayRef({arg(0)}), c10::optional<int64_t>(arg(1)), arg(2) != 0));
+  if (op == "std") return one(at::std(x, at::OptionalIntArrayRef({arg(0)}), c10::optional<int64_t>(arg(1)), arg(2) != 0));
+  if (op == "logsumexp") return one(at::logsumexp(x, {arg(0)}, arg(1) != 0));
+  if (op == "sort") return two(at::sort(x, /*stable=*/true, arg(0), arg(1) != 0));
+  if (op == "topk") return one(std::get<0>(at::topk(x, arg(0), arg(1), arg(2) != 0)));
+  if (op == "kthvalue") return one(std::get<0>(at::kthvalue(x, arg(0), arg(1))));
+  if (op == "where") return one(at::where(in.at(0), in.at(1), in.at(2)));
+  if (op == "lerp") return one(at::lerp(in.at(0), in.at(1), in.at(2)));
+  if (op == "addcmul") return one(at::addcmul(in.at(0), in.at(1), in.at(2), c.args.at(0)));
+  if (op == "addcdiv") return one(at::addcdiv(in.at(0), in.at(1), in.at(2), c.args.at(0)));
+  if (op == "clamp_tensors") return one(at::clamp(x, in.at(1), in.at(2)));
+  if (op == "round_decimals") return one(at::round(x, arg(0)));
+  if (op == "to") return one(x.to(torch_type(static_cast<DT>(arg(0)))));
+  if (op == "matmul") return one(at::matmul(in.at(0), in.at(1)));
+  throw std::logic_error("torch_side: no named op " + op);
+}
+
+}  // namespace
+
+Result run_torch_once(const Call& c) {
+  Result r;
+  try {
+    at::Tensor a = c.kind == Kind::Named ? at::Tensor() : to_torch(c.a);
+    at::Tensor out;
+    switch (c.kind) {
+      case Kind::Unary: out = unary(c, a); break;
+      case Kind::Binary: out = binary(c.op, a, to_torch(c.b)); break;
+      case Kind::TensorScalar: out = binary(c.op, a, wrapped(c.s)); break;
+      case Kind::Reduce: out = reduce(c, a); break;
+      case Kind::Named: return named(c);
+    }
+    r.out = from_torch(out);
+    r.ok = true;
+  } catch (const c10::Error& e) {
+    r.error = e.what_without_backtrace();
+  } catch (const std::runtime_error& e) {  // a result dtype Ember lacks
+    r.error = e.what();
+  }
+  return r;
+}
+
+Result run_torch(const Call& c) {
+  Result r = run_torch_once(c);
+  if (!r.ok && r.error.find("not implemented for 'Half'") != std::string::npos) {
+    g_half_in_float = true;
+    Result again = run_torch_once(c);
+    g_half_in_float = false;
+    if (again.ok) return again;
+  }
+  return r;
+}
+
+}  // namespace ediff
