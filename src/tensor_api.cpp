@@ -130,6 +130,7 @@ void fill_linspace(TensorImpl& t, double start, double end, int64_t steps) {
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   const int64_t half = steps / 2;
   fill_by_index(t, [&](int64_t i) {
+    if (steps == 1) return start;  // PyTorch's linspace(a, b, 1) is [a]
     return i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
   });
 }

@@ -150,9 +150,10 @@ TEST_CASE("errors: sizes computed from huge arguments overflow into an Error, ne
   CHECK_ERROR(one_hot(tensor<int64_t>({max})), "[one_hot]", "overflows int64");
   CHECK_ERROR(diag(ones({3}), max), "[diag]", "overflows int64");
   CHECK_ERROR(diag(ones({3}), std::numeric_limits<int64_t>::min()), "[diag]", "out of range");
-  // A float value out of an integer dtype's range is saturated (NaN is 0), as to(dtype).
-  CHECK(linspace(0, 1e10, 3, DType::I8).to(DType::I64).eq(tensor<int64_t>({0, 127, 127})).all().item<bool>());
-  CHECK(linspace(std::nan(""), 10.0, 3, DType::I64).eq(0).all().item<bool>());  // every value NaN
+  // An end outside an integer dtype's range (or NaN) is refused, as PyTorch's linspace.
+  CHECK_ERROR(linspace(0, 1e10, 3, DType::I8), "[linspace]", "10000000000", "i8");
+  CHECK_ERROR(linspace(-2.5, 7, 11, DType::U8), "[linspace]", "-2.5", "u8");
+  CHECK_ERROR(linspace(std::nan(""), 10.0, 3, DType::I64), "[linspace]", "nan");
 }
 
 TEST_CASE("errors: view incompatible with strides") {

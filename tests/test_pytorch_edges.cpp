@@ -247,6 +247,9 @@ TEST_CASE("edge values: arange, linspace and randint, exact as PyTorch") {
   CHECK(arange(10, 0, -3).numel() == 4);  // 10, 7, 4, 1
   CHECK(arange(0, 10, 3).numel() == 4);   // 0, 3, 6, 9
   CHECK_THROWS_AS(arange(0, 10, -1), Error);
+  // One step is just start (the second half's end - 0 * step gave end).
+  CHECK(linspace(0, 1, 1).item<float>() == 0.f);
+  CHECK(linspace(-3, 5, 1, DType::I32).item<int32_t>() == -3);
   // linspace ends exactly on end.
   CHECK(linspace(-0.7, 0.3, 11, DType::F64)[-1].item<double>() == 0.3);
   CHECK(linspace(0.1, 0.9, 7, DType::F64)[0].item<double>() == 0.1);

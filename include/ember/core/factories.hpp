@@ -152,10 +152,12 @@ BasicTensor<P> arange(Scalar start, Scalar end, TensorOptions o) {
   return arange<P>(start, end, int64_t{1}, o);
 }
 
-/// `steps` evenly spaced values from start to end inclusive.
+/// `steps` evenly spaced values from start to end inclusive (one step: just start, as PyTorch).
 template <class P = DefaultPolicy>
 BasicTensor<P> linspace(double start, double end, int64_t steps, TensorOptions o = {}) {
   EMBER_CHECK(steps >= 0, "[linspace] steps must be non-negative, got {}", steps);
+  detail::check_scalar_fits(start, o.dtype_or(kDefaultFloat), "linspace");  // as PyTorch: -2.5 is no u8 start
+  detail::check_scalar_fits(end, o.dtype_or(kDefaultFloat), "linspace");
   return detail::on_cpu_then_move<P>({steps}, o, kDefaultFloat, [&](detail::TensorImpl& t) {
     detail::fill_linspace(t, start, end, steps);
   });
