@@ -62,7 +62,10 @@ struct Result {
 ///   sort (x; dim, descending) -> values, indices (stable)       topk (x; k, dim, largest) -> values
 ///   kthvalue (x; k, dim) -> values       where (cond, a, b)       lerp (a, b, w)
 ///   addcmul addcdiv (x, t1, t2; value)       clamp_tensors (x, lo, hi)       round_decimals (x; d)
-///   to (x; dtype code)       matmul (a, b)
+///   to (x; dtype code)       matmul (a, b)       arange (; start, end, step, integral, dtype or -1)
+///   linspace (; start, end, steps, dtype or -1)       cat stack (tensors...; dim)
+///   unique (x) -> values, counts       nonzero (x)       index_select gather (x, index; dim)
+///   scatter_add (x, index, src; dim)       masked_select (x, mask)
 
 Result run_torch(const Call& c);
 Result run_ember(const Call& c);

@@ -91,7 +91,26 @@ Result named(const Call& c) {
     r.out = from_ember(t);
     return r;
   };
+  auto scalar = [&](size_t i) {
+    return c.args.at(3) != 0 ? ember::Scalar(static_cast<int64_t>(c.args.at(i))) : ember::Scalar(c.args.at(i));
+  };
+  auto options = [&](size_t i) {
+    return c.args.at(i) < 0 ? ember::TensorOptions() : ember::TensorOptions(static_cast<ember::DType>(arg(i)));
+  };
+  if (op == "arange") return one(ember::arange(scalar(0), scalar(1), scalar(2), options(4)));
+  if (op == "linspace") return one(ember::linspace(c.args.at(0), c.args.at(1), arg(2), options(3)));
+  if (op == "cat") return one(ember::cat(in, arg(0)));
+  if (op == "stack") return one(ember::stack(in, arg(0)));
   const ember::Tensor& x = in.at(0);
+  if (op == "unique") {
+    auto [values, inverse, counts] = ember::unique(x, false, true);
+    return two({values, counts});
+  }
+  if (op == "nonzero") return one(x.nonzero());
+  if (op == "index_select") return one(x.index_select(arg(0), in.at(1)));
+  if (op == "gather") return one(x.gather(arg(0), in.at(1)));
+  if (op == "scatter_add") return one(x.scatter_add(arg(0), in.at(1), in.at(2)));
+  if (op == "masked_select") return one(x.masked_select(in.at(1)));
   if (op == "cumsum") return one(x.cumsum(arg(0)));
   if (op == "cumprod") return one(x.cumprod(arg(0)));
   if (op == "logcumsumexp") return one(x.logcumsumexp(arg(0)));

@@ -40,6 +40,14 @@ inline double int_max(DT t) {
 
 inline int bits(DT t) { return t == DT::I64 ? 64 : t == DT::I32 ? 32 : 8; }
 
+/// Whether a result holds both +0 and -0 (as separate elements).
+inline bool t_has_both_zeros(const Result& r) {
+  bool pos = false, neg = false;
+  for (int64_t i = 0; i < r.out.numel(); ++i)
+    if (r.out.at(i) == 0) (std::signbit(r.out.at(i)) ? neg : pos) = true;
+  return pos && neg;
+}
+
 /// Why a call that one library accepts and the other refuses, or whose result dtype differs,
 /// is expected; nullptr when it is not.
 inline const char* known_call(const Call& c, const std::string& category, const Result& ember, const Result& torch) {
@@ -57,6 +65,9 @@ inline const char* known_call(const Call& c, const std::string& category, const 
   }
   if (category == "dtype" && (c.op == "relu_backward" || c.op == "gelu_backward" || c.op == "silu_backward"))
     return "an autograd-internal op: Ember only calls it on floating gradients, and computes others in f32";
+  if (category == "shape" && c.op == "unique" && c.ins.at(0).dt == DT::BF16 && t_has_both_zeros(torch))
+    return "libtorch 1.13's bf16 unique keeps -0 and +0 apart (its f32 unique merges them, as Ember does for every "
+           "dtype)";
   return nullptr;
 }
 
@@ -85,6 +96,9 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
       (std::isnan(e.a) || e.a <= int_min(result) - 1 || e.a >= int_max(result) + 1))
     return "a float outside the integer type's range (or NaN): C++ leaves the conversion undefined; libtorch wraps "
            "through int32 (NaN -> INT_MIN), Ember saturates (NaN -> 0)";
+  if (op == "linspace" && !dt_floating(result))
+    return "an integer linspace: libtorch 1.13 truncates start and steps in float from there ([-2, -1, 0, 0, 1, 1, "
+           "2, 3, 5, 6, 7] for -2.5 to 7 in 11 steps); Ember truncates each f64 value (-2.5 + 0.95 k)";
   if (op == "softsign" && !dt_floating(c.a.dt))
     return "the libtorch side is torch.nn.functional.softsign's x / (1 + |x|), which wraps in integer arithmetic "
            "(|-128| + 1 in i8); Ember computes in f32";

@@ -225,7 +225,30 @@ Result named(const Call& c) {
     r.out = from_torch(t);
     return r;
   };
+  auto scalar = [&](size_t i) {
+    return c.args.at(3) != 0 ? at::Scalar(static_cast<int64_t>(c.args.at(i))) : at::Scalar(c.args.at(i));
+  };
+  auto options = [&](size_t i) {
+    return c.args.at(i) < 0 ? at::TensorOptions() : at::TensorOptions().dtype(torch_type(static_cast<DT>(arg(i))));
+  };
+  if (op == "arange") {
+    if (c.args.at(4) < 0)  // dtype inferred from the scalars, as torch.arange
+      return one(at::arange(scalar(0), scalar(1), scalar(2)));
+    return one(at::arange(scalar(0), scalar(1), scalar(2), options(4)));
+  }
+  if (op == "linspace") return one(at::linspace(c.args.at(0), c.args.at(1), arg(2), options(3)));
+  if (op == "cat") return one(at::cat(in, arg(0)));
+  if (op == "stack") return one(at::stack(in, arg(0)));
   const at::Tensor& x = in.at(0);
+  if (op == "unique") {
+    auto r3 = at::_unique2(x, /*sorted=*/true, /*return_inverse=*/false, /*return_counts=*/true);
+    return two({std::get<0>(r3), std::get<2>(r3)});
+  }
+  if (op == "nonzero") return one(at::nonzero(x));
+  if (op == "index_select") return one(at::index_select(x, arg(0), in.at(1)));
+  if (op == "gather") return one(at::gather(x, arg(0), in.at(1)));
+  if (op == "scatter_add") return one(at::scatter_add(x, arg(0), in.at(1), in.at(2)));
+  if (op == "masked_select") return one(at::masked_select(x, in.at(1)));
   if (op == "cumsum") return one(at::cumsum(x, arg(0)));
   if (op == "cumprod") return one(at::cumprod(x, arg(0)));
   if (op == "logcumsumexp") return one(at::logcumsumexp(x, arg(0)));
