@@ -308,6 +308,33 @@ TEST_CASE("conv_transpose is the adjoint of conv; output sizes as PyTorch") {
   CHECK(ct(randn({1, 2, 4, 4})).sizes() == Shape{1, 3, 8, 8});
 }
 
+TEST_CASE("conv_transpose: output_padding up to the dilation, beyond every window; output sizes below 1 refused") {
+  // output_padding may reach the dilation when it exceeds the stride (PyTorch's rule): the
+  // elements after the last window get only the bias. Values from PyTorch 1.13
+  // (F.conv_transpose1d/2d with the same arguments); these were refused before.
+  Tensor x1 = tensor<double>({1, 2}).view({1, 1, 2});
+  Tensor y1 = nn::F::conv_transpose1d(x1, tensor<double>({1, 10}).view({1, 1, 2}), tensor<double>({0.5}), {1}, {0}, {1},
+                                      1, {2});
+  CHECK(y1.sizes() == Shape{1, 1, 5});
+  CHECK(y1.eq(tensor<double>({1.5, 2.5, 10.5, 20.5, 0.5}).view({1, 1, 5})).all().item<bool>());
+  Tensor x2 = arange(1, 7, DType::F64).view({1, 1, 2, 3});
+  Tensor w2 = tensor<double>({1, 10, 100, 1000}).view({1, 1, 2, 2});
+  Tensor y2 = nn::F::conv_transpose2d(x2, w2, {}, {1, 2}, {0, 1}, {1, 1}, 1, {2, 2});
+  CHECK(y2.eq(tensor<double>({0, 12, 0, 23, 0, 30, 0, 45, 0, 56, 0, 60, 0, 1200, 0, 2300, 0, 3000, 0, 4500, 0, 5600,
+                              0, 6000, 0, 0, 0, 0, 0, 0})
+                  .view({1, 1, 5, 6}))
+            .all()
+            .item<bool>());
+  manual_seed(23);
+  check_grads("conv_transpose2d output_padding beyond the windows",
+              [](const std::vector<Tensor>& v) { return nn::F::conv_transpose2d(v[0], v[1], v[2], {1, 2}, {0, 1}, {1, 1}, 1, {2, 2}); },
+              {r64({2, 2, 3, 3}), r64({2, 3, 2, 2}), r64({3})});
+  // An output size below 1 is refused, as PyTorch ("Output size is too small"); it gave an
+  // empty tensor.
+  CHECK_THROWS_WITH_AS(nn::F::conv_transpose2d(randn({1, 1, 1, 5}), randn({1, 1, 1, 1}), {}, {3}, {1}),
+                       doctest::Contains("is too small"), Error);
+}
+
 TEST_CASE("im2col/col2im with the batch inside the columns are the (K, N, L) permutation of the default") {
   manual_seed(37);
   for (int nd : {1, 2, 3}) {
@@ -355,6 +382,20 @@ TEST_CASE("2x2 max pooling with stride 2 (its own kernel): ties, NaNs, odd sizes
       CHECK(max_diff(where(vd.isnan(), 0.0, vd), where(ref.isnan(), 0.0, ref)) == 0.0);
     }
   }
+}
+
+TEST_CASE("pooling: no window along a dim is refused, with and without ceil_mode") {
+  // PyTorch refuses these ("Output size is too small"). With ceil_mode, a kernel wider than
+  // the padded input got one window (C++'s -1 / 2 is 0, PyTorch's div_rtn -1); without, an
+  // empty result came back.
+  Tensor x = randn({1, 1, 6, 3});
+  CHECK_THROWS_WITH_AS(nn::F::max_pool2d(x, {3, 4}, {2, 2}, {0, 1}, {1, 2}, true), doctest::Contains("output size"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::max_pool2d(x, {3, 4}, {2, 2}, {0, 1}, {1, 2}, false), doctest::Contains("output size"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::avg_pool2d(randn({1, 1, 1, 3}), {4, 2}, {3, 3}, {0, 1}, true), doctest::Contains("output size"),
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::F::avg_pool2d(randn({1, 3, 2}), {1, 4}, {1, 2}), doctest::Contains("output size"), Error);
+  // The largest kernel that still fits keeps its one window.
+  CHECK(nn::F::max_pool2d(x, {3, 3}, {2, 2}, {0, 0}, {1, 1}, true).sizes() == Shape{1, 1, 3, 1});
 }
 
 TEST_CASE("pooling matches direct loops (values and PyTorch's indices), ceil_mode, count_include_pad") {

@@ -21,6 +21,7 @@
 #include <ember/ops/shape_ops.hpp>
 #include <ember/ops/winograd_ops.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -405,28 +406,37 @@ BasicTensor<P> conv_transpose_nd(const BasicTensor<P>& x, const BasicTensor<P>& 
   ops::ConvGeometry g = detail::geometry(nd, kernel, stride, padding, dilation, op);
   auto op_pad = detail::expand_arg(output_padding, nd, op, "output_padding");
   std::array<int64_t, 3> spatial{1, 1, 1};
+  std::vector<int64_t> trailing;  // F::pad's order: last dim first
   int64_t n = xb.size(0), cin = xb.size(1), cout = w.size(1) * groups, l = 1;
   Shape s{n, cout};
   for (int d = 0; d < nd; ++d) {
     EMBER_CHECK(op_pad[d] >= 0 && op_pad[d] < std::max(g.stride[d], g.dilation[d]),
                 "[{}] output_padding {} must be smaller than stride or dilation", op, op_pad[d]);
     // geometry() bounds the window terms below 2^31; the input size times the stride may still overflow.
-    spatial[d] = ember::detail::checked_add(
+    const int64_t size = ember::detail::checked_add(
         ember::detail::checked_mul(xb.size(2 + d) - 1, g.stride[d], op),
         g.dilation[d] * (g.kernel[d] - 1) + op_pad[d] + 1 - 2 * g.pad_before[d], op);
-    // output_padding adds elements after the last window that no window reaches (they get only
-    // the bias); keep the window count equal to the input size.
+    EMBER_CHECK(size >= 1, "[{}] the output size {} along spatial dim {} is too small (input {}, stride {}, padding {}, "
+                "dilation {}, kernel {}, output_padding {})", op, size, d, xb.size(2 + d), g.stride[d],
+                g.pad_before[d], g.dilation[d], g.kernel[d], op_pad[d]);
+    // output_padding adds elements after the last window; keep the window count equal to the
+    // input size. Elements beyond every window's reach (output_padding at least the stride,
+    // which a larger dilation allows, and little padding) get only the bias: they are added
+    // as zeros after col2im rather than as a negative padding.
     g.pad_after[d] -= g.stride[d] * (op_pad[d] / g.stride[d]);
-    EMBER_CHECK(g.pad_after[d] >= 0, "[{}] output_padding {} with stride {} and padding {} is not supported", op,
-                op_pad[d], g.stride[d], g.pad_before[d]);
+    const int64_t beyond = std::max<int64_t>(0, -g.pad_after[d]);
+    g.pad_after[d] += beyond;
+    spatial[d] = size - beyond;
+    trailing.insert(trailing.begin(), {0, beyond});
     l *= xb.size(2 + d);
-    s.push_back(spatial[d]);
+    s.push_back(size);
   }
   int64_t taps = g.kernel_numel();
   BasicTensor<P> xf = xb.reshape({n, groups, cin / groups, l});
   BasicTensor<P> wg = w.reshape({groups, cin / groups, (cout / groups) * taps});
   BasicTensor<P> cols = wg.mT().matmul(xf).reshape({n, cout * taps, l});  // (N, G, Cout/G * taps, L)
   BasicTensor<P> out = detail::col2im(cols, g, spatial);
+  if (std::any_of(trailing.begin(), trailing.end(), [](int64_t v) { return v > 0; })) out = ember::pad(out, trailing);
   if (b.defined()) {
     Shape bs(static_cast<size_t>(nd + 2), 1);
     bs[1] = cout;
@@ -460,11 +470,23 @@ inline void apply_ceil_mode(ops::ConvGeometry& g, const Shape& in, int nd) {
   for (int d = 0; d < nd; ++d) {
     int64_t span = g.dilation[d] * (g.kernel[d] - 1) + 1;
     int64_t padded = in[2 + d] + 2 * g.pad_before[d];
-    int64_t out = (padded - span + g.stride[d] - 1) / g.stride[d] + 1;
+    // Rounded towards -inf, as PyTorch's div_rtn: a kernel wider than the padded input gives
+    // no window (C++'s / truncated -1 / 2 to 0: one window, reading the ceil overhang).
+    const int64_t num = padded - span + g.stride[d] - 1;
+    int64_t out = (num >= 0 ? num / g.stride[d] : -((-num + g.stride[d] - 1) / g.stride[d])) + 1;
+    if (out < 1) continue;  // check_pool_output refuses it
     if ((out - 1) * g.stride[d] >= in[2 + d] + g.pad_before[d]) --out;
     int64_t need = (out - 1) * g.stride[d] + span - padded;
     if (need > 0) g.pad_after[d] += need;
   }
+}
+/// A pooling window count of 0 along some dim is refused, as PyTorch ("Output size is too
+/// small"): an empty result would hide a kernel larger than the padded input.
+inline void check_pool_output(const ops::ConvGeometry& g, const Shape& in, int nd, const char* op) {
+  for (int d = 0; d < nd; ++d)
+    EMBER_CHECK(g.out_size(d, in[2 + d]) >= 1,
+                "[{}] the output size along spatial dim {} is 0: input {}, kernel {}, stride {}, padding {}, dilation {}",
+                op, d, in[2 + d], g.kernel[d], g.stride[d], g.pad_before[d], g.dilation[d]);
 }
 template <class P>
 std::pair<BasicTensor<P>, BasicTensor<P>> max_pool_nd(const BasicTensor<P>& x, int nd, IntArgs kernel, IntArgs stride,
@@ -478,6 +500,7 @@ std::pair<BasicTensor<P>, BasicTensor<P>> max_pool_nd(const BasicTensor<P>& x, i
                 "[{}] padding {} must be at most half the effective kernel size {} (kernel {}, dilation {})", op,
                 g.pad_before[d], (g.kernel[d] - 1) * g.dilation[d] + 1, g.kernel[d], g.dilation[d]);
   if (ceil_mode) apply_ceil_mode(g, xb.sizes(), nd);
+  check_pool_output(g, xb.sizes(), nd, op);
   auto [v, i] = dispatch<P>(ops::MaxPool{g}, xb.impl());  // a direct kernel, no im2col copy
   BasicTensor<P> out = BasicTensor<P>::wrap(std::move(v)), idx;
   if (want_indices) idx = BasicTensor<P>::wrap(std::move(i));
@@ -502,6 +525,7 @@ BasicTensor<P> avg_pool_nd(const BasicTensor<P>& x, int nd, IntArgs kernel, IntA
                 g.pad_before[d], g.kernel[d]);
   std::array<int64_t, 3> sym_after = g.pad_after;
   if (ceil_mode) apply_ceil_mode(g, xb.sizes(), nd);
+  check_pool_output(g, xb.sizes(), nd, op);
   int64_t n = xb.size(0), c = xb.size(1), taps = g.kernel_numel();
   BasicTensor<P> cols = im2col(xb, g);
   int64_t l = cols.size(2);
