@@ -66,6 +66,14 @@ struct Result {
 ///   linspace (; start, end, steps, dtype or -1)       cat stack (tensors...; dim)
 ///   unique (x) -> values, counts       nonzero (x)       index_select gather (x, index; dim)
 ///   scatter_add (x, index, src; dim)       masked_select (x, mask)
+///   conv2d (x, w[, b]; stride h w, padding h w, dilation h w, groups)
+///   conv_transpose2d (x, w[, b]; stride h w, padding h w, output_padding h w, groups, dilation h w)
+///   max_pool2d (x; kernel h w, stride h w, padding h w, dilation h w, ceil) -> values, indices
+///   avg_pool2d (x; kernel h w, stride h w, padding h w, ceil, count_include_pad, divisor or 0)
+///   adaptive_avg_pool2d (x; out h w)       adaptive_max_pool2d (x; out h w) -> values, indices
+///   interpolate (x; out h w, mode (nearest bilinear bicubic nearest-exact area), align_corners,
+///                scale h w or 0 0)
+///   pad (x; mode (constant 1.5, reflect, replicate, circular), left right top bottom)
 
 Result run_torch(const Call& c);
 Result run_ember(const Call& c);

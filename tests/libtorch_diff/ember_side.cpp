@@ -4,6 +4,7 @@
 #include "bridge.hpp"
 
 #include <ember/ember.hpp>
+#include <ember/nn.hpp>
 
 #include <cstring>
 #include <exception>
@@ -97,6 +98,34 @@ Result named(const Call& c) {
   auto options = [&](size_t i) {
     return c.args.at(i) < 0 ? ember::TensorOptions() : ember::TensorOptions(static_cast<ember::DType>(arg(i)));
   };
+  // nn::functional: the argument lists are in bridge.hpp.
+  namespace F = ember::nn::functional;
+  auto ints = [&](size_t i, size_t n) {
+    F::IntArgs v;
+    for (size_t k = 0; k < n; ++k) v.push_back(arg(i + k));
+    return v;
+  };
+  auto bias = [&](size_t i) { return in.size() > i ? in[i] : ember::Tensor(); };
+  if (op == "conv2d") return one(F::conv2d(in.at(0), in.at(1), bias(2), ints(0, 2), ints(2, 2), ints(4, 2), arg(6)));
+  if (op == "conv_transpose2d")
+    return one(F::conv_transpose2d(in.at(0), in.at(1), bias(2), ints(0, 2), ints(2, 2), ints(4, 2), arg(6), ints(7, 2)));
+  if (op == "max_pool2d")
+    return two(F::max_pool2d_with_indices(in.at(0), ints(0, 2), ints(2, 2), ints(4, 2), ints(6, 2), arg(8) != 0));
+  if (op == "avg_pool2d")
+    return one(F::avg_pool2d(in.at(0), ints(0, 2), ints(2, 2), ints(4, 2), arg(6) != 0, arg(7) != 0,
+                             arg(8) != 0 ? std::optional<int64_t>(arg(8)) : std::nullopt));
+  if (op == "adaptive_avg_pool2d") return one(F::adaptive_avg_pool2d(in.at(0), ints(0, 2)));
+  if (op == "adaptive_max_pool2d") return two(F::adaptive_max_pool2d_with_indices(in.at(0), ints(0, 2)));
+  if (op == "interpolate") {
+    static const char* const modes[] = {"nearest", "bilinear", "bicubic", "nearest-exact", "area"};
+    std::vector<double> scales;
+    if (c.args.at(4) != 0) scales = {c.args.at(4), c.args.at(5)};
+    return one(F::interpolate(in.at(0), ints(0, 2), modes[arg(2)], arg(3) != 0, scales));
+  }
+  if (op == "pad") {
+    static const char* const modes[] = {"constant", "reflect", "replicate", "circular"};
+    return one(ember::pad(in.at(0), {arg(1), arg(2), arg(3), arg(4)}, modes[arg(0)], arg(0) == 0 ? 1.5 : 0.0));
+  }
   if (op == "arange") return one(ember::arange(scalar(0), scalar(1), scalar(2), options(4)));
   if (op == "linspace") return one(ember::linspace(c.args.at(0), c.args.at(1), arg(2), options(3)));
   if (op == "cat") return one(ember::cat(in, arg(0)));

@@ -48,6 +48,15 @@ inline bool t_has_both_zeros(const Result& r) {
   return pos && neg;
 }
 
+/// Whether interpolate's output is once or twice its input along a spatial dim.
+inline bool shortcut_size(const Call& c) {
+  for (int d = 0; d < 2; ++d) {
+    const double in = static_cast<double>(c.ins.at(0).shape.at(2 + static_cast<size_t>(d))), out = c.args.at(static_cast<size_t>(d));
+    if (out == in || out == 2 * in) return true;
+  }
+  return false;
+}
+
 /// Why a call that one library accepts and the other refuses, or whose result dtype differs,
 /// is expected; nullptr when it is not.
 inline const char* known_call(const Call& c, const std::string& category, const Result& ember, const Result& torch) {
@@ -65,6 +74,9 @@ inline const char* known_call(const Call& c, const std::string& category, const 
   }
   if (category == "dtype" && (c.op == "relu_backward" || c.op == "gelu_backward" || c.op == "silu_backward"))
     return "an autograd-internal op: Ember only calls it on floating gradients, and computes others in f32";
+  if (category == "accept" && !ember.ok && c.op == "max_pool2d" &&
+      ember.error.find("a window reads only padding") != std::string::npos)
+    return "a max-pooling window that reads only padding: libtorch returns -inf there, Ember refuses the geometry";
   if (category == "shape" && c.op == "unique" && c.ins.at(0).dt == DT::BF16 && t_has_both_zeros(torch))
     return "libtorch 1.13's bf16 unique keeps -0 and +0 apart (its f32 unique merges them, as Ember does for every "
            "dtype)";
@@ -84,6 +96,9 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
          op == "cummin") &&
         e.ember == 0 && e.torch == 0)
       return "+0 and -0 compare equal: which of the tied zeros is picked is unspecified (in both libraries)";
+    if ((op == "conv2d" || op == "conv_transpose2d") && c.ins.size() == 2)
+      return "an exact zero output without bias (a window over padding): Ember's sum starts from the first product "
+             "(0 * -w = -0), libtorch's from +0";
     if ((op == "gelu" || op == "gelu_tanh") && std::signbit(e.ember) && e.a <= 0)
       return "gelu(x) = x * Phi(x) keeps the sign of a non-positive x (-0), as IEEE multiplication; libtorch gives +0";
     return nullptr;
@@ -99,6 +114,9 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
   if (op == "linspace" && !dt_floating(result))
     return "an integer linspace: libtorch 1.13 truncates start and steps in float from there ([-2, -1, 0, 0, 1, 1, "
            "2, 3, 5, 6, 7] for -2.5 to 7 in 11 steps); Ember truncates each f64 value (-2.5 + 0.95 k)";
+  if (op == "interpolate" && c.args.at(2) == 0 && c.args.at(4) != 0 && shortcut_size(c))
+    return "nearest with a scale factor where the output is twice (or once) the input: libtorch 1.13 takes i / 2 "
+           "(or i) for a single image plane and floor(i / factor) for several; Ember always takes i / 2";
   if (op == "softsign" && !dt_floating(c.a.dt))
     return "the libtorch side is torch.nn.functional.softsign's x / (1 + |x|), which wraps in integer arithmetic "
            "(|-128| + 1 in i8); Ember computes in f32";

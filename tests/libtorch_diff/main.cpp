@@ -524,11 +524,11 @@ Buf tie_matrix(DT t) {
   return make_buf(t, v, {8, 6});
 }
 
-Buf random_buf(DT t, std::vector<int64_t> shape, ember::test::Domain dom) {
+Buf random_buf(DT t, std::vector<int64_t> shape, ember::test::Domain dom, bool edges = true) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::vector<Val> v = randoms(t, dom, dom, static_cast<int>(n));
-  if (dt_floating(t)) {  // a few edge values among them
+  if (edges && dt_floating(t)) {  // a few edge values among them
     std::vector<Val> s = specials(t);
     for (size_t k = 0; k < v.size(); k += 5) v[k] = s[(k / 5) % s.size()];
   }
@@ -611,6 +611,53 @@ void named_calls(Report& rep, const std::string& filter) {
   }
 }
 
+/// nn::functional's windowed ops on random configurations: kernel, stride, padding,
+/// dilation, groups, ceil_mode, output sizes and scale factors drawn per call (invalid ones
+/// included: both libraries must refuse them).
+void nn_calls(Report& rep, const std::string& filter) {
+  std::mt19937_64 g(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(g); };
+  auto d = [](int v) { return static_cast<double>(v); };
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 120; ++n) {
+      const int groups = pick(1, 3), ci = pick(1, 2) * groups, co = pick(1, 2) * groups;
+      const int h = pick(1, 9), w = pick(1, 9), kh = pick(1, 4), kw = pick(1, 4);
+      const Buf x = random_buf(t, {2, ci, h, w}, {-2, 2}, false);
+      const Buf wt = random_buf(t, {co, ci / groups, kh, kw}, {-1, 1}, false);
+      const Buf b = random_buf(t, {co}, {-1, 1}, false);
+      const std::vector<double> conv = {d(pick(1, 3)), d(pick(1, 3)), d(pick(0, 2)), d(pick(0, 2)),
+                                        d(pick(1, 2)), d(pick(1, 2)), d(groups)};
+      if (n % 3 == 0) named(rep, filter, "conv2d", {x, wt}, conv);
+      else named(rep, filter, "conv2d", {x, wt, b}, conv);
+      // conv_transpose2d: weight (C_in, C_out / groups, kh, kw); output_padding < stride or dilation.
+      const Buf wtt = random_buf(t, {ci, co / groups, kh, kw}, {-1, 1}, false);
+      const int sh = pick(1, 3), sw = pick(1, 3), dh = pick(1, 2), dw = pick(1, 2);
+      named(rep, filter, "conv_transpose2d", {x, wtt, b},
+            {d(sh), d(sw), d(pick(0, 2)), d(pick(0, 2)), d(pick(0, std::max(sh, dh) - 1)), d(pick(0, std::max(sw, dw) - 1)),
+             d(groups), d(dh), d(dw)});
+      const int pk_h = pick(1, 4), pk_w = pick(1, 4);
+      named(rep, filter, "max_pool2d", {x},
+            {d(pk_h), d(pk_w), d(pick(1, 3)), d(pick(1, 3)), d(pick(0, pk_h / 2)), d(pick(0, pk_w / 2)), d(pick(1, 2)),
+             d(pick(1, 2)), d(pick(0, 1))});
+      named(rep, filter, "avg_pool2d", {x},
+            {d(pk_h), d(pk_w), d(pick(1, 3)), d(pick(1, 3)), d(pick(0, pk_h / 2)), d(pick(0, pk_w / 2)), d(pick(0, 1)),
+             d(pick(0, 1)), d(n % 5 == 0 ? pick(1, 7) : 0)});
+      named(rep, filter, "adaptive_avg_pool2d", {x}, {d(pick(1, 7)), d(pick(1, 7))});
+      named(rep, filter, "adaptive_max_pool2d", {x}, {d(pick(1, 7)), d(pick(1, 7))});
+      const int mode = pick(0, 4);
+      const bool corners = (mode == 1 || mode == 2) && pick(0, 1);
+      if (n % 2 == 0) {
+        named(rep, filter, "interpolate", {x}, {d(pick(1, 13)), d(pick(1, 13)), d(mode), d(corners), 0, 0});
+      } else if (mode != 4) {  // a scale factor: the size is floor(in * factor), the taps follow the factor
+        const double fh = pick(3, 30) / 10.0, fw = pick(3, 30) / 10.0;
+        const int oh = static_cast<int>(std::floor(h * fh)), ow = static_cast<int>(std::floor(w * fw));
+        if (oh > 0 && ow > 0) named(rep, filter, "interpolate", {x}, {d(oh), d(ow), d(mode), d(corners), fh, fw});
+      }
+      named(rep, filter, "pad", {x}, {d(pick(0, 3)), d(pick(0, 3)), d(pick(0, 3)), d(pick(0, 3)), d(pick(0, 3))});
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ediff
 
@@ -630,6 +677,7 @@ int main(int argc, char** argv) {
   ediff::binary_calls(rep, filter);
   ediff::reduce_calls(rep, filter);
   ediff::named_calls(rep, filter);
+  ediff::nn_calls(rep, filter);
   std::printf("\n%d calls, %d differ from libtorch, %d known differences (--verbose lists them)\n", rep.calls,
               rep.mismatched_calls, rep.known);
   for (const auto& [cat, n] : rep.by_category) std::printf("  %s: %d\n", cat.c_str(), n);

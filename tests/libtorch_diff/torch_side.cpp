@@ -231,6 +231,40 @@ Result named(const Call& c) {
   auto options = [&](size_t i) {
     return c.args.at(i) < 0 ? at::TensorOptions() : at::TensorOptions().dtype(torch_type(static_cast<DT>(arg(i))));
   };
+  auto ints = [&](size_t i, size_t n) {
+    std::vector<int64_t> v;
+    for (size_t k = 0; k < n; ++k) v.push_back(arg(i + k));
+    return v;
+  };
+  auto bias = [&](size_t i) { return in.size() > i ? c10::optional<at::Tensor>(in[i]) : c10::optional<at::Tensor>(); };
+  if (op == "conv2d") return one(at::conv2d(in.at(0), in.at(1), bias(2), ints(0, 2), ints(2, 2), ints(4, 2), arg(6)));
+  if (op == "conv_transpose2d")
+    return one(at::conv_transpose2d(in.at(0), in.at(1), bias(2), ints(0, 2), ints(2, 2), ints(4, 2), arg(6), ints(7, 2)));
+  if (op == "max_pool2d")
+    return two(at::max_pool2d_with_indices(in.at(0), ints(0, 2), ints(2, 2), ints(4, 2), ints(6, 2), arg(8) != 0));
+  if (op == "avg_pool2d")
+    return one(at::avg_pool2d(in.at(0), ints(0, 2), ints(2, 2), ints(4, 2), arg(6) != 0, arg(7) != 0,
+                              arg(8) != 0 ? c10::optional<int64_t>(arg(8)) : c10::nullopt));
+  if (op == "adaptive_avg_pool2d") return one(at::adaptive_avg_pool2d(in.at(0), ints(0, 2)));
+  if (op == "adaptive_max_pool2d") return two(at::adaptive_max_pool2d(in.at(0), ints(0, 2)));
+  if (op == "interpolate") {
+    const auto size = ints(0, 2);
+    const bool scaled = c.args.at(4) != 0;
+    const c10::optional<double> sh = scaled ? c10::optional<double>(c.args.at(4)) : c10::nullopt;
+    const c10::optional<double> sw = scaled ? c10::optional<double>(c.args.at(5)) : c10::nullopt;
+    const bool corners = arg(3) != 0;
+    switch (arg(2)) {
+      case 0: return one(at::upsample_nearest2d(in.at(0), size, sh, sw));
+      case 1: return one(at::upsample_bilinear2d(in.at(0), size, corners, sh, sw));
+      case 2: return one(at::upsample_bicubic2d(in.at(0), size, corners, sh, sw));
+      case 3: return one(at::_upsample_nearest_exact2d(in.at(0), size, sh, sw));
+      default: return one(at::adaptive_avg_pool2d(in.at(0), size));  // mode 'area'
+    }
+  }
+  if (op == "pad") {
+    static const char* const modes[] = {"constant", "reflect", "replicate", "circular"};
+    return one(at::pad(in.at(0), ints(1, 4), modes[arg(0)], arg(0) == 0 ? c10::optional<double>(1.5) : c10::nullopt));
+  }
   if (op == "arange") {
     if (c.args.at(4) < 0)  // dtype inferred from the scalars, as torch.arange
       return one(at::arange(scalar(0), scalar(1), scalar(2)));
