@@ -402,3 +402,12 @@ TEST_CASE("edge values: f64 erf and erfc in vectors equal the library's (PyTorch
   CHECK(vals(strided.erfc()) == erfc_want);
   CHECK(vals(x.erfc()).at(3) > 0);  // subnormal, not 0
 }
+
+TEST_CASE("edge values: the divisor's gradient is -(a / b) / b, as PyTorch (b^2 overflowed first)") {
+  // f32, b = 1e30: b^2 is inf, so -a / b^2 gave NaN for a = inf and -0 for a = 1e30.
+  Tensor a = tensor<float>({std::numeric_limits<float>::infinity(), 1e30f, 3.f}).requires_grad_();
+  Tensor b = tensor<float>({1e30f, 1e30f, 2.f}).requires_grad_();
+  (a / b).sum().backward();
+  check_vals(b.grad(), {-kInf, -1e-30, -0.75});
+  check_vals(a.grad(), {1e-30, 1e-30, 0.5});
+}

@@ -331,7 +331,9 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
       case B::Div: {
         TP bv = Bv();
         if (na) ga = to_a(g / bv);
-        if (nb) gb = to_b(g.neg() * A() / bv.square());
+        // -g (a / b) / b, as PyTorch: b^2 overflows where a / b / b does not (a = inf or
+        // huge, b = 1e30 in f32: NaN instead of -inf).
+        if (nb) gb = to_b(g.neg() * (A() / bv / bv));
         break;
       }
       case B::DivTrunc: case B::DivFloor:
