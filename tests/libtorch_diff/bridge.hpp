@@ -43,6 +43,9 @@ struct Call {
   bool has_params = false;
   std::vector<int64_t> dims;  ///< Reduce: empty = all dims
   bool keepdim = false;
+  /// Unary, Binary, TensorScalar: instead of the result, the gradients of
+  /// sum(result * [1, 2, 3, ...]) with respect to a (out) and b (more[0], Binary only).
+  bool grad = false;
   std::vector<Buf> ins;       ///< Named: the tensor operands
   std::vector<double> args;   ///< Named: the other arguments (dims, k, flags, a dtype code)
 };

@@ -168,11 +168,26 @@ Result named(const Call& c) {
   throw std::runtime_error("ember_side: no named op " + op);
 }
 
+/// The gradients of sum(op(a[, b]) * [1, 2, ...]).
+Result gradients(const Call& c) {
+  ember::Tensor a = to_ember(c.a).requires_grad_();
+  ember::Tensor b = c.kind == Kind::Binary ? to_ember(c.b).requires_grad_() : ember::Tensor();
+  ember::Tensor y = c.kind == Kind::Unary ? unary(c, a) : c.kind == Kind::Binary ? binary(c.op, a, b) : binary(c.op, a, to_scalar(c.s));
+  ember::Tensor w = ember::arange(1, y.numel() + 1).to(y.dtype()).view(y.sizes());
+  (y * w).sum().backward();
+  Result r;
+  r.ok = true;
+  r.out = from_ember(a.grad().defined() ? a.grad() : ember::zeros_like(a));
+  if (b.defined()) r.more.push_back(from_ember(b.grad().defined() ? b.grad() : ember::zeros_like(b)));
+  return r;
+}
+
 }  // namespace
 
 Result run_ember(const Call& c) {
   Result r;
   try {
+    if (c.grad) return gradients(c);
     ember::Tensor a = c.kind == Kind::Named ? ember::Tensor() : to_ember(c.a);
     ember::Tensor out;
     switch (c.kind) {

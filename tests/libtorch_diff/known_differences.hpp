@@ -117,6 +117,22 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
   if (op == "interpolate" && c.args.at(2) == 0 && c.args.at(4) != 0 && shortcut_size(c))
     return "nearest with a scale factor where the output is twice (or once) the input: libtorch 1.13 takes i / 2 "
            "(or i) for a single image plane and floor(i / factor) for several; Ember always takes i / 2";
+  if (c.grad && std::isnan(e.a) &&
+      (op == "hardtanh" || op == "relu6" || op == "elu" || op == "selu" || op == "celu" || op == "hardswish"))
+    return "the gradient at a NaN input: Ember passes it as the branch for x > bounds does (PyTorch's scalar kernels "
+           "do too); libtorch 1.13's vectorized kernels give 0 (hardtanh, relu6) or NaN (elu, selu, celu, hardswish)";
+  if (c.grad && op == "hardswish" && e.a == 3)
+    return "hardswish's gradient at the kink x = 3: libtorch 1.13's scalar kernel gives 1.5 (Ember), its vectorized "
+           "kernel 1";
+  if (c.grad && op == "logit" && std::isnan(e.a) && c.has_params)
+    return "logit's gradient at NaN with an eps: Ember's is NaN (x * (1 - x) is), libtorch 1.13's 0";
+  if (c.grad && op == "softsign" && std::isinf(e.a) && e.ember == 0)
+    return "softsign's gradient at +-inf: Ember's 1 / (1 + |x|)^2 is 0; libtorch differentiates x / (1 + |x|) "
+           "through its parts (inf / inf: NaN)";
+  if (c.grad && (op == "hardsigmoid" || op == "celu") && result == DT::F64 &&
+      std::fabs(e.ember - e.torch) <= 1e-7 * (1 + std::fabs(e.torch)))
+    return "libtorch 1.13's f64 hardsigmoid and celu gradients use f32 constants (1/6, 1/alpha: 1.000000017 at 0); "
+           "Ember's are exact";
   if (op == "softsign" && !dt_floating(c.a.dt))
     return "the libtorch side is torch.nn.functional.softsign's x / (1 + |x|), which wraps in integer arithmetic "
            "(|-128| + 1 in i8); Ember computes in f32";

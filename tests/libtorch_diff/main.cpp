@@ -184,7 +184,7 @@ struct Report {
 };
 
 std::string describe(const Call& c) {
-  std::string s = c.op + "(";
+  std::string s = (c.grad ? "grad " : "") + c.op + "(";
   s += dt_name(c.a.dt);
   s += c.a.shape.empty() ? " 0-d" : "";
   if (c.kind == Kind::Binary) s += std::string(", ") + dt_name(c.b.dt) + (c.b.shape.empty() ? " 0-d" : "");
@@ -611,6 +611,60 @@ void named_calls(Report& rep, const std::string& filter) {
   }
 }
 
+/// Gradients of every differentiable elementwise op at the edge values (f32, f64): the
+/// conventions at kinks, ties, zeros and non-finite points (abs at 0, clamp at its bounds,
+/// maximum on ties, pow at 0, ...) are where autograd formulas part.
+void grad_calls(Report& rep, const std::string& filter) {
+  auto differentiable = [](const std::string& op) {
+    static const char* const no[] = {"isnan", "isinf", "isfinite", "logical_not", "bitwise_not", "eq", "ne", "lt", "le",
+                                     "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+                                     "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+                                     "relu_backward", "gelu_backward", "silu_backward", "div_trunc", "div_floor"};
+    return std::find(std::begin(no), std::end(no), op) == std::end(no);
+  };
+  for (DT t : {DT::F32, DT::F64}) {
+    for (const auto& row : ember::test::kUnaryRows) {
+      const std::string op = ember::ops::name(row.op);
+      if (!wanted(filter, op) || !differentiable(op)) continue;
+      std::vector<Val> v = specials(t), r = randoms(t, row.dom, row.dom, 32);
+      v.insert(v.end(), r.begin(), r.end());
+      Call c;
+      c.kind = Kind::Unary;
+      c.op = op;
+      c.grad = true;
+      c.a = make_buf(t, v, {static_cast<int64_t>(v.size())});
+      if (takes_params(op)) {
+        c.has_params = true;
+        c.p[0] = row.params.a, c.p[1] = row.params.b, c.p[2] = row.params.c;
+      }
+      compare(rep, c, true);
+    }
+    for (const auto& row : ember::test::kBinaryRows) {
+      const std::string op = ember::ops::name(row.op);
+      if (!wanted(filter, op) || !differentiable(op)) continue;
+      std::vector<Val> sa = specials(t), xa, xb;
+      for (const Val& a : sa)
+        for (const Val& b : sa) xa.push_back(a), xb.push_back(b);
+      std::vector<Val> ra = randoms(t, row.a, row.ia, 32), rb = randoms(t, row.b, row.ib, 32);
+      xa.insert(xa.end(), ra.begin(), ra.end());
+      xb.insert(xb.end(), rb.begin(), rb.end());
+      Call c;
+      c.kind = Kind::Binary;
+      c.op = op;
+      c.grad = true;
+      c.a = make_buf(t, xa, {static_cast<int64_t>(xa.size())});
+      c.b = make_buf(t, xb, {static_cast<int64_t>(xb.size())});
+      compare(rep, c, true);
+      for (double sv : {2.0, 0.5, -1.0, 0.0}) {
+        Call d = c;
+        d.kind = Kind::TensorScalar;
+        d.s = {ScalarArg::Float, sv, 0};
+        compare(rep, d, true);
+      }
+    }
+  }
+}
+
 /// nn::functional's windowed ops on random configurations: kernel, stride, padding,
 /// dilation, groups, ceil_mode, output sizes and scale factors drawn per call (invalid ones
 /// included: both libraries must refuse them).
@@ -678,6 +732,7 @@ int main(int argc, char** argv) {
   ediff::reduce_calls(rep, filter);
   ediff::named_calls(rep, filter);
   ediff::nn_calls(rep, filter);
+  ediff::grad_calls(rep, filter);
   std::printf("\n%d calls, %d differ from libtorch, %d known differences (--verbose lists them)\n", rep.calls,
               rep.mismatched_calls, rep.known);
   for (const auto& [cat, n] : rep.by_category) std::printf("  %s: %d\n", cat.c_str(), n);
