@@ -77,6 +77,13 @@ struct Result {
 ///   interpolate (x; out h w, mode (nearest bilinear bicubic nearest-exact area), align_corners,
 ///                scale h w or 0 0)
 ///   pad (x; mode (constant 1.5, reflect, replicate, circular), left right top bottom)
+///   (reduction: 0 none, 1 mean, 2 sum; an empty operand stands for none)
+///   cross_entropy (x, target[, weight]; ignore_index, reduction, label_smoothing)
+///   nll_loss (x, target[, weight]; ignore_index, reduction)
+///   smooth_l1_loss huber_loss (x, y; reduction, beta or delta)
+///   bce_with_logits (x, y[, weight[, pos_weight]]; reduction)       kl_div (x, y; reduction, log_target)
+///   layer_norm (x[, w, b]; normalized dims, eps)       group_norm (x[, w, b]; groups, eps)
+///   batch_norm (x, running_mean, running_var[, w, b]; training, momentum, eps) -> y, mean, var
 
 Result run_torch(const Call& c);
 Result run_ember(const Call& c);

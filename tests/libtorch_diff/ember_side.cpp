@@ -126,6 +126,29 @@ Result named(const Call& c) {
     static const char* const modes[] = {"constant", "reflect", "replicate", "circular"};
     return one(ember::pad(in.at(0), {arg(1), arg(2), arg(3), arg(4)}, modes[arg(0)], arg(0) == 0 ? 1.5 : 0.0));
   }
+  static const char* const reductions[] = {"none", "mean", "sum"};
+  auto opt = [&](size_t i) { return in.size() > i && in[i].numel() > 0 ? in[i] : ember::Tensor(); };
+  if (op == "cross_entropy")
+    return one(F::cross_entropy(in.at(0), in.at(1), opt(2), arg(0), reductions[arg(1)], c.args.at(2)));
+  if (op == "nll_loss") return one(F::nll_loss(in.at(0), in.at(1), opt(2), arg(0), reductions[arg(1)]));
+  if (op == "smooth_l1_loss") return one(F::smooth_l1_loss(in.at(0), in.at(1), reductions[arg(0)], c.args.at(1)));
+  if (op == "huber_loss") return one(F::huber_loss(in.at(0), in.at(1), reductions[arg(0)], c.args.at(1)));
+  if (op == "bce_with_logits")
+    return one(F::binary_cross_entropy_with_logits(in.at(0), in.at(1), opt(2), reductions[arg(0)], opt(3)));
+  if (op == "kl_div") return one(F::kl_div(in.at(0), in.at(1), reductions[arg(0)], arg(1) != 0));
+  if (op == "layer_norm") {
+    ember::Shape shape;
+    for (int64_t d = in.at(0).dim() - arg(0); d < in.at(0).dim(); ++d) shape.push_back(in.at(0).size(d));
+    return one(F::layer_norm(in.at(0), shape, opt(1), opt(2), c.args.at(1)));
+  }
+  if (op == "group_norm") return one(F::group_norm(in.at(0), arg(0), opt(1), opt(2), c.args.at(1)));
+  if (op == "batch_norm") {
+    ember::Tensor rm = in.at(1).clone(), rv = in.at(2).clone();
+    r.out = from_ember(F::batch_norm(in.at(0), rm, rv, opt(3), opt(4), arg(0) != 0, c.args.at(1), c.args.at(2)));
+    r.more.push_back(from_ember(rm));
+    r.more.push_back(from_ember(rv));
+    return r;
+  }
   if (op == "arange") return one(ember::arange(scalar(0), scalar(1), scalar(2), options(4)));
   if (op == "linspace") return one(ember::linspace(c.args.at(0), c.args.at(1), arg(2), options(3)));
   if (op == "cat") return one(ember::cat(in, arg(0)));

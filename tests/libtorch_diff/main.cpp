@@ -271,7 +271,8 @@ Element element(const Call& c, int64_t i, double ember, double torch) {
 
 /// Values of one output: integers exactly; floats within the dtype's tolerance, NaN for NaN,
 /// infinities exactly, and the sign of zero.
-void compare_output(Report& rep, const Call& c, const Buf& E, const Buf& T, bool transcendental, const std::string& which) {
+void compare_output(Report& rep, const Call& c, const Buf& E, const Buf& T, bool transcendental, const std::string& which,
+                    const Buf* ref64 = nullptr) {
   const double tol = tolerance(E.dt, transcendental);
   // Per category: differing elements, the first one not covered by a known rule, and the
   // rule that covered the others.
@@ -282,7 +283,9 @@ void compare_output(Report& rep, const Call& c, const Buf& E, const Buf& T, bool
   } value, zero;
   auto note = [&](Tally& tl, const char* category, int64_t i, double x, double y) {
     ++tl.n;
-    const char* why = known_element(c, E.dt, category, element(c, i, x, y));
+    Element el = element(c, i, x, y);
+    if (ref64 && ref64->numel() == E.numel()) el.ref64 = ref64->at(i);
+    const char* why = known_element(c, E.dt, category, el);
     if (why) {
       if (!tl.why) tl.why = why;
     } else if (tl.first_unknown.empty()) {
@@ -339,7 +342,18 @@ void compare(Report& rep, const Call& c, bool transcendental) {
     report(rep, c, "shape", "Ember " + dims(e.out) + ", libtorch " + dims(t.out), known_call(c, "shape", e, t));
     return;
   }
-  compare_output(rep, c, e.out, t.out, transcendental, "");
+  // An f32 normalisation is also run in f64 by Ember, to judge rounding differences.
+  Result r64;
+  if (c.kind == Kind::Named && is_normalisation(c.op) && e.out.dt == DT::F32) {
+    Call c64 = c;
+    for (Buf& b : c64.ins) {
+      std::vector<Val> v;
+      for (int64_t i = 0; i < b.numel(); ++i) v.push_back({b.at(i), 0});
+      b = make_buf(DT::F64, v, b.shape);
+    }
+    r64 = run_ember(c64);
+  }
+  compare_output(rep, c, e.out, t.out, transcendental, "", r64.ok ? &r64.out : nullptr);
   if (e.more.size() != t.more.size()) {
     report(rep, c, "outputs", std::to_string(e.more.size() + 1) + " / " + std::to_string(t.more.size() + 1), nullptr);
     return;
@@ -611,6 +625,65 @@ void named_calls(Report& rep, const std::string& filter) {
   }
 }
 
+/// Losses and normalisations on random configurations (class-index and probability targets,
+/// ignore_index hits, class weights, label smoothing, every reduction; affine or not,
+/// training or not).
+void loss_calls(Report& rep, const std::string& filter) {
+  std::mt19937_64 g(11);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(g); };
+  auto d = [](int v) { return static_cast<double>(v); };
+  const Buf none = make_buf(DT::F32, {}, {0});
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 40; ++n) {
+      const int batch = pick(1, 5), classes = pick(2, 6), red = pick(0, 2), extra = pick(0, 1);
+      std::vector<int64_t> xs = {batch, classes}, ts = {batch};
+      if (extra) xs.push_back(3), ts.push_back(3);  // (N, C, d) with (N, d) targets
+      const Buf x = random_buf(t, xs, {-4, 4}, false);
+      const Buf target = random_buf(DT::I64, ts, {0, static_cast<double>(classes - 1)}, false);
+      std::vector<Val> tv;  // a few targets hit ignore_index (1)
+      for (int64_t i = 0; i < target.numel(); ++i) tv.push_back({0, pick(0, 4) == 0 ? 1 : target.at_int(i)});
+      const Buf target_ignore = make_buf(DT::I64, tv, ts);
+      const Buf weight = random_buf(t, {classes}, {0.1, 2}, false);
+      for (double smoothing : {0.0, 0.2}) {
+        named(rep, filter, "cross_entropy", {x, target}, {-100, d(red), smoothing}, false);
+        named(rep, filter, "cross_entropy", {x, target_ignore, weight}, {1, d(red), smoothing}, false);
+      }
+      // Probability targets (rows summing to 1).
+      Buf probs = random_buf(t, xs, {0, 1}, false);
+      named(rep, filter, "cross_entropy", {x, probs}, {-100, d(red), n % 2 ? 0.1 : 0.0}, false);
+      named(rep, filter, "cross_entropy", {x, probs, weight}, {-100, d(red), 0.0}, false);
+      named(rep, filter, "nll_loss", {x, target_ignore, n % 2 ? weight : none}, {1, d(red)}, false);
+      const Buf y = random_buf(t, xs, {-4, 4}, false);
+      for (double beta : {0.0, 0.5, 1.0, 2.0}) {
+        named(rep, filter, "smooth_l1_loss", {x, y}, {d(red), beta}, false);
+        if (beta > 0) named(rep, filter, "huber_loss", {x, y}, {d(red), beta}, false);
+      }
+      const Buf p01 = random_buf(t, xs, {0, 1}, false);
+      named(rep, filter, "bce_with_logits", {x, p01}, {d(red)}, false);
+      named(rep, filter, "bce_with_logits", {x, p01, none, random_buf(t, {xs[1]}, {0.2, 3}, false)}, {d(red)}, false);
+      if (!extra) named(rep, filter, "bce_with_logits", {x, p01, random_buf(t, xs, {0, 2}, false)}, {d(red)}, false);
+      named(rep, filter, "kl_div", {x, p01}, {d(red), 0}, false);
+      named(rep, filter, "kl_div", {x, y}, {d(red), 1}, false);
+      // Normalisation: (N, C, H, W) with C a multiple of the groups.
+      const int groups = pick(1, 3), c = groups * pick(1, 2), h = pick(1, 4), w = pick(1, 4);
+      const Buf img = random_buf(t, {batch, c, h, w}, {-3, 3}, false);
+      const Buf gamma = random_buf(t, {c}, {0.5, 2}, false), beta_c = random_buf(t, {c}, {-1, 1}, false);
+      named(rep, filter, "group_norm", {img, gamma, beta_c}, {d(groups), 1e-5}, false);
+      named(rep, filter, "group_norm", {img}, {d(groups), 0.1}, false);
+      const int k = pick(1, 3);
+      std::vector<int64_t> ln_shape(img.shape.end() - k, img.shape.end());
+      named(rep, filter, "layer_norm", {img, random_buf(t, ln_shape, {0.5, 2}, false), random_buf(t, ln_shape, {-1, 1}, false)},
+            {d(k), 1e-5}, false);
+      named(rep, filter, "layer_norm", {img}, {d(k), 1e-3}, false);
+      const Buf rm = random_buf(t, {c}, {-1, 1}, false), rv = random_buf(t, {c}, {0.5, 2}, false);
+      for (int training : {0, 1}) {
+        named(rep, filter, "batch_norm", {img, rm, rv, gamma, beta_c}, {d(training), 0.1, 1e-5}, false);
+        named(rep, filter, "batch_norm", {img, rm, rv}, {d(training), 0.3, 1e-3}, false);
+      }
+    }
+  }
+}
+
 /// Gradients of every differentiable elementwise op at the edge values (f32, f64): the
 /// conventions at kinks, ties, zeros and non-finite points (abs at 0, clamp at its bounds,
 /// maximum on ties, pow at 0, ...) are where autograd formulas part.
@@ -733,6 +806,7 @@ int main(int argc, char** argv) {
   ediff::named_calls(rep, filter);
   ediff::nn_calls(rep, filter);
   ediff::grad_calls(rep, filter);
+  ediff::loss_calls(rep, filter);
   std::printf("\n%d calls, %d differ from libtorch, %d known differences (--verbose lists them)\n", rep.calls,
               rep.mismatched_calls, rep.known);
   for (const auto& [cat, n] : rep.by_category) std::printf("  %s: %d\n", cat.c_str(), n);

@@ -265,6 +265,30 @@ Result named(const Call& c) {
     static const char* const modes[] = {"constant", "reflect", "replicate", "circular"};
     return one(at::pad(in.at(0), ints(1, 4), modes[arg(0)], arg(0) == 0 ? c10::optional<double>(1.5) : c10::nullopt));
   }
+  auto opt = [&](size_t i) {
+    return in.size() > i && in[i].numel() > 0 ? c10::optional<at::Tensor>(in[i]) : c10::optional<at::Tensor>();
+  };
+  if (op == "cross_entropy")
+    return one(at::cross_entropy_loss(in.at(0), in.at(1), opt(2), arg(1), arg(0), c.args.at(2)));
+  if (op == "nll_loss") return one(at::nll_loss_nd(in.at(0), in.at(1), opt(2), arg(1), arg(0)));
+  if (op == "smooth_l1_loss") return one(at::smooth_l1_loss(in.at(0), in.at(1), arg(0), c.args.at(1)));
+  if (op == "huber_loss") return one(at::huber_loss(in.at(0), in.at(1), arg(0), c.args.at(1)));
+  if (op == "bce_with_logits")
+    return one(at::binary_cross_entropy_with_logits(in.at(0), in.at(1), opt(2), opt(3), arg(0)));
+  if (op == "kl_div") return one(at::kl_div(in.at(0), in.at(1), arg(0), arg(1) != 0));
+  if (op == "layer_norm") {
+    std::vector<int64_t> shape;
+    for (int64_t d = in.at(0).dim() - arg(0); d < in.at(0).dim(); ++d) shape.push_back(in.at(0).size(d));
+    return one(at::layer_norm(in.at(0), shape, opt(1), opt(2), c.args.at(1)));
+  }
+  if (op == "group_norm") return one(at::group_norm(in.at(0), arg(0), opt(1), opt(2), c.args.at(1)));
+  if (op == "batch_norm") {
+    at::Tensor rm = in.at(1).clone(), rv = in.at(2).clone();
+    r.out = from_torch(at::batch_norm(in.at(0), opt(3), opt(4), rm, rv, arg(0) != 0, c.args.at(1), c.args.at(2), false));
+    r.more.push_back(from_torch(rm));
+    r.more.push_back(from_torch(rv));
+    return r;
+  }
   if (op == "arange") {
     if (c.args.at(4) < 0)  // dtype inferred from the scalars, as torch.arange
       return one(at::arange(scalar(0), scalar(1), scalar(2)));
