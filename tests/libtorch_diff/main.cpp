@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -149,6 +150,10 @@ std::vector<Val> specials(DT t) {
 }
 
 std::mt19937_64 g_rng(20261205);
+
+/// Restarts the input generator from `what` (an op or a family of calls), so that a call's
+/// inputs do not depend on which other calls ran: --filter reproduces a full run's call.
+void reseed(const std::string& what) { g_rng.seed(std::hash<std::string>{}(what) ^ 20261205u); }
 
 std::vector<Val> randoms(DT t, ember::test::Domain fdom, ember::test::Domain idom, int n) {
   std::vector<Val> v;
@@ -291,6 +296,11 @@ void compare_output(Report& rep, const Call& c, const Buf& E, const Buf& T, bool
     } else if (tl.first_unknown.empty()) {
       tl.first_unknown = "at " + std::to_string(i) + ": " + inputs_at(c, i) + "Ember " + fmt_val(E, i) +
                          ", libtorch " + fmt_val(T, i);
+      if (!std::isnan(el.ref64)) {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, " (f64: %.9g)", el.ref64);
+        tl.first_unknown += buf;
+      }
     }
   };
   for (int64_t i = 0; i < E.numel(); ++i) {
@@ -381,6 +391,7 @@ void unary_calls(Report& rep, const std::string& filter) {
   for (const auto& row : ember::test::kUnaryRows) {
     const std::string op = ember::ops::name(row.op);
     if (!wanted(filter, op)) continue;
+    reseed("unary " + op);
     const bool transcendental = row.tol_f32 > ember::test::kDefaultTolF32;
     for (DT t : kAllDT) {
       std::vector<Val> v = specials(t);
@@ -422,6 +433,7 @@ void binary_calls(Report& rep, const std::string& filter) {
   for (const auto& row : ember::test::kBinaryRows) {
     const std::string op = ember::ops::name(row.op);
     if (!wanted(filter, op)) continue;
+    reseed("binary " + op);
     const bool transcendental = row.tol_f32 > ember::test::kDefaultTolF32;
     for (DT ta : kAllDT) {
       for (DT tb : kAllDT) {
@@ -482,6 +494,7 @@ void reduce_calls(Report& rep, const std::string& filter) {
   for (const auto& row : ember::test::kReduceRows) {
     const std::string op = ember::ops::name(row.op);
     if (!wanted(filter, op)) continue;
+    reseed("reduce " + op);
     const bool one_dim_only = op == "prod" || op == "all" || op == "any";
     for (DT t : kAllDT) {
       // 8 rows of 6: rows 0-3 random, rows 4-7 carry the edge values.
@@ -561,6 +574,7 @@ void named(Report& rep, const std::string& filter, const std::string& op, std::v
 }
 
 void named_calls(Report& rep, const std::string& filter) {
+  reseed("named");
   for (DT t : kAllDT) {
     const Buf x = tie_matrix(t);
     for (double dim : {0.0, 1.0}) {
@@ -601,6 +615,15 @@ void named_calls(Report& rep, const std::string& filter) {
       named(rep, filter, "index_select", {x, random_buf(DT::I64, {5}, {0, 5})}, {dim});
       named(rep, filter, "gather", {x, random_buf(DT::I64, {8, 6}, {0, 5})}, {dim});
       named(rep, filter, "scatter_add", {x, random_buf(DT::I64, {4, 3}, {0, 5}), random_buf(t, {4, 3}, {-3, 3})}, {dim});
+      // Out-of-range indices (negative, or the dim's size): both must refuse.
+      for (int64_t bad : {int64_t{-1}, int64_t{dim == 0 ? 8 : 6}}) {
+        const Buf idx = make_buf(DT::I64, {{0, 0}, {0, bad}, {0, 1}}, {3});
+        named(rep, filter, "index_select", {x, idx}, {dim});
+        std::vector<Val> gv(48, Val{0, 1});
+        gv[5] = {0, bad};
+        named(rep, filter, "gather", {x, make_buf(DT::I64, gv, {8, 6})}, {dim});
+        named(rep, filter, "scatter_add", {x, make_buf(DT::I64, gv, {8, 6}), random_buf(t, {8, 6}, {-3, 3})}, {dim});
+      }
     }
     for (double d : {-1.0, static_cast<double>(t)}) {
       named(rep, filter, "linspace", {}, {-2.5, 7.0, 11, d});
@@ -629,6 +652,7 @@ void named_calls(Report& rep, const std::string& filter) {
 /// ignore_index hits, class weights, label smoothing, every reduction; affine or not,
 /// training or not).
 void loss_calls(Report& rep, const std::string& filter) {
+  reseed("losses");
   std::mt19937_64 g(11);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(g); };
   auto d = [](int v) { return static_cast<double>(v); };
@@ -699,6 +723,7 @@ void grad_calls(Report& rep, const std::string& filter) {
     for (const auto& row : ember::test::kUnaryRows) {
       const std::string op = ember::ops::name(row.op);
       if (!wanted(filter, op) || !differentiable(op)) continue;
+      reseed("grad unary " + op + dt_name(t));
       std::vector<Val> v = specials(t), r = randoms(t, row.dom, row.dom, 32);
       v.insert(v.end(), r.begin(), r.end());
       Call c;
@@ -715,6 +740,7 @@ void grad_calls(Report& rep, const std::string& filter) {
     for (const auto& row : ember::test::kBinaryRows) {
       const std::string op = ember::ops::name(row.op);
       if (!wanted(filter, op) || !differentiable(op)) continue;
+      reseed("grad binary " + op + dt_name(t));
       std::vector<Val> sa = specials(t), xa, xb;
       for (const Val& a : sa)
         for (const Val& b : sa) xa.push_back(a), xb.push_back(b);
@@ -742,6 +768,7 @@ void grad_calls(Report& rep, const std::string& filter) {
 /// dilation, groups, ceil_mode, output sizes and scale factors drawn per call (invalid ones
 /// included: both libraries must refuse them).
 void nn_calls(Report& rep, const std::string& filter) {
+  reseed("nn");
   std::mt19937_64 g(7);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(g); };
   auto d = [](int v) { return static_cast<double>(v); };
