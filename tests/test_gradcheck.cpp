@@ -302,6 +302,10 @@ TEST_CASE("gradcheck: indexing, data movement and composites") {
       {"norm p=3", [](const Inputs& x) { return x[0].norm(3.0, {1}); }, {uniform({3, 4}, d)}},
       {"einsum", [](const Inputs& x) { return einsum("ij,jk->ik", std::vector<Tensor>{x[0], x[1]}); },
        {uniform({3, 4}, d), uniform({4, 2}, d)}},
+      {"einsum diagonal", [](const Inputs& x) { return einsum("bii,bi->b", std::vector<Tensor>{x[0], x[1]}); },
+       {uniform({2, 3, 3}, d), uniform({2, 3}, d)}},
+      {"einsum ellipsis", [](const Inputs& x) { return einsum("...ij,...jk->ik", std::vector<Tensor>{x[0], x[1]}); },
+       {uniform({2, 2, 3}, d), uniform({3, 1, 3, 2}, d)}},
       {"lerp", [](const Inputs& x) { return x[0].lerp(x[1], x[2]); },
        {uniform({3, 4}, d), uniform({3, 4}, d), uniform({3, 4}, d)}},
   };

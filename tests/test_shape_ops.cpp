@@ -477,8 +477,30 @@ TEST_CASE("einsum matches explicit products") {
   CHECK(einsum("bij,bjk->bki", std::vector<Tensor>{x, y}).sizes() == Shape{2, 5, 3});
   CHECK(einsum("ij->", std::vector<Tensor>{a}).item<float>() == doctest::Approx(a.sum().item<float>()).epsilon(1e-4));
   CHECK(einsum("i,j->ij", std::vector<Tensor>{v, v}).sizes() == Shape{4, 4});
-  CHECK_THROWS_AS(einsum("ii->i", std::vector<Tensor>{randn({3, 3})}), Error);
   CHECK_THROWS_AS(einsum("ij,jk->ik", std::vector<Tensor>{a, a}), Error);
+}
+
+TEST_CASE("einsum: repeated subscripts take diagonals, an ellipsis stands for the unnamed dims") {
+  Tensor m = arange(9, DType::F64).view({3, 3});
+  CHECK(einsum("ii->i", {m}).eq(tensor<double>({0, 4, 8})).all().item<bool>());  // the diagonal
+  CHECK(einsum("ii", {m}).item<double>() == 12);                                   // the trace (implicit output)
+  Tensor t = arange(8, DType::F64).view({2, 2, 2});
+  CHECK(einsum("iii->i", {t}).eq(tensor<double>({0, 7})).all().item<bool>());
+  CHECK(einsum("bii->b", {t}).eq(tensor<double>({3, 11})).all().item<bool>());  // a batch of traces
+  Tensor v = tensor<double>({1, 2, 3});
+  CHECK(einsum("ii,i->i", {m, v}).eq(tensor<double>({0, 8, 24})).all().item<bool>());
+  CHECK_THROWS_WITH_AS(einsum("ii->i", {randn({2, 3})}), doctest::Contains("repeated"), Error);
+  // The ellipsis broadcasts from the right across operands, as PyTorch.
+  Tensor a = randn({5, 2, 3}, DType::F64), b = randn({3, 4}, DType::F64), c = randn({7, 1, 3, 4}, DType::F64);
+  CHECK(einsum("...ij,...jk->...ik", {a, b}).sub(a.matmul(b)).abs().max().item<double>() < 1e-12);
+  CHECK(einsum("...ij,...jk->...ik", {a, c}).sub(a.matmul(c)).abs().max().item<double>() < 1e-12);
+  CHECK(einsum("...ij,...jk", {a, c}).sizes() == Shape{7, 5, 2, 4});  // implicit: ellipsis first
+  CHECK(einsum("i...->...", {a}).sub(a.sum(0)).abs().max().item<double>() < 1e-12);
+  CHECK(einsum("...", {a}).sizes() == a.sizes());
+  // An output without the ellipsis sums its dims, as PyTorch.
+  CHECK(einsum("...ij,...jk->ik", {a, c}).sub(a.matmul(c).sum({0, 1})).abs().max().item<double>() < 1e-12);
+  CHECK_THROWS_AS(einsum("...i.j->ij", {a}), Error);
+  CHECK_THROWS_WITH_AS(einsum("ijk...->i", {b}), doctest::Contains("rank"), Error);
 }
 
 TEST_CASE("list ops take a braced list as libtorch's do, with the std::vector form's results") {

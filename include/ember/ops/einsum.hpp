@@ -1,7 +1,8 @@
 #pragma once
-/// einsum for one or two operands, reduced to sums, permutes and one batched matmul:
-/// "ij,jk->ik", "bij,bjk->bik", "i,i->", "ij->ji", "ii->i" is not supported (repeated
-/// subscripts within one operand), nor ellipsis.
+/// einsum for one or two operands, reduced to diagonals, sums, permutes and one batched
+/// matmul: "ij,jk->ik", "bij,bjk->bik", "i,i->", "ij->ji", "ii->i" (a repeated subscript
+/// takes the diagonal), "ii" (the trace), "...ij,...jk->...ik" (an ellipsis stands for the
+/// unnamed dims, broadcast from the right), with PyTorch's implicit output.
 
 #include <ember/ops/shape_ops.hpp>
 
@@ -34,6 +35,21 @@ BasicTensor<P> einsum_impl(std::string_view equation, TensorSpan<P> operands) {
   for (int k = 0; k < plan.n_inputs; ++k) {
     ops_[k] = operands[static_cast<size_t>(k)];
     subs[k] = plan.inputs[k];
+    // A letter twice in one operand takes the diagonal (appended last by diagonal()).
+    for (size_t i = 0; i < subs[k].size(); ++i) {
+      const size_t j = subs[k].find(subs[k][i], i + 1);
+      if (j == std::string::npos) continue;
+      const auto di = static_cast<int64_t>(i), dj = static_cast<int64_t>(j);
+      EMBER_CHECK(ops_[k].size(di) == ops_[k].size(dj),
+                  "[einsum] subscript '{}' is repeated in operand {} ('{}') over dims of sizes {} and {}", subs[k][i], k,
+                  plan.inputs[k], ops_[k].size(di), ops_[k].size(dj));
+      const char c = subs[k][i];
+      ops_[k] = ops_[k].diagonal(0, di, dj);
+      subs[k].erase(j, 1);
+      subs[k].erase(i, 1);
+      subs[k] += c;
+      i = static_cast<size_t>(-1);  // rescan: the letter may come a third time
+    }
     const std::string& other = plan.n_inputs == 2 ? plan.inputs[1 - k] : std::string();
     Shape dims;
     std::string kept;
