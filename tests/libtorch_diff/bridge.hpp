@@ -48,6 +48,7 @@ struct Call {
   bool grad = false;
   std::vector<Buf> ins;       ///< Named: the tensor operands
   std::vector<double> args;   ///< Named: the other arguments (dims, k, flags, a dtype code)
+  std::string text;           ///< Named: a string argument (einsum's equation)
 };
 
 struct Result {
@@ -84,6 +85,10 @@ struct Result {
 ///   bce_with_logits (x, y[, weight[, pos_weight]]; reduction)       kl_div (x, y; reduction, log_target)
 ///   layer_norm (x[, w, b]; normalized dims, eps)       group_norm (x[, w, b]; groups, eps)
 ///   batch_norm (x, running_mean, running_var[, w, b]; training, momentum, eps) -> y, mean, var
+///   grid_sample (x, grid; mode (bilinear nearest bicubic), padding (zeros border reflection), align_corners)
+///   einsum (operands; text = equation)       unfold (x; kernel h w, dilation h w, padding h w, stride h w)
+///   fold (cols; output h w, kernel h w, dilation h w, padding h w, stride h w)
+///   embedding_bag (indices, weight, offsets; mode (sum mean max), include_last_offset)
 
 Result run_torch(const Call& c);
 Result run_ember(const Call& c);

@@ -149,6 +149,19 @@ Result named(const Call& c) {
     r.more.push_back(from_ember(rv));
     return r;
   }
+  if (op == "grid_sample") {
+    static const char* const modes[] = {"bilinear", "nearest", "bicubic"};
+    static const char* const pads[] = {"zeros", "border", "reflection"};
+    return one(F::grid_sample(in.at(0), in.at(1), modes[arg(0)], pads[arg(1)], arg(2) != 0));
+  }
+  if (op == "einsum") return one(ember::einsum(c.text, in));
+  if (op == "unfold") return one(F::unfold(in.at(0), ints(0, 2), ints(2, 2), ints(4, 2), ints(6, 2)));
+  if (op == "fold") return one(F::fold(in.at(0), ints(0, 2), ints(2, 2), ints(4, 2), ints(6, 2), ints(8, 2)));
+  if (op == "embedding_bag") {
+    static const char* const modes[] = {"sum", "mean", "max"};
+    return one(F::embedding_bag(in.at(0), in.at(1), in.at(2), modes[arg(0)], {}, std::nullopt, std::nullopt, 2.0, false,
+                                arg(1) != 0));
+  }
   if (op == "arange") return one(ember::arange(scalar(0), scalar(1), scalar(2), options(4)));
   if (op == "linspace") return one(ember::linspace(c.args.at(0), c.args.at(1), arg(2), options(3)));
   if (op == "cat") return one(ember::cat(in, arg(0)));

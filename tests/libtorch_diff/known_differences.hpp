@@ -111,6 +111,9 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
          op == "cummin") &&
         e.ember == 0 && e.torch == 0)
       return "+0 and -0 compare equal: which of the tied zeros is picked is unspecified (in both libraries)";
+    if (op == "grid_sample" && c.args.at(1) == 0)
+      return "samples reading the zeros padding: Ember's weighted sum can give -0 (a negative weight or pixel times "
+             "the padding's 0), libtorch +0";
     if ((op == "conv2d" || op == "conv_transpose2d") && c.ins.size() == 2)
       return "an exact zero output without bias (a window over padding): Ember's sum starts from the first product "
              "(0 * -w = -0), libtorch's from +0";

@@ -206,7 +206,7 @@ std::string describe(const Call& c) {
     s += buf;
   }
   if (c.kind == Kind::Named) {
-    s = c.op + "(";
+    s = c.op + (c.text.empty() ? "" : " '" + c.text + "'") + "(";
     for (size_t i = 0; i < c.ins.size(); ++i) {
       s += (i ? ", " : "") + std::string(dt_name(c.ins[i].dt));
       if (c.ins[i].shape.empty()) s += " 0-d";
@@ -708,6 +708,73 @@ void loss_calls(Report& rep, const std::string& filter) {
   }
 }
 
+/// Sampling, folding, einsum, batched matmul shapes and embedding bags.
+void misc_calls(Report& rep, const std::string& filter) {
+  reseed("misc");
+  std::mt19937_64 g(13);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(g); };
+  auto d = [](int v) { return static_cast<double>(v); };
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 40; ++n) {
+      const int h = pick(1, 6), w = pick(1, 6);
+      const Buf x = random_buf(t, {2, pick(1, 3), h, w}, {-2, 2}, false);
+      // Grid points inside and beyond [-1, 1] (padding modes), some exactly on pixel centres.
+      std::vector<Val> gv;
+      const int gh = pick(1, 4), gw = pick(1, 4);
+      for (int k = 0; k < 2 * gh * gw * 2; ++k)
+        gv.push_back({pick(0, 3) == 0 ? pick(-4, 4) / 4.0 : std::uniform_real_distribution<double>(-1.6, 1.6)(g), 0});
+      const Buf grid = make_buf(t, gv, {2, gh, gw, 2});
+      named(rep, filter, "grid_sample", {x, grid}, {d(pick(0, 2)), d(pick(0, 2)), d(pick(0, 1))}, false);
+      const int kh = pick(1, 3), kw = pick(1, 3), dh = pick(1, 2), dw = pick(1, 2), ph = pick(0, 1), pw = pick(0, 1),
+                sh = pick(1, 2), sw = pick(1, 2);
+      named(rep, filter, "unfold", {x}, {d(kh), d(kw), d(dh), d(dw), d(ph), d(pw), d(sh), d(sw)}, false);
+      // fold: columns for an (oh, ow) image with the same geometry.
+      const int oh = pick(2, 6), ow = pick(2, 6);
+      const int lh = (oh + 2 * ph - dh * (kh - 1) - 1) / sh + 1, lw = (ow + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
+      if (lh > 0 && lw > 0)
+        named(rep, filter, "fold", {random_buf(t, {2, 2 * kh * kw, lh * lw}, {-2, 2}, false)},
+              {d(oh), d(ow), d(kh), d(kw), d(dh), d(dw), d(ph), d(pw), d(sh), d(sw)}, false);
+    }
+    // matmul: PyTorch's rules for 1-D, 2-D and broadcast batches.
+    const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes = {
+        {{4}, {4}}, {{4}, {4, 3}}, {{2, 4}, {4}}, {{5, 2, 4}, {4}}, {{4}, {5, 4, 3}}, {{5, 2, 4}, {4, 3}},
+        {{2, 4}, {5, 4, 3}}, {{1, 2, 4}, {5, 4, 3}}, {{3, 1, 2, 4}, {5, 4, 3}}, {{2, 0, 4}, {4, 3}}, {{2, 4}, {4, 0}},
+        {{2, 0}, {0, 3}}, {{4}, {3}}, {{2, 4}, {3, 5}}, {{2, 2, 4}, {3, 4, 3}}};
+    for (const auto& [sa, sb] : shapes)
+      named(rep, filter, "matmul", {random_buf(t, sa, {-2, 2}, false), random_buf(t, sb, {-2, 2}, false)}, {}, false);
+    // einsum over common contractions (and a repeated index, a reduction, a transpose).
+    const std::vector<std::pair<std::string, std::vector<std::vector<int64_t>>>> eqs = {
+        {"ij,jk->ik", {{2, 3}, {3, 4}}}, {"bij,bjk->bik", {{2, 2, 3}, {2, 3, 4}}}, {"i,i->", {{5}, {5}}},
+        {"i,j->ij", {{3}, {4}}}, {"ij->ji", {{2, 3}}}, {"ii->i", {{3, 3}}}, {"ii", {{3, 3}}}, {"ij->", {{2, 3}}},
+        {"bhqd,bhkd->bhqk", {{2, 2, 3, 4}, {2, 2, 5, 4}}}, {"...ij,...jk->...ik", {{2, 2, 3}, {3, 4}}},
+        {"ij,ij->i", {{2, 3}, {2, 3}}}, {"ijk,k->ij", {{2, 3, 4}, {4}}}, {"...ii->...i", {{2, 3, 3}}},
+        {"bii->b", {{2, 3, 3}}}, {"iij->j", {{2, 2, 3}}}, {"ii,i->i", {{3, 3}, {3}}}, {"i...,i...->...", {{3, 2, 4}, {3, 4}}},
+        {"ij...,jk...->ik...", {{2, 3, 4}, {3, 5, 1}}}, {"...ij,...jk->ik", {{5, 2, 3}, {7, 1, 3, 4}}},
+        {"...ij,...jk", {{5, 2, 3}, {7, 1, 3, 4}}}, {"...", {{2, 3}}}, {"i...->...", {{2, 3, 4}}},
+        {"ba,ab->", {{3, 2}, {2, 3}}}, {"ii->i", {{2, 3}}}, {"ij,jk->ik", {{2, 3}, {4, 5}}}};
+    for (const auto& [eq, shp] : eqs) {
+      std::vector<Buf> ops;
+      for (const auto& s : shp) ops.push_back(random_buf(t, s, {-2, 2}, false));
+      if (!wanted(filter, "einsum")) continue;
+      Call c;
+      c.kind = Kind::Named;
+      c.op = "einsum";
+      c.text = eq;
+      c.ins = ops;
+      compare(rep, c, true);
+    }
+    // embedding_bag: bags by offsets (an empty bag included), sum / mean / max.
+    const Buf weight = random_buf(t, {7, 3}, {-2, 2}, false);
+    const Buf idx = make_buf(DT::I64, {{0, 1}, {0, 4}, {0, 4}, {0, 0}, {0, 6}, {0, 2}, {0, 3}}, {7});
+    for (int mode = 0; mode < 3; ++mode) {
+      named(rep, filter, "embedding_bag", {idx, weight, make_buf(DT::I64, {{0, 0}, {0, 2}, {0, 2}, {0, 5}}, {4})},
+            {d(mode), 0}, false);
+      named(rep, filter, "embedding_bag", {idx, weight, make_buf(DT::I64, {{0, 0}, {0, 3}, {0, 7}}, {3})}, {d(mode), 1},
+            false);
+    }
+  }
+}
+
 /// Gradients of every differentiable elementwise op at the edge values (f32, f64): the
 /// conventions at kinks, ties, zeros and non-finite points (abs at 0, clamp at its bounds,
 /// maximum on ties, pow at 0, ...) are where autograd formulas part.
@@ -834,6 +901,7 @@ int main(int argc, char** argv) {
   ediff::nn_calls(rep, filter);
   ediff::grad_calls(rep, filter);
   ediff::loss_calls(rep, filter);
+  ediff::misc_calls(rep, filter);
   std::printf("\n%d calls, %d differ from libtorch, %d known differences (--verbose lists them)\n", rep.calls,
               rep.mismatched_calls, rep.known);
   for (const auto& [cat, n] : rep.by_category) std::printf("  %s: %d\n", cat.c_str(), n);

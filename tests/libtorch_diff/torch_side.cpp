@@ -289,6 +289,13 @@ Result named(const Call& c) {
     r.more.push_back(from_torch(rv));
     return r;
   }
+  if (op == "grid_sample") return one(at::grid_sampler(in.at(0), in.at(1), arg(0), arg(1), arg(2) != 0));
+  if (op == "einsum") return one(at::einsum(c.text, in));
+  if (op == "unfold") return one(at::im2col(in.at(0), ints(0, 2), ints(2, 2), ints(4, 2), ints(6, 2)));
+  if (op == "fold") return one(at::col2im(in.at(0), ints(0, 2), ints(2, 2), ints(4, 2), ints(6, 2), ints(8, 2)));
+  if (op == "embedding_bag")
+    return one(std::get<0>(at::embedding_bag(in.at(1), in.at(0), in.at(2), false, arg(0), false, c10::nullopt,
+                                             arg(1) != 0)));
   if (op == "arange") {
     if (c.args.at(4) < 0)  // dtype inferred from the scalars, as torch.arange
       return one(at::arange(scalar(0), scalar(1), scalar(2)));
