@@ -766,6 +766,26 @@ std::vector<double> flat(const Tensor& t) {
 }
 }  // namespace
 
+TEST_CASE("3x3 convolution: a non-finite pixel reaches only its own windows, whichever algorithm is asked for") {
+  // Winograd's tile transform turned a whole tile NaN around one inf (0 * inf); such inputs
+  // now take another path. Every output whose window misses the inf equals the im2col path's.
+  manual_seed(41);
+  Tensor x = randn({1, 8, 12, 12}, DType::F64), w = randn({8, 8, 3, 3}, DType::F64);
+  x.index_put_({0, 3, 5, 5}, std::numeric_limits<double>::infinity());
+  set_conv_algorithm(ConvAlgorithm::Im2col);
+  Tensor want = nn::F::conv2d(x, w, {}, {1}, {1});
+  for (ConvAlgorithm a : {ConvAlgorithm::Auto, ConvAlgorithm::Winograd, ConvAlgorithm::Winograd2x2,
+                          ConvAlgorithm::Winograd4x4}) {
+    set_conv_algorithm(a);
+    Tensor y = nn::F::conv2d(x, w, {}, {1}, {1});
+    Tensor outside = ones({1, 8, 12, 12}, DType::Bool);
+    outside.index_put_({Slice(), Slice(), Slice(4, 7), Slice(4, 7)}, false);
+    CHECK(y.isnan().logical_and(outside).any().item<bool>() == false);
+    CHECK(max_diff(where(outside, y, 0.0), where(outside, want, 0.0)) < 1e-12);
+  }
+  set_conv_algorithm(ConvAlgorithm::Auto);
+}
+
 TEST_CASE("resampling and pooling: PyTorch's source pixels, non-finite values stay local, first-max gradients") {
   const double inf = std::numeric_limits<double>::infinity();
   namespace F = nn::F;

@@ -160,7 +160,17 @@ ConvAlgorithm conv_algorithm_for(const BasicTensor<P>& x, const BasicTensor<P>& 
     return ConvAlgorithm::Im2col;
   for (int d = 0; d < 2; ++d)
     if (g.stride[d] != 1 || g.dilation[d] != 1 || g.out_size(d, x.size(2 + d)) < 1) return ConvAlgorithm::Im2col;
-  const bool winograd = g.kernel[0] == 3 && g.kernel[1] == 3, direct = w.numel() / w.size(0) <= 32;
+  const bool direct = w.numel() / w.size(0) <= 32;
+  // Winograd's input transform mixes a tile's pixels with coefficients 0 and +-1: an inf or
+  // NaN pixel turns its whole tile's outputs NaN (0 * inf), also those whose windows miss it
+  // (56 of 1080 outputs around one inf in an 8-channel 12x12 image). Such inputs take the
+  // other paths, where a non-finite pixel reaches only its own windows, as in PyTorch. The
+  // check is one sum over the input (~1% of the small CNN's step); a finite input whose sum
+  // overflows takes the other paths too, which is only slower.
+  const bool winograd = g.kernel[0] == 3 && g.kernel[1] == 3 && [&] {
+    autograd::NoGradGuard no_grad;
+    return std::isfinite(x.sum().template item<double>());
+  }();
   if (a == ConvAlgorithm::Winograd || a == ConvAlgorithm::Winograd2x2 || a == ConvAlgorithm::Winograd4x4)
     return winograd ? a : ConvAlgorithm::Im2col;
   if (a == ConvAlgorithm::Direct) return direct ? a : ConvAlgorithm::Im2col;
