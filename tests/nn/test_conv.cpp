@@ -325,6 +325,12 @@ TEST_CASE("conv_transpose: output_padding up to the dilation, beyond every windo
                   .view({1, 1, 5, 6}))
             .all()
             .item<bool>());
+  // A 1-tap kernel with a padding wider than the output: no element inside a window, the
+  // output is the bias alone (PyTorch 1.13: [[[0.5]]] and [[[0.5, 0.5]]]).
+  Tensor one = ones({1, 1, 1}, DType::F64), half = tensor<double>({0.5});
+  CHECK(nn::F::conv_transpose1d(one, one, half, {1}, {2}, {4}, 1, {5}).eq(0.5).all().item<bool>());
+  CHECK(nn::F::conv_transpose1d(one, one, half, {1}, {2}, {4}, 1, {5}).sizes() == Shape{1, 1, 1});
+  CHECK(nn::F::conv_transpose1d(ones({1, 1, 2}, DType::F64), one, half, {1}, {3}, {6}, 1, {7}).sizes() == Shape{1, 1, 2});
   manual_seed(23);
   check_grads("conv_transpose2d output_padding beyond the windows",
               [](const std::vector<Tensor>& v) { return nn::F::conv_transpose2d(v[0], v[1], v[2], {1, 2}, {0, 1}, {1, 1}, 1, {2, 2}); },

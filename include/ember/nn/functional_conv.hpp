@@ -434,8 +434,14 @@ BasicTensor<P> conv_transpose_nd(const BasicTensor<P>& x, const BasicTensor<P>& 
     // which a larger dilation allows, and little padding) get only the bias: they are added
     // as zeros after col2im rather than as a negative padding.
     g.pad_after[d] -= g.stride[d] * (op_pad[d] / g.stride[d]);
-    const int64_t beyond = std::max<int64_t>(0, -g.pad_after[d]);
+    int64_t beyond = std::max<int64_t>(0, -g.pad_after[d]);
     g.pad_after[d] += beyond;
+    // A 1-tap kernel with a wide padding can leave no element inside any window (the output
+    // is the bias alone): col2im then builds an empty image, its windows starting in the
+    // padding that remains.
+    const int64_t excess = std::max<int64_t>(0, beyond - size);
+    g.pad_before[d] -= excess;
+    beyond -= excess;
     spatial[d] = size - beyond;
     trailing.insert(trailing.begin(), {0, beyond});
     l *= xb.size(2 + d);
