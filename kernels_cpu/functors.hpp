@@ -354,15 +354,16 @@ EMBER_UNARY_FN(Relu6, true, {
 // p.a = negative slope
 EMBER_UNARY_FN(LeakyRelu, true, { return vm::select(x > V(S(0)), x, x * splat<V>(p.a)); })
 // p.a = alpha
-// elu, selu, celu: alpha (exp(x) - 1) for x <= 0, as PyTorch's: +0 at x = -0 (the added +0;
-// the library's expm1(-0) is -0, xsimd's +0, so the scalar and batch forms would differ).
-EMBER_UNARY_FN(Elu, kSimdTranscendental, { return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x) + V(S(0))); })
+// elu, selu, celu: alpha (exp(x) - 1) for x <= 0, as PyTorch's: at x = +-0 a zero of alpha's
+// sign (the +0 added before the product; the library's expm1(-0) is -0, xsimd's +0, so the
+// scalar and batch forms would differ).
+EMBER_UNARY_FN(Elu, kSimdTranscendental, { return vm::select(x > V(S(0)), x, V(S(p.a)) * (vm::expm1(x) + V(S(0)))); })
 EMBER_UNARY_FN(Selu, kSimdTranscendental, {
   constexpr double kAlpha = 1.6732632423543772848170429916717, kScale = 1.0507009873554804934193349852946;
-  return V(S(kScale)) * vm::select(x > V(S(0)), x, V(S(kAlpha)) * vm::expm1(x) + V(S(0)));
+  return V(S(kScale)) * vm::select(x > V(S(0)), x, V(S(kAlpha)) * (vm::expm1(x) + V(S(0))));
 })
 EMBER_UNARY_FN(Celu, kSimdTranscendental, {
-  return vm::select(x > V(S(0)), x, V(S(p.a)) * vm::expm1(x / V(S(p.a))) + V(S(0)));
+  return vm::select(x > V(S(0)), x, V(S(p.a)) * (vm::expm1(x / V(S(p.a))) + V(S(0))));
 })
 EMBER_UNARY_FN(Gelu, kSimdTranscendental, {
   if constexpr (is_batch_v<V> && std::is_same_v<S, float>) {

@@ -411,3 +411,13 @@ TEST_CASE("edge values: the divisor's gradient is -(a / b) / b, as PyTorch (b^2 
   check_vals(b.grad(), {-kInf, -1e-30, -0.75});
   check_vals(a.grad(), {1e-30, 1e-30, 0.5});
 }
+
+TEST_CASE("edge values: elu and celu at +-0 give a zero of alpha's sign, as PyTorch") {
+  Tensor z = tensor<double>({0.0, -0.0});
+  for (const Tensor& y : {z.elu(-1.0), z.celu(-1.0), z.to(DType::F32).elu(-1.0)}) {
+    std::vector<double> v = vals(y);
+    CHECK((v[0] == 0 && std::signbit(v[0]) && v[1] == 0 && std::signbit(v[1])));
+  }
+  std::vector<double> v = vals(z.elu(1.0));
+  CHECK((!std::signbit(v[0]) && !std::signbit(v[1])));
+}
