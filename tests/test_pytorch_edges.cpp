@@ -250,6 +250,10 @@ TEST_CASE("edge values: arange, linspace and randint, exact as PyTorch") {
   // One step is just start (the second half's end - 0 * step gave end).
   CHECK(linspace(0, 1, 1).item<float>() == 0.f);
   CHECK(linspace(-3, 5, 1, DType::I32).item<int32_t>() == -3);
+  // Only the ends used must fit the dtype; an integer dtype steps between the converted ends.
+  CHECK(linspace(0, 1e10, 1, DType::I8).item<int8_t>() == 0);
+  CHECK(linspace(0, 1e10, 0, DType::I8).numel() == 0);
+  CHECK(linspace(-2.5, 7, 4, DType::I32).eq(tensor<int32_t>({-2, 1, 4, 7})).all().item<bool>());
   // linspace ends exactly on end.
   CHECK(linspace(-0.7, 0.3, 11, DType::F64)[-1].item<double>() == 0.3);
   CHECK(linspace(0.1, 0.9, 7, DType::F64)[0].item<double>() == 0.1);

@@ -130,8 +130,9 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
     return "a float outside the integer type's range (or NaN): C++ leaves the conversion undefined; libtorch wraps "
            "through int32 (NaN -> INT_MIN), Ember saturates (NaN -> 0)";
   if (op == "linspace" && !dt_floating(result))
-    return "an integer linspace: libtorch 1.13 truncates start and steps in float from there ([-2, -1, 0, 0, 1, 1, "
-           "2, 3, 5, 6, 7] for -2.5 to 7 in 11 steps); Ember truncates each f64 value (-2.5 + 0.95 k)";
+    return "an integer linspace: both step between the ends as converted (-2 and 7), but libtorch 1.13's int64 "
+           "kernel gives [-2, -1, 0, 0, 1, 1, 2, 3, 5, 6, 7] in 11 steps where the f64 steps truncate to [-2, -1, 0, "
+           "0, 1, 2, 3, 4, 5, 6, 7] (Ember; in 4 steps both give [-2, 1, 4, 7])";
   if (op == "interpolate" && c.args.at(2) == 0 && c.args.at(4) != 0 && shortcut_size(c))
     return "nearest with a scale factor where the output is twice (or once) the input: libtorch 1.13 takes i / 2 "
            "(or i) for a single image plane and floor(i / factor) for several; Ember always takes i / 2";

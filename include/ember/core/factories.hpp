@@ -156,10 +156,15 @@ BasicTensor<P> arange(Scalar start, Scalar end, TensorOptions o) {
 template <class P = DefaultPolicy>
 BasicTensor<P> linspace(double start, double end, int64_t steps, TensorOptions o = {}) {
   EMBER_CHECK(steps >= 0, "[linspace] steps must be non-negative, got {}", steps);
-  detail::check_scalar_fits(start, o.dtype_or(kDefaultFloat), "linspace");  // as PyTorch: -2.5 is no u8 start
-  detail::check_scalar_fits(end, o.dtype_or(kDefaultFloat), "linspace");
+  // As PyTorch: an end that the dtype cannot hold is refused (-2.5 is no u8 start), but only
+  // an end that is used (start from one step on, end from two); an integer dtype steps in
+  // double between the ends as converted (-2.5 to 7 in 4 steps: -2, 1, 4, 7).
+  const DType dt = o.dtype_or(kDefaultFloat);
+  if (steps >= 1) detail::check_scalar_fits(start, dt, "linspace");
+  if (steps >= 2) detail::check_scalar_fits(end, dt, "linspace");
+  const double from = is_floating(dt) ? start : std::trunc(start), to = is_floating(dt) ? end : std::trunc(end);
   return detail::on_cpu_then_move<P>({steps}, o, kDefaultFloat, [&](detail::TensorImpl& t) {
-    detail::fill_linspace(t, start, end, steps);
+    detail::fill_linspace(t, from, to, steps);
   });
 }
 
