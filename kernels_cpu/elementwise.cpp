@@ -214,7 +214,7 @@ void unary_dispatch(const ops::UnaryParams& p, TensorImpl& out, const TensorImpl
   }
   if constexpr (r == ops::UnaryRule::Float) {
     visit_float(x.dtype, [&]<class T>() { unary_loop<T>(out, x, f); });
-  } else if constexpr (Op == ops::UnaryOp::Abs || Op == ops::UnaryOp::Clamp || Op == ops::UnaryOp::NanToNum) {
+  } else if constexpr (ops::takes_bool(Op)) {
     visit_dtype(x.dtype, [&]<class T>() { unary_loop<T>(out, x, f); });
   } else {
     visit_numeric(x.dtype, [&]<class T>() { unary_loop<T>(out, x, f); });
@@ -381,9 +381,7 @@ void binary_dispatch(TensorImpl& out, const TensorImpl& a, const TensorImpl& b) 
     });
   } else if constexpr (r == ops::BinaryRule::Float || r == ops::BinaryRule::TrueDiv) {
     visit_float(a.dtype, [&]<class T>() { binary_loop<T>(out, a, b, f); });
-  } else if constexpr (Op == ops::BinaryOp::Add || Op == ops::BinaryOp::Mul || Op == ops::BinaryOp::Maximum ||
-                       Op == ops::BinaryOp::Minimum || Op == ops::BinaryOp::Fmax || Op == ops::BinaryOp::Fmin ||
-                       Op == ops::BinaryOp::Pow) {
+  } else if constexpr (ops::takes_bool(Op) || Op == ops::BinaryOp::Pow) {
     visit_dtype(a.dtype, [&]<class T>() { binary_loop<T>(out, a, b, f); });
   } else {
     visit_numeric(a.dtype, [&]<class T>() { binary_loop<T>(out, a, b, f); });

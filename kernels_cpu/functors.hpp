@@ -55,12 +55,13 @@ EMBER_VM1(abs)
 /// returns inf from (emax + 1/2) ln 2 on (exp and expm1: 88.376 for f32, 709.436 for f64;
 /// exp2: from emax, 127 and 1023), where the results stay finite up to ln(max) (88.723,
 /// 709.783) and emax + 1 (128, 1024). Batches with a lane up there are evaluated again, at
-/// x / 2 squared (about 2 ulp) and at x - 1 doubled (exact). The check costs exp ~8% (a
+/// x / 2 squared (about 2 ulp) and at x - 1 doubled (exact). The check costs exp ~9% (a
 /// comparison and a branch on ~13 cycles per batch; shifting every lane's argument cost 30%),
 /// so functors that only use exp of arguments below the top (sigmoid's exp(-x) at x < -88.4
 /// is below the normal range anyway) call vm::exp and xsimd's form directly.
-/// fast(x), with the lanes at or above `from` (f32, f64) taken from top(x) in the rare
-/// batches that have one.
+///
+/// with_top_lanes: fast(x), with the lanes at or above `from` (f32, f64) taken from top(x) in
+/// the rare batches that have one.
 template <class V, class Fast, class Top>
 inline V with_top_lanes(const V& x, double from_f32, double from_f64, Fast fast, Top top) {
   using S = typename V::value_type;
@@ -158,7 +159,6 @@ inline auto isnan(const V& x) {  // not `x != x`: xsimd's batch != is an ordered
 
 template <class V>
 using elem_t = typename std::conditional_t<is_batch_v<V>, V, xsimd::batch<float>>::value_type;
-
 
 /// double -> S: saturating at S's range for integer S, IEEE rounding for float (overflow to
 /// +-inf). A plain cast of an out-of-range value is UB in C++ for both.

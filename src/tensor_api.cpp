@@ -128,9 +128,8 @@ void fill_arange_int(TensorImpl& t, int64_t start, int64_t step) {
 
 void fill_linspace(TensorImpl& t, double start, double end, int64_t steps) {
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-  const int64_t half = steps / 2;
+  const int64_t half = steps == 1 ? 1 : steps / 2;  // one step: its element counts from start, [a] as PyTorch
   fill_by_index(t, [&](int64_t i) {
-    if (steps == 1) return start;  // PyTorch's linspace(a, b, 1) is [a]
     return i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
   });
 }

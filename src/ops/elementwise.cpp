@@ -137,8 +137,7 @@ Prepared prepare_unary(const Unary& u, const TensorImpl& x, TensorImpl* out) {
       if (!is_floating(x.dtype)) compute = result = kDefaultFloat;
       break;
     case UnaryRule::Same:
-      EMBER_CHECK(x.dtype != DType::Bool || u.op == UnaryOp::Abs || u.op == UnaryOp::Clamp || u.op == UnaryOp::NanToNum,
-                  "[{}] is not defined for bool tensors", op);
+      EMBER_CHECK(x.dtype != DType::Bool || takes_bool(u.op), "[{}] is not defined for bool tensors", op);
       if (u.op == UnaryOp::Clamp) {
         EMBER_CHECK(u.p.has_a || u.p.has_b, "[clamp] at least one of min and max must be given");
       }
@@ -172,10 +171,7 @@ Prepared prepare_binary(const Binary& b, const TensorImpl& x, const TensorImpl& 
   DType compute = result_type(x, y), result = compute;
   switch (rule(b.op)) {
     case BinaryRule::Arith:
-      EMBER_CHECK(compute != DType::Bool || b.op == BinaryOp::Add || b.op == BinaryOp::Mul ||
-                      b.op == BinaryOp::Maximum || b.op == BinaryOp::Minimum || b.op == BinaryOp::Fmax ||
-                      b.op == BinaryOp::Fmin,
-                  "[{}] is not defined for bool tensors", op);
+      EMBER_CHECK(compute != DType::Bool || takes_bool(b.op), "[{}] is not defined for bool tensors", op);
       // PyTorch refuses a bool operand even when the other one promotes (mask - 1): inverting
       // a mask is logical_not.
       // An integer base to a negative integer scalar power (x.pow(-1)) is refused, as PyTorch;

@@ -149,6 +149,15 @@ std::vector<Val> specials(DT t) {
   return v;
 }
 
+/// The edge values without the huge finite ones, for inputs that are summed: 1e30 + 65504 -
+/// 1e30 depends on the order of the additions, which neither library promises.
+std::vector<Val> summable_specials(DT t) {
+  std::vector<Val> s;
+  for (const Val& x : specials(t))
+    if (!dt_floating(t) || !std::isfinite(x.f) || std::fabs(x.f) < 1000) s.push_back(x);
+  return s;
+}
+
 std::mt19937_64 g_rng(20261205);
 
 /// Restarts the input generator from `what` (an op or a family of calls), so that a call's
@@ -499,11 +508,7 @@ void reduce_calls(Report& rep, const std::string& filter) {
     for (DT t : kAllDT) {
       // 8 rows of 6: rows 0-3 random, rows 4-7 carry the edge values.
       std::vector<Val> v = randoms(t, row.dom, row.idom, 24);
-      // Edge values without the huge finite ones: 1e30 + 65504 - 1e30 depends on the order of
-      // the additions, which neither library promises.
-      std::vector<Val> s;
-      for (const Val& x : specials(t))
-        if (!dt_floating(t) || !std::isfinite(x.f) || std::fabs(x.f) < 1000) s.push_back(x);
+      const std::vector<Val> s = summable_specials(t);
       for (int k = 0; k < 24; ++k) v.push_back(s[static_cast<size_t>(k) % s.size()]);
       if (op == "prod" && dt_floating(t))  // keep products of the random rows finite and exact enough
         for (int k = 24; k < 48; ++k) v[static_cast<size_t>(k)].f = std::fmod(v[static_cast<size_t>(k)].f, 4.0);
@@ -544,9 +549,7 @@ Buf tie_matrix(DT t) {
     else if (t == DT::U8) v.push_back({double(q + 8), q + 8});
     else v.push_back({double(q), q});
   }
-  std::vector<Val> s;
-  for (const Val& x : specials(t))
-    if (!dt_floating(t) || !std::isfinite(x.f) || std::fabs(x.f) < 1000) s.push_back(x);
+  const std::vector<Val> s = summable_specials(t);
   for (int k = 0; k < 24; ++k) v.push_back(s[static_cast<size_t>(k) % s.size()]);
   return make_buf(t, v, {8, 6});
 }

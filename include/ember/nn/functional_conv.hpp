@@ -160,26 +160,27 @@ ConvAlgorithm conv_algorithm_for(const BasicTensor<P>& x, const BasicTensor<P>& 
     return ConvAlgorithm::Im2col;
   for (int d = 0; d < 2; ++d)
     if (g.stride[d] != 1 || g.dilation[d] != 1 || g.out_size(d, x.size(2 + d)) < 1) return ConvAlgorithm::Im2col;
-  const bool direct = w.numel() / w.size(0) <= 32;
+  const bool winograd = g.kernel[0] == 3 && g.kernel[1] == 3, direct = w.numel() / w.size(0) <= 32;
   // Winograd's input transform mixes a tile's pixels with coefficients 0 and +-1: an inf or
   // NaN pixel turns its whole tile's outputs NaN (0 * inf), also those whose windows miss it
   // (56 of 1080 outputs around one inf in an 8-channel 12x12 image). Such inputs take the
   // other paths, where a non-finite pixel reaches only its own windows, as in PyTorch. The
-  // check is one sum over the input (~1% of the small CNN's step); a finite input whose sum
-  // overflows takes the other paths too, which is only slower.
-  const bool winograd = g.kernel[0] == 3 && g.kernel[1] == 3 && [&] {
+  // check is one sum over the input, taken only where Winograd would run (17 us on the small
+  // CNN's 64x32x14x14 input, 0.1% of its step); a finite input whose sum overflows takes the
+  // other paths too, which is only slower.
+  const auto finite_input = [&] {
     autograd::NoGradGuard no_grad;
     return std::isfinite(x.sum().template item<double>());
-  }();
+  };
   if (a == ConvAlgorithm::Winograd || a == ConvAlgorithm::Winograd2x2 || a == ConvAlgorithm::Winograd4x4)
-    return winograd ? a : ConvAlgorithm::Im2col;
+    return winograd && finite_input() ? a : ConvAlgorithm::Im2col;
   if (a == ConvAlgorithm::Direct) return direct ? a : ConvAlgorithm::Im2col;
   // Winograd under Auto: >= 8 channels each way, except very wide layers on tiny images
   // (512 channels at 7 x 7 or 8 x 8: 16 tiles per sample, and the 16 MB transformed weight
   // re-read per chunk of samples made it 1.0-1.3x slower than im2col; at 14 x 14 and above it
   // is 1.3-1.5x faster; /tmp benchmark in the commit).
   if (winograd && x.size(1) >= 8 && w.size(0) >= 8 &&
-      (x.size(1) * w.size(0) < 512 * 512 || winograd_tiles(x, g, 2).tiles_per_sample() >= 32))
+      (x.size(1) * w.size(0) < 512 * 512 || winograd_tiles(x, g, 2).tiles_per_sample() >= 32) && finite_input())
     return ConvAlgorithm::Winograd;
   // Auto: direct for kernels larger than 1x1 only (measured on first layers; a 1x1
   // convolution's im2col is a plain copy and its GEMM is not starved the same way).

@@ -91,6 +91,17 @@ inline constexpr ReduceRule kReduceRules[] = {
 }  // namespace tables
 constexpr ReduceRule rule(ReduceOp op) { return tables::kReduceRules[static_cast<int>(op)]; }
 
+/// The Same-rule unary and Arith-rule binary ops that take bool tensors (as PyTorch); the
+/// others of those rules refuse them. The op checks (src/ops/elementwise.cpp) and the kernel
+/// dispatch (kernels_cpu/elementwise.cpp) both read this.
+constexpr bool takes_bool(UnaryOp op) {
+  return op == UnaryOp::Abs || op == UnaryOp::Clamp || op == UnaryOp::NanToNum;
+}
+constexpr bool takes_bool(BinaryOp op) {
+  return op == BinaryOp::Add || op == BinaryOp::Mul || op == BinaryOp::Maximum || op == BinaryOp::Minimum ||
+         op == BinaryOp::Fmax || op == BinaryOp::Fmin;
+}
+
 /// Extra parameters of parametric unary ops (leaky_relu slope, clamp bounds, ...).
 /// Which field means what is stated next to each op's functor.
 struct UnaryParams {
