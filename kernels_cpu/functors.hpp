@@ -314,7 +314,7 @@ EMBER_UNARY_FN(Sign, true, {
 EMBER_UNARY_FN(Exp, true, { return vm::exp_to_max(x); })
 EMBER_UNARY_FN(Exp2, true, { return vm::exp2_to_max(x); })
 // expm1(-0) and log1p(-0) are -0, as the C library's and PyTorch's (xsimd's batch forms
-// give +0). Here only: elu and its kin build on vm::expm1 and keep +0 there, as PyTorch's.
+// give +0). Here only: elu and its kin call vm::expm1 for x < 0 alone.
 EMBER_UNARY_FN(Expm1, true, { return vm::select(x == V(S(0)), x, vm::expm1_to_max(x)); })
 EMBER_UNARY_FN(Log, true, { return vm::log(x); })
 EMBER_UNARY_FN(Log2, true, { return vm::log2(x); })
@@ -354,16 +354,15 @@ EMBER_UNARY_FN(Relu6, true, {
 // p.a = negative slope
 EMBER_UNARY_FN(LeakyRelu, true, { return vm::select(x > V(S(0)), x, x * splat<V>(p.a)); })
 // p.a = alpha
-// elu, selu, celu: alpha (exp(x) - 1) for x <= 0, as PyTorch's: at x = +-0 a zero of alpha's
-// sign (the +0 added before the product; the library's expm1(-0) is -0, xsimd's +0, so the
-// scalar and batch forms would differ).
-EMBER_UNARY_FN(Elu, kSimdTranscendental, { return vm::select(x > V(S(0)), x, V(S(p.a)) * (vm::expm1(x) + V(S(0)))); })
+// elu, selu, celu: alpha (exp(x) - 1) for x < 0, x (scaled) otherwise, as PyTorch 2: -0 takes
+// the x branch and stays -0 whatever alpha's sign (libtorch 1.13 gave a zero of alpha's sign).
+EMBER_UNARY_FN(Elu, kSimdTranscendental, { return vm::select(x < V(S(0)), V(S(p.a)) * vm::expm1(x), x); })
 EMBER_UNARY_FN(Selu, kSimdTranscendental, {
   constexpr double kAlpha = 1.6732632423543772848170429916717, kScale = 1.0507009873554804934193349852946;
-  return V(S(kScale)) * vm::select(x > V(S(0)), x, V(S(kAlpha)) * (vm::expm1(x) + V(S(0))));
+  return V(S(kScale)) * vm::select(x < V(S(0)), V(S(kAlpha)) * vm::expm1(x), x);
 })
 EMBER_UNARY_FN(Celu, kSimdTranscendental, {
-  return vm::select(x > V(S(0)), x, V(S(p.a)) * (vm::expm1(x / V(S(p.a))) + V(S(0))));
+  return vm::select(x < V(S(0)), V(S(p.a)) * vm::expm1(x / V(S(p.a))), x);
 })
 EMBER_UNARY_FN(Gelu, kSimdTranscendental, {
   if constexpr (is_batch_v<V> && std::is_same_v<S, float>) {

@@ -120,9 +120,15 @@ void fill_arange(TensorImpl& t, double start, double step) {
 }
 
 void fill_arange_int(TensorImpl& t, int64_t start, int64_t step) {
+  // Stepping value by value: every value fits int64 (arange checks the last), where step * i
+  // alone may not (start -9e18, step 4e18).
   visit_dtype(t.dtype, [&]<class T>() {
     T* p = static_cast<T*>(t.data());
-    for (int64_t i = 0; i < t.numel; ++i) p[i] = static_cast<T>(start + step * i);
+    int64_t v = start;
+    for (int64_t i = 0; i < t.numel; ++i) {
+      p[i] = static_cast<T>(v);
+      if (i + 1 < t.numel) v += step;
+    }
   });
 }
 

@@ -73,6 +73,8 @@ TEST_CASE("edge gradients: activations at NaN and logit's eps") {
   check_vals(grad_of(leaf({kNaN, -1}), [](const Tensor& t) { return t.elu(); }), {1, 2 * std::exp(-1.0)});
   check_vals(grad_of(leaf({kNaN}), [](const Tensor& t) { return t.selu(); }), {1.0507009873554804934193349852946});
   check_vals(grad_of(leaf({kNaN}), [](const Tensor& t) { return t.celu(); }), {1});
+  // hardswish's kinks take their outer side, as PyTorch 2: 0 at -3, g at 3.
+  check_vals(grad_of(leaf({-3, 3, kNaN, 0}), [](const Tensor& t) { return t.hardswish(); }), {0, 2, 3, 2}, 0);
   // eps = 0 clamps to [0, 1]: log(0) = -inf with a zero gradient; without eps, NaN outside [0, 1].
   check_vals(leaf({-0.5, 1.5}).logit(0.0), {-kInf, kInf});
   check_vals(grad_of(leaf({-0.5, 1.5}), [](const Tensor& t) { return t.logit(0.0); }), {0, 0});
@@ -240,10 +242,17 @@ TEST_CASE("edge values: arange, linspace and randint, exact as PyTorch") {
   Tensor a = arange(big, big + 4);
   REQUIRE(a.numel() == 4);
   for (int64_t i = 0; i < 4; ++i) CHECK(a[i].item<int64_t>() == big + i);
-  // An integer dtype with floating bounds truncates them first: [-1, 0], not [-1, 0, 0].
-  Tensor t = arange(-1.5, 1.5, 1, DType::I64);
-  REQUIRE(t.numel() == 2);
-  CHECK((t[0].item<int64_t>() == -1 && t[1].item<int64_t>() == 0));
+  // An integer dtype with floating arguments: the count from the arguments as given, the
+  // values from start and step truncated (PyTorch 2, NumPy; libtorch 1.13 gave [-1, 0]).
+  CHECK(arange(-1.5, 1.5, 1, DType::I64).eq(tensor<int64_t>({-1, 0, 1})).all().item<bool>());
+  CHECK(arange(0.5, 5.5, 1.5, DType::I64).eq(tensor<int64_t>({0, 1, 2, 3})).all().item<bool>());
+  CHECK(arange(5, 0.5, -1.5, DType::I32).eq(tensor<int32_t>({5, 4, 3})).all().item<bool>());
+  CHECK(arange(0, 1, 0.1, DType::I64).eq(zeros({10}, DType::I64)).all().item<bool>());  // step 0.1 truncates to 0
+  // An integer start stays exact; only the last value must fit int64, not the end or step * i.
+  CHECK(arange(Scalar(big), Scalar(double(big) + 3.5), 1, DType::I64)[0].item<int64_t>() == big);
+  CHECK(arange(-9e18, 9e18, 4e18, DType::I64)[4].item<int64_t>() == int64_t{7000000000000000000});
+  CHECK(arange(0.0, 1e19, 1e18, DType::I64).numel() == 10);
+  CHECK_THROWS_AS(arange(0.0, 1.5e19, 5e18, DType::I64), Error);  // 0, 5e18, 1e19: past int64
   CHECK(arange(10, 0, -3).numel() == 4);  // 10, 7, 4, 1
   CHECK(arange(0, 10, 3).numel() == 4);   // 0, 3, 6, 9
   CHECK_THROWS_AS(arange(0, 10, -1), Error);
@@ -416,12 +425,64 @@ TEST_CASE("edge values: the divisor's gradient is -(a / b) / b, as PyTorch (b^2 
   check_vals(a.grad(), {1e-30, 1e-30, 0.5});
 }
 
-TEST_CASE("edge values: elu and celu at +-0 give a zero of alpha's sign, as PyTorch") {
-  Tensor z = tensor<double>({0.0, -0.0});
-  for (const Tensor& y : {z.elu(-1.0), z.celu(-1.0), z.to(DType::F32).elu(-1.0)}) {
+TEST_CASE("edge values: elu, selu and celu keep the sign of zero whatever alpha's, as PyTorch 2") {
+  Tensor z = tensor<double>({0.0, -0.0, -1e-300});
+  for (const Tensor& y : {z.elu(-1.0), z.elu(1.0), z.celu(-1.0), z.celu(0.5), z.selu(), z.to(DType::F32).elu(-1.0),
+                          z.to(DType::F32).selu(), z.to(DType::F16).elu(1.0)}) {
     std::vector<double> v = vals(y);
-    CHECK((v[0] == 0 && std::signbit(v[0]) && v[1] == 0 && std::signbit(v[1])));
+    CHECK((v[0] == 0 && !std::signbit(v[0]) && v[1] == 0 && std::signbit(v[1])));
   }
-  std::vector<double> v = vals(z.elu(1.0));
-  CHECK((!std::signbit(v[0]) && !std::signbit(v[1])));
+  CHECK(vals(z.elu(-1.0))[2] > 0);  // x < 0: alpha (exp(x) - 1), of alpha's sign
+  CHECK(vals(z.elu(1.0))[2] < 0);
+}
+
+TEST_CASE("edge values: f16/bf16 times or over a 0-d operand of another dtype computes in f32, as PyTorch 2") {
+  // The operand's own value, not the operand rounded to f16 first: 1e10 is inf in f16, so
+  // 0 * f16(1e10) was NaN and inf / f16(1e10) NaN; 6e-8 rounds to the f16 subnormal 5.96e-8.
+  Tensor h = tensor<float>({0.f, 1.f, -std::numeric_limits<float>::infinity(), 5.96046448e-8f}).to(DType::F16);
+  check_vals(h * 1e10, {0, kInf, -kInf, 596.0}, 1e-3);
+  check_vals(h / 1e10, {0, 0, -kInf, 0}, 0);  // 1 / 1e10 underflows f16 to 0
+  const Tensor six = tensor<float>({6e-8f}).view({});        // a 0-d f32 tensor
+  check_vals(h / six, {0, kInf, -kInf, 0.99365234375}, 0);  // f16(5.96e-8 / 6e-8), not 1
+  check_vals(h.div(six, "floor"), {0, kInf, kNaN, 0}, 0);     // -inf // x is NaN (fmod-based, as PyTorch)
+  check_vals(h.div(six, "trunc"), {0, kInf, -kInf, 0}, 0);
+  check_vals(h * int64_t{100000}, {0, kInf, -kInf, 0.0059604644775390625}, 1e-3);  // 100000 is inf in f16
+  // bf16: 1 + 2^-8 is a tie that bf16 rounds to 1, so 3 * bf16(1 + 2^-8) would be 3.
+  check_vals(tensor<float>({3.f}).to(DType::BF16) * 1.00390625, {3.015625}, 0);
+  // A scalar first is the second operand (s * t is t * s, as libtorch and Python).
+  check_vals(1e10 * h, {0, kInf, -kInf, 596.0}, 1e-3);
+  check_vals(mul(Scalar(1e10), h), {0, kInf, -kInf, 596.0}, 1e-3);
+  // In place too, as Python's h.mul_(1e10) (libtorch's C++ Tensor::mul_(Scalar) rounds the
+  // scalar first); where the operand is exact in f16 both ways agree (the one-pass kernel).
+  Tensor g = h.clone();
+  g.mul_(1e10);
+  check_vals(g, {0, kInf, -kInf, 596.0}, 1e-3);
+  CHECK(h.mul(1e10).version() == 0);  // a new result, not bumped as an in-place target
+  check_vals(h * 0.5, {0, 0.5, -kInf, 0}, 0);  // half the smallest subnormal: a tie, to even (0)
+  // Only mul and the divisions (add and sub round the operand first, as PyTorch 2).
+  check_vals(h + 1e10, {kInf, kInf, kNaN, kInf}, 0);
+  CHECK(h.mul(1e10).dtype() == DType::F16);
+}
+
+TEST_CASE("edge gradients: atan2 at the origin and fmax/fmin ties, as PyTorch 2") {
+  // The reciprocal of a^2 + b^2 is taken as 0 where that sum is 0 (libtorch 1.13: NaN).
+  Tensor a = leaf({0, 1e-200, 1, 0, 0}), b = leaf({0, 0, 0, 1e-200, -0.0});
+  a.atan2(b).sum().backward();
+  check_vals(a.grad(), {0, 0, 0, 0, 0}, 0);
+  check_vals(b.grad(), {0, 0, -1, 0, 0}, 0);
+  CHECK(std::signbit(vals(a.grad())[4]));   // g * b * 0 with b = -0
+  CHECK(std::signbit(vals(b.grad())[0]));   // g * -a * 0 with a = +0
+  // fmax/fmin: ties share the gradient (as maximum/minimum); a NaN side loses to a number.
+  Tensor x = leaf({1, 2, kInf, kNaN, 1, kNaN}), y = leaf({1, 1, kInf, 1, kNaN, kNaN});
+  x.fmax(y).sum().backward();
+  check_vals(x.grad(), {0.5, 1, 0.5, 0, 1, 1}, 0);
+  check_vals(y.grad(), {0.5, 0, 0.5, 1, 0, 0}, 0);
+  Tensor x2 = leaf({1, 2, kInf, kNaN, 1, kNaN}), y2 = leaf({1, 1, kInf, 1, kNaN, kNaN});
+  x2.fmin(y2).sum().backward();
+  check_vals(x2.grad(), {0.5, 0, 0.5, 0, 1, 1}, 0);
+  check_vals(y2.grad(), {0.5, 1, 0.5, 1, 0, 0}, 0);
+  // clamp with scalar bounds: strictly inside only (libtorch 1.13 passed g at a bound).
+  check_vals(grad_of(leaf({0.5, 1, 2, 3, 3.5, kNaN}), [](const Tensor& t) { return t.clamp(1.0, 3.0); }),
+             {0, 0, 3, 0, 0, 0}, 0);
+  check_vals(grad_of(leaf({1, 2, 3}), [](const Tensor& t) { return t.clamp_max(3.0); }), {1, 2, 0}, 0);
 }

@@ -185,14 +185,13 @@ inline double unary(ops::UnaryOp op, double x, const ops::UnaryParams& p = {},
     case U::Relu: return x < 0 ? 0.0 : x;  // NaN and -0 pass through
     case U::Relu6: return nan ? x : std::min(std::max(x, 0.0), 6.0);
     case U::LeakyRelu: return x > 0 ? x : x * p.a;
-    // alpha (exp(x) - 1), as PyTorch's: at x = +-0 a zero of alpha's sign (expm1 alone keeps
-    // -0; adding +0 before the product drops it).
-    case U::Elu: return x > 0 ? x : p.a * (std::expm1(x) + 0.0);
+    // alpha (exp(x) - 1) for x < 0, as PyTorch 2: -0 takes the other branch and stays -0.
+    case U::Elu: return x < 0 ? p.a * std::expm1(x) : x;
     case U::Selu: {
       const double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
-      return scale * (x > 0 ? x : alpha * (std::expm1(x) + 0.0));
+      return scale * (x < 0 ? alpha * std::expm1(x) : x);
     }
-    case U::Celu: return x > 0 ? x : p.a * (std::expm1(x / p.a) + 0.0);
+    case U::Celu: return x < 0 ? p.a * std::expm1(x / p.a) : x;
     case U::Gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));  // not 1 + erf: no cancellation
     case U::GeluTanh: {
       const double k = std::sqrt(2.0 / 3.14159265358979323846);

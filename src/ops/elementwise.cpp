@@ -1,5 +1,7 @@
 // Checks, dtype rules and output allocation of the elementwise ops (see ops/descriptors.hpp).
 
+#include <ember/core/half.hpp>
+#include <ember/core/tensor_methods.hpp>
 #include <ember/ops/descriptors.hpp>
 
 namespace ember::ops {
@@ -55,6 +57,23 @@ void make_output(Prepared& p, IntArrayRef shape, DType result, TensorImpl* out, 
     p.out = detail::make_tensor(shape, result, out->device(), op);
     p.cast_back = true;
   }
+}
+
+/// Whether an f16/bf16 product or quotient with a 0-d second operand of another dtype must be
+/// computed in f32 from the operand's own value, as PyTorch 2 does (its "opmath" scalar path
+/// for mul and the three divisions): h * 1e10 is 0 where h is 0, not NaN through f16(1e10) =
+/// inf, and h / f32(6e-8) is not h / f16(6e-8). Where the operand is exact in the reduced
+/// dtype (x * 0.5) both ways agree, and the one-pass kernel stays. On a device, PyTorch does
+/// this for CPU scalars only: here a wrapped number (a device's 0-d tensor is read in f16).
+bool scales_in_f32(BinaryOp op, DType compute, const TensorImpl& x, const TensorImpl& y) {
+  if (!is_reduced_float(compute) || y.ndim() != 0 || y.dtype == compute) return false;
+  if (op != BinaryOp::Mul && op != BinaryOp::Div && op != BinaryOp::DivTrunc && op != BinaryOp::DivFloor) return false;
+  if (!x.device().is_cpu() && !y.wrapped_number) return false;
+  if (!y.device().is_cpu()) return true;  // a wrapped number made on the device: not read back
+  const double v = detail::read_scalar(y, ops::name(op)).to<double>();
+  const float f = static_cast<float>(v);
+  const double rounded = compute == DType::F16 ? static_cast<float>(Half(f)) : static_cast<float>(BFloat16(f));
+  return !(rounded == v || v != v);
 }
 
 }  // namespace
@@ -201,8 +220,22 @@ Prepared prepare_binary(const Binary& b, const TensorImpl& x, const TensorImpl& 
         EMBER_CHECK(compute != DType::Bool, "[{}] is not defined for bool tensors", op);
       break;
   }
-  p.want[0] = p.want[1] = compute;
   p.same_shape = x.sizes == y.sizes;
+  if (scales_in_f32(b.op, compute, x, y)) {
+    // Computed in f32 into a temporary, then rounded once into the f16/bf16 result.
+    p.want[0] = p.want[1] = DType::F32;
+    Shape shape = p.same_shape ? x.sizes : broadcast_shapes(x.sizes, y.sizes, op);
+    if (out) {
+      make_output(p, shape, DType::F32, out, op);
+    } else {
+      p.result_holder = detail::make_tensor(shape, result, x.device(), op);
+      p.target = p.result_holder.get();
+      p.out = detail::make_tensor(shape, DType::F32, x.device(), op);
+      p.cast_back = true;
+    }
+    return p;
+  }
+  p.want[0] = p.want[1] = compute;
   if (p.same_shape)
     make_output(p, x.sizes, result, out, op);  // no Shape copy on the common path
   else

@@ -91,6 +91,10 @@ struct Result {
 ///   embedding_bag (indices, weight, offsets; mode (sum mean max), include_last_offset)
 
 Result run_torch(const Call& c);
+/// The libtorch version compared against ("1.13.0", "2.15.0"): a known difference that one
+/// PyTorch release changed is excused for that release only (known_differences.hpp).
+const char* torch_version();
+int torch_major();
 Result run_ember(const Call& c);
 
 }  // namespace ediff

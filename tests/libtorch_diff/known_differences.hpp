@@ -1,10 +1,14 @@
 #pragma once
-/// Deliberate or understood differences between Ember and libtorch 1.13 that
-/// ember-vs-libtorch lists as "known" (with --verbose) instead of failing, each with its
-/// reason. A rule names the op and the exact inputs it covers, so that any other difference
-/// still fails.
+/// Deliberate or understood differences between Ember and libtorch (Debian's 1.13, or a
+/// PyTorch 2.x wheel through -Dlibtorch_dir) that ember-vs-libtorch lists as "known" (with
+/// --verbose) instead of failing, each with its reason. A rule names the op and the exact
+/// inputs it covers, so that any other difference still fails. Where PyTorch 2 changed a
+/// result, Ember follows PyTorch 2 and the rule excuses libtorch 1.13 only (v1()); PyTorch
+/// 2.x's own slips are excused for 2.x only (v2()).
 
 #include "bridge.hpp"
+
+#include <ember/core/half.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +32,24 @@ struct Element {
 /// small next to eps: there the two libraries' rounding is compared with the f64 result.
 inline bool is_normalisation(const std::string& op) {
   return op == "layer_norm" || op == "group_norm" || op == "batch_norm";
+}
+
+inline bool v1() { return torch_major() == 1; }
+inline bool v2() { return torch_major() >= 2; }
+
+/// mul and the divisions, which PyTorch 2 computes in f32 for an f16/bf16 tensor and a 0-d
+/// second operand of another dtype (with the operand's own value; libtorch 1.13 rounded it to
+/// f16 first): only where that rounding changes the operand.
+inline bool scales_by_0d(const Call& c, DT result) {
+  if (c.op != "mul" && c.op != "div" && c.op != "div_trunc" && c.op != "div_floor") return false;
+  if (result != DT::F16 && result != DT::BF16) return false;
+  double v = 0;
+  if (c.kind == Kind::TensorScalar) v = c.s.kind == ScalarArg::Float ? c.s.f : static_cast<double>(c.s.i);
+  else if (c.kind == Kind::Binary && c.b.shape.empty() && c.b.dt != result) v = c.b.at(0);
+  else return false;
+  const float f = static_cast<float>(v);
+  const double rounded = result == DT::F16 ? static_cast<float>(ember::Half(f)) : static_cast<float>(ember::BFloat16(f));
+  return rounded != v && v == v;
 }
 
 inline bool is_shift(const std::string& op) { return op == "bitwise_left_shift" || op == "bitwise_right_shift"; }
@@ -75,13 +97,29 @@ inline const char* known_call(const Call& c, const std::string& category, const 
     if (why.find("not implemented for '") != std::string::npos ||
         why.find("Expected a floating point or complex tensor") != std::string::npos ||
         why.find("itensor_view_from_dense expects float/bfloat16") != std::string::npos)
-      return "libtorch 1.13 has no CPU kernel for this dtype; Ember computes integer inputs in f32 and "
+      return "libtorch has no CPU kernel for this dtype (1.13 lacks many, 2.x fewer); Ember computes integer inputs in f32 and "
              "f16/bf16 in f32, as it does for every op";
     if (why.find("has no Ember counterpart") != std::string::npos && why.find("Short") != std::string::npos)
       return "Ember has no int16: u8 with i8 promotes to i32 (PyTorch: int16)";
     if (c.op == "hardtanh" && why.find("unsigned type with negative limits") != std::string::npos)
       return "Ember clamps an unsigned tensor to any limits (the negative one has no effect)";
   }
+  if (category == "accept" && ember.ok && v2()) {
+    const std::string& why = torch.error;
+    if ((c.op == "argmax" || c.op == "argmin" || c.op == "topk") && c.ins.at(0).dt == DT::Bool &&
+        (why.find("does not support bool") != std::string::npos))
+      return "Ember takes bool tensors here (as libtorch 1.13); PyTorch 2 refuses them";
+    if (c.op == "gelu_backward" && c.a.dt != c.b.dt && why.find("libtorch failed inside") != std::string::npos)
+      return "an autograd-internal op on mixed dtypes (Ember never calls it so): libtorch 2.x fails inside oneDNN";
+  }
+  if (category == "accept" && ember.ok && v1() && c.op == "arange" && c.args.at(3) == 0 &&
+      torch.error.find("step must be nonzero") != std::string::npos)
+    return "an integer arange with non-integer arguments: libtorch 1.13 truncates all three first (step 0.1 -> 0: "
+           "refused); PyTorch 2 and Ember count ceil((end - start) / step) from the arguments as given";
+  if (category == "accept" && !ember.ok && torch.ok && c.op == "conv_transpose2d" && torch.out.numel() == 0 &&
+      ember.error.find("output size 0 ") != std::string::npos)
+    return "an output size of 0: libtorch 2.x returns an empty tensor on some paths (oneDNN) and refuses on others, "
+           "libtorch 1.13 refuses; Ember refuses";
   if (category == "dtype" && (c.op == "relu_backward" || c.op == "gelu_backward" || c.op == "silu_backward"))
     return "an autograd-internal op: Ember only calls it on floating gradients, and computes others in f32";
   if (category == "accept" && !ember.ok && (c.op == "batch_norm" || c.op == "group_norm") &&
@@ -92,7 +130,7 @@ inline const char* known_call(const Call& c, const std::string& category, const 
   if (category == "accept" && !ember.ok && c.op == "max_pool2d" &&
       ember.error.find("a window reads only padding") != std::string::npos)
     return "a max-pooling window that reads only padding: libtorch returns -inf there, Ember refuses the geometry";
-  if (category == "shape" && c.op == "unique" && c.ins.at(0).dt == DT::BF16 && t_has_both_zeros(torch))
+  if (category == "shape" && v1() && c.op == "unique" && c.ins.at(0).dt == DT::BF16 && t_has_both_zeros(torch))
     return "libtorch 1.13's bf16 unique keeps -0 and +0 apart (its f32 unique merges them, as Ember does for every "
            "dtype)";
   return nullptr;
@@ -102,8 +140,13 @@ inline const char* known_call(const Call& c, const std::string& category, const 
 inline const char* known_element(const Call& c, DT result, const std::string& category, const Element& e) {
   const std::string& op = c.op;
   if (op == "gelu_backward" && c.kind == Kind::Binary && c.a.dt != c.b.dt)
-    return "an autograd-internal op on mixed dtypes (Ember never calls it so): libtorch 1.13's path for f32 with "
+    return "an autograd-internal op on mixed dtypes (Ember never calls it so): libtorch's path for f32 with "
            "bf16 gives 0 for NaN inputs";
+  if (category == "zero-sign" && v1() && (op == "elu" || op == "selu" || op == "celu") && e.a == 0 && std::signbit(e.a))
+    return "elu, selu and celu at -0: libtorch 1.13 gives a zero of alpha's sign; PyTorch 2 and Ember keep -0";
+  if (category == "zero-sign" && v2() && op == "unique" && e.ember == 0 && e.torch == 0)
+    return "+0 and -0 are one value to unique: which of them represents it is unspecified (libtorch 2.x sorts "
+           "unstably; Ember keeps the first in input order)";
   if (category == "zero-sign") {
     if ((op == "maximum" || op == "minimum" || op == "fmax" || op == "fmin") && e.a == 0 && e.b == 0)
       return "+0 against -0 is a tie: Ember returns the first operand; libtorch's answer depends on its code path";
@@ -122,6 +165,23 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
     return nullptr;
   }
   if (category != "value") return nullptr;
+  if (v1() && scales_by_0d(c, result))
+    return "f16/bf16 times or over a 0-d operand: libtorch 1.13 rounds the operand to f16/bf16 first (1e10 -> inf); "
+           "PyTorch 2 and Ember compute in f32 with its own value";
+  if (v1() && c.grad && op == "clamp" && c.has_params && (e.a == c.p[0] || e.a == c.p[1]))
+    return "clamp's gradient at a bound: libtorch 1.13 passes it; PyTorch 2 and Ember give 0 (strictly inside only)";
+  if (v1() && c.grad && op == "atan2" && !std::isfinite(e.torch) && e.ember == 0 &&
+      (result == DT::F32 ? static_cast<float>(e.a) * static_cast<float>(e.a) + static_cast<float>(e.b) * static_cast<float>(e.b)
+                         : e.a * e.a + e.b * e.b) == 0)
+    return "atan2's gradient where a^2 + b^2 is 0: libtorch 1.13 multiplies by its reciprocal, inf (NaN or "
+           "inf); PyTorch 2 and Ember take that reciprocal as 0";
+  if (v1() && c.grad && (op == "fmax" || op == "fmin") && e.has_b && e.a == e.b)
+    return "fmax/fmin's gradient at a tie: libtorch 1.13 gives all of it to the first operand; PyTorch 2 and Ember "
+           "share it equally, as maximum/minimum";
+  if (v2() && (op == "gelu") && e.a == std::numeric_limits<double>::infinity() && std::isnan(e.torch) &&
+      std::isinf(e.ember))
+    return "gelu(+inf): libtorch 2.x gives NaN; the limit, which Ember, libtorch 1.13 and PyTorch's tanh gelu give, "
+           "is inf";
   if ((op == "sinh" || op == "cosh") && std::isinf(e.torch) && std::isfinite(e.ember) &&
       std::fabs(op == "sinh" ? std::sinh(e.a) : std::cosh(e.a)) <= max_finite(result))
     return "libtorch overflows (exp(x) / 2) where the result is still finite; Ember's value is the finite one";
@@ -129,28 +189,28 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
       (std::isnan(e.a) || e.a <= int_min(result) - 1 || e.a >= int_max(result) + 1))
     return "a float outside the integer type's range (or NaN): C++ leaves the conversion undefined; libtorch wraps "
            "through int32 (NaN -> INT_MIN), Ember saturates (NaN -> 0)";
-  if (op == "linspace" && !dt_floating(result))
+  if (v1() && op == "linspace" && !dt_floating(result))
     return "an integer linspace: both step between the ends as converted (-2 and 7), but libtorch 1.13's int64 "
            "kernel gives [-2, -1, 0, 0, 1, 1, 2, 3, 5, 6, 7] in 11 steps where the f64 steps truncate to [-2, -1, 0, "
            "0, 1, 2, 3, 4, 5, 6, 7] (Ember; in 4 steps both give [-2, 1, 4, 7])";
-  if (op == "interpolate" && c.args.at(2) == 0 && c.args.at(4) != 0 && shortcut_size(c))
+  if (v1() && op == "interpolate" && c.args.at(2) == 0 && c.args.at(4) != 0 && shortcut_size(c))
     return "nearest with a scale factor where the output is twice (or once) the input: libtorch 1.13 takes i / 2 "
            "(or i) for a single image plane and floor(i / factor) for several; Ember always takes i / 2";
   if (c.grad && std::isnan(e.a) &&
       (op == "hardtanh" || op == "relu6" || op == "elu" || op == "selu" || op == "celu" || op == "hardswish"))
     return "the gradient at a NaN input: Ember passes it as the branch for x > bounds does (PyTorch's scalar kernels "
-           "do too); libtorch 1.13's vectorized kernels give 0 (hardtanh, relu6) or NaN (elu, selu, celu, hardswish)";
-  if (c.grad && op == "hardswish" && e.a == 3)
-    return "hardswish's gradient at the kink x = 3: libtorch 1.13's scalar kernel gives 1.5 (Ember), its vectorized "
-           "kernel 1";
+           "do too); libtorch's vectorized kernels give 0 (hardtanh, relu6) or NaN (elu, selu, celu, hardswish)";
+  if (v1() && c.grad && op == "hardswish" && std::fabs(e.a) == 3)
+    return "hardswish's gradient at the kinks x = +-3: PyTorch 2 and Ember take the outer side (0 at -3, 1 at 3), "
+           "libtorch 1.13's scalar kernel the inner one (-0.5, 1.5) and its vectorized kernel 1 at 3";
   if (c.grad && op == "logit" && std::isnan(e.a) && c.has_params)
-    return "logit's gradient at NaN with an eps: Ember's is NaN (x * (1 - x) is), libtorch 1.13's 0";
+    return "logit's gradient at NaN with an eps: Ember's is NaN (x * (1 - x) is), libtorch's 0";
   if (c.grad && op == "softsign" && std::isinf(e.a) && e.ember == 0)
     return "softsign's gradient at +-inf: Ember's 1 / (1 + |x|)^2 is 0; libtorch differentiates x / (1 + |x|) "
            "through its parts (inf / inf: NaN)";
   if (c.grad && (op == "hardsigmoid" || op == "celu") && result == DT::F64 &&
       std::fabs(e.ember - e.torch) <= 1e-7 * (1 + std::fabs(e.torch)))
-    return "libtorch 1.13's f64 hardsigmoid and celu gradients use f32 constants (1/6, 1/alpha: 1.000000017 at 0); "
+    return "libtorch's f64 hardsigmoid and celu gradients use f32 constants (1/6, 1/alpha: 1.000000017 at 0); "
            "Ember's are exact";
   if (is_normalisation(op) && !std::isnan(e.ref64) &&
       std::fabs(e.ember - e.ref64) <= 8 * std::max(std::fabs(e.torch - e.ref64), 1e-6 * (1 + std::fabs(e.ref64))))
@@ -165,7 +225,7 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
   if ((op == "div_floor" || op == "remainder" || op == "fmod") && std::isnan(e.torch) && !std::isnan(e.ember) &&
       std::isfinite(e.a) && e.b != 0 && std::fabs(e.a) / std::fabs(e.b) > max_finite(result))
     return "a / b overflows: libtorch's a - b * trunc(a / b) gives NaN; Ember's fmod is exact (and floor division inf)";
-  if (is_shift(op) && (e.b < 0 || e.b >= bits(result)))
+  if (v1() && is_shift(op) && (e.b < 0 || e.b >= bits(result)))
     return "a shift count < 0 or >= the width: libtorch 1.13 shifts by the count modulo the register width (C++ UB); "
            "Ember gives 0 for << and the sign fill for >>, as PyTorch 2.x";
   if (op == "gelu_backward" && e.b <= -2.5)

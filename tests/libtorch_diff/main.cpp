@@ -897,6 +897,7 @@ int main(int argc, char** argv) {
       return a == "--help" ? 0 : 2;
     }
   }
+  std::printf("ember-vs-libtorch: libtorch %s\n", ediff::torch_version());
   ediff::unary_calls(rep, filter);
   ediff::binary_calls(rep, filter);
   ediff::reduce_calls(rep, filter);

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
+#include <torch/version.h>
 
 #include <cstring>
 #include <stdexcept>
@@ -377,6 +378,8 @@ Result run_torch_once(const Call& c) {
     r.error = e.what_without_backtrace();
   } catch (const std::runtime_error& e) {  // a result dtype Ember lacks
     r.error = e.what();
+  } catch (const std::exception& e) {  // e.g. oneDNN's dnnl::error escaping PyTorch 2.x
+    r.error = std::string("libtorch failed inside: ") + e.what();
   }
   return r;
 }
@@ -391,5 +394,8 @@ Result run_torch(const Call& c) {
   }
   return r;
 }
+
+const char* torch_version() { return TORCH_VERSION; }
+int torch_major() { return TORCH_VERSION_MAJOR; }
 
 }  // namespace ediff

@@ -256,7 +256,9 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
       }
       case U::Hardswish: {
         TP xv = X();
-        return {where(xv.lt(-3.0), 0.0, where(xv.le(3.0), g * (xv / 3.0 + 0.5), g))};
+        // The kinks take their outer side, as PyTorch 2: 0 at -3 and g at 3 (libtorch 1.13's
+        // scalar kernel gave -g/2 and 3g/2); NaN passes g.
+        return {where(xv.le(-3.0), 0.0, where(xv.lt(3.0), g * (xv / 3.0 + 0.5), g))};
       }
       case U::Erf: return {g * (X().square().neg().exp() * (2.0 * inv_sqrt_pi))};
       case U::Erfc: return {g * (X().square().neg().exp() * (-2.0 * inv_sqrt_pi))};
@@ -264,9 +266,11 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
       case U::Erfinv: return {g * (X().erfinv().square().exp() * (std::sqrt(detail::pi()) / 2.0))};
       case U::Clamp: {
         TP xv = X();
+        // Strictly inside the bounds, as PyTorch 2 (and hardtanh): 0 at a bound and at NaN
+        // (libtorch 1.13 passed g at the bounds).
         TP keep = xv.isnan().logical_not();
-        if (p.has_a) keep = keep.logical_and(xv.ge(p.a));
-        if (p.has_b) keep = keep.logical_and(xv.le(p.b));
+        if (p.has_a) keep = keep.logical_and(xv.gt(p.a));
+        if (p.has_b) keep = keep.logical_and(xv.lt(p.b));
         return {where(keep, g, 0.0)};
       }
       case U::NanToNum: return {where(X().isfinite(), g, 0.0)};
@@ -356,9 +360,12 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
       }
       case B::Atan2: {
         TP av = A(), bv = Bv();
+        // As PyTorch 2: the reciprocal of a^2 + b^2, 0 where that is 0 (so atan2(0, 0) has
+        // gradient 0, not NaN; libtorch 1.13 gave NaN).
         TP r = av.square() + bv.square();
-        if (na) ga = to_a(g * bv / r);
-        if (nb) gb = to_b(g * av.neg() / r);
+        TP recip = where(r.eq(0.0), 0.0, r.reciprocal());
+        if (na) ga = to_a(g * bv * recip);
+        if (nb) gb = to_b(g * av.neg() * recip);
         break;
       }
       case B::Maximum: case B::Minimum: {
@@ -374,9 +381,12 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
       }
       case B::Fmax: case B::Fmin: {
         TP av = A(), bv = Bv();
-        TP a_taken = (o == B::Fmax ? av.ge(bv) : av.le(bv)).logical_or(bv.isnan());
-        if (na) ga = to_a(where(a_taken, g, 0.0));
-        if (nb) gb = to_b(where(a_taken, 0.0, g));
+        // The side that is taken gets g, a NaN side loses to a number; ties share g equally,
+        // as maximum/minimum's (PyTorch 2; libtorch 1.13 gave all of it to a).
+        TP a_taken = (o == B::Fmax ? av.gt(bv) : av.lt(bv)).logical_or(bv.isnan());
+        TP tie = av.eq(bv), half = g * 0.5;
+        if (na) ga = to_a(where(tie, half, where(a_taken, g, 0.0)));
+        if (nb) gb = to_b(where(tie, half, where(a_taken, 0.0, g)));
         break;
       }
       case B::Hypot: {

@@ -109,20 +109,16 @@ BasicTensor<P> on_cpu_then_move(const Shape& shape, TensorOptions o, DType fallb
 }
 }  // namespace detail
 
-/// Values start, start+step, ... below end. Integer arguments give i64, as in PyTorch; an
-/// integer dtype counts with the arguments truncated to integers, as PyTorch's.
+/// Values start, start+step, ... below end. Integer arguments give i64, as in PyTorch. An
+/// integer dtype with non-integer arguments takes the count from the arguments as given and
+/// the values from start and step truncated, as PyTorch 2 and NumPy: arange(0.5, 5.5, 1.5,
+/// kI64) is [0, 1, 2, 3] (libtorch 1.13 truncated all three first: [0, 1, 2, 3, 4]).
 template <class P = DefaultPolicy>
 BasicTensor<P> arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions o = {}) {
   const bool ints = start.is_integral() && end.is_integral() && step.is_integral();
   const DType dt = o.dtype_or(ints ? DType::I64 : kDefaultFloat);
-  if (is_integral(dt, false)) {
-    auto as_int = [](Scalar v, const char* what) {
-      const double d = v.to_double();
-      EMBER_CHECK(v.is_integral() || (std::isfinite(d) && std::abs(d) < 9.2e18), "[arange] {} {} is not an integer in range",
-                  what, d);
-      return v.is_integral() ? v.to_int() : static_cast<int64_t>(d);
-    };
-    const int64_t si = as_int(start, "start"), ei = as_int(end, "end"), sti = as_int(step, "step");
+  if (ints && is_integral(dt, false)) {  // exact in int64, beyond double's 2^53
+    const int64_t si = start.to_int(), ei = end.to_int(), sti = step.to_int();
     EMBER_CHECK(sti != 0, "[arange] step must be nonzero");
     int64_t span = 0;
     EMBER_CHECK(!__builtin_sub_overflow(ei, si, &span), "[arange] range [{}, {}) overflows int64", si, ei);
@@ -139,6 +135,18 @@ BasicTensor<P> arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions o
   const double count = std::ceil((e - s) / st);
   EMBER_CHECK(count < 9.2e18, "[arange] range [{}, {}) with step {} has too many elements", s, e, st);  // < 2^63
   int64_t n = static_cast<int64_t>(count);
+  if (is_integral(dt, false)) {
+    // Start and step as integers (exactly, when given so); the end is only compared.
+    EMBER_CHECK((start.is_integral() || std::abs(s) < 9.2e18) && (step.is_integral() || std::abs(st) < 9.2e18),
+                "[arange] start {} or step {} does not fit int64", s, st);
+    const int64_t si = start.is_integral() ? start.to_int() : static_cast<int64_t>(s);
+    const int64_t sti = step.is_integral() ? step.to_int() : static_cast<int64_t>(st);
+    // Truncation can step past the end by less than one step: the last value must fit.
+    const __int128 last = static_cast<__int128>(si) + static_cast<__int128>(sti) * (n > 0 ? n - 1 : 0);
+    EMBER_CHECK(last >= std::numeric_limits<int64_t>::min() && last <= std::numeric_limits<int64_t>::max(),
+                "[arange] range [{}, {}) step {} overflows int64", s, e, st);
+    return detail::on_cpu_then_move<P>({n}, o, dt, [&](detail::TensorImpl& t) { detail::fill_arange_int(t, si, sti); });
+  }
   return detail::on_cpu_then_move<P>({n}, o, dt,
                                      [&](detail::TensorImpl& t) { detail::fill_arange(t, s, st); });
 }

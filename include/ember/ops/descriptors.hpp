@@ -30,6 +30,7 @@ struct Prepared {
   TensorImpl* target = nullptr;    ///< in-place target (null: out is the result)
   bool cast_back = false;          ///< out is a temporary to copy into target afterwards
   bool same_shape = false;         ///< every input already has out's shape (skip broadcasting)
+  TensorRef result_holder;         ///< a new result that target points to (out: a temporary)
 
   /// What the op returns: the new tensor, or the in-place target.
   TensorRef take_result() { return target ? Ref<TensorImpl>::share(target) : std::move(out); }

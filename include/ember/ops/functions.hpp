@@ -20,6 +20,8 @@ namespace ember {
 #include <ember/ops/unary_list.def>
 #undef EMBER_UNARY_OP
 
+// A scalar first operand becomes a tensor of the other's kind, except for mul, which swaps
+// its operands (s * t is t * s, as libtorch).
 #define EMBER_BINARY_OP(E, n, r)                                        \
   template <class P>                                                    \
   BasicTensor<P> n(const BasicTensor<P>& a, const BasicTensor<P>& b) {  \
@@ -31,7 +33,8 @@ namespace ember {
   }                                                                     \
   template <class P>                                                    \
   BasicTensor<P> n(Scalar a, const BasicTensor<P>& b) {                 \
-    return b.scalar_like(a).n(b);                                       \
+    if constexpr (ops::BinaryOp::E == ops::BinaryOp::Mul) return b.n(a); \
+    else return b.scalar_like(a).n(b);                                  \
   }
 #include <ember/ops/binary_list.def>
 #undef EMBER_BINARY_OP
@@ -51,7 +54,6 @@ namespace ember {
   }
 EMBER_OPERATOR(+, add)
 EMBER_OPERATOR(-, sub)
-EMBER_OPERATOR(*, mul)
 EMBER_OPERATOR(/, div)
 EMBER_OPERATOR(%, remainder)
 EMBER_OPERATOR(==, eq)
@@ -66,6 +68,21 @@ EMBER_OPERATOR(^, bitwise_xor)
 EMBER_OPERATOR(<<, bitwise_left_shift)
 EMBER_OPERATOR(>>, bitwise_right_shift)
 #undef EMBER_OPERATOR
+
+// s * t is t * s, as libtorch's operator* and Python's __rmul__: the scalar is the second
+// operand, so an f16/bf16 tensor times it computes in f32 with its value (see mul above).
+template <class P>
+BasicTensor<P> operator*(const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  return a.mul(b);
+}
+template <class P>
+BasicTensor<P> operator*(const BasicTensor<P>& a, Scalar b) {
+  return a.mul(b);
+}
+template <class P>
+BasicTensor<P> operator*(Scalar a, const BasicTensor<P>& b) {
+  return b.mul(a);
+}
 
 /// div with rounding_mode "trunc" or "floor" (empty: true division).
 template <class P>
