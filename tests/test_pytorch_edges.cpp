@@ -83,14 +83,14 @@ TEST_CASE("edge gradients: activations at NaN and logit's eps") {
   check_vals(leaf({0.25}).logit(-1.0), {std::log(1.0 / 3.0)});  // a negative eps: no clamp
 }
 
-TEST_CASE("edge gradients: clamp with tensor bounds gives each side its part") {
+TEST_CASE("edge gradients: clamp with tensor bounds gives each side its part, as PyTorch 2") {
   Tensor x = leaf({0, 1, 2, 3}), lo = leaf({0, 0, 0, 3}), hi = leaf({2, 2, 2, 1});
   Tensor y = x.clamp(lo, hi);
   check_vals(y, {0, 1, 2, 1});
   (y * tensor<double>({1, 2, 3, 4})).sum().backward();
-  check_vals(x.grad(), {1, 2, 3, 0});
-  check_vals(lo.grad(), {0, 0, 0, 0});
-  check_vals(hi.grad(), {0, 0, 0, 4});
+  check_vals(x.grad(), {0.5, 2, 1.5, 0});  // a tie with a bound is shared (libtorch 1.13: all to x)
+  check_vals(lo.grad(), {0.5, 0, 0, 0});
+  check_vals(hi.grad(), {0, 0, 1.5, 4});   // lo > hi: the value is hi, and so is the gradient
   Tensor x2 = leaf({-5, 5});
   Tensor lo2 = leaf({0, 0}), hi2 = leaf({1, 1});
   (x2.clamp(lo2, hi2) * tensor<double>({1, 2})).sum().backward();
@@ -103,7 +103,27 @@ TEST_CASE("edge gradients: clamp with tensor bounds gives each side its part") {
   check_vals(y3, {kNaN, kNaN, kNaN});
   Tensor x4 = leaf({kNaN, 0.5});
   (x4.clamp(tensor<double>({0, 0}), tensor<double>({1, 1})) * tensor<double>({1, 2})).sum().backward();
-  check_vals(x4.grad(), {0, 2});
+  check_vals(x4.grad(), {1, 2});  // a NaN x keeps its gradient (PyTorch 2; 1.13 gave 0)
+  // Every case of x, lo, hi in {0, 1, 2, NaN} (x slowest), in halves of g, as libtorch 2.15
+  // gives them: ties, equal bounds, lo > hi and NaN on each side.
+  const char* want_x = "2112000000002222012202120000022200120012002200222222222222222222";
+  const char* want_lo = "0110022000200000000000100020000000000000000000000000000000000000";
+  const char* want_hi = "0000200022000000210020002200000022102210220000000000200022000000";
+  std::vector<double> xs, los, his;
+  const double v[] = {0, 1, 2, kNaN};
+  for (double a : v)
+    for (double b : v)
+      for (double c : v) xs.push_back(a), los.push_back(b), his.push_back(c);
+  Tensor tx = tensor<double>(xs).requires_grad_(), tlo = tensor<double>(los).requires_grad_();
+  Tensor thi = tensor<double>(his).requires_grad_();
+  tx.clamp(tlo, thi).sum().backward();
+  const std::vector<double> gx = vals(tx.grad()), glo = vals(tlo.grad()), ghi = vals(thi.grad());
+  for (size_t i = 0; i < 64; ++i) {
+    CAPTURE(i);
+    CHECK(gx[i] * 2 == want_x[i] - '0');
+    CHECK(glo[i] * 2 == want_lo[i] - '0');
+    CHECK(ghi[i] * 2 == want_hi[i] - '0');
+  }
 }
 
 TEST_CASE("edge gradients: scans at large magnitudes, cancellation and infinities") {

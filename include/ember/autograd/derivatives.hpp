@@ -448,6 +448,38 @@ void Recorder<P>::record(const ops::Where&, const TensorRef& out, const TensorIm
 }
 
 template <class P>
+void Recorder<P>::record(const ops::ClampTensors&, const TensorRef& out, const TensorImpl& xi, const TensorImpl& loi,
+                         const TensorImpl& hii) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> x(xi), lo(loi), hi(hii);
+  Shape sx = xi.sizes, sl = loi.sizes, sh = hii.sizes;
+  // PyTorch 2's subgradient (libtorch 2.15, all 64 cases of x, lo, hi in {0, 1, 2, NaN} in
+  // tests/test_pytorch_edges.cpp): the side that gives the value gets g; where x ties a bound
+  // of an ordered pair (lo < hi), x and that bound share it; lo > hi gives hi all of it; a
+  // NaN x keeps g (libtorch 1.13: 0), a NaN bound takes none.
+  auto f = [x, lo, hi, sx, sl, sh](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    TP xv = x.get(n), lv = lo.get(n), hv = hi.get(n);
+    TP ordered = lv.lt(hv), half = g * 0.5;
+    TP gx, gl, gh;
+    if (n.needs_input_grad(0)) {
+      TP tie = ordered.logical_and(xv.eq(lv).logical_or(xv.eq(hv)));
+      gx = detail::sum_to<P>(where(xv.lt(lv).logical_or(xv.gt(hv)), 0.0, where(tie, half, g)), sx);
+    }
+    if (n.needs_input_grad(1))
+      gl = detail::sum_to<P>(
+          where(xv.lt(lv).logical_and(lv.le(hv)), g, where(ordered.logical_and(xv.eq(lv)), half, 0.0)), sl);
+    if (n.needs_input_grad(2))
+      gh = detail::sum_to<P>(where(lv.gt(hv).logical_or(xv.gt(hv).logical_and(lv.le(hv))), g,
+                                   where(ordered.logical_and(xv.eq(hv)), half, 0.0)),
+                             sh);
+    return {gx, gl, gh};
+  };
+  set_history(*out, detail::make_node<P>("clamp", {&xi, &loi, &hii}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
 void Recorder<P>::record(const ops::To&, const TensorRef& out, const TensorImpl& xi) {
   using TP = detail::T<P>;
   if (!is_floating(out->dtype)) return;

@@ -41,6 +41,8 @@ struct Recorder {
   static void record(const ops::Binary& op, const TensorRef& out, const TensorImpl& a, const TensorImpl& b);
   static void record(const ops::Where& op, const TensorRef& out, const TensorImpl& c, const TensorImpl& a,
                      const TensorImpl& b);
+  static void record(const ops::ClampTensors& op, const TensorRef& out, const TensorImpl& x, const TensorImpl& lo,
+                     const TensorImpl& hi);
   static void record(const ops::To& op, const TensorRef& out, const TensorImpl& x);
   static void record(const ops::Reduce& op, const TensorRef& out, const TensorImpl& x);
   static void record(const ops::ArgReduce& op, const RefPair& out, const TensorImpl& x);

@@ -292,10 +292,7 @@ class BasicTensor {
   /// min(max(x, lo), hi) with PyTorch's gradients: to x where lo <= x <= hi, to lo where x < lo
   /// (and lo <= hi), to hi where the result is hi. NaN where x or a bound is NaN (no gradient).
   BasicTensor clamp(const BasicTensor& lo, const BasicTensor& hi) const {
-    BasicTensor r = lo.where(lt(lo), *this);
-    r = hi.where(r.gt(hi), r);
-    BasicTensor nan = isnan().logical_or(lo.isnan()).logical_or(hi.isnan());
-    return r.scalar_like(std::numeric_limits<double>::quiet_NaN()).to(r.dtype()).where(nan, r);
+    return wrap(dispatch<P>(ops::ClampTensors{}, impl(), lo.impl(), hi.impl()));
   }
   BasicTensor nan_to_num(double nan, std::optional<double> posinf = {}, std::optional<double> neginf = {}) const;
   BasicTensor round(int64_t decimals) const;

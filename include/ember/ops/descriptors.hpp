@@ -9,6 +9,7 @@
 #include <ember/dispatch/policy.hpp>
 #include <ember/ops/op_kinds.hpp>
 
+#include <limits>
 #include <span>
 #include <utility>
 
@@ -127,6 +128,27 @@ struct Where {
       detail::Kernels<B>::where(*pr.out, *pr.in[0], *pr.in[1], *pr.in[2]);
     });
     return pr.take_result();
+  }
+};
+
+/// clamp(x, lo, hi) with tensor bounds: min(max(x, lo), hi), NaN where any of the three is
+/// NaN. It runs the compare, where and isnan kernels, but is one op to autograd, whose
+/// gradient is PyTorch 2's (autograd/derivatives.hpp), not the composition's.
+struct ClampTensors {
+  const char* name() const { return "clamp"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& x, const TensorImpl& lo, const TensorImpl& hi) const {
+    TensorRef r = Where{}.run<BL>(*Binary{BinaryOp::Lt}.run<BL>(x, lo), lo, x);
+    r = Where{}.run<BL>(*Binary{BinaryOp::Gt}.run<BL>(*r, hi), hi, *r);
+    if (!is_floating(r->dtype)) return r;
+    TensorRef nan = Unary{UnaryOp::Isnan}.run<BL>(x);
+    nan = Binary{BinaryOp::LogicalOr}.run<BL>(*nan, *Unary{UnaryOp::Isnan}.run<BL>(lo));
+    nan = Binary{BinaryOp::LogicalOr}.run<BL>(*nan, *Unary{UnaryOp::Isnan}.run<BL>(hi));
+    TensorRef q = detail::make_tensor({}, r->dtype, r->device(), name());
+    on_backend<BL>(r->device(), name(), [&]<class B>() {
+      detail::Kernels<B>::fill(*q, Scalar(std::numeric_limits<double>::quiet_NaN()));
+    });
+    return Where{}.run<BL>(*nan, *q, *r);
   }
 };
 
