@@ -506,3 +506,15 @@ TEST_CASE("edge gradients: atan2 at the origin and fmax/fmin ties, as PyTorch 2"
              {0, 0, 3, 0, 0, 0}, 0);
   check_vals(grad_of(leaf({1, 2, 3}), [](const Tensor& t) { return t.clamp_max(3.0); }), {1, 2, 0}, 0);
 }
+
+TEST_CASE("edge gradients: lerp's are PyTorch's g (1 - w), g w, g (end - start), also at inf and -0") {
+  // Through the where of lerp's two forms, the unselected one's inf * 0 gave NaN, and
+  // g - g (1 - w) lost the sign of a -0 weight.
+  Tensor s = leaf({kInf, -0.0, 1}), e = leaf({kInf, -0.0, 3}), w = leaf({kInf, -0.0, 0.75});
+  (s.lerp(e, w) * tensor<double>({1, 2, 3})).sum().backward();
+  check_vals(s.grad(), {-kInf, 2, 0.75}, 0);
+  check_vals(e.grad(), {kInf, 0, 2.25}, 0);
+  check_vals(w.grad(), {kNaN, 0, 6}, 0);
+  CHECK(std::signbit(vals(e.grad())[1]));
+  check_vals(tensor<double>({1, 1}).lerp(tensor<double>({3, 3}), tensor<double>({0.25, 0.75})), {1.5, 2.5}, 0);
+}

@@ -45,6 +45,7 @@ struct Call {
   bool keepdim = false;
   /// Unary, Binary, TensorScalar: instead of the result, the gradients of
   /// sum(result * [1, 2, 3, ...]) with respect to a (out) and b (more[0], Binary only).
+  /// Named: of the first result, one per input (out, then more; empty where none).
   bool grad = false;
   std::vector<Buf> ins;       ///< Named: the tensor operands
   std::vector<double> args;   ///< Named: the other arguments (dims, k, flags, a dtype code)
@@ -89,6 +90,16 @@ struct Result {
 ///   einsum (operands; text = equation)       unfold (x; kernel h w, dilation h w, padding h w, stride h w)
 ///   fold (cols; output h w, kernel h w, dilation h w, padding h w, stride h w)
 ///   embedding_bag (indices, weight, offsets; mode (sum mean max), include_last_offset)
+
+/// Named calls with grad: whether floating input i of op takes a gradient (not the running
+/// statistics of batch_norm, nor the class weights of the losses, which PyTorch does not
+/// differentiate).
+inline bool differentiable_input(const std::string& op, size_t i) {
+  if (op == "batch_norm") return i != 1 && i != 2;
+  if (op == "cross_entropy" || op == "nll_loss") return i == 0;
+  if (op == "bce_with_logits") return i < 2;  // not weight nor pos_weight
+  return true;
+}
 
 Result run_torch(const Call& c);
 /// The libtorch version compared against ("1.13.0", "2.15.0"): a known difference that one

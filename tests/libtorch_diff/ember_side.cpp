@@ -80,15 +80,33 @@ Result named(const Call& c) {
   std::vector<ember::Tensor> in;
   for (const Buf& b : c.ins) in.push_back(to_ember(b));
   const std::string& op = c.op;
+  if (c.grad)
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].is_floating_point() && differentiable_input(op, i)) in[i].requires_grad_();
   auto arg = [&](size_t i) { return static_cast<int64_t>(c.args.at(i)); };
   Result r;
   r.ok = true;
+  // With c.grad: the gradients of sum(y * [1, 2, ...]) for the first output y, one per input
+  // (an empty buffer for those that take none).
+  auto grads = [&](const ember::Tensor& y) {
+    ember::Tensor w = ember::arange(1, y.numel() + 1).to(y.dtype()).view(y.sizes());
+    (y * w).sum().backward();
+    for (size_t i = 0; i < in.size(); ++i) {
+      Buf g;
+      g.shape = {0};  // no gradient: an empty buffer
+      if (in[i].requires_grad()) g = from_ember(in[i].grad().defined() ? in[i].grad() : ember::zeros_like(in[i]));
+      (i == 0 ? r.out : r.more.emplace_back()) = g;
+    }
+    return r;
+  };
   auto two = [&](const std::pair<ember::Tensor, ember::Tensor>& p) {
+    if (c.grad) return grads(p.first);
     r.out = from_ember(p.first);
     r.more.push_back(from_ember(p.second));
     return r;
   };
   auto one = [&](const ember::Tensor& t) {
+    if (c.grad) return grads(t);
     r.out = from_ember(t);
     return r;
   };
@@ -144,6 +162,7 @@ Result named(const Call& c) {
   if (op == "group_norm") return one(F::group_norm(in.at(0), arg(0), opt(1), opt(2), c.args.at(1)));
   if (op == "batch_norm") {
     ember::Tensor rm = in.at(1).clone(), rv = in.at(2).clone();
+    if (c.grad) return grads(F::batch_norm(in.at(0), rm, rv, opt(3), opt(4), arg(0) != 0, c.args.at(1), c.args.at(2)));
     r.out = from_ember(F::batch_norm(in.at(0), rm, rv, opt(3), opt(4), arg(0) != 0, c.args.at(1), c.args.at(2)));
     r.more.push_back(from_ember(rm));
     r.more.push_back(from_ember(rv));
@@ -223,7 +242,7 @@ Result gradients(const Call& c) {
 Result run_ember(const Call& c) {
   Result r;
   try {
-    if (c.grad) return gradients(c);
+    if (c.grad && c.kind != Kind::Named) return gradients(c);
     ember::Tensor a = c.kind == Kind::Named ? ember::Tensor() : to_ember(c.a);
     ember::Tensor out;
     switch (c.kind) {

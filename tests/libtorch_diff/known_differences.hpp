@@ -34,6 +34,20 @@ inline bool is_normalisation(const std::string& op) {
   return op == "layer_norm" || op == "group_norm" || op == "batch_norm";
 }
 
+/// Whether the element's first-input value occurs elsewhere in that input (a tie).
+inline bool tied(const Call& c, const Element& e) {
+  if (c.ins.empty() || std::isnan(e.a)) return false;
+  int n = 0;
+  for (int64_t i = 0; i < c.ins[0].numel(); ++i) n += c.ins[0].at(i) == e.a;
+  return n > 1;
+}
+
+inline bool all_finite(const Buf& b) {
+  for (int64_t i = 0; i < b.numel(); ++i)
+    if (!std::isfinite(b.at(i))) return false;
+  return true;
+}
+
 inline bool v1() { return torch_major() == 1; }
 inline bool v2() { return torch_major() >= 2; }
 
@@ -148,6 +162,8 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
     return "+0 and -0 are one value to unique: which of them represents it is unspecified (libtorch 2.x sorts "
            "unstably; Ember keeps the first in input order)";
   if (category == "zero-sign") {
+    if (c.grad && c.kind == Kind::Named && op == "grid_sample")
+      return "grid_sample's gradient: sums of products with zero weights, whose zero's sign depends on the order";
     if ((op == "maximum" || op == "minimum" || op == "fmax" || op == "fmin") && e.a == 0 && e.b == 0)
       return "+0 against -0 is a tie: Ember returns the first operand; libtorch's answer depends on its code path";
     if ((op == "topk" || op == "kthvalue" || op == "sort" || op == "max_dim" || op == "min_dim" || op == "cummax" ||
@@ -157,14 +173,24 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
     if (op == "grid_sample" && c.args.at(1) == 0)
       return "samples reading the zeros padding: Ember's weighted sum can give -0 (a negative weight or pixel times "
              "the padding's 0), libtorch +0";
-    if ((op == "conv2d" || op == "conv_transpose2d") && c.ins.size() == 2)
-      return "an exact zero output without bias (a window over padding): Ember's sum starts from the first product "
-             "(0 * -w = -0), libtorch's from +0";
+    if ((op == "conv2d" || op == "conv_transpose2d") && (c.ins.size() == 2 || c.grad))
+      return "an exact zero output without bias (a window over padding), or an exact zero gradient: Ember's sum "
+             "starts from the first product (0 * -w = -0), libtorch's from +0";
     if ((op == "gelu" || op == "gelu_tanh") && std::signbit(e.ember) && e.a <= 0)
       return "gelu(x) = x * Phi(x) keeps the sign of a non-positive x (-0), as IEEE multiplication; libtorch gives +0";
     return nullptr;
   }
   if (category != "value") return nullptr;
+  if (c.grad && c.kind == Kind::Named && tied(c, e) &&
+      (op == "topk" || op == "kthvalue" || op == "sort" || op == "max_dim" || op == "min_dim" || op == "cummax" ||
+       op == "cummin"))
+    return "a gradient through a selection among tied values: which of the equal elements is picked (and takes the "
+           "gradient) is unspecified, in both libraries";
+  if (c.grad && c.kind == Kind::Named && (op == "var" || op == "std" || op == "cumprod") && !all_finite(c.ins.at(0)))
+    return "a gradient through a slice holding inf or NaN (var/std: NaN themselves; cumprod: inf * 0 terms): "
+           "libtorch's closed forms and Ember's give NaN or inf at different places";
+  if (v1() && c.grad && op == "clamp_tensors" && std::isnan(e.a))
+    return "clamp's gradient at a NaN x with tensor bounds: libtorch 1.13 gives 0; PyTorch 2 and Ember keep g";
   if (v1() && scales_by_0d(c, result))
     return "f16/bf16 times or over a 0-d operand: libtorch 1.13 rounds the operand to f16/bf16 first (1e10 -> inf); "
            "PyTorch 2 and Ember compute in f32 with its own value";

@@ -214,15 +214,33 @@ Result named(const Call& c) {
   if (all_half)  // mixed operands keep their dtypes (a mixed matmul is refused either way)
     for (at::Tensor& t : in) t = half_in_float(t);
   const std::string& op = c.op;
+  if (c.grad)
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].is_floating_point() && differentiable_input(op, i)) in[i].requires_grad_();
   auto arg = [&](size_t i) { return static_cast<int64_t>(c.args.at(i)); };
   Result r;
   r.ok = true;
+  // With c.grad: the gradients of sum(y * [1, 2, ...]) for the first output y, one per input
+  // (an empty buffer for those that take none), as ember_side.cpp.
+  auto grads = [&](const at::Tensor& y) {
+    at::Tensor w = at::arange(1, y.numel() + 1).to(y.scalar_type()).view(y.sizes());
+    (y * w).sum().backward();
+    for (size_t i = 0; i < in.size(); ++i) {
+      Buf g;
+      g.shape = {0};  // no gradient: an empty buffer
+      if (in[i].requires_grad()) g = from_torch(in[i].grad().defined() ? in[i].grad() : at::zeros_like(in[i]));
+      (i == 0 ? r.out : r.more.emplace_back()) = g;
+    }
+    return r;
+  };
   auto two = [&](const std::tuple<at::Tensor, at::Tensor>& p) {
+    if (c.grad) return grads(std::get<0>(p));
     r.out = from_torch(std::get<0>(p));
     r.more.push_back(from_torch(std::get<1>(p)));
     return r;
   };
   auto one = [&](const at::Tensor& t) {
+    if (c.grad) return grads(t);
     r.out = from_torch(t);
     return r;
   };
@@ -285,6 +303,7 @@ Result named(const Call& c) {
   if (op == "group_norm") return one(at::group_norm(in.at(0), arg(0), opt(1), opt(2), c.args.at(1)));
   if (op == "batch_norm") {
     at::Tensor rm = in.at(1).clone(), rv = in.at(2).clone();
+    if (c.grad) return grads(at::batch_norm(in.at(0), opt(3), opt(4), rm, rv, arg(0) != 0, c.args.at(1), c.args.at(2), false));
     r.out = from_torch(at::batch_norm(in.at(0), opt(3), opt(4), rm, rv, arg(0) != 0, c.args.at(1), c.args.at(2), false));
     r.more.push_back(from_torch(rm));
     r.more.push_back(from_torch(rv));
@@ -362,7 +381,7 @@ Result gradients(const Call& c) {
 Result run_torch_once(const Call& c) {
   Result r;
   try {
-    if (c.grad) return gradients(c);
+    if (c.grad && c.kind != Kind::Named) return gradients(c);
     at::Tensor a = c.kind == Kind::Named ? at::Tensor() : to_torch(c.a);
     at::Tensor out;
     switch (c.kind) {

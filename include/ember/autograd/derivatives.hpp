@@ -480,6 +480,26 @@ void Recorder<P>::record(const ops::ClampTensors&, const TensorRef& out, const T
 }
 
 template <class P>
+void Recorder<P>::record(const ops::Lerp&, const TensorRef& out, const TensorImpl& si, const TensorImpl& ei,
+                         const TensorImpl& wi) {
+  using TP = detail::T<P>;
+  if (!is_floating(out->dtype)) return;
+  detail::Saved<P> start(si), end(ei), weight(wi);
+  Shape ss = si.sizes, se = ei.sizes, sw = wi.sizes;
+  // PyTorch's: g (1 - weight), g weight, g (end - start).
+  auto f = [start, end, weight, ss, se, sw](const Node& n, detail::Grads<P>& gs) -> detail::Grads<P> {
+    const TP& g = gs[0];
+    TP wv = weight.get(n);
+    TP gs_, ge, gw;
+    if (n.needs_input_grad(0)) gs_ = detail::sum_to<P>(g * (wv.neg() + 1.0), ss);
+    if (n.needs_input_grad(1)) ge = detail::sum_to<P>(g * wv, se);
+    if (n.needs_input_grad(2)) gw = detail::sum_to<P>(g * (end.get(n) - start.get(n)), sw);
+    return {gs_, ge, gw};
+  };
+  set_history(*out, detail::make_node<P>("lerp", {&si, &ei, &wi}, std::move(f), detail::ops_of<P>()), 0);
+}
+
+template <class P>
 void Recorder<P>::record(const ops::To&, const TensorRef& out, const TensorImpl& xi) {
   using TP = detail::T<P>;
   if (!is_floating(out->dtype)) return;

@@ -43,6 +43,8 @@ struct Recorder {
                      const TensorImpl& b);
   static void record(const ops::ClampTensors& op, const TensorRef& out, const TensorImpl& x, const TensorImpl& lo,
                      const TensorImpl& hi);
+  static void record(const ops::Lerp& op, const TensorRef& out, const TensorImpl& start, const TensorImpl& end,
+                     const TensorImpl& weight);
   static void record(const ops::To& op, const TensorRef& out, const TensorImpl& x);
   static void record(const ops::Reduce& op, const TensorRef& out, const TensorImpl& x);
   static void record(const ops::ArgReduce& op, const RefPair& out, const TensorImpl& x);

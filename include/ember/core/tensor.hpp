@@ -314,8 +314,7 @@ class BasicTensor {
   /// PyTorch: exact at both ends. Floating tensors of one dtype.
   BasicTensor lerp(const BasicTensor& end, const BasicTensor& weight) const {
     check_lerp(end, &weight);
-    BasicTensor diff = end.sub(*this);
-    return add(weight.mul(diff)).where(weight.abs().lt(0.5), end.sub(diff.mul(weight.neg().add(1.0))));
+    return wrap(dispatch<P>(ops::Lerp{}, impl(), end.impl(), weight.impl()));
   }
   BasicTensor lerp(const BasicTensor& end, Scalar weight) const {
     check_lerp(end, nullptr);

@@ -134,6 +134,28 @@ struct Where {
 /// clamp(x, lo, hi) with tensor bounds: min(max(x, lo), hi), NaN where any of the three is
 /// NaN. It runs the compare, where and isnan kernels, but is one op to autograd, whose
 /// gradient is PyTorch 2's (autograd/derivatives.hpp), not the composition's.
+/// lerp(start, end, weight) with a tensor weight: start + weight (end - start) where |weight|
+/// < 0.5, else end - (end - start)(1 - weight), as PyTorch (exact at both ends). One op to
+/// autograd, with PyTorch's gradients (g (1 - weight), g weight, g (end - start)); through the
+/// where of its two forms, the unselected one's inf * 0 gave NaN gradients.
+struct Lerp {
+  const char* name() const { return "lerp"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& start, const TensorImpl& end, const TensorImpl& weight) const {
+    auto constant = [&](double v) {
+      TensorRef k = detail::make_tensor({}, weight.dtype, weight.device(), name());
+      on_backend<BL>(weight.device(), name(), [&]<class B>() { detail::Kernels<B>::fill(*k, Scalar(v)); });
+      return k;
+    };
+    TensorRef diff = Binary{BinaryOp::Sub}.run<BL>(end, start);
+    TensorRef low = Binary{BinaryOp::Add}.run<BL>(start, *Binary{BinaryOp::Mul}.run<BL>(weight, *diff));
+    TensorRef rest = Binary{BinaryOp::Sub}.run<BL>(*constant(1.0), weight);
+    TensorRef high = Binary{BinaryOp::Sub}.run<BL>(end, *Binary{BinaryOp::Mul}.run<BL>(*diff, *rest));
+    TensorRef near = Binary{BinaryOp::Lt}.run<BL>(*Unary{UnaryOp::Abs}.run<BL>(weight), *constant(0.5));
+    return Where{}.run<BL>(*near, *low, *high);
+  }
+};
+
 struct ClampTensors {
   const char* name() const { return "clamp"; }
   template <class BL>
