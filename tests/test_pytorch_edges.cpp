@@ -507,6 +507,12 @@ TEST_CASE("edge gradients: atan2 at the origin and fmax/fmin ties, as PyTorch 2"
   check_vals(grad_of(leaf({1, 2, 3}), [](const Tensor& t) { return t.clamp_max(3.0); }), {1, 2, 0}, 0);
 }
 
+TEST_CASE("clamp and lerp with tensor operands name themselves in their errors") {
+  const Tensor a = zeros({2}), b = zeros({3});
+  CHECK_THROWS_WITH_AS(a.clamp(a, b), doctest::Contains("[clamp] shapes [2] and [3]"), Error);
+  CHECK_THROWS_WITH_AS(a.lerp(a, b), doctest::Contains("[lerp] shapes [2] and [3]"), Error);
+}
+
 TEST_CASE("edge gradients: lerp's are PyTorch's g (1 - w), g w, g (end - start), also at inf and -0") {
   // Through the where of lerp's two forms, the unselected one's inf * 0 gave NaN, and
   // g - g (1 - w) lost the sign of a -0 weight.

@@ -91,6 +91,12 @@ Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
   return out;
 }
 
+void check_operands(const char* op, const TensorImpl& a, const TensorImpl& b, const TensorImpl& c) {
+  check_same_device(a, b, op);
+  check_same_device(a, c, op);
+  broadcast_shapes(broadcast_shapes(a.sizes, b.sizes, op), c.sizes, op);
+}
+
 void broadcast_inputs(Prepared& p, const char* op) {
   if (p.same_shape) return;
   for (int i = 0; i < p.n_in; ++i)

@@ -289,8 +289,9 @@ class BasicTensor {
   }
   BasicTensor clamp_min(Scalar lo) const { return clamp(lo, std::nullopt); }
   BasicTensor clamp_max(Scalar hi) const { return clamp(std::nullopt, hi); }
-  /// min(max(x, lo), hi) with PyTorch's gradients: to x where lo <= x <= hi, to lo where x < lo
-  /// (and lo <= hi), to hi where the result is hi. NaN where x or a bound is NaN (no gradient).
+  /// min(max(x, lo), hi), NaN where x or a bound is NaN, with PyTorch 2's gradients: to the
+  /// side that gives the value (hi when lo > hi), shared where x ties a bound of an ordered
+  /// pair, kept by a NaN x (ops::ClampTensors, autograd/derivatives.hpp).
   BasicTensor clamp(const BasicTensor& lo, const BasicTensor& hi) const {
     return wrap(dispatch<P>(ops::ClampTensors{}, impl(), lo.impl(), hi.impl()));
   }

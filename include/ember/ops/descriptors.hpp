@@ -39,6 +39,9 @@ struct Prepared {
 
 /// Broadcasts the (already cast) inputs to out's shape.
 void broadcast_inputs(Prepared& p, const char* op);
+/// The checks of a three-operand op composed of others (clamp, lerp), so that an error names
+/// it, not the step that would fail: one device (wrapped numbers aside), shapes that broadcast.
+void check_operands(const char* op, const TensorImpl& a, const TensorImpl& b, const TensorImpl& c);
 /// Whether input x (before broadcasting) runs across out's rows: its innermost dim, out's
 /// innermost too, steps by neither 0 nor 1 while another dim of 8+ elements is contiguous
 /// (x.t() + y), and it is large enough that reading it one element per cache line costs more
@@ -131,9 +134,6 @@ struct Where {
   }
 };
 
-/// clamp(x, lo, hi) with tensor bounds: min(max(x, lo), hi), NaN where any of the three is
-/// NaN. It runs the compare, where and isnan kernels, but is one op to autograd, whose
-/// gradient is PyTorch 2's (autograd/derivatives.hpp), not the composition's.
 /// lerp(start, end, weight) with a tensor weight: start + weight (end - start) where |weight|
 /// < 0.5, else end - (end - start)(1 - weight), as PyTorch (exact at both ends). One op to
 /// autograd, with PyTorch's gradients (g (1 - weight), g weight, g (end - start)); through the
@@ -142,6 +142,7 @@ struct Lerp {
   const char* name() const { return "lerp"; }
   template <class BL>
   TensorRef run(const TensorImpl& start, const TensorImpl& end, const TensorImpl& weight) const {
+    check_operands(name(), start, end, weight);
     auto constant = [&](double v) {
       TensorRef k = detail::make_tensor({}, weight.dtype, weight.device(), name());
       on_backend<BL>(weight.device(), name(), [&]<class B>() { detail::Kernels<B>::fill(*k, Scalar(v)); });
@@ -156,10 +157,14 @@ struct Lerp {
   }
 };
 
+/// clamp(x, lo, hi) with tensor bounds: min(max(x, lo), hi), NaN where any of the three is
+/// NaN. It runs the compare, where and isnan kernels, but is one op to autograd, whose
+/// gradient is PyTorch 2's (autograd/derivatives.hpp), not the composition's.
 struct ClampTensors {
   const char* name() const { return "clamp"; }
   template <class BL>
   TensorRef run(const TensorImpl& x, const TensorImpl& lo, const TensorImpl& hi) const {
+    check_operands(name(), x, lo, hi);
     TensorRef r = Where{}.run<BL>(*Binary{BinaryOp::Lt}.run<BL>(x, lo), lo, x);
     r = Where{}.run<BL>(*Binary{BinaryOp::Gt}.run<BL>(*r, hi), hi, *r);
     if (!is_floating(r->dtype)) return r;
