@@ -507,6 +507,17 @@ TEST_CASE("edge gradients: atan2 at the origin and fmax/fmin ties, as PyTorch 2"
   check_vals(grad_of(leaf({1, 2, 3}), [](const Tensor& t) { return t.clamp_max(3.0); }), {1, 2, 0}, 0);
 }
 
+TEST_CASE("clamp with tensor bounds: one result type over all three operands, as PyTorch") {
+  // Pairwise, x with lo and then that with hi, lost a 0-d bound's rank after the first step.
+  const Tensor x = tensor<int64_t>({5, -5});
+  const Tensor y1 = x.clamp(tensor<double>({0}).view({}), tensor<float>({1, 1}));
+  CHECK(y1.dtype() == DType::F32);
+  check_vals(y1, {1, 0}, 0);
+  CHECK(x.clamp(tensor<float>({0}).view({}), tensor<double>({2}).view({})).dtype() == DType::F64);
+  CHECK(x.clamp(tensor<int32_t>({0}).view({}), tensor<int32_t>({3, 3})).dtype() == DType::I64);  // both dimensioned
+  CHECK(tensor<float>({1, 7}).clamp(tensor<double>({2}).view({}), tensor<double>({5}).view({})).dtype() == DType::F32);
+}
+
 TEST_CASE("clamp and lerp with tensor operands name themselves in their errors") {
   const Tensor a = zeros({2}), b = zeros({3});
   CHECK_THROWS_WITH_AS(a.clamp(a, b), doctest::Contains("[clamp] shapes [2] and [3]"), Error);

@@ -4,6 +4,8 @@
 #include <ember/core/tensor_methods.hpp>
 #include <ember/ops/descriptors.hpp>
 
+#include <optional>
+
 namespace ember::ops {
 namespace {
 
@@ -20,6 +22,14 @@ DType result_type(const TensorImpl& a, const TensorImpl& b) {
   if (category(lo.dtype) <= category(hi.dtype)) return hi.dtype;
   if (!lo.wrapped_number) return lo.dtype;
   return category(lo.dtype) == 2 ? kDefaultFloat : DType::I64;
+}
+
+/// PyTorch's combine_categories: the higher-ranked result stands unless the lower-ranked one
+/// is of a higher category (bool < integer < float).
+std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower || category(*lower) <= category(*higher)) return higher;
+  return promote_types(*higher, *lower);
 }
 
 /// PyTorch's can_cast: no float -> integer, no non-bool -> bool.
@@ -89,6 +99,17 @@ Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
     out[i] = da == 1 ? db : da;
   }
   return out;
+}
+
+DType result_type(std::initializer_list<const TensorImpl*> operands) {
+  std::optional<DType> level[3];  // by priority: wrapped numbers, 0-d tensors, dimensioned
+  for (const TensorImpl* t : operands) {
+    const int p = priority(*t);
+    DType d = t->dtype;
+    if (p == 0 && is_floating(d)) d = kDefaultFloat;  // a Python float has no width of its own
+    level[p] = level[p] ? promote_types(*level[p], d) : d;
+  }
+  return *combine(level[2], combine(level[1], level[0]));
 }
 
 void check_operands(const char* op, const TensorImpl& a, const TensorImpl& b, const TensorImpl& c) {

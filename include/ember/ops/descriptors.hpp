@@ -9,6 +9,7 @@
 #include <ember/dispatch/policy.hpp>
 #include <ember/ops/op_kinds.hpp>
 
+#include <initializer_list>
 #include <limits>
 #include <span>
 #include <utility>
@@ -42,6 +43,9 @@ void broadcast_inputs(Prepared& p, const char* op);
 /// The checks of a three-operand op composed of others (clamp, lerp), so that an error names
 /// it, not the step that would fail: one device (wrapped numbers aside), shapes that broadcast.
 void check_operands(const char* op, const TensorImpl& a, const TensorImpl& b, const TensorImpl& c);
+/// PyTorch's result_type over any number of operands (dimensioned tensors outrank 0-d
+/// tensors, which outrank wrapped numbers; a lower rank only raises the category).
+DType result_type(std::initializer_list<const TensorImpl*> operands);
 /// Whether input x (before broadcasting) runs across out's rows: its innermost dim, out's
 /// innermost too, steps by neither 0 nor 1 while another dim of 8+ elements is contiguous
 /// (x.t() + y), and it is large enough that reading it one element per cache line costs more
@@ -134,6 +138,27 @@ struct Where {
   }
 };
 
+
+// ---- copies, conversions, fills ---------------------------------------------------------------
+/// dst.copy_(src): broadcasts src to dst's shape, converts dtype, crosses devices.
+struct CopyInto {
+  const char* name() const { return "copy_"; }
+  template <class BL>
+  void run(TensorImpl& dst, const TensorImpl& src) const;
+};
+/// A new tensor on `device` with `dtype` holding x's values (contiguous).
+struct To {
+  DType dtype;
+  Device device;
+  const char* name() const { return "to"; }
+  template <class BL>
+  TensorRef run(const TensorImpl& x) const {
+    TensorRef out = detail::make_tensor(x.sizes, dtype, device, "to");
+    CopyInto{}.run<BL>(*out, x);
+    return out;
+  }
+};
+
 /// lerp(start, end, weight) with a tensor weight: start + weight (end - start) where |weight|
 /// < 0.5, else end - (end - start)(1 - weight), as PyTorch (exact at both ends). One op to
 /// autograd, with PyTorch's gradients (g (1 - weight), g weight, g (end - start)); through the
@@ -163,8 +188,17 @@ struct Lerp {
 struct ClampTensors {
   const char* name() const { return "clamp"; }
   template <class BL>
-  TensorRef run(const TensorImpl& x, const TensorImpl& lo, const TensorImpl& hi) const {
-    check_operands(name(), x, lo, hi);
+  TensorRef run(const TensorImpl& x_in, const TensorImpl& lo_in, const TensorImpl& hi_in) const {
+    check_operands(name(), x_in, lo_in, hi_in);
+    // One result type over all three (pairwise, a 0-d bound's rank was lost after the first).
+    const DType t = result_type({&x_in, &lo_in, &hi_in});
+    TensorRef cast[3];
+    auto as_t = [&](const TensorImpl& v, int i) -> const TensorImpl& {
+      if (v.dtype == t) return v;
+      cast[i] = To{t, x_in.device()}.run<BL>(v);
+      return *cast[i];
+    };
+    const TensorImpl &x = as_t(x_in, 0), &lo = as_t(lo_in, 1), &hi = as_t(hi_in, 2);
     TensorRef r = Where{}.run<BL>(*Binary{BinaryOp::Lt}.run<BL>(x, lo), lo, x);
     r = Where{}.run<BL>(*Binary{BinaryOp::Gt}.run<BL>(*r, hi), hi, *r);
     if (!is_floating(r->dtype)) return r;
@@ -176,26 +210,6 @@ struct ClampTensors {
       detail::Kernels<B>::fill(*q, Scalar(std::numeric_limits<double>::quiet_NaN()));
     });
     return Where{}.run<BL>(*nan, *q, *r);
-  }
-};
-
-// ---- copies, conversions, fills ---------------------------------------------------------------
-/// dst.copy_(src): broadcasts src to dst's shape, converts dtype, crosses devices.
-struct CopyInto {
-  const char* name() const { return "copy_"; }
-  template <class BL>
-  void run(TensorImpl& dst, const TensorImpl& src) const;
-};
-/// A new tensor on `device` with `dtype` holding x's values (contiguous).
-struct To {
-  DType dtype;
-  Device device;
-  const char* name() const { return "to"; }
-  template <class BL>
-  TensorRef run(const TensorImpl& x) const {
-    TensorRef out = detail::make_tensor(x.sizes, dtype, device, "to");
-    CopyInto{}.run<BL>(*out, x);
-    return out;
   }
 };
 struct Fill {
