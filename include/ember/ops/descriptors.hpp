@@ -159,6 +159,14 @@ struct To {
   }
 };
 
+/// A 0-d tensor of dtype t on `device` holding v (the constants of the composed ops below).
+template <class BL>
+TensorRef filled_scalar(double v, DType t, Device device, const char* op) {
+  TensorRef k = detail::make_tensor({}, t, device, op);
+  on_backend<BL>(device, op, [&]<class B>() { detail::Kernels<B>::fill(*k, Scalar(v)); });
+  return k;
+}
+
 /// lerp(start, end, weight) with a tensor weight: start + weight (end - start) where |weight|
 /// < 0.5, else end - (end - start)(1 - weight), as PyTorch (exact at both ends). One op to
 /// autograd, with PyTorch's gradients (g (1 - weight), g weight, g (end - start)); through the
@@ -168,11 +176,7 @@ struct Lerp {
   template <class BL>
   TensorRef run(const TensorImpl& start, const TensorImpl& end, const TensorImpl& weight) const {
     check_operands(name(), start, end, weight);
-    auto constant = [&](double v) {
-      TensorRef k = detail::make_tensor({}, weight.dtype, weight.device(), name());
-      on_backend<BL>(weight.device(), name(), [&]<class B>() { detail::Kernels<B>::fill(*k, Scalar(v)); });
-      return k;
-    };
+    auto constant = [&](double v) { return filled_scalar<BL>(v, weight.dtype, weight.device(), name()); };
     TensorRef diff = Binary{BinaryOp::Sub}.run<BL>(end, start);
     TensorRef low = Binary{BinaryOp::Add}.run<BL>(start, *Binary{BinaryOp::Mul}.run<BL>(weight, *diff));
     TensorRef rest = Binary{BinaryOp::Sub}.run<BL>(*constant(1.0), weight);
@@ -205,10 +209,7 @@ struct ClampTensors {
     TensorRef nan = Unary{UnaryOp::Isnan}.run<BL>(x);
     nan = Binary{BinaryOp::LogicalOr}.run<BL>(*nan, *Unary{UnaryOp::Isnan}.run<BL>(lo));
     nan = Binary{BinaryOp::LogicalOr}.run<BL>(*nan, *Unary{UnaryOp::Isnan}.run<BL>(hi));
-    TensorRef q = detail::make_tensor({}, r->dtype, r->device(), name());
-    on_backend<BL>(r->device(), name(), [&]<class B>() {
-      detail::Kernels<B>::fill(*q, Scalar(std::numeric_limits<double>::quiet_NaN()));
-    });
+    const TensorRef q = filled_scalar<BL>(std::numeric_limits<double>::quiet_NaN(), r->dtype, r->device(), name());
     return Where{}.run<BL>(*nan, *q, *r);
   }
 };

@@ -50,10 +50,11 @@ namespace ember {
   }                                                                          \
   template <class P>                                                         \
   BasicTensor<P> operator sym(Scalar a, const BasicTensor<P>& b) {           \
-    return b.scalar_like(a).fn(b);                                           \
+    return fn(a, b); /* the free form above (mul swaps: s * t is t * s) */   \
   }
 EMBER_OPERATOR(+, add)
 EMBER_OPERATOR(-, sub)
+EMBER_OPERATOR(*, mul)
 EMBER_OPERATOR(/, div)
 EMBER_OPERATOR(%, remainder)
 EMBER_OPERATOR(==, eq)
@@ -68,21 +69,6 @@ EMBER_OPERATOR(^, bitwise_xor)
 EMBER_OPERATOR(<<, bitwise_left_shift)
 EMBER_OPERATOR(>>, bitwise_right_shift)
 #undef EMBER_OPERATOR
-
-// s * t is t * s, as libtorch's operator* and Python's __rmul__: the scalar is the second
-// operand, so an f16/bf16 tensor times it computes in f32 with its value (see mul above).
-template <class P>
-BasicTensor<P> operator*(const BasicTensor<P>& a, const BasicTensor<P>& b) {
-  return a.mul(b);
-}
-template <class P>
-BasicTensor<P> operator*(const BasicTensor<P>& a, Scalar b) {
-  return a.mul(b);
-}
-template <class P>
-BasicTensor<P> operator*(Scalar a, const BasicTensor<P>& b) {
-  return b.mul(a);
-}
 
 /// div with rounding_mode "trunc" or "floor" (empty: true division).
 template <class P>
