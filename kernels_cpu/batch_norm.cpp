@@ -4,18 +4,28 @@
 // The input is contiguous (N, C, inner): channel c owns N planes of `inner` elements, C planes
 // apart. Tasks are channels, so every statistic and gradient sum is made by one thread in a
 // fixed order (results do not depend on the thread count) and no two tasks write the same
-// element. Statistics are two-pass (mean, then the mean squared deviation), as accurate as the
-// composite var_mean. The arithmetic of the output and the input gradient is PyTorch's CPU
-// kernel's: y = x * (rstd * w) + (b - mean * rstd * w), dx = (dy - mean(dy) - (x - mean) * k) *
-// rstd * w with k = sum(dy * (x - mean)) * rstd^2 / count.
+// element. Statistics are two-pass (mean, then the mean squared deviation). y = (x - mean) *
+// (rstd * w) + b, dx = (dy - mean(dy) - (x - mean) * k) * rstd * w with k = sum((dy - mean(dy)) *
+// (x - mean)) * rstd^2 / count.
+//
+// Note [Shifted sums in batch normalisation]
+// Where a channel's spread is small next to its mean (or dy's next to mean(dy)), f32 sums and
+// x - mean lose the digits that matter (Note [Normalisation in f64] in layer_norm.cpp). Here
+// every sum is of values shifted by a pivot, so that it carries the spread's digits: the mean's
+// pass sums x - x0, with x0 the mean of the channel's first values (x - x0 is exact where x is
+// within 2x of x0, and centred sums do not grow with an offset); the later passes take x - hi,
+// with hi + lo the f64 mean (hi the nearest float), and dy - dy0, and fold lo into the sums and
+// the outputs' constants in f64. Each plane's sums are added up in f64; the statistics are kept
+// in f64. This stays f32 arithmetic: f64 lanes, as layer_norm.cpp uses, made this layer's
+// forward and backward 1.3-1.4x slower (its planes are large, its rows are not); the results
+// come within a few f32 roundings of the largest f64 value (tests/nn/test_norm_accuracy.cpp).
 
 #include <ember/core/tensor_impl.hpp>
 #include <ember/dispatch/kernels.hpp>
 #include <ember/runtime/threading.hpp>
 
+#include "shifted_sums.hpp"
 #include "simd.hpp"
-
-#include "row_sum.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -38,58 +48,71 @@ struct Planes {
   int64_t grain() const { return std::max<int64_t>(1, 32768 / std::max<int64_t>(n * inner, 1)); }
 };
 
-/// sums of dy and of dy * (x - m) over [0, len)
+/// The backward's sums with dy and x shifted by pivots: sum(dy - p), sum(x - hi) and
+/// sum((dy - p) * (x - hi)).
+struct GradSums {
+  double dy = 0, dev = 0, dot = 0;
+};
+
 template <class T>
-void plane_grad_sums(const T* dy, const T* x, int64_t len, T m, T& sum_dy, T& sum_dot) {
+void plane_grad_sums(const T* dy, const T* x, int64_t len, T hi, T p, GradSums& s) {
   constexpr int64_t W = V<T>::size;
-  V<T> a(T(0)), b(T(0)), mv(m);
+  const V<T> hv(hi), pv(p);
   int64_t j = 0;
-  for (; j + W <= len; j += W) {
-    const V<T> d = V<T>::load_unaligned(dy + j);
-    a += d;
-    b = xsimd::fma(d, V<T>::load_unaligned(x + j) - mv, b);
+  for (int64_t c0 = 0; c0 < len; c0 += kChunk) {
+    const int64_t c1 = std::min(len, c0 + kChunk);
+    V<T> a(T(0)), c(T(0)), b(T(0));
+    for (; j + W <= c1; j += W) {
+      const V<T> d = V<T>::load_unaligned(dy + j) - pv, e = V<T>::load_unaligned(x + j) - hv;
+      a += d, c += e, b = xsimd::fma(d, e, b);
+    }
+    s.dy += xsimd::hadd(a), s.dev += xsimd::hadd(c), s.dot += xsimd::hadd(b);
   }
-  T sa = xsimd::hadd(a), sb = xsimd::hadd(b);
   for (; j < len; ++j) {
-    sa += dy[j];
-    sb += dy[j] * (x[j] - m);
+    const T d = dy[j] - p, e = x[j] - hi;
+    s.dy += d, s.dev += e, s.dot += d * e;
   }
-  sum_dy += sa, sum_dot += sb;
 }
 
 template <class T>
 void batch_norm_typed(TensorImpl& y_out, TensorImpl& mean_io, TensorImpl* var_out, TensorImpl& rstd_io,
-                      const TensorImpl& x, const TensorImpl* weight, const TensorImpl* bias, double eps_d) {
+                      const TensorImpl& x, const TensorImpl* weight, const TensorImpl* bias, double eps) {
   const Planes g(x);
   const T* xp = static_cast<const T*>(x.data());
   const T* w = weight ? static_cast<const T*>(weight->data()) : nullptr;
   const T* b = bias ? static_cast<const T*>(bias->data()) : nullptr;
   T* y = static_cast<T*>(y_out.data());
-  T* mean = static_cast<T*>(mean_io.data());
-  T* var = var_out ? static_cast<T*>(var_out->data()) : nullptr;
-  T* rstd = static_cast<T*>(rstd_io.data());
-  const T eps = static_cast<T>(eps_d), inv_count = T(1) / static_cast<T>(g.n * g.inner);
+  double* mean = static_cast<double*>(mean_io.data());
+  double* var = var_out ? static_cast<double*>(var_out->data()) : nullptr;
+  double* rstd = static_cast<double*>(rstd_io.data());
+  const double inv_count = 1.0 / static_cast<double>(g.n * g.inner);
   detail::parallel_for(g.c, g.grain(), [&](int64_t c0, int64_t c1) {
     constexpr int64_t W = V<T>::size;
     for (int64_t ch = c0; ch < c1; ++ch) {
-      if (var) {  // training: this batch's statistics
-        T s = 0;
-        for (int64_t i = 0; i < g.n; ++i) s += row_sum(xp + g.at(i, ch), g.inner);
-        const T m = s * inv_count;
-        T q = 0;
-        for (int64_t i = 0; i < g.n; ++i) q += row_sq_dev(xp + g.at(i, ch), g.inner, m);
-        mean[ch] = m, var[ch] = q * inv_count;
-        rstd[ch] = T(1) / std::sqrt(var[ch] + eps);
+      if (var) {  // training: this batch's statistics (Note [Shifted sums in batch normalisation])
+        const T x0 = pivot(xp + g.at(0, ch), g.inner);
+        double s = 0;
+        for (int64_t i = 0; i < g.n; ++i) s += shifted_sum(xp + g.at(i, ch), g.inner, x0);
+        const double m = x0 + s * inv_count;
+        // sum((x - m)^2) = sum((x - hi)^2) - count * lo^2 for m = hi + lo, hi the float nearest m.
+        const Split<T> ms(m);
+        double q = 0;
+        for (int64_t i = 0; i < g.n; ++i) q += sq_dev(xp + g.at(i, ch), g.inner, ms.hi);
+        // (max(v, 0) keeps a NaN variance NaN, as the running one must become.)
+        mean[ch] = m, var[ch] = std::max(q * inv_count - static_cast<double>(ms.lo) * ms.lo, 0.0);
+        rstd[ch] = 1.0 / std::sqrt(var[ch] + eps);
       }
-      const T alpha = w ? rstd[ch] * w[ch] : rstd[ch];
-      const T beta = (b ? b[ch] : T(0)) - mean[ch] * alpha;
-      const V<T> av(alpha), bv(beta);
+      // y = (x - m.hi) * alpha + (bias - m.lo * alpha).
+      const Split<T> m(mean[ch]);
+      const double alpha = w ? rstd[ch] * w[ch] : rstd[ch];
+      const T a = static_cast<T>(alpha), beta = static_cast<T>((b ? b[ch] : 0.0) - m.lo * alpha);
+      const V<T> hv(m.hi), av(a), bv(beta);
       for (int64_t i = 0; i < g.n; ++i) {
         const T* xr = xp + g.at(i, ch);
         T* yr = y + g.at(i, ch);
         int64_t j = 0;
-        for (; j + W <= g.inner; j += W) xsimd::fma(V<T>::load_unaligned(xr + j), av, bv).store_unaligned(yr + j);
-        for (; j < g.inner; ++j) yr[j] = xr[j] * alpha + beta;
+        for (; j + W <= g.inner; j += W) xsimd::fma(V<T>::load_unaligned(xr + j) - hv, av, bv).store_unaligned(yr + j);
+        for (; j < g.inner; ++j) yr[j] = (xr[j] - m.hi) * a + beta;
       }
     }
   });
@@ -103,34 +126,59 @@ void batch_norm_backward_typed(TensorImpl* dx_out, TensorImpl* dw_out, TensorImp
   const T* d = static_cast<const T*>(dy.data());
   const T* xp = static_cast<const T*>(x.data());
   const T* w = weight ? static_cast<const T*>(weight->data()) : nullptr;
-  const T* mean = static_cast<const T*>(mean_t.data());
-  const T* rstd = static_cast<const T*>(rstd_t.data());
+  const double* mean = static_cast<const double*>(mean_t.data());
+  const double* rstd = static_cast<const double*>(rstd_t.data());
   T* dx = dx_out ? static_cast<T*>(dx_out->data()) : nullptr;
   T* dw = dw_out ? static_cast<T*>(dw_out->data()) : nullptr;
   T* db = db_out ? static_cast<T*>(db_out->data()) : nullptr;
-  const T inv_count = T(1) / static_cast<T>(g.n * g.inner);
+  const double count = static_cast<double>(g.n * g.inner);
   detail::parallel_for(g.c, g.grain(), [&](int64_t c0, int64_t c1) {
     constexpr int64_t W = V<T>::size;
     for (int64_t ch = c0; ch < c1; ++ch) {
-      const T m = mean[ch], rs = rstd[ch], scale = w ? rs * w[ch] : rs;
-      T sum_dy = 0, sum_dot = 0;
+      const Split<T> m(mean[ch]);
+      const double rs = rstd[ch], scale = w ? rs * w[ch] : rs;
+      // The dy pivot only where the sums are centred (training); evaluation's x - mean is not,
+      // and a pivot there would turn dy * inf into (dy - p) * inf + p * inf: NaN.
+      const T p = training ? pivot(d + g.at(0, ch), g.inner) : T(0);
+      GradSums s;
       if (dw || db || (dx && training))
-        for (int64_t i = 0; i < g.n; ++i) plane_grad_sums(d + g.at(i, ch), xp + g.at(i, ch), g.inner, m, sum_dy, sum_dot);
-      if (dw) dw[ch] = sum_dot * rs;
-      if (db) db[ch] = sum_dy;
+        for (int64_t i = 0; i < g.n; ++i) plane_grad_sums(d + g.at(i, ch), xp + g.at(i, ch), g.inner, m.hi, p, s);
+      // With e = x - mean = (x - m.hi) - m.lo: sum(e) = s.dev - count * m.lo, sum((dy - p) * e) =
+      // s.dot - m.lo * s.dy, sum(dy * e) = that + p * sum(e), sum(dy) = s.dy + p * count. (Terms
+      // with a zero factor are left out: an infinite sum times 0 is NaN.)
+      auto times = [](double a, double b) { return a == 0 || b == 0 ? 0.0 : a * b; };
+      const double sum_e = s.dev - times(count, m.lo), dot_e = s.dot - times(m.lo, s.dy);
+      if (dw) dw[ch] = static_cast<T>((dot_e + times(p, sum_e)) * rs);
+      if (db) db[ch] = static_cast<T>(s.dy + p * count);
       if (!dx) continue;
-      // Evaluation: the statistics are constants, dx = dy * scale.
-      const T k = training ? sum_dot * rs * rs * inv_count : T(0), dy_mean = training ? sum_dy * inv_count : T(0);
-      const V<T> kv(k), mv(m), gm(dy_mean), sv(scale);
+      const T st = static_cast<T>(scale);
+      if (!training) {  // the statistics are constants: dx = dy * scale (an infinite x keeps it finite)
+        for (int64_t i = 0; i < g.n; ++i) {
+          const T* dr = d + g.at(i, ch);
+          T* out = dx + g.at(i, ch);
+          int64_t j = 0;
+          for (; j + W <= g.inner; j += W) (V<T>::load_unaligned(dr + j) * V<T>(st)).store_unaligned(out + j);
+          for (; j < g.inner; ++j) out[j] = dr[j] * st;
+        }
+        continue;
+      }
+      // dx = (dy - mean(dy) - e * k) * scale with mean(dy) = p + s.dy / count = gm.hi + gm.lo and
+      // k = sum((dy - mean(dy)) * e) * rstd^2 / count = (dot_e - s.dy * sum_e / count) * rstd^2 /
+      // count, as ((dy - gm.hi) * scale + c) - (x - m.hi) * k * scale with c = (m.lo * k - gm.lo) *
+      // scale: the differences that cancel are exact, the small corrections folded into c.
+      const Split<T> gm(p + s.dy / count);
+      const double k = (dot_e - s.dy * sum_e / count) * rs * rs / count;
+      const T ks = static_cast<T>(k * scale), c = static_cast<T>((m.lo * k - gm.lo) * scale);
+      const V<T> mh(m.hi), gh(gm.hi), kv(ks), sv(st), cv(c);
       for (int64_t i = 0; i < g.n; ++i) {
         const T *dr = d + g.at(i, ch), *xr = xp + g.at(i, ch);
         T* out = dx + g.at(i, ch);
         int64_t j = 0;
         for (; j + W <= g.inner; j += W) {
-          const V<T> t = V<T>::load_unaligned(dr + j) - gm - (V<T>::load_unaligned(xr + j) - mv) * kv;
-          (t * sv).store_unaligned(out + j);
+          const V<T> t = xsimd::fma(V<T>::load_unaligned(dr + j) - gh, sv, cv);
+          xsimd::fnma(V<T>::load_unaligned(xr + j) - mh, kv, t).store_unaligned(out + j);
         }
-        for (; j < g.inner; ++j) out[j] = (dr[j] - dy_mean - (xr[j] - m) * k) * scale;
+        for (; j < g.inner; ++j) out[j] = ((dr[j] - gm.hi) * st + c) - (xr[j] - m.hi) * ks;
       }
     }
   });

@@ -1,5 +1,5 @@
 #pragma once
-// Sums over x[0, n) with the build's vectors, shared by the kernels that sum rows or planes.
+// Sums over x[0, n) with the build's vectors (direct_conv.cpp's bias gradient).
 // Included inside a per-ISA build's translation unit.
 
 #include "simd.hpp"
@@ -17,23 +17,6 @@ T row_sum(const T* x, int64_t n) {
   for (; j + W <= n; j += W) acc += V::load_unaligned(x + j);
   T s = xsimd::hadd(acc);
   for (; j < n; ++j) s += x[j];
-  return s;
-}
-
-/// sum of (x - m)^2 over x[0, n): the second pass of a two-pass variance (layer and batch
-/// normalisation).
-template <class T>
-T row_sq_dev(const T* x, int64_t n, T m) {
-  using V = xsimd::batch<T>;
-  constexpr int64_t W = V::size;
-  V acc(T(0)), mv(m);
-  int64_t j = 0;
-  for (; j + W <= n; j += W) {
-    const V d = V::load_unaligned(x + j) - mv;
-    acc = xsimd::fma(d, d, acc);
-  }
-  T s = xsimd::hadd(acc);
-  for (; j < n; ++j) s += (x[j] - m) * (x[j] - m);
   return s;
 }
 

@@ -47,19 +47,21 @@ BatchNormResult batch_norm_cpu(const BatchNorm& op, const TensorImpl& x, const T
   BatchNormResult r;
   r.y = detail::make_tensor(x.sizes, x.dtype, x.device(), name);
   const int64_t stat_sizes[1] = {c};
-  r.mean = detail::make_tensor(stat_sizes, x.dtype, x.device(), name);
-  r.rstd = detail::make_tensor(stat_sizes, x.dtype, x.device(), name);
+  // f64 statistics for an f32 input too (Note [Shifted sums in batch normalisation] in
+  // kernels_cpu/batch_norm.cpp).
+  r.mean = detail::make_tensor(stat_sizes, DType::F64, x.device(), name);
+  r.rstd = detail::make_tensor(stat_sizes, DType::F64, x.device(), name);
   if (op.training) {
-    r.var = detail::make_tensor(stat_sizes, x.dtype, x.device(), name);
+    r.var = detail::make_tensor(stat_sizes, DType::F64, x.device(), name);
   } else {
-    // The running statistics as the kernel's mean and 1/std, in the input's dtype.
+    // The running statistics as the kernel's mean and 1/std.
     TensorRef rm = detail::contiguous_on_device(*running_mean, name), rv = detail::contiguous_on_device(*running_var, name);
     auto fill = [&]<class T>(T*) {
       const T* m = static_cast<const T*>(rm->data());
       const T* v = static_cast<const T*>(rv->data());
-      T* mo = static_cast<T*>(r.mean->data());
-      T* ro = static_cast<T*>(r.rstd->data());
-      for (int64_t k = 0; k < c; ++k) mo[k] = m[k], ro[k] = T(1) / std::sqrt(v[k] + static_cast<T>(op.eps));
+      double* mo = static_cast<double*>(r.mean->data());
+      double* ro = static_cast<double*>(r.rstd->data());
+      for (int64_t k = 0; k < c; ++k) mo[k] = m[k], ro[k] = 1.0 / std::sqrt(static_cast<double>(v[k]) + op.eps);
     };
     if (x.dtype == DType::F32) fill(static_cast<float*>(nullptr));
     else fill(static_cast<double*>(nullptr));
@@ -73,9 +75,11 @@ BatchNormGrads batch_norm_backward_cpu(const BatchNormBackward& op, const Tensor
                                        const TensorImpl& mean, const TensorImpl& rstd, const TensorImpl* weight) {
   const char* name = "batch_norm_backward";
   check_input(x, name);
-  EMBER_CHECK(dy.sizes == x.sizes && dy.dtype == x.dtype && mean.numel == x.sizes[1] && rstd.numel == x.sizes[1],
-              "[batch_norm_backward] gradient {} ({}) does not match the input {} ({}) and its {} channels", dy.sizes,
-              dy.dtype, x.sizes, x.dtype, x.sizes[1]);
+  EMBER_CHECK(dy.sizes == x.sizes && dy.dtype == x.dtype && mean.numel == x.sizes[1] && rstd.numel == x.sizes[1] &&
+                  mean.dtype == DType::F64 && rstd.dtype == DType::F64,
+              "[batch_norm_backward] gradient {} ({}) does not match the input {} ({}) and its {} channels of f64 "
+              "statistics (got {} and {})",
+              dy.sizes, dy.dtype, x.sizes, x.dtype, x.sizes[1], mean.dtype, rstd.dtype);
   check_channels(weight, x, name, "weight");
   TensorRef dyc = detail::contiguous_on_device(dy, name);
   TensorRef xc = detail::contiguous_on_device(x, name);

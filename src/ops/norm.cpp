@@ -35,8 +35,9 @@ LayerNormResult layer_norm_cpu(const LayerNorm& op, const TensorImpl& x, const T
   LayerNormResult r;
   r.y = detail::make_tensor(x.sizes, x.dtype, x.device(), "layer_norm");
   const int64_t stat_sizes[1] = {rows};
-  r.mean = detail::make_tensor(stat_sizes, x.dtype, x.device(), "layer_norm");
-  r.rstd = detail::make_tensor(stat_sizes, x.dtype, x.device(), "layer_norm");
+  // f64 statistics for an f32 input too (Note [Normalisation in f64] in kernels_cpu/layer_norm.cpp).
+  r.mean = detail::make_tensor(stat_sizes, DType::F64, x.device(), "layer_norm");
+  r.rstd = detail::make_tensor(stat_sizes, DType::F64, x.device(), "layer_norm");
   detail::Kernels<Cpu>::layer_norm(*r.y, *r.mean, *r.rstd, *xc, wc.get(), bc.get(), cols, op.eps);
   return r;
 }
@@ -44,9 +45,11 @@ LayerNormResult layer_norm_cpu(const LayerNorm& op, const TensorImpl& x, const T
 LayerNormGrads layer_norm_backward_cpu(const LayerNormBackward& op, const TensorImpl& dy, const TensorImpl& x,
                                        const TensorImpl& mean, const TensorImpl& rstd, const TensorImpl* weight) {
   const int64_t cols = op.cols, rows = cols ? x.numel / cols : 0;
-  EMBER_CHECK(dy.sizes == x.sizes && dy.dtype == x.dtype && mean.numel == rows && rstd.numel == rows,
-              "[layer_norm_backward] gradient {} ({}) does not match the input {} ({}) and its {} rows",
-              dy.sizes, dy.dtype, x.sizes, x.dtype, rows);
+  EMBER_CHECK(dy.sizes == x.sizes && dy.dtype == x.dtype && mean.numel == rows && rstd.numel == rows &&
+                  mean.dtype == DType::F64 && rstd.dtype == DType::F64,
+              "[layer_norm_backward] gradient {} ({}) does not match the input {} ({}) and its {} rows of f64 "
+              "statistics (got {} and {})",
+              dy.sizes, dy.dtype, x.sizes, x.dtype, rows, mean.dtype, rstd.dtype);
   check_param(weight, x, cols, "weight");
   TensorRef dyc = detail::contiguous_on_device(dy, "layer_norm_backward");
   TensorRef xc = detail::contiguous_on_device(x, "layer_norm_backward");

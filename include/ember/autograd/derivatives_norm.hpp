@@ -93,7 +93,8 @@ void Recorder<P>::record(const ops::BatchNorm& op, const ops::BatchNormResult& o
       auto [var, m] = xv.var_mean(dims, 0, true);
       mu = m, rs = (var + eps).rsqrt();
     } else {
-      mu = TP::wrap(mean).reshape(sh), rs = TP::wrap(rstd).reshape(sh);
+      // The kept statistics are f64 (ops/norm_ops.hpp): in x's dtype, so the gradient has it.
+      mu = TP::wrap(mean).to(xv.dtype()).reshape(sh), rs = TP::wrap(rstd).to(xv.dtype()).reshape(sh);
     }
     TP xhat = (xv - mu) * rs;
     TP g = has_w ? dy * w.get(n).reshape(sh) : dy;

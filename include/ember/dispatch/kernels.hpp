@@ -61,7 +61,7 @@ struct Kernels<Cpu> {
   /// is read before its dx is written); see ops/softmax_backward_op.hpp.
   static void softmax_backward(TensorImpl& dx, const TensorImpl& g, const TensorImpl& y, int64_t dim, bool log);
   /// Layer normalisation over rows of `cols` (ops/norm_ops.hpp): y, and each row's mean and
-  /// 1/std; weight/bias optional. Inputs contiguous, one f32/f64 dtype.
+  /// 1/std; weight/bias optional. Inputs contiguous, one f32/f64 dtype; mean and rstd f64.
   static void layer_norm(TensorImpl& y, TensorImpl& mean, TensorImpl& rstd, const TensorImpl& x,
                          const TensorImpl* weight, const TensorImpl* bias, int64_t cols, double eps);
   /// Its derivative: each of dx, dweight, dbias is computed when not null.
@@ -76,7 +76,8 @@ struct Kernels<Cpu> {
                                       const TensorImpl& w, TensorImpl* dx, TensorImpl* dw, TensorImpl* db);
   /// Batch normalisation of contiguous (N, C, inner) (ops/norm_ops.hpp): y and, when `var`
   /// is given (training), each channel's batch mean, biased variance and 1/std; otherwise
-  /// `mean` and `rstd` are inputs (running statistics). weight/bias optional.
+  /// `mean` and `rstd` are inputs (running statistics). weight/bias optional. Inputs
+  /// contiguous, one f32/f64 dtype; mean, var and rstd f64.
   static void batch_norm(TensorImpl& y, TensorImpl& mean, TensorImpl* var, TensorImpl& rstd, const TensorImpl& x,
                          const TensorImpl* weight, const TensorImpl* bias, double eps);
   /// Its derivative: each of dx, dweight, dbias is computed when not null.

@@ -868,8 +868,10 @@ BasicTensor<P> batch_norm(const BasicTensor<P>& x, BasicTensor<P> running_mean, 
     if (training && running_mean.defined()) {
       autograd::NoGradGuard ng;
       const int64_t count = x.numel() / c;
-      running_mean.mul_(1 - momentum).add_(BasicTensor<P>::wrap(std::move(r.mean)) * momentum);
-      running_var.mul_(1 - momentum).add_(BasicTensor<P>::wrap(std::move(r.var)) * (momentum * count / (count - 1.0)));
+      // The statistics are f64 (ops/norm_ops.hpp): the update in the running tensors' dtype, as PyTorch's.
+      running_mean.mul_(1 - momentum).add_(BasicTensor<P>::wrap(std::move(r.mean)).to(x.dtype()) * momentum);
+      running_var.mul_(1 - momentum)
+          .add_(BasicTensor<P>::wrap(std::move(r.var)).to(x.dtype()) * (momentum * count / (count - 1.0)));
     }
     return BasicTensor<P>::wrap(std::move(r.y));
   }
@@ -916,9 +918,20 @@ BasicTensor<P> group_norm(const BasicTensor<P>& x, int64_t groups, const BasicTe
               groups);
   if (detail::reduced_float(x.dtype()))
     return group_norm(x.to(DType::F32), groups, detail::to_f32(weight), detail::to_f32(bias), eps).to(x.dtype());
-  BasicTensor<P> g = x.reshape({n, groups, -1});
-  auto [var, mean] = g.var_mean({2}, 0, true);
-  BasicTensor<P> y = ((g - mean) * (var + eps).rsqrt()).reshape(x.sizes());
+  int64_t per_group = c / groups;  // the values of one group of one sample (sizes, not numel: N may be 0)
+  for (int64_t d = 2; d < x.dim(); ++d) per_group *= x.size(d);
+  BasicTensor<P> g = x.reshape({n, groups, per_group}), y;
+  if (x.is_cpu() && (x.dtype() == DType::F32 || x.dtype() == DType::F64) && x.numel() > 0 && eps >= 0 &&
+      std::isfinite(eps)) {
+    // Each group's values are a row of the fused layer normalisation (ops/norm_ops.hpp): one op
+    // and one backward kernel instead of a composite's eight. (The composite below takes what
+    // the fused op refuses, such as a negative eps, which PyTorch accepts here.)
+    auto r = dispatch<P>(ops::LayerNorm{g.size(2), eps}, g.impl(), nullptr, nullptr);
+    y = BasicTensor<P>::wrap(std::move(r.y)).reshape(x.sizes());
+  } else {
+    auto [var, mean] = g.var_mean({2}, 0, true);
+    y = ((g - mean) * (var + eps).rsqrt()).reshape(x.sizes());
+  }
   Shape bs(static_cast<size_t>(x.dim()), 1);
   bs[1] = c;
   if (weight.defined()) y = y * weight.reshape(bs);

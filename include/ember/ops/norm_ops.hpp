@@ -13,7 +13,8 @@ namespace ember::ops {
 
 /// Rows of `cols` elements (the normalised trailing dims of x, contiguous): y = (x - mean) *
 /// rstd [* weight] [+ bias], with rstd = 1 / sqrt(biased var + eps). mean and rstd (one per
-/// row: 1-d of x.numel / cols, x's dtype) are kept for the derivative.
+/// row: 1-d of x.numel / cols, f64 for an f32 x too: an f32 row is normalised in f64) are kept
+/// for the derivative.
 struct LayerNormResult {
   TensorRef y, mean, rstd;
 };
@@ -44,7 +45,8 @@ struct LayerNormBackward {
 /// variance (returned for the running statistics; rstd = 1 / sqrt(var + eps)); evaluation the
 /// given running statistics. The composite form made ~6 passes over the activations forward
 /// and ~14 backward; this makes three forward (mean, variance, output) and two backward.
-/// mean, var and rstd are (C) tensors of x's dtype; var is only computed when training.
+/// mean, var and rstd are (C) f64 tensors, also for an f32 input (its sums are shifted and
+/// added up in f64, see kernels_cpu/batch_norm.cpp); var is only computed when training.
 struct BatchNormResult {
   TensorRef y, mean, var, rstd;
 };

@@ -1,0 +1,173 @@
+// The f32 normalisations against the same computation in f64, where f32 arithmetic cancels
+// (Note [Normalisation in f64] in kernels_cpu/layer_norm.cpp): rows whose spread is small next
+// to their mean, and output gradients that are large next to their spread. Computed in f32,
+// both lose most digits (errors of 1e-3 and more here). Ember's layer normalisation (and group
+// normalisation, through it) keeps f64 statistics and differentiates in f64, so each f32
+// gradient is the f64 one rounded; batch normalisation shifts its sums. The test name contains "layer_norm" so that the baseline and
+// AVX2 runs (tests/nn/meson.build) take it too.
+
+#include <doctest/doctest.h>
+#include <ember/autograd/gradcheck.hpp>
+#include <ember/nn.hpp>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace ember;
+
+namespace {
+
+/// How far an f32 result is from the f64 one: per element, |got - want| / (|want| + floor)
+/// with floor = 1e-6 * max |want| (elements that cancel to ~0 divide by that), or in all,
+/// max |got - want| / max |want|.
+enum class Measure { PerElement, Overall };
+
+double relative_error(const Tensor& got, const Tensor& want, Measure how) {
+  REQUIRE(got.dtype() == DType::F32);
+  REQUIRE(want.dtype() == DType::F64);
+  const Tensor diff = (got.to(DType::F64) - want).abs();
+  const double scale = want.abs().amax().item<double>();
+  if (how == Measure::Overall) return diff.amax().item<double>() / scale;
+  return (diff / (want.abs() + 1e-6 * scale)).amax().item<double>();
+}
+
+double max_abs(const Tensor& t) { return t.abs().amax().item<double>(); }
+
+/// Values around `mean` with a spread of `spread`: f32 numbers (the f64 runs take the same).
+Tensor offset_values(const Shape& shape, double mean, double spread) {
+  return (randn(shape, DType::F64) * spread + mean).to(DType::F32);
+}
+
+/// Runs `f` on f32 inputs and on the same values in f64; checks the output (measured by
+/// `out_how`) and the input gradients (for the output gradient dy, by `how`) within `tol`.
+void check_against_f64(const char* what, const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                       const std::vector<Tensor>& ins32, const Tensor& dy32, Measure out_how, Measure how, double tol) {
+  std::vector<Tensor> a, b;
+  for (const Tensor& t : ins32) {
+    a.push_back(t.detach().clone().requires_grad_());
+    b.push_back(t.detach().to(DType::F64).requires_grad_());
+  }
+  Tensor y32 = f(a), y64 = f(b);
+  const std::string name(what);
+  CHECK_MESSAGE(relative_error(y32, y64, out_how) < tol, (name + " output"));
+  y32.backward(dy32);
+  y64.backward(dy32.to(DType::F64));
+  for (size_t i = 0; i < a.size(); ++i)
+    CHECK_MESSAGE(relative_error(a[i].grad(), b[i].grad(), how) < tol,
+                  (name + " gradient " + std::to_string(i)));
+}
+
+}  // namespace
+
+TEST_CASE("normalisation in f64: f32 layer_norm, group_norm and batch_norm near the f64 result where f32 cancels") {
+  manual_seed(73);
+  // About two roundings of f32, per element where the result is the f64 one rounded (layer
+  // norm's gradients, its output without an affine part), else of the largest value. The f32
+  // arithmetic these kernels replaced was off by 1e-3 (outputs) to 3x (gradients), relative to
+  // the largest value, on these inputs.
+  const double tol = 2.5e-7;
+  // Rows around 1000 with a spread of 0.01 (37 columns: vector bodies and scalar tails), an
+  // output gradient around 50 with a spread of 0.1, and a weight around 3.
+  const Tensor x = offset_values({6, 37}, 1000, 0.01), dy = offset_values({6, 37}, 50, 0.1);
+  const Tensor w = offset_values({37}, 3, 0.5), b = offset_values({37}, 0, 1);
+  check_against_f64("layer_norm", [](const std::vector<Tensor>& v) { return nn::F::layer_norm(v[0], {37}, v[1], v[2]); },
+                    {x, w, b}, dy, Measure::Overall, Measure::PerElement, tol);
+  check_against_f64("layer_norm without parameters",
+                    [](const std::vector<Tensor>& v) { return nn::F::layer_norm(v[0], {37}); }, {x}, dy,
+                    Measure::PerElement, Measure::PerElement, tol);
+
+  // group_norm normalises through layer_norm's kernel.
+  const Tensor img = offset_values({2, 6, 3, 5}, -500, 0.02), dimg = offset_values({2, 6, 3, 5}, 20, 0.05);
+  check_against_f64("group_norm", [](const std::vector<Tensor>& v) { return nn::F::group_norm(v[0], 3); }, {img}, dimg,
+                    Measure::PerElement, Measure::PerElement, tol);
+
+  // batch_norm computes in f32 with shifted sums (Note [Shifted sums in batch normalisation]):
+  // within f32 roundings of the largest value (the old kernel's weight gradient was off by 3x
+  // its size here).
+  const Tensor wc = offset_values({6}, 2, 0.5), bc = offset_values({6}, 0, 1);
+  for (bool training : {true, false}) {
+    check_against_f64(
+        training ? "batch_norm (training)" : "batch_norm (evaluation)",
+        [training](const std::vector<Tensor>& v) {
+          const DType dt = v[0].dtype();
+          Tensor rm = full({6}, -500.0, dt), rv = full({6}, 1.0 / 4096, dt);  // exact in f32
+          return nn::F::batch_norm(v[0], rm, rv, v[1], v[2], training, 0.1, 1e-5);
+        },
+        {img, wc, bc}, dimg, Measure::Overall, Measure::Overall, tol);
+  }
+  // Ordinary values (mean 3, spread 1; 196-value planes): no worse than plain f32 sums.
+  const Tensor big = offset_values({4, 5, 14, 14}, 3, 1), dbig = offset_values({4, 5, 14, 14}, 0, 1);
+  check_against_f64(
+      "batch_norm (ordinary values)",
+      [](const std::vector<Tensor>& v) {
+        const DType dt = v[0].dtype();
+        Tensor rm = zeros({5}, dt), rv = ones({5}, dt);
+        return nn::F::batch_norm(v[0], rm, rv, v[1], v[2], true, 0.1, 1e-5);
+      },
+      {big, offset_values({5}, 1, 0.3), offset_values({5}, 0, 1)}, dbig, Measure::Overall, Measure::Overall, 2e-6);
+
+  // Evaluation: the statistics are constants, so an infinite input still has the finite
+  // gradient dy * weight * rstd (a (x - mean) * 0 term made it NaN).
+  Tensor xi = tensor<float>({{1.0f, std::numeric_limits<float>::infinity()}, {2.0f, 3.0f}}).requires_grad_();
+  Tensor rm = zeros({2}), rv = ones({2});
+  nn::F::batch_norm(xi, rm, rv, Tensor(), Tensor(), false).sum().backward();
+  CHECK(xi.grad().isfinite().all().item<bool>());
+
+  // group_norm's double backward goes through layer_norm's recorded formula.
+  auto r = [](Shape s) { return randn(s, DType::F64).requires_grad_(); };
+  std::string why;
+  auto gn = [](const std::vector<Tensor>& v) { return nn::F::group_norm(v[0], 2, v[1], v[2]); };
+  CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(gn, {r({2, 4, 3}), r({4}), r({4})}, {}, &why), why);
+}
+
+TEST_CASE("layer_norm, group_norm and batch_norm edges: non-finite values, long planes, negative eps, no samples") {
+  manual_seed(5);
+  const double inf = std::numeric_limits<double>::infinity();
+  // Evaluation with an infinite x: dw = sum(dy * (x - mean)) * rstd is inf, as PyTorch's.
+  Tensor x = tensor<float>({{1.0f}, {std::numeric_limits<float>::infinity()}, {2.0f}}).requires_grad_();
+  Tensor w = ones({1}).requires_grad_(), b = zeros({1}).requires_grad_();
+  Tensor rm = zeros({1}), rv = ones({1});
+  nn::F::batch_norm(x, rm, rv, w, b, false).sum().backward();
+  CHECK(w.grad().item<double>() == inf);
+  CHECK(x.grad().isfinite().all().item<bool>());
+  // Training on a NaN: the running variance and mean become NaN (PyTorch's).
+  Tensor xn = tensor<float>({{1.0f, 2.0f}, {std::numeric_limits<float>::quiet_NaN(), 3.0f}, {2.0f, 5.0f}});
+  Tensor rm2 = zeros({2}), rv2 = ones({2});
+  nn::F::batch_norm(xn, rm2, rv2, Tensor(), Tensor(), true);
+  CHECK(std::isnan(rv2[0].item<double>()));
+  CHECK(std::isnan(rm2[0].item<double>()));
+  CHECK(std::isfinite(rv2[1].item<double>()));
+  // Evaluation with an infinite running mean: y = (x - inf) * rstd = -inf.
+  Tensor rm3 = full({1}, inf), rv3 = ones({1});
+  CHECK(nn::F::batch_norm(tensor<float>({{1.0f}, {2.0f}}), rm3, rv3, Tensor(), Tensor(), false)
+            .eq(-inf)
+            .all()
+            .item<bool>());
+
+  // Long planes (32768 values): the sums stay near f64's (their T lanes are added up in f64
+  // every 1024 values; without that the bias gradient was ~1e-5 off, 10x libtorch's error).
+  const Tensor big = (randn({2, 2, 128, 256}) + 2.0), dbig = randn({2, 2, 128, 256}) + 0.5;
+  Tensor xa = big.clone().requires_grad_(), wa = full({2}, 1.5).requires_grad_(), ba = zeros({2}).requires_grad_();
+  Tensor xb = big.to(DType::F64).requires_grad_(), wb = full({2}, 1.5, DType::F64).requires_grad_(),
+         bb = zeros({2}, DType::F64).requires_grad_();
+  Tensor r1 = zeros({2}), v1 = ones({2}), r2 = zeros({2}, DType::F64), v2 = ones({2}, DType::F64);
+  nn::F::batch_norm(xa, r1, v1, wa, ba, true).backward(dbig);
+  nn::F::batch_norm(xb, r2, v2, wb, bb, true).backward(dbig.to(DType::F64));
+  CHECK(relative_error(wa.grad(), wb.grad(), Measure::PerElement) < 1e-6);
+  CHECK(relative_error(ba.grad(), bb.grad(), Measure::PerElement) < 1e-6);
+  CHECK(relative_error(r1, r2, Measure::PerElement) < 1e-6);
+  CHECK(relative_error(v1, v2, Measure::PerElement) < 1e-6);
+
+  // group_norm: a negative eps (PyTorch accepts it) takes the composite path; no samples give
+  // an empty result.
+  Tensor g = randn({2, 4, 5}) * 3.0;
+  Tensor yg = nn::F::group_norm(g, 2, {}, {}, -1e-6);
+  CHECK(yg.isfinite().all().item<bool>());
+  Tensor gv = g.reshape({2, 2, 10});
+  auto [var, mean] = gv.var_mean({2}, 0, true);
+  CHECK(max_abs(yg - ((gv - mean) * (var - 1e-6).rsqrt()).reshape({2, 4, 5})) < 1e-5);
+  CHECK(nn::F::group_norm(zeros({0, 4, 5}), 2).sizes() == Shape{0, 4, 5});
+}
