@@ -13,8 +13,8 @@ namespace ember::ops {
 
 /// Rows of `cols` elements (the normalised trailing dims of x, contiguous): y = (x - mean) *
 /// rstd [* weight] [+ bias], with rstd = 1 / sqrt(biased var + eps). mean and rstd (one per
-/// row: 1-d of x.numel / cols, f64 for an f32 x too: an f32 row is normalised in f64) are kept
-/// for the derivative.
+/// row: 1-d of x.numel / cols, f64 for an f32 x too: the statistics are summed in f64) are
+/// kept for the derivative, which an f32 x gets in f64 arithmetic (kernels_cpu/layer_norm.cpp).
 struct LayerNormResult {
   TensorRef y, mean, rstd;
 };
