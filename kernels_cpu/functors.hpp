@@ -55,13 +55,28 @@ EMBER_VM1(abs)
 /// returns inf from (emax + 1/2) ln 2 on (exp and expm1: 88.376 for f32, 709.436 for f64;
 /// exp2: from emax, 127 and 1023), where the results stay finite up to ln(max) (88.723,
 /// 709.783) and emax + 1 (128, 1024). Batches with a lane up there are evaluated again, at
-/// x / 2 squared (about 2 ulp) and at x - 1 doubled (exact). The check costs exp ~9% (a
-/// comparison and a branch on ~13 cycles per batch; shifting every lane's argument cost 30%),
-/// so functors that only use exp of arguments below the top (sigmoid's exp(-x) at x < -88.4
-/// is below the normal range anyway) call vm::exp and xsimd's form directly.
+/// x / 2 squared (about 2 ulp) and at x - 1 doubled (exact). At the bottom, xsimd flushes the
+/// subnormal results of exp and exp2 to 0 (exp(-100) in f32 is 3.8e-44, as PyTorch and the C
+/// library give it): lanes below ln(min) (-87.3, -708.3) and emin (-126, -1022) are taken at
+/// x / 2 squared, a normal number squared once into the subnormal range. The check costs exp
+/// ~9% at the top (a comparison and a branch on ~13 cycles per batch; shifting every lane's
+/// argument cost 30%) and 5-6% more for both ends (64k floats in L2, AVX2 and AVX-512, /tmp
+/// harness), so functors that only use exp of arguments in the normal range (sigmoid's exp(-x)
+/// at x < -88.4 is below the normal range anyway) call vm::exp and xsimd's form directly.
 ///
-/// with_top_lanes: fast(x), with the lanes at or above `from` (f32, f64) taken from top(x) in
-/// the rare batches that have one.
+/// with_edge_lanes: fast(x), with the lanes where |x| >= `edge` (f32, f64) taken from
+/// edge_fn(x), in the rare batches that have one. The test is x^2 >= edge^2: one constant, as
+/// the top-only test had (|x|'s sign mask, or a second threshold, cost 7%: AVX2's 16 registers
+/// fell short of the constants and the loop reloaded them).
+template <class V, class Fast, class Edge>
+inline V with_edge_lanes(const V& x, double edge_f32, double edge_f64, Fast fast, Edge edge_fn) {
+  using S = typename V::value_type;
+  const V r = fast(x);
+  const double edge = std::is_same_v<S, float> ? edge_f32 : edge_f64;
+  const auto at_edge = x * x >= V(S(edge * edge));
+  if (!xsimd::any(at_edge)) return r;
+  return xsimd::select(at_edge, edge_fn(x), r);
+}
 template <class V, class Fast, class Top>
 inline V with_top_lanes(const V& x, double from_f32, double from_f64, Fast fast, Top top) {
   using S = typename V::value_type;
@@ -73,11 +88,11 @@ inline V with_top_lanes(const V& x, double from_f32, double from_f64, Fast fast,
 template <class V>
 inline V exp_to_max(const V& x) {
   if constexpr (is_batch_v<V>) {
-    const auto half_squared = [](const V& a) {
+    const auto half_squared = [](const V& a) {  // both ends: above 88.3 and below ln(min)
       const V h = xsimd::exp(a * V(0.5));
       return h * h;
     };
-    return with_top_lanes(x, 88.3, 709.4, [](const V& a) { return xsimd::exp(a); }, half_squared);
+    return with_edge_lanes(x, 87.3, 708.3, [](const V& a) { return xsimd::exp(a); }, half_squared);
   } else {
     return std::exp(x);
   }
@@ -85,8 +100,11 @@ inline V exp_to_max(const V& x) {
 template <class V>
 inline V exp2_to_max(const V& x) {
   if constexpr (is_batch_v<V>) {
-    const auto less_one_doubled = [](const V& a) { return xsimd::exp2(a - V(1)) * V(2); };
-    return with_top_lanes(x, 126, 1022, [](const V& a) { return xsimd::exp2(a); }, less_one_doubled);
+    const auto ends = [](const V& a) {  // the top at x - 1 doubled, the bottom at x / 2 squared
+      const V h = xsimd::exp2(a * V(0.5));
+      return xsimd::select(a > V(0), xsimd::exp2(a - V(1)) * V(2), h * h);
+    };
+    return with_edge_lanes(x, 126, 1022, [](const V& a) { return xsimd::exp2(a); }, ends);
   } else {
     return std::exp2(x);
   }

@@ -436,6 +436,33 @@ TEST_CASE("edge values: f64 erf and erfc in vectors equal the library's (PyTorch
   CHECK(vals(x.erfc()).at(3) > 0);  // subnormal, not 0
 }
 
+TEST_CASE("edge values: exp and exp2 of vectors give subnormal results, as PyTorch and the C library") {
+  // xsimd flushed them to 0 (exp(-100) in f32 is 3.8e-44). 19 values: whole vectors and a
+  // tail, normal results beside subnormal ones, 0 below the smallest subnormal, and -inf.
+  const std::vector<float> xs = {-100.0f, -87.5f, -103.9f, -104.5f, -90.0f, -95.0f, -101.0f, -87.0f, -1.0f, -60.0f,
+                                 -86.9f,  -88.0f, -99.0f,  -102.0f, -103.0f, -91.5f, -97.25f, -150.0f,
+                                 -std::numeric_limits<float>::infinity()};
+  const Tensor x = tensor(xs);
+  const std::vector<double> got = vals(x.exp()), got2 = vals((x * 1.45f).exp2()), x2 = vals(x * 1.45f);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    // Within 1 ulp of the normal result, or 1 subnormal step (1.4e-45) of a subnormal one.
+    const double want = std::exp(xs[i]), want2 = std::exp2(static_cast<float>(x2[i]));
+    const double step = std::numeric_limits<float>::denorm_min();
+    CAPTURE(xs[i]);
+    CHECK(std::fabs(got[i] - want) <= std::max(step, 1.2e-7 * want));
+    CHECK(std::fabs(got2[i] - want2) <= std::max(step, 1.2e-7 * want2));
+  }
+  CHECK(got.at(0) > 0);  // 3.8e-44, not 0
+  // f64: exp(-720) is 2.0e-313.
+  const std::vector<double> xd = {-710.0, -720.0, -745.0, -745.2, -708.5, -730.0, -740.0, -700.0, -1.0};
+  const std::vector<double> gd = vals(tensor(xd).exp()), gd2 = vals((tensor(xd) * 1.45).exp2());
+  for (size_t i = 0; i < xd.size(); ++i) {
+    const double step = std::numeric_limits<double>::denorm_min();
+    CHECK(std::fabs(gd[i] - std::exp(xd[i])) <= std::max(step, 2.3e-16 * std::exp(xd[i])));
+    CHECK(std::fabs(gd2[i] - std::exp2(xd[i] * 1.45)) <= std::max(step, 2.3e-16 * std::exp2(xd[i] * 1.45)));
+  }
+}
+
 TEST_CASE("edge values: the divisor's gradient is -(a / b) / b, as PyTorch (b^2 overflowed first)") {
   // f32, b = 1e30: b^2 is inf, so -a / b^2 gave NaN for a = inf and -0 for a = 1e30.
   Tensor a = tensor<float>({std::numeric_limits<float>::infinity(), 1e30f, 3.f}).requires_grad_();
