@@ -243,18 +243,26 @@ namespace vm {
 /// erf and erfc. f64 batches take the standard library lane by lane: xsimd 8.1's double forms
 /// were off by up to 67 ulp (erf(2.203125)) and 6e-9 relative in erfc's tail (x near 26), and
 /// flushed erfc's subnormal results to 0, while a tensor of fewer than one vector's elements
-/// got the library's values (PyTorch's f64 values are the library's too).
-#define EMBER_VM1_EXACT_F64(name)                                                             \
-  template <class V>                                                                          \
-  inline V name(const V& x) {                                                                 \
-    if constexpr (is_batch_v<V> && std::is_same_v<scalar_t<V>, double>)                       \
-      return per_lane(x, [](double a) { return std::name(a); });                              \
-    else if constexpr (is_batch_v<V>) return xsimd::name(x);                                  \
-    else return std::name(x);                                                                 \
+/// got the library's values (PyTorch's f64 values are the library's too). xsimd's f32 erfc
+/// flushes its subnormal results (x > 9.19) to 0 as well: lanes from 9.1 on take the library's.
+template <class V>
+inline V erf(const V& x) {
+  if constexpr (is_batch_v<V> && std::is_same_v<scalar_t<V>, double>)
+    return per_lane(x, [](double a) { return std::erf(a); });
+  else if constexpr (is_batch_v<V>) return xsimd::erf(x);
+  else return std::erf(x);
+}
+template <class V>
+inline V erfc(const V& x) {
+  if constexpr (is_batch_v<V> && std::is_same_v<scalar_t<V>, double>) {
+    return per_lane(x, [](double a) { return std::erfc(a); });
+  } else if constexpr (is_batch_v<V>) {
+    const auto library = [](const V& a) { return per_lane(a, [](float v) { return std::erfc(v); }); };
+    return with_top_lanes(x, 9.1, 0.0, [](const V& a) { return xsimd::erfc(a); }, library);
+  } else {
+    return std::erfc(x);
   }
-EMBER_VM1_EXACT_F64(erf)
-EMBER_VM1_EXACT_F64(erfc)
-#undef EMBER_VM1_EXACT_F64
+}
 }  // namespace vm
 
 /// For f32 batches: 1 + erf(x / sqrt(2)) (twice the standard normal CDF) and
