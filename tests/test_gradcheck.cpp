@@ -276,6 +276,10 @@ TEST_CASE("gradcheck: indexing, data movement and composites") {
        {uniform({3, 4}, d), uniform({3, 2}, d)}},
       {"scatter_reduce prod", [gidx](const Inputs& x) { return scatter_reduce(x[0], 1, gidx, x[1], "prod"); },
        {uniform({3, 4}, {0.5, 1.5}), uniform({3, 2}, {0.5, 1.5})}},
+      // Without the input's values, the scattered-to elements are replaced (zero gradient).
+      {"scatter_reduce sum exclude self",
+       [gidx](const Inputs& x) { return scatter_reduce(x[0], 1, gidx, x[1], "sum", false); },
+       {uniform({3, 4}, d), uniform({3, 2}, d)}},
       {"index_add", [idx](const Inputs& x) { return index_add(x[0], 0, idx, x[1], 0.5); },
        {uniform({3, 4}, d), uniform({3, 4}, d)}},
       {"index_copy", [](const Inputs& x) { return index_copy(x[0], 0, tensor<int64_t>({2, 0}), x[1]); },
@@ -310,6 +314,19 @@ TEST_CASE("gradcheck: indexing, data movement and composites") {
        {uniform({3, 4}, d), uniform({3, 4}, d), uniform({3, 4}, d)}},
   };
   for (auto& c : cases) check_grads(c.name, c.f, c.in);
+  // Exact zeros in a product's groups (the product is linear in each element, so central
+  // differences are exact there): one zero, two zeros in one group (row 1), a zero input.
+  // First derivatives only: the gradient of a zero in a group with another zero is the
+  // product of the others, 0, and its derivative (nonzero, through the other zero) is not
+  // recorded; PyTorch's formula has the same limit.
+  for (bool self : {true, false}) {
+    CAPTURE(self);
+    check_grads("scatter_reduce prod with zeros",
+                [gidx, self](const Inputs& x) { return scatter_reduce(x[0], 1, gidx, x[1], "prod", self); },
+                {tensor<double>({{0, 1.5, -0.5, 2}, {1.25, 0.75, 3, -1}, {0.5, 2, 1, 0}}).requires_grad_(),
+                 tensor<double>({{0.5, 0}, {0, 0}, {1.5, -2}}).requires_grad_()},
+                false);
+  }
 }
 
 TEST_CASE("gradcheck: in-place ops, also through views") {

@@ -100,6 +100,28 @@ TEST_CASE("gather, scatter, scatter_add, scatter_reduce") {
   CHECK(vals(scatter_reduce(base, 0, tensor({0, 0, 2}), tensor({2.f, 4.f, 6.f}), "sum", false)) == F{6, 5, 6});
 }
 
+TEST_CASE("scatter_reduce amax/amin: a NaN result's gradient goes to the NaN elements") {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (bool self : {true, false}) {
+    for (const char* reduce : {"amax", "amin"}) {
+      CAPTURE(self);
+      CAPTURE(reduce);
+      Tensor x = tensor<double>({1, 2}).requires_grad_();
+      Tensor src = tensor<double>({nan, 3, 4}).requires_grad_();
+      Tensor y = scatter_reduce(x, 0, tensor<int64_t>({0, 0, 1}), src, reduce, self);
+      CHECK(std::isnan(y[0].item<double>()));
+      (y * tensor<double>({10, 20})).sum().backward();
+      // Group 0 (x[0] = 1, NaN, 3): all to the NaN. Group 1 (x[1] = 2, 4): the extreme one.
+      const bool x1_wins = self && std::string(reduce) == "amin";
+      CHECK(x.grad()[0].item<double>() == 0);
+      CHECK(x.grad()[1].item<double>() == (x1_wins ? 20 : 0));
+      CHECK(src.grad()[0].item<double>() == 10);
+      CHECK(src.grad()[1].item<double>() == 0);
+      CHECK(src.grad()[2].item<double>() == (x1_wins ? 0 : 20));
+    }
+  }
+}
+
 // gather and the count-free scatters walk rows of the index's last dim (a typed loop per row,
 // in parallel when d is the last dim). Checked against plain loops over positions on every
 // dim, with a strided input, an index smaller than the input, both index dtypes and a scalar

@@ -176,7 +176,9 @@ void Recorder<P>::record(const ops::Scatter& op, const TensorRef& out, const Ten
     TP i = idx.get(n);
     switch (r) {
       case SR::None: return {scatter(g, d, i, 0.0), TP(), gather(g, d, i)};
-      case SR::Sum: return {g, TP(), gather(g, d, i)};
+      // Without the input's own values (include_self false), the scattered-to elements are
+      // replaced: they take no gradient.
+      case SR::Sum: return {self ? g : scatter(g, d, i, 0.0), TP(), gather(g, d, i)};
       case SR::Mean: {
         TP sv = src.get(n);
         TP hits = scatter_add(detail::zeros_like_t<P>(g), d, i, full_like(sv, 1.0));
@@ -185,23 +187,39 @@ void Recorder<P>::record(const ops::Scatter& op, const TensorRef& out, const Ten
         return {gx, TP(), gather(g / count, d, i)};
       }
       case SR::Amax: case SR::Amin: {
+        // The gradient is shared among the elements equal to the result; a NaN result is
+        // the NaN elements' (as max over a dim gives it to the NaN).
         TP xv = x.get(n), sv = src.get(n), yv = y.get(n);
         TP hits = scatter_add(detail::zeros_like_t<P>(g), d, i, full_like(sv, 1.0));
         TP y_at_src = gather(yv, d, i);
-        TP src_is = sv.eq(y_at_src).to(g.dtype());
-        TP self_is = self ? xv.eq(yv).to(g.dtype()) : detail::zeros_like_t<P>(g);
+        auto is = [](const TP& v, const TP& result) {
+          return v.eq(result).logical_or(v.isnan().logical_and(result.isnan())).to(v.dtype());
+        };
+        TP src_is = is(sv, y_at_src);
+        TP self_is = self ? is(xv, yv) : detail::zeros_like_t<P>(g);
         TP ties = scatter_add(self_is, d, i, src_is);
         TP share = g / ties.clamp_min(1.0);
         TP gx = where(hits.gt(0.0), share * self_is, g);
         return {gx, TP(), gather(share, d, i) * src_is};
       }
       case SR::Prod: {
-        // Valid where no scattered element is zero (y / value); zeros give NaN, never a
-        // silently wrong gradient.
+        // d y / d v is the product of the others in v's group: y / v where v is not zero;
+        // for a zero v, the group's product with v taken as 1 (0 where another zero remains),
+        // as PyTorch's.
         TP xv = x.get(n), sv = src.get(n), yv = y.get(n);
         TP hits = scatter_add(detail::zeros_like_t<P>(g), d, i, full_like(sv, 1.0));
-        TP gx = where(hits.gt(0.0), self ? g * yv / xv : detail::zeros_like_t<P>(g), g);
-        return {gx, TP(), gather(g * yv, d, i) / sv};
+        TP gx = detail::zeros_like_t<P>(g);
+        if (self) {
+          TP x_zero = xv.eq(0.0), x1 = xv.masked_fill(x_zero, 1.0);
+          TP others = scatter_reduce(x1, d, i, sv, "prod", true);  // the product without x's own zero
+          gx = where(x_zero, g * others, g * yv / x1);
+        }
+        gx = where(hits.gt(0.0), gx, g);
+        TP s_zero = sv.eq(0.0), s1 = sv.masked_fill(s_zero, 1.0);
+        TP zeros_in_group = scatter_add(detail::zeros_like_t<P>(g), d, i, s_zero.to(g.dtype()));
+        TP without_zeros = scatter_reduce(xv, d, i, s1, "prod", self);
+        TP g_zero = where(gather(zeros_in_group, d, i).gt(1.0), 0.0, gather(g * without_zeros, d, i));
+        return {gx, TP(), where(s_zero, g_zero, gather(g * yv, d, i) / s1)};
       }
     }
     return {};
