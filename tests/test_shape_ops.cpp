@@ -122,6 +122,23 @@ TEST_CASE("scatter_reduce amax/amin: a NaN result's gradient goes to the NaN ele
   }
 }
 
+TEST_CASE("masked_fill keeps integer tensors exact (the value is made an element first)") {
+  // Through f32, 2^31 - 1 rounds to 2^31 and 2^53 + 1 to 2^53.
+  Tensor i32 = tensor<int64_t>({2147483647, -2147483647, 7}).to(DType::I32);
+  Tensor mask = tensor<int64_t>({0, 0, 1}).ne(0);
+  for (Scalar v : {Scalar(3.0), Scalar(int64_t{3})}) {
+    Tensor r = i32.masked_fill(mask, v);
+    CHECK(r.dtype() == DType::I32);
+    CHECK(r[0].item<int32_t>() == 2147483647);
+    CHECK(r[1].item<int32_t>() == -2147483647);
+    CHECK(r[2].item<int32_t>() == 3);
+  }
+  Tensor i64 = tensor<int64_t>({(int64_t{1} << 53) + 1, 5});
+  CHECK(i64.masked_fill(tensor<int64_t>({0, 1}).ne(0), 2.0)[0].item<int64_t>() == (int64_t{1} << 53) + 1);
+  CHECK(i32.masked_fill(mask, 2.5)[2].item<int32_t>() == 2);  // truncated, as PyTorch
+  CHECK_THROWS_AS(i32.masked_fill(mask, 3e9), Error);          // no i32 value
+}
+
 // gather and the count-free scatters walk rows of the index's last dim (a typed loop per row,
 // in parallel when d is the last dim). Checked against plain loops over positions on every
 // dim, with a strided input, an index smaller than the input, both index dtypes and a scalar

@@ -338,10 +338,7 @@ class BasicTensor {
   BasicTensor where(const BasicTensor& cond, const BasicTensor& other) const {
     return wrap(dispatch<P>(ops::Where{}, cond.impl(), impl(), other.impl()));
   }
-  BasicTensor masked_fill(const BasicTensor& mask, Scalar v) const {
-    detail::check_scalar_fits(v, dtype(), "masked_fill");
-    return scalar_like(v).where(mask, *this).to(dtype());
-  }
+  BasicTensor masked_fill(const BasicTensor& mask, Scalar v) const;
 
   // ---- reductions -----------------------------------------------------------------------------
 #define EMBER_REDUCE_OP(E, n, r)                                                                      \

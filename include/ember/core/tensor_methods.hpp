@@ -239,6 +239,15 @@ BasicTensor<P> BasicTensor<P>::logsumexp(const Shape& dims, bool keepdim) const 
   return keepdim ? r : r.reshape(detail::reduced_shape(impl(), dims, false, "logsumexp"));
 }
 
+/// The value is made an element of this tensor's dtype first (as PyTorch), so that the
+/// selection stays in that dtype: a float Scalar against an integer tensor would otherwise
+/// promote the whole result to f32 and back, rounding integers above 2^24.
+template <class P>
+BasicTensor<P> BasicTensor<P>::masked_fill(const BasicTensor& mask, Scalar v) const {
+  detail::check_scalar_fits(v, dtype(), "masked_fill");
+  return wrap(detail::make_scalar_tensor(v, dtype(), device())).where(mask, *this);
+}
+
 template <class P>
 BasicTensor<P> BasicTensor<P>::norm(double p, const Shape& dims, bool keepdim) const {
   EMBER_CHECK(is_floating_point(), "[norm] needs a floating tensor, got {}", dtype());
