@@ -304,6 +304,7 @@ TEST_CASE("gradcheck: indexing, data movement and composites") {
       {"std", [](const Inputs& x) { return x[0].std(); }, {uniform({3, 4}, d)}},
       {"logsumexp", [](const Inputs& x) { return x[0].logsumexp({1}); }, {uniform({3, 4}, d)}},
       {"norm p=3", [](const Inputs& x) { return x[0].norm(3.0, {1}); }, {uniform({3, 4}, d)}},
+      {"norm p=0 (a count: zero gradient)", [](const Inputs& x) { return x[0].norm(0.0, {1}); }, {uniform({3, 4}, d)}},
       {"einsum", [](const Inputs& x) { return einsum("ij,jk->ik", std::vector<Tensor>{x[0], x[1]}); },
        {uniform({3, 4}, d), uniform({4, 2}, d)}},
       {"einsum diagonal", [](const Inputs& x) { return einsum("bii,bi->b", std::vector<Tensor>{x[0], x[1]}); },

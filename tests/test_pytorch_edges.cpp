@@ -570,3 +570,40 @@ TEST_CASE("edge gradients: lerp's are PyTorch's g (1 - w), g w, g (end - start),
   CHECK(std::signbit(vals(e.grad())[1]));
   check_vals(tensor<double>({1, 1}).lerp(tensor<double>({3, 3}), tensor<double>({0.25, 0.75})), {1.5, 2.5}, 0);
 }
+
+TEST_CASE("edge gradients: sign, floor, ceil, round and trunc pass exact +0, whatever the incoming gradient") {
+  // PyTorch's derivative is zeros_like(grad): +0 also for a negative, infinite or NaN grad
+  // (g * 0 would give -0 and NaN there), and a 0-norm (a count) takes the same zero.
+  for (int op = 0; op < 5; ++op) {
+    CAPTURE(op);
+    Tensor x = tensor<double>({-1.5, 0.25, 2.5}).requires_grad_();
+    Tensor y = op == 0 ? x.sign() : op == 1 ? x.floor() : op == 2 ? x.ceil() : op == 3 ? x.round() : x.trunc();
+    y.backward(tensor<double>({-2.0, -kInf, kNaN}));
+    for (double g : vals(x.grad())) {
+      CHECK(g == 0);
+      CHECK(!std::signbit(g));
+    }
+  }
+  Tensor x = tensor<double>({-1.5, 0.0, kNaN, 2.0}).requires_grad_();
+  Tensor n = x.norm(0.0);
+  CHECK(n.item<double>() == 3);  // NaN counts, as PyTorch
+  n.backward(full({}, -1.0, TensorOptions(DType::F64)));
+  for (double g : vals(x.grad())) {
+    CHECK(g == 0);
+    CHECK(!std::signbit(g));
+  }
+}
+
+TEST_CASE("f16/bf16 norms sum in f32 and round once, as PyTorch 2") {
+  // sum |x|^3 = 2.008e6 is beyond f16's 65504; the norm, 126.1, is not.
+  for (DType t : {DType::F16, DType::BF16}) {
+    Tensor x = tensor<double>({100, -100, 20}).to(t);
+    for (double p : {3.0, 2.0, 0.5}) {
+      CAPTURE(p);
+      Tensor n = x.norm(p);
+      CHECK(n.dtype() == t);
+      const double want = std::pow(2 * std::pow(100.0, p) + std::pow(20.0, p), 1 / p);
+      CHECK(n.item<double>() == doctest::Approx(want).epsilon(t == DType::F16 ? 1e-3 : 8e-3));
+    }
+  }
+}

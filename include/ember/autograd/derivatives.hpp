@@ -175,7 +175,8 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
     switch (u) {
       case U::Neg: return {g.neg()};
       case U::Abs: return {g * X().sign()};
-      case U::Sign: case U::Floor: case U::Ceil: case U::Round: case U::Trunc: return {g.mul(0.0)};
+      // Exact zeros, as PyTorch's (g * 0 would give -0 for a negative g and NaN for inf).
+      case U::Sign: case U::Floor: case U::Ceil: case U::Round: case U::Trunc: return {detail::zeros_like_t<P>(g)};
       case U::Frac: return {g};
       case U::Exp: return {g * Y()};
       case U::Exp2: return {g * Y() * std::log(2.0)};

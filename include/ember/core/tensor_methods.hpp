@@ -252,6 +252,8 @@ template <class P>
 BasicTensor<P> BasicTensor<P>::norm(double p, const Shape& dims, bool keepdim) const {
   EMBER_CHECK(is_floating_point(), "[norm] needs a floating tensor, got {}", dtype());
   EMBER_CHECK(!std::isnan(p), "[norm] p is NaN");
+  // f16/bf16 in f32, rounded once (as PyTorch 2): sum |x|^3 of f16 100s overflows f16.
+  if (dtype() == DType::F16 || dtype() == DType::BF16) return to(DType::F32).norm(p, dims, keepdim).to(dtype());
   if (p == 1) return norm1(dims, keepdim);
   if (p == 2) return norm2(dims, keepdim);
   if (std::isinf(p) && p > 0) {
@@ -262,7 +264,8 @@ BasicTensor<P> BasicTensor<P>::norm(double p, const Shape& dims, bool keepdim) c
     return norm_inf(dims, keepdim);
   }
   if (std::isinf(p)) return abs().amin(dims, keepdim);     // p = -inf: the smallest |x|
-  if (p == 0) return ne(0.0).sum(dims, keepdim).to(dtype());  // the count of non-zeros (no gradient)
+  // The count of non-zeros (NaN counts), with PyTorch's zero gradient: sign's derivative is 0.
+  if (p == 0) return sign().abs().masked_fill(isnan(), 1.0).sum(dims, keepdim);
   // (sum |x|^p)^(1/p), with PyTorch's zero gradients where the derivative is infinite: at
   // x = 0 for p < 1 (of |x|^p), at a zero norm for p > 1 (of s^(1/p)).
   BasicTensor a = abs();
