@@ -400,6 +400,12 @@ TEST_CASE("pooling: no window along a dim is refused, with and without ceil_mode
   CHECK_THROWS_WITH_AS(nn::F::avg_pool2d(randn({1, 1, 1, 3}), {4, 2}, {3, 3}, {0, 1}, true), doctest::Contains("output size"),
                        Error);
   CHECK_THROWS_WITH_AS(nn::F::avg_pool2d(randn({1, 3, 2}), {1, 4}, {1, 2}), doctest::Contains("output size"), Error);
+  // 3-d average pooling also refuses an input smaller than the kernel where padding or
+  // ceil_mode would still give a window (PyTorch's avg_pool3d does; its 1-d/2-d do not).
+  CHECK_THROWS_WITH_AS(nn::F::avg_pool3d(randn({1, 1, 2, 1, 2}), {2, 2, 2}, {2, 2, 2}, {1, 0, 0}, true),
+                       doctest::Contains("smaller than the kernel: 1 < 2 in spatial dim 1"), Error);
+  CHECK(nn::F::avg_pool3d(randn({1, 1, 2, 2, 2}), {2, 2, 2}, {2, 2, 2}, {1, 0, 0}, true).sizes() == Shape{1, 1, 2, 1, 1});
+  CHECK(nn::F::avg_pool2d(randn({1, 1, 1, 2}), {2, 2}, {2, 2}, {1, 0}, true).sizes() == Shape{1, 1, 1, 1});
   // The largest kernel that still fits keeps its one window.
   CHECK(nn::F::max_pool2d(x, {3, 3}, {2, 2}, {0, 0}, {1, 1}, true).sizes() == Shape{1, 1, 3, 1});
 }

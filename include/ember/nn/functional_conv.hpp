@@ -540,6 +540,12 @@ BasicTensor<P> avg_pool_nd(const BasicTensor<P>& x, int nd, IntArgs kernel, IntA
   for (int d = 0; d < nd; ++d)
     EMBER_CHECK(2 * g.pad_before[d] <= g.kernel[d], "[{}] padding {} must be at most half the kernel size {}", op,
                 g.pad_before[d], g.kernel[d]);
+  // PyTorch's 3-d average pooling (alone among the poolings) refuses an input smaller than
+  // the kernel in any dim, padding aside.
+  if (nd == 3)
+    for (int d = 0; d < nd; ++d)
+      EMBER_CHECK(xb.size(2 + d) >= g.kernel[d], "[{}] input of shape {} is smaller than the kernel: {} < {} in spatial dim {}",
+                  op, x.sizes(), xb.size(2 + d), g.kernel[d], d);
   std::array<int64_t, 3> sym_after = g.pad_after;
   if (ceil_mode) apply_ceil_mode(g, xb.sizes(), nd);
   check_pool_output(g, xb.sizes(), nd, op);
