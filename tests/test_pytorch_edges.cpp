@@ -584,6 +584,21 @@ TEST_CASE("edge gradients: sign, floor, ceil, round and trunc pass exact +0, wha
       CHECK(!std::signbit(g));
     }
   }
+  // The same for the piecewise-constant binary ops: floor/trunc division, copysign's sign
+  // operand.
+  for (int op = 0; op < 3; ++op) {
+    CAPTURE(op);
+    Tensor a = tensor<double>({3, 5}).requires_grad_(), b = tensor<double>({2, -2}).requires_grad_();
+    Tensor y = op == 0 ? a.div(b, "floor") : op == 1 ? a.div(b, "trunc") : a.copysign(b);
+    y.backward(tensor<double>({-1.0, kInf}));
+    for (const Tensor& t : {a, b}) {
+      if (op == 2 && t.is_same(a)) continue;  // copysign's magnitude operand takes +-g
+      for (double g : vals(t.grad())) {
+        CHECK(g == 0);
+        CHECK(!std::signbit(g));
+      }
+    }
+  }
   Tensor x = tensor<double>({-1.5, 0.0, kNaN, 2.0}).requires_grad_();
   Tensor n = x.norm(0.0);
   CHECK(n.item<double>() == 3);  // NaN counts, as PyTorch

@@ -341,9 +341,9 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
         if (nb) gb = to_b(g.neg() * (A() / bv / bv));
         break;
       }
-      case B::DivTrunc: case B::DivFloor:
-        if (na) ga = to_a(g.mul(0.0));
-        if (nb) gb = to_b(g.mul(0.0));
+      case B::DivTrunc: case B::DivFloor:  // exact zeros, as PyTorch's (as the unary rounding ops)
+        if (na) ga = to_a(detail::zeros_like_t<P>(g));
+        if (nb) gb = to_b(detail::zeros_like_t<P>(g));
         break;
       case B::Remainder:
         if (na) ga = to_a(g);
@@ -399,12 +399,12 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
       case B::Copysign: {
         TP av = A();
         if (na) ga = to_a(where(av.eq(0.0), 0.0, g * (y.get(n) / av)));
-        if (nb) gb = to_b(g.mul(0.0));
+        if (nb) gb = to_b(detail::zeros_like_t<P>(g));
         break;
       }
       case B::ReluBackward:  // linear in the gradient, piecewise constant in the mask
         if (na) ga = to_a(g.relu_backward(Bv()));
-        if (nb) gb = to_b(g.mul(0.0));
+        if (nb) gb = to_b(detail::zeros_like_t<P>(g));
         break;
       case B::GeluBackward: {  // gelu''(x) = phi(x) (2 - x^2)
         TP xv = Bv();
