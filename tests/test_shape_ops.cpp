@@ -122,6 +122,25 @@ TEST_CASE("scatter_reduce amax/amin: a NaN result's gradient goes to the NaN ele
   }
 }
 
+TEST_CASE("scatter_reduce prod: a zero's gradient with another zero in its group is 0, NaN beside an infinity") {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double x0 : {2.0, inf}) {
+    CAPTURE(x0);
+    Tensor x = tensor<double>({x0}).requires_grad_();
+    Tensor src = tensor<double>({0, 0, 3}).requires_grad_();
+    scatter_reduce(x, 0, tensor<int64_t>({0, 0, 0}), src, "prod").sum().backward();
+    for (int64_t k = 0; k < 2; ++k) {
+      const double g = src.grad()[k].item<double>();
+      if (std::isinf(x0)) {
+        CHECK(std::isnan(g));
+      } else {
+        CHECK(g == 0);
+        CHECK(!std::signbit(g));
+      }
+    }
+  }
+}
+
 TEST_CASE("masked_fill keeps integer tensors exact (the value is made an element first)") {
   // Through f32, 2^31 - 1 rounds to 2^31 and 2^53 + 1 to 2^53.
   Tensor i32 = tensor<int64_t>({2147483647, -2147483647, 7}).to(DType::I32);

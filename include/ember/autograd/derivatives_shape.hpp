@@ -218,7 +218,10 @@ void Recorder<P>::record(const ops::Scatter& op, const TensorRef& out, const Ten
         TP s_zero = sv.eq(0.0), s1 = sv.masked_fill(s_zero, 1.0);
         TP zeros_in_group = scatter_add(detail::zeros_like_t<P>(g), d, i, s_zero.to(g.dtype()));
         TP without_zeros = scatter_reduce(xv, d, i, s1, "prod", self);
-        TP g_zero = where(gather(zeros_in_group, d, i).gt(1.0), 0.0, gather(g * without_zeros, d, i));
+        // With another zero in the group the product of the others is 0, or NaN where the
+        // rest holds an infinity (inf * 0).
+        TP gw = gather(g * without_zeros, d, i);
+        TP g_zero = where(gather(zeros_in_group, d, i).gt(1.0), where(gw.isfinite(), 0.0, gw * 0.0), gw);
         return {gx, TP(), where(s_zero, g_zero, gather(g * yv, d, i) / s1)};
       }
     }
