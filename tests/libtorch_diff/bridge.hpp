@@ -90,6 +90,39 @@ struct Result {
 ///   einsum (operands; text = equation)       unfold (x; kernel h w, dilation h w, padding h w, stride h w)
 ///   fold (cols; output h w, kernel h w, dilation h w, padding h w, stride h w)
 ///   embedding_bag (indices, weight, offsets; mode (sum mean max), include_last_offset)
+/// calls_more.cpp's (a dim of -9 stands for none: all dims, or the flattened tensor):
+///   scatter (x, index, src; dim)       scatter_value (x, index; dim, value)
+///   scatter_reduce (x, index, src; dim, reduce (sum prod mean amax amin), include_self)
+///   index_add (x, index, src; dim, alpha)       index_copy (x, index, src; dim)
+///   index_put (x, indices..., values; accumulate)       masked_fill (x, mask; value)
+///   flip (x; dims as a bit mask)       roll (x; shift, dim)       repeat_interleave (x; repeats, dim)
+///   repeat (x; repeats...)       tril triu diag (x; k)       diagonal (x; offset, dim0, dim1)
+///   pixel_shuffle pixel_unshuffle channel_shuffle (x; factor or groups)
+///   norm (x; p, dim, keepdim)       var_mean (x; dim, correction) -> var, mean       one_hot (x; classes)
+///   mse_loss l1_loss soft_margin_loss (x, y; reduction)       hinge_embedding_loss (x, y; margin, reduction)
+///   binary_cross_entropy (p, y[, weight]; reduction)
+///   margin_ranking_loss cosine_embedding_loss (a, b, y; margin, reduction)
+///   triplet_margin_loss (a, p, n; margin, norm p, eps, swap, reduction)
+///   multi_margin_loss (x, target, weight or empty; p, margin, reduction)
+///   multilabel_margin_loss (x, target; reduction)       poisson_nll_loss (x, y; log_input, full, eps, reduction)
+///   ctc_loss (logits (T, N, C), targets, input lengths, target lengths; blank, reduction, zero_infinity):
+///     log_softmax over C first, so that the gradients compared are the logits' (libtorch's
+///     gradient for log_probs assumes they are normalised: it adds exp(log_probs))
+///   conv1d (x, w[, b]; stride, padding, dilation, groups)
+///   conv_transpose1d (x, w, b; stride, padding, output_padding, groups, dilation)
+///   max_pool1d (x; kernel, stride, padding, dilation, ceil) -> values, indices
+///   avg_pool1d (x; kernel, stride, padding, ceil, count_include_pad)
+///   adaptive_avg_pool1d (x; out)       adaptive_max_pool1d (x; out) -> values, indices
+///   conv3d (x, w, b; stride d h w, padding d h w, dilation d h w, groups)
+///   max_pool3d (x; kernel, stride, padding, dilation (3 each), ceil) -> values, indices
+///   avg_pool3d (x; kernel, stride, padding (3 each), ceil, count_include_pad, divisor or 0)
+///   max_unpool2d (x, indices; out h w)       instance_norm (x[, w, b]; eps)
+///   embedding (weight, indices; padding_idx (-1: none; below: from the end), scale_grad_by_freq)
+///   cosine_similarity (a, b; dim, eps)       pairwise_distance (a, b; p, eps, keepdim)
+///   glu (x; dim)       prelu (x, w)       sdpa (q, k, v[, mask]; causal, scale or 0)
+///   lstm (x, h0, c0, weights...; layers, bidirectional, batch_first, bias) -> output, h_n, c_n
+///   gru rnn_tanh rnn_relu (x, h0, weights...; the same) -> output, h_n
+///     (weights in PyTorch's flat order: per layer and direction w_ih, w_hh[, b_ih, b_hh])
 
 /// Named calls with grad: whether floating input i of op takes a gradient (not the running
 /// statistics of batch_norm, nor the class weights of the losses, which PyTorch does not
@@ -97,7 +130,8 @@ struct Result {
 inline bool differentiable_input(const std::string& op, size_t i) {
   if (op == "batch_norm") return i != 1 && i != 2;
   if (op == "cross_entropy" || op == "nll_loss") return i == 0;
-  if (op == "bce_with_logits") return i < 2;  // not weight nor pos_weight
+  if (op == "bce_with_logits" || op == "binary_cross_entropy") return i < 2;  // not weight nor pos_weight
+  if (op == "multi_margin_loss" || op == "soft_margin_loss") return i == 0;
   return true;
 }
 

@@ -220,6 +220,142 @@ Result named(const Call& c) {
   if (op == "round_decimals") return one(x.round(arg(0)));
   if (op == "to") return one(x.to(static_cast<ember::DType>(arg(0))));
   if (op == "matmul") return one(ember::matmul(in.at(0), in.at(1)));
+  // calls_more.cpp's families.
+  auto dim_or_all = [&](size_t i) { return arg(i) == -9 ? std::optional<int64_t>() : std::optional<int64_t>(arg(i)); };
+  if (op == "scatter") return one(x.scatter(arg(0), in.at(1), in.at(2)));
+  if (op == "scatter_value") return one(x.scatter(arg(0), in.at(1), ember::Scalar(c.args.at(1))));
+  if (op == "scatter_reduce") {
+    static const char* const reduce[] = {"sum", "prod", "mean", "amax", "amin"};
+    return one(ember::scatter_reduce(x, arg(0), in.at(1), in.at(2), reduce[arg(1)], arg(2) != 0));
+  }
+  if (op == "index_add") return one(x.index_add(arg(0), in.at(1), in.at(2), ember::Scalar(c.args.at(1))));
+  if (op == "index_copy") return one(x.index_copy(arg(0), in.at(1), in.at(2)));
+  if (op == "index_put") {
+    std::vector<ember::Tensor> idx(in.begin() + 1, in.end() - 1);
+    return one(ember::index_put(x, idx, in.back(), arg(0) != 0));
+  }
+  if (op == "masked_fill") return one(x.masked_fill(in.at(1), ember::Scalar(c.args.at(0))));
+  if (op == "flip") {
+    ember::Shape dims;
+    for (int64_t k = 0; k < x.dim(); ++k)
+      if (arg(0) >> k & 1) dims.push_back(k);
+    return one(x.flip(dims));
+  }
+  if (op == "roll") return one(x.roll(arg(0), dim_or_all(1)));
+  if (op == "repeat_interleave") return one(x.repeat_interleave(arg(0), dim_or_all(1)));
+  if (op == "repeat") return one(x.repeat(ember::Shape(ember::IntArrayRef(ints(0, c.args.size())))));
+  if (op == "tril") return one(x.tril(arg(0)));
+  if (op == "triu") return one(x.triu(arg(0)));
+  if (op == "diag") return one(x.diag(arg(0)));
+  if (op == "diagonal") return one(x.diagonal(arg(0), arg(1), arg(2)));
+  if (op == "pixel_shuffle") return one(F::pixel_shuffle(x, arg(0)));
+  if (op == "pixel_unshuffle") return one(F::pixel_unshuffle(x, arg(0)));
+  if (op == "channel_shuffle") return one(F::channel_shuffle(x, arg(0)));
+  if (op == "norm")
+    return one(arg(1) == -9 ? x.norm(c.args.at(0), ember::Shape{}, arg(2) != 0) : x.norm(c.args.at(0), arg(1), arg(2) != 0));
+  if (op == "var_mean") return two(x.var_mean({arg(0)}, c.args.at(1), false));
+  if (op == "one_hot") return one(ember::one_hot(x, arg(0)));
+  if (op == "mse_loss") return one(F::mse_loss(x, in.at(1), reductions[arg(0)]));
+  if (op == "l1_loss") return one(F::l1_loss(x, in.at(1), reductions[arg(0)]));
+  if (op == "soft_margin_loss") return one(F::soft_margin_loss(x, in.at(1), reductions[arg(0)]));
+  if (op == "hinge_embedding_loss") return one(F::hinge_embedding_loss(x, in.at(1), c.args.at(0), reductions[arg(1)]));
+  if (op == "binary_cross_entropy") return one(F::binary_cross_entropy(x, in.at(1), opt(2), reductions[arg(0)]));
+  if (op == "margin_ranking_loss")
+    return one(F::margin_ranking_loss(x, in.at(1), in.at(2), c.args.at(0), reductions[arg(1)]));
+  if (op == "cosine_embedding_loss")
+    return one(F::cosine_embedding_loss(x, in.at(1), in.at(2), c.args.at(0), reductions[arg(1)]));
+  if (op == "triplet_margin_loss")
+    return one(F::triplet_margin_loss(x, in.at(1), in.at(2), c.args.at(0), c.args.at(1), c.args.at(2), arg(3) != 0,
+                                      reductions[arg(4)]));
+  if (op == "multi_margin_loss")
+    return one(F::multi_margin_loss(x, in.at(1), arg(0), c.args.at(1), opt(2), reductions[arg(2)]));
+  if (op == "multilabel_margin_loss") return one(F::multilabel_margin_loss(x, in.at(1), reductions[arg(0)]));
+  if (op == "poisson_nll_loss")
+    return one(F::poisson_nll_loss(x, in.at(1), arg(0) != 0, arg(1) != 0, c.args.at(2), reductions[arg(3)]));
+  if (op == "ctc_loss") {
+    auto lengths = [&](size_t i) {
+      std::vector<int64_t> v(static_cast<size_t>(in.at(i).numel()));
+      for (size_t k = 0; k < v.size(); ++k) v[k] = in.at(i).data_ptr<int64_t>()[k];
+      return v;
+    };
+    return one(F::ctc_loss(x.log_softmax(2), in.at(1), lengths(2), lengths(3), arg(0), reductions[arg(1)], arg(2) != 0));
+  }
+  if (op == "conv1d") return one(F::conv1d(x, in.at(1), bias(2), ints(0, 1), ints(1, 1), ints(2, 1), arg(3)));
+  if (op == "conv_transpose1d")
+    return one(F::conv_transpose1d(x, in.at(1), bias(2), ints(0, 1), ints(1, 1), ints(2, 1), arg(3), ints(4, 1)));
+  if (op == "max_pool1d") return two(F::max_pool1d_with_indices(x, ints(0, 1), ints(1, 1), ints(2, 1), ints(3, 1), arg(4) != 0));
+  if (op == "avg_pool1d") return one(F::avg_pool1d(x, ints(0, 1), ints(1, 1), ints(2, 1), arg(3) != 0, arg(4) != 0));
+  if (op == "adaptive_avg_pool1d") return one(F::adaptive_avg_pool1d(x, arg(0)));
+  if (op == "adaptive_max_pool1d") return two(F::adaptive_max_pool1d_with_indices(x, arg(0)));
+  if (op == "conv3d") return one(F::conv3d(x, in.at(1), bias(2), ints(0, 3), ints(3, 3), ints(6, 3), arg(9)));
+  if (op == "max_pool3d")
+    return two(F::max_pool3d_with_indices(x, ints(0, 3), ints(3, 3), ints(6, 3), ints(9, 3), arg(12) != 0));
+  if (op == "avg_pool3d")
+    return one(F::avg_pool3d(x, ints(0, 3), ints(3, 3), ints(6, 3), arg(9) != 0, arg(10) != 0,
+                             arg(11) != 0 ? std::optional<int64_t>(arg(11)) : std::nullopt));
+  if (op == "max_unpool2d") {
+    // A kernel that makes (oh, ow) the default output size at stride 1 (libtorch's ATen op
+    // takes the size alone).
+    const F::IntArgs kernel = {arg(0) - x.size(-2) + 1, arg(1) - x.size(-1) + 1};
+    return one(F::max_unpool2d(x, in.at(1), kernel, {1, 1}, {0}, ints(0, 2)));
+  }
+  if (op == "instance_norm") return one(F::instance_norm(x, opt(1), opt(2), c.args.at(0)));
+  if (op == "embedding") {
+    const std::optional<int64_t> padding = arg(0) == -1 ? std::nullopt : std::optional<int64_t>(arg(0));
+    return one(F::embedding(in.at(1), x, padding, std::nullopt, 2.0, arg(1) != 0));
+  }
+  if (op == "cosine_similarity") return one(F::cosine_similarity(x, in.at(1), arg(0), c.args.at(1)));
+  if (op == "pairwise_distance") return one(F::pairwise_distance(x, in.at(1), c.args.at(0), c.args.at(1), arg(2) != 0));
+  if (op == "glu") return one(F::glu(x, arg(0)));
+  if (op == "prelu") return one(F::prelu(x, in.at(1)));
+  if (op == "sdpa")
+    return one(F::scaled_dot_product_attention(x, in.at(1), in.at(2), opt(3), 0.0, arg(0) != 0,
+                                               c.args.at(1) != 0 ? std::optional<double>(c.args.at(1)) : std::nullopt));
+  if (op == "lstm" || op == "gru" || op == "rnn_tanh" || op == "rnn_relu") {
+    // The module with the given weights copied in; its parameters' gradients are reported
+    // in the inputs' order (after x, h0[, c0]).
+    const bool lstm = op == "lstm";
+    const size_t first = lstm ? 3 : 2;
+    ember::nn::RNNOptions o(x.size(-1), in.at(1).size(-1));
+    o.num_layers(arg(0)).bidirectional(arg(1) != 0).batch_first(arg(2) != 0).bias(arg(3) != 0);
+    if (op == "rnn_relu") o.nonlinearity("relu");
+    auto run = [&](auto module, auto forward) {
+      module->to(x.dtype());
+      std::vector<ember::Tensor> params = module->parameters();
+      if (params.size() != in.size() - first) throw std::logic_error("ember_side: " + op + ": weight count");
+      {
+        ember::NoGradGuard no_grad;
+        for (size_t k = 0; k < params.size(); ++k) params[k].copy_(in[first + k]);
+      }
+      std::vector<ember::Tensor> outs = forward(module);
+      if (!c.grad) {
+        r.out = from_ember(outs[0]);
+        for (size_t k = 1; k < outs.size(); ++k) r.more.push_back(from_ember(outs[k]));
+        return r;
+      }
+      ember::Tensor w = ember::arange(1, outs[0].numel() + 1).to(outs[0].dtype()).view(outs[0].sizes());
+      (outs[0] * w).sum().backward();
+      auto grad_of = [](const ember::Tensor& t) { return from_ember(t.grad().defined() ? t.grad() : ember::zeros_like(t)); };
+      r.out = grad_of(in[0]);
+      for (size_t k = 1; k < first; ++k) r.more.push_back(grad_of(in[k]));
+      for (const ember::Tensor& p : params) r.more.push_back(grad_of(p));
+      return r;
+    };
+    if (lstm)
+      return run(ember::nn::LSTM(o), [&](auto& m) {
+        auto [y, state] = m->forward(x, std::make_pair(in.at(1), in.at(2)));
+        return std::vector<ember::Tensor>{y, state.first, state.second};
+      });
+    if (op == "gru")
+      return run(ember::nn::GRU(o), [&](auto& m) {
+        auto [y, h] = m->forward(x, in.at(1));
+        return std::vector<ember::Tensor>{y, h};
+      });
+    return run(ember::nn::RNN(o), [&](auto& m) {
+      auto [y, h] = m->forward(x, in.at(1));
+      return std::vector<ember::Tensor>{y, h};
+    });
+  }
   throw std::runtime_error("ember_side: no named op " + op);
 }
 

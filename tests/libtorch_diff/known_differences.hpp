@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace ediff {
 
@@ -26,12 +27,28 @@ struct Element {
   /// For f32 normalisations: the same call's f64 result (which both libraries agree on), to
   /// tell rounding from error. NaN when not computed.
   double ref64 = std::numeric_limits<double>::quiet_NaN();
+  int64_t index = 0;  ///< the element's position in its output (row-major)
+  int output = 0;     ///< which output: 0 the first (for gradients: the first input's), 1 the next, ...
+  double largest = 0;  ///< gradients: the largest finite |value| of libtorch's output
 };
+
+/// Named calls over an (R, C) first input reduced along dim (0 or 1), as var_mean: whether
+/// the slice behind the output element holds a value meeting pred (for a gradient, whose
+/// shape is the input's, the slice through the element).
+inline bool slice_has(const Call& c, const Element& e, int dim, bool (*pred)(double)) {
+  const Buf& x = c.ins.at(0);
+  if (x.shape.size() != 2) return false;
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  const int64_t line = c.grad ? (dim == 0 ? e.index % cols : e.index / cols) : e.index;
+  for (int64_t k = 0; k < (dim == 0 ? rows : cols); ++k)
+    if (pred(x.at(dim == 0 ? k * cols + line : line * cols + k))) return true;
+  return false;
+}
 
 /// The normalisations, whose f32 results lose digits to cancellation when the variance is
 /// small next to eps: there the two libraries' rounding is compared with the f64 result.
 inline bool is_normalisation(const std::string& op) {
-  return op == "layer_norm" || op == "group_norm" || op == "batch_norm";
+  return op == "layer_norm" || op == "group_norm" || op == "batch_norm" || op == "instance_norm";
 }
 
 /// Whether the element's first-input value occurs elsewhere in that input (a tie).
@@ -130,7 +147,8 @@ inline const char* known_call(const Call& c, const std::string& category, const 
       torch.error.find("step must be nonzero") != std::string::npos)
     return "an integer arange with non-integer arguments: libtorch 1.13 truncates all three first (step 0.1 -> 0: "
            "refused); PyTorch 2 and Ember count ceil((end - start) / step) from the arguments as given";
-  if (category == "accept" && !ember.ok && torch.ok && c.op == "conv_transpose2d" && torch.out.numel() == 0 &&
+  if (category == "accept" && !ember.ok && torch.ok && (c.op == "conv_transpose1d" || c.op == "conv_transpose2d") &&
+      torch.out.numel() == 0 &&
       ember.error.find("output size 0 ") != std::string::npos)
     return "an output size of 0: libtorch 2.x returns an empty tensor on some paths (oneDNN) and refuses on others, "
            "libtorch 1.13 refuses; Ember refuses";
@@ -141,9 +159,24 @@ inline const char* known_call(const Call& c, const std::string& category, const 
        ember.error.find("more than 1 value per group") != std::string::npos))
     return "one value per channel (group) while training: Ember refuses, as PyTorch's torch.nn.functional does; the "
            "ATen op called here does not check";
-  if (category == "accept" && !ember.ok && c.op == "max_pool2d" &&
+  if (category == "accept" && !ember.ok && (c.op == "max_pool1d" || c.op == "max_pool2d" || c.op == "max_pool3d") &&
       ember.error.find("a window reads only padding") != std::string::npos)
     return "a max-pooling window that reads only padding: libtorch returns -inf there, Ember refuses the geometry";
+  if (category == "accept" && ember.ok && v1() && c.op == "diag" && c.ins.at(0).shape.size() == 2 &&
+      torch.error.find("integer multiplication overflow") != std::string::npos)
+    return "the diagonal of a matrix beyond its corner: libtorch 1.13 fails computing a negative size; PyTorch 2 and "
+           "Ember return an empty tensor";
+  if (category == "accept" && ember.ok && c.op == "one_hot" && c.ins.at(0).dt == DT::I32) {
+    // Only labels valid for int64 (libtorch checks the dtype before the values).
+    bool valid = true;
+    for (int64_t i = 0; i < c.ins[0].numel(); ++i)
+      valid = valid && c.ins[0].at_int(i) >= 0 && (c.args.at(0) < 0 || c.ins[0].at_int(i) < c.args.at(0));
+    if (valid) return "one_hot of i32 labels: Ember takes them (C++ code often holds labels in int); PyTorch wants int64";
+  }
+  if (category == "accept" && !ember.ok && torch.ok && c.op == "index_add" &&
+      ember.error.find("is not a value of the tensor's dtype") != std::string::npos)
+    return "index_add with an alpha the integer or bool tensor cannot hold (0.5, or 2 for bool): libtorch converts "
+           "it silently (0.5 -> 0); Ember refuses, as its add does";
   if (category == "shape" && v1() && c.op == "unique" && c.ins.at(0).dt == DT::BF16 && t_has_both_zeros(torch))
     return "libtorch 1.13's bf16 unique keeps -0 and +0 apart (its f32 unique merges them, as Ember does for every "
            "dtype)";
@@ -173,9 +206,16 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
     if (op == "grid_sample" && c.args.at(1) == 0)
       return "samples reading the zeros padding: Ember's weighted sum can give -0 (a negative weight or pixel times "
              "the padding's 0), libtorch +0";
-    if ((op == "conv2d" || op == "conv_transpose2d") && (c.ins.size() == 2 || c.grad))
+    if ((op == "conv1d" || op == "conv2d" || op == "conv3d" || op == "conv_transpose1d" || op == "conv_transpose2d" ||
+         op == "sdpa" || (c.grad && op == "rnn_relu")) &&
+        (c.ins.size() == 2 || c.grad))
       return "an exact zero output without bias (a window over padding), or an exact zero gradient: Ember's sum "
              "starts from the first product (0 * -w = -0), libtorch's from +0";
+    if (v2() && c.grad && op == "binary_cross_entropy" && e.has_b && e.a == 0.5 && e.ember == 0 && e.torch == 0)
+      return "binary_cross_entropy's target gradient at p = 0.5: libtorch 2.x's -logit(p) is -0; Ember's "
+             "log(1 - p) - log(p) is +0";
+    if (c.grad && op == "norm" && e.a == 0 && e.ember == 0 && e.torch == 0)
+      return "the sign of a zero gradient of a norm (at a -0 element): x |x|^(p-2) in libtorch, masked in Ember";
     if ((op == "gelu" || op == "gelu_tanh") && std::signbit(e.ember) && e.a <= 0)
       return "gelu(x) = x * Phi(x) keeps the sign of a non-positive x (-0), as IEEE multiplication; libtorch gives +0";
     return nullptr;
@@ -189,6 +229,74 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
   if (c.grad && c.kind == Kind::Named && (op == "var" || op == "std" || op == "cumprod") && !all_finite(c.ins.at(0)))
     return "a gradient through a slice holding inf or NaN (var/std: NaN themselves; cumprod: inf * 0 terms): "
            "libtorch's closed forms and Ember's give NaN or inf at different places";
+  if (v1() && op == "norm" && !c.grad && result == DT::F16 && std::isinf(e.torch) && std::isfinite(e.ember))
+    return "an f16 norm whose sum of |x|^p overflows f16: libtorch 1.13 sums in f16; PyTorch 2 and Ember in f32";
+  auto nonfinite = [](double v) { return !std::isfinite(v); };
+  auto is_inf = [](double v) { return std::isinf(v); };
+  auto is_nan = [](double v) { return std::isnan(v); };
+  if (c.grad && op == "var_mean" && slice_has(c, e, static_cast<int>(c.args.at(0)), nonfinite))
+    return "a gradient through a slice holding inf or NaN: libtorch's closed form and Ember's give NaN or inf at "
+           "different places";
+  if (op == "var_mean" && !c.grad && e.output == 1 && std::isinf(e.ember) && std::isnan(e.torch) &&
+      slice_has(c, e, static_cast<int>(c.args.at(0)), is_inf) && !slice_has(c, e, static_cast<int>(c.args.at(0)), is_nan))
+    return "the mean of a slice holding an infinity: libtorch's var_mean updates a running mean (Welford), where "
+           "inf - inf gives NaN; Ember's mean is the infinity, as torch.mean's";
+  if (c.grad && op == "scatter_reduce" && std::isnan(e.torch) && !std::isnan(e.ember)) {
+    const double reduce = c.args.at(1);
+    if (reduce == 1 && e.output == 0 && !std::isfinite(e.a))
+      return "scatter_reduce prod's gradient for an inf or NaN element: libtorch's y / x gives NaN also where the "
+             "element is not scattered to (y = x); Ember passes the gradient there";
+    if (reduce == 3 || reduce == 4)
+      return "scatter_reduce amax/amin's gradient where a group's result is NaN: libtorch shares it among the elements "
+             "equal to NaN (none: 0 / 0); Ember gives it to the NaN elements, as max over a dim does";
+  }
+  if (c.grad && op == "scatter_reduce" && (c.args.at(1) == 3 || c.args.at(1) == 4) && c.args.at(2) == 0 &&
+      e.output == 2 && std::isfinite(e.ember) && std::isfinite(e.torch) && e.torch != 0) {
+    // The share g / n of an element tied with n - 1 others for the group's extreme: libtorch
+    // also counts the excluded input element where it equals the result (g / (n + 1)).
+    for (int n = 1; n <= 8; ++n)
+      if (std::fabs(e.torch * (n + 1) - e.ember * n) <= 1e-6 * std::fabs(e.ember * n))
+        return "scatter_reduce amax/amin without the input's values: libtorch still counts the excluded input "
+               "element among the ties for the result when it splits the gradient; Ember counts the sources only";
+  }
+  if (c.grad && op == "binary_cross_entropy" && e.has_b && (e.a == 0 || e.a == 1) && std::isinf(e.torch) &&
+      std::isfinite(e.ember))
+    return "binary_cross_entropy's gradient for the target at p = 0 or 1: libtorch's is -logit(p) = inf; Ember "
+           "differentiates the loss it computes, whose logs PyTorch and Ember clamp at -100";
+  if (c.grad && op == "binary_cross_entropy" && result == DT::F64 && (e.a == 0 || e.a == 1) &&
+      std::fabs(e.ember - e.torch) <= 1e-8 * std::fabs(e.torch))
+    return "binary_cross_entropy's gradient for p at 0 or 1, (p - y) / 1e-12: libtorch's 1e-12 is a float "
+           "(9.99999996e-13) also in f64";
+  if (c.grad && op == "ctc_loss" && std::isnan(e.torch) && e.ember == 0 && c.args.at(2) == 0)
+    return "the gradient of an infinite CTC loss (a target its input is too short for) without zero_infinity: "
+           "libtorch's is NaN; Ember's is 0, the gradient of log(0)'s logsumexp (the loss itself is inf in both)";
+  if (c.grad && op == "norm" && e.a == 0 && c.args.at(0) > 0 && c.args.at(0) < 1 && std::isnan(e.torch) &&
+      e.ember == 0 && !all_finite(c.ins.at(0)))
+    return "the gradient of a p < 1 norm at a zero element of a slice holding inf or NaN: libtorch's mask for "
+           "zeros misses there (inf * 0); Ember's 0 is the gradient it gives at zeros elsewhere, as PyTorch";
+  // Winograd F(4x4, 3x3) for f32 (ops/conv_algorithm.hpp): its transforms scale a 3x3
+  // stride-1 convolution's rounding error by ~10x over a direct sum's. Bounded here by 1e-6 of
+  // the largest possible sum of |terms| (9 C max|x| max|w|; measured: up to 3e-7 of it).
+  // Other f32 2-d convolutions sum in another order than libtorch: within 2e-7 (a few ulp)
+  // of that sum.
+  if (op == "conv2d" && !c.grad && result == DT::F32) {
+    auto max_abs = [](const Buf& b) {
+      double m = 0;
+      for (int64_t i = 0; i < b.numel(); ++i)
+        if (std::isfinite(b.at(i))) m = std::max(m, std::fabs(b.at(i)));
+      return m;
+    };
+    const std::vector<int64_t>& w = c.ins.at(1).shape;
+    const double terms = static_cast<double>(w.at(1) * w.at(2) * w.at(3)) * max_abs(c.ins.at(0)) * max_abs(c.ins.at(1));
+    const bool winograd = c.ins.at(0).shape.at(1) >= 8 && w.at(0) >= 8 && w.at(2) == 3 && w.at(3) == 3 &&
+                          c.args.at(0) == 1 && c.args.at(1) == 1 && c.args.at(4) == 1 && c.args.at(5) == 1 &&
+                          c.args.at(6) == 1;
+    if (winograd && std::fabs(e.ember - e.torch) <= 1e-6 * terms)
+      return "an f32 3x3 convolution by Winograd F(4x4, 3x3): its transforms scale the rounding error ~10x over a "
+             "direct sum's (ops/conv_algorithm.hpp)";
+    if (std::fabs(e.ember - e.torch) <= 2e-7 * terms)
+      return "an f32 convolution's sum in another order than libtorch's: a few ulp of the sum of |terms|";
+  }
   if (v1() && c.grad && op == "clamp_tensors" && std::isnan(e.a))
     return "clamp's gradient at a NaN x with tensor bounds: libtorch 1.13 gives 0; PyTorch 2 and Ember keep g";
   if (v1() && scales_by_0d(c, result))
@@ -251,6 +359,15 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
       std::fabs(e.ember - e.ref64) <= std::max(4 * std::fabs(e.torch - e.ref64), 1e-6 * (1 + std::fabs(e.ref64))))
     return "f32 sums over a channel (the weight and bias gradients): Ember's within 4x libtorch's error from the f64 "
            "result, or within 1e-6 relative of it; its shifted sums avoid the cancellation libtorch's suffer";
+  // Instance normalisation is group normalisation with a group per (sample, channel): the
+  // normalisation is the fused f64 one, the per-channel affine part composite, so the input
+  // gradient starts from dy * w rounded to f32 before the normalisation's cancellation.
+  if (op == "instance_norm" && !std::isnan(e.ref64) &&
+      std::fabs(e.ember - e.ref64) <=
+          std::max({4 * std::fabs(e.torch - e.ref64), 1e-6 * (1 + std::fabs(e.ref64)), 2e-6 * e.largest}))
+    return "f32 instance normalisation: Ember's error from the f64 result within 4x libtorch's, 1e-6 relative, or "
+           "2e-6 of the largest gradient (a quarter of the bound other ops' gradients are held to; its per-channel "
+           "affine part is composite: dy * w is rounded to f32 before the normalisation's backward cancels)";
   if (op == "group_norm" && !std::isnan(e.ref64) &&
       std::fabs(e.ember - e.ref64) <= 8 * std::max(std::fabs(e.torch - e.ref64), 1e-6 * (1 + std::fabs(e.ref64))))
     return "f32 cancellation in the per-channel weight and bias gradients (the affine part is composite here, its "

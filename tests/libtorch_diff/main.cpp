@@ -12,10 +12,8 @@
 //
 // Usage: ember-vs-libtorch [--filter OP] [--verbose]
 
-#include "bridge.hpp"
+#include "harness.hpp"
 #include "known_differences.hpp"
-
-#include "../support/op_table.hpp"
 
 #include <ember/core/half.hpp>
 
@@ -81,14 +79,6 @@ int64_t Buf::at_int(int64_t i) const {
 }
 
 namespace {
-
-// ---- inputs ---------------------------------------------------------------------------------------
-/// A value of an input: integers exactly, floating values as doubles.
-struct Val {
-  double f = 0;
-  int64_t i = 0;
-};
-
 template <class T>
 void store(Buf& b, T v) {
   const size_t at = b.bytes.size();
@@ -96,6 +86,9 @@ void store(Buf& b, T v) {
   std::memcpy(b.bytes.data() + at, &v, sizeof(T));
 }
 
+}  // namespace
+
+// ---- inputs ---------------------------------------------------------------------------------------
 Buf make_buf(DT t, const std::vector<Val>& vals, std::vector<int64_t> shape) {
   Buf b;
   b.dt = t;
@@ -159,6 +152,7 @@ std::vector<Val> summable_specials(DT t) {
 }
 
 std::mt19937_64 g_rng(20261205);
+std::mt19937_64& rng() { return g_rng; }
 
 /// Restarts the input generator from `what` (an op or a family of calls), so that a call's
 /// inputs do not depend on which other calls ran: --filter reproduces a full run's call.
@@ -190,12 +184,6 @@ double tolerance(DT t, bool transcendental) {
     default: return 0;
   }
 }
-
-struct Report {
-  int calls = 0, mismatched_calls = 0, known = 0;
-  std::map<std::string, int> by_category;
-  bool verbose = false;
-};
 
 std::string describe(const Call& c) {
   std::string s = (c.grad ? "grad " : "") + c.op + "(";
@@ -309,6 +297,11 @@ void compare_output(Report& rep, const Call& c, const Buf& E, const Buf& T, bool
   auto note = [&](Tally& tl, const char* category, int64_t i, double x, double y) {
     ++tl.n;
     Element el = element(c, i, x, y);
+    el.index = i;
+    if (c.grad && dt_floating(T.dt))
+      for (int64_t k = 0; k < T.numel(); ++k)
+        if (std::isfinite(T.at(k))) el.largest = std::max(el.largest, std::fabs(T.at(k)));
+    el.output = which.empty() ? 0 : std::stoi(which.substr(which.find_last_of(' ') + 1));
     if (ref64 && ref64->numel() == E.numel()) el.ref64 = ref64->at(i);
     const char* why = known_element(c, E.dt, category, el);
     if (why) {
@@ -568,7 +561,7 @@ Buf tie_matrix(DT t) {
   return make_buf(t, v, {8, 6});
 }
 
-Buf random_buf(DT t, std::vector<int64_t> shape, ember::test::Domain dom, bool edges = true) {
+Buf random_buf(DT t, std::vector<int64_t> shape, ember::test::Domain dom, bool edges) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::vector<Val> v = randoms(t, dom, dom, static_cast<int>(n));
@@ -591,8 +584,8 @@ bool takes_gradient(const std::string& op) {
   return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
 }
 
-void named(Report& rep, const std::string& filter, const std::string& op, std::vector<Buf> ins, std::vector<double> args,
-           bool transcendental = true) {
+void named_call(Report& rep, const std::string& filter, const std::string& op, std::vector<Buf> ins,
+                std::vector<double> args, bool transcendental, bool gradients) {
   if (!wanted(filter, op)) return;
   Call c;
   c.kind = Kind::Named;
@@ -607,10 +600,15 @@ void named(Report& rep, const std::string& filter, const std::string& op, std::v
     floating = floating || dt_floating(b.dt);
     narrow = narrow || b.dt == DT::F16 || b.dt == DT::BF16;
   }
-  if (accepted && floating && !narrow && takes_gradient(op)) {
+  if (accepted && floating && !narrow && gradients) {
     c.grad = true;
     compare(rep, c, transcendental);
   }
+}
+
+void named(Report& rep, const std::string& filter, const std::string& op, std::vector<Buf> ins, std::vector<double> args,
+           bool transcendental = true) {
+  named_call(rep, filter, op, std::move(ins), std::move(args), transcendental, takes_gradient(op));
 }
 
 void named_calls(Report& rep, const std::string& filter) {
@@ -919,7 +917,6 @@ void nn_calls(Report& rep, const std::string& filter) {
   }
 }
 
-}  // namespace
 }  // namespace ediff
 
 int main(int argc, char** argv) {
@@ -943,6 +940,11 @@ int main(int argc, char** argv) {
   ediff::grad_calls(rep, filter);
   ediff::loss_calls(rep, filter);
   ediff::misc_calls(rep, filter);
+  ediff::index_calls(rep, filter);
+  ediff::shape_calls(rep, filter);
+  ediff::loss_more_calls(rep, filter);
+  ediff::layer_calls(rep, filter);
+  ediff::rnn_calls(rep, filter);
   std::printf("\n%d calls, %d differ from libtorch, %d known differences (--verbose lists them)\n", rep.calls,
               rep.mismatched_calls, rep.known);
   for (const auto& [cat, n] : rep.by_category) std::printf("  %s: %d\n", cat.c_str(), n);

@@ -8,6 +8,8 @@
 #include <ATen/ScalarOps.h>
 #include <torch/version.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <tuple>
@@ -359,6 +361,125 @@ Result named(const Call& c) {
   if (op == "round_decimals") return one(at::round(x, arg(0)));
   if (op == "to") return one(x.to(torch_type(static_cast<DT>(arg(0)))));
   if (op == "matmul") return one(at::matmul(in.at(0), in.at(1)));
+  // calls_more.cpp's families.
+  auto dim_or_all = [&](size_t i) { return arg(i) == -9 ? c10::optional<int64_t>() : c10::optional<int64_t>(arg(i)); };
+  if (op == "scatter") return one(at::scatter(x, arg(0), in.at(1), in.at(2)));
+  if (op == "scatter_value") return one(at::scatter(x, arg(0), in.at(1), at::Scalar(c.args.at(1))));
+  if (op == "scatter_reduce") {
+    static const char* const reduce[] = {"sum", "prod", "mean", "amax", "amin"};
+    return one(at::scatter_reduce(x, arg(0), in.at(1), in.at(2), reduce[arg(1)], arg(2) != 0));
+  }
+  if (op == "index_add") return one(at::index_add(x, arg(0), in.at(1), in.at(2), at::Scalar(c.args.at(1))));
+  if (op == "index_copy") return one(at::index_copy(x, arg(0), in.at(1), in.at(2)));
+  if (op == "index_put") {
+    c10::List<c10::optional<at::Tensor>> idx;
+    for (size_t i = 1; i + 1 < in.size(); ++i) idx.push_back(in[i]);
+    return one(at::index_put(x, idx, in.back(), arg(0) != 0));
+  }
+  if (op == "masked_fill") return one(at::masked_fill(x, in.at(1), at::Scalar(c.args.at(0))));
+  if (op == "flip") {
+    std::vector<int64_t> dims;
+    for (int64_t k = 0; k < x.dim(); ++k)
+      if (arg(0) >> k & 1) dims.push_back(k);
+    return one(at::flip(x, dims));
+  }
+  if (op == "roll") {
+    if (arg(1) == -9) return one(at::roll(x, {arg(0)}));
+    return one(at::roll(x, {arg(0)}, {arg(1)}));
+  }
+  if (op == "repeat_interleave") return one(at::repeat_interleave(x, arg(0), dim_or_all(1)));
+  if (op == "repeat") return one(x.repeat(ints(0, c.args.size())));
+  if (op == "tril") return one(at::tril(x, arg(0)));
+  if (op == "triu") return one(at::triu(x, arg(0)));
+  if (op == "diag") return one(at::diag(x, arg(0)));
+  if (op == "diagonal") return one(at::diagonal(x, arg(0), arg(1), arg(2)));
+  if (op == "pixel_shuffle") return one(at::pixel_shuffle(x, arg(0)));
+  if (op == "pixel_unshuffle") return one(at::pixel_unshuffle(x, arg(0)));
+  if (op == "channel_shuffle") return one(at::channel_shuffle(x, arg(0)));
+  if (op == "norm") {  // Tensor.norm(p, dim, keepdim)
+    if (arg(1) == -9) return one(arg(2) != 0 ? at::norm(x, at::Scalar(c.args.at(0)), at::IntArrayRef{0, 1}, true)
+                                             : at::norm(x, at::Scalar(c.args.at(0))));
+    return one(at::norm(x, at::Scalar(c.args.at(0)), at::IntArrayRef{arg(1)}, arg(2) != 0));
+  }
+  if (op == "var_mean")
+    return two(at::var_mean(x, at::OptionalIntArrayRef({arg(0)}), c10::optional<int64_t>(arg(1)), false));
+  if (op == "one_hot") return one(at::one_hot(x, arg(0)));
+  if (op == "mse_loss") return one(at::mse_loss(x, in.at(1), arg(0)));
+  if (op == "l1_loss") return one(at::l1_loss(x, in.at(1), arg(0)));
+  if (op == "soft_margin_loss") return one(at::soft_margin_loss(x, in.at(1), arg(0)));
+  if (op == "hinge_embedding_loss") return one(at::hinge_embedding_loss(x, in.at(1), c.args.at(0), arg(1)));
+  if (op == "binary_cross_entropy") return one(at::binary_cross_entropy(x, in.at(1), opt(2), arg(0)));
+  if (op == "margin_ranking_loss") return one(at::margin_ranking_loss(x, in.at(1), in.at(2), c.args.at(0), arg(1)));
+  if (op == "cosine_embedding_loss") return one(at::cosine_embedding_loss(x, in.at(1), in.at(2), c.args.at(0), arg(1)));
+  if (op == "triplet_margin_loss")
+    return one(at::triplet_margin_loss(x, in.at(1), in.at(2), c.args.at(0), c.args.at(1), c.args.at(2), arg(3) != 0, arg(4)));
+  if (op == "multi_margin_loss") return one(at::multi_margin_loss(x, in.at(1), arg(0), c.args.at(1), opt(2), arg(2)));
+  if (op == "multilabel_margin_loss") return one(at::multilabel_margin_loss(x, in.at(1), arg(0)));
+  if (op == "poisson_nll_loss") return one(at::poisson_nll_loss(x, in.at(1), arg(0) != 0, arg(1) != 0, c.args.at(2), arg(3)));
+  if (op == "ctc_loss") {
+    auto lengths = [&](size_t i) {
+      const at::Tensor t = in.at(i).contiguous();
+      return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+    };
+    return one(at::ctc_loss(at::log_softmax(x, 2), in.at(1), lengths(2), lengths(3), arg(0), arg(1), arg(2) != 0));
+  }
+  if (op == "conv1d") return one(at::conv1d(x, in.at(1), bias(2), ints(0, 1), ints(1, 1), ints(2, 1), arg(3)));
+  if (op == "conv_transpose1d")
+    return one(at::conv_transpose1d(x, in.at(1), bias(2), ints(0, 1), ints(1, 1), ints(2, 1), arg(3), ints(4, 1)));
+  if (op == "max_pool1d") return two(at::max_pool1d_with_indices(x, ints(0, 1), ints(1, 1), ints(2, 1), ints(3, 1), arg(4) != 0));
+  if (op == "avg_pool1d") return one(at::avg_pool1d(x, ints(0, 1), ints(1, 1), ints(2, 1), arg(3) != 0, arg(4) != 0));
+  if (op == "adaptive_avg_pool1d") return one(at::adaptive_avg_pool1d(x, {arg(0)}));
+  if (op == "adaptive_max_pool1d") return two(at::adaptive_max_pool1d(x, {arg(0)}));
+  if (op == "conv3d") return one(at::conv3d(x, in.at(1), bias(2), ints(0, 3), ints(3, 3), ints(6, 3), arg(9)));
+  if (op == "max_pool3d")
+    return two(at::max_pool3d_with_indices(x, ints(0, 3), ints(3, 3), ints(6, 3), ints(9, 3), arg(12) != 0));
+  if (op == "avg_pool3d")
+    return one(at::avg_pool3d(x, ints(0, 3), ints(3, 3), ints(6, 3), arg(9) != 0, arg(10) != 0,
+                              arg(11) != 0 ? c10::optional<int64_t>(arg(11)) : c10::nullopt));
+  if (op == "max_unpool2d") return one(at::max_unpool2d(x, in.at(1), ints(0, 2)));
+  if (op == "instance_norm") {
+    // torch.nn.functional.instance_norm's own check, which ATen's op leaves to it.
+    if (x.dim() >= 2 && x.numel() / std::max<int64_t>(1, x.size(0) * x.size(1)) == 1)
+      throw std::runtime_error("Expected more than 1 spatial element when training (torch.nn.functional)");
+    return one(at::instance_norm(x, opt(1), opt(2), {}, {}, true, 0.1, c.args.at(0), false));
+  }
+  if (op == "embedding") {  // torch.nn.functional.embedding: a negative padding_idx counts from the end
+    const int64_t padding = arg(0) < -1 ? arg(0) + x.size(0) : arg(0);
+    return one(at::embedding(x, in.at(1), padding, arg(1) != 0));
+  }
+  if (op == "cosine_similarity") return one(at::cosine_similarity(x, in.at(1), arg(0), c.args.at(1)));
+  if (op == "pairwise_distance") return one(at::pairwise_distance(x, in.at(1), c.args.at(0), c.args.at(1), arg(2) != 0));
+  if (op == "glu") return one(at::glu(x, arg(0)));
+  if (op == "prelu") return one(at::prelu(x, in.at(1)));
+  if (op == "sdpa") {
+#if TORCH_VERSION_MAJOR >= 2
+    return one(at::scaled_dot_product_attention(x, in.at(1), in.at(2), opt(3), 0.0, arg(0) != 0,
+                                                c.args.at(1) != 0 ? c10::optional<double>(c.args.at(1)) : c10::nullopt));
+#else
+    // 1.13's op has no scale: an explicit one scales q by scale * sqrt(E) against its 1/sqrt(E).
+    at::Tensor q = c.args.at(1) != 0 ? x * (c.args.at(1) * std::sqrt(static_cast<double>(x.size(-1)))) : x;
+    return one(std::get<0>(at::_scaled_dot_product_attention(q, in.at(1), in.at(2), opt(3), 0.0, false, arg(0) != 0)));
+#endif
+  }
+  if (op == "lstm" || op == "gru" || op == "rnn_tanh" || op == "rnn_relu") {
+    const bool lstm = op == "lstm";
+    const std::vector<at::Tensor> params(in.begin() + (lstm ? 3 : 2), in.end());
+    const bool bias = arg(3) != 0, bidirectional = arg(1) != 0, batch_first = arg(2) != 0;
+    std::vector<at::Tensor> outs;
+    if (lstm) {
+      auto o = at::lstm(x, {in.at(1), in.at(2)}, params, bias, arg(0), 0.0, true, bidirectional, batch_first);
+      outs = {std::get<0>(o), std::get<1>(o), std::get<2>(o)};
+    } else {
+      auto o = op == "gru"        ? at::gru(x, in.at(1), params, bias, arg(0), 0.0, true, bidirectional, batch_first)
+               : op == "rnn_tanh" ? at::rnn_tanh(x, in.at(1), params, bias, arg(0), 0.0, true, bidirectional, batch_first)
+                                  : at::rnn_relu(x, in.at(1), params, bias, arg(0), 0.0, true, bidirectional, batch_first);
+      outs = {std::get<0>(o), std::get<1>(o)};
+    }
+    if (c.grad) return grads(outs[0]);
+    r.out = from_torch(outs[0]);
+    for (size_t k = 1; k < outs.size(); ++k) r.more.push_back(from_torch(outs[k]));
+    return r;
+  }
   throw std::logic_error("torch_side: no named op " + op);
 }
 
