@@ -49,9 +49,11 @@ void check_scalar_fits(Scalar v, DType t, const char* op) {
       const double lo = r.is_unsigned ? -r.hi : r.lo;
       fits = t == DType::I64 || (static_cast<double>(i) >= lo && static_cast<double>(i) <= r.hi);
     } else {
-      // As PyTorch (c10::overflows): the value itself within [lowest, max] (2147483647.5 does
-      // not fit i32 though it truncates to max; -0.5 does not fit u8), NaN and infinities
-      // refused; 2^63 (the double nearest INT64_MAX) is already out of int64.
+      // As libtorch 1.13 (c10::overflows): the value itself within [lowest, max] (2147483647.5
+      // does not fit i32 though it truncates to max; -0.5 does not fit u8), NaN and infinities
+      // refused; 2^63 (the double nearest INT64_MAX) is already out of int64. PyTorch 2.x
+      // takes values below max + 1 too (127.9 for i8, truncated to 127); Ember keeps the
+      // stricter rule, whose refusal names the value.
       const double d = v.to_double();
       fits = std::isfinite(d) && d >= r.lo && (t == DType::I64 ? d < 9223372036854775808.0 : d <= r.hi);
     }
