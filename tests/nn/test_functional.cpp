@@ -7,6 +7,7 @@
 #include <ember/nn.hpp>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -378,4 +379,54 @@ TEST_CASE("nn: huge or empty arguments give an Error naming the op, never a cras
   CHECK(vals(dropped) == std::vector<double>{0, 0, 0});
   Tensor w = empty({3});
   CHECK_THROWS_WITH_AS(nn::init::uniform_(w, -INFINITY, INFINITY), doctest::Contains("must be finite"), Error);
+}
+
+TEST_CASE("fused ops record when only an optional operand needs a gradient (a first layer's norm or bias)") {
+  // The input holds data (no gradient); the weight and bias must still get theirs, equal to
+  // those computed when the input also requires grad. Fused ops pass weight and bias as
+  // optional operands, which the autograd layer missed (the output did not require grad).
+  manual_seed(21);
+  using Fn = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
+  const Tensor none;
+  Tensor rm = zeros({3}), rv = ones({3});
+  struct Case {
+    const char* name;
+    Shape x, w, b;
+    Fn f;
+  };
+  const std::vector<Case> cases = {
+      {"batch_norm (training)", {4, 3, 5}, {3}, {3},
+       [&](const Tensor& x, const Tensor& w, const Tensor& b) { return nn::F::batch_norm(x, none, none, w, b, true); }},
+      {"batch_norm (evaluation)", {4, 3, 5}, {3}, {3},
+       [&](const Tensor& x, const Tensor& w, const Tensor& b) { return nn::F::batch_norm(x, rm, rv, w, b, false); }},
+      {"layer_norm", {4, 3, 5}, {5}, {5},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) { return nn::F::layer_norm(x, {5}, w, b); }},
+      {"group_norm", {2, 4, 5}, {4}, {4},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) { return nn::F::group_norm(x, 2, w, b); }},
+      {"instance_norm", {2, 3, 6}, {3}, {3},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) { return nn::F::instance_norm(x, w, b); }},
+      {"conv2d (direct)", {2, 2, 6, 6}, {4, 2, 3, 3}, {4},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) { return nn::F::conv2d(x, w, b, {1}, {1}); }},
+      {"conv2d (depthwise)", {2, 3, 6, 6}, {3, 1, 3, 3}, {3},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) { return nn::F::conv2d(x, w, b, {1}, {1}, {1}, 3); }},
+      {"conv2d (Winograd)", {2, 8, 6, 6}, {8, 8, 3, 3}, {8},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) { return nn::F::conv2d(x, w, b, {1}, {1}); }},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const Tensor x = randn(c.x), w0 = randn(c.w), b0 = randn(c.b);
+    for (int which = 0; which < 2; ++which) {  // the weight alone, then the bias alone
+      CAPTURE(which);
+      auto grads = [&](bool x_grad) {
+        Tensor xi = x.detach().clone(), w = w0.detach().clone(), b = b0.detach().clone();
+        if (x_grad) xi.requires_grad_();
+        (which == 0 ? w : b).requires_grad_();
+        Tensor y = c.f(xi, w, b);
+        REQUIRE(y.requires_grad());
+        (y * y).sum().backward();
+        return (which == 0 ? w : b).grad();
+      };
+      CHECK((grads(false) - grads(true)).abs().max().item<double>() == 0.0);
+    }
+  }
 }

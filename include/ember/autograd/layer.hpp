@@ -124,6 +124,11 @@ namespace detail {
 
 inline bool any_grad(const TensorImpl& t) { return requires_grad(t); }
 inline bool any_grad(const TensorImpl* t) { return t && requires_grad(*t); }
+// Optional operands arrive as `&tensor.impl()` (impl() returns a non-const reference): without
+// this overload the catch-all template below is the better match for a TensorImpl*, and an op
+// whose only operand needing a gradient is optional (a first-layer norm's weight) went
+// unrecorded.
+inline bool any_grad(TensorImpl* t) { return t && requires_grad(*t); }
 inline bool any_grad(ImplSpan ts) {
   for (const TensorImpl* t : ts)
     if (t && requires_grad(*t)) return true;
@@ -145,6 +150,7 @@ inline constexpr bool kInplaceForm = (std::is_same_v<Op, ops::Unary> && sizeof..
 /// must be checked and rewritten even when no other input requires grad.
 inline bool has_meta(const TensorImpl& t) { return t.autograd != nullptr || (t.view_of && t.view_of->autograd); }
 inline bool has_meta(const TensorImpl* t) { return t && has_meta(*t); }
+inline bool has_meta(TensorImpl* t) { return t && has_meta(*t); }
 inline bool has_meta(ImplSpan) { return false; }  // index tensors: never differentiable
 
 }  // namespace detail
