@@ -155,7 +155,11 @@ void batch_norm_backward_typed(TensorImpl* dx_out, TensorImpl* dw_out, TensorImp
       // factor are left out (a NaN where PyTorch's product does not meet the infinity).
       const bool finite = std::isfinite(s.dy) && std::isfinite(s.dev) && std::isfinite(s.dot);
       auto times = [](double a, double b) { return a == 0 || b == 0 ? 0.0 : a * b; };
-      const double sum_e = finite ? s.dev - count * m.lo : s.dev, dot_e = finite ? s.dot - m.lo * s.dy : s.dot;
+      // In training, e's sum is 0 by the mean's definition; computed, it is only the f32 sums'
+      // rounding (and the mean's), which p * sum(e) would scale by dy's offset: a weight
+      // gradient cancelling to 7 from terms of ~300 was off by 3e-4 relative with it.
+      const double sum_e = finite ? (training ? 0.0 : s.dev - count * m.lo) : s.dev;
+      const double dot_e = finite ? s.dot - m.lo * s.dy : s.dot;
       if (dw) dw[ch] = static_cast<T>((dot_e + times(p, sum_e)) * rs);
       if (db) db[ch] = static_cast<T>(s.dy + p * count);
       if (!dx) continue;

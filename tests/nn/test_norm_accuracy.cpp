@@ -98,6 +98,19 @@ TEST_CASE("normalisation in f64: f32 layer_norm, group_norm and batch_norm near 
         },
         {img, wc, bc}, dimg, Measure::Overall, Measure::Overall, tol);
   }
+  // An output gradient with a large offset (300, spread 10) over ordinary values: the weight
+  // gradient sum(dy * xhat) cancels to a few units from terms of ~600. Its sum(dy - p) *
+  // sum(x - mean) part is 0 by the mean's definition; computed from f32 sums it added their
+  // rounding times 300.
+  const Tensor plain = offset_values({3, 4, 7, 5}, 0.5, 2), doffset = offset_values({3, 4, 7, 5}, 300, 10);
+  check_against_f64(
+      "batch_norm (a gradient with a large offset)",
+      [](const std::vector<Tensor>& v) {
+        Tensor none;
+        return nn::F::batch_norm(v[0], none, none, v[1], v[2], true, 0.1, 1e-5);
+      },
+      {plain, offset_values({4}, 1, 0.3), offset_values({4}, 0, 1)}, doffset, Measure::Overall, Measure::Overall, tol);
+
   // Ordinary values (mean 3, spread 1; 196-value planes): no worse than plain f32 sums.
   const Tensor big = offset_values({4, 5, 14, 14}, 3, 1), dbig = offset_values({4, 5, 14, 14}, 0, 1);
   check_against_f64(
