@@ -62,7 +62,7 @@ void check_against_f64(const char* what, const std::function<Tensor(const std::v
 
 }  // namespace
 
-TEST_CASE("normalisation in f64: f32 layer_norm, group_norm and batch_norm near the f64 result where f32 cancels") {
+TEST_CASE("normalisation in f64: f32 layer_norm, group_norm, batch_norm and instance_norm near the f64 result where f32 cancels") {
   manual_seed(73);
   // About two roundings of f32, per element where the result is the f64 one rounded (layer
   // norm's gradients, its output without an affine part), else of the largest value. The f32
@@ -98,6 +98,15 @@ TEST_CASE("normalisation in f64: f32 layer_norm, group_norm and batch_norm near 
         },
         {img, wc, bc}, dimg, Measure::Overall, Measure::Overall, tol);
   }
+  // instance_norm with weights: batch normalisation of the (1, N * C, spatial) view, as
+  // PyTorch's, so the weight multiplies inside the fused backward. As y = norm(x) * w + b in
+  // separate ops, dy * w was rounded to f32 before the backward's cancellation: off by 5e-6 of
+  // the largest gradient here.
+  check_against_f64(
+      "instance_norm",
+      [](const std::vector<Tensor>& v) { return nn::F::instance_norm(v[0], v[1], v[2]); },
+      {img, wc, bc}, dimg, Measure::Overall, Measure::Overall, tol);
+
   // An output gradient with a large offset (300, spread 10) over ordinary values: the weight
   // gradient sum(dy * xhat) cancels to a few units from terms of ~600. Its sum(dy - p) *
   // sum(x - mean) part is 0 by the mean's definition; computed from f32 sums it added their

@@ -953,6 +953,16 @@ BasicTensor<P> instance_norm(const BasicTensor<P>& x, const BasicTensor<P>& weig
   int64_t n = x.size(0), c = x.size(1);
   EMBER_CHECK(x.numel() == 0 || x.numel() / (n * c) > 1,
               "[instance_norm] expected more than 1 spatial element, got input shape {}", x.sizes());
+  if (x.numel() > 0) {
+    // Batch normalisation of the (1, N * C, spatial) view with the weights repeated per
+    // sample, as PyTorch's: the affine part inside the fused op, whose backward multiplies by
+    // w after its cancellation (a separate y * w rounds dy * w to f32 before it).
+    auto per_sample = [n](const BasicTensor<P>& t) { return t.defined() ? t.repeat({n}) : t; };
+    const BasicTensor<P> none;
+    return ember::nn::functional::batch_norm(x.reshape({1, n * c, x.numel() / (n * c)}), none, none, per_sample(weight),
+                                             per_sample(bias), true, 0.0, eps)
+        .reshape(x.sizes());
+  }
   BasicTensor<P> y = group_norm(x.reshape({1, n * c, -1}), n * c, {}, {}, eps).reshape(x.sizes());
   Shape bs(static_cast<size_t>(x.dim()), 1);
   bs[1] = c;
