@@ -47,6 +47,9 @@ struct Call {
   /// sum(result * [1, 2, 3, ...]) with respect to a (out) and b (more[0], Binary only).
   /// Named: of the first result, one per input (out, then more; empty where none).
   bool grad = false;
+  /// Named with grad: the first operand takes no gradient (a first layer's data), so that an
+  /// op is also recorded when only its other operands (weights, biases) need gradients.
+  bool skip_first = false;
   std::vector<Buf> ins;       ///< Named: the tensor operands
   std::vector<double> args;   ///< Named: the other arguments (dims, k, flags, a dtype code)
   std::string text;           ///< Named: a string argument (einsum's equation)

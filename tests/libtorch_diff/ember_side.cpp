@@ -82,7 +82,7 @@ Result named(const Call& c) {
   const std::string& op = c.op;
   if (c.grad)
     for (size_t i = 0; i < in.size(); ++i)
-      if (in[i].is_floating_point() && differentiable_input(op, i)) in[i].requires_grad_();
+      if (in[i].is_floating_point() && differentiable_input(op, i) && !(c.skip_first && i == 0)) in[i].requires_grad_();
   auto arg = [&](size_t i) { return static_cast<int64_t>(c.args.at(i)); };
   Result r;
   r.ok = true;
@@ -335,7 +335,14 @@ Result named(const Call& c) {
       }
       ember::Tensor w = ember::arange(1, outs[0].numel() + 1).to(outs[0].dtype()).view(outs[0].sizes());
       (outs[0] * w).sum().backward();
-      auto grad_of = [](const ember::Tensor& t) { return from_ember(t.grad().defined() ? t.grad() : ember::zeros_like(t)); };
+      auto grad_of = [](const ember::Tensor& t) {
+        if (!t.requires_grad()) {
+          Buf none;
+          none.shape = {0};
+          return none;
+        }
+        return from_ember(t.grad().defined() ? t.grad() : ember::zeros_like(t));
+      };
       r.out = grad_of(in[0]);
       for (size_t k = 1; k < first; ++k) r.more.push_back(grad_of(in[k]));
       for (const ember::Tensor& p : params) r.more.push_back(grad_of(p));

@@ -218,7 +218,7 @@ Result named(const Call& c) {
   const std::string& op = c.op;
   if (c.grad)
     for (size_t i = 0; i < in.size(); ++i)
-      if (in[i].is_floating_point() && differentiable_input(op, i)) in[i].requires_grad_();
+      if (in[i].is_floating_point() && differentiable_input(op, i) && !(c.skip_first && i == 0)) in[i].requires_grad_();
   auto arg = [&](size_t i) { return static_cast<int64_t>(c.args.at(i)); };
   Result r;
   r.ok = true;
