@@ -147,3 +147,18 @@ TEST_CASE("a failed trace write leaves no partial file and names the path") {
   CHECK_THROWS_WITH_AS(prof.write_chrome_trace("/nonexistent-dir/trace.json"),
                        doctest::Contains("/nonexistent-dir/trace.json"), Error);
 }
+
+TEST_CASE("Profile: an op's optional operands are listed among its shapes") {
+  // addmm passes c as an optional operand (a pointer), as the fused norms their weights.
+  Tensor c = ones({3, 5}), a = ones({3, 4}), b = ones({4, 7}).narrow(1, 0, 5);
+  profiler::Profile prof;
+  Tensor y = addmm(c, a, b);
+  bool found = false;
+  for (const auto& e : prof.events()) {
+    if (e.shapes.find("[3, 4]") == std::string::npos) continue;
+    found = true;
+    CAPTURE(e.shapes);
+    CHECK(e.shapes.find("[3, 5]") != std::string::npos);
+  }
+  CHECK(found);
+}

@@ -66,6 +66,11 @@ inline void describe(std::string& s, DType& t, Device& d, bool& first, const emb
 inline void describe(std::string& s, DType& t, Device& d, bool& first, const ember::detail::TensorImpl* x) {
   if (x) describe(s, t, d, first, *x);
 }
+// Optional operands come as `&tensor.impl()`, a non-const pointer: without this overload the
+// catch-all below is the better match and they went unlisted (as in the autograd layer).
+inline void describe(std::string& s, DType& t, Device& d, bool& first, ember::detail::TensorImpl* x) {
+  if (x) describe(s, t, d, first, *x);
+}
 inline void describe(std::string& s, DType& t, Device& d, bool& first,
                      std::span<const ember::detail::TensorImpl* const> xs) {
   for (const auto* x : xs) describe(s, t, d, first, x);
