@@ -161,7 +161,13 @@ void batch_norm_backward_typed(TensorImpl* dx_out, TensorImpl* dw_out, TensorImp
       const double sum_e = finite ? (training ? 0.0 : s.dev - count * m.lo) : s.dev;
       const double dot_e = finite ? s.dot - m.lo * s.dy : s.dot;
       if (dw) dw[ch] = static_cast<T>((dot_e + times(p, sum_e)) * rs);
-      if (db) db[ch] = static_cast<T>(s.dy + p * count);
+      if (db && finite) db[ch] = static_cast<T>(s.dy + p * count);
+      if (db && !finite) {  // sum(dy) itself: the f32 sums of dy - p can overflow to the wrong sign
+        double t = 0;
+        for (int64_t i = 0; i < g.n; ++i)
+          for (int64_t j = 0; j < g.inner; ++j) t += static_cast<double>(d[g.at(i, ch) + j]);
+        db[ch] = static_cast<T>(t);
+      }
       if (!dx) continue;
       const T st = static_cast<T>(scale);
       if (!training) {  // the statistics are constants: dx = dy * scale (an infinite x keeps it finite)

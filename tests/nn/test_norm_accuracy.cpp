@@ -227,4 +227,34 @@ TEST_CASE("layer_norm, group_norm and batch_norm edges: non-finite values, long 
   auto [var, mean] = gv.var_mean({2}, 0, true);
   CHECK(max_abs(yg - ((gv - mean) * (var - 1e-6).rsqrt()).reshape({2, 4, 5})) < 1e-5);
   CHECK(nn::F::group_norm(zeros({0, 4, 5}), 2).sizes() == Shape{0, 4, 5});
+
+  // instance_norm (batch normalisation of the (1, N * C, L) view): a negative or infinite eps
+  // (PyTorch takes them) and empty inputs take the composite path; weights name themselves.
+  Tensor in = randn({2, 3, 7}), iw = randn({3}), ib = randn({3});
+  auto [ivar, imean] = in.var_mean({2}, 0, true);
+  const Tensor expect = (in - imean) * (ivar - 1e-3).rsqrt() * iw.reshape({1, 3, 1}) + ib.reshape({1, 3, 1});
+  CHECK(max_abs(nn::F::instance_norm(in, iw, ib, -1e-3) - expect) < 1e-5);
+  CHECK(max_abs(nn::F::instance_norm(in, iw, ib, inf) - ib.reshape({1, 3, 1}).expand({2, 3, 7})) == 0);
+  for (Shape empty : {Shape{0, 3, 5}, Shape{2, 0, 5}, Shape{2, 3, 0}})
+    CHECK(nn::F::instance_norm(zeros(empty), empty[1] ? iw : Tensor(), Tensor()).sizes() == empty);
+  CHECK_THROWS_WITH_AS(nn::F::instance_norm(in, randn({2})), doctest::Contains("[instance_norm] weight must have shape [3]"),
+                       Error);
+
+  // batch_norm: running statistics that require grad are refused (PyTorch's too); with grad
+  // mode off they are plain tensors.
+  Tensor rmg = zeros({3}).requires_grad_(), rvg = ones({3});
+  CHECK_THROWS_WITH_AS(nn::F::batch_norm(in, rmg, rvg, Tensor(), Tensor(), false), doctest::Contains("must not require grad"),
+                       Error);
+  {
+    NoGradGuard no_grad;
+    CHECK(nn::F::batch_norm(in, rmg, rvg, Tensor(), Tensor(), false).sizes() == in.sizes());
+  }
+
+  // The bias gradient is sum(dy) even where the sums of dy minus its pivot overflow f32: two
+  // values of 3e38 among zeros make the pivot 3.75e37, and the 62 zeros' -3.75e37 summed -inf.
+  Tensor xo = randn({4, 1, 16}), bo = zeros({1}).requires_grad_();
+  Tensor dyo = zeros({4, 1, 16});
+  dyo.index_put_({tensor<int64_t>({0}), tensor<int64_t>({0}), tensor<int64_t>({0, 1})}, 3e38);
+  nn::F::batch_norm(xo, Tensor(), Tensor(), Tensor(), bo, true).backward(dyo);
+  CHECK(bo.grad().item<double>() == inf);
 }

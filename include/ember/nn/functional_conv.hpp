@@ -860,6 +860,10 @@ BasicTensor<P> batch_norm(const BasicTensor<P>& x, BasicTensor<P> running_mean, 
                           const BasicTensor<P>& weight = {}, const BasicTensor<P>& bias = {}, bool training = false,
                           double momentum = 0.1, double eps = 1e-5) {
   EMBER_CHECK(x.dim() >= 2, "[batch_norm] expects (N, C, ...) input, got shape {}", x.sizes());
+  // As PyTorch: the running statistics are updated in place and never differentiated.
+  EMBER_CHECK(!autograd::GradMode::is_enabled() || !((running_mean.defined() && running_mean.requires_grad()) ||
+                                                     (running_var.defined() && running_var.requires_grad())),
+              "[batch_norm] running_mean and running_var must not require grad (they are not differentiable)");
   int64_t c = x.size(1);
   auto fusable = [&](const BasicTensor<P>& t) { return !t.defined() || (t.dtype() == x.dtype() && t.is_cpu()); };
   if (x.is_cpu() && (x.dtype() == DType::F32 || x.dtype() == DType::F64) && fusable(weight) && fusable(bias) &&
@@ -953,7 +957,11 @@ BasicTensor<P> instance_norm(const BasicTensor<P>& x, const BasicTensor<P>& weig
   int64_t n = x.size(0), c = x.size(1);
   EMBER_CHECK(x.numel() == 0 || x.numel() / (n * c) > 1,
               "[instance_norm] expected more than 1 spatial element, got input shape {}", x.sizes());
-  if (x.numel() > 0) {
+  EMBER_CHECK(!weight.defined() || weight.sizes() == Shape{c}, "[instance_norm] weight must have shape [{}], got {}", c,
+              weight.defined() ? weight.sizes() : Shape{});
+  EMBER_CHECK(!bias.defined() || bias.sizes() == Shape{c}, "[instance_norm] bias must have shape [{}], got {}", c,
+              bias.defined() ? bias.sizes() : Shape{});
+  if (x.numel() > 0 && eps >= 0 && std::isfinite(eps)) {
     // Batch normalisation of the (1, N * C, spatial) view with the weights repeated per
     // sample, as PyTorch's: the affine part inside the fused op, whose backward multiplies by
     // w after its cancellation (a separate y * w rounds dy * w to f32 before it).
@@ -963,7 +971,12 @@ BasicTensor<P> instance_norm(const BasicTensor<P>& x, const BasicTensor<P>& weig
                                              per_sample(bias), true, 0.0, eps)
         .reshape(x.sizes());
   }
-  BasicTensor<P> y = group_norm(x.reshape({1, n * c, -1}), n * c, {}, {}, eps).reshape(x.sizes());
+  // An empty input, or an eps the fused op refuses (negative or infinite; PyTorch takes them):
+  // group normalisation's composite, then the affine part.
+  int64_t spatial = 1;  // explicit: reshape cannot infer -1 when N or C is 0
+  for (int64_t d = 2; d < x.dim(); ++d) spatial *= x.size(d);
+  BasicTensor<P> y =
+      n * c == 0 ? x.clone() : group_norm(x.reshape({1, n * c, spatial}), n * c, {}, {}, eps).reshape(x.sizes());
   Shape bs(static_cast<size_t>(x.dim()), 1);
   bs[1] = c;
   if (weight.defined()) y = y * weight.reshape(bs);
