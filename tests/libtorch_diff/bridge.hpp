@@ -126,6 +126,10 @@ struct Result {
 ///   lstm (x, h0, c0, weights...; layers, bidirectional, batch_first, bias) -> output, h_n, c_n
 ///   gru rnn_tanh rnn_relu (x, h0, weights...; the same) -> output, h_n
 ///     (weights in PyTorch's flat order: per layer and direction w_ih, w_hh[, b_ih, b_hh])
+///   normalize (x; p, dim, eps)       local_response_norm (x; size, alpha, beta, k)
+///   gaussian_nll_loss (x, y, var; full, eps, reduction)
+///   multilabel_soft_margin_loss (x, y[, weight]; reduction)
+///   rms_norm (x[, w]; normalized dims, eps or -1 for the dtype's epsilon)
 
 /// Named calls with grad: whether floating input i of op takes a gradient (not the running
 /// statistics of batch_norm, nor the class weights of the losses, which PyTorch does not

@@ -360,4 +360,44 @@ void rnn_calls(Report& rep, const std::string& filter) {
   }
 }
 
+/// Functions PyTorch writes in Python (torch/nn/functional.py): the libtorch side composes
+/// ATen ops as that code does, so its conventions (gaussian_nll_loss's clamp under no_grad,
+/// local_response_norm's padding) are what Ember is checked against.
+void python_composite_calls(Report& rep, const std::string& filter) {
+  reseed("python composites");
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 20; ++n) {
+      const int batch = pick(1, 3), c = pick(1, 6), h = pick(1, 4), w = pick(1, 4), red = pick(0, 2);
+      const Buf x = random_buf(t, {batch, c, h, w}, {-2, 2}, false);
+      // (p = 3's gradient, x |x| / |x|_3^3 terms against g / |x|_3, cancels to residues of the
+      // intermediate terms' rounding in both libraries: its values are compared, not its gradient.)
+      for (double p : {1.0, 2.0, 3.0})
+        for (int dim : {1, -1})
+          named_call(rep, filter, "normalize", {x}, {p, d(dim), n % 3 ? 1e-12 : 0.5}, true, p != 3);
+      const int size = pick(1, 5);
+      named_call(rep, filter, "local_response_norm", {x}, {d(size), 1e-2 * pick(1, 20), 0.25 * pick(1, 4), 0.5 * pick(1, 4)},
+                 true, true);
+      named_call(rep, filter, "local_response_norm", {random_buf(t, {batch, c, w}, {-2, 2}, false)}, {d(size), 1e-3, 0.75, 1},
+                 true, true);
+      const Buf in = random_buf(t, {batch, c}, {-3, 3}, false), target = random_buf(t, {batch, c}, {-3, 3}, false);
+      // Variances, some below eps (the clamp), full variance or one per row ((N, 1) and (N)).
+      const Buf var = random_buf(t, {batch, c}, {0, 2}, false), var_row = random_buf(t, {batch, 1}, {1e-8, 2}, false),
+                var_n = random_buf(t, {batch}, {0.1, 2}, false);
+      for (int full : {0, 1}) {
+        named_call(rep, filter, "gaussian_nll_loss", {in, target, var}, {d(full), n % 2 ? 0.5 : 1e-6, d(red)}, true, true);
+        named_call(rep, filter, "gaussian_nll_loss", {in, target, var_row}, {d(full), 1e-6, d(red)}, true, true);
+        named_call(rep, filter, "gaussian_nll_loss", {in, target, var_n}, {d(full), 1e-6, d(red)}, true, true);
+      }
+      const Buf labels = random_buf(t, {batch, c}, {0, 1}, false);
+      named_call(rep, filter, "multilabel_soft_margin_loss", {in, labels}, {d(red)}, true, true);
+      named_call(rep, filter, "multilabel_soft_margin_loss", {in, labels, random_buf(t, {c}, {0.2, 2}, false)}, {d(red)}, true,
+                 true);
+      const int k = pick(1, 2);
+      std::vector<int64_t> shape(x.shape.end() - k, x.shape.end());
+      named_call(rep, filter, "rms_norm", {x, random_buf(t, shape, {0.5, 2}, false)}, {d(k), n % 2 ? 1e-5 : -1}, true, true);
+      named_call(rep, filter, "rms_norm", {x}, {d(k), -1}, true, true);
+    }
+  }
+}
+
 }  // namespace ediff

@@ -363,6 +363,16 @@ Result named(const Call& c) {
       return std::vector<ember::Tensor>{y, h};
     });
   }
+  if (op == "normalize") return one(F::normalize(x, c.args.at(0), arg(1), c.args.at(2)));
+  if (op == "local_response_norm") return one(F::local_response_norm(x, arg(0), c.args.at(1), c.args.at(2), c.args.at(3)));
+  if (op == "gaussian_nll_loss")
+    return one(F::gaussian_nll_loss(x, in.at(1), in.at(2), arg(0) != 0, c.args.at(1), reductions[arg(2)]));
+  if (op == "multilabel_soft_margin_loss") return one(F::multilabel_soft_margin_loss(x, in.at(1), opt(2), reductions[arg(0)]));
+  if (op == "rms_norm") {
+    ember::Shape shape;
+    for (int64_t k = x.dim() - arg(0); k < x.dim(); ++k) shape.push_back(x.size(k));
+    return one(F::rms_norm(x, shape, opt(1), c.args.at(1) < 0 ? std::nullopt : std::optional<double>(c.args.at(1))));
+  }
   throw std::runtime_error("ember_side: no named op " + op);
 }
 

@@ -54,5 +54,6 @@ void shape_calls(Report& rep, const std::string& filter);
 void loss_more_calls(Report& rep, const std::string& filter);
 void layer_calls(Report& rep, const std::string& filter);
 void rnn_calls(Report& rep, const std::string& filter);
+void python_composite_calls(Report& rep, const std::string& filter);
 
 }  // namespace ediff

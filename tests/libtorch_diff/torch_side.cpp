@@ -6,11 +6,13 @@
 
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
+#include <c10/core/GradMode.h>
 #include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <tuple>
 #include <vector>
@@ -479,6 +481,61 @@ Result named(const Call& c) {
     r.out = from_torch(outs[0]);
     for (size_t k = 1; k < outs.size(); ++k) r.more.push_back(from_torch(outs[k]));
     return r;
+  }
+  // torch.nn.functional's Python code, op for op.
+  if (op == "normalize") {
+    at::Tensor denom = at::norm(x, at::Scalar(c.args.at(0)), {arg(1)}, true).clamp_min(c.args.at(2)).expand_as(x);
+    return one(x / denom);
+  }
+  if (op == "local_response_norm") {
+    const int64_t size = arg(0);
+    at::Tensor div = x.mul(x);
+    if (x.dim() == 3) {
+      div = at::constant_pad_nd(div.unsqueeze(1), {0, 0, size / 2, (size - 1) / 2});
+      div = at::avg_pool2d(div, {size, 1}, {1, 1}).squeeze(1);
+    } else {
+      const auto sizes = x.sizes();
+      div = div.view({sizes[0], 1, sizes[1], sizes[2], -1});
+      div = at::constant_pad_nd(div, {0, 0, 0, 0, size / 2, (size - 1) / 2});
+      div = at::avg_pool3d(div, {size, 1, 1}, {1, 1, 1}).squeeze(1).view(sizes);
+    }
+    div = div.mul(c.args.at(1)).add(c.args.at(3)).pow(c.args.at(2));
+    return one(x / div);
+  }
+  if (op == "gaussian_nll_loss") {
+    at::Tensor var = in.at(2);
+    if (var.sizes() != x.sizes()) {
+      if (var.dim() == x.dim() - 1 && var.sizes() == x.sizes().slice(0, x.dim() - 1)) var = var.unsqueeze(-1);
+      else if (!(var.dim() == x.dim() && var.size(-1) == 1)) throw std::runtime_error("var is of incorrect size");
+    }
+    var = var.clone();
+    {
+      c10::AutoGradMode no_grad(false);
+      var.clamp_(c.args.at(1));
+    }
+    at::Tensor loss = 0.5 * (at::log(var) + (x - in.at(1)).pow(2) / var);
+    if (arg(0) != 0) loss = loss + 0.5 * std::log(2 * M_PI);
+    return one(arg(2) == 0 ? loss : arg(2) == 1 ? loss.mean() : loss.sum());
+  }
+  if (op == "multilabel_soft_margin_loss") {
+    at::Tensor loss = -(in.at(1) * at::log_sigmoid(x) + (1 - in.at(1)) * at::log_sigmoid(-x));
+    if (in.size() > 2) loss = loss * in.at(2);
+    loss = loss.sum(x.dim() - 1) / x.size(x.dim() - 1);
+    return one(arg(0) == 0 ? loss : arg(0) == 1 ? loss.mean() : loss.sum());
+  }
+  if (op == "rms_norm") {
+    std::vector<int64_t> dims, shape;
+    for (int64_t k = x.dim() - arg(0); k < x.dim(); ++k) dims.push_back(k), shape.push_back(x.size(k));
+#if TORCH_VERSION_MAJOR >= 2
+    const c10::optional<double> eps = c.args.at(1) < 0 ? c10::nullopt : c10::optional<double>(c.args.at(1));
+    return one(at::rms_norm(x, shape, opt(1), eps));
+#else
+    const double eps = c.args.at(1) >= 0 ? c.args.at(1)
+                       : x.scalar_type() == at::kDouble ? std::numeric_limits<double>::epsilon()
+                                                         : std::numeric_limits<float>::epsilon();
+    at::Tensor y = x * at::rsqrt(x.pow(2).mean(dims, true) + eps);
+    return one(in.size() > 1 ? y * in.at(1) : y);
+#endif
   }
   throw std::logic_error("torch_side: no named op " + op);
 }
