@@ -130,6 +130,11 @@ struct Result {
 ///   gaussian_nll_loss (x, y, var; full, eps, reduction)
 ///   multilabel_soft_margin_loss (x, y[, weight]; reduction)
 ///   rms_norm (x[, w]; normalized dims, eps or -1 for the dtype's epsilon)
+///   (optimisers: the parameter after one step per gradient, k = grads.size(0))
+///   sgd (param, grads; lr, momentum, dampening, weight_decay, nesterov)
+///   adam adamw (param, grads; lr, beta1, beta2, eps, weight_decay, amsgrad)
+///   rmsprop (param, grads; lr, alpha, eps, weight_decay, momentum, centered)
+///   adagrad (param, grads; lr, lr_decay, weight_decay, initial_accumulator_value, eps)
 
 /// Named calls with grad: whether floating input i of op takes a gradient (not the running
 /// statistics of batch_norm, nor the class weights of the losses, which PyTorch does not

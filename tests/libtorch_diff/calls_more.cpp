@@ -400,4 +400,28 @@ void python_composite_calls(Report& rep, const std::string& filter) {
   }
 }
 
+/// Optimisers: a (3, 4) parameter stepped k times with given gradients, on random
+/// hyperparameters (invalid ones included: nesterov without momentum or with dampening).
+void optimizer_calls(Report& rep, const std::string& filter) {
+  reseed("optimizers");
+  auto any = [](std::initializer_list<double> v) { return *(v.begin() + pick(0, static_cast<int>(v.size()) - 1)); };
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 30; ++n) {
+      const int steps = pick(1, 5);
+      const Buf param = random_buf(t, {3, 4}, {-2, 2}, false), grads = random_buf(t, {steps, 3, 4}, {-2, 2}, false);
+      const double lr = any({1e-3, 0.01, 0.1, 1.0}), wd = any({0.0, 0.0, 0.1, 1e-2});
+      const double momentum = any({0.0, 0.5, 0.9}), dampening = any({0.0, 0.0, 0.5});
+      const std::vector<double> sgd = {lr, momentum, dampening, wd, d(pick(0, 1))};
+      named_call(rep, filter, "sgd", {param, grads}, sgd, false, false);
+      const std::vector<double> adam = {lr, any({0.9, 0.5, 0.0}), any({0.999, 0.9}), any({1e-8, 1e-3}), wd, d(pick(0, 1))};
+      named_call(rep, filter, "adam", {param, grads}, adam, true, false);
+      named_call(rep, filter, "adamw", {param, grads}, adam, true, false);
+      const std::vector<double> rmsprop = {lr, any({0.99, 0.9}), any({1e-8, 1e-3}), wd, momentum, d(pick(0, 1))};
+      named_call(rep, filter, "rmsprop", {param, grads}, rmsprop, true, false);
+      const std::vector<double> adagrad = {lr, any({0.0, 0.1}), wd, any({0.0, 0.1}), any({1e-10, 1e-3})};
+      named_call(rep, filter, "adagrad", {param, grads}, adagrad, true, false);
+    }
+  }
+}
+
 }  // namespace ediff

@@ -5,8 +5,10 @@
 
 #include <ember/ember.hpp>
 #include <ember/nn.hpp>
+#include <ember/optim.hpp>
 
 #include <cstring>
+#include <memory>
 #include <exception>
 #include <stdexcept>
 #include <vector>
@@ -372,6 +374,33 @@ Result named(const Call& c) {
     ember::Shape shape;
     for (int64_t k = x.dim() - arg(0); k < x.dim(); ++k) shape.push_back(x.size(k));
     return one(F::rms_norm(x, shape, opt(1), c.args.at(1) < 0 ? std::nullopt : std::optional<double>(c.args.at(1))));
+  }
+  if (op == "sgd" || op == "adam" || op == "adamw" || op == "rmsprop" || op == "adagrad") {
+    namespace O = ember::optim;
+    ember::Tensor p = x.clone().requires_grad_();
+    std::vector<ember::Tensor> params = {p};
+    const std::vector<double>& a = c.args;
+    std::unique_ptr<O::Optimizer> opt;
+    if (op == "sgd")
+      opt = std::make_unique<O::SGD>(
+          params, O::SGDOptions(a[0]).momentum(a[1]).dampening(a[2]).weight_decay(a[3]).nesterov(a[4] != 0));
+    else if (op == "adam")
+      opt = std::make_unique<O::Adam>(
+          params, O::AdamOptions(a[0]).betas({a[1], a[2]}).eps(a[3]).weight_decay(a[4]).amsgrad(a[5] != 0));
+    else if (op == "adamw")
+      opt = std::make_unique<O::AdamW>(
+          params, O::AdamWOptions(a[0]).betas({a[1], a[2]}).eps(a[3]).weight_decay(a[4]).amsgrad(a[5] != 0));
+    else if (op == "rmsprop")
+      opt = std::make_unique<O::RMSprop>(
+          params, O::RMSpropOptions(a[0]).alpha(a[1]).eps(a[2]).weight_decay(a[3]).momentum(a[4]).centered(a[5] != 0));
+    else
+      opt = std::make_unique<O::Adagrad>(
+          params, O::AdagradOptions(a[0]).lr_decay(a[1]).weight_decay(a[2]).initial_accumulator_value(a[3]).eps(a[4]));
+    for (int64_t k = 0; k < in.at(1).size(0); ++k) {
+      p.set_grad(in.at(1).select(0, k).clone());
+      opt->step();
+    }
+    return one(p.detach());
   }
   throw std::runtime_error("ember_side: no named op " + op);
 }

@@ -55,5 +55,6 @@ void loss_more_calls(Report& rep, const std::string& filter);
 void layer_calls(Report& rep, const std::string& filter);
 void rnn_calls(Report& rep, const std::string& filter);
 void python_composite_calls(Report& rep, const std::string& filter);
+void optimizer_calls(Report& rep, const std::string& filter);
 
 }  // namespace ediff

@@ -7,11 +7,13 @@
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
 #include <c10/core/GradMode.h>
+#include <torch/optim.h>
 #include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <limits>
 #include <stdexcept>
 #include <tuple>
@@ -536,6 +538,33 @@ Result named(const Call& c) {
     at::Tensor y = x * at::rsqrt(x.pow(2).mean(dims, true) + eps);
     return one(in.size() > 1 ? y * in.at(1) : y);
 #endif
+  }
+  if (op == "sgd" || op == "adam" || op == "adamw" || op == "rmsprop" || op == "adagrad") {
+    namespace O = torch::optim;
+    at::Tensor p = x.clone().detach().requires_grad_(true);
+    std::vector<at::Tensor> params = {p};
+    const std::vector<double>& a = c.args;
+    std::unique_ptr<O::Optimizer> opt;
+    if (op == "sgd")
+      opt = std::make_unique<O::SGD>(
+          params, O::SGDOptions(a[0]).momentum(a[1]).dampening(a[2]).weight_decay(a[3]).nesterov(a[4] != 0));
+    else if (op == "adam")
+      opt = std::make_unique<O::Adam>(
+          params, O::AdamOptions(a[0]).betas({a[1], a[2]}).eps(a[3]).weight_decay(a[4]).amsgrad(a[5] != 0));
+    else if (op == "adamw")
+      opt = std::make_unique<O::AdamW>(
+          params, O::AdamWOptions(a[0]).betas({a[1], a[2]}).eps(a[3]).weight_decay(a[4]).amsgrad(a[5] != 0));
+    else if (op == "rmsprop")
+      opt = std::make_unique<O::RMSprop>(
+          params, O::RMSpropOptions(a[0]).alpha(a[1]).eps(a[2]).weight_decay(a[3]).momentum(a[4]).centered(a[5] != 0));
+    else
+      opt = std::make_unique<O::Adagrad>(
+          params, O::AdagradOptions(a[0]).lr_decay(a[1]).weight_decay(a[2]).initial_accumulator_value(a[3]).eps(a[4]));
+    for (int64_t k = 0; k < in.at(1).size(0); ++k) {
+      p.mutable_grad() = in.at(1).select(0, k).clone();
+      opt->step();
+    }
+    return one(p.detach());
   }
   throw std::logic_error("torch_side: no named op " + op);
 }
