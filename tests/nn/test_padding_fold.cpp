@@ -4,6 +4,7 @@
 #include "../error_text.hpp"
 #include <ember/nn.hpp>
 
+#include <limits>
 #include <string>
 
 using namespace ember;
@@ -154,4 +155,22 @@ TEST_CASE("affine_grid and grid_sample over volumes: identity and shifted warps,
   CHECK_ERROR(F::affine_grid(identity.narrow(2, 0, 3), {2, 3, 4, 5, 6}), "[affine_grid]", "theta of shape (2, 3, 4)");
   CHECK_ERROR(F::affine_grid(identity, {2, 3, 4, 5, 0}), "[affine_grid]", "empty spatial dim");
   CHECK(F::grid_sample(vol.narrow(1, 0, 0), grid).sizes() == Shape{2, 0, 4, 5, 6});
+}
+
+TEST_CASE("nearest grid_sample: a grid that needs a gradient gets a zero one (as PyTorch's)") {
+  // The samples do not change with the grid (almost everywhere): PyTorch records the op and
+  // gives the grid zeros; a backward through the samples alone must not fail. Non-finite
+  // coordinates keep their weight of 1 (the zeros padding there) and a zero gradient.
+  Tensor img = randn({1, 2, 4, 5});
+  Tensor grid = tensor<float>({0.3f, -0.7f, 0.9f, 0.1f, std::numeric_limits<float>::quiet_NaN(), 0.5f, -1.5f, 2.0f})
+                    .reshape({1, 2, 2, 2})
+                    .requires_grad_();
+  Tensor y = nn::F::grid_sample(img, grid, "nearest", "zeros", false);
+  REQUIRE(y.requires_grad());
+  Tensor plain = nn::F::grid_sample(img, grid.detach(), "nearest", "zeros", false);
+  CHECK((y.detach() - plain).abs().nan_to_num(0.0, 0.0, 0.0).max().item<double>() == 0.0);
+  CHECK(y.isnan().eq(plain.isnan()).all().item<bool>());
+  (y * randn(y.sizes())).sum().backward();
+  REQUIRE(grid.grad().defined());
+  CHECK(grid.grad().abs().max().item<double>() == 0.0);
 }

@@ -196,7 +196,14 @@ BasicTensor<P> grid_sample(const BasicTensor<P>& input, const BasicTensor<P>& gr
   if (mode == "nearest") {
     std::array<BasicTensor<P>, 3> at;
     for (size_t k = 0; k < dims; ++k) at[k] = folded[k].round();
-    out = detail::grid_tap(flat, dims, size, at, ones_like(folded[0]));
+    // Weights of 1. Where the grid needs a gradient they are recorded as depending on it,
+    // with the zero derivative of round (as PyTorch records nearest sampling for the grid): a
+    // backward through the samples alone then gives the grid a zero gradient instead of
+    // failing. nan_to_num keeps a weight of 1 at non-finite coordinates.
+    BasicTensor<P> ones = ones_like(folded[0]);
+    if (grid.requires_grad() && autograd::GradMode::is_enabled())
+      ones = ones + (at[0] - at[0].detach()).nan_to_num(0.0, 0.0, 0.0);
+    out = detail::grid_tap(flat, dims, size, at, ones);
   } else {
     // 2^nd corners: corner bit k picks floor or floor + 1 along coordinate k, with weight
     // (1 - frac) or frac.
