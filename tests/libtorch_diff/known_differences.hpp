@@ -158,11 +158,6 @@ inline const char* known_call(const Call& c, const std::string& category, const 
        ember.error.find("more than 1 value per group") != std::string::npos))
     return "one value per channel (group) while training: Ember refuses, as PyTorch's torch.nn.functional does; the "
            "ATen op called here does not check";
-  if (category == "accept" && !ember.ok && torch.ok && c.skip_first && c.op == "grid_sample" && c.args.at(0) == 1 &&
-      ember.error.find("does not require grad") != std::string::npos)
-    return "nearest grid_sample with only the grid needing a gradient: its gradient is 0, and libtorch records the "
-           "op; Ember does not (the output does not depend differentiably on the grid), so a backward through it "
-           "alone is refused";
   if (category == "accept" && !ember.ok && (c.op == "max_pool1d" || c.op == "max_pool2d" || c.op == "max_pool3d") &&
       ember.error.find("a window reads only padding") != std::string::npos)
     return "a max-pooling window that reads only padding: libtorch returns -inf there, Ember refuses the geometry";
