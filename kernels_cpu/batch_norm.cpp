@@ -28,6 +28,7 @@
 #include <ember/dispatch/kernels.hpp>
 #include <ember/runtime/threading.hpp>
 
+#include "f64_lanes.hpp"
 #include "shifted_sums.hpp"
 #include "simd.hpp"
 
@@ -164,8 +165,7 @@ void batch_norm_backward_typed(TensorImpl* dx_out, TensorImpl* dw_out, TensorImp
       if (db && finite) db[ch] = static_cast<T>(s.dy + p * count);
       if (db && !finite) {  // sum(dy) itself: the f32 sums of dy - p can overflow to the wrong sign
         double t = 0;
-        for (int64_t i = 0; i < g.n; ++i)
-          for (int64_t j = 0; j < g.inner; ++j) t += static_cast<double>(d[g.at(i, ch) + j]);
+        for (int64_t i = 0; i < g.n; ++i) t += sum_f64(d + g.at(i, ch), g.inner);
         db[ch] = static_cast<T>(t);
       }
       if (!dx) continue;
