@@ -10,7 +10,9 @@
 
 #include "support/grad_table.hpp"
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -383,4 +385,36 @@ TEST_CASE("gradcheck: in-place ops, also through views") {
                 return h * h;
               },
               {uniform({3, 4}, d), uniform({2}, d)});
+}
+
+// Recorded backwards (create_graph) that select a branch must not let the discarded branch's
+// infinities into the second derivative: where sends it a zero gradient, and 0 * inf is NaN.
+TEST_CASE("second derivatives stay finite where the discarded branch overflows") {
+  auto second = [](const Tensor& x, const std::function<Tensor(const Tensor&)>& f) {
+    Tensor g = autograd::grad({f(x).sum()}, {x}, {}, true, true)[0];
+    return autograd::grad({(g * tensor<double>({1, 2, 3, 4, 5})).sum()}, {x})[0];
+  };
+  auto near = [](const Tensor& t, const std::vector<double>& want) {
+    Tensor h = t.contiguous();
+    REQUIRE(h.numel() == static_cast<int64_t>(want.size()));
+    for (size_t i = 0; i < want.size(); ++i) {
+      CAPTURE(i);
+      CHECK(h.data_ptr<double>()[i] == doctest::Approx(want[i]).epsilon(1e-14));
+    }
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor x = tensor<double>({1e300, inf, 710, -1, 0}).requires_grad_();
+  // elu''(x) = alpha exp(x) for x <= 0 (the branch its first derivative takes at 0), 0 above.
+  Tensor e = second(x, [](const Tensor& t) { return t.elu(1.5); });
+  near(e, {0, 0, 0, 4 * 1.5 * std::exp(-1.0), 5 * 1.5});
+  constexpr double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
+  Tensor s = second(x, [](const Tensor& t) { return t.selu(); });
+  near(s, {0, 0, 0, 4 * alpha * scale * std::exp(-1.0), 5 * alpha * scale});
+  Tensor c = second(x, [](const Tensor& t) { return t.celu(0.5); });
+  near(c, {0, 0, 0, 4 * 2 * std::exp(-2.0), 5 * 2});
+  // d^2/da^2 a^b = b (b - 1) a^(b-2): 0 where a^(b-2) underflows, even for a huge b.
+  Tensor a = tensor<double>({0.9999, 2.5, 1.0001, 0.5, 3}).requires_grad_();
+  Tensor b = tensor<double>({1e300, -1e300, -1e300, 3, 2});
+  Tensor p = second(a, [&](const Tensor& t) { return t.pow(b); });
+  near(p, {0, 0, 0, 4 * 3 * 2 * 0.5, 5 * 2});
 }

@@ -554,3 +554,38 @@ TEST_CASE("AdaptiveLogSoftmaxWithLoss: forward agrees with log_prob, predict, cl
   CHECK_THROWS_WITH_AS(m(x.select(0, 0), t), doctest::Contains("got input [8] and target [6]"), Error);
   CHECK_THROWS_WITH_AS(m->log_prob(x.select(0, 0)), doctest::Contains("log_prob expects input (N, 8)"), Error);
 }
+
+TEST_CASE("second derivatives of the losses libtorch cannot differentiate twice, and of BCE at p = 0 and 1") {
+  // libtorch has no double backward for ctc_loss, multi_margin_loss and multilabel_margin_loss
+  // (ember-vs-libtorch cannot compare them): finite differences judge Ember's.
+  manual_seed(23);
+  std::string why;
+  Tensor s = randn({3, 4}, DType::F64).requires_grad_();
+  CHECK_MESSAGE(autograd::gradgradcheck([&](const std::vector<Tensor>& in) {
+                  return nn::F::multi_margin_loss(in[0], tensor<int64_t>({0, 3, 1}), 2, 0.5);
+                }, {s}, {}, &why),
+                why);
+  Tensor ls = tensor<int64_t>({{3, 0, -1, 2}, {1, -1, 2, 2}, {0, 1, 2, 3}});
+  CHECK_MESSAGE(autograd::gradgradcheck([&](const std::vector<Tensor>& in) { return nn::F::multilabel_margin_loss(in[0], ls); },
+                                        {s}, {}, &why),
+                why);
+  Tensor logits = randn({5, 2, 4}, DType::F64).requires_grad_();
+  Tensor tg = tensor<int64_t>({{1, 2}, {3, 3}});
+  CHECK_MESSAGE(autograd::gradgradcheck([&](const std::vector<Tensor>& in) {
+                  return nn::F::ctc_loss(in[0].log_softmax(2), tg, {5, 4}, {2, 2});
+                }, {logits}, {}, &why),
+                why);
+  // BCE's first derivatives are finite at p = 0 and 1 (its logs are clamped at -100); so are
+  // the second ones: the clamped logs must not divide a zero gradient by p = 0 (0 / 0).
+  Tensor p = tensor<double>({0, 1, 0.3}).requires_grad_(), y = tensor<double>({0.25, 0.5, 0.7}).requires_grad_();
+  std::vector<Tensor> g = autograd::grad({nn::F::binary_cross_entropy(p, y, {}, "sum")}, {p, y}, {}, true, true);
+  std::vector<Tensor> h = autograd::grad({(g[0] * tensor<double>({1, 2, 3})).sum() + (g[1] * tensor<double>({-1, 1, 2})).sum()},
+                                         {p, y});
+  CHECK(h[0].isfinite().all().item<bool>());
+  CHECK(h[1].isfinite().all().item<bool>());
+  // Inside (0, 1): d/dp (p - y) / (p (1 - p)) = (p^2 - 2py + y) / (p (1 - p))^2 and
+  // d/dy (log(1 - p) - log(p)) = 0, d/dp of it -1 / (p (1 - p)), d/dy of g_p -1 / (p (1 - p)).
+  const double pv = 0.3, yv = 0.7, q = pv * (1 - pv);
+  CHECK(vals(h[0])[2] == doctest::Approx(3 * (pv * pv - 2 * pv * yv + yv) / (q * q) + 2 * (-1 / q)).epsilon(1e-12));
+  CHECK(vals(h[1])[2] == doctest::Approx(3 * (-1 / q)).epsilon(1e-12));
+}

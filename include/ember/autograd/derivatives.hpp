@@ -214,19 +214,24 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
         return {where(xv.le(0.0).logical_or(xv.ge(6.0)), 0.0, g)};
       }
       case U::LeakyRelu: return {where(X().gt(0.0), g, g * p.a)};
-      // The negative branch where x <= 0, so that NaN takes the positive one (PyTorch's).
+      // The negative branch where x <= 0, so that NaN takes the positive one (PyTorch's). It
+      // exponentiates min(x, 0) through a where: a recorded backward (create_graph) sends the
+      // discarded branch a zero gradient, and exp(x) = inf there would make it 0 * inf = NaN.
       case U::Elu: {
         TP xv = X();
-        return {where(xv.le(0.0), g * xv.exp() * p.a, g)};
+        TP neg = xv.le(0.0);
+        return {where(neg, g * where(neg, xv, 0.0).exp() * p.a, g)};
       }
       case U::Selu: {
         constexpr double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
         TP xv = X();
-        return {where(xv.le(0.0), g * xv.exp() * (alpha * scale), g * scale)};
+        TP neg = xv.le(0.0);
+        return {where(neg, g * where(neg, xv, 0.0).exp() * (alpha * scale), g * scale)};
       }
       case U::Celu: {
         TP xv = X();
-        return {where(xv.le(0.0), g * (xv / p.a).exp(), g)};
+        TP neg = xv.le(0.0);
+        return {where(neg, g * (where(neg, xv, 0.0) / p.a).exp(), g)};
       }
       case U::Gelu: return {g.gelu_backward(X())};
       case U::GeluTanh: {
@@ -355,7 +360,9 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
         break;
       case B::Pow: {
         TP av = A(), bv = Bv();
-        if (na) ga = to_a(where(bv.eq(0.0), 0.0, g * bv * av.pow(bv - 1.0)));
+        // g (b a^(b-1)), as PyTorch groups it: for a huge b where a^(b-1) underflows, b a^(b-1)
+        // is 0 and stays 0 when differentiated again ((g b) a^(b-1) would be inf * 0).
+        if (na) ga = to_a(where(bv.eq(0.0), 0.0, g * (bv * av.pow(bv - 1.0))));
         if (nb) gb = to_b(where(av.eq(0.0).logical_and(bv.ge(0.0)), 0.0, g * y.get(n) * av.log()));
         break;
       }

@@ -323,8 +323,14 @@ struct BinaryCrossEntropy : autograd::Function<BinaryCrossEntropy<P>, P> {
     const T &x = saved[0], &t = saved[1];
     T gx, gt;
     if (ctx->needs_input_grad(0)) gx = grads[0] * (x - t) / (x * (1.0 - x)).clamp_min(1e-12);
-    if (ctx->needs_input_grad(1)) gt = grads[0] * ((1.0 - x).log().clamp_min(-100.0) - x.log().clamp_min(-100.0));
+    if (ctx->needs_input_grad(1)) gt = grads[0] * (clamped_log(1.0 - x) - clamped_log(x));
     return {gx, gt};
+  }
+  /// log(v) clamped at -100, as bce_terms; at v = 0 the log reads 1 through a where, so that a
+  /// recorded backward (create_graph) divides its zero gradient by 1, not 0 / 0 = NaN.
+  static T clamped_log(const T& v) {
+    T pos = v.gt(0.0);
+    return where(pos, where(pos, v, 1.0).log().clamp_min(-100.0), -100.0);
   }
 };
 }  // namespace detail
