@@ -50,6 +50,11 @@ struct Call {
   /// Named with grad: the first operand takes no gradient (a first layer's data), so that an
   /// op is also recorded when only its other operands (weights, biases) need gradients.
   bool skip_first = false;
+  /// With grad, 2: the second-order gradients instead, of sum_i sum(g_i * v_i) over the
+  /// first-order gradients g_i (recorded: create_graph), v_i = second_order_weights(g_i). A
+  /// first-order gradient without history (the op is linear in the inputs) adds nothing; an
+  /// input that nothing reaches gets zeros. (Not for the RNN modules nor the optimisers.)
+  int order = 1;
   std::vector<Buf> ins;       ///< Named: the tensor operands
   std::vector<double> args;   ///< Named: the other arguments (dims, k, flags, a dtype code)
   std::string text;           ///< Named: a string argument (einsum's equation)
@@ -146,6 +151,10 @@ inline bool differentiable_input(const std::string& op, size_t i) {
   if (op == "multi_margin_loss" || op == "soft_margin_loss") return i == 0;
   return true;
 }
+
+/// The weights v of a second-order gradient call for a first-order gradient of this dtype and
+/// shape: element k is (k mod 7) - 3, so that signs, sizes and zeros vary.
+Buf second_order_weights(DT t, const std::vector<int64_t>& shape);
 
 Result run_torch(const Call& c);
 /// The libtorch version compared against ("1.13.0", "2.15.0"): a known difference that one

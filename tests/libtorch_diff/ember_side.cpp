@@ -41,6 +41,36 @@ ember::Scalar to_scalar(const ScalarArg& s) {
   return ember::Scalar(s.f);
 }
 
+/// The gradients of sum(y * [1, 2, ...]) with respect to xs, or with order 2 the second-order
+/// gradients that Call::order describes; undefined for an input that takes none (it does not
+/// require grad), zeros for one that the graph does not reach.
+std::vector<ember::Tensor> input_gradients(const ember::Tensor& y, const std::vector<ember::Tensor>& xs, int order) {
+  ember::Tensor w = ember::arange(1, y.numel() + 1).to(y.dtype()).view(y.sizes());
+  std::vector<ember::Tensor> live, out(xs.size());
+  for (const ember::Tensor& x : xs)
+    if (x.defined() && x.requires_grad()) live.push_back(x);
+  std::vector<ember::Tensor> g;
+  if (order == 1) {
+    (y * w).sum().backward();
+    for (const ember::Tensor& x : live) g.push_back(x.grad());
+  } else {
+    std::vector<ember::Tensor> g1 = ember::autograd::grad({(y * w).sum()}, live, {}, true, true, true);
+    ember::Tensor s;
+    for (const ember::Tensor& gi : g1) {
+      if (!gi.defined() || !gi.requires_grad()) continue;
+      ember::Tensor term = (gi * to_ember(second_order_weights(static_cast<DT>(gi.dtype()), gi.sizes().vec()))).sum();
+      s = s.defined() ? s + term : term;
+    }
+    g = s.defined() ? ember::autograd::grad({s}, live, {}, false, false, true) : std::vector<ember::Tensor>(live.size());
+  }
+  for (size_t i = 0, k = 0; i < xs.size(); ++i)
+    if (xs[i].defined() && xs[i].requires_grad()) {
+      out[i] = g[k].defined() ? g[k] : ember::zeros_like(xs[i]);
+      ++k;
+    }
+  return out;
+}
+
 ember::Tensor unary(const Call& c, const ember::Tensor& x) {
   const std::string& op = c.op;
   if (c.has_params) {
@@ -91,12 +121,11 @@ Result named(const Call& c) {
   // With c.grad: the gradients of sum(y * [1, 2, ...]) for the first output y, one per input
   // (an empty buffer for those that take none).
   auto grads = [&](const ember::Tensor& y) {
-    ember::Tensor w = ember::arange(1, y.numel() + 1).to(y.dtype()).view(y.sizes());
-    (y * w).sum().backward();
+    const std::vector<ember::Tensor> gs = input_gradients(y, in, c.order);
     for (size_t i = 0; i < in.size(); ++i) {
       Buf g;
       g.shape = {0};  // no gradient: an empty buffer
-      if (in[i].requires_grad()) g = from_ember(in[i].grad().defined() ? in[i].grad() : ember::zeros_like(in[i]));
+      if (gs[i].defined()) g = from_ember(gs[i]);
       (i == 0 ? r.out : r.more.emplace_back()) = g;
     }
     return r;
@@ -410,12 +439,11 @@ Result gradients(const Call& c) {
   ember::Tensor a = to_ember(c.a).requires_grad_();
   ember::Tensor b = c.kind == Kind::Binary ? to_ember(c.b).requires_grad_() : ember::Tensor();
   ember::Tensor y = c.kind == Kind::Unary ? unary(c, a) : c.kind == Kind::Binary ? binary(c.op, a, b) : binary(c.op, a, to_scalar(c.s));
-  ember::Tensor w = ember::arange(1, y.numel() + 1).to(y.dtype()).view(y.sizes());
-  (y * w).sum().backward();
+  const std::vector<ember::Tensor> g = input_gradients(y, {a, b}, c.order);
   Result r;
   r.ok = true;
-  r.out = from_ember(a.grad().defined() ? a.grad() : ember::zeros_like(a));
-  if (b.defined()) r.more.push_back(from_ember(b.grad().defined() ? b.grad() : ember::zeros_like(b)));
+  r.out = from_ember(g[0]);
+  if (b.defined()) r.more.push_back(from_ember(g[1]));
   return r;
 }
 

@@ -134,6 +134,10 @@ inline const char* known_call(const Call& c, const std::string& category, const 
     if (c.op == "hardtanh" && why.find("unsigned type with negative limits") != std::string::npos)
       return "Ember clamps an unsigned tensor to any limits (the negative one has no effect)";
   }
+  if (category == "accept" && ember.ok && c.order == 2 && torch.error.find("derivative for aten::") != std::string::npos &&
+      torch.error.find("is not implemented") != std::string::npos)
+    return "libtorch has no double backward for this op (its backward is one kernel without a derivative); Ember's "
+           "is checked by gradgradcheck in its tests";
   if (category == "accept" && ember.ok && v2()) {
     const std::string& why = torch.error;
     if ((c.op == "argmax" || c.op == "argmin" || c.op == "topk") && c.ins.at(0).dt == DT::Bool &&
@@ -182,9 +186,63 @@ inline const char* known_call(const Call& c, const std::string& category, const 
   return nullptr;
 }
 
+/// Second-order gradients (Call::order 2, f64): why one differing element is expected. The
+/// first-order rules do not apply to them.
+inline const char* known_second_order(const Call& c, const std::string& category, const Element& e) {
+  const std::string& op = c.op;
+  if (category == "zero-sign")
+    return "the sign of a zero second derivative: libtorch's double-backward formulas multiply by 0/1 masks (g * 0 "
+           "= -0 for a negative g); Ember's recorded backwards select through where (+0)";
+  if (category != "value") return nullptr;
+  if ((op == "elu" || op == "selu" || op == "celu") && e.a == 0 && e.torch == 0)
+    return "elu, selu and celu at x = 0: their first derivative takes the negative branch there (x <= 0) in both "
+           "libraries, but libtorch's elu_double_backward masks with x < 0 (0); Ember differentiates the branch the "
+           "first derivative took";
+  if (op == "softplus" && c.has_params && e.a * c.p[0] == c.p[1] && e.torch == 0)
+    return "softplus at beta x = threshold: the first derivative is sigmoid(beta x) there in both libraries, but "
+           "libtorch's softplus_double_backward masks with beta x < threshold (0); Ember differentiates the sigmoid";
+  if (op == "mish" && e.a >= 700 && std::isnan(e.torch) && e.ember == 0)
+    return "mish at x >= 700: libtorch's second derivative overflows exp(x) (NaN); the limit, Ember's, is 0";
+  if (op == "binary_cross_entropy" && (e.a == 0 || e.a == 1) && !std::isfinite(e.torch) && std::isfinite(e.ember))
+    return "binary_cross_entropy's second derivative at p = 0 or 1: libtorch's (p^2 - 2py + y) / ((p + eps)^2 (1 - p + "
+           "eps)^2) is inf or NaN there; Ember differentiates its first derivative (p - y) / max(p (1 - p), 1e-12)";
+  if (op == "binary_cross_entropy" && std::fabs(e.ember - e.torch) <= 1e-6 * (1 + std::fabs(e.torch)))
+    return "binary_cross_entropy's second derivative: libtorch's formula adds eps = 1e-12 to p and 1 - p (its first "
+           "derivative clamps p (1 - p) at eps instead), and the sum of the weighted terms cancels; Ember "
+           "differentiates its first derivative";
+  if ((op == "elu" || op == "selu" || op == "celu") && std::isnan(e.a) && e.ember == 0 && std::isnan(e.torch))
+    return "elu, selu and celu at a NaN input: Ember's first derivative takes the positive branch (a constant, "
+           "second derivative 0); libtorch's is NaN";
+  if (op == "celu" && std::fabs(e.ember - e.torch) <= 1e-7 * (1 + std::fabs(e.torch)))
+    return "libtorch's f64 celu derivatives use the f32 constant 1/alpha; Ember's are exact";
+  if ((op == "cumprod" || op == "var" || op == "std") && !all_finite(c.ins.at(0)))
+    return "a second derivative through a slice holding inf or NaN: libtorch's closed forms and Ember's give NaN or "
+           "inf at different places";
+  if (op == "pow" && e.output == 1 && e.a == 0 && std::isnan(e.torch) && std::isfinite(e.ember))
+    return "pow's mixed second derivative at a = 0, where both libraries mask the exponent gradient g y log(a) to 0: "
+           "libtorch differentiates log(0) inside it (NaN); Ember's masked branch has gradient 0";
+  if (op == "norm" && c.args.at(0) > 0 && c.args.at(0) < 1 && std::isnan(e.torch) && !std::isnan(e.ember)) {
+    bool zero = false;
+    for (int64_t i = 0; i < c.ins.at(0).numel(); ++i) zero = zero || c.ins[0].at(i) == 0;
+    if (zero)
+      return "the second derivative of a p < 1 norm with a zero element (|x|^(p-1) is inf there; both mask the "
+             "first derivative at zeros to 0): libtorch's is NaN, Ember's inf or 0";
+  }
+  if (op == "scatter_reduce" && c.args.at(1) == 1 && (std::isnan(e.torch) || std::fabs(e.torch) > 1e20) &&
+      std::fabs(e.ember) < 1e-10)
+    return "scatter_reduce prod's second derivative: libtorch differentiates its g * y / x again (y / x^2 for a tiny "
+           "x: huge or NaN); Ember's gradient, the product of the other elements, does not divide";
+  if ((op == "hypot" || op == "normalize" || op == "rms_norm") && std::isfinite(e.torch) &&
+      std::fabs(e.ember - e.torch) <= 1e-8 * (1 + std::fabs(e.torch)))
+    return "rounding in a second derivative that cancels (hypot's 1/r - x^2/r^3 where |y| << |x|, the normalisations' "
+           "projections): the two libraries' recorded formulas round in different orders";
+  return nullptr;
+}
+
 /// Why one differing element is expected; nullptr when it is not.
 inline const char* known_element(const Call& c, DT result, const std::string& category, const Element& e) {
   const std::string& op = c.op;
+  if (c.order == 2) return known_second_order(c, category, e);
   if (op == "gelu_backward" && c.kind == Kind::Binary && c.a.dt != c.b.dt)
     return "an autograd-internal op on mixed dtypes (Ember never calls it so): libtorch's path for f32 with "
            "bf16 gives 0 for NaN inputs";

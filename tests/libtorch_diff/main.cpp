@@ -109,6 +109,14 @@ Buf make_buf(DT t, const std::vector<Val>& vals, std::vector<int64_t> shape) {
   return b;
 }
 
+Buf second_order_weights(DT t, const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<Val> v;
+  for (int64_t k = 0; k < n; ++k) v.push_back({static_cast<double>(k % 7 - 3), k % 7 - 3});
+  return make_buf(t, v, shape);
+}
+
 std::pair<int64_t, int64_t> int_range(DT t) {
   switch (t) {
     case DT::Bool: return {0, 1};
@@ -186,7 +194,11 @@ double tolerance(DT t, bool transcendental) {
 }
 
 std::string describe(const Call& c) {
-  std::string s = (c.grad ? (c.skip_first ? "grad (not of the first operand) " : "grad ") : "") + c.op + "(";
+  const std::string grad = !c.grad         ? ""
+                           : c.order == 2   ? "grad2 "
+                           : c.skip_first   ? "grad (not of the first operand) "
+                                            : "grad ";
+  std::string s = grad + c.op + "(";
   s += dt_name(c.a.dt);
   s += c.a.shape.empty() ? " 0-d" : "";
   if (c.kind == Kind::Binary) s += std::string(", ") + dt_name(c.b.dt) + (c.b.shape.empty() ? " 0-d" : "");
@@ -203,7 +215,7 @@ std::string describe(const Call& c) {
     s += buf;
   }
   if (c.kind == Kind::Named) {
-    s = (c.grad ? (c.skip_first ? "grad (not of the first operand) " : "grad ") : "") + c.op +
+    s = grad + c.op +
         (c.text.empty() ? "" : " '" + c.text + "'") + "(";
     for (size_t i = 0; i < c.ins.size(); ++i) {
       s += (i ? ", " : "") + std::string(dt_name(c.ins[i].dt));
@@ -582,6 +594,16 @@ bool takes_gradient(const std::string& op) {
   return std::find(std::begin(ops), std::end(ops), op) != std::end(ops);
 }
 
+/// Whether a gradient call is compared at second order too: f64 operands, and an op whose
+/// backward both libraries record (not the RNN modules, whose path here runs a module).
+bool second_order(const Call& c) {
+  static const char* const modules[] = {"lstm", "gru", "rnn_tanh", "rnn_relu"};
+  if (std::find(std::begin(modules), std::end(modules), c.op) != std::end(modules)) return false;
+  for (const Buf& b : c.ins)
+    if (dt_floating(b.dt) && b.dt != DT::F64) return false;
+  return true;
+}
+
 void named_call(Report& rep, const std::string& filter, const std::string& op, std::vector<Buf> ins,
                 std::vector<double> args, bool transcendental, bool gradients) {
   if (!wanted(filter, op)) return;
@@ -606,6 +628,12 @@ void named_call(Report& rep, const std::string& filter, const std::string& op, s
     for (size_t i = 1; i < c.ins.size(); ++i) others += dt_floating(c.ins[i].dt) && differentiable_input(c.op, i);
     if (others > 0 && dt_floating(c.ins[0].dt)) {
       c.skip_first = true;
+      compare(rep, c, transcendental);
+      c.skip_first = false;
+    }
+    // The second-order gradients, in f64 (double backward: gradient penalties, meta-learning).
+    if (second_order(c)) {
+      c.order = 2;
       compare(rep, c, transcendental);
     }
   }
@@ -846,6 +874,10 @@ void grad_calls(Report& rep, const std::string& filter) {
         c.p[0] = row.params.a, c.p[1] = row.params.b, c.p[2] = row.params.c;
       }
       compare(rep, c, true);
+      if (t == DT::F64) {
+        c.order = 2;
+        compare(rep, c, true);
+      }
     }
     for (const auto& row : ember::test::kBinaryRows) {
       const std::string op = ember::ops::name(row.op);
@@ -869,6 +901,14 @@ void grad_calls(Report& rep, const std::string& filter) {
         d.kind = Kind::TensorScalar;
         d.s = {ScalarArg::Float, sv, 0};
         compare(rep, d, true);
+        if (t == DT::F64) {
+          d.order = 2;
+          compare(rep, d, true);
+        }
+      }
+      if (t == DT::F64) {
+        c.order = 2;
+        compare(rep, c, true);
       }
     }
   }

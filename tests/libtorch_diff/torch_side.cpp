@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <ATen/ScalarOps.h>
 #include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/optim.h>
 #include <torch/version.h>
 
@@ -68,7 +69,8 @@ Buf from_torch(const at::Tensor& r) {
   const at::Tensor t = g_half_in_float && r.scalar_type() == at::kFloat ? r.to(at::kHalf) : r;
   Buf b;
   b.dt = from_torch_type(t.scalar_type());
-  at::Tensor c = t.contiguous();
+  // A ZeroTensor (some second-order formulas return one) has no data to copy.
+  at::Tensor c = t._is_zerotensor() ? at::zeros(t.sizes(), t.scalar_type()) : t.contiguous();
   b.shape.assign(c.sizes().begin(), c.sizes().end());
   b.bytes.resize(c.nbytes());
   if (c.nbytes() > 0) std::memcpy(b.bytes.data(), c.data_ptr(), b.bytes.size());
@@ -213,6 +215,36 @@ at::Tensor reduce(const Call& c, const at::Tensor& x0) {
   throw std::logic_error("torch_side: no reduction " + op);
 }
 
+/// The gradients of sum(y * [1, 2, ...]) with respect to xs, or with order 2 the second-order
+/// gradients, as ember_side.cpp's input_gradients.
+std::vector<at::Tensor> input_gradients(const at::Tensor& y, const std::vector<at::Tensor>& xs, int order) {
+  at::Tensor w = at::arange(1, y.numel() + 1).to(y.scalar_type()).view(y.sizes());
+  std::vector<at::Tensor> live, out(xs.size());
+  for (const at::Tensor& x : xs)
+    if (x.defined() && x.requires_grad()) live.push_back(x);
+  std::vector<at::Tensor> g;
+  if (order == 1) {
+    (y * w).sum().backward();
+    for (const at::Tensor& x : live) g.push_back(x.grad());
+  } else {
+    std::vector<at::Tensor> g1 = torch::autograd::grad({(y * w).sum()}, live, {}, true, true, true);
+    at::Tensor s;
+    for (const at::Tensor& gi : g1) {
+      if (!gi.defined() || !gi.requires_grad()) continue;
+      const DT t = from_torch_type(gi.scalar_type());
+      at::Tensor term = (gi * to_torch(second_order_weights(t, gi.sizes().vec()))).sum();
+      s = s.defined() ? s + term : term;
+    }
+    g = s.defined() ? torch::autograd::grad({s}, live, {}, false, false, true) : std::vector<at::Tensor>(live.size());
+  }
+  for (size_t i = 0, k = 0; i < xs.size(); ++i)
+    if (xs[i].defined() && xs[i].requires_grad()) {
+      out[i] = g[k].defined() ? g[k] : at::zeros_like(xs[i]);
+      ++k;
+    }
+  return out;
+}
+
 Result named(const Call& c) {
   std::vector<at::Tensor> in;
   bool all_half = true;
@@ -229,12 +261,11 @@ Result named(const Call& c) {
   // With c.grad: the gradients of sum(y * [1, 2, ...]) for the first output y, one per input
   // (an empty buffer for those that take none), as ember_side.cpp.
   auto grads = [&](const at::Tensor& y) {
-    at::Tensor w = at::arange(1, y.numel() + 1).to(y.scalar_type()).view(y.sizes());
-    (y * w).sum().backward();
+    const std::vector<at::Tensor> gs = input_gradients(y, in, c.order);
     for (size_t i = 0; i < in.size(); ++i) {
       Buf g;
       g.shape = {0};  // no gradient: an empty buffer
-      if (in[i].requires_grad()) g = from_torch(in[i].grad().defined() ? in[i].grad() : at::zeros_like(in[i]));
+      if (gs[i].defined()) g = from_torch(gs[i]);
       (i == 0 ? r.out : r.more.emplace_back()) = g;
     }
     return r;
@@ -574,12 +605,11 @@ Result gradients(const Call& c) {
   at::Tensor a = to_torch(c.a).requires_grad_();
   at::Tensor b = c.kind == Kind::Binary ? to_torch(c.b).requires_grad_() : at::Tensor();
   at::Tensor y = c.kind == Kind::Unary ? unary(c, a) : c.kind == Kind::Binary ? binary(c.op, a, b) : binary(c.op, a, wrapped(c.s));
-  at::Tensor w = at::arange(1, y.numel() + 1).to(y.scalar_type()).view(y.sizes());
-  (y * w).sum().backward();
+  const std::vector<at::Tensor> g = input_gradients(y, {a, b}, c.order);
   Result r;
   r.ok = true;
-  r.out = from_torch(a.grad().defined() ? a.grad() : at::zeros_like(a));
-  if (b.defined()) r.more.push_back(from_torch(b.grad().defined() ? b.grad() : at::zeros_like(b)));
+  r.out = from_torch(g[0]);
+  if (b.defined()) r.more.push_back(from_torch(g[1]));
   return r;
 }
 
