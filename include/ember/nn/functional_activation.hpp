@@ -88,22 +88,24 @@ template <class P>
 BasicTensor<P> tanhshrink(const BasicTensor<P>& x) {
   return x - x.tanh();
 }
-/// log(sigmoid(x)) = -softplus(-x), without overflow for large |x|.
+/// log(sigmoid(x)) = 0 - softplus(-x), without overflow for large |x| (+0 where softplus
+/// underflows, as log(1): PyTorch's too).
 template <class P>
 BasicTensor<P> logsigmoid(const BasicTensor<P>& x) {
-  return x.neg().softplus(1.0, 20.0).neg();
+  return 0.0 - x.neg().softplus(1.0, 20.0);
 }
-/// 0 inside [-lambd, lambd], x outside; NaN stays NaN.
+/// 0 inside [-lambd, lambd], x outside; NaN stays NaN, with a zero gradient (PyTorch's).
 template <class P>
 BasicTensor<P> hardshrink(const BasicTensor<P>& x, double lambd = 0.5) {
   EMBER_CHECK(lambd >= 0, "[hardshrink] lambda must be non-negative, got {}", lambd);
-  return where(x.ge(-lambd).logical_and(x.le(lambd)), 0.0, x);
+  return where(x.lt(-lambd).logical_or(x.gt(lambd)), x, where(x.isnan(), x, 0.0).detach());
 }
-/// x - lambd above lambd, x + lambd below -lambd, 0 between; NaN stays NaN.
+/// x - lambd above lambd, x + lambd below -lambd, 0 between; NaN stays NaN (PyTorch 2's), with
+/// a zero gradient (PyTorch's).
 template <class P>
 BasicTensor<P> softshrink(const BasicTensor<P>& x, double lambd = 0.5) {
   EMBER_CHECK(lambd >= 0, "[softshrink] lambda must be non-negative, got {}", lambd);
-  return where(x.gt(lambd), x - lambd, where(x.lt(-lambd), x + lambd, where(x.isnan(), x, 0.0)));
+  return where(x.gt(lambd), x - lambd, where(x.lt(-lambd), x + lambd, where(x.isnan(), x, 0.0).detach()));
 }
 /// x where x > threshold, else value; NaN stays NaN and the result keeps x's dtype.
 template <class P>
