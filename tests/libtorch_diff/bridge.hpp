@@ -135,6 +135,14 @@ struct Result {
 ///   gaussian_nll_loss (x, y, var; full, eps, reduction)
 ///   multilabel_soft_margin_loss (x, y[, weight]; reduction)
 ///   rms_norm (x[, w]; normalized dims, eps or -1 for the dtype's epsilon)
+/// calls_linalg.cpp's:
+///   mm bmm dot outer (a, b)       addmm baddbmm (c, a, b; beta, alpha)       linear (x, w[, b])
+///   bilinear (x1, x2, w[, b])       tile (x; repeats...)       argsort (x; dim, descending) (stable)
+///   hardshrink softshrink (x; lambda)       tanhshrink logsigmoid (x)       threshold (x; threshold, value)
+///   softmin (x; dim)       lp_pool1d (x; p, kernel, stride, ceil)       lp_pool2d (x; p, kernel h w, stride h w, ceil)
+///   adaptive_avg_pool3d (x; out d h w)       adaptive_max_pool3d (x; out d h w) -> values, indices
+///   conv_transpose3d (x, w, b; stride, padding, output_padding (3 each), groups, dilation (3))
+///   max_unpool1d (x, indices; out)       affine_grid (theta; size (N, C, H, W) or (N, C, D, H, W), align_corners)
 ///   (optimisers: the parameter after one step per gradient, k = grads.size(0))
 ///   sgd (param, grads; lr, momentum, dampening, weight_decay, nesterov)
 ///   adam adamw (param, grads; lr, beta1, beta2, eps, weight_decay, amsgrad)

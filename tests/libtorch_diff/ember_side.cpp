@@ -431,6 +431,37 @@ Result named(const Call& c) {
     }
     return one(p.detach());
   }
+  // calls_linalg.cpp's: matrix products, the remaining activations, pools and grids.
+  if (op == "mm") return one(ember::mm(x, in.at(1)));
+  if (op == "bmm") return one(ember::bmm(x, in.at(1)));
+  if (op == "dot") return one(ember::dot(x, in.at(1)));
+  if (op == "outer") return one(ember::outer(x, in.at(1)));
+  if (op == "addmm") return one(ember::addmm(x, in.at(1), in.at(2), c.args.at(0), c.args.at(1)));
+  if (op == "baddbmm") return one(ember::baddbmm(x, in.at(1), in.at(2), c.args.at(0), c.args.at(1)));
+  if (op == "linear") return one(F::linear(x, in.at(1), bias(2)));
+  if (op == "bilinear") return one(F::bilinear(x, in.at(1), in.at(2), bias(3)));
+  if (op == "tile") return one(x.tile(ember::Shape(ember::IntArrayRef(std::vector<int64_t>(c.args.begin(), c.args.end())))));
+  if (op == "argsort") return one(x.argsort(arg(0), arg(1) != 0));
+  if (op == "hardshrink") return one(F::hardshrink(x, c.args.at(0)));
+  if (op == "softshrink") return one(F::softshrink(x, c.args.at(0)));
+  if (op == "tanhshrink") return one(F::tanhshrink(x));
+  if (op == "threshold") return one(F::threshold(x, c.args.at(0), c.args.at(1)));
+  if (op == "logsigmoid") return one(F::logsigmoid(x));
+  if (op == "softmin") return one(F::softmin(x, arg(0)));
+  if (op == "lp_pool1d") return one(F::lp_pool1d(x, c.args.at(0), ints(1, 1), ints(2, 1), arg(3) != 0));
+  if (op == "lp_pool2d") return one(F::lp_pool2d(x, c.args.at(0), ints(1, 2), ints(3, 2), arg(5) != 0));
+  if (op == "adaptive_avg_pool3d") return one(F::adaptive_avg_pool3d(x, ints(0, 3)));
+  if (op == "adaptive_max_pool3d") return two(F::adaptive_max_pool3d_with_indices(x, ints(0, 3)));
+  if (op == "conv_transpose3d")
+    return one(F::conv_transpose3d(x, in.at(1), bias(2), ints(0, 3), ints(3, 3), ints(6, 3), arg(9), ints(10, 3)));
+  if (op == "max_unpool1d") {  // the kernel that makes `out` the default size at stride 1, as max_unpool2d's
+    const F::IntArgs kernel = {arg(0) - x.size(-1) + 1};
+    return one(F::max_unpool1d(x, in.at(1), kernel, {1}, {0}, ints(0, 1)));
+  }
+  if (op == "affine_grid") {
+    std::vector<int64_t> size(c.args.begin(), c.args.end() - 1);
+    return one(F::affine_grid(x, ember::Shape(ember::IntArrayRef(size)), c.args.back() != 0));
+  }
   throw std::runtime_error("ember_side: no named op " + op);
 }
 

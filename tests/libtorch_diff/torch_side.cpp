@@ -597,6 +597,40 @@ Result named(const Call& c) {
     }
     return one(p.detach());
   }
+  // calls_linalg.cpp's (the Python-written ones as torch/nn/functional.py composes them).
+  if (op == "mm") return one(at::mm(x, in.at(1)));
+  if (op == "bmm") return one(at::bmm(x, in.at(1)));
+  if (op == "dot") return one(at::dot(x, in.at(1)));
+  if (op == "outer") return one(at::outer(x, in.at(1)));
+  if (op == "addmm") return one(at::addmm(x, in.at(1), in.at(2), c.args.at(0), c.args.at(1)));
+  if (op == "baddbmm") return one(at::baddbmm(x, in.at(1), in.at(2), c.args.at(0), c.args.at(1)));
+  if (op == "linear") return one(at::linear(x, in.at(1), bias(2)));
+  if (op == "bilinear") return one(at::bilinear(x, in.at(1), in.at(2), bias(3)));
+  if (op == "tile") return one(at::tile(x, std::vector<int64_t>(c.args.begin(), c.args.end())));
+  if (op == "argsort") return one(std::get<1>(at::sort(x, true, arg(0), arg(1) != 0)));
+  if (op == "hardshrink") return one(at::hardshrink(x, c.args.at(0)));
+  if (op == "softshrink") return one(at::softshrink(x, c.args.at(0)));
+  if (op == "tanhshrink") return one(x - at::tanh(x));
+  if (op == "threshold") return one(at::threshold(x, c.args.at(0), c.args.at(1)));
+  if (op == "logsigmoid") return one(at::log_sigmoid(x));
+  if (op == "softmin") return one(at::softmax(-x, arg(0)));
+  if (op == "lp_pool1d" || op == "lp_pool2d") {
+    const bool two_d = op == "lp_pool2d";
+    const double p = c.args.at(0);
+    const at::Tensor powed = x.pow(p);
+    const at::Tensor avg = two_d ? at::avg_pool2d(powed, ints(1, 2), ints(3, 2), 0, arg(5) != 0)
+                                 : at::avg_pool1d(powed, ints(1, 1), ints(2, 1), 0, arg(3) != 0);
+    const double window = two_d ? c.args.at(1) * c.args.at(2) : c.args.at(1);
+    return one((at::sign(avg) * at::relu(at::abs(avg))).mul(window).pow(1.0 / p));
+  }
+  if (op == "adaptive_avg_pool3d") return one(at::adaptive_avg_pool3d(x, ints(0, 3)));
+  if (op == "adaptive_max_pool3d") return two(at::adaptive_max_pool3d(x, ints(0, 3)));
+  if (op == "conv_transpose3d")
+    return one(at::conv_transpose3d(x, in.at(1), bias(2), ints(0, 3), ints(3, 3), ints(6, 3), arg(9), ints(10, 3)));
+  if (op == "max_unpool1d")
+    return one(at::max_unpool2d(x.unsqueeze(-1), in.at(1).unsqueeze(-1), {arg(0), 1}).squeeze(-1));
+  if (op == "affine_grid")
+    return one(at::affine_grid_generator(x, std::vector<int64_t>(c.args.begin(), c.args.end() - 1), c.args.back() != 0));
   throw std::logic_error("torch_side: no named op " + op);
 }
 

@@ -1,0 +1,135 @@
+// ember-vs-libtorch, the third set of call families: matrix products (mm, bmm, dot, outer,
+// addmm, baddbmm, linear, bilinear) and the nn ops the first two sets left out (shrinks,
+// threshold, logsigmoid, softmin, power-average pools, 3-d adaptive pools and transposed
+// convolution, max_unpool1d, affine_grid, tile, argsort). Random configurations, invalid ones
+// included; values and, where the op has them, gradients (harness.hpp's named_call).
+
+#include "harness.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace ediff {
+namespace {
+
+double d(int64_t v) { return static_cast<double>(v); }
+
+int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng()); }
+
+/// Values in [-2, 2]; with `nonfinite`, a NaN and both infinities at random places (addmm with
+/// beta = 0 must not read them: PyTorch ignores the added matrix then).
+Buf operand(DT t, std::vector<int64_t> shape, bool nonfinite = false) {
+  Buf b = random_buf(t, std::move(shape), {-2, 2}, false);
+  if (!nonfinite || b.numel() < 3) return b;
+  std::vector<Val> v;
+  for (int64_t i = 0; i < b.numel(); ++i) v.push_back({b.at(i), 0});
+  for (double s : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                   -std::numeric_limits<double>::infinity()})
+    v[static_cast<size_t>(pick(0, static_cast<int>(b.numel() - 1)))].f = s;
+  return make_buf(t, v, b.shape);
+}
+
+}  // namespace
+
+void linalg_calls(Report& rep, const std::string& filter) {
+  reseed("linalg");
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 30; ++n) {
+      // Sizes from 0 (empty products: zeros, or beta * c) up; one call in eight mismatches K.
+      const int M = pick(0, 5), K = pick(0, 6), N = pick(0, 5), B = pick(1, 3);
+      const int K2 = n % 8 == 7 ? K + 1 : K;
+      const Buf a = operand(t, {M, K}), b = operand(t, {K2, N});
+      named_call(rep, filter, "mm", {a, b}, {}, false, true);
+      const Buf ba = operand(t, {B, M, K}), bb = operand(t, {B, K2, N});
+      named_call(rep, filter, "bmm", {ba, bb}, {}, false, true);
+      named_call(rep, filter, "dot", {operand(t, {K}), operand(t, {K2})}, {}, false, true);
+      named_call(rep, filter, "outer", {operand(t, {M}), operand(t, {N})}, {}, false, true);
+      // addmm/baddbmm: c full, a row (N), or a column (M, 1); beta 0 with NaN/inf in c.
+      const double beta = n % 4 == 0 ? 0.0 : n % 4 == 1 ? 1.0 : 0.5, alpha = n % 3 == 0 ? 1.0 : -1.5;
+      const bool dirty = beta == 0;
+      const int shape = pick(0, 2);
+      const Buf cm = shape == 0 ? operand(t, {M, N}, dirty) : shape == 1 ? operand(t, {N}, dirty) : operand(t, {M, 1}, dirty);
+      named_call(rep, filter, "addmm", {cm, a, b}, {beta, alpha}, false, true);
+      const Buf cb = shape == 0 ? operand(t, {B, M, N}, dirty) : operand(t, {M, N}, dirty);
+      named_call(rep, filter, "baddbmm", {cb, ba, bb}, {beta, alpha}, false, true);
+      // linear: input (K), (M, K) or (B, M, K); with and without bias.
+      const Buf w = operand(t, {N, K2}), bias = operand(t, {N});
+      const Buf x = n % 3 == 0 ? operand(t, {K}) : n % 3 == 1 ? a : ba;
+      named_call(rep, filter, "linear", {x, w, bias}, {}, false, true);
+      named_call(rep, filter, "linear", {x, w}, {}, false, true);
+      // bilinear: (R, I1) and (R, I2) into (R, O).
+      const int R = pick(1, 4), I1 = pick(1, 4), I2 = pick(1, 4), O = pick(1, 3);
+      const Buf x1 = operand(t, {R, I1}), x2 = operand(t, {R, I2}), wb = operand(t, {O, I1, n % 8 == 3 ? I2 + 1 : I2});
+      named_call(rep, filter, "bilinear", {x1, x2, wb, operand(t, {O})}, {}, false, true);
+      named_call(rep, filter, "bilinear", {x1, x2, wb}, {}, false, true);
+    }
+  }
+}
+
+void more_nn_calls(Report& rep, const std::string& filter) {
+  reseed("more nn");
+  for (DT t : {DT::F32, DT::F64}) {
+    const std::vector<Val> edges = specials(t);
+    const Buf e = make_buf(t, edges, {static_cast<int64_t>(edges.size())});
+    for (double lambda : {0.0, 0.5, 2.0}) {
+      named_call(rep, filter, "hardshrink", {e}, {lambda}, false, true);
+      named_call(rep, filter, "softshrink", {e}, {lambda}, false, true);
+    }
+    named_call(rep, filter, "hardshrink", {e}, {-1.0}, false, true);  // a negative lambda: refused
+    named_call(rep, filter, "tanhshrink", {e}, {}, true, true);
+    for (double th : {0.0, 1.0, -1.5}) named_call(rep, filter, "threshold", {e}, {th, 20.0}, false, true);
+    named_call(rep, filter, "logsigmoid", {e}, {}, true, true);
+    for (int dim : {0, 1, -1}) named_call(rep, filter, "softmin", {tie_matrix(t)}, {d(dim)}, true, true);
+    for (int n = 0; n < 30; ++n) {
+      const int C = pick(1, 3), L = pick(1, 9), H = pick(1, 6), W = pick(1, 6);
+      const double p = n % 3 == 0 ? 1.0 : n % 3 == 1 ? 2.0 : 3.5;
+      // Positive inputs for the fractional power (PyTorch's x^p is NaN for negative x).
+      const Buf x1 = random_buf(t, {2, C, L}, {n % 3 == 2 ? 0.1 : -2.0, 2}, false);
+      const int k = pick(1, 4), s = pick(1, 3);
+      named_call(rep, filter, "lp_pool1d", {x1}, {p, d(k), d(s), d(pick(0, 1))}, true, true);
+      const Buf x2 = random_buf(t, {2, C, H, W}, {n % 3 == 2 ? 0.1 : -2.0, 2}, false);
+      const int kh = pick(1, 3), kw = pick(1, 3);
+      named_call(rep, filter, "lp_pool2d", {x2}, {p, d(kh), d(kw), d(pick(1, 2)), d(pick(1, 2)), d(pick(0, 1))}, true, true);
+      const Buf x3 = random_buf(t, {1, C, pick(1, 5), pick(1, 5), pick(1, 5)}, {-2, 2}, false);
+      const std::vector<double> out3 = {d(pick(1, 4)), d(pick(1, 4)), d(pick(1, 4))};
+      named_call(rep, filter, "adaptive_avg_pool3d", {x3}, out3, false, true);
+      named_call(rep, filter, "adaptive_max_pool3d", {x3}, out3, false, true);
+      // conv_transpose3d: weight (C_in, C_out / groups, k...); output_padding < stride or dilation.
+      const int groups = pick(1, 2), ci = C * groups, co = pick(1, 2) * groups, st = pick(1, 2), dil = pick(1, 2);
+      const Buf xt = random_buf(t, {1, ci, pick(1, 4), pick(1, 4), pick(1, 4)}, {-2, 2}, false);
+      const Buf wt = random_buf(t, {ci, co / groups, pick(1, 3), pick(1, 3), pick(1, 2)}, {-1, 1}, false);
+      const double op = d(pick(0, std::max(st, dil) - 1));
+      named_call(rep, filter, "conv_transpose3d", {xt, wt, random_buf(t, {co}, {-1, 1}, false)},
+                 {d(st), d(st), d(st), d(pick(0, 1)), 0, d(pick(0, 1)), op, op, op, d(groups), d(dil), d(dil), d(dil)}, false,
+                 true);
+      // max_unpool1d: distinct positions per row in an output of length `out`.
+      const int out = pick(2, 8), in = pick(1, out);
+      std::vector<Val> pos;
+      for (int row = 0; row < 2 * C; ++row) {
+        std::vector<int64_t> perm(static_cast<size_t>(out));
+        for (int i = 0; i < out; ++i) perm[static_cast<size_t>(i)] = i;
+        std::shuffle(perm.begin(), perm.end(), rng());
+        for (int i = 0; i < in; ++i) pos.push_back({d(perm[static_cast<size_t>(i)]), perm[static_cast<size_t>(i)]});
+      }
+      named_call(rep, filter, "max_unpool1d", {random_buf(t, {2, C, in}, {-2, 2}, false), make_buf(DT::I64, pos, {2, C, in})},
+                 {d(out)}, false, true);
+      // affine_grid: 2-d (N, 2, 3) and 3-d (N, 3, 4) transforms.
+      const int Nb = pick(1, 2), align = pick(0, 1);
+      named_call(rep, filter, "affine_grid", {random_buf(t, {Nb, 2, 3}, {-1.5, 1.5}, false)},
+                 {d(Nb), d(C), d(H), d(W), d(align)}, false, true);
+      named_call(rep, filter, "affine_grid", {random_buf(t, {Nb, 3, 4}, {-1.5, 1.5}, false)},
+                 {d(Nb), d(C), d(pick(1, 4)), d(H), d(W), d(align)}, false, true);
+      // tile: fewer, as many or more repeats than dims.
+      const Buf tx = random_buf(t, {pick(1, 3), pick(1, 3)}, {-2, 2}, false);
+      named_call(rep, filter, "tile", {tx}, {d(pick(1, 3))}, false, true);
+      named_call(rep, filter, "tile", {tx}, {d(pick(1, 2)), d(pick(0, 2))}, false, true);
+      named_call(rep, filter, "tile", {tx}, {2, d(pick(1, 2)), d(pick(1, 3))}, false, true);
+    }
+  }
+  // argsort (stable, as the libtorch side sorts) over ties and edge values, every dtype.
+  for (DT t : kAllDT)
+    for (int dim : {0, 1})
+      for (int desc : {0, 1}) named_call(rep, filter, "argsort", {tie_matrix(t)}, {d(dim), d(desc)}, false, false);
+}
+
+}  // namespace ediff
