@@ -94,18 +94,19 @@ template <class P>
 BasicTensor<P> logsigmoid(const BasicTensor<P>& x) {
   return 0.0 - x.neg().softplus(1.0, 20.0);
 }
-/// 0 inside [-lambd, lambd], x outside; NaN stays NaN, with a zero gradient (PyTorch's).
+/// 0 inside [-lambd, lambd], x outside; NaN stays NaN and passes the gradient (as PyTorch's
+/// scalar kernel; its vector kernel gives 0 there).
 template <class P>
 BasicTensor<P> hardshrink(const BasicTensor<P>& x, double lambd = 0.5) {
   EMBER_CHECK(lambd >= 0, "[hardshrink] lambda must be non-negative, got {}", lambd);
-  return where(x.lt(-lambd).logical_or(x.gt(lambd)), x, where(x.isnan(), x, 0.0).detach());
+  return where(x.ge(-lambd).logical_and(x.le(lambd)), 0.0, x);
 }
-/// x - lambd above lambd, x + lambd below -lambd, 0 between; NaN stays NaN (PyTorch 2's), with
-/// a zero gradient (PyTorch's).
+/// x - lambd above lambd, x + lambd below -lambd, 0 between; NaN stays NaN (PyTorch 2's) and
+/// passes the gradient, as hardshrink.
 template <class P>
 BasicTensor<P> softshrink(const BasicTensor<P>& x, double lambd = 0.5) {
   EMBER_CHECK(lambd >= 0, "[softshrink] lambda must be non-negative, got {}", lambd);
-  return where(x.gt(lambd), x - lambd, where(x.lt(-lambd), x + lambd, where(x.isnan(), x, 0.0).detach()));
+  return where(x.gt(lambd), x - lambd, where(x.lt(-lambd), x + lambd, where(x.isnan(), x, 0.0)));
 }
 /// x where x > threshold, else value; NaN stays NaN and the result keeps x's dtype.
 template <class P>
