@@ -177,8 +177,9 @@ TEST_CASE("nearest grid_sample: a grid that needs a gradient gets a zero one (as
 }
 
 TEST_CASE("grid_sample: first and second derivatives against finite differences (bilinear and bicubic)") {
-  // libtorch has no double backward for grid_sample (ember-vs-libtorch cannot compare it), so
-  // both orders are checked here. Grid points stay inside, away from the padding's kinks.
+  // libtorch 1.13 has no double backward for grid_sample (ember-vs-libtorch compares it with
+  // PyTorch 2 only), so both orders are checked here too. Grid points stay inside, away from
+  // the padding's kinks.
   manual_seed(31);
   Tensor img = randn({1, 2, 4, 5}, DType::F64).requires_grad_();
   Tensor grid = (rand({1, 3, 2, 2}, DType::F64) * 1.6 - 0.8).requires_grad_();

@@ -214,24 +214,28 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
         return {where(xv.le(0.0).logical_or(xv.ge(6.0)), 0.0, g)};
       }
       case U::LeakyRelu: return {where(X().gt(0.0), g, g * p.a)};
-      // The negative branch where x <= 0, so that NaN takes the positive one (PyTorch's). It
-      // exponentiates min(x, 0) through a where: a recorded backward (create_graph) sends the
-      // discarded branch a zero gradient, and exp(x) = inf there would make it 0 * inf = NaN.
+      // The negative branch where x <= 0, so that NaN takes the positive one (PyTorch's). A
+      // recorded backward (create_graph: grad mode on) exponentiates min(x, 0) through a where:
+      // it sends the discarded branch a zero gradient, and exp(x) = inf there would make it
+      // 0 * inf = NaN. A plain backward skips that pass.
       case U::Elu: {
         TP xv = X();
         TP neg = xv.le(0.0);
-        return {where(neg, g * where(neg, xv, 0.0).exp() * p.a, g)};
+        TP xn = GradMode::is_enabled() ? where(neg, xv, 0.0) : xv;
+        return {where(neg, g * xn.exp() * p.a, g)};
       }
       case U::Selu: {
         constexpr double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
         TP xv = X();
         TP neg = xv.le(0.0);
-        return {where(neg, g * where(neg, xv, 0.0).exp() * (alpha * scale), g * scale)};
+        TP xn = GradMode::is_enabled() ? where(neg, xv, 0.0) : xv;
+        return {where(neg, g * xn.exp() * (alpha * scale), g * scale)};
       }
       case U::Celu: {
         TP xv = X();
         TP neg = xv.le(0.0);
-        return {where(neg, g * (where(neg, xv, 0.0) / p.a).exp(), g)};
+        TP xn = GradMode::is_enabled() ? where(neg, xv, 0.0) : xv;
+        return {where(neg, g * (xn / p.a).exp(), g)};
       }
       case U::Gelu: return {g.gelu_backward(X())};
       case U::GeluTanh: {
