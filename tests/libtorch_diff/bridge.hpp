@@ -53,8 +53,11 @@ struct Call {
   /// With grad, 2: the second-order gradients instead, of sum_i sum(g_i * v_i) over the
   /// first-order gradients g_i (recorded: create_graph), v_i = second_order_weights(g_i). A
   /// first-order gradient without history (the op is linear in the inputs) adds nothing; an
-  /// input that nothing reaches gets zeros. (Not for the RNN modules nor the optimisers.)
+  /// input that nothing reaches gets zeros. (Not for the optimisers.)
   int order = 1;
+  /// Named: Ember's operands are non-contiguous views holding the same values (libtorch's stay
+  /// contiguous), so that every op's strided paths are checked against the same results.
+  bool strided = false;
   std::vector<Buf> ins;       ///< Named: the tensor operands
   std::vector<double> args;   ///< Named: the other arguments (dims, k, flags, a dtype code)
   std::string text;           ///< Named: a string argument (einsum's equation)
@@ -156,12 +159,13 @@ inline bool differentiable_input(const std::string& op, size_t i) {
   if (op == "batch_norm") return i != 1 && i != 2;
   if (op == "cross_entropy" || op == "nll_loss") return i == 0;
   if (op == "bce_with_logits" || op == "binary_cross_entropy") return i < 2;  // not weight nor pos_weight
-  if (op == "multi_margin_loss" || op == "soft_margin_loss") return i == 0;
+  if (op == "multi_margin_loss" || op == "soft_margin_loss" || op == "hinge_embedding_loss") return i == 0;
   return true;
 }
 
 /// The weights v of a second-order gradient call for a first-order gradient of this dtype and
-/// shape: element k is (k mod 7) - 3, so that signs, sizes and zeros vary.
+/// shape: element k is (k mod 7) - 2.5, so that signs and sizes vary (and none is 0, which
+/// would leave an element's second derivative unchecked).
 Buf second_order_weights(DT t, const std::vector<int64_t>& shape);
 
 Result run_torch(const Call& c);

@@ -22,6 +22,19 @@ ember::Tensor to_ember(const Buf& b) {
   return ember::from_blob(data, shape, ember::TensorOptions(static_cast<ember::DType>(b.dt))).clone();
 }
 
+/// The same values in a non-contiguous layout (Call::strided): the last two dims transposed in
+/// memory, or every other element of a buffer twice as long for a 1-d tensor.
+ember::Tensor strided_copy(const ember::Tensor& t) {
+  if (t.dim() >= 2) return t.transpose(-1, -2).contiguous().transpose(-1, -2);
+  if (t.dim() == 1) {
+    ember::Tensor wide = ember::zeros({t.size(0), 2}, ember::TensorOptions(t.dtype()));
+    ember::Tensor col = wide.select(1, 0);
+    col.copy_(t);
+    return col;
+  }
+  return t;
+}
+
 Buf from_ember(const ember::Tensor& t) {
   Buf b;
   b.dt = static_cast<DT>(t.dtype());
@@ -110,7 +123,7 @@ ember::Tensor reduce(const Call& c, const ember::Tensor& x) {
 
 Result named(const Call& c) {
   std::vector<ember::Tensor> in;
-  for (const Buf& b : c.ins) in.push_back(to_ember(b));
+  for (const Buf& b : c.ins) in.push_back(c.strided ? strided_copy(to_ember(b)) : to_ember(b));
   const std::string& op = c.op;
   if (c.grad)
     for (size_t i = 0; i < in.size(); ++i)
@@ -305,9 +318,8 @@ Result named(const Call& c) {
     return one(F::poisson_nll_loss(x, in.at(1), arg(0) != 0, arg(1) != 0, c.args.at(2), reductions[arg(3)]));
   if (op == "ctc_loss") {
     auto lengths = [&](size_t i) {
-      std::vector<int64_t> v(static_cast<size_t>(in.at(i).numel()));
-      for (size_t k = 0; k < v.size(); ++k) v[k] = in.at(i).data_ptr<int64_t>()[k];
-      return v;
+      const ember::Tensor t = in.at(i).contiguous();  // a strided call's lengths are a view
+      return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
     };
     return one(F::ctc_loss(x.log_softmax(2), in.at(1), lengths(2), lengths(3), arg(0), reductions[arg(1)], arg(2) != 0));
   }
@@ -364,19 +376,15 @@ Result named(const Call& c) {
         for (size_t k = 1; k < outs.size(); ++k) r.more.push_back(from_ember(outs[k]));
         return r;
       }
-      ember::Tensor w = ember::arange(1, outs[0].numel() + 1).to(outs[0].dtype()).view(outs[0].sizes());
-      (outs[0] * w).sum().backward();
-      auto grad_of = [](const ember::Tensor& t) {
-        if (!t.requires_grad()) {
-          Buf none;
-          none.shape = {0};
-          return none;
-        }
-        return from_ember(t.grad().defined() ? t.grad() : ember::zeros_like(t));
-      };
-      r.out = grad_of(in[0]);
-      for (size_t k = 1; k < first; ++k) r.more.push_back(grad_of(in[k]));
-      for (const ember::Tensor& p : params) r.more.push_back(grad_of(p));
+      std::vector<ember::Tensor> xs(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(first));
+      xs.insert(xs.end(), params.begin(), params.end());
+      const std::vector<ember::Tensor> gs = input_gradients(outs[0], xs, c.order);
+      for (size_t k = 0; k < gs.size(); ++k) {
+        Buf g;
+        g.shape = {0};  // no gradient: an empty buffer
+        if (gs[k].defined()) g = from_ember(gs[k]);
+        (k == 0 ? r.out : r.more.emplace_back()) = g;
+      }
       return r;
     };
     if (lstm)
