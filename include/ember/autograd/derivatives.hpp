@@ -367,7 +367,12 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
         // g (b a^(b-1)), as PyTorch groups it: for a huge b where a^(b-1) underflows, b a^(b-1)
         // is 0 and stays 0 when differentiated again ((g b) a^(b-1) would be inf * 0).
         if (na) ga = to_a(where(bv.eq(0.0), 0.0, g * (bv * av.pow(bv - 1.0))));
-        if (nb) gb = to_b(where(av.eq(0.0).logical_and(bv.ge(0.0)), 0.0, g * y.get(n) * av.log()));
+        // log(a) in the result's dtype (as PyTorch): an f32 base with an f64 exponent would
+        // otherwise give the f64 gradient an f32 logarithm's error.
+        if (nb) {
+          TP la = (av.dtype() == g.dtype() ? av : av.to(g.dtype())).log();
+          gb = to_b(where(av.eq(0.0).logical_and(bv.ge(0.0)), 0.0, g * y.get(n) * la));
+        }
         break;
       }
       case B::Atan2: {
