@@ -370,6 +370,10 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
     if (std::fabs(e.ember - e.torch) <= 2e-7 * terms)
       return "an f32 convolution's sum in another order than libtorch's: a few ulp of the sum of |terms|";
   }
+  if (v1() && c.grad && op == "pow" && c.kind == Kind::Binary && c.a.dt == DT::F32 && c.b.dt == DT::F64 &&
+      e.output == 1 && std::fabs(e.ember - e.torch) <= 1e-6 * std::fabs(e.torch))
+    return "pow's exponent gradient for an f32 base and an f64 exponent: libtorch 1.13 takes log(a) in f32; PyTorch "
+           "2 and Ember in the result's dtype, f64";
   if (v1() && c.grad && op == "clamp_tensors" && std::isnan(e.a))
     return "clamp's gradient at a NaN x with tensor bounds: libtorch 1.13 gives 0; PyTorch 2 and Ember keep g";
   if (v1() && scales_by_0d(c, result))

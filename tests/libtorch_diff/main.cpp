@@ -923,6 +923,32 @@ void grad_calls(Report& rep, const std::string& filter) {
       }
     }
   }
+  // Gradients across promotion and broadcasting: each comes back in its operand's dtype and
+  // shape (summed over the broadcast dims), at first and second order.
+  for (const auto& row : ember::test::kBinaryRows) {
+    const std::string op = ember::ops::name(row.op);
+    if (!wanted(filter, op) || !differentiable(op)) continue;
+    reseed("grad binary mixed " + op);
+    Call c;
+    c.kind = Kind::Binary;
+    c.op = op;
+    c.grad = true;
+    c.a = make_buf(DT::F32, randoms(DT::F32, row.a, row.ia, 24), {24});  // f32 with f64: f64 results
+    c.b = make_buf(DT::F64, randoms(DT::F64, row.b, row.ib, 24), {24});
+    compare(rep, c, true);
+    for (DT t : {DT::F32, DT::F64}) {
+      c.a = make_buf(t, randoms(t, row.a, row.ia, 8), {8, 1});  // (8, 1) with (1, 6)
+      c.b = make_buf(t, randoms(t, row.b, row.ib, 6), {1, 6});
+      for (int order : {1, 2}) {
+        if (order == 2 && t != DT::F64) continue;
+        c.order = order;
+        compare(rep, c, true);
+      }
+      c.order = 1;
+      c.b = make_buf(t, randoms(t, row.b, row.ib, 1), {});  // a 0-d tensor
+      compare(rep, c, true);
+    }
+  }
 }
 
 /// nn::functional's windowed ops on random configurations: kernel, stride, padding,
