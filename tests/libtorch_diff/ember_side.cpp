@@ -477,7 +477,10 @@ Result named(const Call& c) {
 Result gradients(const Call& c) {
   ember::Tensor a = to_ember(c.a).requires_grad_();
   ember::Tensor b = c.kind == Kind::Binary ? to_ember(c.b).requires_grad_() : ember::Tensor();
-  ember::Tensor y = c.kind == Kind::Unary ? unary(c, a) : c.kind == Kind::Binary ? binary(c.op, a, b) : binary(c.op, a, to_scalar(c.s));
+  ember::Tensor y = c.kind == Kind::Unary    ? unary(c, a)
+                    : c.kind == Kind::Reduce ? reduce(c, a)
+                    : c.kind == Kind::Binary ? binary(c.op, a, b)
+                                             : binary(c.op, a, to_scalar(c.s));
   const std::vector<ember::Tensor> g = input_gradients(y, {a, b}, c.order);
   Result r;
   r.ok = true;

@@ -44,6 +44,20 @@ inline bool slice_has(const Call& c, const Element& e, int dim, bool (*pred)(dou
   return false;
 }
 
+/// Reductions of an (R, C) input (Kind::Reduce): whether the slice reduced into the output
+/// element behind gradient element e (the whole input, its column or its row) holds a value
+/// meeting pred.
+inline bool reduced_slice_has(const Call& c, const Element& e, bool (*pred)(double)) {
+  const Buf& x = c.a;
+  if (x.shape.size() != 2) return false;
+  const int64_t rows = x.shape[0], cols = x.shape[1];
+  const bool all = c.dims.empty() || c.dims.size() == 2;
+  const bool down = !all && c.dims[0] == 0;  // a column
+  for (int64_t i = 0; i < rows * cols; ++i)
+    if ((all || (down ? i % cols == e.index % cols : i / cols == e.index / cols)) && pred(x.at(i))) return true;
+  return false;
+}
+
 /// The normalisations, whose f32 results lose digits to cancellation when the variance is
 /// small next to eps: there the two libraries' rounding is compared with the f64 result.
 inline bool is_normalisation(const std::string& op) {
@@ -221,6 +235,16 @@ inline const char* known_second_order(const Call& c, const std::string& category
   if ((op == "cumprod" || op == "var" || op == "std") && slice_has(c, e, static_cast<int>(c.args.at(0)), nonfinite))
     return "a second derivative through a slice holding inf or NaN: libtorch's closed forms and Ember's give NaN or "
            "inf at different places";
+  if (op == "prod" && c.kind == Kind::Reduce && e.torch == 0 && std::isnan(e.ember)) {
+    int zeros = 0;
+    for (int64_t i = 0; i < c.a.numel(); ++i) zeros += c.a.at(i) == 0;
+    if (zeros >= 3 && !all_finite(c.a))
+      return "prod's second derivative over a slice with three or more zeros and an inf or NaN: libtorch's shortcut "
+             "gives 0; Ember's products of the other elements follow IEEE (0 * inf = NaN)";
+  }
+  if (op == "prod" && c.kind == Kind::Reduce && !std::isfinite(e.a) && std::isnan(e.torch) && std::isfinite(e.ember))
+    return "prod's second derivative for the inf or NaN element of a slice: the products that leave it out are "
+           "finite (Ember's); libtorch's formula divides by the element (NaN)";
   if (op == "pow" && e.output == 1 && e.a == 0 && std::isnan(e.torch) && std::isfinite(e.ember))
     return "pow's mixed second derivative at a = 0, where both libraries mask the exponent gradient g y log(a) to 0: "
            "libtorch differentiates log(0) inside it (NaN); Ember's masked branch has gradient 0";
@@ -369,6 +393,17 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
              "direct sum's (ops/conv_algorithm.hpp)";
     if (std::fabs(e.ember - e.torch) <= 2e-7 * terms)
       return "an f32 convolution's sum in another order than libtorch's: a few ulp of the sum of |terms|";
+  }
+  if (c.grad && c.kind == Kind::Reduce && (op == "amax" || op == "amin") && std::isnan(e.torch) &&
+      reduced_slice_has(c, e, [](double v) { return std::isnan(v); }))
+    return "amax/amin's gradient where the slice holds NaN (the result): libtorch shares it among the elements equal "
+           "to the result (none: 0 / 0 = NaN for all); Ember gives it to the NaN elements, as max over a dim does";
+  if (c.grad && c.kind == Kind::Reduce && op == "prod" && e.torch == 0 && std::isnan(e.ember)) {
+    int zeros = 0;
+    for (int64_t i = 0; i < c.a.numel(); ++i) zeros += c.a.at(i) == 0;
+    if (zeros >= 2 && !all_finite(c.a))
+      return "prod's gradient over a slice with two or more zeros and an inf or NaN: libtorch's shortcut for two "
+             "zeros gives 0; Ember's products of the other elements follow IEEE (0 * inf = NaN)";
   }
   if (v1() && c.grad && op == "pow" && c.kind == Kind::Binary && c.a.dt == DT::F32 && c.b.dt == DT::F64 &&
       e.output == 1 && std::fabs(e.ember - e.torch) <= 1e-6 * std::fabs(e.torch))

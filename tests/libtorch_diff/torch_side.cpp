@@ -638,7 +638,10 @@ Result named(const Call& c) {
 Result gradients(const Call& c) {
   at::Tensor a = to_torch(c.a).requires_grad_();
   at::Tensor b = c.kind == Kind::Binary ? to_torch(c.b).requires_grad_() : at::Tensor();
-  at::Tensor y = c.kind == Kind::Unary ? unary(c, a) : c.kind == Kind::Binary ? binary(c.op, a, b) : binary(c.op, a, wrapped(c.s));
+  at::Tensor y = c.kind == Kind::Unary    ? unary(c, a)
+                 : c.kind == Kind::Reduce ? reduce(c, a)
+                 : c.kind == Kind::Binary ? binary(c.op, a, b)
+                                          : binary(c.op, a, wrapped(c.s));
   const std::vector<at::Tensor> g = input_gradients(y, {a, b}, c.order);
   Result r;
   r.ok = true;
