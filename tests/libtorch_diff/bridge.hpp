@@ -55,6 +55,11 @@ struct Call {
   /// first-order gradient without history (the op is linear in the inputs) adds nothing; an
   /// input that nothing reaches gets zeros. (Not for the optimisers.)
   int order = 1;
+  /// Unary, Binary, TensorScalar with grad: instead of op(a[, b]), y = a * 1 and the op applied
+  /// in place to 1: y, 2: y.narrow(0, 1, n - 2), 3: every other element of y (as_strided), with
+  /// b narrowed alike; the gradients are those of y. libtorch's side writes op(view) into the
+  /// view with copy_, the semantics an in-place op must have.
+  int inplace = 0;
   /// Named: Ember's operands are non-contiguous views holding the same values (libtorch's stay
   /// contiguous), so that every op's strided paths are checked against the same results.
   bool strided = false;

@@ -474,10 +474,52 @@ Result named(const Call& c) {
 }
 
 /// The gradients of sum(op(a[, b]) * [1, 2, ...]).
+/// The part of y that Call::inplace's mode writes.
+ember::Tensor inplace_view(const ember::Tensor& y, int mode) {
+  const int64_t n = y.size(0);
+  if (mode == 2) return y.narrow(0, 1, n - 2);
+  if (mode == 3) return y.as_strided({(n + 1) / 2}, {2}, y.storage_offset());
+  return y;
+}
+
+/// Call::inplace: the op in place on a view of y = a * 1.
+ember::Tensor inplace_result(const Call& c, const ember::Tensor& a, const ember::Tensor& b) {
+  ember::Tensor y = a * 1.0;
+  ember::Tensor v = inplace_view(y, c.inplace);
+  const std::string& op = c.op;
+  if (c.kind == Kind::Unary) {
+    if (c.has_params) {
+      if (op == "leaky_relu") v.leaky_relu_(c.p[0]);
+      else if (op == "elu") v.elu_(c.p[0]);
+      else if (op == "celu") v.celu_(c.p[0]);
+      else if (op == "hardtanh") v.hardtanh_(c.p[0], c.p[1]);
+      else if (op == "clamp") v.clamp_(ember::Scalar(c.p[0]), ember::Scalar(c.p[1]));
+      else throw std::logic_error("ember_side: no in-place form of " + op + " with parameters");
+      return y;
+    }
+#define EMBER_UNARY_OP(E, n, r) \
+  if (op == #n) return v.n##_(), y;
+#include <ember/ops/unary_list.def>
+#undef EMBER_UNARY_OP
+  } else {
+    ember::Tensor bv = c.kind == Kind::Binary ? inplace_view(b, c.inplace) : ember::Tensor();
+#define EMBER_BINARY_OP(E, n, r)                                  \
+  if (op == #n) {                                                 \
+    if (c.kind == Kind::Binary) v.n##_(bv);                       \
+    else v.n##_(to_scalar(c.s));                                  \
+    return y;                                                     \
+  }
+#include <ember/ops/binary_list.def>
+#undef EMBER_BINARY_OP
+  }
+  throw std::logic_error("ember_side: no in-place op " + op);
+}
+
 Result gradients(const Call& c) {
   ember::Tensor a = to_ember(c.a).requires_grad_();
   ember::Tensor b = c.kind == Kind::Binary ? to_ember(c.b).requires_grad_() : ember::Tensor();
-  ember::Tensor y = c.kind == Kind::Unary    ? unary(c, a)
+  ember::Tensor y = c.inplace                ? inplace_result(c, a, b)
+                    : c.kind == Kind::Unary  ? unary(c, a)
                     : c.kind == Kind::Reduce ? reduce(c, a)
                     : c.kind == Kind::Binary ? binary(c.op, a, b)
                                              : binary(c.op, a, to_scalar(c.s));

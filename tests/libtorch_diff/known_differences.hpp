@@ -279,6 +279,13 @@ inline const char* known_second_order(const Call& c, const std::string& category
 inline const char* known_element(const Call& c, DT result, const std::string& category, const Element& e) {
   const std::string& op = c.op;
   if (c.order == 2) return known_second_order(c, category, e);
+  if (category == "zero-sign" && c.inplace != 0 && e.torch == 0 && !std::signbit(e.torch) && std::signbit(e.ember))
+    return "an in-place op's zero gradient: the libtorch side writes op(clone) into the view with copy_, whose "
+           "backward adds a +0 for the overwritten values to the clone's -0 (+0); Ember's in-place op has one path";
+  if (category == "zero-sign" && c.inplace == 3 && e.output == 1 && e.ember == 0 && !std::signbit(e.ember) &&
+      std::signbit(e.torch))
+    return "a -0 gradient through an as_strided view of the second operand: Ember's as_strided backward adds the "
+           "view's gradient into zeros (+0 + -0 = +0); libtorch's keeps the -0";
   if (op == "gelu_backward" && c.kind == Kind::Binary && c.a.dt != c.b.dt)
     return "an autograd-internal op on mixed dtypes (Ember never calls it so): libtorch's path for f32 with "
            "bf16 gives 0 for NaN inputs";

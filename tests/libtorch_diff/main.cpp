@@ -194,7 +194,9 @@ double tolerance(DT t, bool transcendental) {
 }
 
 std::string describe(const Call& c) {
-  const std::string layout = c.strided ? "strided " : "";
+  const std::string layout = std::string(c.strided ? "strided " : "") +
+                             (c.inplace == 1 ? "in-place " : c.inplace == 2 ? "in-place (narrow) "
+                                                           : c.inplace == 3 ? "in-place (strided) " : "");
   const std::string grad = layout + (!c.grad        ? ""
                                       : c.order == 2 ? "grad2 "
                                       : c.skip_first ? "grad (not of the first operand) "
@@ -874,6 +876,22 @@ void misc_calls(Report& rep, const std::string& filter) {
 /// Gradients of every differentiable elementwise op at the edge values (f32, f64): the
 /// conventions at kinks, ties, zeros and non-finite points (abs at 0, clamp at its bounds,
 /// maximum on ties, pow at 0, ...) are where autograd formulas part.
+/// A gradient call again with the op in place (Call::inplace): on the whole non-leaf, through
+/// a narrowed view and through a strided one; in f64 also at second order through the view.
+void inplace_variants(Report& rep, const Call& c, DT t) {
+  static const char* const with_params[] = {"leaky_relu", "elu", "celu", "hardtanh", "clamp"};
+  if (c.has_params && std::find(std::begin(with_params), std::end(with_params), c.op) == std::end(with_params)) return;
+  for (int mode : {1, 2, 3}) {
+    Call d = c;
+    d.inplace = mode;
+    compare(rep, d, true);
+    if (t == DT::F64 && mode == 2) {
+      d.order = 2;
+      compare(rep, d, true);
+    }
+  }
+}
+
 void grad_calls(Report& rep, const std::string& filter) {
   auto differentiable = [](const std::string& op) {
     static const char* const no[] = {"isnan", "isinf", "isfinite", "logical_not", "bitwise_not", "eq", "ne", "lt", "le",
@@ -899,6 +917,7 @@ void grad_calls(Report& rep, const std::string& filter) {
         c.p[0] = row.params.a, c.p[1] = row.params.b, c.p[2] = row.params.c;
       }
       compare(rep, c, true);
+      inplace_variants(rep, c, t);
       if (t == DT::F64) {
         c.order = 2;
         compare(rep, c, true);
@@ -921,11 +940,13 @@ void grad_calls(Report& rep, const std::string& filter) {
       c.a = make_buf(t, xa, {static_cast<int64_t>(xa.size())});
       c.b = make_buf(t, xb, {static_cast<int64_t>(xb.size())});
       compare(rep, c, true);
+      inplace_variants(rep, c, t);
       for (double sv : {2.0, 0.5, -1.0, 0.0}) {
         Call d = c;
         d.kind = Kind::TensorScalar;
         d.s = {ScalarArg::Float, sv, 0};
         compare(rep, d, true);
+        if (sv == 0.5) inplace_variants(rep, d, t);
         if (t == DT::F64) {
           d.order = 2;
           compare(rep, d, true);

@@ -635,10 +635,36 @@ Result named(const Call& c) {
 }
 
 /// The gradients of sum(op(a[, b]) * [1, 2, ...]).
+/// The part of y that Call::inplace's mode writes (as ember_side.cpp's).
+at::Tensor inplace_view(const at::Tensor& y, int mode) {
+  const int64_t n = y.size(0);
+  if (mode == 2) return y.narrow(0, 1, n - 2);
+  if (mode == 3) return y.as_strided({(n + 1) / 2}, {2}, y.storage_offset());
+  return y;
+}
+
+/// Call::inplace: op(view) written into the view of y = a * 1 with copy_ (what the in-place op
+/// means; computed from a clone, as libtorch refuses to differentiate through the overwritten
+/// values themselves).
+at::Tensor inplace_result(const Call& c, const at::Tensor& a, const at::Tensor& b) {
+  at::Tensor y = a * 1.0;
+  at::Tensor v = inplace_view(y, c.inplace);
+  const at::Tensor old = v.clone();  // the values before the write, which the op's backward reads
+  at::Tensor r = c.kind == Kind::Unary    ? unary(c, old)
+                 : c.kind == Kind::Binary ? binary(c.op, old, inplace_view(b, c.inplace))
+                                          : binary(c.op, old, wrapped(c.s));
+  if (r.scalar_type() != v.scalar_type())  // an in-place op keeps its tensor's dtype: refused
+    throw std::runtime_error("torch_side: result type " + std::string(c10::toString(r.scalar_type())) +
+                             " can't be cast to the desired output type " + c10::toString(v.scalar_type()));
+  v.copy_(r);
+  return y;
+}
+
 Result gradients(const Call& c) {
   at::Tensor a = to_torch(c.a).requires_grad_();
   at::Tensor b = c.kind == Kind::Binary ? to_torch(c.b).requires_grad_() : at::Tensor();
-  at::Tensor y = c.kind == Kind::Unary    ? unary(c, a)
+  at::Tensor y = c.inplace                ? inplace_result(c, a, b)
+                 : c.kind == Kind::Unary  ? unary(c, a)
                  : c.kind == Kind::Reduce ? reduce(c, a)
                  : c.kind == Kind::Binary ? binary(c.op, a, b)
                                           : binary(c.op, a, wrapped(c.s));
