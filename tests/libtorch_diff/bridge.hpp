@@ -150,6 +150,10 @@ struct Result {
 ///   softmin (x; dim)       lp_pool1d (x; p, kernel, stride, ceil)       lp_pool2d (x; p, kernel h w, stride h w, ceil)
 ///   adaptive_avg_pool3d (x; out d h w)       adaptive_max_pool3d (x; out d h w) -> values, indices
 ///   conv_transpose3d (x, w, b; stride, padding, output_padding (3 each), groups, dilation (3))
+///   mha (q (L, N, E), k (S, N, kdim), v (S, N, vdim), w_q, w_k, w_v, in_proj_bias or empty, out_proj
+///        weight, out_proj bias or empty, key_padding_mask (N, S) or empty, attn_mask (L, S) or empty;
+///        heads, need_weights, average_attn_weights) -> output, weights (empty when not needed):
+///        the MultiheadAttention modules with these projections; gradients for q, k, v and them
 ///   max_unpool1d (x, indices; out)       affine_grid (theta; size (N, C, H, W) or (N, C, D, H, W), align_corners)
 ///   (optimisers: the parameter after one step per gradient, k = grads.size(0))
 ///   sgd (param, grads; lr, momentum, dampening, weight_decay, nesterov)
@@ -162,6 +166,7 @@ struct Result {
 /// differentiate).
 inline bool differentiable_input(const std::string& op, size_t i) {
   if (op == "batch_norm") return i != 1 && i != 2;
+  if (op == "mha") return i < 9;  // not the masks
   if (op == "cross_entropy" || op == "nll_loss") return i == 0;
   if (op == "bce_with_logits" || op == "binary_cross_entropy") return i < 2;  // not weight nor pos_weight
   if (op == "multi_margin_loss" || op == "soft_margin_loss" || op == "hinge_embedding_loss") return i == 0;

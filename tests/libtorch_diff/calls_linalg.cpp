@@ -135,4 +135,43 @@ void more_nn_calls(Report& rep, const std::string& filter) {
       for (int desc : {0, 1}) named_call(rep, filter, "argsort", {tie_matrix(t)}, {d(dim), d(desc)}, false, false);
 }
 
+/// nn::MultiheadAttention against torch::nn::MultiheadAttention with the same projections:
+/// heads, key/value widths (packed or separate projections), bias, key padding masks and
+/// boolean or additive attention masks (no row fully masked: there the libraries differ on
+/// purpose), weights averaged or per head, or none.
+void attention_calls(Report& rep, const std::string& filter) {
+  reseed("attention");
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 24; ++n) {
+      const int heads = pick(1, 3), E = heads * pick(1, 3), L = pick(1, 4), S = pick(1, 4), N = pick(1, 2);
+      // Keys and values of one width (libtorch's C++ frontend asserts it; PyTorch's Python does not).
+      const int kd = n % 3 == 0 ? pick(1, 5) : E, vd = kd;
+      const bool bias = n % 4 != 0;
+      const Buf none = make_buf(t, {}, {0});
+      std::vector<Buf> ins = {operand(t, {L, N, E}), operand(t, {S, N, kd}), operand(t, {S, N, vd})};
+      auto weight = [&](int64_t rows, int64_t cols) {
+        Buf w = random_buf(t, {rows, cols}, {-0.6, 0.6}, false);
+        return w;
+      };
+      ins.push_back(weight(E, E));
+      ins.push_back(weight(E, kd));
+      ins.push_back(weight(E, vd));
+      ins.push_back(bias ? random_buf(t, {3 * E}, {-0.3, 0.3}, false) : none);
+      ins.push_back(weight(E, E));
+      ins.push_back(bias ? random_buf(t, {E}, {-0.3, 0.3}, false) : none);
+      // Masks: key 0 is never masked, so that no row is fully masked.
+      std::vector<Val> kpm, bm;
+      for (int i = 0; i < N * S; ++i) kpm.push_back({0, i % S != 0 && pick(0, 2) == 0});
+      for (int i = 0; i < L * S; ++i) bm.push_back({0, i % S != 0 && pick(0, 2) == 0});
+      ins.push_back(n % 2 ? make_buf(DT::Bool, kpm, {N, S}) : make_buf(DT::Bool, {}, {0}));
+      const int mask_kind = pick(0, 2);
+      ins.push_back(mask_kind == 0   ? make_buf(t, {}, {0})
+                    : mask_kind == 1 ? make_buf(DT::Bool, bm, {L, S})
+                                     : random_buf(t, {L, S}, {-2, 1}, false));
+      const int need = pick(0, 1), average = pick(0, 1);
+      named_call(rep, filter, "mha", ins, {d(heads), d(need), d(average)}, true, true);
+    }
+  }
+}
+
 }  // namespace ediff

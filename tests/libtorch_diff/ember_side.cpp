@@ -354,6 +354,58 @@ Result named(const Call& c) {
   if (op == "sdpa")
     return one(F::scaled_dot_product_attention(x, in.at(1), in.at(2), opt(3), 0.0, arg(0) != 0,
                                                c.args.at(1) != 0 ? std::optional<double>(c.args.at(1)) : std::nullopt));
+  if (op == "mha") {
+    // nn::MultiheadAttention with the given projections copied in (as torch_side.cpp's).
+    const int64_t e = x.size(-1), kd = in.at(1).size(-1), vd = in.at(2).size(-1);
+    const bool has_bias = in.at(6).numel() > 0;
+    ember::nn::MultiheadAttentionOptions o(e, arg(0));
+    o.bias(has_bias);
+    if (kd != e || vd != e) o.kdim(kd).vdim(vd);
+    ember::nn::MultiheadAttention m(o);
+    m->to(x.dtype());
+    const bool packed = kd == e && vd == e;
+    auto params = m->named_parameters();
+    {
+      ember::NoGradGuard no_grad;
+      if (packed) params["in_proj_weight"].copy_(ember::cat({in.at(3), in.at(4), in.at(5)}, 0));
+      else params["q_proj_weight"].copy_(in.at(3)), params["k_proj_weight"].copy_(in.at(4)), params["v_proj_weight"].copy_(in.at(5));
+      if (has_bias) params["in_proj_bias"].copy_(in.at(6)), params["out_proj.bias"].copy_(in.at(8));
+      params["out_proj.weight"].copy_(in.at(7));
+    }
+    auto [out, weights] = m->forward(x, in.at(1), in.at(2), opt(9), arg(1) != 0, opt(10), arg(2) != 0);
+    if (!c.grad) {
+      r.out = from_ember(out);
+      r.more.push_back(weights.defined() ? from_ember(weights) : Buf{DT::F32, {0}, {}});
+      return r;
+    }
+    std::vector<ember::Tensor> xs = {in.at(0), in.at(1), in.at(2)};
+    std::vector<std::string> names = packed ? std::vector<std::string>{"in_proj_weight"}
+                                            : std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+    if (has_bias) names.push_back("in_proj_bias");
+    names.push_back("out_proj.weight");
+    if (has_bias) names.push_back("out_proj.bias");
+    for (const std::string& n : names) xs.push_back(params[n]);
+    if (c.skip_first) xs[0] = ember::Tensor();  // q as plain data
+    const std::vector<ember::Tensor> gs = input_gradients(out, xs, c.order);
+    std::vector<ember::Tensor> flat(gs.begin(), gs.begin() + 3);
+    size_t k = 3;
+    if (packed) {
+      const ember::Tensor g = gs.at(k++);
+      for (int64_t j = 0; j < 3; ++j) flat.push_back(g.defined() ? g.narrow(0, j * e, e) : g);
+    } else {
+      for (int j = 0; j < 3; ++j) flat.push_back(gs.at(k++));
+    }
+    flat.push_back(has_bias ? gs.at(k++) : ember::Tensor());
+    flat.push_back(gs.at(k++));
+    flat.push_back(has_bias ? gs.at(k++) : ember::Tensor());
+    for (size_t i = 0; i < flat.size(); ++i) {
+      Buf g;
+      g.shape = {0};
+      if (flat[i].defined()) g = from_ember(flat[i]);
+      (i == 0 ? r.out : r.more.emplace_back()) = g;
+    }
+    return r;
+  }
   if (op == "lstm" || op == "gru" || op == "rnn_tanh" || op == "rnn_relu") {
     // The module with the given weights copied in; its parameters' gradients are reported
     // in the inputs' order (after x, h0[, c0]).

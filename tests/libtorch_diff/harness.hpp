@@ -59,5 +59,6 @@ void optimizer_calls(Report& rep, const std::string& filter);
 /// calls_linalg.cpp.
 void linalg_calls(Report& rep, const std::string& filter);
 void more_nn_calls(Report& rep, const std::string& filter);
+void attention_calls(Report& rep, const std::string& filter);
 
 }  // namespace ediff

@@ -8,6 +8,7 @@
 #include <ATen/ScalarOps.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
+#include <torch/nn/modules/activation.h>
 #include <torch/optim.h>
 #include <torch/version.h>
 
@@ -495,6 +496,62 @@ Result named(const Call& c) {
     at::Tensor q = c.args.at(1) != 0 ? x * (c.args.at(1) * std::sqrt(static_cast<double>(x.size(-1)))) : x;
     return one(std::get<0>(at::_scaled_dot_product_attention(q, in.at(1), in.at(2), opt(3), 0.0, false, arg(0) != 0)));
 #endif
+  }
+  if (op == "mha") {
+    // torch::nn::MultiheadAttention with the given projections copied in; the gradients are
+    // reported for q, k, v and then the projections in the inputs' order.
+    const int64_t e = x.size(-1), kd = in.at(1).size(-1), vd = in.at(2).size(-1);
+    const bool has_bias = in.at(6).numel() > 0;
+    torch::nn::MultiheadAttention m(torch::nn::MultiheadAttentionOptions(e, arg(0)).bias(has_bias).kdim(kd).vdim(vd));
+    m->to(x.scalar_type());
+    const bool packed = kd == e && vd == e;
+    auto params = m->named_parameters();
+    {
+      c10::AutoGradMode no_grad(false);
+      if (packed) params["in_proj_weight"].copy_(at::cat({in.at(3), in.at(4), in.at(5)}, 0));
+      else params["q_proj_weight"].copy_(in.at(3)), params["k_proj_weight"].copy_(in.at(4)), params["v_proj_weight"].copy_(in.at(5));
+      if (has_bias) params["in_proj_bias"].copy_(in.at(6)), params["out_proj.bias"].copy_(in.at(8));
+      params["out_proj.weight"].copy_(in.at(7));
+    }
+    auto mask = [&](size_t i) { return in.at(i).numel() > 0 ? in.at(i) : at::Tensor(); };
+    // A boolean attn_mask as torch.nn.MultiheadAttention takes it (true: -inf): the C++
+    // frontend's functional form adds it as 0/1 instead (1.13).
+    at::Tensor attn = mask(10);
+    if (attn.defined() && attn.scalar_type() == at::kBool)
+      attn = at::zeros(attn.sizes(), x.options()).masked_fill(attn, -std::numeric_limits<double>::infinity());
+    auto outs = m->forward(x, in.at(1), in.at(2), mask(9), arg(1) != 0, attn, arg(2) != 0);
+    if (!c.grad) {
+      r.out = from_torch(std::get<0>(outs));
+      r.more.push_back(std::get<1>(outs).defined() ? from_torch(std::get<1>(outs)) : Buf{DT::F32, {0}, {}});
+      return r;
+    }
+    std::vector<at::Tensor> xs = {in.at(0), in.at(1), in.at(2)};
+    std::vector<std::string> names = packed ? std::vector<std::string>{"in_proj_weight"}
+                                            : std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+    if (has_bias) names.push_back("in_proj_bias");
+    names.push_back("out_proj.weight");
+    if (has_bias) names.push_back("out_proj.bias");
+    for (const std::string& n : names) xs.push_back(params[n]);
+    if (c.skip_first) xs[0] = at::Tensor();  // q as plain data
+    const std::vector<at::Tensor> gs = input_gradients(std::get<0>(outs), xs, c.order);
+    std::vector<at::Tensor> flat(gs.begin(), gs.begin() + 3);
+    size_t k = 3;
+    if (packed) {
+      const at::Tensor g = gs.at(k++);
+      for (int64_t j = 0; j < 3; ++j) flat.push_back(g.defined() ? g.narrow(0, j * e, e) : g);
+    } else {
+      for (int j = 0; j < 3; ++j) flat.push_back(gs.at(k++));
+    }
+    flat.push_back(has_bias ? gs.at(k++) : at::Tensor());
+    flat.push_back(gs.at(k++));
+    flat.push_back(has_bias ? gs.at(k++) : at::Tensor());
+    for (size_t i = 0; i < flat.size(); ++i) {
+      Buf g;
+      g.shape = {0};
+      if (flat[i].defined()) g = from_torch(flat[i]);
+      (i == 0 ? r.out : r.more.emplace_back()) = g;
+    }
+    return r;
   }
   if (op == "lstm" || op == "gru" || op == "rnn_tanh" || op == "rnn_relu") {
     const bool lstm = op == "lstm";
