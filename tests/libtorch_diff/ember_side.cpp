@@ -2,6 +2,7 @@
 // (the X-macro methods of include/ember/ops/*_list.def, and the parameterised forms).
 
 #include "bridge.hpp"
+#include "module_layout.hpp"
 
 #include <ember/ember.hpp>
 #include <ember/nn.hpp>
@@ -379,25 +380,10 @@ Result named(const Call& c) {
       return r;
     }
     std::vector<ember::Tensor> xs = {in.at(0), in.at(1), in.at(2)};
-    std::vector<std::string> names = packed ? std::vector<std::string>{"in_proj_weight"}
-                                            : std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight"};
-    if (has_bias) names.push_back("in_proj_bias");
-    names.push_back("out_proj.weight");
-    if (has_bias) names.push_back("out_proj.bias");
-    for (const std::string& n : names) xs.push_back(params[n]);
+    for (const std::string& n : mha_parameter_names(packed, has_bias)) xs.push_back(params[n]);
     if (c.skip_first) xs[0] = ember::Tensor();  // q as plain data
     const std::vector<ember::Tensor> gs = input_gradients(out, xs, c.order);
-    std::vector<ember::Tensor> flat(gs.begin(), gs.begin() + 3);
-    size_t k = 3;
-    if (packed) {
-      const ember::Tensor g = gs.at(k++);
-      for (int64_t j = 0; j < 3; ++j) flat.push_back(g.defined() ? g.narrow(0, j * e, e) : g);
-    } else {
-      for (int j = 0; j < 3; ++j) flat.push_back(gs.at(k++));
-    }
-    flat.push_back(has_bias ? gs.at(k++) : ember::Tensor());
-    flat.push_back(gs.at(k++));
-    flat.push_back(has_bias ? gs.at(k++) : ember::Tensor());
+    const std::vector<ember::Tensor> flat = mha_gradients_by_input(gs, packed, has_bias, e);
     for (size_t i = 0; i < flat.size(); ++i) {
       Buf g;
       g.shape = {0};

@@ -1,0 +1,44 @@
+#pragma once
+/// How the module calls (mha) lay out their parameters and gradients, shared by
+/// ember_side.cpp and torch_side.cpp: templates over either library's tensor type, so that
+/// each side instantiates them with its own (the two halves compile against different
+/// headers and C++ standards; see bridge.hpp).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ediff {
+
+/// A MultiheadAttention module's parameters in the order of the mha call's projection
+/// inputs: the packed in_proj_weight (when keys and values have embed_dim features) or the
+/// three separate ones, then the biases and the output projection.
+inline std::vector<std::string> mha_parameter_names(bool packed, bool bias) {
+  std::vector<std::string> names = packed ? std::vector<std::string>{"in_proj_weight"}
+                                          : std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight"};
+  if (bias) names.push_back("in_proj_bias");
+  names.push_back("out_proj.weight");
+  if (bias) names.push_back("out_proj.bias");
+  return names;
+}
+
+/// The gradients of [q, k, v, the parameters in mha_parameter_names' order], laid out as the
+/// mha call's inputs: q, k, v, w_q, w_k, w_v (rows of a packed gradient), in_proj_bias,
+/// out_proj weight, out_proj bias; an undefined tensor where an input takes none.
+template <class T>
+std::vector<T> mha_gradients_by_input(const std::vector<T>& gs, bool packed, bool bias, int64_t embed_dim) {
+  std::vector<T> out(gs.begin(), gs.begin() + 3);
+  size_t k = 3;
+  if (packed) {
+    const T g = gs.at(k++);
+    for (int64_t j = 0; j < 3; ++j) out.push_back(g.defined() ? g.narrow(0, j * embed_dim, embed_dim) : g);
+  } else {
+    for (int j = 0; j < 3; ++j) out.push_back(gs.at(k++));
+  }
+  out.push_back(bias ? gs.at(k++) : T());
+  out.push_back(gs.at(k++));
+  out.push_back(bias ? gs.at(k++) : T());
+  return out;
+}
+
+}  // namespace ediff
