@@ -133,7 +133,8 @@ struct Result {
 ///   max_pool3d (x; kernel, stride, padding, dilation (3 each), ceil) -> values, indices
 ///   avg_pool3d (x; kernel, stride, padding (3 each), ceil, count_include_pad, divisor or 0)
 ///   max_unpool2d (x, indices; out h w)       instance_norm (x[, w, b]; eps)
-///   embedding (weight, indices; padding_idx (-1: none; below: from the end), scale_grad_by_freq)
+///   embedding (weight, indices; padding_idx (-1: none; below: from the end), scale_grad_by_freq[, max_norm
+///              (0: none), norm_type]) -> output[, the weight after max_norm's renormalisation]
 ///   cosine_similarity (a, b; dim, eps)       pairwise_distance (a, b; p, eps, keepdim)
 ///   glu (x; dim)       prelu (x, w)       sdpa (q, k, v[, mask]; causal, scale or 0)
 ///   lstm (x, h0, c0, weights...; layers, bidirectional, batch_first, bias) -> output, h_n, c_n

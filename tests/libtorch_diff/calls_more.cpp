@@ -308,6 +308,9 @@ void layer_calls(Report& rep, const std::string& filter) {
       const Buf table = random_buf(t, {7, 3}, {-2, 2}, false);
       const Buf idx = random_buf(DT::I64, {2, 4}, {0, 6}, false);
       for (int padding : {-1, 2, -3}) named_call(rep, filter, "embedding", {table, idx}, {d(padding), d(n % 2)}, false, true);
+      // max_norm: the rows read (repeated ones once) renormalised in place, in p-norms.
+      const double max_norm = n % 3 == 0 ? 0.5 : 1.5, norm_type = n % 3 == 0 ? 1.0 : n % 3 == 1 ? 2.0 : 3.5;
+      named_call(rep, filter, "embedding", {table, idx}, {d(n % 2 ? -1 : 2), d(n % 2), max_norm, norm_type}, false, true);
       // distances and gated units over random shapes.
       const Buf u = random_buf(t, {3, 4}, {-2, 2}, false), v = random_buf(t, {3, 4}, {-2, 2}, false);
       for (int dim : {0, 1, -1}) named_call(rep, filter, "cosine_similarity", {u, v}, {d(dim), 1e-8}, true, true);

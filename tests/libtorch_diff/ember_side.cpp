@@ -346,7 +346,11 @@ Result named(const Call& c) {
   if (op == "instance_norm") return one(F::instance_norm(x, opt(1), opt(2), c.args.at(0)));
   if (op == "embedding") {
     const std::optional<int64_t> padding = arg(0) == -1 ? std::nullopt : std::optional<int64_t>(arg(0));
-    return one(F::embedding(in.at(1), x, padding, std::nullopt, 2.0, arg(1) != 0));
+    const double max_norm = c.args.size() > 2 ? c.args[2] : 0;
+    const std::optional<double> renorm = max_norm > 0 ? std::optional<double>(max_norm) : std::nullopt;
+    ember::Tensor y = F::embedding(in.at(1), x, padding, renorm, c.args.size() > 3 ? c.args[3] : 2.0, arg(1) != 0);
+    if (renorm && !c.grad) return two({y, x});  // and the table, renormalised in place
+    return one(y);
   }
   if (op == "cosine_similarity") return one(F::cosine_similarity(x, in.at(1), arg(0), c.args.at(1)));
   if (op == "pairwise_distance") return one(F::pairwise_distance(x, in.at(1), c.args.at(0), c.args.at(1), arg(2) != 0));

@@ -482,7 +482,15 @@ Result named(const Call& c) {
   }
   if (op == "embedding") {  // torch.nn.functional.embedding: a negative padding_idx counts from the end
     const int64_t padding = arg(0) < -1 ? arg(0) + x.size(0) : arg(0);
-    return one(at::embedding(x, in.at(1), padding, arg(1) != 0));
+    const double max_norm = c.args.size() > 2 ? c.args[2] : 0;
+    if (max_norm > 0) {  // and with max_norm, the rows it reads renormalised in place first, without grad
+      c10::AutoGradMode no_grad(false);
+      at::Tensor table = x;  // shares x's storage
+      at::embedding_renorm_(table, in.at(1).contiguous(), max_norm, c.args.size() > 3 ? c.args[3] : 2.0);
+    }
+    at::Tensor y = at::embedding(x, in.at(1), padding, arg(1) != 0);
+    if (max_norm > 0 && !c.grad) return two(std::make_tuple(y, x));
+    return one(y);
   }
   if (op == "cosine_similarity") return one(at::cosine_similarity(x, in.at(1), arg(0), c.args.at(1)));
   if (op == "pairwise_distance") return one(at::pairwise_distance(x, in.at(1), c.args.at(0), c.args.at(1), arg(2) != 0));
