@@ -155,6 +155,9 @@ struct Result {
 ///        weight, out_proj bias or empty, key_padding_mask (N, S) or empty, attn_mask (L, S) or empty;
 ///        heads, need_weights, average_attn_weights) -> output, weights (empty when not needed):
 ///        the MultiheadAttention modules with these projections; gradients for q, k, v and them
+///   interpolate1d (x; out, mode (0 nearest, 1 linear, 3 nearest-exact, 4 area), align_corners, scale or 0)
+///   interpolate3d (x; out d h w, mode (as 1d, 1 trilinear), align_corners, scale d h w or 0 0 0)
+///   interpolate_aa (x; out h w, mode (1 bilinear, 2 bicubic), align_corners): with antialias
 ///   max_unpool1d (x, indices; out)       affine_grid (theta; size (N, C, H, W) or (N, C, D, H, W), align_corners)
 ///   (optimisers: the parameter after one step per gradient, k = grads.size(0))
 ///   sgd (param, grads; lr, momentum, dampening, weight_decay, nesterov)

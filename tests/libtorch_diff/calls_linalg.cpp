@@ -7,6 +7,8 @@
 #include "harness.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <limits>
 
 namespace ediff {
@@ -122,6 +124,22 @@ void more_nn_calls(Report& rep, const std::string& filter) {
                  {d(Nb), d(C), d(H), d(W), d(align)}, false, true);
       named_call(rep, filter, "affine_grid", {random_buf(t, {Nb, 3, 4}, {-1.5, 1.5}, false)},
                  {d(Nb), d(C), d(pick(1, 4)), d(H), d(W), d(align)}, false, true);
+      // interpolate over 1-d and 3-d inputs (nearest, linear/trilinear, nearest-exact, area),
+      // by size or by scale factor, and 2-d with antialias (bilinear, bicubic; shrinking too).
+      const int im = std::array<int, 4>{0, 1, 3, 4}[static_cast<size_t>(pick(0, 3))];
+      const int corners = im == 1 ? pick(0, 1) : 0;
+      if (n % 2 == 0) {
+        named_call(rep, filter, "interpolate1d", {x1}, {d(pick(1, 12)), d(im), d(corners), 0}, true, true);
+      } else if (im != 4) {
+        const double f = pick(3, 30) / 10.0;
+        const int out = static_cast<int>(std::floor(L * f));
+        if (out > 0) named_call(rep, filter, "interpolate1d", {x1}, {d(out), d(im), d(corners), f}, true, true);
+      }
+      const Buf xv = random_buf(t, {1, C, pick(1, 4), pick(1, 4), pick(1, 4)}, {-2, 2}, false);
+      named_call(rep, filter, "interpolate3d", {xv}, {d(pick(1, 6)), d(pick(1, 6)), d(pick(1, 6)), d(im), d(corners), 0, 0, 0},
+                 true, true);
+      const int aa_mode = pick(1, 2);
+      named_call(rep, filter, "interpolate_aa", {x2}, {d(pick(1, 9)), d(pick(1, 9)), d(aa_mode), d(pick(0, 1))}, true, true);
       // tile: fewer, as many or more repeats than dims.
       const Buf tx = random_buf(t, {pick(1, 3), pick(1, 3)}, {-2, 2}, false);
       named_call(rep, filter, "tile", {tx}, {d(pick(1, 3))}, false, true);

@@ -185,6 +185,16 @@ Result named(const Call& c) {
     if (c.args.at(4) != 0) scales = {c.args.at(4), c.args.at(5)};
     return one(F::interpolate(in.at(0), ints(0, 2), modes[arg(2)], arg(3) != 0, scales));
   }
+  if (op == "interpolate1d" || op == "interpolate3d" || op == "interpolate_aa") {
+    // 1-d and 3-d resampling (mode 1 is linear or trilinear), and 2-d with antialias.
+    const size_t nd = op == "interpolate1d" ? 1 : op == "interpolate3d" ? 3 : 2;
+    const bool aa = op == "interpolate_aa";
+    const char* linear = nd == 1 ? "linear" : nd == 3 ? "trilinear" : "bilinear";
+    const char* const modes[] = {"nearest", linear, "bicubic", "nearest-exact", "area"};
+    std::vector<double> scales;
+    if (!aa && c.args.at(nd + 2) != 0) scales.assign(c.args.begin() + static_cast<std::ptrdiff_t>(nd + 2), c.args.end());
+    return one(F::interpolate(in.at(0), ints(0, nd), modes[arg(nd)], arg(nd + 1) != 0, scales, aa));
+  }
   if (op == "pad") {
     static const char* const modes[] = {"constant", "reflect", "replicate", "circular"};
     return one(ember::pad(in.at(0), {arg(1), arg(2), arg(3), arg(4)}, modes[arg(0)], arg(0) == 0 ? 1.5 : 0.0));

@@ -431,6 +431,11 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
   if (v1() && c.grad && (op == "fmax" || op == "fmin") && e.has_b && e.a == e.b)
     return "fmax/fmin's gradient at a tie: libtorch 1.13 gives all of it to the first operand; PyTorch 2 and Ember "
            "share it equally, as maximum/minimum";
+  if (v2() && op == "interpolate_aa" && c.args.at(2) == 2 && c.args.at(1) == 1 &&
+      c.args.at(0) != static_cast<double>(c.ins.at(0).shape.at(2)))
+    return "antialiased bicubic to an output width of 1 with the height resized: libtorch 2.x departs from the "
+           "separable filter (a loop over PyTorch's own weight formula reproduces libtorch 1.13's and Ember's "
+           "values, not 2.x's; measured over 1-6 x 1-6 inputs to 1-9 x 1-9 outputs)";
   if (v2() && (op == "gelu") && e.a == std::numeric_limits<double>::infinity() && std::isnan(e.torch) &&
       std::isinf(e.ember))
     return "gelu(+inf): libtorch 2.x gives NaN; the limit, which Ember, libtorch 1.13 and PyTorch's tanh gelu give, "

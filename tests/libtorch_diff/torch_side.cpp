@@ -319,6 +319,32 @@ Result named(const Call& c) {
       default: return one(at::adaptive_avg_pool2d(in.at(0), size));  // mode 'area'
     }
   }
+  if (op == "interpolate1d" || op == "interpolate3d") {
+    const size_t nd = op == "interpolate1d" ? 1 : 3;
+    const auto size = ints(0, nd);
+    const bool corners = arg(nd + 1) != 0, scaled = c.args.at(nd + 2) != 0;
+    auto scale = [&](size_t d) { return scaled ? c10::optional<double>(c.args.at(nd + 2 + d)) : c10::nullopt; };
+    const at::Tensor& x0 = in.at(0);
+    if (nd == 1) {
+      switch (arg(1)) {
+        case 0: return one(at::upsample_nearest1d(x0, size, scale(0)));
+        case 1: return one(at::upsample_linear1d(x0, size, corners, scale(0)));
+        case 3: return one(at::_upsample_nearest_exact1d(x0, size, scale(0)));
+        default: return one(at::adaptive_avg_pool1d(x0, size));
+      }
+    }
+    switch (arg(3)) {
+      case 0: return one(at::upsample_nearest3d(x0, size, scale(0), scale(1), scale(2)));
+      case 1: return one(at::upsample_trilinear3d(x0, size, corners, scale(0), scale(1), scale(2)));
+      case 3: return one(at::_upsample_nearest_exact3d(x0, size, scale(0), scale(1), scale(2)));
+      default: return one(at::adaptive_avg_pool3d(x0, size));
+    }
+  }
+  if (op == "interpolate_aa") {
+    const bool corners = arg(3) != 0;
+    if (arg(2) == 1) return one(at::_upsample_bilinear2d_aa(in.at(0), ints(0, 2), corners, c10::nullopt, c10::nullopt));
+    return one(at::_upsample_bicubic2d_aa(in.at(0), ints(0, 2), corners, c10::nullopt, c10::nullopt));
+  }
   if (op == "pad") {
     static const char* const modes[] = {"constant", "reflect", "replicate", "circular"};
     return one(at::pad(in.at(0), ints(1, 4), modes[arg(0)], arg(0) == 0 ? c10::optional<double>(1.5) : c10::nullopt));
