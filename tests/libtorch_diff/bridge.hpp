@@ -158,6 +158,9 @@ struct Result {
 ///   interpolate1d (x; out, mode (0 nearest, 1 linear, 3 nearest-exact, 4 area), align_corners, scale or 0)
 ///   interpolate3d (x; out d h w, mode (as 1d, 1 trilinear), align_corners, scale d h w or 0 0 0)
 ///   interpolate_aa (x; out h w, mode (1 bilinear, 2 bicubic), align_corners): with antialias
+///   index_expr (x, index tensors...; codes) -> x.index(expression): per code 0 ':', 1 '1::2', 2 None,
+///     3 Ellipsis, 4 the integer 1, 5 -1, 6 '-3:-1', 7 the next index tensor (i64 or a bool mask)
+///   index_put_expr (x, index tensors..., values; codes): (x * 1).index_put_(expression, values)
 ///   max_unpool1d (x, indices; out)       affine_grid (theta; size (N, C, H, W) or (N, C, D, H, W), align_corners)
 ///   (optimisers: the parameter after one step per gradient, k = grads.size(0))
 ///   sgd (param, grads; lr, momentum, dampening, weight_decay, nesterov)
@@ -171,6 +174,7 @@ struct Result {
 inline bool differentiable_input(const std::string& op, size_t i) {
   if (op == "batch_norm") return i != 1 && i != 2;
   if (op == "mha") return i < 9;  // not the masks
+  if (op == "index_expr") return i == 0;
   if (op == "cross_entropy" || op == "nll_loss") return i == 0;
   if (op == "bce_with_logits" || op == "binary_cross_entropy") return i < 2;  // not weight nor pos_weight
   if (op == "multi_margin_loss" || op == "soft_margin_loss" || op == "hinge_embedding_loss") return i == 0;

@@ -153,6 +153,45 @@ void more_nn_calls(Report& rep, const std::string& filter) {
       for (int desc : {0, 1}) named_call(rep, filter, "argsort", {tie_matrix(t)}, {d(dim), d(desc)}, false, false);
 }
 
+/// Index expressions mixing slices, integers, None, Ellipsis and index tensors (i64 with
+/// negative entries and broadcasting shapes, bool masks over one or two dims), read and written
+/// (index_put_ into a non-leaf), over a (4, 5, 6) tensor: where the advanced dims land in the
+/// result (together, or first when slices separate them) is the part libraries get wrong.
+void index_expr_calls(Report& rep, const std::string& filter) {
+  reseed("index expressions");
+  for (DT t : {DT::F32, DT::F64}) {
+    const Buf x = random_buf(t, {4, 5, 6}, {-3, 3}, false);
+    for (int n = 0; n < 150; ++n) {
+      std::vector<double> codes;
+      std::vector<Buf> ins = {x};
+      const int slots = pick(1, 4);
+      bool ellipsis = false;
+      for (int k = 0; k < slots; ++k) {
+        int code = pick(0, 7);
+        if (code == 3 && ellipsis) code = 0;
+        ellipsis = ellipsis || code == 3;
+        if (code == 7 && pick(0, 3) == 0) {  // a bool mask over dim 1 (5) or dims 0-1 (4, 5)
+          const bool two = pick(0, 1) != 0;
+          ins.push_back(random_buf(DT::Bool, two ? std::vector<int64_t>{4, 5} : std::vector<int64_t>{5}, {0, 1}, false));
+        } else if (code == 7) {  // i64 in [-4, 3]: valid for every dim; shapes that broadcast, or not
+          const int shape = pick(0, 3);
+          const std::vector<int64_t> s = shape == 0 ? std::vector<int64_t>{3}
+                                         : shape == 1 ? std::vector<int64_t>{2, 1}
+                                         : shape == 2 ? std::vector<int64_t>{1, 3}
+                                                      : std::vector<int64_t>{};
+          ins.push_back(random_buf(DT::I64, s, {-4, 3}, false));
+        }
+        codes.push_back(d(code));
+      }
+      named_call(rep, filter, "index_expr", ins, codes, false, true);
+      // Written: values of the indexed shape where it is known to fit, a broadcast row otherwise.
+      std::vector<Buf> put = ins;
+      put.push_back(random_buf(t, {pick(0, 1) ? 1 : 3}, {-3, 3}, false));
+      named_call(rep, filter, "index_put_expr", put, codes, false, true);
+    }
+  }
+}
+
 /// nn::MultiheadAttention against torch::nn::MultiheadAttention with the same projections:
 /// heads, key/value widths (packed or separate projections), bias, key padding masks and
 /// boolean or additive attention masks (no row fully masked: there the libraries differ on

@@ -12,6 +12,7 @@
 #include <memory>
 #include <exception>
 #include <stdexcept>
+#include <span>
 #include <vector>
 
 namespace ediff {
@@ -369,6 +370,27 @@ Result named(const Call& c) {
   if (op == "sdpa")
     return one(F::scaled_dot_product_attention(x, in.at(1), in.at(2), opt(3), 0.0, arg(0) != 0,
                                                c.args.at(1) != 0 ? std::optional<double>(c.args.at(1)) : std::nullopt));
+  if (op == "index_expr" || op == "index_put_expr") {
+    // The index expression coded in args (bridge.hpp), its tensors from ins[1...].
+    std::vector<ember::TensorIndex> spec;
+    size_t next = 1;
+    for (double a : c.args) {
+      switch (static_cast<int>(a)) {
+        case 0: spec.emplace_back(ember::Slice()); break;
+        case 1: spec.emplace_back(ember::Slice(1, ember::None, 2)); break;
+        case 2: spec.emplace_back(ember::None); break;
+        case 3: spec.emplace_back(ember::Ellipsis); break;
+        case 4: spec.emplace_back(int64_t{1}); break;
+        case 5: spec.emplace_back(int64_t{-1}); break;
+        case 6: spec.emplace_back(ember::Slice(-3, -1)); break;
+        default: spec.emplace_back(in.at(next++)); break;
+      }
+    }
+    if (op == "index_expr") return one(x.index(std::span<const ember::TensorIndex>(spec)));
+    ember::Tensor y = x * 1.0;  // a non-leaf written in place; the values are the last input
+    y.index_put_(std::span<const ember::TensorIndex>(spec), in.back());
+    return one(y);
+  }
   if (op == "mha") {
     // nn::MultiheadAttention with the given projections copied in (as torch_side.cpp's).
     const int64_t e = x.size(-1), kd = in.at(1).size(-1), vd = in.at(2).size(-1);

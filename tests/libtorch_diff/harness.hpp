@@ -60,5 +60,6 @@ void optimizer_calls(Report& rep, const std::string& filter);
 void linalg_calls(Report& rep, const std::string& filter);
 void more_nn_calls(Report& rep, const std::string& filter);
 void attention_calls(Report& rep, const std::string& filter);
+void index_expr_calls(Report& rep, const std::string& filter);
 
 }  // namespace ediff

@@ -187,6 +187,10 @@ inline const char* known_call(const Call& c, const std::string& category, const 
   if (category == "accept" && !ember.ok && torch.ok && c.op == "hardshrink" && c.args.at(0) < 0)
     return "hardshrink with a negative lambda: libtorch returns x unchanged; Ember refuses it, as both refuse it for "
            "softshrink";
+  if (category == "accept" && ember.ok && v1() && (c.op == "index_expr" || c.op == "index_put_expr") &&
+      torch.error.find("The shape of the mask") != std::string::npos)
+    return "a 2-d bool mask followed by None: libtorch 1.13's C++ indexing counts the mask as one dim and refuses; "
+           "PyTorch 2 (and NumPy) index x[mask, None] to (count, 1, ...), as Ember";
   if (category == "accept" && ember.ok && c.op == "one_hot" && c.ins.at(0).dt == DT::I32) {
     // Only labels valid for int64 (libtorch checks the dtype before the values).
     bool valid = true;

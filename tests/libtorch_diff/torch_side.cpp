@@ -532,6 +532,27 @@ Result named(const Call& c) {
     return one(std::get<0>(at::_scaled_dot_product_attention(q, in.at(1), in.at(2), opt(3), 0.0, false, arg(0) != 0)));
 #endif
   }
+  if (op == "index_expr" || op == "index_put_expr") {
+    namespace I = at::indexing;
+    std::vector<I::TensorIndex> spec;
+    size_t next = 1;
+    for (double a : c.args) {
+      switch (static_cast<int>(a)) {
+        case 0: spec.emplace_back(I::Slice()); break;
+        case 1: spec.emplace_back(I::Slice(1, c10::nullopt, 2)); break;
+        case 2: spec.emplace_back(I::None); break;
+        case 3: spec.emplace_back(I::Ellipsis); break;
+        case 4: spec.emplace_back(1); break;
+        case 5: spec.emplace_back(-1); break;
+        case 6: spec.emplace_back(I::Slice(-3, -1)); break;
+        default: spec.emplace_back(in.at(next++)); break;
+      }
+    }
+    if (op == "index_expr") return one(x.index(spec));
+    at::Tensor y = x * 1.0;
+    y.index_put_(spec, in.back());
+    return one(y);
+  }
   if (op == "mha") {
     // torch::nn::MultiheadAttention with the given projections copied in; the gradients are
     // reported for q, k, v and then the projections in the inputs' order.
