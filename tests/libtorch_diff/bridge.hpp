@@ -139,7 +139,8 @@ struct Result {
 ///   glu (x; dim)       prelu (x, w)       sdpa (q, k, v[, mask]; causal, scale or 0)
 ///   lstm (x, h0, c0, weights...; layers, bidirectional, batch_first, bias) -> output, h_n, c_n
 ///   gru rnn_tanh rnn_relu (x, h0, weights...; the same) -> output, h_n
-///     (weights in PyTorch's flat order: per layer and direction w_ih, w_hh[, b_ih, b_hh])
+///     (weights in PyTorch's flat order: per layer and direction w_ih, w_hh[, b_ih, b_hh]); with
+///     lengths after the flags, x is packed (unsorted), run, and the output padded again
 ///   normalize (x; p, dim, eps)       local_response_norm (x; size, alpha, beta, k)
 ///   gaussian_nll_loss (x, y, var; full, eps, reduction)
 ///   multilabel_soft_margin_loss (x, y[, weight]; reduction)

@@ -359,6 +359,10 @@ void rnn_calls(Report& rep, const std::string& filter) {
           }
         }
       named_call(rep, filter, op, ins, {d(layers), d(dirs - 1), d(batch_first), d(bias)}, true, true);
+      // Packed: sequence lengths from 1 to L in any order (ties included).
+      std::vector<double> packed_args = {d(layers), d(dirs - 1), d(batch_first), d(bias)};
+      for (int b = 0; b < N; ++b) packed_args.push_back(d(b == 0 ? L : pick(1, L)));
+      named_call(rep, filter, op, ins, packed_args, true, true);
     }
   }
 }

@@ -461,20 +461,34 @@ Result named(const Call& c) {
       }
       return r;
     };
+    // With lengths (args 4...): the padded batch packed (unsorted), run, and padded again.
+    namespace R = ember::nn::utils::rnn;
+    const std::vector<int64_t> lengths(c.args.begin() + std::min<std::ptrdiff_t>(4, static_cast<std::ptrdiff_t>(c.args.size())),
+                                       c.args.end());
+    const bool batch_first = arg(2) != 0;
+    auto padded = [&](const R::BasicPackedSequence<ember::DefaultPolicy>& p) {
+      return R::pad_packed_sequence(p, batch_first, 0.0, x.size(batch_first ? 1 : 0)).first;
+    };
     if (lstm)
       return run(ember::nn::LSTM(o), [&](auto& m) {
-        auto [y, state] = m->forward(x, std::make_pair(in.at(1), in.at(2)));
-        return std::vector<ember::Tensor>{y, state.first, state.second};
+        const auto state = std::make_pair(in.at(1), in.at(2));
+        if (!lengths.empty()) {
+          auto [p, st] = m->forward_with_packed_input(R::pack_padded_sequence(x, lengths, batch_first, false), state);
+          return std::vector<ember::Tensor>{padded(p), st.first, st.second};
+        }
+        auto [y, st] = m->forward(x, state);
+        return std::vector<ember::Tensor>{y, st.first, st.second};
       });
-    if (op == "gru")
-      return run(ember::nn::GRU(o), [&](auto& m) {
-        auto [y, h] = m->forward(x, in.at(1));
-        return std::vector<ember::Tensor>{y, h};
-      });
-    return run(ember::nn::RNN(o), [&](auto& m) {
+    auto one_state = [&](auto& m) {
+      if (!lengths.empty()) {
+        auto [p, h] = m->forward_with_packed_input(R::pack_padded_sequence(x, lengths, batch_first, false), in.at(1));
+        return std::vector<ember::Tensor>{padded(p), h};
+      }
       auto [y, h] = m->forward(x, in.at(1));
       return std::vector<ember::Tensor>{y, h};
-    });
+    };
+    if (op == "gru") return run(ember::nn::GRU(o), one_state);
+    return run(ember::nn::RNN(o), one_state);
   }
   if (op == "normalize") return one(F::normalize(x, c.args.at(0), arg(1), c.args.at(2)));
   if (op == "local_response_norm") return one(F::local_response_norm(x, arg(0), c.args.at(1), c.args.at(2), c.args.at(3)));

@@ -10,6 +10,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/utils/rnn.h>
 #include <torch/optim.h>
 #include <torch/version.h>
 
@@ -599,7 +600,28 @@ Result named(const Call& c) {
     const std::vector<at::Tensor> params(in.begin() + (lstm ? 3 : 2), in.end());
     const bool bias = arg(3) != 0, bidirectional = arg(1) != 0, batch_first = arg(2) != 0;
     std::vector<at::Tensor> outs;
-    if (lstm) {
+    if (c.args.size() > 4) {
+      // With lengths: packed as torch.nn.utils.rnn.pack_padded_sequence(enforce_sorted=False),
+      // the states permuted to the sorted batch and back as the modules do, padded again.
+      const std::vector<int64_t> lengths(c.args.begin() + 4, c.args.end());
+      auto p = torch::nn::utils::rnn::pack_padded_sequence(x, at::tensor(lengths), batch_first, false);
+      const at::Tensor sorted = p.sorted_indices(), unsorted = p.unsorted_indices();
+      auto pad = [&](const at::Tensor& data) {
+        torch::nn::utils::rnn::PackedSequence q(data, p.batch_sizes(), sorted, unsorted);
+        return std::get<0>(torch::nn::utils::rnn::pad_packed_sequence(q, batch_first, 0.0, x.size(batch_first ? 1 : 0)));
+      };
+      const at::Tensor h0 = in.at(1).index_select(1, sorted);
+      if (lstm) {
+        auto o = at::lstm(p.data(), p.batch_sizes(), {h0, in.at(2).index_select(1, sorted)}, params, bias, arg(0), 0.0, true,
+                          bidirectional);
+        outs = {pad(std::get<0>(o)), std::get<1>(o).index_select(1, unsorted), std::get<2>(o).index_select(1, unsorted)};
+      } else {
+        auto o = op == "gru"        ? at::gru(p.data(), p.batch_sizes(), h0, params, bias, arg(0), 0.0, true, bidirectional)
+                 : op == "rnn_tanh" ? at::rnn_tanh(p.data(), p.batch_sizes(), h0, params, bias, arg(0), 0.0, true, bidirectional)
+                                    : at::rnn_relu(p.data(), p.batch_sizes(), h0, params, bias, arg(0), 0.0, true, bidirectional);
+        outs = {pad(std::get<0>(o)), std::get<1>(o).index_select(1, unsorted)};
+      }
+    } else if (lstm) {
       auto o = at::lstm(x, {in.at(1), in.at(2)}, params, bias, arg(0), 0.0, true, bidirectional, batch_first);
       outs = {std::get<0>(o), std::get<1>(o), std::get<2>(o)};
     } else {
