@@ -806,6 +806,13 @@ TEST_CASE("resampling and pooling: PyTorch's source pixels, non-finite values st
   // special cases), whatever the factor that led there.
   CHECK(flat(F::interpolate(cols, {1, 10}, "nearest", false, {2.1, 2.1})) ==
         std::vector<double>{0, 0, 1, 1, 2, 2, 3, 3, 4, 4});
+  // PyTorch 2's 1-d and 3-d kernels keep floor(i / factor) there.
+  const std::vector<double> by_factor = {0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5};
+  CHECK(flat(F::interpolate(arange(6, DType::F64).reshape({1, 1, 6}), {12}, "nearest", false, {2.1})) == by_factor);
+  CHECK(flat(F::interpolate(arange(6, DType::F64).reshape({1, 1, 1, 1, 6}), {1, 1, 12}, "nearest", false, {1, 1, 2.1})) ==
+        by_factor);
+  CHECK(flat(F::interpolate(arange(2, DType::F64).reshape({1, 1, 2}), {2}, "nearest", false, {1.1})) ==
+        std::vector<double>{0, 0});
   Tensor three = arange(3, DType::F64).reshape({1, 1, 1, 3});
   CHECK(flat(F::interpolate(three, {1, 3}, "nearest", false, {1.2, 1.2})) == std::vector<double>{0, 1, 2});
   CHECK(flat(F::interpolate(three, {1, 3}, "bilinear", false, {1.2, 1.2})) == std::vector<double>{0, 1, 2});

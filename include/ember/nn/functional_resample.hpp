@@ -51,16 +51,18 @@ T source_position(T step, int64_t o, bool align_corners, bool cubic) {
   return !cubic && real < T(0) ? T(0) : real;
 }
 
-/// nearest (legacy: floor(o * scale), exact at the same and at twice the size) or
+/// nearest (legacy: floor(o * scale); for images, PyTorch 2's 2-d kernel copies at the same
+/// size and takes o / 2 at twice the size, also when a scale factor such as 2.1 gave that
+/// size, while its 1-d and 3-d kernels keep floor(o * scale): `size_shortcuts`) or
 /// nearest-exact (floor((o + 0.5) * scale), the pixel whose centre is nearest).
-inline ResampleTaps nearest_taps(int64_t in, int64_t out, double scale_factor, bool exact) {
+inline ResampleTaps nearest_taps(int64_t in, int64_t out, double scale_factor, bool exact, bool size_shortcuts) {
   const float scale = source_step<float>(in, out, false, scale_factor);
   ResampleTaps t;
   for (int64_t o = 0; o < out; ++o) {
     int64_t i;
     if (exact) i = static_cast<int64_t>(std::floor(static_cast<float>((static_cast<double>(o) + 0.5) * scale)));
-    else if (out == in) i = o;
-    else if (out == 2 * in) i = o >> 1;
+    else if (size_shortcuts && out == in) i = o;
+    else if (size_shortcuts && out == 2 * in) i = o >> 1;
     else i = static_cast<int64_t>(std::floor(static_cast<float>(o) * scale));
     t.index.push_back(std::min(i, in - 1));
   }
@@ -198,11 +200,13 @@ BasicTensor<P> apply_taps(const BasicTensor<P>& x, int64_t dim, int64_t out, con
   return y;
 }
 
-/// The taps of `mode` for one dim, in float for float32 and narrower inputs, double for double.
+/// The taps of `mode` for one dim of an `nd`-d resampling, in float for float32 and narrower
+/// inputs, double for double.
 inline ResampleTaps mode_taps(std::string_view mode, DType dtype, int64_t in, int64_t out, bool align_corners,
-                              double scale_factor, bool antialias) {
+                              double scale_factor, bool antialias, int nd) {
   const bool f64 = dtype == DType::F64;
-  if (mode == "nearest" || mode == "nearest-exact") return nearest_taps(in, out, scale_factor, mode != "nearest");
+  if (mode == "nearest" || mode == "nearest-exact")
+    return nearest_taps(in, out, scale_factor, mode != "nearest", nd == 2);
   if (antialias) {
     const bool cubic = mode == "bicubic";
     return f64 ? antialias_taps<double>(in, out, align_corners, scale_factor, cubic)
@@ -286,7 +290,7 @@ BasicTensor<P> interpolate(const BasicTensor<P>& x, IntArgs size, std::string_vi
     const double sf = scale_factor.empty() ? 0.0 : scale_factor.size() == 1 ? scale_factor[0] : scale_factor[d];
     const int64_t dim = 2 + d;
     y = detail::apply_taps(y, dim, o[d],
-                           detail::mode_taps(mode, x.dtype(), x.size(dim), o[d], align_corners, sf, antialias));
+                           detail::mode_taps(mode, x.dtype(), x.size(dim), o[d], align_corners, sf, antialias, nd));
   }
   return y;
 }
