@@ -162,6 +162,8 @@ struct Result {
 ///   index_expr (x, index tensors...; codes) -> x.index(expression): per code 0 ':', 1 '1::2', 2 None,
 ///     3 Ellipsis, 4 the integer 1, 5 -1, 6 '-3:-1', 7 the next index tensor (i64 or a bool mask)
 ///   index_put_expr (x, index tensors..., values; codes): (x * 1).index_put_(expression, values)
+///   conv_padded (x, w[, b]; nd, padding name (0 numbers, 1 same, 2 valid), padding mode (0 zeros, 1 reflect,
+///     2 replicate, 3 circular), groups, stride (nd), padding numbers (nd), dilation (nd)): as the Conv modules
 ///   max_unpool1d (x, indices; out)       affine_grid (theta; size (N, C, H, W) or (N, C, D, H, W), align_corners)
 ///   (optimisers: the parameter after one step per gradient, k = grads.size(0))
 ///   sgd (param, grads; lr, momentum, dampening, weight_decay, nesterov)

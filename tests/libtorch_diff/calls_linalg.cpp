@@ -140,6 +140,27 @@ void more_nn_calls(Report& rep, const std::string& filter) {
                  true, true);
       const int aa_mode = pick(1, 2);
       named_call(rep, filter, "interpolate_aa", {x2}, {d(pick(1, 9)), d(pick(1, 9)), d(aa_mode), d(pick(0, 1))}, true, true);
+      // Convolutions padded by name (same: stride 1, odd and even kernels, dilation) or numbers,
+      // with the Conv modules' padding modes.
+      for (int nd = 1; nd <= 3; ++nd) {
+        const int g = pick(1, 2), cin = g * pick(1, 2), cout = g * pick(1, 2), name = pick(0, 2), mode = pick(0, 3);
+        std::vector<int64_t> xs = {2, cin}, ws = {cout, cin / g};
+        std::vector<double> a = {d(nd), d(name), d(mode), d(g)};
+        std::vector<double> stride, numbers, dilation;
+        for (int k = 0; k < nd; ++k) {
+          xs.push_back(pick(3, 7));
+          ws.push_back(pick(1, 4));
+          stride.push_back(name == 1 ? 1 : d(pick(1, 2)));
+          numbers.push_back(d(pick(0, 2)));
+          dilation.push_back(d(pick(1, 2)));
+        }
+        a.insert(a.end(), stride.begin(), stride.end());
+        a.insert(a.end(), numbers.begin(), numbers.end());
+        a.insert(a.end(), dilation.begin(), dilation.end());
+        std::vector<Buf> ins = {random_buf(t, xs, {-2, 2}, false), random_buf(t, ws, {-1, 1}, false)};
+        if (pick(0, 1)) ins.push_back(random_buf(t, {cout}, {-1, 1}, false));
+        named_call(rep, filter, "conv_padded", ins, a, false, true);
+      }
       // tile: fewer, as many or more repeats than dims.
       const Buf tx = random_buf(t, {pick(1, 3), pick(1, 3)}, {-2, 2}, false);
       named_call(rep, filter, "tile", {tx}, {d(pick(1, 3))}, false, true);
@@ -184,7 +205,7 @@ void index_expr_calls(Report& rep, const std::string& filter) {
         codes.push_back(d(code));
       }
       named_call(rep, filter, "index_expr", ins, codes, false, true);
-      // Written: values of the indexed shape where it is known to fit, a broadcast row otherwise.
+      // Written: 1 or 3 values, which broadcast to the indexed shape or not (both must refuse).
       std::vector<Buf> put = ins;
       put.push_back(random_buf(t, {pick(0, 1) ? 1 : 3}, {-3, 3}, false));
       named_call(rep, filter, "index_put_expr", put, codes, false, true);

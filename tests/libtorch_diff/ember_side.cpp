@@ -391,6 +391,14 @@ Result named(const Call& c) {
     y.index_put_(std::span<const ember::TensorIndex>(spec), in.back());
     return one(y);
   }
+  if (op == "conv_padded") {
+    // Padding by name or numbers with a padding mode, as the Conv modules take it.
+    static const char* const names[] = {"", "same", "valid"};
+    static const char* const modes[] = {"zeros", "reflect", "replicate", "circular"};
+    const int nd = static_cast<int>(arg(0));
+    return one(F::detail::conv_padded(x, in.at(1), bias(2), nd, ints(4, static_cast<size_t>(nd)), ints(4 + nd, static_cast<size_t>(nd)),
+                                      names[arg(1)], modes[arg(2)], ints(4 + 2 * nd, static_cast<size_t>(nd)), arg(3), "conv"));
+  }
   if (op == "mha") {
     // nn::MultiheadAttention with the given projections copied in (as torch_side.cpp's).
     const int64_t e = x.size(-1), kd = in.at(1).size(-1), vd = in.at(2).size(-1);
@@ -561,7 +569,6 @@ Result named(const Call& c) {
   throw std::runtime_error("ember_side: no named op " + op);
 }
 
-/// The gradients of sum(op(a[, b]) * [1, 2, ...]).
 /// The part of y that Call::inplace's mode writes.
 ember::Tensor inplace_view(const ember::Tensor& y, int mode) {
   const int64_t n = y.size(0);
@@ -603,6 +610,7 @@ ember::Tensor inplace_result(const Call& c, const ember::Tensor& a, const ember:
   throw std::logic_error("ember_side: no in-place op " + op);
 }
 
+/// The gradients of sum(op(a[, b]) * [1, 2, ...]).
 Result gradients(const Call& c) {
   ember::Tensor a = to_ember(c.a).requires_grad_();
   ember::Tensor b = c.kind == Kind::Binary ? to_ember(c.b).requires_grad_() : ember::Tensor();

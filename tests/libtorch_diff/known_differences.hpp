@@ -52,7 +52,7 @@ inline bool reduced_slice_has(const Call& c, const Element& e, bool (*pred)(doub
   if (x.shape.size() != 2) return false;
   const int64_t rows = x.shape[0], cols = x.shape[1];
   const bool all = c.dims.empty() || c.dims.size() == 2;
-  const bool down = !all && c.dims[0] == 0;  // a column
+  const bool down = !all && (c.dims[0] + 2) % 2 == 0;  // dim 0 or -2: a column
   for (int64_t i = 0; i < rows * cols; ++i)
     if ((all || (down ? i % cols == e.index % cols : i / cols == e.index / cols)) && pred(x.at(i))) return true;
   return false;
@@ -124,11 +124,30 @@ inline bool t_has_both_zeros(const Result& r) {
   return pos && neg;
 }
 
-/// Whether interpolate's output is once or twice its input along a spatial dim.
+/// Whether interpolate's output (1-, 2- or 3-d: the op's first args) is once or twice its
+/// input along a spatial dim.
 inline bool shortcut_size(const Call& c) {
-  for (int d = 0; d < 2; ++d) {
-    const double in = static_cast<double>(c.ins.at(0).shape.at(2 + static_cast<size_t>(d))), out = c.args.at(static_cast<size_t>(d));
+  const size_t nd = c.ins.at(0).shape.size() - 2;
+  for (size_t d = 0; d < nd; ++d) {
+    const double in = static_cast<double>(c.ins.at(0).shape.at(2 + d)), out = c.args.at(d);
     if (out == in || out == 2 * in) return true;
+  }
+  return false;
+}
+
+/// index_expr / index_put_expr: whether a 2-d bool index is followed by a slice, an integer or
+/// None (codes 1, 2, 4, 5, 6 after it; bridge.hpp).
+inline bool mask_2d_then_entry(const Call& c) {
+  size_t next = 1;
+  for (size_t k = 0; k < c.args.size(); ++k) {
+    const int code = static_cast<int>(c.args[k]);
+    if (code < 7) continue;
+    const Buf& idx = c.ins.at(next++);
+    if (idx.dt != DT::Bool || idx.shape.size() != 2) continue;
+    for (size_t j = k + 1; j < c.args.size(); ++j) {
+      const int after = static_cast<int>(c.args[j]);
+      if (after == 1 || after == 2 || after == 4 || after == 5 || after == 6) return true;
+    }
   }
   return false;
 }
@@ -188,9 +207,10 @@ inline const char* known_call(const Call& c, const std::string& category, const 
     return "hardshrink with a negative lambda: libtorch returns x unchanged; Ember refuses it, as both refuse it for "
            "softshrink";
   if (category == "accept" && ember.ok && v1() && (c.op == "index_expr" || c.op == "index_put_expr") &&
-      torch.error.find("The shape of the mask") != std::string::npos)
-    return "a 2-d bool mask followed by None: libtorch 1.13's C++ indexing counts the mask as one dim and refuses; "
-           "PyTorch 2 (and NumPy) index x[mask, None] to (count, 1, ...), as Ember";
+      torch.error.find("The shape of the mask") != std::string::npos && mask_2d_then_entry(c))
+    return "a 2-d bool mask followed by a slice, integer or None: libtorch 1.13's C++ indexing moves on by one dim "
+           "after the mask, so the next entry lands on the mask's second dim and the mask no longer fits; PyTorch 2 "
+           "(and NumPy) index x[mask, None] to (count, 1, ...), as Ember";
   if (category == "accept" && ember.ok && c.op == "one_hot" && c.ins.at(0).dt == DT::I32) {
     // Only labels valid for int64 (libtorch checks the dtype before the values).
     bool valid = true;
@@ -239,7 +259,7 @@ inline const char* known_second_order(const Call& c, const std::string& category
   if ((op == "cumprod" || op == "var" || op == "std") && slice_has(c, e, static_cast<int>(c.args.at(0)), nonfinite))
     return "a second derivative through a slice holding inf or NaN: libtorch's closed forms and Ember's give NaN or "
            "inf at different places";
-  if (op == "prod" && c.kind == Kind::Reduce && e.torch == 0 && std::isnan(e.ember)) {
+  if (op == "prod" && c.kind == Kind::Reduce && c.dims.empty() && e.torch == 0 && std::isnan(e.ember)) {
     int zeros = 0;
     for (int64_t i = 0; i < c.a.numel(); ++i) zeros += c.a.at(i) == 0;
     if (zeros >= 3 && !all_finite(c.a))
@@ -283,9 +303,10 @@ inline const char* known_second_order(const Call& c, const std::string& category
 inline const char* known_element(const Call& c, DT result, const std::string& category, const Element& e) {
   const std::string& op = c.op;
   if (c.order == 2) return known_second_order(c, category, e);
-  if (category == "zero-sign" && c.inplace != 0 && e.torch == 0 && !std::signbit(e.torch) && std::signbit(e.ember))
-    return "an in-place op's zero gradient: the libtorch side writes op(clone) into the view with copy_, whose "
-           "backward adds a +0 for the overwritten values to the clone's -0 (+0); Ember's in-place op has one path";
+  if (category == "zero-sign" && c.inplace == 1 && e.torch == 0 && !std::signbit(e.torch) && std::signbit(e.ember))
+    return "an in-place op's zero gradient over the whole tensor: the libtorch side writes op(clone) with copy_, "
+           "whose backward adds a +0 for the overwritten values to the clone's -0 (+0); Ember's in-place op on the "
+           "whole tensor has one path";
   if (category == "zero-sign" && c.inplace == 3 && e.output == 1 && e.ember == 0 && !std::signbit(e.ember) &&
       std::signbit(e.torch))
     return "a -0 gradient through an as_strided view of the second operand: Ember's as_strided backward adds the "
@@ -406,10 +427,11 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
       return "an f32 convolution's sum in another order than libtorch's: a few ulp of the sum of |terms|";
   }
   if (c.grad && c.kind == Kind::Reduce && (op == "amax" || op == "amin") && std::isnan(e.torch) &&
+      (std::isnan(e.a) ? std::isfinite(e.ember) : e.ember == 0) &&
       reduced_slice_has(c, e, [](double v) { return std::isnan(v); }))
     return "amax/amin's gradient where the slice holds NaN (the result): libtorch shares it among the elements equal "
            "to the result (none: 0 / 0 = NaN for all); Ember gives it to the NaN elements, as max over a dim does";
-  if (c.grad && c.kind == Kind::Reduce && op == "prod" && e.torch == 0 && std::isnan(e.ember)) {
+  if (c.grad && c.kind == Kind::Reduce && op == "prod" && c.dims.empty() && e.torch == 0 && std::isnan(e.ember)) {
     int zeros = 0;
     for (int64_t i = 0; i < c.a.numel(); ++i) zeros += c.a.at(i) == 0;
     if (zeros >= 2 && !all_finite(c.a))
@@ -435,11 +457,11 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
   if (v1() && c.grad && (op == "fmax" || op == "fmin") && e.has_b && e.a == e.b)
     return "fmax/fmin's gradient at a tie: libtorch 1.13 gives all of it to the first operand; PyTorch 2 and Ember "
            "share it equally, as maximum/minimum";
-  if (v2() && op == "interpolate_aa" && c.args.at(2) == 2 && c.args.at(1) == 1 &&
-      c.args.at(0) != static_cast<double>(c.ins.at(0).shape.at(2)))
-    return "antialiased bicubic to an output width of 1 with the height resized: libtorch 2.x departs from the "
-           "separable filter (a loop over PyTorch's own weight formula reproduces libtorch 1.13's and Ember's "
-           "values, not 2.x's; measured over 1-6 x 1-6 inputs to 1-9 x 1-9 outputs)";
+  if (v2() && op == "interpolate_aa" && c.args.at(1) == 1 && c.args.at(0) != static_cast<double>(c.ins.at(0).shape.at(2)) &&
+      e.index % static_cast<int64_t>(c.args.at(0)) != 0)
+    return "antialiased bilinear or bicubic to an output width of 1 with the height resized: libtorch 2.x repeats the "
+           "first output row in every row (a loop over PyTorch's own weight formula gives 1.13's and Ember's values; "
+           "measured over 1-6 x 1-6 inputs to 1-9 x 1-9 outputs)";
   if (v2() && (op == "gelu") && e.a == std::numeric_limits<double>::infinity() && std::isnan(e.torch) &&
       std::isinf(e.ember))
     return "gelu(+inf): libtorch 2.x gives NaN; the limit, which Ember, libtorch 1.13 and PyTorch's tanh gelu give, "
@@ -455,6 +477,10 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
     return "an integer linspace: both step between the ends as converted (-2 and 7), but libtorch 1.13's int64 "
            "kernel gives [-2, -1, 0, 0, 1, 1, 2, 3, 5, 6, 7] in 11 steps where the f64 steps truncate to [-2, -1, 0, "
            "0, 1, 2, 3, 4, 5, 6, 7] (Ember; in 4 steps both give [-2, 1, 4, 7])";
+  if (c.grad && op == "interpolate1d" && c.args.at(1) == 0 && c.args.at(3) != 0 && shortcut_size(c))
+    return "1-d nearest with a scale factor where the output is once or twice the input: libtorch's forward takes "
+           "floor(i / factor), as Ember's, but its backward takes i (or i / 2), so its gradient is not its own "
+           "forward's (torch 2.15: x of 6 by 2.1 reads x[0] three times, its gradient counts it twice); Ember's is";
   if (v1() && op == "interpolate" && c.args.at(2) == 0 && c.args.at(4) != 0 && shortcut_size(c))
     return "nearest with a scale factor where the output is twice (or once) the input: libtorch 1.13 takes i / 2 "
            "(or i) for a single image plane and floor(i / factor) for several; Ember always takes i / 2";

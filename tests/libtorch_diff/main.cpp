@@ -873,9 +873,6 @@ void misc_calls(Report& rep, const std::string& filter) {
   }
 }
 
-/// Gradients of every differentiable elementwise op at the edge values (f32, f64): the
-/// conventions at kinks, ties, zeros and non-finite points (abs at 0, clamp at its bounds,
-/// maximum on ties, pow at 0, ...) are where autograd formulas part.
 /// A gradient call again with the op in place (Call::inplace): on the whole non-leaf, through
 /// a narrowed view and through a strided one; in f64 also at second order through the view.
 void inplace_variants(Report& rep, const Call& c, DT t) {
@@ -892,6 +889,9 @@ void inplace_variants(Report& rep, const Call& c, DT t) {
   }
 }
 
+/// Gradients of every differentiable elementwise op at the edge values (f32, f64): the
+/// conventions at kinks, ties, zeros and non-finite points (abs at 0, clamp at its bounds,
+/// maximum on ties, pow at 0, ...) are where autograd formulas part.
 void grad_calls(Report& rep, const std::string& filter) {
   auto differentiable = [](const std::string& op) {
     static const char* const no[] = {"isnan", "isinf", "isfinite", "logical_not", "bitwise_not", "eq", "ne", "lt", "le",

@@ -554,6 +554,37 @@ Result named(const Call& c) {
     y.index_put_(spec, in.back());
     return one(y);
   }
+  if (op == "conv_padded") {
+    // As torch.nn.ConvNd.forward: a padding mode other than zeros pads first (by name: d (k - 1)
+    // in total per dim, the extra element after) and convolves without padding.
+    const int64_t nd = arg(0), name = arg(1), mode = arg(2), groups = arg(3);
+    const auto stride = ints(4, nd), numbers = ints(4 + nd, nd), dilation = ints(4 + 2 * nd, nd);
+    const at::Tensor& w = in.at(1);
+    auto conv = [&](const at::Tensor& input, c10::string_view pad_name, at::IntArrayRef pad) {
+      const auto b = bias(2);
+      if (!pad_name.empty()) {
+        if (nd == 1) return at::conv1d(input, w, b, stride, pad_name, dilation, groups);
+        if (nd == 2) return at::conv2d(input, w, b, stride, pad_name, dilation, groups);
+        return at::conv3d(input, w, b, stride, pad_name, dilation, groups);
+      }
+      if (nd == 1) return at::conv1d(input, w, b, stride, pad, dilation, groups);
+      if (nd == 2) return at::conv2d(input, w, b, stride, pad, dilation, groups);
+      return at::conv3d(input, w, b, stride, pad, dilation, groups);
+    };
+    static const char* const modes[] = {"zeros", "reflect", "replicate", "circular"};
+    if (mode == 0) return one(name == 0 ? conv(x, "", numbers) : conv(x, name == 1 ? "same" : "valid", {}));
+    std::vector<int64_t> pad;  // F.pad's order: the last dim first, (before, after) each
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      int64_t before = numbers[static_cast<size_t>(d)], after = before;
+      if (name == 2) before = after = 0;
+      if (name == 1) {
+        const int64_t total = dilation[static_cast<size_t>(d)] * (w.size(2 + d) - 1);
+        before = total / 2, after = total - total / 2;
+      }
+      pad.push_back(before), pad.push_back(after);
+    }
+    return one(conv(at::pad(x, pad, modes[mode]), "", std::vector<int64_t>(static_cast<size_t>(nd), 0)));
+  }
   if (op == "mha") {
     // torch::nn::MultiheadAttention with the given projections copied in; the gradients are
     // reported for q, k, v and then the projections in the inputs' order.
@@ -754,7 +785,6 @@ Result named(const Call& c) {
   throw std::logic_error("torch_side: no named op " + op);
 }
 
-/// The gradients of sum(op(a[, b]) * [1, 2, ...]).
 /// The part of y that Call::inplace's mode writes (as ember_side.cpp's).
 at::Tensor inplace_view(const at::Tensor& y, int mode) {
   const int64_t n = y.size(0);
@@ -763,9 +793,9 @@ at::Tensor inplace_view(const at::Tensor& y, int mode) {
   return y;
 }
 
-/// Call::inplace: op(view) written into the view of y = a * 1 with copy_ (what the in-place op
-/// means; computed from a clone, as libtorch refuses to differentiate through the overwritten
-/// values themselves).
+/// Call::inplace: op(view) written into the view of y = a * 1 with copy_, what the in-place op
+/// means (computed from a clone: unary() and binary() serve both forms; libtorch's own in-place
+/// ops would keep a -0 gradient through a view where this and Ember give +0).
 at::Tensor inplace_result(const Call& c, const at::Tensor& a, const at::Tensor& b) {
   at::Tensor y = a * 1.0;
   at::Tensor v = inplace_view(y, c.inplace);
@@ -780,6 +810,7 @@ at::Tensor inplace_result(const Call& c, const at::Tensor& a, const at::Tensor& 
   return y;
 }
 
+/// The gradients of sum(op(a[, b]) * [1, 2, ...]).
 Result gradients(const Call& c) {
   at::Tensor a = to_torch(c.a).requires_grad_();
   at::Tensor b = c.kind == Kind::Binary ? to_torch(c.b).requires_grad_() : at::Tensor();
