@@ -164,6 +164,8 @@ struct Result {
 ///   index_put_expr (x, index tensors..., values; codes): (x * 1).index_put_(expression, values)
 ///   conv_padded (x, w[, b]; nd, padding name (0 numbers, 1 same, 2 valid), padding mode (0 zeros, 1 reflect,
 ///     2 replicate, 3 circular), groups, stride (nd), padding numbers (nd), dilation (nd)): as the Conv modules
+///   encoder_layer (src (L, N, E), the 12 parameters of module_layout.hpp's list, src_mask (L, L) float or empty,
+///     key padding mask (N, L) bool or empty; nhead, dim_feedforward, gelu): TransformerEncoderLayer, post-norm
 ///   max_unpool1d (x, indices; out)       affine_grid (theta; size (N, C, H, W) or (N, C, D, H, W), align_corners)
 ///   (optimisers: the parameter after one step per gradient, k = grads.size(0))
 ///   sgd (param, grads; lr, momentum, dampening, weight_decay, nesterov)
@@ -177,6 +179,7 @@ struct Result {
 inline bool differentiable_input(const std::string& op, size_t i) {
   if (op == "batch_norm") return i != 1 && i != 2;
   if (op == "mha") return i < 9;  // not the masks
+  if (op == "encoder_layer") return i < 13;
   if (op == "index_expr") return i == 0;
   if (op == "cross_entropy" || op == "nll_loss") return i == 0;
   if (op == "bce_with_logits" || op == "binary_cross_entropy") return i < 2;  // not weight nor pos_weight

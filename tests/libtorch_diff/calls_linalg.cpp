@@ -252,4 +252,27 @@ void attention_calls(Report& rep, const std::string& filter) {
   }
 }
 
+/// nn::TransformerEncoderLayer against torch::nn::TransformerEncoderLayer (post-norm, sequence
+/// first, no dropout: libtorch 1.13's C++ layer has no other form): relu or gelu, additive
+/// attention masks, key padding masks (key 0 never masked).
+void encoder_layer_calls(Report& rep, const std::string& filter) {
+  reseed("encoder layer");
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 12; ++n) {
+      const int heads = pick(1, 2), E = heads * pick(1, 3), L = pick(1, 4), N = pick(1, 2), ff = pick(1, 6);
+      std::vector<Buf> ins = {operand(t, {L, N, E})};
+      const std::vector<std::vector<int64_t>> shapes = {{3 * E, E}, {3 * E}, {E, E}, {E}, {ff, E}, {ff}, {E, ff}, {E},
+                                                        {E},        {E},     {E},    {E}};
+      for (size_t k = 0; k < shapes.size(); ++k)
+        ins.push_back(random_buf(t, shapes[k], k == 8 || k == 10 ? ember::test::Domain{0.5, 1.5} : ember::test::Domain{-0.6, 0.6},
+                                 false));
+      ins.push_back(n % 3 == 1 ? random_buf(t, {L, L}, {-2, 1}, false) : make_buf(t, {}, {0}));
+      std::vector<Val> kpm;
+      for (int i = 0; i < N * L; ++i) kpm.push_back({0, i % L != 0 && pick(0, 2) == 0});
+      ins.push_back(n % 2 ? make_buf(DT::Bool, kpm, {N, L}) : make_buf(DT::Bool, {}, {0}));
+      named_call(rep, filter, "encoder_layer", ins, {d(heads), d(ff), d(n % 4 == 3)}, true, true);
+    }
+  }
+}
+
 }  // namespace ediff

@@ -399,6 +399,32 @@ Result named(const Call& c) {
     return one(F::detail::conv_padded(x, in.at(1), bias(2), nd, ints(4, static_cast<size_t>(nd)), ints(4 + nd, static_cast<size_t>(nd)),
                                       names[arg(1)], modes[arg(2)], ints(4 + 2 * nd, static_cast<size_t>(nd)), arg(3), "conv"));
   }
+  if (op == "encoder_layer") {
+    // nn::TransformerEncoderLayer (post-norm, sequence first) with the given parameters.
+    const std::vector<std::string> names = encoder_layer_parameter_names();
+    ember::nn::TransformerEncoderLayerOptions o(x.size(-1), arg(0));
+    o.dim_feedforward(arg(1)).dropout(0.0).activation(arg(2) ? "gelu" : "relu");
+    ember::nn::TransformerEncoderLayer m(o);
+    m->to(x.dtype());
+    auto params = m->named_parameters();
+    {
+      ember::NoGradGuard no_grad;
+      for (size_t k = 0; k < names.size(); ++k) params[names[k]].copy_(in.at(1 + k));
+    }
+    const size_t masks = 1 + names.size();
+    ember::Tensor y = m->forward(x, opt(masks), opt(masks + 1));
+    if (!c.grad) return one(y);
+    std::vector<ember::Tensor> xs = {in.at(0)};
+    for (const std::string& n : names) xs.push_back(params[n]);
+    const std::vector<ember::Tensor> gs = input_gradients(y, xs, c.order);
+    for (size_t i = 0; i < gs.size(); ++i) {
+      Buf g;
+      g.shape = {0};
+      if (gs[i].defined()) g = from_ember(gs[i]);
+      (i == 0 ? r.out : r.more.emplace_back()) = g;
+    }
+    return r;
+  }
   if (op == "mha") {
     // nn::MultiheadAttention with the given projections copied in (as torch_side.cpp's).
     const int64_t e = x.size(-1), kd = in.at(1).size(-1), vd = in.at(2).size(-1);

@@ -1068,6 +1068,7 @@ int main(int argc, char** argv) {
   ediff::more_nn_calls(rep, filter);
   ediff::attention_calls(rep, filter);
   ediff::index_expr_calls(rep, filter);
+  ediff::encoder_layer_calls(rep, filter);
   std::printf("\n%d calls, %d differ from libtorch, %d known differences (--verbose lists them)\n", rep.calls,
               rep.mismatched_calls, rep.known);
   for (const auto& [cat, n] : rep.by_category) std::printf("  %s: %d\n", cat.c_str(), n);

@@ -41,4 +41,12 @@ std::vector<T> mha_gradients_by_input(const std::vector<T>& gs, bool packed, boo
   return out;
 }
 
+/// A TransformerEncoderLayer's parameters (post-norm, biases), in the order of the
+/// encoder_layer call's inputs after src.
+inline std::vector<std::string> encoder_layer_parameter_names() {
+  return {"self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight", "self_attn.out_proj.bias",
+          "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias",
+          "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"};
+}
+
 }  // namespace ediff

@@ -10,6 +10,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/transformerlayer.h>
 #include <torch/nn/utils/rnn.h>
 #include <torch/optim.h>
 #include <torch/version.h>
@@ -584,6 +585,34 @@ Result named(const Call& c) {
       pad.push_back(before), pad.push_back(after);
     }
     return one(conv(at::pad(x, pad, modes[mode]), "", std::vector<int64_t>(static_cast<size_t>(nd), 0)));
+  }
+  if (op == "encoder_layer") {
+    const std::vector<std::string> names = encoder_layer_parameter_names();
+    torch::nn::TransformerEncoderLayerOptions o(x.size(-1), arg(0));
+    o.dim_feedforward(arg(1)).dropout(0.0);
+    if (arg(2)) o.activation(torch::kGELU);
+    torch::nn::TransformerEncoderLayer m(o);
+    m->to(x.scalar_type());
+    m->eval();  // no dropout
+    auto params = m->named_parameters();
+    {
+      c10::AutoGradMode no_grad(false);
+      for (size_t k = 0; k < names.size(); ++k) params[names[k]].copy_(in.at(1 + k));
+    }
+    auto mask = [&](size_t i) { return in.at(i).numel() > 0 ? in.at(i) : at::Tensor(); };
+    const size_t masks = 1 + names.size();
+    at::Tensor y = m->forward(x, mask(masks), mask(masks + 1));
+    if (!c.grad) return one(y);
+    std::vector<at::Tensor> xs = {in.at(0)};
+    for (const std::string& n : names) xs.push_back(params[n]);
+    const std::vector<at::Tensor> gs = input_gradients(y, xs, c.order);
+    for (size_t i = 0; i < gs.size(); ++i) {
+      Buf g;
+      g.shape = {0};
+      if (gs[i].defined()) g = from_torch(gs[i]);
+      (i == 0 ? r.out : r.more.emplace_back()) = g;
+    }
+    return r;
   }
   if (op == "mha") {
     // torch::nn::MultiheadAttention with the given projections copied in; the gradients are
