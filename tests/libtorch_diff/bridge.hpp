@@ -192,6 +192,22 @@ inline bool differentiable_input(const std::string& op, size_t i) {
 /// would leave an element's second derivative unchecked).
 Buf second_order_weights(DT t, const std::vector<int64_t>& shape);
 
+/// A Named call's gradients (either library's tensors, converted to Buf by `to_buf`) as its
+/// Result: the first input's in out, the others' in more, an empty buffer for an input that
+/// takes none.
+template <class T, class ToBuf>
+Result gradient_result(const std::vector<T>& gs, ToBuf to_buf) {
+  Result r;
+  r.ok = true;
+  for (size_t i = 0; i < gs.size(); ++i) {
+    Buf g;
+    g.shape = {0};
+    if (gs[i].defined()) g = to_buf(gs[i]);
+    (i == 0 ? r.out : r.more.emplace_back()) = g;
+  }
+  return r;
+}
+
 Result run_torch(const Call& c);
 /// The libtorch version compared against ("1.13.0", "2.15.0"): a known difference that one
 /// PyTorch release changed is excused for that release only (known_differences.hpp).

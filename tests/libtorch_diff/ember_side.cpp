@@ -123,6 +123,9 @@ ember::Tensor reduce(const Call& c, const ember::Tensor& x) {
   throw std::runtime_error("ember_side: no reduction " + c.op);
 }
 
+/// A Named call's gradients as its Result (bridge.hpp).
+Result gradient_result(const std::vector<ember::Tensor>& gs) { return gradient_result(gs, from_ember); }
+
 Result named(const Call& c) {
   std::vector<ember::Tensor> in;
   for (const Buf& b : c.ins) in.push_back(c.strided ? strided_copy(to_ember(b)) : to_ember(b));
@@ -136,14 +139,7 @@ Result named(const Call& c) {
   // With c.grad: the gradients of sum(y * [1, 2, ...]) for the first output y, one per input
   // (an empty buffer for those that take none).
   auto grads = [&](const ember::Tensor& y) {
-    const std::vector<ember::Tensor> gs = input_gradients(y, in, c.order);
-    for (size_t i = 0; i < in.size(); ++i) {
-      Buf g;
-      g.shape = {0};  // no gradient: an empty buffer
-      if (gs[i].defined()) g = from_ember(gs[i]);
-      (i == 0 ? r.out : r.more.emplace_back()) = g;
-    }
-    return r;
+    return gradient_result(input_gradients(y, in, c.order));
   };
   auto two = [&](const std::pair<ember::Tensor, ember::Tensor>& p) {
     if (c.grad) return grads(p.first);
@@ -416,14 +412,7 @@ Result named(const Call& c) {
     if (!c.grad) return one(y);
     std::vector<ember::Tensor> xs = {in.at(0)};
     for (const std::string& n : names) xs.push_back(params[n]);
-    const std::vector<ember::Tensor> gs = input_gradients(y, xs, c.order);
-    for (size_t i = 0; i < gs.size(); ++i) {
-      Buf g;
-      g.shape = {0};
-      if (gs[i].defined()) g = from_ember(gs[i]);
-      (i == 0 ? r.out : r.more.emplace_back()) = g;
-    }
-    return r;
+    return gradient_result(input_gradients(y, xs, c.order));
   }
   if (op == "mha") {
     // nn::MultiheadAttention with the given projections copied in (as torch_side.cpp's).
@@ -453,14 +442,7 @@ Result named(const Call& c) {
     for (const std::string& n : mha_parameter_names(packed, has_bias)) xs.push_back(params[n]);
     if (c.skip_first) xs[0] = ember::Tensor();  // q as plain data
     const std::vector<ember::Tensor> gs = input_gradients(out, xs, c.order);
-    const std::vector<ember::Tensor> flat = mha_gradients_by_input(gs, packed, has_bias, e);
-    for (size_t i = 0; i < flat.size(); ++i) {
-      Buf g;
-      g.shape = {0};
-      if (flat[i].defined()) g = from_ember(flat[i]);
-      (i == 0 ? r.out : r.more.emplace_back()) = g;
-    }
-    return r;
+    return gradient_result(mha_gradients_by_input(gs, packed, has_bias, e));
   }
   if (op == "lstm" || op == "gru" || op == "rnn_tanh" || op == "rnn_relu") {
     // The module with the given weights copied in; its parameters' gradients are reported
@@ -486,14 +468,7 @@ Result named(const Call& c) {
       }
       std::vector<ember::Tensor> xs(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(first));
       xs.insert(xs.end(), params.begin(), params.end());
-      const std::vector<ember::Tensor> gs = input_gradients(outs[0], xs, c.order);
-      for (size_t k = 0; k < gs.size(); ++k) {
-        Buf g;
-        g.shape = {0};  // no gradient: an empty buffer
-        if (gs[k].defined()) g = from_ember(gs[k]);
-        (k == 0 ? r.out : r.more.emplace_back()) = g;
-      }
-      return r;
+      return gradient_result(input_gradients(outs[0], xs, c.order));
     };
     // With lengths (args 4...): the padded batch packed (unsorted), run, and padded again.
     namespace R = ember::nn::utils::rnn;

@@ -249,6 +249,9 @@ std::vector<at::Tensor> input_gradients(const at::Tensor& y, const std::vector<a
   return out;
 }
 
+/// A Named call's gradients as its Result (bridge.hpp).
+Result gradient_result(const std::vector<at::Tensor>& gs) { return gradient_result(gs, from_torch); }
+
 Result named(const Call& c) {
   std::vector<at::Tensor> in;
   bool all_half = true;
@@ -265,14 +268,7 @@ Result named(const Call& c) {
   // With c.grad: the gradients of sum(y * [1, 2, ...]) for the first output y, one per input
   // (an empty buffer for those that take none), as ember_side.cpp.
   auto grads = [&](const at::Tensor& y) {
-    const std::vector<at::Tensor> gs = input_gradients(y, in, c.order);
-    for (size_t i = 0; i < in.size(); ++i) {
-      Buf g;
-      g.shape = {0};  // no gradient: an empty buffer
-      if (gs[i].defined()) g = from_torch(gs[i]);
-      (i == 0 ? r.out : r.more.emplace_back()) = g;
-    }
-    return r;
+    return gradient_result(input_gradients(y, in, c.order));
   };
   auto two = [&](const std::tuple<at::Tensor, at::Tensor>& p) {
     if (c.grad) return grads(std::get<0>(p));
@@ -605,14 +601,7 @@ Result named(const Call& c) {
     if (!c.grad) return one(y);
     std::vector<at::Tensor> xs = {in.at(0)};
     for (const std::string& n : names) xs.push_back(params[n]);
-    const std::vector<at::Tensor> gs = input_gradients(y, xs, c.order);
-    for (size_t i = 0; i < gs.size(); ++i) {
-      Buf g;
-      g.shape = {0};
-      if (gs[i].defined()) g = from_torch(gs[i]);
-      (i == 0 ? r.out : r.more.emplace_back()) = g;
-    }
-    return r;
+    return gradient_result(input_gradients(y, xs, c.order));
   }
   if (op == "mha") {
     // torch::nn::MultiheadAttention with the given projections copied in; the gradients are
@@ -646,14 +635,7 @@ Result named(const Call& c) {
     for (const std::string& n : mha_parameter_names(packed, has_bias)) xs.push_back(params[n]);
     if (c.skip_first) xs[0] = at::Tensor();  // q as plain data
     const std::vector<at::Tensor> gs = input_gradients(std::get<0>(outs), xs, c.order);
-    const std::vector<at::Tensor> flat = mha_gradients_by_input(gs, packed, has_bias, e);
-    for (size_t i = 0; i < flat.size(); ++i) {
-      Buf g;
-      g.shape = {0};
-      if (flat[i].defined()) g = from_torch(flat[i]);
-      (i == 0 ? r.out : r.more.emplace_back()) = g;
-    }
-    return r;
+    return gradient_result(mha_gradients_by_input(gs, packed, has_bias, e));
   }
   if (op == "lstm" || op == "gru" || op == "rnn_tanh" || op == "rnn_relu") {
     const bool lstm = op == "lstm";
