@@ -16,21 +16,6 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng()); }
-
-/// Values in [-2, 2]; with `nonfinite`, a NaN and both infinities at random places (addmm with
-/// beta = 0 must not read them: PyTorch ignores the added matrix then).
-Buf operand(DT t, std::vector<int64_t> shape, bool nonfinite = false) {
-  Buf b = random_buf(t, std::move(shape), {-2, 2}, false);
-  if (!nonfinite || b.numel() < 3) return b;
-  std::vector<Val> v;
-  for (int64_t i = 0; i < b.numel(); ++i) v.push_back({b.at(i), 0});
-  for (double s : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
-                   -std::numeric_limits<double>::infinity()})
-    v[static_cast<size_t>(pick(0, static_cast<int>(b.numel() - 1)))].f = s;
-  return make_buf(t, v, b.shape);
-}
-
 }  // namespace
 
 void linalg_calls(Report& rep, const std::string& filter) {
@@ -40,29 +25,29 @@ void linalg_calls(Report& rep, const std::string& filter) {
       // Sizes from 0 (empty products: zeros, or beta * c) up; one call in eight mismatches K.
       const int M = pick(0, 5), K = pick(0, 6), N = pick(0, 5), B = pick(1, 3);
       const int K2 = n % 8 == 7 ? K + 1 : K;
-      const Buf a = operand(t, {M, K}), b = operand(t, {K2, N});
+      const Buf a = random_operand(t, {M, K}), b = random_operand(t, {K2, N});
       named_call(rep, filter, "mm", {a, b}, {}, false, true);
-      const Buf ba = operand(t, {B, M, K}), bb = operand(t, {B, K2, N});
+      const Buf ba = random_operand(t, {B, M, K}), bb = random_operand(t, {B, K2, N});
       named_call(rep, filter, "bmm", {ba, bb}, {}, false, true);
-      named_call(rep, filter, "dot", {operand(t, {K}), operand(t, {K2})}, {}, false, true);
-      named_call(rep, filter, "outer", {operand(t, {M}), operand(t, {N})}, {}, false, true);
+      named_call(rep, filter, "dot", {random_operand(t, {K}), random_operand(t, {K2})}, {}, false, true);
+      named_call(rep, filter, "outer", {random_operand(t, {M}), random_operand(t, {N})}, {}, false, true);
       // addmm/baddbmm: c full, a row (N), or a column (M, 1); beta 0 with NaN/inf in c.
       const double beta = n % 4 == 0 ? 0.0 : n % 4 == 1 ? 1.0 : 0.5, alpha = n % 3 == 0 ? 1.0 : -1.5;
       const bool dirty = beta == 0;
       const int shape = pick(0, 2);
-      const Buf cm = shape == 0 ? operand(t, {M, N}, dirty) : shape == 1 ? operand(t, {N}, dirty) : operand(t, {M, 1}, dirty);
+      const Buf cm = shape == 0 ? random_operand(t, {M, N}, dirty) : shape == 1 ? random_operand(t, {N}, dirty) : random_operand(t, {M, 1}, dirty);
       named_call(rep, filter, "addmm", {cm, a, b}, {beta, alpha}, false, true);
-      const Buf cb = shape == 0 ? operand(t, {B, M, N}, dirty) : operand(t, {M, N}, dirty);
+      const Buf cb = shape == 0 ? random_operand(t, {B, M, N}, dirty) : random_operand(t, {M, N}, dirty);
       named_call(rep, filter, "baddbmm", {cb, ba, bb}, {beta, alpha}, false, true);
       // linear: input (K), (M, K) or (B, M, K); with and without bias.
-      const Buf w = operand(t, {N, K2}), bias = operand(t, {N});
-      const Buf x = n % 3 == 0 ? operand(t, {K}) : n % 3 == 1 ? a : ba;
+      const Buf w = random_operand(t, {N, K2}), bias = random_operand(t, {N});
+      const Buf x = n % 3 == 0 ? random_operand(t, {K}) : n % 3 == 1 ? a : ba;
       named_call(rep, filter, "linear", {x, w, bias}, {}, false, true);
       named_call(rep, filter, "linear", {x, w}, {}, false, true);
       // bilinear: (R, I1) and (R, I2) into (R, O).
       const int R = pick(1, 4), I1 = pick(1, 4), I2 = pick(1, 4), O = pick(1, 3);
-      const Buf x1 = operand(t, {R, I1}), x2 = operand(t, {R, I2}), wb = operand(t, {O, I1, n % 8 == 3 ? I2 + 1 : I2});
-      named_call(rep, filter, "bilinear", {x1, x2, wb, operand(t, {O})}, {}, false, true);
+      const Buf x1 = random_operand(t, {R, I1}), x2 = random_operand(t, {R, I2}), wb = random_operand(t, {O, I1, n % 8 == 3 ? I2 + 1 : I2});
+      named_call(rep, filter, "bilinear", {x1, x2, wb, random_operand(t, {O})}, {}, false, true);
       named_call(rep, filter, "bilinear", {x1, x2, wb}, {}, false, true);
     }
   }
@@ -226,7 +211,7 @@ void attention_calls(Report& rep, const std::string& filter) {
       const int kd = n % 3 == 0 ? pick(1, 5) : E, vd = kd;
       const bool bias = n % 4 != 0;
       const Buf none = make_buf(t, {}, {0});
-      std::vector<Buf> ins = {operand(t, {L, N, E}), operand(t, {S, N, kd}), operand(t, {S, N, vd})};
+      std::vector<Buf> ins = {random_operand(t, {L, N, E}), random_operand(t, {S, N, kd}), random_operand(t, {S, N, vd})};
       auto weight = [&](int64_t rows, int64_t cols) {
         Buf w = random_buf(t, {rows, cols}, {-0.6, 0.6}, false);
         return w;
@@ -260,7 +245,7 @@ void encoder_layer_calls(Report& rep, const std::string& filter) {
   for (DT t : {DT::F32, DT::F64}) {
     for (int n = 0; n < 12; ++n) {
       const int heads = pick(1, 2), E = heads * pick(1, 3), L = pick(1, 4), N = pick(1, 2), ff = pick(1, 6);
-      std::vector<Buf> ins = {operand(t, {L, N, E})};
+      std::vector<Buf> ins = {random_operand(t, {L, N, E})};
       const std::vector<std::vector<int64_t>> shapes = {{3 * E, E}, {3 * E}, {E, E}, {E}, {ff, E}, {ff}, {E, ff}, {E},
                                                         {E},        {E},     {E},    {E}};
       for (size_t k = 0; k < shapes.size(); ++k)

@@ -16,8 +16,6 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng()); }
-
 Buf ints_buf(const std::vector<int64_t>& v, std::vector<int64_t> shape, DT t = DT::I64) {
   std::vector<Val> vals;
   for (int64_t i : v) vals.push_back({static_cast<double>(i), i});
@@ -40,19 +38,6 @@ Buf scatter_index(int64_t rows, int64_t cols, int64_t n, int dim, bool distinct)
     }
   }
   return ints_buf(v, {rows, cols});
-}
-
-/// Finite random values with a NaN and both infinities at random places where `nonfinite`
-/// (no huge finite values, whose sums depend on the order of additions).
-Buf layer_input(DT t, std::vector<int64_t> shape, bool nonfinite) {
-  Buf b = random_buf(t, std::move(shape), {-2, 2}, false);
-  if (!nonfinite || b.numel() < 3) return b;
-  const double special[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
-                            -std::numeric_limits<double>::infinity()};
-  std::vector<Val> v;
-  for (int64_t i = 0; i < b.numel(); ++i) v.push_back({b.at(i), 0});
-  for (double s : special) v[static_cast<size_t>(pick(0, static_cast<int>(b.numel() - 1)))].f = s;
-  return make_buf(t, v, b.shape);
 }
 
 }  // namespace
@@ -283,11 +268,11 @@ void layer_calls(Report& rep, const std::string& filter) {
       // small kernel over few channels (direct), padding 0-2, NaN/inf in some inputs.
       const int c8 = 8 + pick(0, 4), o8 = 8 + pick(0, 4), h = pick(3, 14), w = pick(3, 14), pad = pick(0, 2);
       const bool nonfinite = n % 4 == 1;
-      const Buf x2 = layer_input(t, {2, c8, h, w}, nonfinite);
+      const Buf x2 = random_operand(t, {2, c8, h, w}, nonfinite);
       named_call(rep, filter, "conv2d", {x2, random_buf(t, {o8, c8, 3, 3}, {-1, 1}, false), random_buf(t, {o8}, {-1, 1}, false)},
                  {1, 1, d(pad), d(pad), 1, 1, 1}, false, true);
       const int kd = pick(2, 5), cd = pick(1, 3), ph = pick(0, 2), pw = pick(0, 2);
-      const Buf xd = layer_input(t, {2, cd, h, w}, nonfinite), wd = random_buf(t, {o8, cd, kd, kd}, {-1, 1}, false);
+      const Buf xd = random_operand(t, {2, cd, h, w}, nonfinite), wd = random_buf(t, {o8, cd, kd, kd}, {-1, 1}, false);
       named_call(rep, filter, "conv2d", {xd, wd}, {1, 1, d(ph), d(pw), 1, 1, 1}, false, true);
       // max_unpool2d: distinct positions per plane in an (oh, ow) output.
       const int oh = pick(2, 6), ow = pick(2, 6), ih = pick(1, oh), iw = pick(1, ow);

@@ -39,6 +39,12 @@ Buf random_buf(DT t, std::vector<int64_t> shape, ember::test::Domain dom, bool e
 /// Values with ties in rows 0-3 and edge values in rows 4-7: an 8 x 6 matrix.
 Buf tie_matrix(DT t);
 bool wanted(const std::string& filter, const std::string& op);
+/// An int in [lo, hi] from the input generator.
+int pick(int lo, int hi);
+/// Values in [-2, 2]; with `nonfinite`, a NaN and both infinities at random places (no huge
+/// finite values, whose sums depend on the order of additions; addmm with beta = 0 must not
+/// read them).
+Buf random_operand(DT t, std::vector<int64_t> shape, bool nonfinite = false);
 
 /// Runs the call through both libraries and reports any difference; returns whether both
 /// accepted it.

@@ -524,6 +524,15 @@ void binary_calls(Report& rep, const std::string& filter) {
   }
 }
 
+/// An elementwise or reduction gradient call (c.grad), and for f64 operands the same call at
+/// second order.
+void compare_both_orders(Report& rep, Call c) {
+  compare(rep, c, true);
+  if (c.a.dt != DT::F64 || (c.kind == Kind::Binary && c.b.dt != DT::F64)) return;
+  c.order = 2;
+  compare(rep, c, true);
+}
+
 bool differentiable_reduction(const std::string& op) {
   return op != "all" && op != "any" && op != "count_nonzero";
 }
@@ -560,11 +569,7 @@ void reduce_calls(Report& rep, const std::string& filter) {
         // nansum's zeros at NaN), and in f64 the second-order ones.
         if (accepted && (t == DT::F32 || t == DT::F64) && differentiable_reduction(op)) {
           c.grad = true;
-          compare(rep, c, true);
-          if (t == DT::F64) {
-            c.order = 2;
-            compare(rep, c, true);
-          }
+          compare_both_orders(rep, c);
         }
       }
       Call c;  // 0-d input
@@ -602,6 +607,19 @@ Buf random_buf(DT t, std::vector<int64_t> shape, ember::test::Domain dom, bool e
     for (size_t k = 0; k < v.size(); k += 5) v[k] = s[(k / 5) % s.size()];
   }
   return make_buf(t, v, std::move(shape));
+}
+
+int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(g_rng); }
+
+Buf random_operand(DT t, std::vector<int64_t> shape, bool nonfinite) {
+  Buf b = random_buf(t, std::move(shape), {-2, 2}, false);
+  if (!nonfinite || b.numel() < 3) return b;
+  std::vector<Val> v;
+  for (int64_t i = 0; i < b.numel(); ++i) v.push_back({b.at(i), 0});
+  for (double s : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                   -std::numeric_limits<double>::infinity()})
+    v[static_cast<size_t>(pick(0, static_cast<int>(b.numel() - 1)))].f = s;
+  return make_buf(t, v, b.shape);
 }
 
 /// The Named ops whose gradients are compared as well.
@@ -916,12 +934,8 @@ void grad_calls(Report& rep, const std::string& filter) {
         c.has_params = true;
         c.p[0] = row.params.a, c.p[1] = row.params.b, c.p[2] = row.params.c;
       }
-      compare(rep, c, true);
+      compare_both_orders(rep, c);
       inplace_variants(rep, c, t);
-      if (t == DT::F64) {
-        c.order = 2;
-        compare(rep, c, true);
-      }
     }
     for (const auto& row : ember::test::kBinaryRows) {
       const std::string op = ember::ops::name(row.op);
@@ -939,22 +953,14 @@ void grad_calls(Report& rep, const std::string& filter) {
       c.grad = true;
       c.a = make_buf(t, xa, {static_cast<int64_t>(xa.size())});
       c.b = make_buf(t, xb, {static_cast<int64_t>(xb.size())});
-      compare(rep, c, true);
+      compare_both_orders(rep, c);
       inplace_variants(rep, c, t);
       for (double sv : {2.0, 0.5, -1.0, 0.0}) {
         Call d = c;
         d.kind = Kind::TensorScalar;
         d.s = {ScalarArg::Float, sv, 0};
-        compare(rep, d, true);
+        compare_both_orders(rep, d);
         if (sv == 0.5) inplace_variants(rep, d, t);
-        if (t == DT::F64) {
-          d.order = 2;
-          compare(rep, d, true);
-        }
-      }
-      if (t == DT::F64) {
-        c.order = 2;
-        compare(rep, c, true);
       }
     }
   }
@@ -974,12 +980,7 @@ void grad_calls(Report& rep, const std::string& filter) {
     for (DT t : {DT::F32, DT::F64}) {
       c.a = make_buf(t, randoms(t, row.a, row.ia, 8), {8, 1});  // (8, 1) with (1, 6)
       c.b = make_buf(t, randoms(t, row.b, row.ib, 6), {1, 6});
-      for (int order : {1, 2}) {
-        if (order == 2 && t != DT::F64) continue;
-        c.order = order;
-        compare(rep, c, true);
-      }
-      c.order = 1;
+      compare_both_orders(rep, c);
       c.b = make_buf(t, randoms(t, row.b, row.ib, 1), {});  // a 0-d tensor
       compare(rep, c, true);
     }
