@@ -166,6 +166,13 @@ struct Result {
 ///     2 replicate, 3 circular), groups, stride (nd), padding numbers (nd), dilation (nd)): as the Conv modules
 ///   encoder_layer (src (L, N, E), the 12 parameters of module_layout.hpp's list, src_mask (L, L) float or empty,
 ///     key padding mask (N, L) bool or empty; nhead, dim_feedforward, gelu): TransformerEncoderLayer, post-norm
+///   decoder_layer (tgt (L, N, E), memory (S, N, E), the 18 parameters of module_layout.hpp's list, tgt_mask
+///     (L, L) and memory_mask (L, S) float or empty, tgt (N, L) and memory (N, S) key padding masks bool or
+///     empty; nhead, dim_feedforward, gelu): TransformerDecoderLayer, post-norm
+///   transformer (src (S, N, E), tgt (T, N, E), the parameters of transformer_parameter_names(encoder layers,
+///     decoder layers), src_mask (S, S), tgt_mask (T, T), memory_mask (T, S) float or empty, src (N, S), tgt
+///     (N, T) and memory (N, S) key padding masks bool or empty; nhead, dim_feedforward, gelu, encoder layers,
+///     decoder layers): nn::Transformer
 ///   max_unpool1d (x, indices; out)       affine_grid (theta; size (N, C, H, W) or (N, C, D, H, W), align_corners)
 ///   (optimisers: the parameter after one step per gradient, k = grads.size(0))
 ///   sgd (param, grads; lr, momentum, dampening, weight_decay, nesterov)
@@ -176,10 +183,14 @@ struct Result {
 /// Named calls with grad: whether floating input i of op takes a gradient (not the running
 /// statistics of batch_norm, nor the class weights of the losses, which PyTorch does not
 /// differentiate).
-inline bool differentiable_input(const std::string& op, size_t i) {
+inline bool differentiable_input(const Call& c, size_t i) {
+  const std::string& op = c.op;
   if (op == "batch_norm") return i != 1 && i != 2;
-  if (op == "mha") return i < 9;  // not the masks
-  if (op == "encoder_layer") return i < 13;
+  // Not the masks, which come last.
+  if (op == "mha") return i < 9;
+  if (op == "encoder_layer") return i + 2 < c.ins.size();
+  if (op == "decoder_layer") return i + 4 < c.ins.size();
+  if (op == "transformer") return i + 6 < c.ins.size();
   if (op == "index_expr") return i == 0;
   if (op == "cross_entropy" || op == "nll_loss") return i == 0;
   if (op == "bce_with_logits" || op == "binary_cross_entropy") return i < 2;  // not weight nor pos_weight

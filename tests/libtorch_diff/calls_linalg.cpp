@@ -1,15 +1,18 @@
 // ember-vs-libtorch, the third set of call families: matrix products (mm, bmm, dot, outer,
 // addmm, baddbmm, linear, bilinear) and the nn ops the first two sets left out (shrinks,
 // threshold, logsigmoid, softmin, power-average pools, 3-d adaptive pools and transposed
-// convolution, max_unpool1d, affine_grid, tile, argsort). Random configurations, invalid ones
+// convolution, max_unpool1d, affine_grid, tile, argsort), and the attention and transformer
+// modules against libtorch's. Random configurations, invalid ones
 // included; values and, where the op has them, gradients (harness.hpp's named_call).
 
 #include "harness.hpp"
+#include "module_layout.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <string>
 
 namespace ediff {
 namespace {
@@ -237,25 +240,81 @@ void attention_calls(Report& rep, const std::string& filter) {
   }
 }
 
-/// nn::TransformerEncoderLayer against torch::nn::TransformerEncoderLayer (post-norm, sequence
-/// first, no dropout: libtorch 1.13's C++ layer has no other form): relu or gelu, additive
-/// attention masks, key padding masks (key 0 never masked).
-void encoder_layer_calls(Report& rep, const std::string& filter) {
+namespace {
+
+/// Random parameters for the transformer modules' names (module_layout.hpp): norm weights
+/// near 1, the rest small.
+std::vector<Buf> transformer_parameters(DT t, const std::vector<std::string>& names, int64_t e, int64_t ff) {
+  std::vector<Buf> out;
+  for (const std::string& n : names) {
+    const bool norm_weight = n.find("norm") != std::string::npos && n.find(".weight") != std::string::npos;
+    out.push_back(random_buf(t, transformer_parameter_shape(n, e, ff),
+                             norm_weight ? ember::test::Domain{0.5, 1.5} : ember::test::Domain{-0.6, 0.6}, false));
+  }
+  return out;
+}
+
+/// A bool key padding mask (n, s) with key 0 never masked (a fully masked row is where the
+/// libraries differ on purpose), or an empty one.
+Buf key_padding_mask(bool on, int n, int s) {
+  if (!on) return make_buf(DT::Bool, {}, {0});
+  std::vector<Val> m;
+  for (int i = 0; i < n * s; ++i) m.push_back({0, i % s != 0 && pick(0, 2) == 0});
+  return make_buf(DT::Bool, m, {n, s});
+}
+
+/// An additive float attention mask (l, s), or an empty one.
+Buf attention_mask(DT t, bool on, int l, int s) {
+  return on ? random_buf(t, {l, s}, {-2, 1}, false) : make_buf(t, {}, {0});
+}
+
+}  // namespace
+
+/// nn::TransformerEncoderLayer, TransformerDecoderLayer and Transformer against libtorch's
+/// (post-norm, sequence first, no dropout: libtorch 1.13's C++ modules have no other form):
+/// relu or gelu, additive attention masks, key padding masks. One decoder layer call in eight
+/// has a model width that its heads do not divide, which both must refuse.
+void transformer_calls(Report& rep, const std::string& filter) {
   reseed("encoder layer");
   for (DT t : {DT::F32, DT::F64}) {
     for (int n = 0; n < 12; ++n) {
       const int heads = pick(1, 2), E = heads * pick(1, 3), L = pick(1, 4), N = pick(1, 2), ff = pick(1, 6);
       std::vector<Buf> ins = {random_operand(t, {L, N, E})};
-      const std::vector<std::vector<int64_t>> shapes = {{3 * E, E}, {3 * E}, {E, E}, {E}, {ff, E}, {ff}, {E, ff}, {E},
-                                                        {E},        {E},     {E},    {E}};
-      for (size_t k = 0; k < shapes.size(); ++k)
-        ins.push_back(random_buf(t, shapes[k], k == 8 || k == 10 ? ember::test::Domain{0.5, 1.5} : ember::test::Domain{-0.6, 0.6},
-                                 false));
-      ins.push_back(n % 3 == 1 ? random_buf(t, {L, L}, {-2, 1}, false) : make_buf(t, {}, {0}));
-      std::vector<Val> kpm;
-      for (int i = 0; i < N * L; ++i) kpm.push_back({0, i % L != 0 && pick(0, 2) == 0});
-      ins.push_back(n % 2 ? make_buf(DT::Bool, kpm, {N, L}) : make_buf(DT::Bool, {}, {0}));
+      for (Buf& p : transformer_parameters(t, encoder_layer_parameter_names(), E, ff)) ins.push_back(std::move(p));
+      ins.push_back(attention_mask(t, n % 3 == 1, L, L));
+      ins.push_back(key_padding_mask(n % 2 == 1, N, L));
       named_call(rep, filter, "encoder_layer", ins, {d(heads), d(ff), d(n % 4 == 3)}, true, true);
+    }
+  }
+  reseed("decoder layer");
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 16; ++n) {
+      const int heads = pick(1, 2), L = pick(1, 4), S = pick(1, 4), N = pick(1, 2), ff = pick(1, 6);
+      const int E = heads * pick(1, 3) + (n % 8 == 5 && heads == 2 ? 1 : 0);
+      std::vector<Buf> ins = {random_operand(t, {L, N, E}), random_operand(t, {S, N, E})};
+      for (Buf& p : transformer_parameters(t, decoder_layer_parameter_names(), E, ff)) ins.push_back(std::move(p));
+      ins.push_back(attention_mask(t, n % 3 == 1, L, L));
+      ins.push_back(attention_mask(t, n % 3 == 2, L, S));
+      ins.push_back(key_padding_mask(n % 2 == 1, N, L));
+      ins.push_back(key_padding_mask(n % 4 >= 2, N, S));
+      named_call(rep, filter, "decoder_layer", ins, {d(heads), d(ff), d(n % 4 == 3)}, true, true);
+    }
+  }
+  reseed("transformer");
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 8; ++n) {
+      const int heads = pick(1, 2), E = heads * pick(1, 2), S = pick(1, 3), T = pick(1, 3), N = pick(1, 2),
+                ff = pick(1, 4), encoders = pick(1, 2), decoders = pick(1, 2);
+      std::vector<Buf> ins = {random_operand(t, {S, N, E}), random_operand(t, {T, N, E})};
+      for (Buf& p : transformer_parameters(t, transformer_parameter_names(encoders, decoders), E, ff))
+        ins.push_back(std::move(p));
+      ins.push_back(attention_mask(t, n % 3 == 0, S, S));
+      ins.push_back(attention_mask(t, n % 3 == 1, T, T));
+      ins.push_back(attention_mask(t, n % 3 == 2, T, S));
+      ins.push_back(key_padding_mask(n % 2 == 1, N, S));
+      ins.push_back(key_padding_mask(n % 4 == 2, N, T));
+      ins.push_back(key_padding_mask(n % 4 == 3, N, S));
+      named_call(rep, filter, "transformer", ins, {d(heads), d(ff), d(n % 4 == 1), d(encoders), d(decoders)}, true, true);
     }
   }
 }

@@ -132,7 +132,7 @@ Result named(const Call& c) {
   const std::string& op = c.op;
   if (c.grad)
     for (size_t i = 0; i < in.size(); ++i)
-      if (in[i].is_floating_point() && differentiable_input(op, i) && !(c.skip_first && i == 0)) in[i].requires_grad_();
+      if (in[i].is_floating_point() && differentiable_input(c, i) && !(c.skip_first && i == 0)) in[i].requires_grad_();
   auto arg = [&](size_t i) { return static_cast<int64_t>(c.args.at(i)); };
   Result r;
   r.ok = true;
@@ -395,23 +395,55 @@ Result named(const Call& c) {
     return one(F::detail::conv_padded(x, in.at(1), bias(2), nd, ints(4, static_cast<size_t>(nd)), ints(4 + nd, static_cast<size_t>(nd)),
                                       names[arg(1)], modes[arg(2)], ints(4 + 2 * nd, static_cast<size_t>(nd)), arg(3), "conv"));
   }
+  // The transformer modules: the parameters come after the first `data` inputs, in
+  // module_layout.hpp's order; the masks follow them.
+  auto transformer_module = [&](auto& m, const std::vector<std::string>& names, size_t data) {
+    m->to(x.dtype());
+    auto params = m->named_parameters();
+    {
+      ember::NoGradGuard no_grad;
+      for (size_t k = 0; k < names.size(); ++k) params[names[k]].copy_(in.at(data + k));
+    }
+    std::vector<ember::Tensor> xs(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(data));
+    for (const std::string& n : names) xs.push_back(params[n]);
+    return xs;
+  };
   if (op == "encoder_layer") {
     // nn::TransformerEncoderLayer (post-norm, sequence first) with the given parameters.
     const std::vector<std::string> names = encoder_layer_parameter_names();
     ember::nn::TransformerEncoderLayerOptions o(x.size(-1), arg(0));
     o.dim_feedforward(arg(1)).dropout(0.0).activation(arg(2) ? "gelu" : "relu");
     ember::nn::TransformerEncoderLayer m(o);
-    m->to(x.dtype());
-    auto params = m->named_parameters();
-    {
-      ember::NoGradGuard no_grad;
-      for (size_t k = 0; k < names.size(); ++k) params[names[k]].copy_(in.at(1 + k));
-    }
+    const std::vector<ember::Tensor> xs = transformer_module(m, names, 1);
     const size_t masks = 1 + names.size();
     ember::Tensor y = m->forward(x, opt(masks), opt(masks + 1));
     if (!c.grad) return one(y);
-    std::vector<ember::Tensor> xs = {in.at(0)};
-    for (const std::string& n : names) xs.push_back(params[n]);
+    return gradient_result(input_gradients(y, xs, c.order));
+  }
+  if (op == "decoder_layer") {
+    // nn::TransformerDecoderLayer (post-norm, sequence first).
+    const std::vector<std::string> names = decoder_layer_parameter_names();
+    ember::nn::TransformerDecoderLayerOptions o(x.size(-1), arg(0));
+    o.dim_feedforward(arg(1)).dropout(0.0).activation(arg(2) ? "gelu" : "relu");
+    ember::nn::TransformerDecoderLayer m(o);
+    const std::vector<ember::Tensor> xs = transformer_module(m, names, 2);
+    const size_t masks = 2 + names.size();
+    ember::Tensor y = m->forward(x, in.at(1), opt(masks), opt(masks + 1), opt(masks + 2), opt(masks + 3));
+    if (!c.grad) return one(y);
+    return gradient_result(input_gradients(y, xs, c.order));
+  }
+  if (op == "transformer") {
+    // nn::Transformer with arg(3) encoder and arg(4) decoder layers.
+    const std::vector<std::string> names = transformer_parameter_names(static_cast<int>(arg(3)), static_cast<int>(arg(4)));
+    ember::nn::TransformerOptions o;
+    o.d_model(x.size(-1)).nhead(arg(0)).num_encoder_layers(arg(3)).num_decoder_layers(arg(4));
+    o.dim_feedforward(arg(1)).dropout(0.0).activation(arg(2) ? "gelu" : "relu");
+    ember::nn::Transformer m(o);
+    const std::vector<ember::Tensor> xs = transformer_module(m, names, 2);
+    const size_t masks = 2 + names.size();
+    ember::Tensor y = m->forward(x, in.at(1), opt(masks), opt(masks + 1), opt(masks + 2), opt(masks + 3),
+                                 opt(masks + 4), opt(masks + 5));
+    if (!c.grad) return one(y);
     return gradient_result(input_gradients(y, xs, c.order));
   }
   if (op == "mha") {

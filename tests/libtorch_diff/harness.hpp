@@ -67,6 +67,6 @@ void linalg_calls(Report& rep, const std::string& filter);
 void more_nn_calls(Report& rep, const std::string& filter);
 void attention_calls(Report& rep, const std::string& filter);
 void index_expr_calls(Report& rep, const std::string& filter);
-void encoder_layer_calls(Report& rep, const std::string& filter);
+void transformer_calls(Report& rep, const std::string& filter);
 
 }  // namespace ediff

@@ -78,6 +78,11 @@ inline bool all_finite(const Buf& b) {
   return true;
 }
 
+/// The calls of whole transformer modules (calls_linalg.cpp's transformer_calls).
+inline bool is_transformer_module(const std::string& op) {
+  return op == "encoder_layer" || op == "decoder_layer" || op == "transformer";
+}
+
 inline bool v1() { return torch_major() == 1; }
 inline bool v2() { return torch_major() >= 2; }
 
@@ -336,7 +341,7 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
              "the padding's 0), libtorch +0";
     if ((op == "conv1d" || op == "conv2d" || op == "conv3d" || op == "conv_transpose1d" || op == "conv_transpose2d" ||
          op == "conv_transpose3d" ||
-         op == "sdpa" || (c.grad && (op == "rnn_relu" || op == "mha" || op == "encoder_layer"))) &&
+         op == "sdpa" || (c.grad && (op == "rnn_relu" || op == "mha" || is_transformer_module(op)))) &&
         (c.ins.size() == 2 || c.grad))
       return "an exact zero output without bias (a window over padding), or an exact zero gradient: Ember's sum "
              "starts from the first product (0 * -w = -0), libtorch's from +0";
@@ -462,10 +467,11 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
     return "antialiased bilinear or bicubic to an output width of 1 with the height resized: libtorch 2.x repeats the "
            "first output row in every row (a loop over PyTorch's own weight formula gives 1.13's and Ember's values; "
            "measured over 1-6 x 1-6 inputs to 1-9 x 1-9 outputs)";
-  if (v2() && c.grad && op == "encoder_layer" && result == DT::F32 && c.ins.at(0).shape.back() == 1 &&
-      (e.output == 9 || e.output == 11) && e.ember == 0 && std::fabs(e.torch) < 1e-3)
-    return "layer normalisation over a single feature: the normalised value is exactly 0, and so the weight's "
-           "gradient; libtorch 2.x's f32 kernel (x * rstd - mean * rstd) leaves a rounding residue of rstd's size";
+  if (c.grad && is_transformer_module(op) && result == DT::F32 && c.ins.at(0).shape.back() == 1 && e.ember == 0 &&
+      std::fabs(e.torch) < 1e-3)
+    return "layer normalisation over a single feature (d_model 1): the normalised value is exactly 0, so every "
+           "gradient that flows through a norm is 0; libtorch's f32 kernels (x * rstd - mean * rstd, rstd = "
+           "1/sqrt(eps)) leave a rounding residue of rstd's size";
   if (v2() && (op == "gelu") && e.a == std::numeric_limits<double>::infinity() && std::isnan(e.torch) &&
       std::isinf(e.ember))
     return "gelu(+inf): libtorch 2.x gives NaN; the limit, which Ember, libtorch 1.13 and PyTorch's tanh gelu give, "

@@ -670,7 +670,7 @@ void named_call(Report& rep, const std::string& filter, const std::string& op, s
     compare(rep, s, transcendental);
     // Again with the first operand as plain data, where another operand can take a gradient.
     int others = 0;
-    for (size_t i = 1; i < c.ins.size(); ++i) others += dt_floating(c.ins[i].dt) && differentiable_input(c.op, i);
+    for (size_t i = 1; i < c.ins.size(); ++i) others += dt_floating(c.ins[i].dt) && differentiable_input(c, i);
     if (others > 0 && dt_floating(c.ins[0].dt)) {
       c.skip_first = true;
       compare(rep, c, transcendental);
@@ -1069,7 +1069,7 @@ int main(int argc, char** argv) {
   ediff::more_nn_calls(rep, filter);
   ediff::attention_calls(rep, filter);
   ediff::index_expr_calls(rep, filter);
-  ediff::encoder_layer_calls(rep, filter);
+  ediff::transformer_calls(rep, filter);
   std::printf("\n%d calls, %d differ from libtorch, %d known differences (--verbose lists them)\n", rep.calls,
               rep.mismatched_calls, rep.known);
   for (const auto& [cat, n] : rep.by_category) std::printf("  %s: %d\n", cat.c_str(), n);

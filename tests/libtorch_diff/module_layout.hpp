@@ -1,5 +1,5 @@
 #pragma once
-/// How the module calls (mha) lay out their parameters and gradients, shared by
+/// How the module calls (mha, the transformer layers) lay out their parameters and gradients, shared by
 /// ember_side.cpp and torch_side.cpp: templates over either library's tensor type, so that
 /// each side instantiates them with its own (the two halves compile against different
 /// headers and C++ standards; see bridge.hpp).
@@ -47,6 +47,47 @@ inline std::vector<std::string> encoder_layer_parameter_names() {
   return {"self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight", "self_attn.out_proj.bias",
           "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias",
           "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"};
+}
+
+/// A TransformerDecoderLayer's parameters, in the order of the decoder_layer call's inputs
+/// after tgt and memory: self attention, cross attention (multihead_attn), the feed-forward
+/// block and the three norms.
+inline std::vector<std::string> decoder_layer_parameter_names() {
+  return {"self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight", "self_attn.out_proj.bias",
+          "multihead_attn.in_proj_weight", "multihead_attn.in_proj_bias", "multihead_attn.out_proj.weight",
+          "multihead_attn.out_proj.bias", "linear1.weight", "linear1.bias", "linear2.weight", "linear2.bias",
+          "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias", "norm3.weight", "norm3.bias"};
+}
+
+/// A Transformer's parameters with this many encoder and decoder layers, in the order of the
+/// transformer call's inputs after src and tgt (as both libraries' named_parameters() list
+/// them): encoder.layers.i.*, encoder.norm, decoder.layers.i.*, decoder.norm.
+inline std::vector<std::string> transformer_parameter_names(int encoder_layers, int decoder_layers) {
+  std::vector<std::string> names;
+  auto stack = [&](const std::string& prefix, int layers, const std::vector<std::string>& layer_names) {
+    for (int i = 0; i < layers; ++i)
+      for (const std::string& n : layer_names) names.push_back(prefix + ".layers." + std::to_string(i) + "." + n);
+    names.push_back(prefix + ".norm.weight");
+    names.push_back(prefix + ".norm.bias");
+  };
+  stack("encoder", encoder_layers, encoder_layer_parameter_names());
+  stack("decoder", decoder_layers, decoder_layer_parameter_names());
+  return names;
+}
+
+/// The shape of a transformer parameter named as above, for model width e and feed-forward
+/// width ff.
+inline std::vector<int64_t> transformer_parameter_shape(const std::string& name, int64_t e, int64_t ff) {
+  auto ends_with = [&](const std::string& tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends_with("in_proj_weight")) return {3 * e, e};
+  if (ends_with("in_proj_bias")) return {3 * e};
+  if (ends_with("out_proj.weight")) return {e, e};
+  if (ends_with("linear1.weight")) return {ff, e};
+  if (ends_with("linear1.bias")) return {ff};
+  if (ends_with("linear2.weight")) return {e, ff};
+  return {e};  // out_proj.bias, linear2.bias and the norms
 }
 
 }  // namespace ediff

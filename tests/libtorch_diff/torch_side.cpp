@@ -10,6 +10,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/transformer.h>
 #include <torch/nn/modules/transformerlayer.h>
 #include <torch/nn/utils/rnn.h>
 #include <torch/optim.h>
@@ -261,7 +262,7 @@ Result named(const Call& c) {
   const std::string& op = c.op;
   if (c.grad)
     for (size_t i = 0; i < in.size(); ++i)
-      if (in[i].is_floating_point() && differentiable_input(op, i) && !(c.skip_first && i == 0)) in[i].requires_grad_();
+      if (in[i].is_floating_point() && differentiable_input(c, i) && !(c.skip_first && i == 0)) in[i].requires_grad_();
   auto arg = [&](size_t i) { return static_cast<int64_t>(c.args.at(i)); };
   Result r;
   r.ok = true;
@@ -582,25 +583,55 @@ Result named(const Call& c) {
     }
     return one(conv(at::pad(x, pad, modes[mode]), "", std::vector<int64_t>(static_cast<size_t>(nd), 0)));
   }
+  // The transformer modules, as ember_side.cpp's.
+  auto transformer_module = [&](auto& m, const std::vector<std::string>& names, size_t data) {
+    m->to(x.scalar_type());
+    m->eval();  // no dropout
+    auto params = m->named_parameters();
+    {
+      c10::AutoGradMode no_grad(false);
+      for (size_t k = 0; k < names.size(); ++k) params[names[k]].copy_(in.at(data + k));
+    }
+    std::vector<at::Tensor> xs(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(data));
+    for (const std::string& n : names) xs.push_back(params[n]);
+    return xs;
+  };
+  auto opt_mask = [&](size_t i) { return in.at(i).numel() > 0 ? in.at(i) : at::Tensor(); };
   if (op == "encoder_layer") {
     const std::vector<std::string> names = encoder_layer_parameter_names();
     torch::nn::TransformerEncoderLayerOptions o(x.size(-1), arg(0));
     o.dim_feedforward(arg(1)).dropout(0.0);
     if (arg(2)) o.activation(torch::kGELU);
     torch::nn::TransformerEncoderLayer m(o);
-    m->to(x.scalar_type());
-    m->eval();  // no dropout
-    auto params = m->named_parameters();
-    {
-      c10::AutoGradMode no_grad(false);
-      for (size_t k = 0; k < names.size(); ++k) params[names[k]].copy_(in.at(1 + k));
-    }
-    auto mask = [&](size_t i) { return in.at(i).numel() > 0 ? in.at(i) : at::Tensor(); };
+    const std::vector<at::Tensor> xs = transformer_module(m, names, 1);
     const size_t masks = 1 + names.size();
-    at::Tensor y = m->forward(x, mask(masks), mask(masks + 1));
+    at::Tensor y = m->forward(x, opt_mask(masks), opt_mask(masks + 1));
     if (!c.grad) return one(y);
-    std::vector<at::Tensor> xs = {in.at(0)};
-    for (const std::string& n : names) xs.push_back(params[n]);
+    return gradient_result(input_gradients(y, xs, c.order));
+  }
+  if (op == "decoder_layer") {
+    const std::vector<std::string> names = decoder_layer_parameter_names();
+    torch::nn::TransformerDecoderLayerOptions o(x.size(-1), arg(0));
+    o.dim_feedforward(arg(1)).dropout(0.0);
+    if (arg(2)) o.activation(torch::kGELU);
+    torch::nn::TransformerDecoderLayer m(o);
+    const std::vector<at::Tensor> xs = transformer_module(m, names, 2);
+    const size_t masks = 2 + names.size();
+    at::Tensor y = m->forward(x, in.at(1), opt_mask(masks), opt_mask(masks + 1), opt_mask(masks + 2), opt_mask(masks + 3));
+    if (!c.grad) return one(y);
+    return gradient_result(input_gradients(y, xs, c.order));
+  }
+  if (op == "transformer") {
+    const std::vector<std::string> names = transformer_parameter_names(static_cast<int>(arg(3)), static_cast<int>(arg(4)));
+    torch::nn::TransformerOptions o(x.size(-1), arg(0), arg(3), arg(4));
+    o.dim_feedforward(arg(1)).dropout(0.0);
+    if (arg(2)) o.activation(torch::kGELU);
+    torch::nn::Transformer m(o);
+    const std::vector<at::Tensor> xs = transformer_module(m, names, 2);
+    const size_t masks = 2 + names.size();
+    at::Tensor y = m->forward(x, in.at(1), opt_mask(masks), opt_mask(masks + 1), opt_mask(masks + 2), opt_mask(masks + 3),
+                              opt_mask(masks + 4), opt_mask(masks + 5));
+    if (!c.grad) return one(y);
     return gradient_result(input_gradients(y, xs, c.order));
   }
   if (op == "mha") {
@@ -619,13 +650,12 @@ Result named(const Call& c) {
       if (has_bias) params["in_proj_bias"].copy_(in.at(6)), params["out_proj.bias"].copy_(in.at(8));
       params["out_proj.weight"].copy_(in.at(7));
     }
-    auto mask = [&](size_t i) { return in.at(i).numel() > 0 ? in.at(i) : at::Tensor(); };
     // A boolean attn_mask as torch.nn.MultiheadAttention takes it (true: -inf): the C++
     // frontend's functional form adds it as 0/1 instead (1.13).
-    at::Tensor attn = mask(10);
+    at::Tensor attn = opt_mask(10);
     if (attn.defined() && attn.scalar_type() == at::kBool)
       attn = at::zeros(attn.sizes(), x.options()).masked_fill(attn, -std::numeric_limits<double>::infinity());
-    auto outs = m->forward(x, in.at(1), in.at(2), mask(9), arg(1) != 0, attn, arg(2) != 0);
+    auto outs = m->forward(x, in.at(1), in.at(2), opt_mask(9), arg(1) != 0, attn, arg(2) != 0);
     if (!c.grad) {
       r.out = from_torch(std::get<0>(outs));
       r.more.push_back(std::get<1>(outs).defined() ? from_torch(std::get<1>(outs)) : Buf{DT::F32, {0}, {}});
