@@ -567,6 +567,12 @@ rnn("lstm_batchfirst_unbatched", "LSTM", dict(input_size=2, hidden_size=3, batch
     lambda: {"input": rn(5, 2)}, ["input"])
 rnn("lstm_batchfirst_f32", "LSTM", dict(input_size=3, hidden_size=4, batch_first=True),
     lambda: {"input": rn(2, 5, 3, dtype=torch.float32)}, ["input"], dtype="f32")
+rnn("lstm_proj_2layer_bidir_states", "LSTM", dict(input_size=3, hidden_size=4, num_layers=2, bidirectional=True,
+                                                proj_size=2),
+    lambda: {"input": rn(3, 2, 3), "h0": rn(4, 2, 2), "c0": rn(4, 2, 4)}, ["input", "h0", "c0"],
+    fwd=lambda m, x, h, c: m(x, (h, c)))
+rnn("lstm_proj_batchfirst_unbatched", "LSTM", dict(input_size=2, hidden_size=3, batch_first=True, proj_size=1),
+    lambda: {"input": rn(4, 2)}, ["input"])
 rnn("gru", "GRU", dict(input_size=3, hidden_size=4), lambda: {"input": rn(5, 2, 3)}, ["input"])
 rnn("gru_2layer_bidir_batchfirst_h0", "GRU", dict(input_size=2, hidden_size=3, num_layers=2, bidirectional=True,
                                                  batch_first=True),
@@ -615,6 +621,9 @@ def packed_rnn(name, typ, cls_opts, lengths, shape, state=(), enforce_sorted=Tru
 packed_rnn("lstm_packed_unsorted_2layer_bidir_states", "LSTM",
            dict(input_size=3, hidden_size=4, num_layers=2, bidirectional=True), [3, 5, 1, 4], (5, 4, 3),
            state=[("h0", (4, 4, 4)), ("c0", (4, 4, 4))], enforce_sorted=False)
+packed_rnn("lstm_proj_packed_unsorted_bidir_states", "LSTM",
+           dict(input_size=2, hidden_size=3, bidirectional=True, proj_size=2), [2, 4, 3], (4, 3, 2),
+           state=[("h0", (2, 3, 2)), ("c0", (2, 3, 3))], enforce_sorted=False)
 packed_rnn("gru_packed_sorted_batchfirst_total_length", "GRU", dict(input_size=2, hidden_size=3, batch_first=True),
            [4, 2, 2], (3, 4, 2), total_length=6)
 packed_rnn("rnn_packed_relu_bidir_unsorted", "RNN", dict(input_size=2, hidden_size=3, nonlinearity="relu",

@@ -137,7 +137,8 @@ struct Result {
 ///              (0: none), norm_type]) -> output[, the weight after max_norm's renormalisation]
 ///   cosine_similarity (a, b; dim, eps)       pairwise_distance (a, b; p, eps, keepdim)
 ///   glu (x; dim)       prelu (x, w)       sdpa (q, k, v[, mask]; causal, scale or 0)
-///   lstm (x, h0, c0, weights...; layers, bidirectional, batch_first, bias) -> output, h_n, c_n
+///   lstm (x, h0, c0, weights...; layers, bidirectional, batch_first, bias) -> output, h_n, c_n (an h0
+///     narrower than c0: projections, weight_hr after each direction's biases)
 ///   gru rnn_tanh rnn_relu (x, h0, weights...; the same) -> output, h_n
 ///     (weights in PyTorch's flat order: per layer and direction w_ih, w_hh[, b_ih, b_hh]); with
 ///     lengths after the flags, x is packed (unsorted), run, and the output padded again

@@ -318,9 +318,10 @@ void layer_calls(Report& rep, const std::string& filter) {
   }
 }
 
-/// RNN, LSTM and GRU over random configurations: layers, directions, batch_first, biases;
-/// given initial states and weights (PyTorch's flat order: per layer and direction w_ih, w_hh,
-/// b_ih, b_hh). Outputs, final states and every gradient compared.
+/// RNN, LSTM and GRU over random configurations: layers, directions, batch_first, biases,
+/// LSTM projections (proj_size: h0 narrower than c0); given initial states and weights
+/// (PyTorch's flat order: per layer and direction w_ih, w_hh, b_ih, b_hh, w_hr). Outputs,
+/// final states and every gradient compared.
 void rnn_calls(Report& rep, const std::string& filter) {
   reseed("rnn");
   for (DT t : {DT::F32, DT::F64}) {
@@ -329,19 +330,22 @@ void rnn_calls(Report& rep, const std::string& filter) {
       const int layers = pick(1, 2), dirs = pick(1, 2), batch_first = pick(0, 1), bias = n % 5 != 0;
       const int L = pick(1, 5), N = pick(1, 3), in = pick(1, 4), H = pick(1, 4);
       const int gates = n % 4 == 0 ? 4 : n % 4 == 1 ? 3 : 1;
+      // Half the LSTMs project h to Hp < H features.
+      const int Hp = n % 8 == 4 && H > 1 ? pick(1, H - 1) : H;
       std::vector<Buf> ins = {random_buf(t, batch_first ? std::vector<int64_t>{N, L, in} : std::vector<int64_t>{L, N, in},
                                          {-2, 2}, false),
-                              random_buf(t, {layers * dirs, N, H}, {-1, 1}, false)};
+                              random_buf(t, {layers * dirs, N, Hp}, {-1, 1}, false)};
       if (n % 4 == 0) ins.push_back(random_buf(t, {layers * dirs, N, H}, {-1, 1}, false));
       for (int l = 0; l < layers; ++l)
         for (int dir = 0; dir < dirs; ++dir) {
-          const int64_t width = l == 0 ? in : H * dirs;
+          const int64_t width = l == 0 ? in : Hp * dirs;
           ins.push_back(random_buf(t, {gates * H, width}, {-0.8, 0.8}, false));
-          ins.push_back(random_buf(t, {gates * H, H}, {-0.8, 0.8}, false));
+          ins.push_back(random_buf(t, {gates * H, Hp}, {-0.8, 0.8}, false));
           if (bias) {
             ins.push_back(random_buf(t, {gates * H}, {-0.5, 0.5}, false));
             ins.push_back(random_buf(t, {gates * H}, {-0.5, 0.5}, false));
           }
+          if (Hp != H) ins.push_back(random_buf(t, {Hp, H}, {-0.8, 0.8}, false));
         }
       named_call(rep, filter, op, ins, {d(layers), d(dirs - 1), d(batch_first), d(bias)}, true, true);
       // Packed: sequence lengths from 1 to L in any order (ties included).

@@ -481,8 +481,11 @@ Result named(const Call& c) {
     // in the inputs' order (after x, h0[, c0]).
     const bool lstm = op == "lstm";
     const size_t first = lstm ? 3 : 2;
-    ember::nn::RNNOptions o(x.size(-1), in.at(1).size(-1));
+    // An LSTM's hidden size is c0's; an h0 narrower than that is its projection's.
+    const int64_t hidden = in.at(first - 1).size(-1), h_size = in.at(1).size(-1);
+    ember::nn::RNNOptions o(x.size(-1), hidden);
     o.num_layers(arg(0)).bidirectional(arg(1) != 0).batch_first(arg(2) != 0).bias(arg(3) != 0);
+    if (h_size != hidden) o.proj_size(h_size);
     if (op == "rnn_relu") o.nonlinearity("relu");
     auto run = [&](auto module, auto forward) {
       module->to(x.dtype());

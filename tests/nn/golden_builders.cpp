@@ -134,6 +134,7 @@ nn::RNNOptions rnn_options(Opts& o, bool plain_rnn) {
       .bidirectional(o.b("bidirectional", false))
       .dropout(o.d("dropout", 0.0));
   if (plain_rnn) r.nonlinearity(o.s("nonlinearity", "tanh"));
+  else r.proj_size(o.i("proj_size", 0));
   return r;
 }
 

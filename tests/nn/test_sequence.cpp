@@ -73,6 +73,73 @@ TEST_CASE("LSTM: PyTorch's parameter names and shapes; output equals the cell un
                        Error);
 }
 
+TEST_CASE("LSTM with proj_size: weight_hr, projected h and output, c at hidden_size, checked options") {
+  manual_seed(33);
+  nn::LSTM lstm(nn::LSTMOptions(3, 4).num_layers(2).bidirectional(true).proj_size(2));
+  CHECK(names(lstm->named_parameters()) ==
+        std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "weight_hr_l0",
+                                 "weight_ih_l0_reverse", "weight_hh_l0_reverse", "bias_ih_l0_reverse",
+                                 "bias_hh_l0_reverse", "weight_hr_l0_reverse", "weight_ih_l1", "weight_hh_l1",
+                                 "bias_ih_l1", "bias_hh_l1", "weight_hr_l1", "weight_ih_l1_reverse",
+                                 "weight_hh_l1_reverse", "bias_ih_l1_reverse", "bias_hh_l1_reverse",
+                                 "weight_hr_l1_reverse"});
+  auto params = lstm->named_parameters();
+  CHECK(params["weight_hh_l0"].sizes() == Shape{16, 2});
+  CHECK(params["weight_hr_l0"].sizes() == Shape{2, 4});
+  CHECK(params["weight_ih_l1"].sizes() == Shape{16, 4});  // both directions' projected outputs
+  Tensor x = randn({5, 2, 3});
+  auto [out, state] = lstm(x);
+  CHECK(out.sizes() == Shape{5, 2, 4});
+  CHECK(state.first.sizes() == Shape{4, 2, 2});
+  CHECK(state.second.sizes() == Shape{4, 2, 4});
+  CHECK(lstm->extra_repr() == "3, 4, num_layers=2, bidirectional=True, proj_size=2");
+  // One layer by hand: h = W_hr (o * tanh(c)) feeds the next step's recurrent product.
+  nn::LSTM one(nn::LSTMOptions(3, 4).proj_size(3));
+  const auto& w = one->weights[0];
+  Tensor h = randn({2, 3}), c = randn({2, 4});
+  auto [o1, s1] = one->forward(x, {h.unsqueeze(0), c.unsqueeze(0)});
+  std::vector<Tensor> hs;
+  for (int64_t t = 0; t < 5; ++t) {
+    Tensor g = x.select(0, t).matmul(w.w_ih.t()) + w.b_ih + h.matmul(w.w_hh.t()) + w.b_hh;
+    c = g.narrow(1, 4, 4).sigmoid() * c + g.narrow(1, 0, 4).sigmoid() * g.narrow(1, 8, 4).tanh();
+    h = (g.narrow(1, 12, 4).sigmoid() * c.tanh()).matmul(w.w_hr.t());
+    hs.push_back(h);
+  }
+  CHECK(max_diff(o1, stack(hs, 0)) < 1e-6);
+  CHECK(max_diff(s1.first.squeeze(0), h) < 1e-6);
+  CHECK(max_diff(s1.second.squeeze(0), c) < 1e-6);
+  // h0 has proj_size features, c0 hidden_size.
+  CHECK_THROWS_WITH_AS(one->forward(x, {zeros({1, 2, 4}), zeros({1, 2, 4})}),
+                       doctest::Contains("h0 must have shape (1, 2, 3)"), Error);
+  CHECK_THROWS_WITH_AS(one->forward(x, {zeros({1, 2, 3}), zeros({1, 2, 3})}),
+                       doctest::Contains("c0 must have shape (1, 2, 4)"), Error);
+  CHECK_THROWS_WITH_AS(nn::LSTM(nn::LSTMOptions(3, 4).proj_size(4)), doctest::Contains("proj_size must be in [0, hidden_size 4), got 4"),
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::LSTM(nn::LSTMOptions(3, 4).proj_size(-1)), doctest::Contains("got -1"), Error);
+  CHECK_THROWS_WITH_AS(nn::GRU(nn::GRUOptions(3, 4).proj_size(2)), doctest::Contains("[GRU] proj_size is only supported for LSTM"),
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::RNN(nn::RNNOptions(3, 4).proj_size(2)), doctest::Contains("[RNN] proj_size is only supported"),
+                       Error);
+  // Gradients of the input, the initial states and every weight, projection included (f64).
+  nn::LSTM small(nn::LSTMOptions(2, 3).proj_size(2).bidirectional(true));
+  small->to(DType::F64);
+  std::string why;
+  auto f = [&](const std::vector<Tensor>& in) {
+    auto [y, hc] = small->forward(in[0], {in[1], in[2]});
+    return cat({y.reshape({-1}), hc.first.reshape({-1}), hc.second.reshape({-1})}, 0);
+  };
+  const std::vector<Tensor> inputs = {randn({3, 2, 2}, DType::F64).requires_grad_(),
+                                      randn({2, 2, 2}, DType::F64).requires_grad_(),
+                                      randn({2, 2, 3}, DType::F64).requires_grad_()};
+  CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(f, inputs, {}, &why), why);
+  Tensor loss = f(inputs).square().sum();
+  loss.backward();
+  for (auto& [name, p] : small->named_parameters()) {
+    REQUIRE_MESSAGE(p.grad().defined(), name);
+    CHECK_MESSAGE(p.grad().abs().sum().item<double>() > 0, name);
+  }
+}
+
 TEST_CASE("GRU and RNN: gate equations, cells, bidirectional reverse direction") {
   manual_seed(31);
   nn::GRU gru(3, 2);

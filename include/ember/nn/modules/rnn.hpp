@@ -1,8 +1,8 @@
 #pragma once
 /// RNN, LSTM, GRU (multi-layer, bidirectional, batch_first, initial states, dropout between
-/// layers, packed sequences of different lengths) and their cells, with PyTorch's parameter
-/// names (weight_ih_l0, bias_hh_l1_reverse, ...), gate order (LSTM i f g o; GRU r z n) and
-/// init U(+-1/sqrt(hidden_size)).
+/// layers, packed sequences of different lengths, LSTM projections) and their cells, with
+/// PyTorch's parameter names (weight_ih_l0, bias_hh_l1_reverse, weight_hr_l0, ...), gate order
+/// (LSTM i f g o; GRU r z n) and init U(+-1/sqrt(hidden_size)).
 /// The input projection of a whole sequence is one matrix product; the recurrence runs step
 /// by step, each step's products through linear (weight gradients come out in the weights'
 /// layout, the bias gradient in the same pass).
@@ -91,20 +91,21 @@ std::vector<BasicTensor<P>> pieces(const BasicTensor<P>& x, int64_t dim, int64_t
 }
 
 /// One step: returns the new h (and c for LSTM). `xg` = x W_ih^T + b_ih already computed.
+/// An LSTM with a projection (w_hr defined) returns h = w_hr (o * tanh(c)).
 template <class P>
 std::pair<BasicTensor<P>, BasicTensor<P>> rnn_step(RnnKind kind, const BasicTensor<P>& xg, const BasicTensor<P>& h,
                                                    const BasicTensor<P>& c, const BasicTensor<P>& w_hh,
-                                                   const BasicTensor<P>& b_hh) {
+                                                   const BasicTensor<P>& b_hh, const BasicTensor<P>& w_hr = {}) {
   BasicTensor<P> hg = linear(h, w_hh, b_hh);
-  const int64_t hs = h.size(-1), last = hg.dim() - 1;
+  const int64_t hs = hg.size(-1) / gate_count(kind), last = hg.dim() - 1;
   switch (kind) {
     case RnnKind::RnnTanh: return {(xg + hg).tanh(), {}};
     case RnnKind::RnnRelu: return {(xg + hg).relu(), {}};
     case RnnKind::Lstm: {
       std::vector<BasicTensor<P>> g = pieces(xg + hg, last, hs, false);  // i f g o
       BasicTensor<P> i = g[0].sigmoid(), f = g[1].sigmoid(), cand = g[2].tanh(), o = g[3].sigmoid();
-      BasicTensor<P> c2 = f * c + i * cand;
-      return {o * c2.tanh(), c2};
+      BasicTensor<P> c2 = f * c + i * cand, h2 = o * c2.tanh();
+      return {w_hr.defined() ? linear(h2, w_hr) : h2, c2};
     }
     case RnnKind::Gru: {
       std::vector<BasicTensor<P>> x3 = pieces(xg, last, hs, false), h3 = pieces(hg, last, hs, false);  // r z n
@@ -128,6 +129,9 @@ struct RNNOptions {
   EMBER_ARG(bool, batch_first) = false;
   EMBER_ARG(double, dropout) = 0.0;
   EMBER_ARG(bool, bidirectional) = false;
+  /// LSTM only: > 0 projects each step's hidden state to this many features (weight_hr_l*),
+  /// which become h and the output; c keeps hidden_size.
+  EMBER_ARG(int64_t, proj_size) = 0;
 };
 using LSTMOptions = RNNOptions;
 using GRUOptions = RNNOptions;
@@ -151,29 +155,40 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
     if (K != RnnKind::Lstm && K != RnnKind::Gru)
       EMBER_CHECK(options.nonlinearity() == "tanh" || options.nonlinearity() == "relu",
                   "[RNN] nonlinearity must be 'tanh' or 'relu', got '{}'", options.nonlinearity());
+    EMBER_CHECK(K == RnnKind::Lstm || options.proj_size() == 0,
+                "[{}] proj_size is only supported for LSTM, got proj_size {}", op, options.proj_size());
+    EMBER_CHECK(options.proj_size() >= 0 && options.proj_size() < options.hidden_size(),
+                "[{}] proj_size must be in [0, hidden_size {}), got {}", op, options.hidden_size(),
+                options.proj_size());
     int64_t h = options.hidden_size(), g = ember::detail::checked_mul(detail::gate_count(K), h, op),
-            dirs = options.bidirectional() ? 2 : 1;
+            dirs = options.bidirectional() ? 2 : 1, out = output_size();
     double bound = 1.0 / std::sqrt(static_cast<double>(h));
     weights.clear();
     for (int64_t l = 0; l < options.num_layers(); ++l)
       for (int64_t d = 0; d < dirs; ++d) {
         std::string sfx = "_l" + std::to_string(l) + (d ? "_reverse" : "");
-        int64_t in = l == 0 ? options.input_size() : h * dirs;
+        int64_t in = l == 0 ? options.input_size() : out * dirs;
         Layer w;
         w.w_ih = this->register_parameter("weight_ih" + sfx, empty<P>({g, in}));
-        w.w_hh = this->register_parameter("weight_hh" + sfx, empty<P>({g, h}));
+        w.w_hh = this->register_parameter("weight_hh" + sfx, empty<P>({g, out}));
         if (options.bias()) {
           w.b_ih = this->register_parameter("bias_ih" + sfx, empty<P>({g}));
           w.b_hh = this->register_parameter("bias_hh" + sfx, empty<P>({g}));
         }
-        for (TensorT* t : {&w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh})
+        if (options.proj_size() > 0) w.w_hr = this->register_parameter("weight_hr" + sfx, empty<P>({out, h}));
+        for (TensorT* t : {&w.w_ih, &w.w_hh, &w.b_ih, &w.b_hh, &w.w_hr})
           if (t->defined()) init::uniform_(*t, -bound, bound);
         weights.push_back(w);
       }
   }
 
-  /// input (L, N, in) [batch_first: (N, L, in)] or unbatched (L, in); h0 (and c0)
-  /// (layers * dirs, N, hidden). Returns the output (L, N, dirs * hidden) and the final states.
+  /// The features of h and of each direction's output: proj_size, or hidden_size without a
+  /// projection.
+  int64_t output_size() const { return options.proj_size() > 0 ? options.proj_size() : options.hidden_size(); }
+
+  /// input (L, N, in) [batch_first: (N, L, in)] or unbatched (L, in); h0 (layers * dirs, N,
+  /// output_size()) and c0 (layers * dirs, N, hidden). Returns the output (L, N, dirs *
+  /// output_size()) and the final states.
   std::tuple<TensorT, TensorT, TensorT> run(const TensorT& input, const TensorT& h0, const TensorT& c0) {
     const char* op = this->name().c_str();
     const int64_t dirs = options.bidirectional() ? 2 : 1;
@@ -185,12 +200,12 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
     TensorT x = unbatched ? input.unsqueeze(1) : (options.batch_first() ? input.transpose(0, 1) : input);
     int64_t len = x.size(0), n = x.size(1);
     EMBER_CHECK(len > 0, "[{}] expects a sequence of length > 0, got input of shape {}", op, input.sizes());
-    TensorT hx = initial_state(h0, n, unbatched, "h0", input),
-            cx = K == RnnKind::Lstm ? initial_state(c0, n, unbatched, "c0", input) : TensorT();
+    TensorT hx = initial_state(h0, n, unbatched, "h0", input, output_size()),
+            cx = K == RnnKind::Lstm ? initial_state(c0, n, unbatched, "c0", input, options.hidden_size()) : TensorT();
     // Every step runs the whole batch: the packed form with equal batch sizes.
     auto [data, h_n, c_n] = run_steps(x.reshape({len * n, x.size(2)}), std::vector<int64_t>(static_cast<size_t>(len), n),
                                       hx, cx);
-    TensorT out = data.reshape({len, n, dirs * options.hidden_size()});
+    TensorT out = data.reshape({len, n, dirs * output_size()});
     if (unbatched) {
       out = out.squeeze(1), h_n = h_n.squeeze(1);
       if (c_n.defined()) c_n = c_n.squeeze(1);
@@ -218,8 +233,8 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
     auto unsorted = [&](const TensorT& s) {
       return packed.is_sorted() || !s.defined() ? s : s.index_select(1, packed.unsorted_indices());
     };
-    TensorT hx = sorted(initial_state(h0, n, false, "h0", data)),
-            cx = K == RnnKind::Lstm ? sorted(initial_state(c0, n, false, "c0", data)) : TensorT();
+    TensorT hx = sorted(initial_state(h0, n, false, "h0", data, output_size())),
+            cx = K == RnnKind::Lstm ? sorted(initial_state(c0, n, false, "c0", data, options.hidden_size())) : TensorT();
     auto [out, h_n, c_n] = run_steps(data, batch_sizes, hx, cx);
     return {utils::rnn::BasicPackedSequence<P>(out, packed.batch_sizes(), packed.sorted_indices(),
                                                packed.unsorted_indices()),
@@ -227,8 +242,9 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
   }
 
  private:
-  TensorT initial_state(const TensorT& s, int64_t n, bool unbatched, const char* what, const TensorT& like) {
-    const int64_t rows = options.num_layers() * (options.bidirectional() ? 2 : 1), h = options.hidden_size();
+  /// h0 or c0 as given, or zeros; `h`: its features.
+  TensorT initial_state(const TensorT& s, int64_t n, bool unbatched, const char* what, const TensorT& like, int64_t h) {
+    const int64_t rows = options.num_layers() * (options.bidirectional() ? 2 : 1);
     if (!s.defined()) return zeros<P>({rows, n, h}, TensorOptions(like.dtype()).device(like.device()));
     TensorT t = unbatched ? s.unsqueeze(1) : s;
     EMBER_CHECK(t.sizes() == Shape({rows, n, h}), "[{}] {} must have shape ({}, {}, {}), got {}", this->name(), what,
@@ -239,9 +255,10 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
   /// The recurrence over packed steps: `data` (total, features) holds step t's rows for the
   /// batch_sizes[t] sequences still running (longest first, so those are rows 0..batch_sizes[t]
   /// of the batch), one step after another; a padded (L, N, F) input reshaped is the case of
-  /// equal sizes. hx (and cx): (layers * dirs, N, hidden). Returns the output data (total,
-  /// dirs * hidden) and the final states: each sequence's after its own last step (the
-  /// reverse direction starts each sequence at its own end, from its initial state).
+  /// equal sizes. hx (layers * dirs, N, output_size()) and cx (layers * dirs, N, hidden).
+  /// Returns the output data (total, dirs * output_size()) and the final states: each
+  /// sequence's after its own last step (the reverse direction starts each sequence at its own
+  /// end, from its initial state).
   std::tuple<TensorT, TensorT, TensorT> run_steps(const TensorT& data, const std::vector<int64_t>& batch_sizes,
                                                   const TensorT& hx, const TensorT& cx) {
     const int64_t dirs = options.bidirectional() ? 2 : 1, layers = options.num_layers();
@@ -269,7 +286,7 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
           auto [h2, c2] = detail::rnn_step<P>(kind, xg_steps[static_cast<size_t>(t)],
                                               running == n ? ht : ht.narrow(0, 0, running),
                                               running == n || !ct.defined() ? ct : ct.narrow(0, 0, running), w.w_hh,
-                                              w.b_hh);
+                                              w.b_hh, w.w_hr);
           steps[static_cast<size_t>(t)] = h2;
           ht = merge(h2, ht);
           if (ct.defined()) ct = merge(c2, ct);
@@ -292,11 +309,12 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
     if (options.batch_first()) s += ", batch_first=True";
     if (options.dropout() != 0) s += fmt::format(", dropout={}", options.dropout());
     if (options.bidirectional()) s += ", bidirectional=True";
+    if (options.proj_size() > 0) s += fmt::format(", proj_size={}", options.proj_size());
     return s;
   }
 
   struct Layer {
-    TensorT w_ih, w_hh, b_ih, b_hh;
+    TensorT w_ih, w_hh, b_ih, b_hh, w_hr;  ///< w_hr: LSTM's projection, when proj_size > 0
   };
   RNNOptions options;
   std::vector<Layer> weights;
