@@ -666,6 +666,19 @@ case("mha_3d_mask", "MultiheadAttention", dict(embed_dim=4, num_heads=2),
      lambda: nn.MultiheadAttention(4, 2),
      lambda: {"query": rn(3, 2, 4), "key": rn(3, 2, 4), "value": rn(3, 2, 4), "attn_mask": rn(4, 3, 3)},
      grads=["query", "key", "value"], fwd=lambda m, q, k, v, attn_mask: mha_fwd()(m, q, k, v, attn_mask=attn_mask))
+case("mha_bias_kv_zero_attn_masks", "MultiheadAttention",
+     dict(embed_dim=4, num_heads=2, add_bias_kv=1, add_zero_attn=1, average_attn_weights=0),
+     lambda: nn.MultiheadAttention(4, 2, add_bias_kv=True, add_zero_attn=True),
+     lambda: {"query": rn(3, 2, 4), "key": rn(2, 2, 4), "value": rn(2, 2, 4),
+              "key_padding_mask": kpm(2, 2, [(0, 1), (1, 0), (1, 1)]), "attn_mask": rn(3, 2)},
+     grads=["query", "key", "value"], fwd=mha_fwd(average=False))
+case("mha_bias_kv_self_batchfirst", "MultiheadAttention", dict(embed_dim=6, num_heads=3, add_bias_kv=1, batch_first=1),
+     lambda: nn.MultiheadAttention(6, 3, add_bias_kv=True, batch_first=True),
+     lambda: {"query": rn(2, 4, 6)}, grads=["query"], fwd=lambda m, q: mha_fwd()(m, q, q, q))
+case("mha_zero_attn_kdim", "MultiheadAttention", dict(embed_dim=4, num_heads=1, kdim=3, vdim=3, add_zero_attn=1),
+     lambda: nn.MultiheadAttention(4, 1, kdim=3, vdim=3, add_zero_attn=True),
+     lambda: {"query": rn(2, 1, 4), "key": rn(3, 1, 3), "value": rn(3, 1, 3)}, grads=["query", "key", "value"],
+     fwd=lambda m, q, k, v: mha_fwd()(m, q, k, v))
 
 TL = dict(d_model=4, nhead=2, dim_feedforward=6, dropout=0.0)
 

@@ -154,9 +154,10 @@ struct Result {
 ///   adaptive_avg_pool3d (x; out d h w)       adaptive_max_pool3d (x; out d h w) -> values, indices
 ///   conv_transpose3d (x, w, b; stride, padding, output_padding (3 each), groups, dilation (3))
 ///   mha (q (L, N, E), k (S, N, kdim), v (S, N, vdim), w_q, w_k, w_v, in_proj_bias or empty, out_proj
-///        weight, out_proj bias or empty, key_padding_mask (N, S) or empty, attn_mask (L, S) or empty;
-///        heads, need_weights, average_attn_weights) -> output, weights (empty when not needed):
-///        the MultiheadAttention modules with these projections; gradients for q, k, v and them
+///        weight, out_proj bias or empty, key_padding_mask (N, S) or empty, attn_mask (L, S) or empty,
+///        bias_k and bias_v (1, 1, E) or both empty; heads, need_weights, average_attn_weights,
+///        add_zero_attn) -> output, weights (empty when not needed): the MultiheadAttention modules
+///        with these projections; gradients for q, k, v and them
 ///   interpolate1d (x; out, mode (0 nearest, 1 linear, 3 nearest-exact, 4 area), align_corners, scale or 0)
 ///   interpolate3d (x; out d h w, mode (as 1d, 1 trilinear), align_corners, scale d h w or 0 0 0)
 ///   interpolate_aa (x; out h w, mode (1 bilinear, 2 bicubic), align_corners): with antialias
@@ -188,7 +189,7 @@ inline bool differentiable_input(const Call& c, size_t i) {
   const std::string& op = c.op;
   if (op == "batch_norm") return i != 1 && i != 2;
   // Not the masks, which come last.
-  if (op == "mha") return i < 9;
+  if (op == "mha") return i < 9 || i > 10;
   if (op == "encoder_layer") return i + 2 < c.ins.size();
   if (op == "decoder_layer") return i + 4 < c.ins.size();
   if (op == "transformer") return i + 6 < c.ins.size();

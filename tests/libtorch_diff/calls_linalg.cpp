@@ -202,9 +202,9 @@ void index_expr_calls(Report& rep, const std::string& filter) {
 }
 
 /// nn::MultiheadAttention against torch::nn::MultiheadAttention with the same projections:
-/// heads, key/value widths (packed or separate projections), bias, key padding masks and
-/// boolean or additive attention masks (no row fully masked: there the libraries differ on
-/// purpose), weights averaged or per head, or none.
+/// heads, key/value widths (packed or separate projections), bias, add_bias_kv,
+/// add_zero_attn, key padding masks and boolean or additive attention masks (no row fully
+/// masked: there the libraries differ on purpose), weights averaged or per head, or none.
 void attention_calls(Report& rep, const std::string& filter) {
   reseed("attention");
   for (DT t : {DT::F32, DT::F64}) {
@@ -235,7 +235,10 @@ void attention_calls(Report& rep, const std::string& filter) {
                     : mask_kind == 1 ? make_buf(DT::Bool, bm, {L, S})
                                      : random_buf(t, {L, S}, {-2, 1}, false));
       const int need = pick(0, 1), average = pick(0, 1);
-      named_call(rep, filter, "mha", ins, {d(heads), d(need), d(average)}, true, true);
+      // Appended keys: learned bias_k/bias_v (add_bias_kv), a zero key (add_zero_attn).
+      const bool bias_kv = n % 5 == 2, zero_attn = n % 3 == 2;
+      for (int j = 0; j < 2; ++j) ins.push_back(bias_kv ? random_buf(t, {1, 1, E}, {-0.6, 0.6}, false) : none);
+      named_call(rep, filter, "mha", ins, {d(heads), d(need), d(average), d(zero_attn)}, true, true);
     }
   }
 }

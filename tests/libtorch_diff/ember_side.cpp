@@ -449,9 +449,10 @@ Result named(const Call& c) {
   if (op == "mha") {
     // nn::MultiheadAttention with the given projections copied in (as torch_side.cpp's).
     const int64_t e = x.size(-1), kd = in.at(1).size(-1), vd = in.at(2).size(-1);
-    const bool has_bias = in.at(6).numel() > 0;
+    const bool has_bias = in.at(6).numel() > 0, bias_kv = in.size() > 11 && in.at(11).numel() > 0,
+               zero_attn = c.args.size() > 3 && c.args.at(3) != 0;
     ember::nn::MultiheadAttentionOptions o(e, arg(0));
-    o.bias(has_bias);
+    o.bias(has_bias).add_bias_kv(bias_kv).add_zero_attn(zero_attn);
     if (kd != e || vd != e) o.kdim(kd).vdim(vd);
     ember::nn::MultiheadAttention m(o);
     m->to(x.dtype());
@@ -463,6 +464,7 @@ Result named(const Call& c) {
       else params["q_proj_weight"].copy_(in.at(3)), params["k_proj_weight"].copy_(in.at(4)), params["v_proj_weight"].copy_(in.at(5));
       if (has_bias) params["in_proj_bias"].copy_(in.at(6)), params["out_proj.bias"].copy_(in.at(8));
       params["out_proj.weight"].copy_(in.at(7));
+      if (bias_kv) params["bias_k"].copy_(in.at(11)), params["bias_v"].copy_(in.at(12));
     }
     auto [out, weights] = m->forward(x, in.at(1), in.at(2), opt(9), arg(1) != 0, opt(10), arg(2) != 0);
     if (!c.grad) {
@@ -471,10 +473,10 @@ Result named(const Call& c) {
       return r;
     }
     std::vector<ember::Tensor> xs = {in.at(0), in.at(1), in.at(2)};
-    for (const std::string& n : mha_parameter_names(packed, has_bias)) xs.push_back(params[n]);
+    for (const std::string& n : mha_parameter_names(packed, has_bias, bias_kv)) xs.push_back(params[n]);
     if (c.skip_first) xs[0] = ember::Tensor();  // q as plain data
     const std::vector<ember::Tensor> gs = input_gradients(out, xs, c.order);
-    return gradient_result(mha_gradients_by_input(gs, packed, has_bias, e));
+    return gradient_result(mha_gradients_by_input(gs, packed, has_bias, bias_kv, e));
   }
   if (op == "lstm" || op == "gru" || op == "rnn_tanh" || op == "rnn_relu") {
     // The module with the given weights copied in; its parameters' gradients are reported

@@ -10,13 +10,14 @@
 
 namespace ediff {
 
-/// A MultiheadAttention module's parameters in the order of the mha call's projection
-/// inputs: the packed in_proj_weight (when keys and values have embed_dim features) or the
-/// three separate ones, then the biases and the output projection.
-inline std::vector<std::string> mha_parameter_names(bool packed, bool bias) {
+/// A MultiheadAttention module's parameters in its named_parameters() order: the packed
+/// in_proj_weight (when keys and values have embed_dim features) or the three separate ones,
+/// in_proj_bias, bias_k and bias_v (add_bias_kv), then the output projection.
+inline std::vector<std::string> mha_parameter_names(bool packed, bool bias, bool bias_kv) {
   std::vector<std::string> names = packed ? std::vector<std::string>{"in_proj_weight"}
                                           : std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight"};
   if (bias) names.push_back("in_proj_bias");
+  if (bias_kv) names.insert(names.end(), {"bias_k", "bias_v"});
   names.push_back("out_proj.weight");
   if (bias) names.push_back("out_proj.bias");
   return names;
@@ -24,9 +25,11 @@ inline std::vector<std::string> mha_parameter_names(bool packed, bool bias) {
 
 /// The gradients of [q, k, v, the parameters in mha_parameter_names' order], laid out as the
 /// mha call's inputs: q, k, v, w_q, w_k, w_v (rows of a packed gradient), in_proj_bias,
-/// out_proj weight, out_proj bias; an undefined tensor where an input takes none.
+/// out_proj weight, out_proj bias, the two masks (none), bias_k, bias_v; an undefined tensor
+/// where an input takes none.
 template <class T>
-std::vector<T> mha_gradients_by_input(const std::vector<T>& gs, bool packed, bool bias, int64_t embed_dim) {
+std::vector<T> mha_gradients_by_input(const std::vector<T>& gs, bool packed, bool bias, bool bias_kv,
+                                      int64_t embed_dim) {
   std::vector<T> out(gs.begin(), gs.begin() + 3);
   size_t k = 3;
   if (packed) {
@@ -36,8 +39,10 @@ std::vector<T> mha_gradients_by_input(const std::vector<T>& gs, bool packed, boo
     for (int j = 0; j < 3; ++j) out.push_back(gs.at(k++));
   }
   out.push_back(bias ? gs.at(k++) : T());
+  const T bias_k = bias_kv ? gs.at(k++) : T(), bias_v = bias_kv ? gs.at(k++) : T();
   out.push_back(gs.at(k++));
   out.push_back(bias ? gs.at(k++) : T());
+  out.insert(out.end(), {T(), T(), bias_k, bias_v});
   return out;
 }
 

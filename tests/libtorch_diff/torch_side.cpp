@@ -638,8 +638,14 @@ Result named(const Call& c) {
     // torch::nn::MultiheadAttention with the given projections copied in; the gradients are
     // reported for q, k, v and then the projections in the inputs' order.
     const int64_t e = x.size(-1), kd = in.at(1).size(-1), vd = in.at(2).size(-1);
-    const bool has_bias = in.at(6).numel() > 0;
-    torch::nn::MultiheadAttention m(torch::nn::MultiheadAttentionOptions(e, arg(0)).bias(has_bias).kdim(kd).vdim(vd));
+    const bool has_bias = in.at(6).numel() > 0, bias_kv = in.size() > 11 && in.at(11).numel() > 0,
+               zero_attn = c.args.size() > 3 && c.args.at(3) != 0;
+    torch::nn::MultiheadAttention m(torch::nn::MultiheadAttentionOptions(e, arg(0))
+                                        .bias(has_bias)
+                                        .kdim(kd)
+                                        .vdim(vd)
+                                        .add_bias_kv(bias_kv)
+                                        .add_zero_attn(zero_attn));
     m->to(x.scalar_type());
     const bool packed = kd == e && vd == e;
     auto params = m->named_parameters();
@@ -649,6 +655,7 @@ Result named(const Call& c) {
       else params["q_proj_weight"].copy_(in.at(3)), params["k_proj_weight"].copy_(in.at(4)), params["v_proj_weight"].copy_(in.at(5));
       if (has_bias) params["in_proj_bias"].copy_(in.at(6)), params["out_proj.bias"].copy_(in.at(8));
       params["out_proj.weight"].copy_(in.at(7));
+      if (bias_kv) params["bias_k"].copy_(in.at(11)), params["bias_v"].copy_(in.at(12));
     }
     // A boolean attn_mask as torch.nn.MultiheadAttention takes it (true: -inf): the C++
     // frontend's functional form adds it as 0/1 instead (1.13).
@@ -662,10 +669,10 @@ Result named(const Call& c) {
       return r;
     }
     std::vector<at::Tensor> xs = {in.at(0), in.at(1), in.at(2)};
-    for (const std::string& n : mha_parameter_names(packed, has_bias)) xs.push_back(params[n]);
+    for (const std::string& n : mha_parameter_names(packed, has_bias, bias_kv)) xs.push_back(params[n]);
     if (c.skip_first) xs[0] = at::Tensor();  // q as plain data
     const std::vector<at::Tensor> gs = input_gradients(std::get<0>(outs), xs, c.order);
-    return gradient_result(mha_gradients_by_input(gs, packed, has_bias, e));
+    return gradient_result(mha_gradients_by_input(gs, packed, has_bias, bias_kv, e));
   }
   if (op == "lstm" || op == "gru" || op == "rnn_tanh" || op == "rnn_relu") {
     const bool lstm = op == "lstm";

@@ -369,14 +369,21 @@ std::map<std::string, Builder> make_builders() {
   };
   // Attention and transformers
   b["MultiheadAttention"] = [](Opts& o) {
-    nn::MultiheadAttention m(nn::MultiheadAttentionOptions(o.i("embed_dim"), o.i("num_heads"))
-                                 .bias(o.b("bias", true))
-                                 .batch_first(o.b("batch_first", false))
-                                 .dropout(o.d("dropout", 0.0)));
+    nn::MultiheadAttentionOptions mo(o.i("embed_dim"), o.i("num_heads"));
+    mo.bias(o.b("bias", true))
+        .batch_first(o.b("batch_first", false))
+        .dropout(o.d("dropout", 0.0))
+        .add_bias_kv(o.b("add_bias_kv", false))
+        .add_zero_attn(o.b("add_zero_attn", false));
+    if (int64_t kdim = o.i("kdim", 0); kdim > 0) mo.kdim(kdim);
+    if (int64_t vdim = o.i("vdim", 0); vdim > 0) mo.vdim(vdim);
+    nn::MultiheadAttention m(mo);
     bool need = o.b("need_weights", true), average = o.b("average_attn_weights", true);
     return Built{m.ptr(), [m, need, average](Inputs& in) {
-                   auto [y, w] = m(in["query"], in["key"], in["value"], in.opt("key_padding_mask"), need,
-                                   in.opt("attn_mask"), average);
+                   // Self-attention cases give the query alone, as m(q, q, q).
+                   const Tensor q = in["query"], k = in.opt("key").defined() ? in["key"] : q,
+                                v = in.opt("value").defined() ? in["value"] : q;
+                   auto [y, w] = m(q, k, v, in.opt("key_padding_mask"), need, in.opt("attn_mask"), average);
                    return need ? Outs{y, w} : Outs{y};
                  }};
   };

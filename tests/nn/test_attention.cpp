@@ -371,6 +371,44 @@ TEST_CASE("MultiheadAttention with kdim and vdim: PyTorch's parameters and the p
   CHECK_THROWS_WITH_AS(mha(q, randn({7, 2, 6}), v), doctest::Contains("key (S, N, 5)"), Error);
 }
 
+TEST_CASE("MultiheadAttention add_bias_kv and add_zero_attn: appended keys, masks padded, clones") {
+  manual_seed(34);
+  nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(4, 2).add_bias_kv(true).add_zero_attn(true));
+  std::vector<std::string> names;
+  for (const auto& [name, p] : mha->named_parameters()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"in_proj_weight", "in_proj_bias", "bias_k", "bias_v", "out_proj.weight",
+                                          "out_proj.bias"});
+  CHECK(mha->bias_k.sizes() == Shape({1, 1, 4}));
+  Tensor x = randn({3, 2, 4});
+  // Every real key of batch entry 1 masked: the appended keys still take its weight.
+  Tensor pad = tensor<int64_t>({{0, 0, 1}, {1, 1, 1}}).to(DType::Bool);
+  auto [out, w] = mha(x, x, x, pad, true, Tensor(), false);
+  CHECK(w.sizes() == Shape({2, 2, 3, 5}));  // 3 keys, bias_k, the zero key
+  CHECK(!out.isnan().any().item<bool>());
+  CHECK(max_diff(w.sum(-1), ones({2, 2, 3})) < 1e-6);
+  CHECK(w.select(0, 1).narrow(-1, 0, 3).abs().amax().item<double>() == 0.0);
+  CHECK(w.select(0, 0).select(-1, 2).abs().amax().item<double>() == 0.0);
+  // By hand for batch entry 1: only bias_k (score q . bias_k) and the zero key (score 0); the
+  // output is out_proj of (p_bias * bias_v) per head.
+  Tensor q1 = nn::F::linear(x.select(1, 1), mha->in_proj_weight.narrow(0, 0, 4), mha->in_proj_bias.narrow(0, 0, 4));
+  Tensor qh = q1.reshape({3, 2, 2}).permute({1, 0, 2});                        // (heads, L, 2)
+  Tensor kb = mha->bias_k.reshape({2, 1, 2});  // per head; appended after the projections
+  Tensor sb = qh.matmul(kb.mT()).squeeze(-1) / std::sqrt(2.0);                 // (heads, L)
+  Tensor pb = sb.sigmoid();  // softmax over {sb, 0}
+  CHECK(max_diff(w.select(0, 1).select(-1, 3), pb) < 1e-6);
+  Tensor ctx = (pb.unsqueeze(-1) * mha->bias_v.reshape({2, 1, 2})).permute({1, 0, 2}).reshape({3, 4});
+  CHECK(max_diff(out.select(1, 1), mha->out_proj(ctx)) < 1e-5);
+  // A deep clone has its own bias_k with the same values, and the same outputs.
+  auto copy = std::dynamic_pointer_cast<nn::MultiheadAttentionImpl>(mha->clone());
+  REQUIRE(copy);
+  CHECK(copy->bias_k.data_ptr() != mha->bias_k.data_ptr());
+  CHECK(max_diff(copy->forward(x, x, x, pad).first, mha(x, x, x, pad).first) == 0.0);
+  // The gradients reach bias_k and bias_v.
+  out.square().sum().backward();
+  CHECK(mha->bias_k.grad().abs().sum().item<double>() > 0);
+  CHECK(mha->bias_v.grad().abs().sum().item<double>() > 0);
+}
+
 TEST_CASE("fused attention: fully masked rows stay zero under an executor that interleaves tasks") {
   autograd::NoGradGuard ng;
   manual_seed(33);

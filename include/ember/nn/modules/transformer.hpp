@@ -125,13 +125,20 @@ struct MultiheadAttentionOptions {
   /// model's states); unset: embed_dim.
   EMBER_ARG(std::optional<int64_t>, kdim);
   EMBER_ARG(std::optional<int64_t>, vdim);
+  /// Learned bias_k and bias_v (1, 1, embed_dim) appended to the projected keys and values:
+  /// one more key every query can attend to.
+  EMBER_ARG(bool, add_bias_kv) = false;
+  /// A key and value of zeros appended (after bias_k/bias_v) to every head's projected keys
+  /// and values: a query can always put weight on "nothing".
+  EMBER_ARG(bool, add_zero_attn) = false;
 };
 
 /// Multi-head attention with packed in_proj_weight (3E, E) / in_proj_bias and out_proj, as
 /// PyTorch (xavier_uniform in_proj, zero biases); with kdim or vdim other than embed_dim,
 /// separate q_proj_weight (E, E), k_proj_weight (E, kdim), v_proj_weight (E, vdim) instead
-/// of in_proj_weight, as PyTorch names them. forward returns (output, averaged weights or
-/// undefined when need_weights is false).
+/// of in_proj_weight, as PyTorch names them; bias_k and bias_v (xavier_normal) with
+/// add_bias_kv. forward returns (output, averaged weights or undefined when need_weights is
+/// false); with add_bias_kv or add_zero_attn the weights have a column per appended key too.
 template <class P = DefaultPolicy>
 class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl<P>, P> {
  public:
@@ -159,6 +166,13 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
     in_proj_bias = this->register_parameter("in_proj_bias", options.bias() ? zeros<P>({3 * e}) : TensorT());
     out_proj = this->register_module("out_proj", Linear(LinearOptions(e, e).bias(options.bias())));
     if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
+    bias_k = bias_v = TensorT();
+    if (options.add_bias_kv()) {
+      bias_k = this->register_parameter("bias_k", empty<P>({1, 1, e}));
+      bias_v = this->register_parameter("bias_v", empty<P>({1, 1, e}));
+      init::xavier_normal_(bias_k);
+      init::xavier_normal_(bias_v);
+    }
   }
   /// query (L, N, E) [batch_first: (N, L, E)] or unbatched (L, E); key/value (S, N, E).
   /// key_padding_mask (N, S): true = ignore that key. attn_mask (L, S) or (N * heads, L, S):
@@ -186,8 +200,8 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
     // Self-attention (query, key and value one tensor) as one packed projection and the fused
     // op: no per-head copies either way, one gradient for in_proj_weight (PyTorch packs it
     // the same way). Needs the fused op's conditions, and no weights to differentiate.
-    const bool self_attention =
-        in_proj_weight.defined() && &query.impl() == &key.impl() && &key.impl() == &value.impl();
+    const bool self_attention = in_proj_weight.defined() && &query.impl() == &key.impl() &&
+                                &key.impl() == &value.impl() && !bias_k.defined() && !options.add_zero_attn();
     const bool weights_need_grad =
         need_weights && autograd::GradMode::is_enabled() &&
         (query.requires_grad() || (in_proj_weight.defined() && in_proj_weight.requires_grad()) ||
@@ -215,6 +229,23 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
     };
     TensorT qh = proj(q, 0), kh = proj(k, 1), vh = proj(v, 2);
     TensorT mask = additive_mask(attn_mask, key_padding_mask, is_causal, q, n, l, s, unbatched);
+    // Appended keys (bias_k, then a zero key), which every query may attend to: the masks get
+    // a 0 column for each.
+    int64_t appended = 0;
+    auto append = [&](const TensorT& key_part, const TensorT& value_part) {
+      kh = cat({kh, key_part}, 2), vh = cat({vh, value_part}, 2);
+      ++appended;
+    };
+    if (bias_k.defined()) {
+      // (1, 1, E) -> (N, heads, 1, hd): head h reads features h * hd .. (h + 1) * hd.
+      auto per_head = [&](const TensorT& b) { return b.reshape({1, heads, 1, hd}).expand({n, heads, 1, hd}); };
+      append(per_head(bias_k), per_head(bias_v));
+    }
+    if (options.add_zero_attn()) {
+      TensorT z = zeros<P>({n, heads, 1, hd}, TensorOptions(kh.dtype()).device(kh.device()));
+      append(z, z);
+    }
+    if (mask.defined() && appended > 0) mask = ember::pad(mask, {0, appended});
     TensorT scores = qh.matmul(kh.mT()) * (1.0 / std::sqrt(static_cast<double>(hd)));
     if (mask.defined()) scores = scores + mask;
     TensorT w = mask.defined() ? ember::detail::softmax_masked_rows_zero(scores) : scores.softmax(-1);
@@ -225,6 +256,7 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
   MultiheadAttentionOptions options;
   TensorT in_proj_weight, in_proj_bias;
   TensorT q_proj_weight, k_proj_weight, v_proj_weight;  ///< with kdim or vdim != embed_dim
+  TensorT bias_k, bias_v;                               ///< with add_bias_kv
   Linear out_proj{nullptr};
 
  private:
