@@ -214,6 +214,22 @@ conv("convtranspose2d_groups", "ConvTranspose2d", (1, 4, 3, 3), in_channels=4, o
 conv("convtranspose2d_outpad_stride3", "ConvTranspose2d", (1, 2, 3, 3), in_channels=2, out_channels=2, kernel_size=2,
      stride=3, output_padding=2)
 
+
+def conv_transpose_to_size(name, typ, shape, output_size, **o):
+    """typ's forward(input, output_size): the output_padding chosen for the size asked for
+    (output_size is passed to forward, not to the constructor)."""
+    cls = getattr(nn, typ)
+    case(name, typ, dict(o, output_size=output_size), lambda: cls(**o), lambda: {"input": rn(*shape)},
+         fwd=lambda m, x: m(x, output_size=output_size))
+
+
+conv_transpose_to_size("convtranspose2d_output_size", "ConvTranspose2d", (2, 2, 3, 4), [6, 11], in_channels=2,
+                       out_channels=3, kernel_size=3, stride=[2, 3], padding=1, output_padding=0)
+conv_transpose_to_size("convtranspose1d_output_size_full_shape", "ConvTranspose1d", (1, 2, 4), [1, 2, 12],
+                       in_channels=2, out_channels=2, kernel_size=2, stride=3, dilation=1)
+conv_transpose_to_size("convtranspose3d_output_size_unbatched", "ConvTranspose3d", (2, 2, 2, 3), [5, 3, 7],
+                       in_channels=2, out_channels=1, kernel_size=2, stride=[2, 2, 3], padding=[0, 1, 1])
+
 # Pooling
 def pool(name, typ, shape, fwd=None, **o):
     cls = getattr(nn, typ)

@@ -48,7 +48,9 @@ Built conv_transpose(Opts& o) {
       .groups(o.i("groups", 1))
       .bias(o.b("bias", true))
       .dilation(o.ints("dilation", IntArgs{1}));
-  return one(H(co));
+  H m(co);
+  const IntArgs output_size = o.ints("output_size", IntArgs{});  // forward's, not an option
+  return Built{m.ptr(), [m, output_size](Inputs& in) { return Outs{m->forward(in["input"], output_size)}; }};
 }
 
 nn::PoolOptions pool_options(Opts& o, bool avg) {

@@ -306,6 +306,22 @@ TEST_CASE("conv_transpose is the adjoint of conv; output sizes as PyTorch") {
   CHECK(nn::F::conv_transpose1d(x, randn({2, 3, 3}, DType::F64), {}, {2}, {1}, {1}).sizes() == Shape{1, 3, 10});
   nn::ConvTranspose2d ct(nn::ConvTransposeOptions(2, 3, {3}).stride({2}).padding({1}).output_padding({1}));
   CHECK(ct(randn({1, 2, 4, 4})).sizes() == Shape{1, 3, 8, 8});
+  // forward(x, output_size): a stride-2 decoder back to the odd size a convolution came from.
+  // Sizes 7 and 8 are reachable from 4 (output_padding 0 or 1), spatial or whole-shape,
+  // batched or not; the option's output_padding is then ignored.
+  Tensor x4 = randn({1, 2, 4, 4});
+  CHECK(ct->forward(x4, {7, 8}).sizes() == Shape{1, 3, 7, 8});
+  CHECK(ct->forward(x4, {1, 3, 7, 7}).sizes() == Shape{1, 3, 7, 7});
+  CHECK(ct->forward(x4.select(0, 0), {3, 8, 7}).sizes() == Shape{3, 8, 7});
+  nn::ConvTranspose2d plain(nn::ConvTransposeOptions(2, 3, {3}).stride({2}).padding({1}));
+  plain->weight = ct->weight, plain->bias = ct->bias;
+  CHECK(ct->forward(x4, {7, 8}).eq(nn::F::conv_transpose2d(x4, ct->weight, ct->bias, {2}, {1}, {0, 1})).all().item<bool>());
+  CHECK(plain->forward(x4).eq(ct->forward(x4, {7, 7})).all().item<bool>());
+  CHECK_THROWS_WITH_AS(ct->forward(x4, {9, 7}),
+                       doctest::Contains("requested an output size of [9, 7], but valid sizes range from [7, 7] to [8, 8]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(ct->forward(x4, {6, 7}), doctest::Contains("valid sizes range from [7, 7]"), Error);
+  CHECK_THROWS_WITH_AS(ct->forward(x4, {7}), doctest::Contains("output_size must have 2 or 4 elements"), Error);
 }
 
 TEST_CASE("conv_transpose: output_padding up to the dilation, beyond every window; output sizes below 1 refused") {

@@ -400,6 +400,43 @@ BasicTensor<P> conv3d(const BasicTensor<P>& x, const BasicTensor<P>& w, const Ba
   return detail::conv_nd(x, w, b, 3, stride, padding, dilation, groups, "conv3d");
 }
 
+namespace detail {
+
+/// The output_padding that makes a transposed convolution of x produce `output_size`
+/// (spatial sizes, or with the batch and channel dims in front, which are ignored), as
+/// PyTorch's ConvTranspose modules choose it: each size must lie between the size that no
+/// output_padding gives and that plus stride - 1.
+template <class P>
+IntArgs output_padding_for_size(const BasicTensor<P>& x, const std::vector<int64_t>& output_size, int nd,
+                                const IntArgs& kernel, const IntArgs& stride, const IntArgs& padding,
+                                const IntArgs& dilation, const char* op) {
+  const int64_t leading = x.dim() == nd + 2 ? 2 : 1;  // (N, C, ...) or unbatched (C, ...)
+  EMBER_CHECK(x.dim() == nd + 1 || x.dim() == nd + 2, "[{}] expects a {}-d or {}-d input, got shape {}", op, nd + 1,
+              nd + 2, x.sizes());
+  std::vector<int64_t> wanted = output_size;
+  if (static_cast<int64_t>(wanted.size()) == nd + leading) wanted.erase(wanted.begin(), wanted.begin() + leading);
+  EMBER_CHECK(static_cast<int64_t>(wanted.size()) == nd,
+              "[{}] output_size must have {} or {} elements for an input of shape {}, got {}", op, nd, nd + leading,
+              x.sizes(), Shape(output_size));
+  const auto k = expand_arg(kernel, nd, op, "kernel_size"), st = expand_arg(stride, nd, op, "stride"),
+             pad = expand_arg(padding, nd, op, "padding"), dil = expand_arg(dilation, nd, op, "dilation");
+  std::vector<int64_t> low, high;
+  for (int d = 0; d < nd; ++d) {
+    low.push_back((x.size(leading + d) - 1) * st[d] - 2 * pad[d] + dil[d] * (k[d] - 1) + 1);
+    high.push_back(low.back() + st[d] - 1);
+  }
+  IntArgs out;
+  for (int d = 0; d < nd; ++d) {
+    EMBER_CHECK(wanted[d] >= low[d] && wanted[d] <= high[d],
+                "[{}] requested an output size of {}, but valid sizes range from {} to {} (for an input of shape {})",
+                op, Shape(wanted), Shape(low), Shape(high), x.sizes());
+    out.push_back(wanted[d] - low[d]);
+  }
+  return out;
+}
+
+}  // namespace detail
+
 /// Transposed convolution (the adjoint of conv): weight (in, out / groups, kernel...).
 template <class P>
 BasicTensor<P> conv_transpose_nd(const BasicTensor<P>& x, const BasicTensor<P>& w, const BasicTensor<P>& b, int nd,

@@ -148,9 +148,18 @@ class BasicConvTransposeImpl : public Cloneable<BasicConvTransposeImpl<ND, P>, P
       init::uniform_(bias, -bound, bound);
     }
   }
-  TensorT forward(const TensorT& x) {
-    return F::conv_transpose_nd(x, weight, bias, ND, options.stride(), options.padding(), options.output_padding(),
-                                options.groups(), options.dilation(), this->name().c_str());
+  /// With output_size (spatial sizes, or the whole output shape): the output_padding that
+  /// gives those sizes instead of options.output_padding(), as libtorch's forward(input,
+  /// output_size) chooses it (a stride-2 decoder undoing a convolution of an odd size).
+  TensorT forward(const TensorT& x, const std::vector<int64_t>& output_size = {}) {
+    const char* op = this->name().c_str();
+    const F::IntArgs output_padding =
+        output_size.empty() ? options.output_padding()
+                            : F::detail::output_padding_for_size(x, output_size, ND, options.kernel_size(),
+                                                                 options.stride(), options.padding(),
+                                                                 options.dilation(), op);
+    return F::conv_transpose_nd(x, weight, bias, ND, options.stride(), options.padding(), output_padding,
+                                options.groups(), options.dilation(), op);
   }
   std::string extra_repr() const override {
     return fmt::format("{}, {}, kernel_size={}, stride={}", options.in_channels(), options.out_channels(),
