@@ -762,6 +762,14 @@ simple("upsample_bilinear_align", "Upsample", dict(size=[5, 4], mode="bilinear",
        lambda: nn.Upsample(size=(5, 4), mode="bilinear", align_corners=True), (2, 1, 3, 3))
 simple("upsample_bilinear_fractional_scale", "Upsample", dict(scale_factor=1.5, mode="bilinear", align_corners=0),
        lambda: nn.Upsample(scale_factor=1.5, mode="bilinear", align_corners=False), (1, 1, 5, 3))
+simple("upsample_bilinear_recompute", "Upsample",
+       dict(scale_factor=1.7, mode="bilinear", align_corners=0, recompute_scale_factor=1),
+       lambda: nn.Upsample(scale_factor=1.7, mode="bilinear", align_corners=False, recompute_scale_factor=True),
+       (1, 2, 4, 3))
+simple("upsample_nearest_exact", "Upsample", dict(scale_factor=1.5, mode="nearest-exact"),
+       lambda: nn.Upsample(scale_factor=1.5, mode="nearest-exact"), (1, 1, 4, 5))
+simple("upsample_area_size", "Upsample", dict(size=[2, 3], mode="area"), lambda: nn.Upsample(size=(2, 3), mode="area"),
+       (1, 2, 5, 7))
 simple("upsample_nearest_fractional_scale", "Upsample", dict(scale_factor=1.7, mode="nearest"),
        lambda: nn.Upsample(scale_factor=1.7, mode="nearest"), (1, 1, 5, 3))
 simple("upsample_linear_1d", "Upsample", dict(scale_factor=2.5, mode="linear", align_corners=0),

@@ -439,8 +439,13 @@ std::map<std::string, Builder> make_builders() {
   };
   // Resampling
   b["Upsample"] = [](Opts& o) {
-    return one(nn::Upsample(o.ints("size", IntArgs{}), o.d("scale_factor", 0.0), o.s("mode", "nearest"),
-                            o.b("align_corners", false)));
+    nn::UpsampleOptions u;
+    u.size(o.ints("size", IntArgs{}))
+        .mode(o.s("mode", "nearest"))
+        .align_corners(o.b("align_corners", false))
+        .recompute_scale_factor(o.b("recompute_scale_factor", false));
+    if (double f = o.d("scale_factor", 0.0); f != 0) u.scale_factor({f});
+    return one(nn::Upsample(u));
   };
   b["Interpolate"] = [](Opts& o) {  // F::interpolate with its options; no parameters to hold
     nn::F::InterpolateFuncOptions f;

@@ -562,6 +562,9 @@ struct UpsampleOptions {
   EMBER_ARG(std::vector<double>, scale_factor);
   EMBER_ARG(std::string, mode) = "nearest";
   EMBER_ARG(bool, align_corners) = false;
+  /// With a scale_factor: true computes the coordinates from the output size (as if that size
+  /// had been given), not from the factor, as F::interpolate's option.
+  EMBER_ARG(bool, recompute_scale_factor) = false;
 };
 
 template <class P = DefaultPolicy>
@@ -579,19 +582,21 @@ class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
         size(o.size()),
         scale_factor(o.scale_factor()),
         mode(o.mode()),
-        align_corners(o.align_corners()) {
+        align_corners(o.align_corners()),
+        recompute_scale_factor(o.recompute_scale_factor()) {
     if (!scale_factor.empty()) F::detail::check_scale_factors(scale_factor, "Upsample");
     EMBER_CHECK(!size.empty() != !scale_factor.empty(),
                 "[Upsample] needs either a size or a positive scale_factor (not both), got {} size values and {} "
                 "scale factors",
                 size.size(), scale_factor.size());
-    EMBER_CHECK(mode == "nearest" || F::detail::interpolating_mode(mode),
-                "[Upsample] mode must be nearest, linear, bilinear, bicubic or trilinear, got '{}'", mode);
+    EMBER_CHECK(mode == "nearest" || mode == "nearest-exact" || mode == "area" || F::detail::interpolating_mode(mode),
+                "[Upsample] mode must be nearest, nearest-exact, area, linear, bilinear, bicubic or trilinear, got '{}'",
+                mode);
   }
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) {
     if (!size.empty()) return F::interpolate(x, size, mode, align_corners);
-    return F::detail::interpolate_scaled(x, scale_factor, mode, align_corners, false, "Upsample");
+    return F::detail::interpolate_scaled(x, scale_factor, mode, align_corners, recompute_scale_factor, "Upsample");
   }
   std::string extra_repr() const override {
     std::string s;
@@ -608,6 +613,7 @@ class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
   std::vector<double> scale_factor;  ///< used when size is empty
   std::string mode;
   bool align_corners;
+  bool recompute_scale_factor;
 };
 using UpsampleImpl = BasicUpsampleImpl<>;
 EMBER_MODULE(Upsample);
