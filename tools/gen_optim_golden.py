@@ -372,6 +372,12 @@ SCHED_CASES = {
     "polynomial_lr_default": ("SGD", {}, [0.1], 10, lambda o: S.PolynomialLR(o), None),
     "lambda_lr": ("SGD", {}, [0.1, 0.05], 30,
                   lambda o: S.LambdaLR(o, [lambda e: 0.95 ** e, lambda e: 1.0 / (e + 1)]), None),
+    "multiplicative_lr": ("SGD", {}, [0.1, 0.05], 30,
+                          lambda o: S.MultiplicativeLR(o, [lambda e: 0.95, lambda e: 1.0 - 0.01 * e]), None),
+    "chained_warmup_decay": (
+        "SGD", {}, [0.1, 0.05], 30,
+        lambda o: S.ChainedScheduler([S.ConstantLR(o, factor=0.2, total_iters=6), S.ExponentialLR(o, gamma=0.9),
+                                      S.StepLR(o, step_size=7, gamma=0.5)]), None),
     "one_cycle_cos": ("SGD", {"momentum": 0.9}, [0.1, 0.05], 50,
                       lambda o: S.OneCycleLR(o, max_lr=[0.5, 0.2], total_steps=50), None),
     "one_cycle_linear_three_phase_adam": (

@@ -375,12 +375,16 @@ LambdaLR::LambdaLR(Optimizer& optimizer, Lambda lr_lambda, int64_t last_epoch)
     : LambdaLR(optimizer, std::vector<Lambda>(optimizer.param_groups().size(), lr_lambda), last_epoch) {}
 
 LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas, int64_t last_epoch)
-    : LRScheduler(optimizer, last_epoch, "LambdaLR"), lambdas_(std::move(lr_lambdas)) {
-  EMBER_CHECK(lambdas_.size() == num_groups(), "[LambdaLR] expected {} lr_lambdas (one per parameter group), got {}",
+    : LambdaLR(optimizer, std::move(lr_lambdas), last_epoch, "LambdaLR") {
+  initial_step();
+}
+
+LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas, int64_t last_epoch, const char* name)
+    : LRScheduler(optimizer, last_epoch, name), lambdas_(std::move(lr_lambdas)) {
+  EMBER_CHECK(lambdas_.size() == num_groups(), "[{}] expected {} lr_lambdas (one per parameter group), got {}", name,
               num_groups(), lambdas_.size());
   for (size_t i = 0; i < lambdas_.size(); ++i)
-    EMBER_CHECK(static_cast<bool>(lambdas_[i]), "[LambdaLR] lr_lambda {} is empty", i);
-  initial_step();
+    EMBER_CHECK(static_cast<bool>(lambdas_[i]), "[{}] lr_lambda {} is empty", name, i);
 }
 
 std::vector<double> LambdaLR::get_lr() {
@@ -389,18 +393,66 @@ std::vector<double> LambdaLR::get_lr() {
   return lrs;
 }
 
-// ---- SequentialLR ------------------------------------------------------------------------------------
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, Lambda lr_lambda, int64_t last_epoch)
+    : MultiplicativeLR(optimizer, std::vector<Lambda>(optimizer.param_groups().size(), lr_lambda), last_epoch) {}
+
+MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas, int64_t last_epoch)
+    : LambdaLR(optimizer, std::move(lr_lambdas), last_epoch, "MultiplicativeLR") {
+  initial_step();
+}
+
+std::vector<double> MultiplicativeLR::get_lr() {
+  std::vector<double> lrs;
+  for (size_t i = 0; i < num_groups(); ++i)
+    lrs.push_back(last_epoch_ > 0 ? group_lr(i) * lambdas_[i](last_epoch_) : group_lr(i));
+  return lrs;
+}
+
+// ---- CompositeScheduler, SequentialLR, ChainedScheduler -------------------------------------------------
+
+CompositeScheduler::CompositeScheduler(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
+                                       int64_t last_epoch, const char* name)
+    : LRScheduler(optimizer, last_epoch, name), schedulers_(std::move(schedulers)) {
+  EMBER_CHECK(!schedulers_.empty(), "[{}] needs at least one scheduler", name);
+  for (size_t i = 0; i < schedulers_.size(); ++i) {
+    EMBER_CHECK(schedulers_[i] && &schedulers_[i]->optimizer() == &optimizer,
+                "[{}] scheduler {} does not drive the optimiser passed in", name, i);
+  }
+}
+
+std::vector<double> CompositeScheduler::get_lr() {
+  std::vector<double> lrs(num_groups());
+  for (size_t i = 0; i < lrs.size(); ++i) lrs[i] = group_lr(i);
+  return lrs;
+}
+
+void CompositeScheduler::undo_initial_step() {
+  for (auto& s : schedulers_) s->undo_initial_step();
+}
+
+SchedulerState CompositeScheduler::state_dict() const {
+  SchedulerState s;
+  s.scheduler = name_;
+  s.values["last_epoch"] = static_cast<double>(last_epoch_);
+  s.lists["last_lr"] = last_lr_;
+  for (const auto& c : schedulers_) s.children.push_back(c->state_dict());
+  return s;
+}
+
+void CompositeScheduler::load_state_dict(const SchedulerState& s) {
+  const int64_t last_epoch = as_count(name_, "last_epoch", state_value(s, "last_epoch"), -1);
+  std::vector<double> last = state_list(s, "last_lr");
+  EMBER_CHECK(s.children.size() == schedulers_.size(), "[{}] load_state_dict: the state has {} schedulers, this {} {}",
+              name_, s.children.size(), name_, schedulers_.size());
+  for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(s.children[i]);
+  last_epoch_ = last_epoch;
+  last_lr_ = std::move(last);
+}
 
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                            std::vector<int64_t> milestones, int64_t last_epoch)
-    : LRScheduler(optimizer, last_epoch, "SequentialLR"),
-      schedulers_(std::move(schedulers)),
+    : CompositeScheduler(optimizer, std::move(schedulers), last_epoch, "SequentialLR"),
       milestones_(std::move(milestones)) {
-  EMBER_CHECK(!schedulers_.empty(), "[SequentialLR] needs at least one scheduler");
-  for (size_t i = 0; i < schedulers_.size(); ++i) {
-    EMBER_CHECK(schedulers_[i] && &schedulers_[i]->optimizer() == &optimizer,
-                "[SequentialLR] scheduler {} does not drive the optimiser passed in", i);
-  }
   EMBER_CHECK(milestones_.size() + 1 == schedulers_.size(),
               "[SequentialLR] expects one milestone fewer than schedulers, got {} schedulers and {} milestones",
               schedulers_.size(), milestones_.size());
@@ -418,12 +470,6 @@ SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRS
   last_lr_ = schedulers_[0]->get_last_lr();
 }
 
-std::vector<double> SequentialLR::get_lr() {
-  std::vector<double> lrs(num_groups());
-  for (size_t i = 0; i < lrs.size(); ++i) lrs[i] = group_lr(i);
-  return lrs;
-}
-
 void SequentialLR::step_to(std::optional<int64_t> epoch) {
   last_epoch_ = epoch ? *epoch : last_epoch_ + 1;
   const size_t idx = std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) - milestones_.begin();
@@ -433,28 +479,16 @@ void SequentialLR::step_to(std::optional<int64_t> epoch) {
   last_lr_ = s.get_last_lr();
 }
 
-void SequentialLR::undo_initial_step() {
-  for (auto& s : schedulers_) s->undo_initial_step();
+ChainedScheduler::ChainedScheduler(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers)
+    : CompositeScheduler(optimizer, std::move(schedulers), -1, "ChainedScheduler") {
+  // No step of its own: each scheduler took its first step when it was made.
+  last_lr_ = get_lr();
 }
 
-SchedulerState SequentialLR::state_dict() const {
-  SchedulerState s;
-  s.scheduler = name_;
-  s.values["last_epoch"] = static_cast<double>(last_epoch_);
-  s.lists["last_lr"] = last_lr_;
-  for (const auto& c : schedulers_) s.children.push_back(c->state_dict());
-  return s;
-}
-
-void SequentialLR::load_state_dict(const SchedulerState& s) {
-  const int64_t last_epoch = as_count(name_, "last_epoch", state_value(s, "last_epoch"));
-  std::vector<double> last = state_list(s, "last_lr");
-  EMBER_CHECK(s.children.size() == schedulers_.size(),
-              "[SequentialLR] load_state_dict: the state has {} schedulers, this SequentialLR {}", s.children.size(),
-              schedulers_.size());
-  for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(s.children[i]);
-  last_epoch_ = last_epoch;
-  last_lr_ = std::move(last);
+void ChainedScheduler::step_to(std::optional<int64_t> epoch) {
+  last_epoch_ = epoch ? *epoch : last_epoch_ + 1;
+  for (auto& s : schedulers_) s->step_to(epoch);
+  last_lr_ = get_lr();
 }
 
 // ---- cyclical schedules ------------------------------------------------------------------------------

@@ -366,6 +366,19 @@ std::function<Runner(optim::Optimizer&)> make_scheduler(const std::string& name)
                                             [](int64_t e) { return 1.0 / static_cast<double>(e + 1); }};
          return runner(std::make_shared<LambdaLR>(o, f));
        }},
+      {"multiplicative_lr",
+       [](O o) {
+         std::vector<MultiplicativeLR::Lambda> f = {[](int64_t) { return 0.95; },
+                                                    [](int64_t e) { return 1.0 - 0.01 * static_cast<double>(e); }};
+         return runner(std::make_shared<MultiplicativeLR>(o, f));
+       }},
+      {"chained_warmup_decay",
+       [](O o) {
+         std::vector<std::shared_ptr<LRScheduler>> s = {std::make_shared<ConstantLR>(o, 0.2, 6),
+                                                        std::make_shared<ExponentialLR>(o, 0.9),
+                                                        std::make_shared<StepLR>(o, 7, 0.5)};
+         return runner(std::make_shared<ChainedScheduler>(o, s));
+       }},
       {"one_cycle_cos",
        [](O o) {
          return runner(std::make_shared<OneCycleLR>(o, OneCycleLROptions({0.5, 0.2}, 50)));

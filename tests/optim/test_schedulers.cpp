@@ -52,6 +52,14 @@ TEST_CASE("schedulers: save optimiser and scheduler, load into fresh ones, conti
                                                         std::make_shared<CosineAnnealingWarmRestarts>(o, 4)};
          return std::make_shared<SequentialLR>(o, s, std::vector<int64_t>{6});
        }},
+      {"MultiplicativeLR",
+       [](Optimizer& o) { return std::make_shared<MultiplicativeLR>(o, [](int64_t e) { return 1.0 - 0.02 * e; }); }},
+      {"ChainedScheduler",
+       [](Optimizer& o) {
+         std::vector<std::shared_ptr<LRScheduler>> s = {std::make_shared<LinearLR>(o, 0.5, 1.0, 5),
+                                                        std::make_shared<CosineAnnealingLR>(o, 9)};
+         return std::make_shared<ChainedScheduler>(o, s);
+       }},
   };
   for (const auto& maker : makers) {
     const auto& name = std::get<0>(maker);
@@ -197,6 +205,13 @@ TEST_CASE("schedulers errors: arguments and states that do not fit name the sche
   auto foreign = std::make_shared<StepLR>(other.opt, 2);
   CHECK_ERROR(SequentialLR(z.opt, {s1, s2}, std::vector<int64_t>{}), "[SequentialLR]", "2 schedulers and 0 milestones");
   CHECK_ERROR(SequentialLR(z.opt, {s1, foreign}, std::vector<int64_t>{3}), "[SequentialLR]", "scheduler 1");
+  // ChainedScheduler and MultiplicativeLR: the same checks.
+  CHECK_ERROR(ChainedScheduler(z.opt, {}), "[ChainedScheduler]", "at least one scheduler");
+  CHECK_ERROR(ChainedScheduler(z.opt, {s1, foreign}), "[ChainedScheduler]", "scheduler 1");
+  CHECK_ERROR(ChainedScheduler(z.opt, {s1}).load_state_dict(SequentialLR(z.opt, {s1, s2}, std::vector<int64_t>{3}).state_dict()),
+              "[ChainedScheduler]", "saved by SequentialLR");
+  CHECK_ERROR(MultiplicativeLR(z.opt, std::vector<MultiplicativeLR::Lambda>{[](int64_t) { return 1.0; }}),
+              "[MultiplicativeLR]", "2 lr_lambdas");
 
   // States from another scheduler, or over other groups.
   StepLR step(z.opt, 2);

@@ -99,7 +99,9 @@ class LRScheduler {
   int64_t last_epoch_;
   int64_t step_count_ = 0;  ///< steps since the last initial step (CosineAnnealingLR reads it)
 
+  friend class CompositeScheduler;
   friend class SequentialLR;
+  friend class ChainedScheduler;
 };
 
 /// lr = base_lr * gamma^(epoch // step_size), recursively: lr *= gamma every step_size epochs.
@@ -228,31 +230,66 @@ class LambdaLR : public LRScheduler {
   LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas, int64_t last_epoch = -1);
 
  protected:
+  /// Checks the functions (one per group) and takes no step: for MultiplicativeLR.
+  LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas, int64_t last_epoch, const char* name);
   std::vector<double> get_lr() override;
 
- private:
   std::vector<Lambda> lambdas_;
 };
 
-/// Runs schedulers one after another: schedulers[i] from milestones[i - 1] on, restarted at
-/// its milestone (stepped to epoch 0). All must drive `optimizer`; they are shared with the
-/// caller, who must not step them directly.
-class SequentialLR : public LRScheduler {
+/// lr *= lambda(epoch) at every step after the first (epoch > 0), one function for all groups
+/// or one per group: PyTorch's MultiplicativeLR, a factor per step where LambdaLR takes the
+/// product.
+class MultiplicativeLR : public LambdaLR {
  public:
-  SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
-               std::vector<int64_t> milestones, int64_t last_epoch = -1);
+  MultiplicativeLR(Optimizer& optimizer, Lambda lr_lambda, int64_t last_epoch = -1);
+  MultiplicativeLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas, int64_t last_epoch = -1);
+
+ protected:
+  std::vector<double> get_lr() override;
+};
+
+/// The base of the schedulers that drive others (SequentialLR, ChainedScheduler): all must
+/// drive `optimizer`, and they are shared with the caller, who must not step them directly.
+/// The learning rates are what the children leave; the state holds each child's.
+class CompositeScheduler : public LRScheduler {
+ public:
   SchedulerState state_dict() const override;
   void load_state_dict(const SchedulerState& s) override;
 
  protected:
-  /// The active scheduler sets the learning rates; this reports what they are now.
+  CompositeScheduler(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers, int64_t last_epoch,
+                     const char* name);
+  /// The groups' learning rates as the children left them.
   std::vector<double> get_lr() override;
-  void step_to(std::optional<int64_t> epoch) override;
   void undo_initial_step() override;
 
- private:
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+};
+
+/// Runs schedulers one after another: schedulers[i] from milestones[i - 1] on, restarted at
+/// its milestone (stepped to epoch 0).
+class SequentialLR : public CompositeScheduler {
+ public:
+  SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
+               std::vector<int64_t> milestones, int64_t last_epoch = -1);
+
+ protected:
+  void step_to(std::optional<int64_t> epoch) override;
+
+ private:
   std::vector<int64_t> milestones_;
+};
+
+/// Steps every one of its schedulers at each step, in order, so that their factors compose
+/// (a warm-up times a decay), as PyTorch's ChainedScheduler; the learning rates are what the
+/// last one leaves.
+class ChainedScheduler : public CompositeScheduler {
+ public:
+  ChainedScheduler(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers);
+
+ protected:
+  void step_to(std::optional<int64_t> epoch) override;
 };
 
 // ---- cyclical schedules -----------------------------------------------------------------------
