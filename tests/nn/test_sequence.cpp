@@ -292,6 +292,40 @@ TEST_CASE("Transformer layers: PyTorch's names, cloned layers, causality, shapes
   CHECK(names(tr->named_parameters()).back() == "decoder.norm.bias");
 }
 
+TEST_CASE("pad_sequence padding_side, unpad_sequence and unpack_sequence invert padding and packing") {
+  namespace R = nn::utils::rnn;
+  const std::vector<Tensor> seqs = {tensor<double>({1, 2, 3}), tensor<double>({4}), tensor<double>({5, 6})};
+  Tensor right = R::pad_sequence(seqs, true, -1.0);
+  CHECK(right.eq(tensor<double>({{1, 2, 3}, {4, -1, -1}, {5, 6, -1}})).all().item<bool>());
+  Tensor left = R::pad_sequence(seqs, true, -1.0, "left");
+  CHECK(left.eq(tensor<double>({{1, 2, 3}, {-1, -1, 4}, {-1, 5, 6}})).all().item<bool>());
+  CHECK(R::pad_sequence(seqs, false, 0.0, "left").eq(left.t().clamp_min(0.0)).all().item<bool>());
+  CHECK_THROWS_WITH_AS(R::pad_sequence(seqs, true, 0.0, "middle"), doctest::Contains("padding_side must be"), Error);
+  // unpad_sequence: lengths as a vector or a tensor, either layout.
+  for (bool batch_first : {true, false}) {
+    CAPTURE(batch_first);
+    Tensor padded = R::pad_sequence(seqs, batch_first);
+    const std::vector<Tensor> back = R::unpad_sequence(padded, std::vector<int64_t>{3, 1, 2}, batch_first);
+    REQUIRE(back.size() == 3);
+    for (size_t i = 0; i < 3; ++i) CHECK(back[i].eq(seqs[i]).all().item<bool>());
+    CHECK(R::unpad_sequence(padded, tensor<int64_t>({3, 1, 2}), batch_first)[2].eq(seqs[2]).all().item<bool>());
+  }
+  CHECK_THROWS_WITH_AS(R::unpad_sequence(right, std::vector<int64_t>{3, 1}, true), doctest::Contains("2 lengths for a batch of 3"),
+                       Error);
+  CHECK_THROWS_WITH_AS(R::unpad_sequence(right, std::vector<int64_t>{3, 4, 1}, true),
+                       doctest::Contains("length 4 of sequence 1 is outside [0, 3]"), Error);
+  // unpack_sequence gives the sequences back in their original order (unsorted packing), and
+  // their gradients flow.
+  Tensor a = randn({2, 3}).requires_grad_(), b = randn({4, 3}), c = randn({1, 3});
+  const std::vector<Tensor> unpacked = R::unpack_sequence(R::pack_sequence(std::vector<Tensor>{a, b, c}, false));
+  REQUIRE(unpacked.size() == 3);
+  CHECK(unpacked[0].eq(a).all().item<bool>());
+  CHECK(unpacked[1].eq(b).all().item<bool>());
+  CHECK(unpacked[2].eq(c).all().item<bool>());
+  unpacked[0].sum().backward();
+  CHECK(a.grad().eq(1.0).all().item<bool>());
+}
+
 TEST_CASE("packed sequences: pack/pad round trips, and a packed LSTM equals one run per sequence") {
   namespace R = nn::utils::rnn;
   manual_seed(41);

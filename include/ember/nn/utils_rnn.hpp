@@ -16,6 +16,7 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -202,12 +203,15 @@ std::pair<BasicTensor<P>, BasicTensor<P>> pad_packed_sequence(const BasicPackedS
 }
 
 /// Stacks sequences (L_b, *) of equal trailing shape into (max L, B, *) or (B, max L, *),
-/// padding each after its end.
+/// padding each after its end, or before its start with padding_side "left" (as libtorch's
+/// and PyTorch's padding_side).
 template <class P>
 BasicTensor<P> pad_sequence(const std::vector<BasicTensor<P>>& sequences, bool batch_first = false,
-                            double padding_value = 0.0) {
+                            double padding_value = 0.0, std::string_view padding_side = "right") {
   constexpr const char* op = "pad_sequence";
   EMBER_CHECK(!sequences.empty(), "[{}] needs at least one sequence", op);
+  EMBER_CHECK(padding_side == "right" || padding_side == "left",
+              "[{}] padding_side must be \"right\" or \"left\", got \"{}\"", op, padding_side);
   int64_t longest = 0;
   for (const BasicTensor<P>& s : sequences) {
     EMBER_CHECK(s.defined() && s.dim() >= 1, "[{}] each sequence needs at least 1 dim (its steps)", op);
@@ -227,9 +231,44 @@ BasicTensor<P> pad_sequence(const std::vector<BasicTensor<P>>& sequences, bool b
     }
     Shape fill = s.sizes();
     fill[0] = longest - s.size(0);
-    padded.push_back(cat({s, full<P>(fill, padding_value, TensorOptions(s.dtype()).device(s.device()))}, 0));
+    BasicTensor<P> pad = full<P>(fill, padding_value, TensorOptions(s.dtype()).device(s.device()));
+    padded.push_back(padding_side == "left" ? cat({pad, s}, 0) : cat({s, pad}, 0));
   }
   return stack(padded, batch_first ? 0 : 1);
+}
+
+/// The inverse of pad_sequence (padded after each end): the first lengths[b] steps of each
+/// sequence b of padded (max L, B, *) or (B, max L, *), as views.
+template <class P>
+std::vector<BasicTensor<P>> unpad_sequence(const BasicTensor<P>& padded, const std::vector<int64_t>& lengths,
+                                           bool batch_first = false) {
+  constexpr const char* op = "unpad_sequence";
+  EMBER_CHECK(padded.defined() && padded.dim() >= 2, "[{}] expects a padded batch of at least 2 dims, got shape {}", op,
+              padded.defined() ? padded.sizes() : Shape{});
+  const int64_t batch_dim = batch_first ? 0 : 1, steps = padded.size(1 - batch_dim);
+  EMBER_CHECK(static_cast<int64_t>(lengths.size()) == padded.size(batch_dim),
+              "[{}] {} lengths for a batch of {} (padded shape {})", op, lengths.size(), padded.size(batch_dim),
+              padded.sizes());
+  std::vector<BasicTensor<P>> out;
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    EMBER_CHECK(lengths[b] >= 0 && lengths[b] <= steps, "[{}] length {} of sequence {} is outside [0, {}]", op,
+                lengths[b], b, steps);
+    out.push_back(padded.select(batch_dim, static_cast<int64_t>(b)).narrow(0, 0, lengths[b]));
+  }
+  return out;
+}
+/// lengths as a 1-d integer tensor (pad_packed_sequence's second result).
+template <class P>
+std::vector<BasicTensor<P>> unpad_sequence(const BasicTensor<P>& padded, const BasicTensor<P>& lengths,
+                                           bool batch_first = false) {
+  return unpad_sequence(padded, detail::host_lengths(lengths, "unpad_sequence"), batch_first);
+}
+
+/// The inverse of pack_sequence: each sequence of the packed batch, in the original order.
+template <class P>
+std::vector<BasicTensor<P>> unpack_sequence(const BasicPackedSequence<P>& packed) {
+  auto [padded, lengths] = pad_packed_sequence(packed, true);
+  return unpad_sequence(padded, lengths, true);
 }
 
 /// Packs sequences (L_b, *) directly: pad_sequence, then pack_padded_sequence.
