@@ -197,6 +197,14 @@ TEST_CASE("schedulers errors: arguments and states that do not fit name the sche
   OneCycleLR one(y.opt, OneCycleLROptions(0.1, 3));
   for (int i = 0; i < 3; ++i) one.step();
   CHECK_ERROR(one.step(), "[OneCycleLR]", "tried to step 5 times", "total_steps is 3");
+  // epochs * steps_per_epoch, PyTorch's other form, is the same schedule.
+  Setup e1, e2;
+  OneCycleLR by_total(e1.opt, OneCycleLROptions(0.1, 20)), by_epochs(e2.opt, OneCycleLROptions(0.1, 4, 5));
+  for (int i = 0; i < 19; ++i) {
+    by_total.step(), by_epochs.step();
+    CHECK(by_epochs.get_last_lr() == by_total.get_last_lr());
+  }
+  CHECK_ERROR(OneCycleLROptions(0.1, 0, 5), "[OneCycleLR]", "must be positive, got 0 and 5");
 
   // SequentialLR: milestones and optimisers must fit.
   Setup z, other;

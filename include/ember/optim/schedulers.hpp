@@ -336,8 +336,11 @@ class CyclicLR : public LRScheduler {
 enum class AnnealStrategy { Cos, Linear };
 
 struct OneCycleLROptions {
-  /// total_steps: the number of steps in the cycle (epochs * steps_per_epoch).
+  /// total_steps: the number of steps in the cycle.
   OneCycleLROptions(PerGroup max_lr, int64_t total_steps) : max_lr_(std::move(max_lr)), total_steps_(total_steps) {}
+  /// PyTorch's other form: epochs * steps_per_epoch steps (both must be positive).
+  OneCycleLROptions(PerGroup max_lr, int64_t epochs, int64_t steps_per_epoch)
+      : max_lr_(std::move(max_lr)), total_steps_(steps_of(epochs, steps_per_epoch)) {}
   EMBER_ARG(PerGroup, max_lr);
   EMBER_ARG(int64_t, total_steps);
   EMBER_ARG(double, pct_start) = 0.3;
@@ -348,6 +351,13 @@ struct OneCycleLROptions {
   EMBER_ARG(double, div_factor) = 25.;
   EMBER_ARG(double, final_div_factor) = 1e4;
   EMBER_ARG(bool, three_phase) = false;
+
+ private:
+  static int64_t steps_of(int64_t epochs, int64_t steps_per_epoch) {
+    EMBER_CHECK(epochs > 0 && steps_per_epoch > 0,
+                "[OneCycleLR] epochs and steps_per_epoch must be positive, got {} and {}", epochs, steps_per_epoch);
+    return ember::detail::checked_mul(epochs, steps_per_epoch, "OneCycleLR");
+  }
 };
 
 /// The 1cycle policy (Smith & Topin): warm up from max_lr / div_factor to max_lr over
