@@ -290,6 +290,16 @@ TEST_CASE("Transformer layers: PyTorch's names, cloned layers, causality, shapes
   CHECK(mask.select(0, 1).select(0, 0).item<float>() == 0.0f);
   CHECK(tr->forward(src, tgt, {}, mask).sizes() == Shape{5, 2, 8});
   CHECK(names(tr->named_parameters()).back() == "decoder.norm.bias");
+  // The *_is_causal flags stand for the square masks: the same outputs.
+  Tensor src_mask = nn::TransformerImpl::generate_square_subsequent_mask(7);
+  Tensor memory_mask = triu(full({5, 7}, -INFINITY), 1);
+  Tensor with_masks = tr->forward(src, tgt, src_mask, mask, memory_mask);
+  Tensor with_flags = tr->forward(src, tgt, {}, {}, {}, {}, {}, {}, true, true, true);
+  CHECK(max_diff(with_flags, with_masks) < 1e-6);
+  CHECK(max_diff(tr->forward(src, tgt, {}, mask), with_masks) > 1e-3);  // the flags were used
+  nn::TransformerDecoderLayer dec(nn::TransformerDecoderLayerOptions(8, 2).dim_feedforward(16).dropout(0.0));
+  Tensor memory = randn({7, 2, 8});
+  CHECK(max_diff(dec->forward(tgt, memory, {}, {}, {}, {}, false, true), dec->forward(tgt, memory, {}, memory_mask)) < 1e-6);
 }
 
 TEST_CASE("pad_sequence padding_side, unpad_sequence and unpack_sequence invert padding and packing") {

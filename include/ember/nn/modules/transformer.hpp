@@ -424,14 +424,18 @@ class BasicTransformerDecoderLayerImpl : public Cloneable<BasicTransformerDecode
     dropout2 = this->register_module("dropout2", Dropout(options.dropout()));
     dropout3 = this->register_module("dropout3", Dropout(options.dropout()));
   }
+  /// tgt_is_causal / memory_is_causal without the matching mask: a causal mask (query i sees
+  /// keys 0..i), as MultiheadAttention's is_causal.
   TensorT forward(const TensorT& tgt, const TensorT& memory, const TensorT& tgt_mask = {},
                   const TensorT& memory_mask = {}, const TensorT& tgt_key_padding_mask = {},
-                  const TensorT& memory_key_padding_mask = {}, bool tgt_is_causal = false) {
+                  const TensorT& memory_key_padding_mask = {}, bool tgt_is_causal = false,
+                  bool memory_is_causal = false) {
     auto sa = [&](const TensorT& x) {
       return dropout1(self_attn(x, x, x, tgt_key_padding_mask, false, tgt_mask, true, tgt_is_causal).first);
     };
     auto ca = [&](const TensorT& x) {
-      return dropout2(multihead_attn(x, memory, memory, memory_key_padding_mask, false, memory_mask).first);
+      return dropout2(
+          multihead_attn(x, memory, memory, memory_key_padding_mask, false, memory_mask, true, memory_is_causal).first);
     };
     auto ff = [&](const TensorT& x) {
       return dropout3(linear2(dropout(detail::linear_activate(options.activation(), linear1, x))));
@@ -522,11 +526,13 @@ class BasicTransformerDecoderImpl : public BasicModule<P> {
   }
   TensorT forward(const TensorT& tgt, const TensorT& memory, const TensorT& tgt_mask = {},
                   const TensorT& memory_mask = {}, const TensorT& tgt_key_padding_mask = {},
-                  const TensorT& memory_key_padding_mask = {}, bool tgt_is_causal = false) {
+                  const TensorT& memory_key_padding_mask = {}, bool tgt_is_causal = false,
+                  bool memory_is_causal = false) {
     TensorT x = tgt;
     for (size_t i = 0; i < layers->size(); ++i)
-      x = layers->template ptr<TransformerDecoderLayerImpl>(i)->forward(
-          x, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal);
+      x = layers->template ptr<TransformerDecoderLayerImpl>(i)->forward(x, memory, tgt_mask, memory_mask,
+                                                                        tgt_key_padding_mask, memory_key_padding_mask,
+                                                                        tgt_is_causal, memory_is_causal);
     return norm.is_empty() ? x : norm(x);
   }
   ModuleList layers;
@@ -569,11 +575,15 @@ class BasicTransformerImpl : public BasicModule<P> {
     for (TensorT p : this->parameters())
       if (p.dim() > 1) init::xavier_uniform_(p);
   }
+  /// The *_is_causal flags as the layers': a causal mask where the matching mask is absent
+  /// (tgt_is_causal: each target position sees only the ones before it).
   TensorT forward(const TensorT& src, const TensorT& tgt, const TensorT& src_mask = {}, const TensorT& tgt_mask = {},
                   const TensorT& memory_mask = {}, const TensorT& src_key_padding_mask = {},
-                  const TensorT& tgt_key_padding_mask = {}, const TensorT& memory_key_padding_mask = {}) {
-    TensorT memory = encoder(src, src_mask, src_key_padding_mask);
-    return decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask);
+                  const TensorT& tgt_key_padding_mask = {}, const TensorT& memory_key_padding_mask = {},
+                  bool src_is_causal = false, bool tgt_is_causal = false, bool memory_is_causal = false) {
+    TensorT memory = encoder(src, src_mask, src_key_padding_mask, src_is_causal);
+    return decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal,
+                   memory_is_causal);
   }
   /// (n, n) additive mask: 0 on and below the diagonal, -inf above.
   static TensorT generate_square_subsequent_mask(int64_t n) {
