@@ -409,6 +409,45 @@ TEST_CASE("MultiheadAttention add_bias_kv and add_zero_attn: appended keys, mask
   CHECK(mha->bias_v.grad().abs().sum().item<double>() > 0);
 }
 
+TEST_CASE("scaled_dot_product_attention enable_gqa: grouped key/value heads equal repeated ones") {
+  manual_seed(35);
+  // 6 query heads over 2 key/value heads: query heads 0-2 read head 0, 3-5 head 1.
+  Tensor q = randn({2, 6, 4, 3}, DType::F64), k = randn({2, 2, 5, 3}, DType::F64), v = randn({2, 2, 5, 4}, DType::F64);
+  Tensor kr = k.repeat_interleave(3, 1), vr = v.repeat_interleave(3, 1);
+  Tensor bool_mask = randn({4, 5}).gt(-0.5);
+  bool_mask.select(1, 0).fill_(1.0);  // no fully masked row
+  for (int kind = 0; kind < 3; ++kind) {
+    CAPTURE(kind);
+    const Tensor mask = kind == 1 ? bool_mask : Tensor();
+    const bool causal = kind == 2;
+    Tensor got = nn::F::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, {}, true, true);
+    Tensor want = nn::F::scaled_dot_product_attention(q, kr, vr, mask, 0.0, causal);
+    CHECK(got.sizes() == Shape({2, 6, 4, 4}));
+    CHECK(max_diff(got, want) < 1e-12);
+  }
+  // Head 4 by hand: it reads key/value head 1.
+  Tensor p = (q.select(1, 4).matmul(k.select(1, 1).mT()) / std::sqrt(3.0)).softmax(-1);
+  CHECK(max_diff(nn::F::scaled_dot_product_attention(q, k, v, {}, 0.0, false, {}, true, true).select(1, 4),
+                 p.matmul(v.select(1, 1))) < 1e-12);
+  // Gradients through both paths (the grouped reshape and the repeated heads).
+  std::string why;
+  for (bool causal : {false, true}) {
+    auto f = [&](const std::vector<Tensor>& in) {
+      return nn::F::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.0, causal, {}, true, true);
+    };
+    CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(f, {randn({1, 4, 3, 2}, DType::F64).requires_grad_(),
+                                                         randn({1, 2, 3, 2}, DType::F64).requires_grad_(),
+                                                         randn({1, 2, 3, 2}, DType::F64).requires_grad_()},
+                                                     {}, &why),
+                  why);
+  }
+  CHECK_THROWS_WITH_AS(nn::F::scaled_dot_product_attention(q, randn({2, 4, 5, 3}, DType::F64), randn({2, 4, 5, 4}, DType::F64),
+                                                           {}, 0.0, false, {}, true, true),
+                       doctest::Contains("dividing the query's 6"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::scaled_dot_product_attention(q, k, randn({2, 3, 5, 4}, DType::F64), {}, 0.0, false, {}, true, true),
+                       doctest::Contains("the same number of heads"), Error);
+}
+
 TEST_CASE("fused attention: fully masked rows stay zero under an executor that interleaves tasks") {
   autograd::NoGradGuard ng;
   manual_seed(33);

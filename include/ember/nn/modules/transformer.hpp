@@ -49,16 +49,38 @@ namespace functional {
 
 /// softmax(q k^T * scale + mask) v over the last two dims. attn_mask: boolean (true = may
 /// attend) or additive float, broadcast to (..., L, S); is_causal masks j > i. A query whose
-/// every key is masked gets zeros (PyTorch >= 2.5; older versions gave NaN).
+/// every key is masked gets zeros (PyTorch >= 2.5; older versions gave NaN). enable_gqa:
+/// grouped-query attention, as PyTorch's: k and v (..., Hkv, S, E) with fewer heads than q
+/// (..., Hq, L, E), Hkv dividing Hq; query head h reads key/value head h / (Hq / Hkv).
 template <class P>
 BasicTensor<P> scaled_dot_product_attention(const BasicTensor<P>& q, const BasicTensor<P>& k, const BasicTensor<P>& v,
                                             const BasicTensor<P>& attn_mask = {}, double dropout_p = 0.0,
                                             bool is_causal = false, std::optional<double> scale = {},
-                                            bool training = true) {
+                                            bool training = true, bool enable_gqa = false) {
   EMBER_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim() && q.size(-1) == k.size(-1) &&
                   k.size(-2) == v.size(-2),
               "[scaled_dot_product_attention] shapes q {}, k {}, v {} do not fit (..., L, E), (..., S, E), (..., S, Ev)",
               q.sizes(), k.sizes(), v.sizes());
+  if (enable_gqa && q.dim() >= 3 && (k.size(-3) != q.size(-3) || v.size(-3) != q.size(-3))) {
+    const int64_t hq = q.size(-3), hkv = k.size(-3);
+    EMBER_CHECK(hkv > 0 && v.size(-3) == hkv && hq % hkv == 0,
+                "[scaled_dot_product_attention] enable_gqa: key and value must have the same number of heads, "
+                "dividing the query's {}; got shapes q {}, k {}, v {}",
+                hq, q.sizes(), k.sizes(), v.sizes());
+    const int64_t group = hq / hkv;
+    if (!attn_mask.defined() && !is_causal) {
+      // Without a mask, each key/value head's query heads are one longer sequence of
+      // queries (..., Hkv, group * L, E): no copy of k and v.
+      Shape grouped = q.sizes(), out_shape = q.sizes();
+      grouped[grouped.size() - 3] = hkv;
+      grouped[grouped.size() - 2] = group * q.size(-2);
+      out_shape[out_shape.size() - 1] = v.size(-1);
+      return scaled_dot_product_attention(q.reshape(grouped), k, v, {}, dropout_p, false, scale, training)
+          .reshape(out_shape);
+    }
+    return scaled_dot_product_attention(q, k.repeat_interleave(group, -3), v.repeat_interleave(group, -3), attn_mask,
+                                        dropout_p, is_causal, scale, training);
+  }
   EMBER_CHECK(!(is_causal && attn_mask.defined()),
               "[scaled_dot_product_attention] pass either attn_mask or is_causal, not both");
   // Under autocast a bf16 query (from a Linear) may meet an f32 (or f16/bf16) additive mask:
