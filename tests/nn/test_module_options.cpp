@@ -103,6 +103,12 @@ TEST_CASE("nn: activations from their options; inplace writes into the input") {
   check_inplace(nn::ReLU(true), [](const Tensor& t) { return t.relu(); }, x);
   check_inplace(nn::ReLU6(nn::ReLU6Options(true)), [](const Tensor& t) { return t.relu6(); }, x);
   check_inplace(nn::SELU(nn::SELUOptions(true)), [](const Tensor& t) { return t.selu(); }, x);
+  check_inplace(nn::SiLU(true), [](const Tensor& t) { return t.silu(); }, x);
+  check_inplace(nn::Mish(nn::MishOptions().inplace(true)), [](const Tensor& t) { return t.mish(); }, x);
+  check_inplace(nn::Hardsigmoid(true), [](const Tensor& t) { return t.hardsigmoid(); }, x);
+  check_inplace(nn::Hardswish(true), [](const Tensor& t) { return t.hardswish(); }, x);
+  CHECK(nn::SiLU(true)->to_string().rfind("SiLU(inplace=True)", 0) == 0);
+  CHECK(nn::SiLU()->to_string().rfind("SiLU()", 0) == 0);
   check_inplace(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2).inplace(true)),
                 [](const Tensor& t) { return t.leaky_relu(0.2); }, x);
   check_inplace(nn::ELU(nn::ELUOptions().alpha(0.7).inplace(true)), [](const Tensor& t) { return t.elu(0.7); }, x);

@@ -24,13 +24,9 @@ namespace ember::nn {
   using Name##Impl = Basic##Name##Impl<>;                                                 \
   EMBER_MODULE(Name)
 
-EMBER_ACTIVATION_MODULE(SiLU, F::silu(x));
-EMBER_ACTIVATION_MODULE(Mish, F::mish(x));
 EMBER_ACTIVATION_MODULE(Sigmoid, F::sigmoid(x));
 EMBER_ACTIVATION_MODULE(Tanh, F::tanh(x));
 EMBER_ACTIVATION_MODULE(Softsign, F::softsign(x));
-EMBER_ACTIVATION_MODULE(Hardsigmoid, F::hardsigmoid(x));
-EMBER_ACTIVATION_MODULE(Hardswish, F::hardswish(x));
 EMBER_ACTIVATION_MODULE(LogSigmoid, F::logsigmoid(x));
 EMBER_ACTIVATION_MODULE(Tanhshrink, F::tanhshrink(x));
 #undef EMBER_ACTIVATION_MODULE
@@ -61,6 +57,11 @@ EMBER_ACTIVATION_MODULE(Tanhshrink, F::tanhshrink(x));
 EMBER_INPLACE_ACTIVATION_MODULE(ReLU, F::relu(x), relu_());
 EMBER_INPLACE_ACTIVATION_MODULE(ReLU6, F::relu6(x), relu6_());
 EMBER_INPLACE_ACTIVATION_MODULE(SELU, F::selu(x), selu_());
+// libtorch's have no options; PyTorch's take inplace.
+EMBER_INPLACE_ACTIVATION_MODULE(SiLU, F::silu(x), silu_());
+EMBER_INPLACE_ACTIVATION_MODULE(Mish, F::mish(x), mish_());
+EMBER_INPLACE_ACTIVATION_MODULE(Hardsigmoid, F::hardsigmoid(x), hardsigmoid_());
+EMBER_INPLACE_ACTIVATION_MODULE(Hardswish, F::hardswish(x), hardswish_());
 #undef EMBER_INPLACE_ACTIVATION_MODULE
 
 namespace detail {
