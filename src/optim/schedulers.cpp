@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <string_view>
 
 namespace ember::optim {
 
@@ -427,6 +428,7 @@ std::vector<double> CompositeScheduler::get_lr() {
 }
 
 void CompositeScheduler::undo_initial_step() {
+  // PyTorch's recursive_undo: the leaves' epochs go back, not a nested SequentialLR's own.
   for (auto& s : schedulers_) s->undo_initial_step();
 }
 
@@ -440,10 +442,16 @@ SchedulerState CompositeScheduler::state_dict() const {
 }
 
 void CompositeScheduler::load_state_dict(const SchedulerState& s) {
-  const int64_t last_epoch = as_count(name_, "last_epoch", state_value(s, "last_epoch"), -1);
+  const int64_t last_epoch = as_count(name_, "last_epoch", state_value(s, "last_epoch"));
   std::vector<double> last = state_list(s, "last_lr");
   EMBER_CHECK(s.children.size() == schedulers_.size(), "[{}] load_state_dict: the state has {} schedulers, this {} {}",
               name_, s.children.size(), name_, schedulers_.size());
+  // The children's kinds first, so that the commonest mismatch changes none of them (a
+  // child's own checks still run as it loads).
+  for (size_t i = 0; i < schedulers_.size(); ++i)
+    EMBER_CHECK(s.children[i].scheduler == schedulers_[i]->name(),
+                "[{}] load_state_dict: scheduler {} is {}, the state's is {}", name_, i, schedulers_[i]->name(),
+                s.children[i].scheduler);
   for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(s.children[i]);
   last_epoch_ = last_epoch;
   last_lr_ = std::move(last);
@@ -456,6 +464,13 @@ SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRS
   EMBER_CHECK(milestones_.size() + 1 == schedulers_.size(),
               "[SequentialLR] expects one milestone fewer than schedulers, got {} schedulers and {} milestones",
               schedulers_.size(), milestones_.size());
+  // A later scheduler restarts at its milestone by a step to epoch 0, which a ChainedScheduler
+  // cannot take (its children's closed forms would not compose; PyTorch's refuses the call).
+  for (size_t i = 1; i < schedulers_.size(); ++i)
+    EMBER_CHECK(std::string_view(schedulers_[i]->name()) != "ChainedScheduler",  // no RTTI needed
+                "[SequentialLR] scheduler {} is a ChainedScheduler, which cannot restart at a milestone (only the "
+                "first may be one)",
+                i);
   // As PyTorch: back to the initial learning rates, undo the children's first steps, and
   // start the first child again.
   last_epoch_ = last_epoch + 1;
@@ -481,13 +496,22 @@ void SequentialLR::step_to(std::optional<int64_t> epoch) {
 
 ChainedScheduler::ChainedScheduler(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers)
     : CompositeScheduler(optimizer, std::move(schedulers), -1, "ChainedScheduler") {
-  // No step of its own: each scheduler took its first step when it was made.
+  // No step of its own: each scheduler took its first step when it was made, and counts it.
+  last_epoch_ = 0;
   last_lr_ = get_lr();
 }
 
+void ChainedScheduler::undo_initial_step() {
+  // Its count follows its children's, which all go back by one.
+  last_epoch_ -= 1;
+  CompositeScheduler::undo_initial_step();
+}
+
 void ChainedScheduler::step_to(std::optional<int64_t> epoch) {
-  last_epoch_ = epoch ? *epoch : last_epoch_ + 1;
-  for (auto& s : schedulers_) s->step_to(epoch);
+  EMBER_CHECK(!epoch, "[ChainedScheduler] steps one epoch at a time; it cannot step to epoch {} (its schedulers' "
+              "closed forms would not compose)", epoch.value_or(0));
+  ++last_epoch_;
+  for (auto& s : schedulers_) s->step();
   last_lr_ = get_lr();
 }
 

@@ -275,8 +275,8 @@ Buf attention_mask(DT t, bool on, int l, int s) {
 
 /// nn::TransformerEncoderLayer, TransformerDecoderLayer and Transformer against libtorch's
 /// (post-norm, sequence first, no dropout: libtorch 1.13's C++ modules have no other form):
-/// relu or gelu, additive attention masks, key padding masks. One decoder layer call in eight
-/// has a model width that its heads do not divide, which both must refuse.
+/// relu or gelu, additive attention masks, key padding masks. Among the decoder layer calls
+/// with two heads, one in eight has an odd model width, which both must refuse.
 void transformer_calls(Report& rep, const std::string& filter) {
   reseed("encoder layer");
   for (DT t : {DT::F32, DT::F64}) {

@@ -421,10 +421,22 @@ TEST_CASE("scaled_dot_product_attention enable_gqa: grouped key/value heads equa
     const Tensor mask = kind == 1 ? bool_mask : Tensor();
     const bool causal = kind == 2;
     Tensor got = nn::F::scaled_dot_product_attention(q, k, v, mask, 0.0, causal, {}, true, true);
-    Tensor want = nn::F::scaled_dot_product_attention(q, kr, vr, mask, 0.0, causal);
     CHECK(got.sizes() == Shape({2, 6, 4, 4}));
-    CHECK(max_diff(got, want) < 1e-12);
+    CHECK(max_diff(got, nn::F::scaled_dot_product_attention(q, kr, vr, mask, 0.0, causal)) < 1e-12);
+    // Head by head, with the key/value head each reads.
+    for (int64_t h = 0; h < 6; ++h)
+      CHECK(max_diff(got.select(1, h), nn::F::scaled_dot_product_attention(q.select(1, h), k.select(1, h / 3),
+                                                                           v.select(1, h / 3), mask, 0.0, causal)) <
+            1e-12);
   }
+  // Key and value head counts may differ (each dividing the query's), and the leading dims
+  // broadcast as without enable_gqa.
+  Tensor v3 = randn({2, 3, 5, 4}, DType::F64);
+  Tensor mixed = nn::F::scaled_dot_product_attention(q, k, v3, {}, 0.0, false, {}, true, true);
+  CHECK(max_diff(mixed, nn::F::scaled_dot_product_attention(q, kr, v3.repeat_interleave(2, 1))) < 1e-12);
+  Tensor q1 = q.narrow(0, 0, 1);
+  CHECK(max_diff(nn::F::scaled_dot_product_attention(q1, k, v, {}, 0.0, false, {}, true, true),
+                 nn::F::scaled_dot_product_attention(q1, kr, vr)) < 1e-12);
   // Head 4 by hand: it reads key/value head 1.
   Tensor p = (q.select(1, 4).matmul(k.select(1, 1).mT()) / std::sqrt(3.0)).softmax(-1);
   CHECK(max_diff(nn::F::scaled_dot_product_attention(q, k, v, {}, 0.0, false, {}, true, true).select(1, 4),
@@ -443,9 +455,9 @@ TEST_CASE("scaled_dot_product_attention enable_gqa: grouped key/value heads equa
   }
   CHECK_THROWS_WITH_AS(nn::F::scaled_dot_product_attention(q, randn({2, 4, 5, 3}, DType::F64), randn({2, 4, 5, 4}, DType::F64),
                                                            {}, 0.0, false, {}, true, true),
-                       doctest::Contains("dividing the query's 6"), Error);
-  CHECK_THROWS_WITH_AS(nn::F::scaled_dot_product_attention(q, k, randn({2, 3, 5, 4}, DType::F64), {}, 0.0, false, {}, true, true),
-                       doctest::Contains("the same number of heads"), Error);
+                       doctest::Contains("must divide the query's 6"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::scaled_dot_product_attention(q, k, randn({2, 4, 5, 4}, DType::F64), {}, 0.0, false, {}, true, true),
+                       doctest::Contains("must divide the query's 6"), Error);
 }
 
 TEST_CASE("fused attention: fully masked rows stay zero under an executor that interleaves tasks") {

@@ -846,6 +846,8 @@ TEST_CASE("resampling and pooling: PyTorch's source pixels, non-finite values st
   CHECK(flat(F::adaptive_avg_pool1d(with_inf.reshape({1, 1, 4}), 2)) == std::vector<double>{inf, 2.5});
   CHECK(flat(F::adaptive_avg_pool2d(with_inf.reshape({1, 2, 2}), {1, 2})) == std::vector<double>{inf, 2.0});
   CHECK_THROWS_WITH_AS(nn::Upsample(nn::F::IntArgs{4, 4}, 2.0), doctest::Contains("not both"), Error);
+  CHECK_THROWS_WITH_AS(nn::Upsample(nn::UpsampleOptions().size({4, 4}).recompute_scale_factor(true)),
+                       doctest::Contains("recompute_scale_factor is not meaningful with an explicit size"), Error);
 
   // Antialiased shrinking reads only each output's own window (values from PyTorch 1.13): the
   // window of output 0 holds the inf (weight > 0: inf, not the NaN that a padding tap of weight
@@ -977,7 +979,12 @@ TEST_CASE("interpolate: modes for 1, 2 and 3 spatial dims, Upsample, and what ea
   CHECK_ERROR(F::interpolate(img, {8, 8}, "nearest", false, {2, 2, 2}), "[interpolate]", "1 or 2 scale factors");
   CHECK_ERROR(F::interpolate(img, F::InterpolateFuncOptions().scale_factor(std::vector<double>{2, 2, 2})),
               "[interpolate]", "takes 1 or 2 scale factors, got 3");
-  CHECK_ERROR(nn::Upsample(nn::UpsampleOptions().size({4}).mode("area")), "[Upsample]", "got 'area'");
+  CHECK_ERROR(nn::Upsample(nn::UpsampleOptions().size({4}).mode("cubic")), "[Upsample]", "got 'cubic'");
+  // area (adaptive average pooling) and nearest-exact, as PyTorch's Upsample passes them on.
+  CHECK(nn::Upsample(nn::UpsampleOptions().size({2}).mode("area"))(arange(4, DType::F64).view({1, 1, 4}))
+            .eq(tensor<double>({0.5, 2.5}).view({1, 1, 2}))
+            .all()
+            .item<bool>());
   CHECK_ERROR(F::adaptive_avg_pool3d(img.flatten(0, 1), {2, 2, 2}), "[adaptive_avg_pool3d]", "got shape [2, 4, 4]");
   CHECK_ERROR(F::adaptive_avg_pool3d(vol, {2, 0, 2}), "[adaptive_avg_pool3d]", "must be positive");
   CHECK_ERROR(F::adaptive_avg_pool3d(zeros({1, 1, 0, 2, 2}), {1, 1, 1}), "[adaptive_avg_pool3d]", "empty spatial dim");

@@ -92,7 +92,7 @@ TEST_CASE("LSTM with proj_size: weight_hr, projected h and output, c at hidden_s
   CHECK(out.sizes() == Shape{5, 2, 4});
   CHECK(state.first.sizes() == Shape{4, 2, 2});
   CHECK(state.second.sizes() == Shape{4, 2, 4});
-  CHECK(lstm->extra_repr() == "3, 4, num_layers=2, bidirectional=True, proj_size=2");
+  CHECK(lstm->extra_repr() == "3, 4, proj_size=2, num_layers=2, bidirectional=True");  // PyTorch's order
   // One layer by hand: h = W_hr (o * tanh(c)) feeds the next step's recurrent product.
   nn::LSTM one(nn::LSTMOptions(3, 4).proj_size(3));
   const auto& w = one->weights[0];
@@ -296,7 +296,7 @@ TEST_CASE("Transformer layers: PyTorch's names, cloned layers, causality, shapes
   Tensor with_masks = tr->forward(src, tgt, src_mask, mask, memory_mask);
   Tensor with_flags = tr->forward(src, tgt, {}, {}, {}, {}, {}, {}, true, true, true);
   CHECK(max_diff(with_flags, with_masks) < 1e-6);
-  CHECK(max_diff(tr->forward(src, tgt, {}, mask), with_masks) > 1e-3);  // the flags were used
+  CHECK(max_diff(tr->forward(src, tgt, {}, mask), with_masks) > 1e-3);  // the src/memory masks matter here
   nn::TransformerDecoderLayer dec(nn::TransformerDecoderLayerOptions(8, 2).dim_feedforward(16).dropout(0.0));
   Tensor memory = randn({7, 2, 8});
   CHECK(max_diff(dec->forward(tgt, memory, {}, {}, {}, {}, false, true), dec->forward(tgt, memory, {}, memory_mask)) < 1e-6);
@@ -334,6 +334,7 @@ TEST_CASE("pad_sequence padding_side, unpad_sequence and unpack_sequence invert 
   CHECK(unpacked[2].eq(c).all().item<bool>());
   unpacked[0].sum().backward();
   CHECK(a.grad().eq(1.0).all().item<bool>());
+  CHECK_THROWS_WITH_AS(R::unpack_sequence(R::PackedSequence()), doctest::Contains("[unpack_sequence]"), Error);
 }
 
 TEST_CASE("packed sequences: pack/pad round trips, and a packed LSTM equals one run per sequence") {

@@ -220,6 +220,30 @@ TEST_CASE("schedulers errors: arguments and states that do not fit name the sche
               "[ChainedScheduler]", "saved by SequentialLR");
   CHECK_ERROR(MultiplicativeLR(z.opt, std::vector<MultiplicativeLR::Lambda>{[](int64_t) { return 1.0; }}),
               "[MultiplicativeLR]", "2 lr_lambdas");
+  // A ChainedScheduler cannot restart at a SequentialLR milestone (a step to epoch 0 would
+  // replace its children's product by the last child's closed form); first it may be.
+  Setup c1;
+  auto chained = [&](Optimizer& o) {
+    return std::make_shared<ChainedScheduler>(
+        o, std::vector<std::shared_ptr<LRScheduler>>{std::make_shared<ConstantLR>(o, 0.1, 4),
+                                                     std::make_shared<ExponentialLR>(o, 0.9)});
+  };
+  CHECK_ERROR(SequentialLR(c1.opt, {std::make_shared<StepLR>(c1.opt, 2), chained(c1.opt)}, std::vector<int64_t>{3}),
+              "[SequentialLR]", "scheduler 1 is a ChainedScheduler");
+  Setup c2, c3;
+  auto chain_alone = chained(c3.opt);
+  SequentialLR seq(c2.opt, {chained(c2.opt), std::make_shared<StepLR>(c2.opt, 2)}, std::vector<int64_t>{6});
+  CHECK(chain_alone->last_epoch() == 0);
+  for (int i = 0; i < 5; ++i) {
+    seq.step(), chain_alone->step();
+    CHECK(seq.get_last_lr() == chain_alone->get_last_lr());  // the chained product, 0.1 * 0.9^t before 4
+  }
+  CHECK(chain_alone->last_epoch() == 5);
+  // A state whose children are of other kinds changes no child.
+  SchedulerState wrong = chain_alone->state_dict();
+  wrong.children[1].scheduler = "StepLR";
+  CHECK_ERROR(chain_alone->load_state_dict(wrong), "[ChainedScheduler]", "scheduler 1 is ExponentialLR, the state's is StepLR");
+  CHECK(chain_alone->last_epoch() == 5);
 
   // States from another scheduler, or over other groups.
   StepLR step(z.opt, 2);

@@ -267,6 +267,7 @@ std::vector<BasicTensor<P>> unpad_sequence(const BasicTensor<P>& padded, const B
 /// The inverse of pack_sequence: each sequence of the packed batch, in the original order.
 template <class P>
 std::vector<BasicTensor<P>> unpack_sequence(const BasicPackedSequence<P>& packed) {
+  packed.checked_batch_sizes("unpack_sequence");  // errors name this op
   auto [padded, lengths] = pad_packed_sequence(packed, true);
   return unpad_sequence(padded, lengths, true);
 }

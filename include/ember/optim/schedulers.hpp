@@ -290,6 +290,7 @@ class ChainedScheduler : public CompositeScheduler {
 
  protected:
   void step_to(std::optional<int64_t> epoch) override;
+  void undo_initial_step() override;
 };
 
 // ---- cyclical schedules -----------------------------------------------------------------------

@@ -149,8 +149,9 @@ class BasicConvTransposeImpl : public Cloneable<BasicConvTransposeImpl<ND, P>, P
     }
   }
   /// With output_size (spatial sizes, or the whole output shape): the output_padding that
-  /// gives those sizes instead of options.output_padding(), as libtorch's forward(input,
+  /// gives those sizes instead of options.output_padding(), as PyTorch's forward(input,
   /// output_size) chooses it (a stride-2 decoder undoing a convolution of an odd size).
+  /// libtorch's C++ version differs: it ignores the dilation and takes every input as batched.
   TensorT forward(const TensorT& x, const std::vector<int64_t>& output_size = {}) {
     const char* op = this->name().c_str();
     const F::IntArgs output_padding =
@@ -589,6 +590,8 @@ class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
                 "[Upsample] needs either a size or a positive scale_factor (not both), got {} size values and {} "
                 "scale factors",
                 size.size(), scale_factor.size());
+    EMBER_CHECK(!(recompute_scale_factor && !size.empty()),
+                "[Upsample] recompute_scale_factor is not meaningful with an explicit size");
     EMBER_CHECK(mode == "nearest" || mode == "nearest-exact" || mode == "area" || F::detail::interpolating_mode(mode),
                 "[Upsample] mode must be nearest, nearest-exact, area, linear, bilinear, bicubic or trilinear, got '{}'",
                 mode);

@@ -304,12 +304,12 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
  public:
   std::string extra_repr() const override {
     std::string s = fmt::format("{}, {}", options.input_size(), options.hidden_size());
+    if (options.proj_size() > 0) s += fmt::format(", proj_size={}", options.proj_size());
     if (options.num_layers() != 1) s += fmt::format(", num_layers={}", options.num_layers());
     if (!options.bias()) s += ", bias=False";
     if (options.batch_first()) s += ", batch_first=True";
     if (options.dropout() != 0) s += fmt::format(", dropout={}", options.dropout());
     if (options.bidirectional()) s += ", bidirectional=True";
-    if (options.proj_size() > 0) s += fmt::format(", proj_size={}", options.proj_size());
     return s;
   }
 

@@ -50,8 +50,9 @@ namespace functional {
 /// softmax(q k^T * scale + mask) v over the last two dims. attn_mask: boolean (true = may
 /// attend) or additive float, broadcast to (..., L, S); is_causal masks j > i. A query whose
 /// every key is masked gets zeros (PyTorch >= 2.5; older versions gave NaN). enable_gqa:
-/// grouped-query attention, as PyTorch's: k and v (..., Hkv, S, E) with fewer heads than q
-/// (..., Hq, L, E), Hkv dividing Hq; query head h reads key/value head h / (Hq / Hkv).
+/// grouped-query attention, as PyTorch's: k (..., Hk, S, E) and v (..., Hv, S, Ev) with fewer
+/// heads than q (..., Hq, L, E), each count dividing Hq; query head h reads key head
+/// h / (Hq / Hk) and value head h / (Hq / Hv).
 template <class P>
 BasicTensor<P> scaled_dot_product_attention(const BasicTensor<P>& q, const BasicTensor<P>& k, const BasicTensor<P>& v,
                                             const BasicTensor<P>& attn_mask = {}, double dropout_p = 0.0,
@@ -62,24 +63,25 @@ BasicTensor<P> scaled_dot_product_attention(const BasicTensor<P>& q, const Basic
               "[scaled_dot_product_attention] shapes q {}, k {}, v {} do not fit (..., L, E), (..., S, E), (..., S, Ev)",
               q.sizes(), k.sizes(), v.sizes());
   if (enable_gqa && q.dim() >= 3 && (k.size(-3) != q.size(-3) || v.size(-3) != q.size(-3))) {
-    const int64_t hq = q.size(-3), hkv = k.size(-3);
-    EMBER_CHECK(hkv > 0 && v.size(-3) == hkv && hq % hkv == 0,
-                "[scaled_dot_product_attention] enable_gqa: key and value must have the same number of heads, "
-                "dividing the query's {}; got shapes q {}, k {}, v {}",
+    const int64_t hq = q.size(-3), hk = k.size(-3), hv = v.size(-3);
+    EMBER_CHECK(hk > 0 && hv > 0 && hq % hk == 0 && hq % hv == 0,
+                "[scaled_dot_product_attention] enable_gqa: the key and value heads must divide the query's {}; got "
+                "shapes q {}, k {}, v {}",
                 hq, q.sizes(), k.sizes(), v.sizes());
-    const int64_t group = hq / hkv;
-    if (!attn_mask.defined() && !is_causal) {
+    bool same_lead = hk == hv;
+    for (int64_t d = 0; d + 3 < q.dim(); ++d) same_lead = same_lead && k.size(d) == q.size(d) && v.size(d) == q.size(d);
+    if (same_lead && !attn_mask.defined() && !is_causal) {
       // Without a mask, each key/value head's query heads are one longer sequence of
-      // queries (..., Hkv, group * L, E): no copy of k and v.
+      // queries (..., Hk, group * L, E): no copy of k and v.
       Shape grouped = q.sizes(), out_shape = q.sizes();
-      grouped[grouped.size() - 3] = hkv;
-      grouped[grouped.size() - 2] = group * q.size(-2);
+      grouped[grouped.size() - 3] = hk;
+      grouped[grouped.size() - 2] = hq / hk * q.size(-2);
       out_shape[out_shape.size() - 1] = v.size(-1);
       return scaled_dot_product_attention(q.reshape(grouped), k, v, {}, dropout_p, false, scale, training)
           .reshape(out_shape);
     }
-    return scaled_dot_product_attention(q, k.repeat_interleave(group, -3), v.repeat_interleave(group, -3), attn_mask,
-                                        dropout_p, is_causal, scale, training);
+    return scaled_dot_product_attention(q, k.repeat_interleave(hq / hk, -3), v.repeat_interleave(hq / hv, -3),
+                                        attn_mask, dropout_p, is_causal, scale, training);
   }
   EMBER_CHECK(!(is_causal && attn_mask.defined()),
               "[scaled_dot_product_attention] pass either attn_mask or is_causal, not both");
