@@ -299,6 +299,30 @@ TEST_CASE("Transformer layers: PyTorch's names, cloned layers, causality, shapes
   CHECK(max_diff(tr->forward(src, tgt, {}, mask), with_masks) > 1e-3);  // the src/memory masks matter here
   nn::TransformerDecoderLayer dec(nn::TransformerDecoderLayerOptions(8, 2).dim_feedforward(16).dropout(0.0));
   Tensor memory = randn({7, 2, 8});
+  // The activation as a function, as libtorch's activation_t: equal to the named one when it
+  // computes the same, different otherwise; clones keep it; Transformer passes it on.
+  auto with_activation = [&](nn::TransformerLayerOptions o) {
+    nn::TransformerDecoderLayer m(o.dim_feedforward(16).dropout(0.0));
+    m->load_state_dict(dec->state_dict());
+    return m;
+  };
+  nn::TransformerDecoderLayer by_fn = with_activation(
+      nn::TransformerDecoderLayerOptions(8, 2).activation([](const Tensor& t) { return t.gelu(); }));
+  nn::TransformerDecoderLayer by_name = with_activation(nn::TransformerDecoderLayerOptions(8, 2).activation(kGELU));
+  nn::TransformerDecoderLayer by_tanh =
+      with_activation(nn::TransformerDecoderLayerOptions(8, 2).activation([](const Tensor& t) { return t.tanh(); }));
+  CHECK(max_diff(by_fn(tgt, memory), by_name(tgt, memory)) == 0.0);
+  CHECK(max_diff(by_tanh(tgt, memory), by_name(tgt, memory)) > 1e-4);
+  auto cloned = std::dynamic_pointer_cast<nn::TransformerDecoderLayerImpl>(by_tanh->clone());
+  REQUIRE(cloned);
+  CHECK(max_diff(cloned->forward(tgt, memory), by_tanh(tgt, memory)) == 0.0);
+  CHECK(by_tanh->options.activation() == "<function>");
+  nn::Transformer tr_fn(nn::TransformerOptions().d_model(8).nhead(2).num_encoder_layers(1).num_decoder_layers(1)
+                            .dim_feedforward(16).dropout(0.0).activation([](const Tensor& t) { return t.relu(); }));
+  tr_fn->load_state_dict(tr->state_dict());
+  CHECK(max_diff(tr_fn->forward(src, tgt), tr->forward(src, tgt)) < 1e-6);
+  CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(8, 2).activation("tanh")),
+                       doctest::Contains("'relu', 'gelu' or a function, got 'tanh'"), Error);
   CHECK(max_diff(dec->forward(tgt, memory, {}, {}, {}, {}, false, true), dec->forward(tgt, memory, {}, memory_mask)) < 1e-6);
 }
 

@@ -14,9 +14,11 @@
 #include <ember/ops/masked_softmax.hpp>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace ember::nn {
 
@@ -342,13 +344,47 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
 using MultiheadAttentionImpl = BasicMultiheadAttentionImpl<>;
 EMBER_MODULE(MultiheadAttention);
 
-struct TransformerLayerOptions {
+namespace detail {
+/// The feed-forward activation of the transformer options, as libtorch's activation_t: a
+/// name ("relu", "gelu", kReLU, kGELU) or any function of a tensor (PyTorch's callable);
+/// the last call wins. A function applies to the default policy's layers.
+template <class Derived>
+class TransformerActivationArg {
+ public:
+  using Function = std::function<Tensor(const Tensor&)>;
+  Derived& activation(const std::string& name) & {
+    activation_ = name, function_ = nullptr;
+    return static_cast<Derived&>(*this);
+  }
+  Derived&& activation(const std::string& name) && { return std::move(activation(name)); }
+  Derived& activation(Function f) & {
+    EMBER_CHECK(static_cast<bool>(f), "[Transformer] the activation function is empty");
+    activation_ = "<function>", function_ = std::move(f);
+    return static_cast<Derived&>(*this);
+  }
+  Derived&& activation(Function f) && { return std::move(activation(std::move(f))); }
+  /// The name, or "<function>" when a function was given.
+  const std::string& activation() const noexcept { return activation_; }
+  const Function& activation_function() const noexcept { return function_; }
+  /// Copies another options struct's activation (name or function).
+  template <class Other>
+  Derived& activation_of(const TransformerActivationArg<Other>& o) & {
+    activation_ = o.activation(), function_ = o.activation_function();
+    return static_cast<Derived&>(*this);
+  }
+
+ private:
+  std::string activation_ = "relu";
+  Function function_;
+};
+}  // namespace detail
+
+struct TransformerLayerOptions : detail::TransformerActivationArg<TransformerLayerOptions> {
   TransformerLayerOptions(int64_t d_model, int64_t nhead) : d_model_(d_model), nhead_(nhead) {}
   EMBER_ARG(int64_t, d_model);
   EMBER_ARG(int64_t, nhead);
   EMBER_ARG(int64_t, dim_feedforward) = 2048;
   EMBER_ARG(double, dropout) = 0.1;
-  EMBER_ARG(std::string, activation) = "relu";  ///< relu or gelu
   EMBER_ARG(double, layer_norm_eps) = 1e-5;
   EMBER_ARG(bool, batch_first) = false;
   EMBER_ARG(bool, norm_first) = false;
@@ -358,13 +394,21 @@ using TransformerEncoderLayerOptions = TransformerLayerOptions;
 using TransformerDecoderLayerOptions = TransformerLayerOptions;
 
 namespace detail {
-/// activation(linear(x)): relu through linear_relu (the ReLU in the product's stores).
+/// activation(linear(x)): relu through linear_relu (the ReLU in the product's stores), gelu,
+/// or the options' function.
 template <class L, class P>
-BasicTensor<P> linear_activate(const std::string& a, L& linear, const BasicTensor<P>& x) {
-  return a == "gelu" ? linear(x).gelu() : linear->forward_relu(x);
+BasicTensor<P> linear_activate(const TransformerLayerOptions& o, L& linear, const BasicTensor<P>& x) {
+  if (const auto& f = o.activation_function()) {
+    if constexpr (std::is_same_v<BasicTensor<P>, Tensor>) return f(linear(x));
+    else EMBER_FAIL("[Transformer] an activation function applies to the default policy's layers only");
+  }
+  return o.activation() == "gelu" ? linear(x).gelu() : linear->forward_relu(x);
 }
-inline void check_activation(const std::string& a) {
-  EMBER_CHECK(a == "relu" || a == "gelu", "[Transformer] activation must be 'relu' or 'gelu', got '{}'", a);
+template <class O>
+void check_activation(const O& o) {
+  const std::string& a = o.activation();
+  EMBER_CHECK(a == "relu" || a == "gelu" || o.activation_function(),
+              "[Transformer] activation must be 'relu', 'gelu' or a function, got '{}'", a);
 }
 }  // namespace detail
 
@@ -377,7 +421,7 @@ class BasicTransformerEncoderLayerImpl : public Cloneable<BasicTransformerEncode
     reset();
   }
   void reset() override {
-    detail::check_activation(options.activation());
+    detail::check_activation(options);
     int64_t d = options.d_model();
     self_attn = this->register_module("self_attn", MultiheadAttention(MultiheadAttentionOptions(d, options.nhead())
                                                                            .dropout(options.dropout())
@@ -397,7 +441,7 @@ class BasicTransformerEncoderLayerImpl : public Cloneable<BasicTransformerEncode
       return dropout1(self_attn(x, x, x, src_key_padding_mask, false, src_mask, true, is_causal).first);
     };
     auto ff = [&](const TensorT& x) {
-      return dropout2(linear2(dropout(detail::linear_activate(options.activation(), linear1, x))));
+      return dropout2(linear2(dropout(detail::linear_activate(options, linear1, x))));
     };
     TensorT x = src;
     if (options.norm_first()) {
@@ -427,7 +471,7 @@ class BasicTransformerDecoderLayerImpl : public Cloneable<BasicTransformerDecode
     reset();
   }
   void reset() override {
-    detail::check_activation(options.activation());
+    detail::check_activation(options);
     int64_t d = options.d_model();
     auto mha = [&] {
       return MultiheadAttention(MultiheadAttentionOptions(d, options.nhead())
@@ -462,7 +506,7 @@ class BasicTransformerDecoderLayerImpl : public Cloneable<BasicTransformerDecode
           multihead_attn(x, memory, memory, memory_key_padding_mask, false, memory_mask, true, memory_is_causal).first);
     };
     auto ff = [&](const TensorT& x) {
-      return dropout3(linear2(dropout(detail::linear_activate(options.activation(), linear1, x))));
+      return dropout3(linear2(dropout(detail::linear_activate(options, linear1, x))));
     };
     TensorT x = tgt;
     if (options.norm_first()) {
@@ -565,14 +609,13 @@ class BasicTransformerDecoderImpl : public BasicModule<P> {
 using TransformerDecoderImpl = BasicTransformerDecoderImpl<>;
 EMBER_MODULE(TransformerDecoder);
 
-struct TransformerOptions {
+struct TransformerOptions : detail::TransformerActivationArg<TransformerOptions> {
   EMBER_ARG(int64_t, d_model) = 512;
   EMBER_ARG(int64_t, nhead) = 8;
   EMBER_ARG(int64_t, num_encoder_layers) = 6;
   EMBER_ARG(int64_t, num_decoder_layers) = 6;
   EMBER_ARG(int64_t, dim_feedforward) = 2048;
   EMBER_ARG(double, dropout) = 0.1;
-  EMBER_ARG(std::string, activation) = "relu";
   EMBER_ARG(double, layer_norm_eps) = 1e-5;
   EMBER_ARG(bool, batch_first) = false;
   EMBER_ARG(bool, norm_first) = false;
@@ -587,11 +630,11 @@ class BasicTransformerImpl : public BasicModule<P> {
     auto lo = TransformerLayerOptions(o.d_model(), o.nhead())
                   .dim_feedforward(o.dim_feedforward())
                   .dropout(o.dropout())
-                  .activation(o.activation())
                   .layer_norm_eps(o.layer_norm_eps())
                   .batch_first(o.batch_first())
                   .norm_first(o.norm_first())
                   .bias(o.bias());
+    lo.activation_of(o);
     auto ln = [&] { return LayerNorm(LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps()).bias(o.bias())); };
     encoder = this->register_module("encoder", TransformerEncoder(TransformerEncoderLayer(lo), o.num_encoder_layers(), ln()));
     decoder = this->register_module("decoder", TransformerDecoder(TransformerDecoderLayer(lo), o.num_decoder_layers(), ln()));
