@@ -56,7 +56,8 @@ std::vector<OptionField> AdamOptions::fields() {
           {"eps", &eps_},
           {"weight_decay", &weight_decay_},
           {"amsgrad", &amsgrad_},
-          {"maximize", &maximize_}};
+          {"maximize", &maximize_},
+          OptionField::added_later("decoupled_weight_decay", &decoupled_weight_decay_, false)};
 }
 void AdamOptions::validate() const { check_adam_like("Adam", lr_, betas_, eps_, weight_decay_); }
 
@@ -70,7 +71,7 @@ unsigned Adam::required_buffers(const OptimizerOptions&) const { return 3u; }
 void Adam::update(const OptimizerOptions& options, std::vector<Item>& items) {
   const auto& o = static_cast<const AdamOptions&>(options);
   adam_update({o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), o.amsgrad(),
-               o.maximize(), /*decoupled=*/false},
+               o.maximize(), o.decoupled_weight_decay()},
               items);
 }
 

@@ -303,8 +303,13 @@ void Optimizer::load_state_dict(const StateDict& d) {
     }
     std::unique_ptr<OptimizerOptions> o = g.options().clone();
     std::optional<double> initial_lr;
-    for (const OptionField& f : o->fields())
+    for (const OptionField& f : o->fields()) {
+      if (f.optional && !sg.options.count(f.name)) {
+        *f.flag = f.value_before;
+        continue;
+      }
       EMBER_CHECK(sg.options.count(f.name), "[{}] load_state_dict: group {} lacks option \"{}\"", opt, gi, f.name);
+    }
     for (const auto& [key, value] : sg.options) {
       if (key == "initial_lr") {
         initial_lr = value;

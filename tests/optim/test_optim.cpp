@@ -121,6 +121,39 @@ TEST_CASE("optim: libtorch-style construction; AdamW's first step is p (1 - lr w
   }
 }
 
+TEST_CASE("optim: Adam with decoupled_weight_decay is AdamW; state dicts saved without the flag load") {
+  // PyTorch's AdamW is Adam(decoupled_weight_decay=True): the same updates, bit for bit.
+  auto run = [](auto make) {
+    Tensor p = tensor<double>({1.0, -2.0, 0.5, 3.0}).requires_grad_();
+    auto opt = make(p);
+    for (int s = 0; s < 5; ++s) {
+      p.set_grad(tensor<double>({0.3, -4.0, 1e-3, 0.7}) * (1.0 + s));
+      opt->step();
+    }
+    return values_of(p);
+  };
+  const auto adam_decoupled = run([](const Tensor& p) {
+    return std::make_unique<optim::Adam>(std::vector<Tensor>{p},
+                                         optim::AdamOptions(0.01).weight_decay(0.1).amsgrad(true).decoupled_weight_decay(true));
+  });
+  const auto adamw = run([](const Tensor& p) {
+    return std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, optim::AdamWOptions(0.01).weight_decay(0.1).amsgrad(true));
+  });
+  const auto adam_l2 = run([](const Tensor& p) {
+    return std::make_unique<optim::Adam>(std::vector<Tensor>{p}, optim::AdamOptions(0.01).weight_decay(0.1).amsgrad(true));
+  });
+  CHECK(adam_decoupled == adamw);
+  CHECK(adam_decoupled != adam_l2);
+  // The flag is in the state dict; one saved before the flag existed loads with it off.
+  Tensor q = zeros({2}).requires_grad_();
+  optim::Adam adam({q}, optim::AdamOptions(0.01).decoupled_weight_decay(true));
+  optim::StateDict d = adam.state_dict();
+  CHECK(d.param_groups[0].options.at("decoupled_weight_decay") == 1);
+  d.param_groups[0].options.erase("decoupled_weight_decay");
+  adam.load_state_dict(d);
+  CHECK(!static_cast<const optim::AdamOptions&>(adam.param_groups()[0].options()).decoupled_weight_decay());
+}
+
 TEST_CASE("optim: state dict contents use PyTorch's names and numbering") {
   std::vector<Tensor> p = make_params(DType::F64, 3);
   optim::Adam adam({optim::ParamGroup({p[0]}), optim::ParamGroup({p[1], p[2]}, optim::AdamOptions(0.5).amsgrad(true))},

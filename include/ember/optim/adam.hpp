@@ -1,6 +1,7 @@
 #pragma once
 /// Adam (Kingma & Ba) with L2 weight decay added to the gradient, AMSGrad and maximize, as
-/// torch.optim.Adam. For decoupled weight decay use AdamW.
+/// torch.optim.Adam; with decoupled_weight_decay, AdamW's decay (p *= 1 - lr * weight_decay),
+/// as PyTorch's Adam(decoupled_weight_decay=True).
 
 #include <ember/optim/optimizer.hpp>
 
@@ -14,6 +15,7 @@ struct AdamOptions : OptimizerOptions {
   EMBER_ARG(double, weight_decay) = 0;
   EMBER_ARG(bool, amsgrad) = false;
   EMBER_ARG(bool, maximize) = false;
+  EMBER_ARG(bool, decoupled_weight_decay) = false;
   EMBER_OPTIM_OPTIONS(AdamOptions, "Adam")
 };
 

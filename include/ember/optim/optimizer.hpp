@@ -44,9 +44,18 @@ using Betas = std::tuple<double, double>;
 struct OptionField {
   OptionField(const char* n, double* v) : name(n), number(v) {}
   OptionField(const char* n, bool* v) : name(n), flag(v) {}
+  /// A flag added after state dicts were first saved: loading one that lacks it sets the flag
+  /// to `before` (the behaviour it had then) instead of failing.
+  static OptionField added_later(const char* n, bool* v, bool before) {
+    OptionField f(n, v);
+    f.optional = true, f.value_before = before;
+    return f;
+  }
   const char* name;
   double* number = nullptr;
   bool* flag = nullptr;
+  bool optional = false;
+  bool value_before = false;
 };
 
 /// The base of every optimiser's options struct (SGDOptions, AdamOptions, ...).
