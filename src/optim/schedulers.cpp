@@ -464,13 +464,16 @@ SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRS
   EMBER_CHECK(milestones_.size() + 1 == schedulers_.size(),
               "[SequentialLR] expects one milestone fewer than schedulers, got {} schedulers and {} milestones",
               schedulers_.size(), milestones_.size());
-  // A later scheduler restarts at its milestone by a step to epoch 0, which a ChainedScheduler
-  // cannot take (its children's closed forms would not compose; PyTorch's refuses the call).
-  for (size_t i = 1; i < schedulers_.size(); ++i)
-    EMBER_CHECK(std::string_view(schedulers_[i]->name()) != "ChainedScheduler",  // no RTTI needed
-                "[SequentialLR] scheduler {} is a ChainedScheduler, which cannot restart at a milestone (only the "
-                "first may be one)",
-                i);
+  // A later scheduler restarts at its milestone by a step to epoch 0, which a scheduler of
+  // schedulers cannot take (a ChainedScheduler's children's closed forms would not compose; a
+  // SequentialLR would restart its first child from the current rate). PyTorch's step() of
+  // both takes no epoch, so they fail there too.
+  for (size_t i = 1; i < schedulers_.size(); ++i) {
+    const std::string_view kind = schedulers_[i]->name();  // by name: no RTTI needed
+    EMBER_CHECK(kind != "ChainedScheduler" && kind != "SequentialLR",
+                "[SequentialLR] scheduler {} is a {}, which cannot restart at a milestone (only the first may be one)",
+                i, kind);
+  }
   // As PyTorch: back to the initial learning rates, undo the children's first steps, and
   // start the first child again.
   last_epoch_ = last_epoch + 1;

@@ -317,10 +317,16 @@ TEST_CASE("Transformer layers: PyTorch's names, cloned layers, causality, shapes
   REQUIRE(cloned);
   CHECK(max_diff(cloned->forward(tgt, memory), by_tanh(tgt, memory)) == 0.0);
   CHECK(by_tanh->options.activation() == "<function>");
-  nn::Transformer tr_fn(nn::TransformerOptions().d_model(8).nhead(2).num_encoder_layers(1).num_decoder_layers(1)
-                            .dim_feedforward(16).dropout(0.0).activation([](const Tensor& t) { return t.relu(); }));
-  tr_fn->load_state_dict(tr->state_dict());
-  CHECK(max_diff(tr_fn->forward(src, tgt), tr->forward(src, tgt)) < 1e-6);
+  auto transformer_with = [&](nn::TransformerLayerOptions::Function f) {
+    nn::Transformer t(nn::TransformerOptions().d_model(8).nhead(2).num_encoder_layers(1).num_decoder_layers(1)
+                          .dim_feedforward(16).dropout(0.0).activation(std::move(f)));
+    t->load_state_dict(tr->state_dict());
+    return t;
+  };
+  nn::Transformer tr_relu = transformer_with([](const Tensor& t) { return t.relu(); });
+  nn::Transformer tr_tanh = transformer_with([](const Tensor& t) { return t.tanh(); });
+  CHECK(max_diff(tr_relu->forward(src, tgt), tr->forward(src, tgt)) < 1e-6);
+  CHECK(max_diff(tr_tanh->forward(src, tgt), tr->forward(src, tgt)) > 1e-4);  // Transformer passed it on
   CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(8, 2).activation("tanh")),
                        doctest::Contains("'relu', 'gelu' or a function, got 'tanh'"), Error);
   CHECK(max_diff(dec->forward(tgt, memory, {}, {}, {}, {}, false, true), dec->forward(tgt, memory, {}, memory_mask)) < 1e-6);

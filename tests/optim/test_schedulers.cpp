@@ -230,6 +230,10 @@ TEST_CASE("schedulers errors: arguments and states that do not fit name the sche
   };
   CHECK_ERROR(SequentialLR(c1.opt, {std::make_shared<StepLR>(c1.opt, 2), chained(c1.opt)}, std::vector<int64_t>{3}),
               "[SequentialLR]", "scheduler 1 is a ChainedScheduler");
+  auto nested = std::make_shared<SequentialLR>(
+      c1.opt, std::vector<std::shared_ptr<LRScheduler>>{std::make_shared<StepLR>(c1.opt, 2)}, std::vector<int64_t>{});
+  CHECK_ERROR(SequentialLR(c1.opt, {std::make_shared<StepLR>(c1.opt, 2), nested}, std::vector<int64_t>{3}),
+              "[SequentialLR]", "scheduler 1 is a SequentialLR");
   Setup c2, c3;
   auto chain_alone = chained(c3.opt);
   SequentialLR seq(c2.opt, {chained(c2.opt), std::make_shared<StepLR>(c2.opt, 2)}, std::vector<int64_t>{6});
@@ -239,11 +243,16 @@ TEST_CASE("schedulers errors: arguments and states that do not fit name the sche
     CHECK(seq.get_last_lr() == chain_alone->get_last_lr());  // the chained product, 0.1 * 0.9^t before 4
   }
   CHECK(chain_alone->last_epoch() == 5);
-  // A state whose children are of other kinds changes no child.
+  // A state with a child of another kind changes no child, not even the ones before it.
   SchedulerState wrong = chain_alone->state_dict();
+  wrong.children[0].values["last_epoch"] = 1;
+  wrong.children[0].lists["last_lr"] = {0.5, 0.5};
   wrong.children[1].scheduler = "StepLR";
+  const SchedulerState before = chain_alone->state_dict();
   CHECK_ERROR(chain_alone->load_state_dict(wrong), "[ChainedScheduler]", "scheduler 1 is ExponentialLR, the state's is StepLR");
-  CHECK(chain_alone->last_epoch() == 5);
+  const SchedulerState after = chain_alone->state_dict();
+  CHECK(after.children[0].values == before.children[0].values);
+  CHECK(after.children[0].lists == before.children[0].lists);
 
   // States from another scheduler, or over other groups.
   StepLR step(z.opt, 2);

@@ -347,7 +347,10 @@ EMBER_MODULE(MultiheadAttention);
 namespace detail {
 /// The feed-forward activation of the transformer options, as libtorch's activation_t: a
 /// name ("relu", "gelu", kReLU, kGELU) or any function of a tensor (PyTorch's callable);
-/// the last call wins. A function applies to the default policy's layers.
+/// the last call wins. A function applies to the default policy's layers. As with libtorch's
+/// activation_t, a function that holds a module (a PReLU) is neither registered nor cloned:
+/// every layer shares it, and its parameters are not the layers'. activation() reads
+/// "<function>" then; it has no mutable form (it could disagree with the function).
 template <class Derived>
 class TransformerActivationArg {
  public:
@@ -400,15 +403,18 @@ template <class L, class P>
 BasicTensor<P> linear_activate(const TransformerLayerOptions& o, L& linear, const BasicTensor<P>& x) {
   if (const auto& f = o.activation_function()) {
     if constexpr (std::is_same_v<BasicTensor<P>, Tensor>) return f(linear(x));
-    else EMBER_FAIL("[Transformer] an activation function applies to the default policy's layers only");
+    else EMBER_FAIL("[Transformer] an activation function applies to the default policy's layers only");  // (reset() refused it)
   }
   return o.activation() == "gelu" ? linear(x).gelu() : linear->forward_relu(x);
 }
-template <class O>
+/// The activation of a layer of policy P's: a known name, or a function (default policy only).
+template <class P, class O>
 void check_activation(const O& o) {
   const std::string& a = o.activation();
   EMBER_CHECK(a == "relu" || a == "gelu" || o.activation_function(),
               "[Transformer] activation must be 'relu', 'gelu' or a function, got '{}'", a);
+  if constexpr (!std::is_same_v<BasicTensor<P>, Tensor>)
+    EMBER_CHECK(!o.activation_function(), "[Transformer] an activation function applies to the default policy's layers only");
 }
 }  // namespace detail
 
@@ -421,7 +427,7 @@ class BasicTransformerEncoderLayerImpl : public Cloneable<BasicTransformerEncode
     reset();
   }
   void reset() override {
-    detail::check_activation(options);
+    detail::check_activation<P>(options);
     int64_t d = options.d_model();
     self_attn = this->register_module("self_attn", MultiheadAttention(MultiheadAttentionOptions(d, options.nhead())
                                                                            .dropout(options.dropout())
@@ -471,7 +477,7 @@ class BasicTransformerDecoderLayerImpl : public Cloneable<BasicTransformerDecode
     reset();
   }
   void reset() override {
-    detail::check_activation(options);
+    detail::check_activation<P>(options);
     int64_t d = options.d_model();
     auto mha = [&] {
       return MultiheadAttention(MultiheadAttentionOptions(d, options.nhead())
