@@ -418,12 +418,14 @@ IntArgs output_padding_for_size(const BasicTensor<P>& x, const std::vector<int64
   EMBER_CHECK(static_cast<int64_t>(wanted.size()) == nd,
               "[{}] output_size must have {} or {} elements for an input of shape {}, got {}", op, nd, nd + leading,
               x.sizes(), Shape(output_size));
-  const auto k = expand_arg(kernel, nd, op, "kernel_size"), st = expand_arg(stride, nd, op, "stride"),
-             pad = expand_arg(padding, nd, op, "padding"), dil = expand_arg(dilation, nd, op, "dilation");
+  // The sizes without output_padding, as conv_transpose_nd computes them (geometry() checks
+  // the window terms; the input size times the stride is checked here).
+  const ops::ConvGeometry g = geometry(nd, kernel, stride, padding, dilation, op);
   std::vector<int64_t> low, high;
   for (int d = 0; d < nd; ++d) {
-    low.push_back((x.size(leading + d) - 1) * st[d] - 2 * pad[d] + dil[d] * (k[d] - 1) + 1);
-    high.push_back(low.back() + st[d] - 1);
+    low.push_back(ember::detail::checked_add(ember::detail::checked_mul(x.size(leading + d) - 1, g.stride[d], op),
+                                             g.dilation[d] * (g.kernel[d] - 1) + 1 - 2 * g.pad_before[d], op));
+    high.push_back(low.back() + g.stride[d] - 1);
   }
   IntArgs out;
   for (int d = 0; d < nd; ++d) {
