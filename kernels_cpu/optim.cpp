@@ -319,4 +319,53 @@ void lion(const LionArgs& a, const Param* params, int64_t n) {
   }
 }
 
+void rprop(const RpropArgs& a, const Param* params, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    by_dtype(params[k], [&]<class T>(const Param& p) {
+      using V = B<T>;
+      const V up(T(a.etaplus)), down(T(a.etaminus)), lo(T(a.step_size_min)), hi(T(a.step_size_max)), one(T(1)),
+          zero(T(0)), minus_one(T(-1));
+      run<T>(p, [=](const Arrays<T>& x, int64_t i) {
+        V g = ld(x, 1, i);
+        if (a.maximize) g = -g;
+        // PyTorch replaces sign(g * prev) by etaplus, etaminus and 1 in turn; torch.sign of
+        // NaN is 0, so a NaN gradient keeps the step size and moves nothing (vsign agrees).
+        const V s = vsign(g * ld(x, 2, i));
+        const auto flip = s < zero;
+        V step = ld(x, 3, i) * xsimd::select(s > zero, up, xsimd::select(flip, down, one));
+        step = xsimd::select(step < lo, lo, xsimd::select(step > hi, hi, step));  // clamp, keeping NaN
+        g = xsimd::select(flip, zero, g);
+        st(x, 3, i, step);
+        st(x, 0, i, ld(x, 0, i) + minus_one * vsign(g) * step);
+        st(x, 2, i, g);
+      });
+    });
+  }
+}
+
+void asgd(const AsgdArgs& a, const Param* params, const AsgdCoef* coef, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const AsgdCoef c = coef[k];
+    by_dtype(params[k], [&]<class T>(const Param& p) {
+      using V = B<T>;
+      const V wd(T(a.weight_decay)), shrink(T(1 - a.lambd * c.eta)), neg_eta(T(-c.eta)), mu(T(c.mu));
+      const bool decay = a.weight_decay != 0, average = c.mu != 1;
+      run<T>(p, [=](const Arrays<T>& x, int64_t i) {
+        V g = ld(x, 1, i), w = ld(x, 0, i);
+        if (a.maximize) g = -g;
+        if (decay) g = g + wd * w;
+        w = w * shrink;
+        w = w + neg_eta * g;
+        st(x, 0, i, w);
+        if (average) {
+          const V ax = ld(x, 2, i);
+          st(x, 2, i, ax + (w - ax) * mu);
+        } else {
+          st(x, 2, i, w);
+        }
+      });
+    });
+  }
+}
+
 }  // namespace ember::cpu::EMBER_CPU_ARCH::optim

@@ -17,6 +17,8 @@
   void adagrad(const AdagradArgs& a, const Param* p, const AdagradCoef* c, int64_t n);        \
   void adadelta(const AdadeltaArgs& a, const Param* p, int64_t n);                            \
   void lion(const LionArgs& a, const Param* p, int64_t n);                                    \
+  void rprop(const RpropArgs& a, const Param* p, int64_t n);                                  \
+  void asgd(const AsgdArgs& a, const Param* p, const AsgdCoef* c, int64_t n);                 \
   }
 
 EMBER_DECLARE_OPTIM_KERNELS(base)

@@ -47,5 +47,7 @@ void adagrad(const AdagradArgs& a, const Param* p, const AdagradCoef* c, int64_t
 }
 void adadelta(const AdadeltaArgs& a, const Param* p, int64_t n) { EMBER_OPTIM_FORWARD(adadelta, a, p, n); }
 void lion(const LionArgs& a, const Param* p, int64_t n) { EMBER_OPTIM_FORWARD(lion, a, p, n); }
+void rprop(const RpropArgs& a, const Param* p, int64_t n) { EMBER_OPTIM_FORWARD(rprop, a, p, n); }
+void asgd(const AsgdArgs& a, const Param* p, const AsgdCoef* c, int64_t n) { EMBER_OPTIM_FORWARD(asgd, a, p, c, n); }
 
 }  // namespace ember::optim::fused

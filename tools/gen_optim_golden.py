@@ -43,11 +43,13 @@ File format (plain text, one record a line, '#' starts a comment line):
     param <i> <ndim> <dims...> : <values>    lr <step> : <lr per group>
     grad <step> <i> : <values> | none        momentum <step> : <value per group>
     value <step> <i> : <values>              end
-    end                                      total <cases>
+    state <step> <i> <buffer> : <values>     total <cases>
+    end
     total <cases>
 Options use Ember's names (beta1 and beta2 for betas; flags are 0 or 1); a group line lists
 the options that differ from the defaults. Steps count from 1 (0 = after construction for
-schedulers). Values are written with Python's repr (the shortest text that reads back to the
+schedulers). A state record holds a state buffer after the step, for optimisers whose
+parameter values leave it untested (ASGD's average "ax"; Rprop's "step_size"). Values are written with Python's repr (the shortest text that reads back to the
 same double).
 """
 
@@ -125,12 +127,27 @@ OPT_CASES = {
     "lion_default": ("Lion", "f64", {"lr": 0.01}, None, STEPS),
     "lion_wd_maximize": ("Lion", "f64", {"lr": 0.01, "weight_decay": 0.5, "maximize": 1, "beta1": 0.8}, None, STEPS),
     "lion_groups": ("Lion", "f64", {"lr": 0.01}, {"lr": 0.02, "beta2": 0.9}, STEPS),
+    # Rprop: eight steps, so that step sizes grow and shrink repeatedly; the second case's
+    # narrow step_sizes clamp them at both ends.
+    "rprop_default": ("Rprop", "f64", {}, None, 8),
+    "rprop_clamped_maximize": ("Rprop", "f64", {"lr": 0.02, "etaminus": 0.25, "etaplus": 1.5,
+                                                "step_size_min": 0.004, "step_size_max": 0.03, "maximize": 1},
+                               None, 8),
+    "rprop_groups_f32": ("Rprop", "f32", {"lr": 0.01}, {"lr": 0.05, "etaplus": 2.0}, 8),
+    # ASGD: a large lambd moves eta visibly; t0 = 2 starts the averaging within the steps.
+    "asgd_default": ("ASGD", "f64", {}, None, STEPS),
+    "asgd_averaging_wd": ("ASGD", "f64", {"lr": 0.05, "lambd": 0.5, "alpha": 0.6, "t0": 2.0,
+                                          "weight_decay": 0.1}, None, 8),
+    "asgd_maximize_groups": ("ASGD", "f64", {"lr": 0.05, "t0": 1.0, "maximize": 1},
+                             {"lr": 0.1, "lambd": 0.2, "t0": 3.0}, 8),
+    "asgd_f32": ("ASGD", "f32", {"lr": 0.05, "lambd": 0.3, "t0": 2.0}, None, 8),
 }
 
 TORCH_OPT = {
     "SGD": torch.optim.SGD, "Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW,
     "RMSprop": torch.optim.RMSprop, "Adagrad": torch.optim.Adagrad, "Adadelta": torch.optim.Adadelta,
     "Adamax": torch.optim.Adamax, "NAdam": torch.optim.NAdam, "RAdam": torch.optim.RAdam,
+    "Rprop": torch.optim.Rprop, "ASGD": torch.optim.ASGD,
 }
 # Defaults of the options the tool emulates, per optimiser.
 # PyTorch 2.x has everything natively: no emulation, no NAdam transcription.
@@ -146,8 +163,15 @@ def torch_kwargs(name, opts):
     """Ember option names -> torch keyword arguments."""
     kw = {}
     b1, b2 = BETA_DEFAULTS.get(name, (None, None))
+    etas, step_sizes = [0.5, 1.2], [1e-6, 50.0]  # Rprop's
     for k, v in opts.items():
-        if k == "beta1":
+        if k in ("etaminus", "etaplus"):
+            etas[k == "etaplus"] = v
+            kw["etas"] = tuple(etas)
+        elif k in ("step_size_min", "step_size_max"):
+            step_sizes[k == "step_size_max"] = v
+            kw["step_sizes"] = tuple(step_sizes)
+        elif k == "beta1":
             b1 = v
         elif k == "beta2":
             b2 = v
@@ -289,7 +313,17 @@ def make_optimizer(name, params, defaults, override):
                     if p.grad is not None and e.get("maximize"):
                         p.grad.neg_()
 
+    step.state = opt.state
     return step, opt.param_groups
+
+
+# State buffers the fixture records after each step, where the parameter values alone would
+# leave them untested (ASGD's average is never written into the parameter).
+STATE_RECORDS = {"ASGD": ["ax"], "Rprop": ["step_size"]}
+
+
+def state_of(step):
+    return step.state
 
 
 def check_nadam_transcription(gen):
@@ -345,6 +379,9 @@ def write_optimizer_case(out, gen, name, spec):
         step()
         for i, p in enumerate(params):
             out.append(f"value {s} {i} : {fmt(p.detach().reshape(-1))}")
+            if opt_name in STATE_RECORDS and p in state_of(step):
+                for key in STATE_RECORDS[opt_name]:
+                    out.append(f"state {s} {i} {key} : {fmt(state_of(step)[p][key].reshape(-1))}")
     out.append("end")
 
 

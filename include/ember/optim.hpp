@@ -15,5 +15,7 @@
 #include <ember/optim/adagrad.hpp>
 #include <ember/optim/adadelta.hpp>
 #include <ember/optim/lion.hpp>
+#include <ember/optim/rprop.hpp>
+#include <ember/optim/asgd.hpp>
 #include <ember/optim/lbfgs.hpp>
 #include <ember/optim/schedulers.hpp>

@@ -164,7 +164,7 @@ NAdam::NAdam(std::vector<ParamGroup> groups, const NAdamOptions& defaults)
 
 Optimizer::StateNames NAdam::state_names() const {
   StateNames n = adam_names(false);
-  n.mu_product = true;
+  n.numbers[0] = "mu_product";
   return n;
 }
 
@@ -179,10 +179,11 @@ void NAdam::update(const OptimizerOptions& options, std::vector<Item>& items) {
     const double step = static_cast<double>(++st.step);
     const double mu = beta1 * (1. - 0.5 * std::pow(0.96, step * md));
     const double mu_next = beta1 * (1. - 0.5 * std::pow(0.96, (step + 1) * md));
-    st.mu_product *= mu;
-    const double mu_product_next = st.mu_product * mu_next;
+    double& mu_product = st.numbers[0];
+    mu_product *= mu;
+    const double mu_product_next = mu_product * mu_next;
     c[i].bias2 = 1 - std::pow(beta2, step);
-    c[i].grad_coef = -lr * (1. - mu) / (1. - st.mu_product);
+    c[i].grad_coef = -lr * (1. - mu) / (1. - mu_product);
     c[i].avg_coef = (-lr * mu_next) / (1. - mu_product_next);
   }
   fused::NAdamArgs a{lr, beta1, beta2, o.eps(), o.weight_decay(), o.maximize(), o.decoupled_weight_decay()};

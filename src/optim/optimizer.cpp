@@ -259,7 +259,8 @@ StateDict Optimizer::state_dict() const {
         const ParamState& st = it->second.state;
         StateDict::Param pd;
         if (names.step) pd.numbers["step"] = static_cast<double>(st.step);
-        if (names.mu_product) pd.numbers["mu_product"] = st.mu_product;
+        for (int i = 0; i < 2; ++i)
+          if (names.numbers[i]) pd.numbers[names.numbers[i]] = st.numbers[i];
         for (int i = 0; i < 3; ++i)
           if (names.buffers[i] && st.buffers[i].defined()) pd.tensors[names.buffers[i]] = st.buffers[i].clone();
         // Nothing to save (SGD without momentum, or a step that failed before the update
@@ -335,11 +336,12 @@ void Optimizer::load_state_dict(const StateDict& d) {
     // the bias correction or the averages silently.
     EMBER_CHECK(!names.step || sp.numbers.count("step"),
                 "[{}] load_state_dict: the state of parameter {} has no \"step\"", opt, index);
-    if (names.mu_product) {
-      auto mu = sp.numbers.find("mu_product");
-      EMBER_CHECK(mu != sp.numbers.end() && std::isfinite(mu->second) && mu->second > 0,
-                  "[{}] load_state_dict: the state of parameter {} needs a finite, positive \"mu_product\", got {}",
-                  opt, index, mu == sp.numbers.end() ? std::string("none") : fmt::format("{}", mu->second));
+    for (const char* number : names.numbers) {
+      if (!number) continue;
+      auto v = sp.numbers.find(number);
+      EMBER_CHECK(v != sp.numbers.end() && std::isfinite(v->second) && v->second >= 0,
+                  "[{}] load_state_dict: the state of parameter {} needs a finite \"{}\" >= 0, got {}", opt, index,
+                  number, v == sp.numbers.end() ? std::string("none") : fmt::format("{}", v->second));
     }
     const unsigned required = required_buffers(*options[found->second.group]);
     for (int i = 0; i < 3; ++i)
@@ -354,8 +356,10 @@ void Optimizer::load_state_dict(const StateDict& d) {
                     "[{}] load_state_dict: step of parameter {} must be a whole number >= 0, got {}", opt, index,
                     value);
         st.step = static_cast<int64_t>(value);
-      } else if (key == "mu_product" && names.mu_product) {
-        st.mu_product = value;
+      } else if (names.numbers[0] && key == names.numbers[0]) {
+        st.numbers[0] = value;
+      } else if (names.numbers[1] && key == names.numbers[1]) {
+        st.numbers[1] = value;
       } else {
         EMBER_FAIL("[{}] load_state_dict: parameter {} has unknown state \"{}\" = {}", opt, index, key, value);
       }

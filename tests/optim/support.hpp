@@ -19,8 +19,8 @@ using OptionMap = std::map<std::string, double>;
 
 /// Every optimiser Ember has, by name.
 inline const std::vector<std::string>& optimizer_names() {
-  static const std::vector<std::string> names = {"SGD",   "Adam",   "AdamW", "RMSprop", "Adagrad",
-                                                 "Adadelta", "Adamax", "NAdam", "RAdam",   "Lion"};
+  static const std::vector<std::string> names = {"SGD",   "Adam",  "AdamW", "RMSprop", "Adagrad", "Adadelta",
+                                                 "Adamax", "NAdam", "RAdam", "Lion",    "Rprop",   "ASGD"};
   return names;
 }
 
@@ -38,6 +38,8 @@ inline std::unique_ptr<optim::OptimizerOptions> make_options(const std::string& 
   else if (name == "NAdam") o = std::make_unique<optim::NAdamOptions>();
   else if (name == "RAdam") o = std::make_unique<optim::RAdamOptions>();
   else if (name == "Lion") o = std::make_unique<optim::LionOptions>();
+  else if (name == "Rprop") o = std::make_unique<optim::RpropOptions>();
+  else if (name == "ASGD") o = std::make_unique<optim::ASGDOptions>();
   else EMBER_FAIL("[optim_test] unknown optimiser {}", name);
   for (const auto& [k, v] : set) o->set(k, v);
   return o;
@@ -58,6 +60,8 @@ inline std::unique_ptr<optim::Optimizer> make_optimizer(const std::string& name,
   if (name == "NAdam") return std::make_unique<NAdam>(std::move(groups), static_cast<const NAdamOptions&>(o));
   if (name == "RAdam") return std::make_unique<RAdam>(std::move(groups), static_cast<const RAdamOptions&>(o));
   if (name == "Lion") return std::make_unique<Lion>(std::move(groups), static_cast<const LionOptions&>(o));
+  if (name == "Rprop") return std::make_unique<Rprop>(std::move(groups), static_cast<const RpropOptions&>(o));
+  if (name == "ASGD") return std::make_unique<ASGD>(std::move(groups), static_cast<const ASGDOptions&>(o));
   EMBER_FAIL("[optim_test] unknown optimiser {}", name);
 }
 

@@ -32,6 +32,9 @@ OptionMap rich_options(const std::string& name) {
   if (name == "Adamax") return {{"lr", 0.01}, {"weight_decay", 0.01}};
   if (name == "NAdam") return {{"lr", 0.01}, {"weight_decay", 0.01}};
   if (name == "RAdam") return {{"lr", 0.01}, {"weight_decay", 0.01}};
+  if (name == "Rprop") return {{"lr", 0.05}, {"etaplus", 1.3}, {"step_size_max", 0.2}};
+  // t0 = 1: the average copies the parameter for two steps, then averages.
+  if (name == "ASGD") return {{"lr", 0.05}, {"lambd", 0.1}, {"t0", 1}, {"weight_decay", 0.01}};
   return {{"lr", 0.01}, {"weight_decay", 0.1}};  // Lion
 }
 
@@ -402,6 +405,13 @@ TEST_CASE("optim: options by name") {
   CHECK(optim::NAdamOptions().momentum_decay() == 4e-3);
   CHECK(optim::LionOptions().lr() == 1e-4);
   CHECK(std::get<1>(optim::LionOptions().betas()) == 0.99);
+  CHECK(optim::RpropOptions().lr() == 1e-2);
+  CHECK(optim::RpropOptions().etas() == std::make_tuple(0.5, 1.2));
+  CHECK(optim::RpropOptions().step_sizes() == std::make_tuple(1e-6, 50.0));
+  CHECK(optim::ASGDOptions().lr() == 1e-2);
+  CHECK(optim::ASGDOptions().lambd() == 1e-4);
+  CHECK(optim::ASGDOptions().alpha() == 0.75);
+  CHECK(optim::ASGDOptions().t0() == 1e6);
 }
 
 TEST_CASE("optim: every optimiser fits a small linear regression") {
@@ -424,6 +434,8 @@ TEST_CASE("optim: every optimiser fits a small linear regression") {
       {"NAdam", {{"lr", 0.05}}, 1e4},
       {"RAdam", {{"lr", 0.05}}, 1e3},
       {"Lion", {{"lr", 0.02}}, 1e3},
+      {"Rprop", {{"lr", 0.01}}, 1e4},
+      {"ASGD", {{"lr", 0.05}}, 1e4},
   };
   manual_seed(42);
   Tensor X = randn({128, 8});
@@ -474,6 +486,17 @@ TEST_CASE("optim errors: options out of range name the option and its value") {
   CHECK_ERROR(optim::NAdam({w}, optim::NAdamOptions().momentum_decay(-1)), "[NAdam]", "momentum_decay", "-1");
   CHECK_ERROR(optim::RAdam({w}, optim::RAdamOptions(std::nan(""))), "[RAdam]", "lr", "nan");
   CHECK_ERROR(optim::Lion({w}, optim::LionOptions().betas({0.9, 1.1})), "[Lion]", "betas[1]", "[0, 1]", "1.1");
+  CHECK_ERROR(optim::Rprop({w}, optim::RpropOptions().etas({0.5, 0.9})), "[Rprop]", "etaminus < 1 < etaplus",
+              "(0.5, 0.9)");
+  CHECK_ERROR(optim::Rprop({w}, optim::RpropOptions().etas({0.0, 1.2})), "[Rprop]", "(0, 1.2)");
+  CHECK_ERROR(optim::Rprop({w}, optim::RpropOptions().etas({std::nan(""), 1.2})), "[Rprop]", "(nan, 1.2)");
+  CHECK_ERROR(optim::Rprop({w}, optim::RpropOptions().step_sizes({0.1, 0.01})), "[Rprop]", "step_sizes",
+              "(0.1, 0.01)");
+  CHECK_ERROR(optim::Rprop({w}, optim::RpropOptions(-1)), "[Rprop]", "lr", "-1");
+  CHECK_ERROR(optim::ASGD({w}, optim::ASGDOptions().lambd(-1e-4)), "[ASGD]", "lambd", "-0.0001");
+  CHECK_ERROR(optim::ASGD({w}, optim::ASGDOptions().alpha(std::nan(""))), "[ASGD]", "alpha", "nan");
+  CHECK_ERROR(optim::ASGD({w}, optim::ASGDOptions().t0(std::nan(""))), "[ASGD]", "t0", "nan");
+  CHECK_ERROR(optim::ASGD({w}, optim::ASGDOptions().weight_decay(-2)), "[ASGD]", "weight_decay", "-2");
   // A group's own options are checked too, and must be of the optimiser's kind.
   CHECK_ERROR(optim::Adam({optim::ParamGroup({w}, optim::AdamOptions(-5))}), "[Adam]", "lr", "-5");
   CHECK_ERROR(optim::Adam({optim::ParamGroup({w}, optim::SGDOptions(0.1))}), "[Adam]", "SGD options");

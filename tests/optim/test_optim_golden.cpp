@@ -68,6 +68,8 @@ struct OptCase {
   int steps = 0;
   // [step - 1][param]: gradient (absent = none) and the value after the step
   std::vector<std::map<int, std::vector<double>>> grads, values;
+  // [step - 1][(param, buffer name)]: a state buffer after the step (state records)
+  std::vector<std::map<std::pair<int, std::string>, std::vector<double>>> states;
 };
 
 template <class Case>
@@ -150,6 +152,17 @@ Fixture<OptCase> load_optimizers(const std::string& path) {
       if (!parse_numbers(ls, v, why)) return why;
       if (static_cast<int64_t>(v.size()) != numel_of(cur->shapes[i])) return "value count does not match";
       dst[step - 1][i] = std::move(v);
+    } else if (key == "state") {
+      int step = 0, i = -1;
+      std::string buffer;
+      if (!(ls >> step >> i >> buffer) || i < 0 || i >= static_cast<int>(cur->shapes.size()) || step < 1 ||
+          step > 1000)
+        return "bad 'state' record";
+      if (static_cast<int>(cur->states.size()) < step) cur->states.resize(step);
+      std::vector<double> v;
+      if (!parse_numbers(ls, v, why)) return why;
+      if (static_cast<int64_t>(v.size()) != numel_of(cur->shapes[i])) return "value count does not match";
+      cur->states[step - 1][{i, buffer}] = std::move(v);
     } else if (key == "end") {
       int covered = 0;
       for (const auto& g : cur->groups) covered += g.count;
@@ -283,6 +296,11 @@ TEST_CASE("optim golden: the fixtures are complete and cover every optimiser and
   CHECK(flags["RMSprop"].count("centered"));
   CHECK(flags["NAdam"].count("decoupled_weight_decay"));
   CHECK(flags["RAdam"].count("decoupled_weight_decay"));
+  // ASGD's average never reaches the parameters: its cases must record it.
+  for (const OptCase& c : fx.cases) {
+    CAPTURE(c.name);
+    if (c.optimizer == "ASGD") CHECK(c.states.size() == static_cast<size_t>(c.steps));
+  }
 }
 
 TEST_CASE("optim golden: every optimiser case matches PyTorch step by step") {
@@ -317,6 +335,22 @@ TEST_CASE("optim golden: every optimiser case matches PyTorch step by step") {
         std::string diff = compare(optim_test::values_of(params[i]), c.values[s - 1].at(static_cast<int>(i)), rtol,
                                    atol, dt == DType::F64 ? worst64 : worst32);
         CHECK_MESSAGE(diff.empty(), c.name, " step ", s, " param ", i, ": ", diff);
+      }
+      if (static_cast<int>(c.states.size()) < s) continue;
+      const optim::Optimizer::StateNames names = opt->state_names();
+      for (const auto& [key, want] : c.states[s - 1]) {
+        const auto& [i, buffer] = key;
+        CAPTURE(s);
+        CAPTURE(buffer);
+        const optim::ParamState* st = opt->state(params[static_cast<size_t>(i)]);
+        REQUIRE(st != nullptr);
+        int slot = -1;
+        for (int b = 0; b < 3; ++b)
+          if (names.buffers[b] && buffer == names.buffers[b]) slot = b;
+        REQUIRE_MESSAGE(slot >= 0, c.optimizer, " has no state buffer ", buffer);
+        std::string diff = compare(optim_test::values_of(st->buffers[slot]), want, rtol, atol,
+                                   dt == DType::F64 ? worst64 : worst32);
+        CHECK_MESSAGE(diff.empty(), c.name, " step ", s, " param ", i, " ", buffer, ": ", diff);
       }
     }
   }

@@ -167,9 +167,11 @@ TEST_CASE("load_state_dict requires what the next update reads") {
   nadam.step();
   StateDict n = nadam.state_dict();
   n.state[0].numbers["mu_product"] = std::nan("");
-  CHECK(has(error_of([&] { nadam.load_state_dict(n); }), "finite, positive \"mu_product\""));
+  CHECK(has(error_of([&] { nadam.load_state_dict(n); }), "finite \"mu_product\" >= 0, got nan"));
+  n.state[0].numbers["mu_product"] = -0.5;
+  CHECK(has(error_of([&] { nadam.load_state_dict(n); }), "finite \"mu_product\" >= 0, got -0.5"));
   n.state[0].numbers.erase("mu_product");
-  CHECK(has(error_of([&] { nadam.load_state_dict(n); }), "\"mu_product\", got none"));
+  CHECK(has(error_of([&] { nadam.load_state_dict(n); }), "\"mu_product\" >= 0, got none"));
 
   // RMSprop needs its average of squares; its momentum buffer and SGD's restart when missing.
   Tensor r = ones({2}).requires_grad_();

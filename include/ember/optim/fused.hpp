@@ -114,4 +114,22 @@ struct LionArgs {
 };
 void lion(const LionArgs& a, const Param* p, int64_t n);
 
+/// buf = prev (the last gradient applied, 0 where the sign flipped), step_size.
+struct RpropArgs {
+  double etaminus, etaplus, step_size_min, step_size_max;
+  bool maximize;
+};
+void rprop(const RpropArgs& a, const Param* p, int64_t n);
+
+/// buf = ax (the average).
+struct AsgdArgs {
+  double lambd, weight_decay;
+  bool maximize;
+};
+struct AsgdCoef {
+  double eta;  ///< this step's step size
+  double mu;   ///< the average's weight for this step; 1 = ax copies the parameter
+};
+void asgd(const AsgdArgs& a, const Param* p, const AsgdCoef* c, int64_t n);
+
 }  // namespace ember::optim::fused

@@ -122,9 +122,11 @@ using OptimizerParamGroup = ParamGroup;
 /// One parameter's optimiser state. Which buffers are used, and their names in state dicts,
 /// depends on the optimiser (Optimizer::state_names()).
 struct ParamState {
-  int64_t step = 0;         ///< updates applied to this parameter
-  double mu_product = 1.0;  ///< NAdam: the product of the momentum schedule so far
-  Tensor buffers[3];        ///< undefined until the optimiser needs them
+  int64_t step = 0;  ///< updates applied to this parameter
+  /// Per-parameter numbers besides the step count, named by Optimizer::state_names().numbers:
+  /// NAdam's mu_product (the product of its momentum schedule so far); ASGD's eta and mu.
+  double numbers[2] = {1.0, 1.0};
+  Tensor buffers[3];  ///< undefined until the optimiser needs them
 };
 
 /// An optimiser's state as named tensors and numbers, to be written to a file by whatever
@@ -136,7 +138,7 @@ struct StateDict {
     std::vector<int64_t> params;            ///< indices of this group's parameters
   };
   struct Param {
-    std::map<std::string, double> numbers;  ///< "step", "mu_product"
+    std::map<std::string, double> numbers;  ///< "step", and state_names().numbers ("mu_product", ...)
     std::map<std::string, Tensor> tensors;  ///< buffers by name, e.g. "exp_avg"
   };
   std::string optimizer;  ///< "Adam", ...
@@ -194,8 +196,10 @@ class Optimizer {
   /// The names of the buffers ParamState::buffers holds for this optimiser (null = unused).
   struct StateNames {
     const char* buffers[3] = {nullptr, nullptr, nullptr};
-    bool step = true;         ///< the step count is part of the state
-    bool mu_product = false;  ///< NAdam
+    bool step = true;  ///< the step count is part of the state
+    /// The names of ParamState::numbers in use (null = unused): each must be in a loaded
+    /// state, finite and >= 0.
+    const char* numbers[2] = {nullptr, nullptr};
   };
   virtual StateNames state_names() const = 0;
   /// Which of state_names()'s buffers a loaded state must hold (bit i: buffers[i]): the ones
