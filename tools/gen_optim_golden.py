@@ -387,6 +387,7 @@ def write_optimizer_case(out, gen, name, spec):
 
 # ---- scheduler cases ------------------------------------------------------------------------
 S = torch.optim.lr_scheduler
+SWA = torch.optim.swa_utils
 # name: (optimizer, its options, lrs per group, steps, make(opt) -> scheduler, metrics or None)
 PLATEAU_METRICS = [1.0, 0.9, 0.85, 0.86, 0.86, 0.87, 0.849, 0.848, 0.8, 0.81, 0.82, 0.83, 0.84, 0.85, 0.6,
                    0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.59995, 0.6, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5,
@@ -441,6 +442,10 @@ SCHED_CASES = {
         "SGD", {}, [0.1], 30,
         lambda o: S.SequentialLR(o, [S.ExponentialLR(o, gamma=0.8),
                                      S.CosineAnnealingWarmRestarts(o, T_0=6, T_mult=2)], milestones=[4]), None),
+    "swalr_cos": ("SGD", {}, [0.1, 0.05], 15, lambda o: SWA.SWALR(o, swa_lr=[0.01, 0.2], anneal_epochs=6), None),
+    "swalr_linear": ("SGD", {}, [0.1], 12,
+                     lambda o: SWA.SWALR(o, swa_lr=0.02, anneal_epochs=4, anneal_strategy="linear"), None),
+    "swalr_no_annealing": ("SGD", {}, [0.1, 0.05], 6, lambda o: SWA.SWALR(o, swa_lr=0.03, anneal_epochs=0), None),
     "plateau_min_rel": ("SGD", {}, [0.1, 0.05], len(PLATEAU_METRICS),
                         lambda o: S.ReduceLROnPlateau(o, factor=0.5, patience=2, cooldown=1, min_lr=[0.01, 0.001]),
                         PLATEAU_METRICS),

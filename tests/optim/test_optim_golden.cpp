@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 
 #include "support.hpp"
+
+#include <ember/optim/swa_utils.hpp>
 #include "../support/golden_reader.hpp"
 
 #include <cmath>
@@ -464,6 +466,11 @@ std::function<Runner(optim::Optimizer&)> make_scheduler(const std::string& name)
                                                         std::make_shared<CosineAnnealingWarmRestarts>(o, 6, 2)};
          return runner(std::make_shared<SequentialLR>(o, s, std::vector<int64_t>{4}));
        }},
+      {"swalr_cos",
+       [](O o) { return runner(std::make_shared<SWALR>(o, PerGroup{0.01, 0.2}, 6)); }},
+      {"swalr_linear",
+       [](O o) { return runner(std::make_shared<SWALR>(o, 0.02, 4, AnnealStrategy::Linear)); }},
+      {"swalr_no_annealing", [](O o) { return runner(std::make_shared<SWALR>(o, 0.03, 0)); }},
       {"plateau_min_rel",
        [](O o) {
          auto s = std::make_shared<ReduceLROnPlateau>(

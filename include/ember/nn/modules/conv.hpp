@@ -410,6 +410,15 @@ class BasicBatchNormImpl : public Cloneable<BasicBatchNormImpl<ND, P>, P> {
       num_batches_tracked = this->register_buffer("num_batches_tracked", zeros<P>({}, TensorOptions(DType::I64)));
     }
   }
+  /// Running mean 0, running variance 1, num_batches_tracked 0 (PyTorch's
+  /// reset_running_stats); nothing without running statistics.
+  void reset_running_stats() {
+    if (!options.track_running_stats()) return;
+    autograd::NoGradGuard ng;
+    running_mean.zero_();
+    running_var.fill_(1.0);
+    num_batches_tracked.zero_();
+  }
   TensorT forward(const TensorT& x) {
     const char* op = this->name().c_str();
     if (ND == 1)
