@@ -406,6 +406,13 @@ SCHED_CASES = {
     "warm_restarts_tmult2": ("SGD", {}, [0.1, 0.05], 50,
                              lambda o: S.CosineAnnealingWarmRestarts(o, T_0=5, T_mult=2, eta_min=1e-4), None),
     "warm_restarts_tmult1": ("SGD", {}, [0.1], 40, lambda o: S.CosineAnnealingWarmRestarts(o, T_0=7), None),
+    # step(epoch) with fractional epochs (per-batch annealing), a jump back and one ahead; the
+    # "metric" records carry the epochs.
+    "warm_restarts_fractional": ("SGD", {}, [0.1, 0.05], 40,
+                                 lambda o: S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.001),
+                                 [k / 4 for k in range(1, 37)] + [2.5, 30.75, 7.0, 100.125]),
+    "warm_restarts_fractional_tmult1": ("SGD", {}, [0.1], 20, lambda o: S.CosineAnnealingWarmRestarts(o, T_0=2),
+                                        [k / 3 for k in range(1, 17)] + [0.5, 11.9, 3.0, 1.999]),
     "polynomial_lr": ("SGD", {}, [0.1, 0.05], 30, lambda o: S.PolynomialLR(o, total_iters=20, power=2.0), None),
     "polynomial_lr_default": ("SGD", {}, [0.1], 10, lambda o: S.PolynomialLR(o), None),
     "lambda_lr": ("SGD", {}, [0.1, 0.05], 30,

@@ -311,24 +311,39 @@ void CosineAnnealingWarmRestarts::step_to(std::optional<int64_t> epoch) {
   } else {
     e = *epoch;
     EMBER_CHECK(e >= 0, "[CosineAnnealingWarmRestarts] expected a non-negative epoch, got {}", e);
-    const double ed = static_cast<double>(e), T0 = static_cast<double>(T_0_), Tm = static_cast<double>(T_mult_);
-    if (e >= T_0_) {
-      if (T_mult_ == 1) {
-        T_cur_ = static_cast<double>(e % T_0_);
-      } else {
-        // Which period epoch e falls in: Python's int(math.log(x, base)) = int(log(x) / log(base)).
-        const auto n = static_cast<int64_t>(std::log(ed / T0 * (Tm - 1) + 1) / std::log(Tm));
-        const double Tm_n = std::pow(Tm, static_cast<double>(n));
-        T_cur_ = ed - T0 * (Tm_n - 1) / (Tm - 1);
-        T_i_ = T0 * Tm_n;
-      }
-    } else {
-      T_i_ = T0;
-      T_cur_ = ed;
-    }
+    seek(static_cast<double>(e));
   }
   last_epoch_ = e;
   apply(get_lr());
+}
+
+void CosineAnnealingWarmRestarts::step(double epoch) {
+  EMBER_CHECK(num_groups() == base_lrs_.size(),
+              "[{}] the optimiser has {} parameter groups; the scheduler was made for {}", name_, num_groups(),
+              base_lrs_.size());
+  EMBER_CHECK(epoch >= 0 && epoch < 9.0e15, "[CosineAnnealingWarmRestarts] expected a non-negative epoch, got {}",
+              epoch);
+  seek(epoch);
+  last_epoch_ = static_cast<int64_t>(std::floor(epoch));
+  apply(get_lr());
+}
+
+void CosineAnnealingWarmRestarts::seek(double epoch) {
+  const double T0 = static_cast<double>(T_0_), Tm = static_cast<double>(T_mult_);
+  if (epoch >= T0) {
+    if (T_mult_ == 1) {
+      T_cur_ = std::fmod(epoch, T0);  // Python's % for non-negative operands
+    } else {
+      // Which period the epoch falls in: Python's int(math.log(x, base)) = int(log(x) / log(base)).
+      const auto n = static_cast<int64_t>(std::log(epoch / T0 * (Tm - 1) + 1) / std::log(Tm));
+      const double Tm_n = std::pow(Tm, static_cast<double>(n));
+      T_cur_ = epoch - T0 * (Tm_n - 1) / (Tm - 1);
+      T_i_ = T0 * Tm_n;
+    }
+  } else {
+    T_i_ = T0;
+    T_cur_ = epoch;
+  }
 }
 
 SchedulerState CosineAnnealingWarmRestarts::state_dict() const {

@@ -363,7 +363,8 @@ TEST_CASE("optim golden: every optimiser case matches PyTorch step by step") {
 
 namespace {
 
-/// A scheduler under test: step(metric) (the metric only for ReduceLROnPlateau).
+/// A scheduler under test: step(metric) (the metric for ReduceLROnPlateau; the epoch for
+/// CosineAnnealingWarmRestarts' fractional steps).
 struct Runner {
   std::shared_ptr<void> keep;
   std::function<void(double)> step;
@@ -465,6 +466,17 @@ std::function<Runner(optim::Optimizer&)> make_scheduler(const std::string& name)
          std::vector<std::shared_ptr<LRScheduler>> s = {std::make_shared<ExponentialLR>(o, 0.8),
                                                         std::make_shared<CosineAnnealingWarmRestarts>(o, 6, 2)};
          return runner(std::make_shared<SequentialLR>(o, s, std::vector<int64_t>{4}));
+       }},
+      // step(epoch) with fractional epochs: the fixture's metric records are the epochs.
+      {"warm_restarts_fractional",
+       [](O o) {
+         auto s = std::make_shared<CosineAnnealingWarmRestarts>(o, 3, 2, 0.001);
+         return Runner{s, [s](double e) { s->step(e); }, [s] { return s->get_last_lr(); }};
+       }},
+      {"warm_restarts_fractional_tmult1",
+       [](O o) {
+         auto s = std::make_shared<CosineAnnealingWarmRestarts>(o, 2);
+         return Runner{s, [s](double e) { s->step(e); }, [s] { return s->get_last_lr(); }};
        }},
       {"swalr_cos",
        [](O o) { return runner(std::make_shared<SWALR>(o, PerGroup{0.01, 0.2}, 6)); }},

@@ -6,6 +6,7 @@
 
 #include "support.hpp"
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <utility>
@@ -158,6 +159,16 @@ TEST_CASE("schedulers errors: arguments and states that do not fit name the sche
   CHECK_ERROR(CosineAnnealingLR(x.opt, 0), "[CosineAnnealingLR]", "T_max", "0");
   CHECK_ERROR(CosineAnnealingWarmRestarts(x.opt, 0), "[CosineAnnealingWarmRestarts]", "T_0", "0");
   CHECK_ERROR(CosineAnnealingWarmRestarts(x.opt, 5, 0), "[CosineAnnealingWarmRestarts]", "T_mult", "0");
+  {
+    CosineAnnealingWarmRestarts warm(x.opt, 5);
+    warm.step(7.75);
+    CHECK(warm.last_epoch() == 7);
+    const std::vector<double> before = warm.get_last_lr();
+    CHECK_ERROR(warm.step(-0.5), "[CosineAnnealingWarmRestarts]", "non-negative epoch", "-0.5");
+    CHECK_ERROR(warm.step(std::nan("")), "[CosineAnnealingWarmRestarts]", "non-negative epoch", "nan");
+    CHECK(warm.get_last_lr() == before);
+    CHECK(warm.last_epoch() == 7);
+  }
   CHECK_ERROR(PolynomialLR(x.opt, 0), "[PolynomialLR]", "total_iters", "0");
   CHECK_ERROR(StepLR(x.opt, 3, 0.1, -2), "[StepLR]", "last_epoch", "-2");
   CHECK_ERROR(LambdaLR(x.opt, std::vector<LambdaLR::Lambda>{[](int64_t) { return 1.0; }}), "[LambdaLR]", "2 lr_lambdas",

@@ -195,6 +195,11 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
  public:
   CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult = 1, double eta_min = 0,
                               int64_t last_epoch = -1);
+  using LRScheduler::step;
+  /// Moves to a point of the schedule that may lie inside an epoch, as PyTorch's
+  /// step(epoch): `sched.step(epoch + i / double(iters))` after batch i of `iters` anneals
+  /// within each epoch. Any epoch >= 0 (going back too); last_epoch() becomes its floor.
+  void step(double epoch);
   SchedulerState state_dict() const override;
   void load_state_dict(const SchedulerState& s) override;
 
@@ -206,6 +211,8 @@ class CosineAnnealingWarmRestarts : public LRScheduler {
   int64_t T_0_, T_mult_;
   double eta_min_;
   double T_i_, T_cur_;  // doubles, as PyTorch's may become (an epoch inside a longer period)
+  /// Sets T_i and T_cur for `epoch` from scratch (PyTorch's step(epoch) branch).
+  void seek(double epoch);
 };
 
 /// lr = base_lr * (1 - min(epoch, total_iters) / total_iters)^power.
