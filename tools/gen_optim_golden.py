@@ -27,7 +27,8 @@ differs, the tool reproduces 2.x exactly from 1.13's pieces:
     same transcription with 1.13's product reproduces torch.optim.NAdam bit for bit.
 Lion is not in PyTorch: its cases follow the paper's algorithm (Chen et al. 2023), written
 here with torch ops. torch's default dtype is float64 while the tool runs, so that scalar
-state PyTorch keeps in tensors (step counts, NAdam's mu_product) is double, as in Ember.
+state PyTorch keeps in tensors (step counts, NAdam's mu_product, ASGD's eta and mu) is double, as
+in Ember.
 
 Scheduler cases: an optimiser (SGD or Adam) with one or two parameter groups, a scheduler,
 and the learning rate of every group after construction and after each step (and the

@@ -13,7 +13,7 @@
 //   optim.group.<g>.<option>      every option (and initial_lr when set)
 //   optim.state                   indices of the parameters that have state
 //   optim.state.<i>.buffers       names of parameter i's buffer tensors, "exp_avg,exp_avg_sq"
-//   optim.state.<i>.<number>      step, mu_product
+//   optim.state.<i>.<number>      step and the optimiser's numbers (NAdam: mu_product; ASGD: eta, mu)
 //   sched                         the scheduler's kind (absent: none was saved)
 //   sched.value.<k>, sched.list.<k>, sched.children, sched.child.<j>...   its SchedulerState
 //   user.<key>                    the caller's metadata

@@ -8,15 +8,24 @@
 
 namespace ember::optim {
 
+namespace {
+/// The arguments' checks, before the base constructor records initial_lr in the groups: a
+/// refused scheduler leaves the optimiser as it was.
+Optimizer& checked(Optimizer& optimizer, const PerGroup& swa_lr, int64_t anneal_epochs) {
+  const std::vector<double> lrs = swa_lr.expand(optimizer.param_groups().size(), "SWALR", "swa_lr");
+  for (size_t i = 0; i < lrs.size(); ++i)
+    EMBER_CHECK(lrs[i] >= 0, "[SWALR] swa_lr must be >= 0, got {} for parameter group {}", lrs[i], i);
+  EMBER_CHECK(anneal_epochs >= 0, "[SWALR] anneal_epochs must be >= 0, got {}", anneal_epochs);
+  return optimizer;
+}
+}  // namespace
+
 SWALR::SWALR(Optimizer& optimizer, PerGroup swa_lr, int64_t anneal_epochs, AnnealStrategy anneal_strategy,
              int64_t last_epoch)
-    : LRScheduler(optimizer, last_epoch, "SWALR"),
+    : LRScheduler(checked(optimizer, swa_lr, anneal_epochs), last_epoch, "SWALR"),
       swa_lrs_(swa_lr.expand(optimizer.param_groups().size(), "SWALR", "swa_lr")),
       anneal_epochs_(anneal_epochs),
       strategy_(anneal_strategy) {
-  for (size_t i = 0; i < swa_lrs_.size(); ++i)
-    EMBER_CHECK(swa_lrs_[i] >= 0, "[SWALR] swa_lr must be >= 0, got {} for parameter group {}", swa_lrs_[i], i);
-  EMBER_CHECK(anneal_epochs >= 0, "[SWALR] anneal_epochs must be >= 0, got {}", anneal_epochs);
   initial_step();
 }
 

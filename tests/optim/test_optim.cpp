@@ -33,8 +33,8 @@ OptionMap rich_options(const std::string& name) {
   if (name == "NAdam") return {{"lr", 0.01}, {"weight_decay", 0.01}};
   if (name == "RAdam") return {{"lr", 0.01}, {"weight_decay", 0.01}};
   if (name == "Rprop") return {{"lr", 0.05}, {"etaplus", 1.3}, {"step_size_max", 0.2}};
-  // t0 = 1: the average copies the parameter for two steps, then averages.
-  if (name == "ASGD") return {{"lr", 0.05}, {"lambd", 0.1}, {"t0", 1}, {"weight_decay", 0.01}};
+  // t0 = 0: the average copies the parameter for two steps and averages from step 3 on.
+  if (name == "ASGD") return {{"lr", 0.05}, {"lambd", 0.1}, {"t0", 0}, {"weight_decay", 0.01}};
   return {{"lr", 0.01}, {"weight_decay", 0.1}};  // Lion
 }
 
@@ -98,6 +98,17 @@ TEST_CASE("optim: save, load into a fresh optimiser, continue: bit-identical to 
         step_with(*B, b, s);
       }
       for (size_t i = 0; i < a.size(); ++i) CHECK_MESSAGE(bit_equal(a[i], b[i]), "parameter ", i);
+      // The state too (ASGD's average and mu never reach the parameters).
+      const optim::StateDict sa = A->state_dict(), sb = B->state_dict();
+      REQUIRE(sa.state.size() == sb.state.size());
+      for (const auto& entry : sa.state) {
+        const int64_t index = entry.first;
+        const optim::StateDict::Param &pa = entry.second, &pb = sb.state.at(index);
+        CHECK(pa.numbers == pb.numbers);
+        REQUIRE(pa.tensors.size() == pb.tensors.size());
+        for (const auto& buffer : pa.tensors)
+          CHECK_MESSAGE(bit_equal(buffer.second, pb.tensors.at(buffer.first)), index, " ", buffer.first);
+      }
       // The dict is a snapshot: continuing training did not change it.
       const optim::Optimizer::StateNames names = A->state_names();
       if (names.step) CHECK(saved.state.at(0).numbers.at("step") == 3);
@@ -573,4 +584,31 @@ TEST_CASE("optim errors: a mismatched state dict names what differs and changes 
   CHECK(now.param_groups[0].options == good.param_groups[0].options);
   for (const auto& [i, ps] : good.state)
     for (const auto& [k, t] : ps.tensors) CHECK(bit_equal(now.state.at(i).tensors.at(k), t));
+}
+
+TEST_CASE("Rprop: a sign flip shrinks the step and skips the move; a NaN gradient moves nothing (PyTorch's sign)") {
+  Tensor w = tensor<double>({1.0, 2.0}).requires_grad_();
+  optim::Rprop opt(std::vector<Tensor>{w}, optim::RpropOptions(0.1));
+  auto step = [&](std::vector<double> g) {
+    w.set_grad(tensor<double>({g[0], g[1]}));
+    opt.step();
+    return std::make_pair(values_of(w), values_of(opt.state(w)->buffers[1]));
+  };
+  // No previous gradient: the first step moves by lr against the sign.
+  auto [w1, s1] = step({0.5, -0.5});
+  CHECK(w1 == std::vector<double>{0.9, 2.1});
+  CHECK(s1 == std::vector<double>{0.1, 0.1});
+  // Element 0: NaN (torch.sign gives 0): same step size, no move, prev becomes NaN. Element 1:
+  // the sign flips: step size * 0.5, no move, prev becomes 0.
+  auto [w2, s2] = step({std::nan(""), 1.0});
+  CHECK(w2 == std::vector<double>{0.9, 2.1});
+  CHECK(s2 == std::vector<double>{0.1, 0.05});
+  // After NaN or a flip, the next step moves by the kept step size.
+  auto [w3, s3] = step({1.0, 1.0});
+  CHECK(w3 == std::vector<double>{0.9 - 0.1, 2.1 - 0.05});
+  CHECK(s3 == std::vector<double>{0.1, 0.05});
+  // Same sign twice: the step grows by etaplus.
+  auto [w4, s4] = step({1.0, 1.0});
+  CHECK(s4 == std::vector<double>{0.1 * 1.2, 0.05 * 1.2});
+  CHECK(w4 == std::vector<double>{0.9 - 0.1 - 0.1 * 1.2, 2.1 - 0.05 - 0.05 * 1.2});
 }

@@ -12,6 +12,7 @@
 #include "support.hpp"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -172,6 +173,23 @@ TEST_CASE("load_state_dict requires what the next update reads") {
   CHECK(has(error_of([&] { nadam.load_state_dict(n); }), "finite \"mu_product\" >= 0, got -0.5"));
   n.state[0].numbers.erase("mu_product");
   CHECK(has(error_of([&] { nadam.load_state_dict(n); }), "\"mu_product\" >= 0, got none"));
+
+  // ASGD's eta and mu must be there, finite and >= 0.
+  Tensor u = ones({2}).requires_grad_();
+  ASGD asgd(std::vector<Tensor>{u}, ASGDOptions(0.1));
+  u.set_grad(ones_like(u));
+  asgd.step();
+  StateDict ad = asgd.state_dict();
+  CHECK(ad.state[0].numbers.at("eta") > 0);
+  CHECK(ad.state[0].numbers.at("mu") == 1);
+  ad.state[0].numbers["eta"] = std::numeric_limits<double>::infinity();
+  CHECK(has(error_of([&] { asgd.load_state_dict(ad); }), "finite \"eta\" >= 0, got inf"));
+  ad.state[0].numbers["eta"] = 0.1;
+  ad.state[0].numbers.erase("mu");
+  CHECK(has(error_of([&] { asgd.load_state_dict(ad); }), "\"mu\" >= 0, got none"));
+  ad.state[0].numbers["mu"] = 0.5;
+  ad.state[0].numbers["nu"] = 1;
+  CHECK(has(error_of([&] { asgd.load_state_dict(ad); }), "unknown state \"nu\""));
 
   // RMSprop needs its average of squares; its momentum buffer and SGD's restart when missing.
   Tensor r = ones({2}).requires_grad_();

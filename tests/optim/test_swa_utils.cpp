@@ -97,18 +97,28 @@ TEST_CASE("AveragedModel: SWA is the running mean, buffers follow the model, nam
   CHECK(names.size() == 6);
   CHECK(names[0].first == "module.0.weight");
   auto buffers = swa->named_buffers();
-  CHECK(buffers.contains("n_averaged"));
   CHECK(buffers.contains("module.1.running_mean"));
-  CHECK(swa->state_dict().contains("n_averaged"));
+  // PyTorch's state_dict order: the module's own buffer, then the submodule's entries.
+  auto dict = swa->state_dict();
+  CHECK(dict[0].first == "n_averaged");
+  CHECK(dict[1].first == "module.0.weight");
 
-  // forward runs the averaged weights.
+  // forward runs the averaged weights: a fresh model given them computes the same.
   net->eval();
   swa->eval();
+  nn::Sequential same = make_net();
+  same->load_state_dict(swa->module->state_dict());
+  same->eval();
   Tensor x = randn({5, 3}, TensorOptions(DType::F64));
   Tensor y = swa(x);
   CHECK(y.sizes() == Shape{5, 2});
-  CHECK(values_of(y) == values_of(swa->module->forward(x)));
+  CHECK(values_of(y) == values_of(same(x)));
   CHECK(values_of(y) != values_of(net(x)));
+  // On a device (the CPU is the one every build has): the copy and n_averaged live there.
+  optim::AveragedModel on_cpu(net, nullptr, optim::AveragedModelOptions().device(Device::cpu()));
+  on_cpu->update_parameters(net);
+  CHECK(on_cpu->n_averaged.device() == Device::cpu());
+  CHECK(values_of(on_cpu->module->parameters()[0]) == values_of(net->parameters()[0]));
 }
 
 TEST_CASE("AveragedModel: use_buffers averages the buffers too (integers truncated, as PyTorch)") {
@@ -204,11 +214,26 @@ TEST_CASE("AveragedModel errors: another structure, bad decay, empty handles; a 
   CHECK(swa->n_averaged.item<int64_t>() == 1);
   CHECK(values_of((*swa->module)[0]->as<nn::Linear>()->weight) == before);
 
-  CHECK_ERROR(optim::get_ema_multi_avg_fn(1.5), "[get_ema_avg_fn]", "decay", "1.5");
+  CHECK_ERROR(optim::get_ema_multi_avg_fn(1.5), "[get_ema_multi_avg_fn]", "decay", "1.5");
   CHECK_ERROR(optim::get_ema_avg_fn(std::nan("")), "[get_ema_avg_fn]", "decay", "nan");
   nn::Sequential empty{nullptr};
   CHECK_ERROR(optim::AveragedModel<nn::SequentialImpl>(empty), "[AveragedModel]", "empty handle");
   CHECK_ERROR(swa->update_parameters(std::shared_ptr<nn::SequentialImpl>()), "[AveragedModel]", "empty handle");
+  CHECK_ERROR(swa->update_parameters(empty), "empty module handle");
+  CHECK_ERROR(optim::update_bn(std::vector<Tensor>{}, empty), "empty module handle");
+
+  // Buffers that do not match (without use_buffers they are copied): refused, nothing changes.
+  nn::Sequential no_stats(nn::Linear(3, 4), nn::BatchNorm1d(nn::BatchNormOptions(4).track_running_stats(false)),
+                          nn::Linear(4, 2));
+  no_stats->to(DType::F64);
+  CHECK_ERROR(swa->update_parameters(no_stats), "[AveragedModel]", "the model has 0 buffers", "averaged copy 3");
+  CHECK(swa->n_averaged.item<int64_t>() == 1);
+
+  // A layer shared by two places: its clone would not be shared, so no update could pair them.
+  nn::Linear shared(2, 2);
+  nn::Sequential tied(shared, nn::ReLU(), shared);
+  CHECK_ERROR(optim::AveragedModel<nn::SequentialImpl>(tied), "[AveragedModel]", "shares parameters",
+              "2 parameters");
 }
 
 TEST_CASE("update_bn: running statistics from one equal-weight pass; mode and momentum restored") {
@@ -248,14 +273,34 @@ TEST_CASE("update_bn: running statistics from one equal-weight pass; mode and mo
   optim::update_bn(pairs, net);
   CHECK(values_of(bn->running_mean) == first);
   optim::AveragedModel swa(net);
+  auto* swa_bn = (*swa->module)[1]->as<nn::BatchNorm1d>();
+  swa_bn->reset_running_stats();
   optim::update_bn(batches, swa);
-  CHECK(values_of((*swa->module)[1]->as<nn::BatchNorm1d>()->running_mean) == first);
+  CHECK(values_of(swa_bn->running_mean) == first);
+  CHECK(swa_bn->num_batches_tracked.item<int64_t>() == 3);
+  // Batches as lists of tensors (a Stack collate's vectors): the first is the input.
+  std::vector<std::vector<Tensor>> lists;
+  for (const Tensor& b : batches) lists.push_back({b, zeros({b.size(0)})});
+  set_weights(net, 2);
+  optim::update_bn(lists, net);
+  CHECK(values_of(bn->running_mean) == first);
+  // A layer whose momentum was None keeps None.
+  bn->options.momentum(std::nullopt);
+  optim::update_bn(batches, net);
+  CHECK(!bn->options.momentum().has_value());
+  CHECK(values_of(bn->running_mean) == first);
+  bn->options.momentum(0.3);
 
-  // A forward that fails midway: the error reaches the caller, the layer and mode are restored.
+  // A forward that fails midway: the error reaches the caller; the layer, the mode and the
+  // statistics are as before the call.
+  set_weights(net, 1);
+  const std::vector<double> stale = values_of(bn->running_mean);
   std::vector<Tensor> bad = {batches[0], randn({4, 5}, TensorOptions(DType::F64))};
   CHECK_ERROR(optim::update_bn(bad, net), "[Linear]");
   CHECK(bn->options.momentum() == std::optional<double>(0.3));
   CHECK(!net->is_training());
+  CHECK(values_of(bn->running_mean) == stale);
+  CHECK(bn->num_batches_tracked.item<int64_t>() == 4);
 
   // Without batch normalisation nothing runs (the bad batch is never seen).
   nn::Sequential plain(nn::Linear(3, 2));
@@ -270,6 +315,10 @@ TEST_CASE("SWALR: per-group targets, and errors") {
   for (int i = 0; i < 5; ++i) s.step();
   CHECK(s.get_last_lr()[0] == doctest::Approx(0.01));
   CHECK(s.get_last_lr()[1] == doctest::Approx(0.02));
+  // A refused scheduler leaves the optimiser as it was (no initial_lr recorded).
+  optim::SGD fresh(std::vector<Tensor>{zeros({1}).requires_grad_()}, optim::SGDOptions(0.1));
+  CHECK_ERROR(optim::SWALR(fresh, -0.1), "[SWALR]", "swa_lr", "-0.1");
+  CHECK(!fresh.param_groups()[0].initial_lr.has_value());
   CHECK_ERROR(optim::SWALR(opt, -0.1), "[SWALR]", "swa_lr", "-0.1");
   CHECK_ERROR(optim::SWALR(opt, 0.1, -1), "[SWALR]", "anneal_epochs", "-1");
   CHECK_ERROR(optim::SWALR(opt, {0.1, 0.2, 0.3}), "[SWALR]", "swa_lr", "list of 3");

@@ -4,6 +4,9 @@
 /// etaminus when the sign flips (that step then leaves the element alone), clamped to
 /// step_sizes; the update moves by the step size against the gradient's sign. Meant for
 /// full-batch training: it reads only the gradient's sign, which minibatch noise scrambles.
+/// Like every fused update, it flushes subnormals to zero (see optim/fused.hpp): a gradient,
+/// or a product of two successive gradients, below 2^-126 in f32 counts as 0 here (no move,
+/// no change of the step size), where PyTorch moves by a whole step.
 
 #include <ember/optim/optimizer.hpp>
 

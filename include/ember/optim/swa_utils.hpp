@@ -22,6 +22,7 @@
 #include <ember/optim/schedulers.hpp>
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -45,8 +46,8 @@ using BasicAvgFn =
 using AvgFn = BasicAvgFn<>;
 
 namespace detail {
-inline void check_decay(double decay) {
-  EMBER_CHECK(decay >= 0 && decay <= 1, "[get_ema_avg_fn] decay must be in [0, 1], got {}", decay);
+inline void check_decay(const char* fn, double decay) {
+  EMBER_CHECK(decay >= 0 && decay <= 1, "[{}] decay must be in [0, 1], got {}", fn, decay);
 }
 }  // namespace detail
 
@@ -64,7 +65,7 @@ BasicAvgFn<P> get_swa_avg_fn() {
 /// averaged * decay + current * (1 - decay) (truncated back to the integer dtype).
 template <class P = DefaultPolicy>
 BasicAvgFn<P> get_ema_multi_avg_fn(double decay = 0.999) {
-  detail::check_decay(decay);
+  detail::check_decay("get_ema_multi_avg_fn", decay);
   return [decay](BasicTensor<P>& avg, const BasicTensor<P>& cur, int64_t) {
     if (avg.is_floating_point()) avg.copy_(avg.lerp(cur, 1 - decay));
     else avg.copy_(avg * decay + cur * (1 - decay));
@@ -75,7 +76,7 @@ BasicAvgFn<P> get_ema_multi_avg_fn(double decay = 0.999) {
 /// * current (equal to get_ema_multi_avg_fn's but for rounding).
 template <class P = DefaultPolicy>
 BasicAvgFn<P> get_ema_avg_fn(double decay = 0.999) {
-  detail::check_decay(decay);
+  detail::check_decay("get_ema_avg_fn", decay);
   return [decay](BasicTensor<P>& avg, const BasicTensor<P>& cur, int64_t) {
     avg.copy_(avg * decay + cur * (1 - decay));
   };
@@ -93,12 +94,16 @@ struct AveragedModelOptions {
 };
 
 namespace detail {
-/// The module a holder (nn::Linear), a shared_ptr or a reference designates.
+/// The module a holder (nn::Linear), a shared_ptr or a reference designates; an empty handle
+/// fails, naming `op`.
 template <class Model>
-auto& module_ref(Model& m) {
-  if constexpr (requires { m.ptr(); }) return *m.ptr();
-  else if constexpr (requires { m.get(); *m; }) return *m;
-  else return m;
+auto& module_ref(Model& m, const char* op) {
+  if constexpr (requires { m.ptr(); } || requires { m.get(); *m; }) {
+    EMBER_CHECK(m.get() != nullptr, "[{}] the model is an empty handle", op);
+    return *m.get();
+  } else {
+    return m;
+  }
 }
 }  // namespace detail
 
@@ -117,6 +122,15 @@ class AveragedModelImpl : public nn::BasicModule<P> {
     EMBER_CHECK(model != nullptr, "[AveragedModel] the model is an empty handle");
     module = std::dynamic_pointer_cast<M>(model->clone());
     EMBER_CHECK(module != nullptr, "[AveragedModel] clone() of the {} did not make the model's type", model->name());
+    // A tensor shared by two submodules is listed once; a clone that unshares it lists it
+    // twice, and no update could pair the two lists.
+    EMBER_CHECK(module->named_parameters().size() == model->named_parameters().size() &&
+                    module->named_buffers().size() == model->named_buffers().size(),
+                "[AveragedModel] the {} shares parameters or buffers between submodules ({} parameters, {} "
+                "buffers), which its clone() does not keep shared ({} and {}): average a model without shared "
+                "tensors",
+                model->name(), model->named_parameters().size(), model->named_buffers().size(),
+                module->named_parameters().size(), module->named_buffers().size());
     if (options.device()) module->to(*options.device());
     this->register_module("module", module);
     n_averaged = this->register_buffer(
@@ -139,39 +153,41 @@ class AveragedModelImpl : public nn::BasicModule<P> {
 
   /// Folds `model`'s current weights into the average (the first call copies them). The
   /// model must have the averaged copy's structure: its parameters (and buffers) in the same
-  /// order and shapes; nothing changes when one does not match.
+  /// order and shapes; nothing changes when one does not match. The model's tensors are
+  /// brought to the average's device and dtype first (PyTorch moves only the device). A user
+  /// function that throws midway leaves the tensors before it updated.
   void update_parameters(const nn::BasicModule<P>& model) {
     autograd::NoGradGuard no_grad;
     auto mine = averaged(*module, options.use_buffers()), theirs = averaged(model, options.use_buffers());
     check_match(mine, theirs, options.use_buffers() ? "parameters and buffers" : "parameters");
-    std::vector<std::pair<TensorT, TensorT>> synced_buffers;
+    nn::BasicTensorList<P> mine_buffers, their_buffers;
     if (!options.use_buffers()) {
-      auto mb = module->named_buffers(), tb = model.named_buffers();
-      check_match(mb, tb, "buffers");
-      for (size_t i = 0; i < mb.size(); ++i) synced_buffers.emplace_back(mb[i].second, tb[i].second);
+      mine_buffers = module->named_buffers(), their_buffers = model.named_buffers();
+      check_match(mine_buffers, their_buffers, "buffers");
     }
+    // Every conversion before the first write.
+    std::vector<TensorT> current, current_buffers;
+    for (size_t i = 0; i < mine.size(); ++i)
+      current.push_back(theirs[i].second.detach().to(mine[i].second.device(), mine[i].second.dtype()));
+    for (size_t i = 0; i < mine_buffers.size(); ++i)
+      current_buffers.push_back(
+          their_buffers[i].second.detach().to(mine_buffers[i].second.device(), mine_buffers[i].second.dtype()));
     const int64_t n = n_averaged.template item<int64_t>();
     for (size_t i = 0; i < mine.size(); ++i) {
       TensorT avg = mine[i].second;  // a handle: writes reach the module's tensor
-      TensorT cur = theirs[i].second.detach().to(avg.device(), avg.dtype());
-      if (n == 0) avg.copy_(cur);
-      else avg_fn_(avg, cur, n);
+      if (n == 0) avg.copy_(current[i]);
+      else avg_fn_(avg, current[i], n);
     }
     // PyTorch 2's rule: without use_buffers the buffers follow the model.
-    for (auto& [b_avg, b_model] : synced_buffers) b_avg.copy_(b_model.detach().to(b_avg.device(), b_avg.dtype()));
+    for (size_t i = 0; i < mine_buffers.size(); ++i) mine_buffers[i].second.copy_(current_buffers[i]);
     n_averaged.add_(int64_t{1});
   }
+  /// From a handle (nn::Sequential, std::shared_ptr); an empty one fails.
   template <class H>
-    requires requires(const H& h) { *h.ptr(); }
+    requires requires(const H& h) { h.get(); }
   void update_parameters(const H& model) {
-    update_parameters(*model.ptr());
+    update_parameters(detail::module_ref(model, "AveragedModel"));
   }
-  void update_parameters(const std::shared_ptr<M>& model) {
-    EMBER_CHECK(model != nullptr, "[AveragedModel] update_parameters: the model is an empty handle");
-    update_parameters(*model);
-  }
-
-  std::string extra_repr() const override { return options.use_buffers() ? "use_buffers=True" : ""; }
 
   AveragedModelOptions options;
   std::shared_ptr<M> module;
@@ -185,19 +201,17 @@ class AveragedModelImpl : public nn::BasicModule<P> {
       for (auto& [name, b] : m.named_buffers()) out.insert(name, b);
     return out;
   }
-  /// Same count and, pairwise, the same shape; the error names the first mismatch.
+  /// Same count and, pairwise, the same shape; the error names the first mismatch. (Absent
+  /// parameters, such as bias=false, are not listed: they show as a count mismatch.)
   static void check_match(const Named& mine, const Named& theirs, const char* what) {
     EMBER_CHECK(mine.size() == theirs.size(),
                 "[AveragedModel] update_parameters: the model has {} {}, the averaged copy {}: it must have the "
                 "structure of the model the average was made from",
                 theirs.size(), what, mine.size());
-    for (size_t i = 0; i < mine.size(); ++i) {
-      const TensorT &a = mine[i].second, &b = theirs[i].second;
-      EMBER_CHECK(a.defined() == b.defined() && (!a.defined() || a.sizes() == b.sizes()),
+    for (size_t i = 0; i < mine.size(); ++i)
+      EMBER_CHECK(mine[i].second.sizes() == theirs[i].second.sizes(),
                   "[AveragedModel] update_parameters: '{}' has shape {} in the model and {} in the average",
-                  theirs[i].first, b.defined() ? fmt::format("{}", b.sizes()) : std::string("(none)"),
-                  a.defined() ? fmt::format("{}", a.sizes()) : std::string("(none)"));
-    }
+                  theirs[i].first, theirs[i].second.sizes(), mine[i].second.sizes());
   }
   BasicAvgFn<P> avg_fn_;
 };
@@ -237,12 +251,20 @@ class SWALR : public LRScheduler {
 // ---- update_bn ----------------------------------------------------------------------------------
 
 namespace detail {
-/// The input of one batch: a tensor, the first element of a tuple or pair, or an example's data.
+/// The input of one batch: a tensor, the first element of a tuple, pair or vector of tensors
+/// (PyTorch's input[0]), or an example's data.
 template <class B>
 decltype(auto) batch_input(const B& b) {
-  if constexpr (requires { b.sizes(); }) return (b);
-  else if constexpr (requires { std::get<0>(b); }) return (std::get<0>(b));
-  else return (b.data);
+  if constexpr (requires { b.sizes(); }) {
+    return (b);
+  } else if constexpr (requires { std::get<0>(b); }) {
+    return (std::get<0>(b));
+  } else if constexpr (requires { b.size(); b[0].sizes(); }) {
+    EMBER_CHECK(b.size() > 0, "[update_bn] a batch is an empty list of tensors");
+    return (b[0]);
+  } else {
+    return (b.data);
+  }
 }
 }  // namespace detail
 
@@ -250,23 +272,30 @@ decltype(auto) batch_input(const B& b) {
 /// `batches` (anything iterable: a DataLoader, a vector of tensors; each batch a tensor, a tuple
 /// whose first element is the input, or an example with .data), as PyTorch's update_bn: the
 /// statistics are reset, then averaged over all batches with equal weight (momentum None).
-/// Runs in training mode under NoGradGuard (PyTorch records the graph; the statistics are the
-/// same); the model's mode and each layer's momentum are restored afterwards, also when a
-/// forward fails. `device`: where to move each input first.
+/// Runs in training mode under NoGradGuard (as PyTorch's, under no_grad); the model's mode and
+/// each layer's momentum are restored afterwards. When a forward fails, the error reaches the
+/// caller with the statistics as they were before the call. `device`: where to move each
+/// input first.
 template <class Batches, class Model>
 void update_bn(Batches&& batches, Model& model, std::optional<Device> device = std::nullopt) {
-  auto& root = detail::module_ref(model);
+  auto& root = detail::module_ref(model, "update_bn");
   using Base = nn::Module;
   struct Saved {
     std::optional<double>* momentum;
     std::optional<double> value;
+    std::vector<Tensor> stats, copies;  ///< the running statistics, and their values before
   };
   std::vector<Saved> saved;
   auto visit = [&](Base& m) {
     auto keep = [&](auto* bn) {
       if (!bn) return false;
+      Saved s{&bn->options.momentum(), bn->options.momentum(), {}, {}};
+      if (bn->options.track_running_stats()) {
+        s.stats = {bn->running_mean, bn->running_var, bn->num_batches_tracked};
+        for (const Tensor& t : s.stats) s.copies.push_back(t.detach().clone());
+      }
+      saved.push_back(std::move(s));
       bn->reset_running_stats();
-      saved.push_back({&bn->options.momentum(), bn->options.momentum()});
       return true;
     };
     keep(m.template as<nn::BatchNorm1dImpl>()) || keep(m.template as<nn::BatchNorm2dImpl>()) ||
@@ -274,16 +303,24 @@ void update_bn(Batches&& batches, Model& model, std::optional<Device> device = s
   };
   root.apply(visit);
   if (saved.empty()) return;
-  // Restores the layers and the mode however the loop ends.
+  // Restores the layers and the mode however the loop ends; the statistics too when it ends
+  // by an exception.
   struct Restore {
     std::vector<Saved>& saved;
     Base& root;
     bool was_training;
+    int exceptions = std::uncaught_exceptions();
     Restore(std::vector<Saved>& s, Base& r, bool t) : saved(s), root(r), was_training(t) {}
     Restore(const Restore&) = delete;
     Restore& operator=(const Restore&) = delete;
     ~Restore() {
-      for (Saved& s : saved) *s.momentum = s.value;
+      const bool failed = std::uncaught_exceptions() > exceptions;
+      autograd::NoGradGuard ng;
+      for (Saved& s : saved) {
+        *s.momentum = s.value;
+        if (failed)
+          for (size_t i = 0; i < s.stats.size(); ++i) s.stats[i].copy_(s.copies[i]);
+      }
       root.train(was_training);
     }
   } restore(saved, root, root.is_training());
