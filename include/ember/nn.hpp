@@ -8,6 +8,7 @@
 #include <ember/nn/functional_activation.hpp>
 #include <ember/nn/functional_channel_ops.hpp>
 #include <ember/nn/functional_conv.hpp>
+#include <ember/nn/functional_distance.hpp>
 #include <ember/nn/functional_dropout.hpp>
 #include <ember/nn/functional_fold.hpp>
 #include <ember/nn/functional_grid.hpp>

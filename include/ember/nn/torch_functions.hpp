@@ -19,6 +19,7 @@
 #include <ember/nn/functional.hpp>
 #include <ember/nn/functional_activation.hpp>
 #include <ember/nn/functional_conv.hpp>
+#include <ember/nn/functional_distance.hpp>
 #include <ember/nn/functional_resample.hpp>
 #include <ember/nn/functional_layers.hpp>
 
@@ -45,6 +46,7 @@ using nn::functional::conv_transpose1d;
 using nn::functional::conv_transpose2d;
 using nn::functional::conv_transpose3d;
 using nn::functional::cosine_embedding_loss;
+using nn::functional::cdist;
 using nn::functional::cosine_similarity;
 using nn::functional::dropout;
 using nn::functional::elu;
@@ -67,6 +69,7 @@ using nn::functional::max_pool3d;
 using nn::functional::max_pool3d_with_indices;
 using nn::functional::mse_loss;
 using nn::functional::pairwise_distance;
+using nn::functional::pdist;
 using nn::functional::pixel_shuffle;
 using nn::functional::pixel_unshuffle;
 using nn::functional::prelu;

@@ -1,0 +1,176 @@
+// cdist and pdist (nn/functional_distance.hpp): values against plain double loops for every
+// kind of p, both Euclidean paths, batch broadcasting and blocks; gradients against finite
+// differences (first and second order) in f64; PyTorch's zero gradient at a zero distance;
+// errors.
+
+#include <doctest/doctest.h>
+#include <ember/autograd/gradcheck.hpp>
+#include <ember/nn.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "../error_text.hpp"
+
+using namespace ember;
+namespace F = nn::functional;
+
+namespace {
+
+std::vector<double> values_of(const Tensor& t) {
+  Tensor h = t.detach().to(DType::F64).contiguous();
+  return std::vector<double>(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
+}
+
+/// ||a - b||_p of two rows of doubles, by definition.
+double dist(const double* a, const double* b, int64_t m, double p) {
+  double acc = 0;
+  for (int64_t k = 0; k < m; ++k) {
+    const double d = std::fabs(a[k] - b[k]);
+    if (p == 0) acc += d != 0;
+    else if (std::isinf(p)) acc = std::max(acc, d);
+    else acc += std::pow(d, p);
+  }
+  return p == 0 || std::isinf(p) ? acc : std::pow(acc, 1 / p);
+}
+
+/// The reference cdist of x1 (B, P, M) and x2 (B, R, M), both contiguous f64.
+std::vector<double> cdist_ref(const Tensor& x1, const Tensor& x2, double p) {
+  const int64_t b = x1.size(0), rows1 = x1.size(1), rows2 = x2.size(1), m = x1.size(2);
+  std::vector<double> a = values_of(x1), c = values_of(x2), out;
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t r = 0; r < rows1; ++r)
+      for (int64_t q = 0; q < rows2; ++q)
+        out.push_back(dist(&a[static_cast<size_t>((i * rows1 + r) * m)], &c[static_cast<size_t>((i * rows2 + q) * m)], m, p));
+  return out;
+}
+
+void check_close(const std::vector<double>& got, const std::vector<double>& want, double rtol) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CHECK(got[i] == doctest::Approx(want[i]).epsilon(rtol).scale(1.0));
+  }
+}
+
+const double kInf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+TEST_CASE("cdist: every kind of p against a plain loop; both Euclidean paths; blocks") {
+  manual_seed(5);
+  for (double p : {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, kInf}) {
+    CAPTURE(p);
+    Tensor x1 = randn({2, 7, 5}, DType::F64), x2 = randn({2, 4, 5}, DType::F64);
+    x2.narrow(1, 0, 1).copy_(x1.narrow(1, 2, 1));  // a zero distance, and a zero difference for p = 0
+    check_close(values_of(F::cdist(x1, x2, p)), cdist_ref(x1, x2, p), 1e-12);
+    // The matrix product form for p = 2 (always, or past 25 rows), within its rounding.
+    if (p == 2) {
+      check_close(values_of(F::cdist(x1, x2, p, 1)), cdist_ref(x1, x2, p), 1e-7);
+      Tensor big = randn({2, 30, 5}, DType::F64);
+      check_close(values_of(F::cdist(big, x2)), cdist_ref(big, x2, 2), 1e-7);
+      check_close(values_of(F::cdist(big, x2, 2, 2)), cdist_ref(big, x2, 2), 1e-12);
+    }
+  }
+  // f32, and more rows than one block holds (2^21 difference elements).
+  Tensor a = randn({700, 64}), b = randn({60, 64});
+  CHECK(F::cdist(a, b, 1.0).dtype() == DType::F32);
+  check_close(values_of(F::cdist(a, b, 1.0)), cdist_ref(a.to(DType::F64).unsqueeze(0), b.to(DType::F64).unsqueeze(0), 1.0),
+              2e-6);
+}
+
+TEST_CASE("cdist: batch dims broadcast; empty sets; no columns") {
+  manual_seed(6);
+  Tensor x1 = randn({3, 1, 4, 2}, DType::F64), x2 = randn({5, 6, 2}, DType::F64);
+  Tensor d = F::cdist(x1, x2, 1.5);
+  CHECK(d.sizes() == Shape{3, 5, 4, 6});
+  Tensor want = F::cdist(x1.expand({3, 5, 4, 2}).reshape({15, 4, 2}), x2.expand({3, 5, 6, 2}).reshape({15, 6, 2}), 1.5);
+  CHECK(values_of(d) == values_of(want.reshape({3, 5, 4, 6})));
+  CHECK(F::cdist(randn({0, 3}), randn({4, 3})).sizes() == Shape{0, 4});
+  CHECK(F::cdist(randn({2, 3}), randn({0, 3})).sizes() == Shape{2, 0});
+  Tensor none = F::cdist(randn({2, 0}), randn({3, 0}), kInf);
+  CHECK(none.sizes() == Shape{2, 3});
+  CHECK(values_of(none) == std::vector<double>(6, 0.0));
+  // ember::cdist and ember::pdist are the same functions (libtorch's torch::cdist).
+  Tensor u = randn({4, 3});
+  CHECK(values_of(ember::cdist(u, u)) == values_of(F::cdist(u, u)));
+  CHECK(values_of(ember::pdist(u)) == values_of(F::pdist(u)));
+}
+
+TEST_CASE("cdist and pdist gradients: finite differences, second order, zero at a zero distance") {
+  manual_seed(7);
+  std::string why;
+  for (double p : {1.0, 1.5, 2.0, 3.0, kInf}) {
+    for (int64_t mode : {1, 2}) {
+      if (p != 2 && mode == 1) continue;
+      CAPTURE(p);
+      CAPTURE(mode);
+      Tensor x1 = randn({2, 3, 4}, DType::F64).requires_grad_(), x2 = randn({2, 5, 4}, DType::F64).requires_grad_();
+      auto f = [&](const std::vector<Tensor>& in) { return F::cdist(in[0], in[1], p, mode); };
+      CHECK_MESSAGE(autograd::gradcheck(f, {x1, x2}, {}, &why), why);
+      if (!std::isinf(p) && p != 1) CHECK_MESSAGE(autograd::gradgradcheck(f, {x1, x2}, {}, &why), why);
+    }
+    Tensor x = randn({5, 3}, DType::F64).requires_grad_();
+    CHECK_MESSAGE(autograd::gradcheck([&](const std::vector<Tensor>& in) { return F::pdist(in[0], p); }, {x}, {}, &why),
+                  why);
+  }
+  // PyTorch's subgradient 0 where two rows are equal, on every path (the naive forms give NaN).
+  for (int64_t mode : {1, 2}) {
+    for (double p : {0.5, 2.0, 3.0}) {
+      if (p != 2 && mode == 1) continue;
+      CAPTURE(mode);
+      CAPTURE(p);
+      Tensor x1 = tensor<double>({{1.0, 2.0}, {0.5, -1.0}}).requires_grad_();
+      Tensor x2 = tensor<double>({{1.0, 2.0}}).requires_grad_();
+      F::cdist(x1, x2, p, mode).sum().backward();
+      for (double g : values_of(x1.grad())) CHECK(std::isfinite(g));
+      CHECK(values_of(x1.grad())[0] == 0);
+      CHECK(values_of(x1.grad())[1] == 0);
+      for (double g : values_of(x2.grad())) CHECK(std::isfinite(g));
+    }
+  }
+  Tensor y = tensor<double>({{1.0, 2.0}, {1.0, 2.0}, {0.0, 0.0}}).requires_grad_();
+  F::pdist(y).sum().backward();
+  for (double g : values_of(y.grad())) CHECK(std::isfinite(g));
+}
+
+TEST_CASE("pdist: the pairs i < j in order, every kind of p, blocks") {
+  manual_seed(8);
+  for (double p : {0.0, 1.0, 2.0, 2.5, kInf}) {
+    CAPTURE(p);
+    Tensor x = randn({6, 4}, DType::F64);
+    x.narrow(0, 4, 1).copy_(x.narrow(0, 1, 1));
+    std::vector<double> v = values_of(x), want;
+    for (int64_t i = 0; i < 6; ++i)
+      for (int64_t j = i + 1; j < 6; ++j) want.push_back(dist(&v[static_cast<size_t>(i * 4)], &v[static_cast<size_t>(j * 4)], 4, p));
+    check_close(values_of(F::pdist(x, p)), want, 1e-12);
+  }
+  // 2^21 / 4096 = 512 pairs a block: 300 rows make 44850 pairs in 88 blocks.
+  Tensor big = randn({300, 4096});
+  Tensor d = F::pdist(big);
+  CHECK(d.sizes() == Shape{44850});
+  CHECK(values_of(d.narrow(0, 44849, 1))[0] ==
+        doctest::Approx(values_of((big[298] - big[299]).norm(2.0))[0]).epsilon(1e-6));
+  // Pair 600: 299 pairs start at row 0, 298 at row 1, then (2, 3) is 597.
+  CHECK(values_of(d.narrow(0, 600, 1))[0] == doctest::Approx(values_of((big[2] - big[6]).norm(2.0))[0]).epsilon(1e-6));
+  CHECK(F::pdist(randn({1, 3})).sizes() == Shape{0});
+  CHECK(values_of(F::pdist(randn({3, 0}))) == std::vector<double>(3, 0.0));
+}
+
+TEST_CASE("cdist and pdist errors name the function and the shapes or values") {
+  Tensor a = randn({3, 4}), b = randn({2, 5});
+  CHECK_ERROR(F::cdist(a, b), "[cdist]", "same number of columns", "[3, 4]", "[2, 5]");
+  CHECK_ERROR(F::cdist(randn({4}), a), "[cdist]", "at least 2 dims", "[4]");
+  CHECK_ERROR(F::cdist(a, a, -1.0), "[cdist]", "non-negative p", "-1");
+  CHECK_ERROR(F::cdist(a, a, std::nan("")), "[cdist]", "non-negative p", "nan");
+  CHECK_ERROR(F::cdist(a, a.to(DType::F64)), "[cdist]", "one dtype", "f32", "f64");
+  CHECK_ERROR(F::cdist(a.to(DType::I64), a.to(DType::I64)), "[cdist]", "floating-point");
+  CHECK_ERROR(F::cdist(a, a, 2.0, 3), "[cdist]", "compute_mode", "3");
+  CHECK_ERROR(F::cdist(randn({2, 3, 4}), randn({3, 3, 4})), "[cdist]", "[2]", "[3]");
+  CHECK_ERROR(F::pdist(randn({2, 3, 4})), "[pdist]", "2-d", "[2, 3, 4]");
+  CHECK_ERROR(F::pdist(a, -0.5), "[pdist]", "non-negative p", "-0.5");
+  CHECK_ERROR(F::pdist(a.to(DType::I32)), "[pdist]", "floating-point", "i32");
+}
