@@ -9,6 +9,7 @@
 #include <ember/core/tensor.hpp>
 #include <ember/core/tensor_methods.hpp>
 #include <ember/core/factories.hpp>
+#include <ember/core/random_ops.hpp>
 #include <ember/ops/functions.hpp>
 #include <ember/ops/shape_ops.hpp>
 #include <ember/ops/einsum.hpp>

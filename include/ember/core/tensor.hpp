@@ -254,6 +254,14 @@ class BasicTensor {
     return *this;
   }
   BasicTensor& zero_() { return fill_(0); }
+  // Random fills in place, from the global generator (manual_seed); core/random_ops.hpp.
+  BasicTensor& uniform_(double from = 0, double to = 1);
+  BasicTensor& normal_(double mean = 0, double std = 1);
+  BasicTensor& bernoulli_(double p = 0.5);
+  BasicTensor& bernoulli_(const BasicTensor& p);
+  BasicTensor& exponential_(double lambd = 1);
+  BasicTensor& random_(int64_t from, int64_t to);
+  BasicTensor& random_(int64_t to);
 
   // ---- elementwise (out of place, in place) ---------------------------------------------------
 #define EMBER_UNARY_OP(E, n, r)                                                                       \

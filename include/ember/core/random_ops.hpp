@@ -1,0 +1,265 @@
+#pragma once
+/// Random sampling beyond the factories, as libtorch's: in-place fills (uniform_, normal_,
+/// bernoulli_, exponential_, random_), bernoulli, normal, multinomial, randperm, randint_like;
+/// and comparisons with a tolerance (isclose, allclose, equal).
+///
+///   Tensor keep = empty({64, 128}).bernoulli_(0.9);          // a dropout mask
+///   Tensor next = multinomial(softmax(logits / t, -1), 1);    // sample a token per row
+///   Tensor order = randperm(n);                               // shuffle
+///   CHECK(allclose(got, want, 1e-6, 1e-9));
+///
+/// Every draw comes from the global counter-based generator (manual_seed): the same seed gives
+/// the same values whatever the thread count. The draws are not PyTorch's (another generator).
+
+#include <ember/core/factories.hpp>
+#include <ember/core/tensor_methods.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace ember {
+
+namespace detail {
+/// Uniform f64 draws on [0, 1) of `shape`, on the CPU.
+template <class P>
+BasicTensor<P> uniform01(const Shape& shape) {
+  return random_tensor<P>(shape, TensorOptions(DType::F64), false, 0.0, 1.0, "random");
+}
+}  // namespace detail
+
+// ---- in-place fills --------------------------------------------------------------------------
+
+/// Uniform on [from, to) (from when they are equal).
+template <class P>
+BasicTensor<P>& BasicTensor<P>::uniform_(double from, double to) {
+  EMBER_CHECK(is_floating_point(), "[uniform_] needs a floating tensor, got {}", dtype());
+  EMBER_CHECK(from <= to && std::isfinite(to - from), "[uniform_] expects finite from <= to, got from={} to={}", from,
+              to);
+  return copy_(detail::random_tensor<P>(sizes(), TensorOptions(dtype()), false, from, to, "uniform_"));
+}
+
+/// Normal with the given mean and standard deviation.
+template <class P>
+BasicTensor<P>& BasicTensor<P>::normal_(double mean, double std) {
+  EMBER_CHECK(is_floating_point(), "[normal_] needs a floating tensor, got {}", dtype());
+  EMBER_CHECK(std >= 0 && std::isfinite(std) && std::isfinite(mean),
+              "[normal_] expects a finite mean and std >= 0, got mean={} std={}", mean, std);
+  return copy_(detail::random_tensor<P>(sizes(), TensorOptions(dtype()), true, mean, std, "normal_"));
+}
+
+/// 1 with probability p, else 0 (any dtype).
+template <class P>
+BasicTensor<P>& BasicTensor<P>::bernoulli_(double p) {
+  EMBER_CHECK(p >= 0 && p <= 1, "[bernoulli_] expects p in [0, 1], got {}", p);
+  return copy_(detail::uniform01<P>(sizes()).lt(p));
+}
+
+/// 1 with probability p[i] (p broadcast to this tensor's shape), else 0.
+template <class P>
+BasicTensor<P>& BasicTensor<P>::bernoulli_(const BasicTensor& p) {
+  EMBER_CHECK(p.is_floating_point(), "[bernoulli_] expects floating probabilities, got {}", p.dtype());
+  BasicTensor prob = p.detach().to(kCPU, DType::F64);
+  EMBER_CHECK(prob.ge(0.0).logical_and(prob.le(1.0)).all().template item<bool>(),
+              "[bernoulli_] expects every probability in [0, 1] (shape {})", p.sizes());
+  EMBER_CHECK(ops::broadcast_shapes(prob.sizes(), sizes(), "bernoulli_") == Shape(sizes()),
+              "[bernoulli_] probabilities of shape {} do not broadcast to the tensor's shape {}", p.sizes(), sizes());
+  return copy_(detail::uniform01<P>(sizes()).lt(prob));
+}
+
+/// Exponential with rate lambd: -log(1 - u) / lambd.
+template <class P>
+BasicTensor<P>& BasicTensor<P>::exponential_(double lambd) {
+  EMBER_CHECK(is_floating_point(), "[exponential_] needs a floating tensor, got {}", dtype());
+  EMBER_CHECK(lambd > 0 && std::isfinite(lambd), "[exponential_] expects a finite lambd > 0, got {}", lambd);
+  return copy_((-detail::uniform01<P>(sizes())).log1p() * (-1.0 / lambd));
+}
+
+/// Integers uniform on [from, to), in this tensor's dtype (which must hold them).
+template <class P>
+BasicTensor<P>& BasicTensor<P>::random_(int64_t from, int64_t to) {
+  EMBER_CHECK(dtype() != DType::Bool || (from >= 0 && to <= 2), "[random_] range [{}, {}) does not fit bool", from,
+              to);
+  return copy_(randint<P>(from, to, sizes(), TensorOptions(dtype())));
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::random_(int64_t to) {
+  return random_(0, to);
+}
+
+// ---- sampling functions ------------------------------------------------------------------------
+
+/// 1 with probability p[i], else 0, in p's shape and dtype.
+template <class P>
+BasicTensor<P> bernoulli(const BasicTensor<P>& p) {
+  EMBER_CHECK(p.is_floating_point(), "[bernoulli] expects floating probabilities, got {}", p.dtype());
+  BasicTensor<P> out = empty_like(p);
+  out.bernoulli_(p);
+  return out;
+}
+/// 1 with probability p, else 0, in `input`'s shape and dtype.
+template <class P>
+BasicTensor<P> bernoulli(const BasicTensor<P>& input, double p) {
+  BasicTensor<P> out = empty_like(input);
+  out.bernoulli_(p);
+  return out;
+}
+
+/// mean + std * z for standard normal z, mean and std broadcast; differentiable in both (the
+/// gradient for std is z). Every std must be >= 0.
+template <class P>
+BasicTensor<P> normal(const BasicTensor<P>& mean, const BasicTensor<P>& std) {
+  EMBER_CHECK(mean.is_floating_point() && std.is_floating_point(),
+              "[normal] expects floating mean and std, got {} and {}", mean.dtype(), std.dtype());
+  EMBER_CHECK(std.detach().ge(0.0).all().template item<bool>(), "[normal] expects every std >= 0 (shape {})",
+              std.sizes());
+  const Shape shape = ops::broadcast_shapes(mean.sizes(), std.sizes(), "normal");
+  const DType dt = promote_types(mean.dtype(), std.dtype());
+  BasicTensor<P> z = randn<P>(shape, TensorOptions(dt).device(mean.device()));
+  return mean + std * z;
+}
+template <class P>
+BasicTensor<P> normal(const BasicTensor<P>& mean, double std = 1.0) {
+  EMBER_CHECK(std >= 0, "[normal] expects std >= 0, got {}", std);
+  return normal(mean, full_like(mean, std));
+}
+template <class P>
+BasicTensor<P> normal(double mean, const BasicTensor<P>& std) {
+  return normal(full_like(std, mean), std);
+}
+/// A new tensor of `shape` drawn from N(mean, std^2).
+template <class P = DefaultPolicy>
+BasicTensor<P> normal(double mean, double std, const Shape& shape, TensorOptions o = {}) {
+  EMBER_CHECK(std >= 0 && std::isfinite(std) && std::isfinite(mean),
+              "[normal] expects a finite mean and std >= 0, got mean={} std={}", mean, std);
+  return detail::random_tensor<P>(shape, o, true, mean, std, "normal");
+}
+
+/// A random permutation of 0 .. n-1 (i64 unless o says otherwise; the dtype must hold n - 1
+/// exactly).
+template <class P = DefaultPolicy>
+BasicTensor<P> randperm(int64_t n, TensorOptions o = {}) {
+  EMBER_CHECK(n >= 0, "[randperm] n must be non-negative, got {}", n);
+  const DType dt = o.dtype_or(DType::I64);
+  int64_t largest = std::numeric_limits<int64_t>::max();
+  switch (dt) {
+    case DType::Bool: largest = 1; break;
+    case DType::U8: largest = 255; break;
+    case DType::I8: largest = 127; break;
+    case DType::I32: largest = std::numeric_limits<int32_t>::max(); break;
+    case DType::F16: largest = 2048; break;
+    case DType::BF16: largest = 256; break;
+    case DType::F32: largest = int64_t{1} << 24; break;
+    case DType::F64: largest = int64_t{1} << 53; break;
+    default: break;
+  }
+  EMBER_CHECK(n - 1 <= largest, "[randperm] n = {} is too large for {} (largest exact value {})", n, dt, largest);
+  // The order of n uniform keys (53 random bits each: ties have probability ~n^2 / 2^54).
+  return detail::uniform01<P>({n}).argsort().to(dt).to(o.device_or(kCPU));
+}
+
+/// randint(low, high) in t's shape, dtype and device.
+template <class P>
+BasicTensor<P> randint_like(const BasicTensor<P>& t, int64_t low, int64_t high) {
+  return randint<P>(low, high, t.sizes(), TensorOptions(t.dtype())).to(t.device());
+}
+template <class P>
+BasicTensor<P> randint_like(const BasicTensor<P>& t, int64_t high) {
+  return randint_like(t, 0, high);
+}
+
+/// `num_samples` category indices per row of `probs` (1-d: one distribution; 2-d: one per
+/// row), each drawn with probability proportional to its weight; without replacement, no index
+/// twice in a row. Weights must be finite, >= 0, with a positive sum per row. i64 result of
+/// shape (num_samples) or (rows, num_samples).
+template <class P>
+BasicTensor<P> multinomial(const BasicTensor<P>& probs, int64_t num_samples, bool replacement = false) {
+  constexpr const char* op = "multinomial";
+  EMBER_CHECK(probs.dim() == 1 || probs.dim() == 2, "[{}] expects 1 or 2 dims, got shape {}", op, probs.sizes());
+  EMBER_CHECK(probs.is_floating_point(), "[{}] expects floating weights, got {}", op, probs.dtype());
+  EMBER_CHECK(num_samples > 0, "[{}] cannot draw {} samples", op, num_samples);
+  const int64_t n = probs.size(-1);
+  EMBER_CHECK(replacement || num_samples <= n,
+              "[{}] cannot draw {} samples without replacement from {} categories", op, num_samples, n);
+  BasicTensor<P> p = probs.detach().to(kCPU, DType::F64);
+  if (p.dim() == 1) p = p.unsqueeze(0);
+  const int64_t rows = p.size(0);
+  const Device device = probs.device();
+  if (rows == 0) {
+    Shape s = {0, num_samples};
+    return empty<P>(probs.dim() == 1 ? Shape{num_samples} : s, TensorOptions(DType::I64).device(device));
+  }
+  EMBER_CHECK(p.isfinite().logical_and(p.ge(0.0)).all().template item<bool>(),
+              "[{}] the weights (shape {}) contain inf, NaN or a negative value", op, probs.sizes());
+  BasicTensor<P> nonzero = p.gt(0.0).sum({-1});  // i64 (rows)
+  EMBER_CHECK(nonzero.gt(int64_t{0}).all().template item<bool>(),
+              "[{}] a row of the weights (shape {}) sums to 0", op, probs.sizes());
+  EMBER_CHECK(replacement || nonzero.ge(num_samples).all().template item<bool>(),
+              "[{}] a row of the weights (shape {}) has fewer than {} non-zero categories to draw without "
+              "replacement",
+              op, probs.sizes(), num_samples);
+  BasicTensor<P> out;
+  if (!replacement) {
+    // PyTorch's algorithm: the largest p / e for exponential e (the exponential race): an
+    // ordered draw without replacement. A zero weight's key is 0, below every positive one.
+    BasicTensor<P> e = empty<P>(p.sizes(), TensorOptions(DType::F64));
+    e.exponential_(1.0);
+    BasicTensor<P> keys = (p / e).masked_fill(p.eq(0.0), 0.0);  // e = 0 (rate 2^-53): no 0 / 0
+    out = num_samples == 1 ? keys.argmax(-1, true) : keys.topk(num_samples, -1).second;
+  } else {
+    // Inverse CDF: the number of cumulative weights <= u * total is the drawn index; a zero
+    // weight adds no width. Rounding can put u * total at the total: the last non-zero
+    // category then. Blocks of draws keep the comparison table near 2^22 entries.
+    BasicTensor<P> cdf = p.cumsum(-1);
+    BasicTensor<P> total = cdf.narrow(-1, n - 1, 1);                                    // (rows, 1)
+    BasicTensor<P> last = p.gt(0.0).flip(-1).to(DType::I64).argmax(-1, true).neg() + (n - 1);  // (rows, 1)
+    const int64_t step = std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, rows * n));
+    std::vector<BasicTensor<P>> parts;
+    for (int64_t s = 0; s < num_samples; s += step) {
+      const int64_t len = std::min(step, num_samples - s);
+      BasicTensor<P> x = detail::uniform01<P>({rows, len}) * total;                    // (rows, len)
+      BasicTensor<P> count = cdf.unsqueeze(1).le(x.unsqueeze(-1)).sum({-1});          // (rows, len)
+      parts.push_back(count.minimum(last));
+    }
+    out = parts.size() == 1 ? parts[0] : cat(parts, -1);
+  }
+  if (probs.dim() == 1) out = out.squeeze(0);
+  return out.to(device);
+}
+
+// ---- comparisons with a tolerance ----------------------------------------------------------------
+
+/// |a - b| <= atol + rtol |b| element by element (a and b broadcast, one dtype); equal infinities
+/// are close, NaN is close to NaN only with equal_nan. Integers compare in f64, bools exactly.
+template <class P>
+BasicTensor<P> isclose(const BasicTensor<P>& a, const BasicTensor<P>& b, double rtol = 1e-5, double atol = 1e-8,
+                       bool equal_nan = false) {
+  EMBER_CHECK(a.dtype() == b.dtype(), "[isclose] expects a and b of one dtype, got {} and {}", a.dtype(), b.dtype());
+  EMBER_CHECK(rtol >= 0 && atol >= 0, "[isclose] rtol and atol must be >= 0, got rtol={} atol={}", rtol, atol);
+  BasicTensor<P> close = a.eq(b);
+  if (a.dtype() == DType::Bool) return close;
+  BasicTensor<P> x = a.detach(), y = b.detach();
+  if (!a.is_floating_point()) x = x.to(DType::F64), y = y.to(DType::F64);
+  if (equal_nan) close = close.logical_or(x.isnan().logical_and(y.isnan()));
+  BasicTensor<P> actual = (x - y).abs(), allowed = (y * rtol).abs() + atol;
+  return close.logical_or(actual.isfinite().logical_and(actual.le(allowed)));
+}
+
+/// isclose everywhere.
+template <class P>
+bool allclose(const BasicTensor<P>& a, const BasicTensor<P>& b, double rtol = 1e-5, double atol = 1e-8,
+              bool equal_nan = false) {
+  return isclose(a, b, rtol, atol, equal_nan).all().template item<bool>();
+}
+
+/// The same shape and equal elements (NaN equals nothing).
+template <class P>
+bool equal(const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  EMBER_CHECK(a.device() == b.device(), "[equal] expects tensors on one device, got {} and {}", a.device(),
+              b.device());
+  if (a.sizes() != b.sizes()) return false;
+  return a.numel() == 0 || a.detach().eq(b.detach()).all().template item<bool>();
+}
+
+}  // namespace ember

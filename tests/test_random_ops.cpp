@@ -1,0 +1,254 @@
+// Random sampling and tolerance comparisons (core/random_ops.hpp): moments of large samples
+// within a few standard errors (fixed seeds: the checks are deterministic), ranges, the
+// seed/thread independence of every draw, multinomial's frequencies and its zero weights,
+// gradients of normal(mean, std), and errors.
+
+#include <doctest/doctest.h>
+
+#include <ember/ember.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <vector>
+
+#include "error_text.hpp"
+
+using namespace ember;
+
+namespace {
+
+std::vector<double> values_of(const Tensor& t) {
+  Tensor h = t.detach().to(DType::F64).contiguous();
+  return std::vector<double>(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
+}
+
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+double var_of(const std::vector<double>& v) {
+  const double m = mean_of(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return s / static_cast<double>(v.size() - 1);
+}
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kInf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+TEST_CASE("random fills: uniform_, normal_, exponential_ have their moments and ranges") {
+  manual_seed(100);
+  const int64_t n = 200000;
+  std::vector<double> u = values_of(empty({n}, DType::F64).uniform_(-2, 3));
+  CHECK(*std::min_element(u.begin(), u.end()) >= -2);
+  CHECK(*std::max_element(u.begin(), u.end()) < 3);
+  CHECK(std::fabs(mean_of(u) - 0.5) < 5 * std::sqrt(25.0 / 12 / static_cast<double>(n)));
+  CHECK(var_of(u) == doctest::Approx(25.0 / 12).epsilon(0.02));
+  std::vector<double> z = values_of(empty({n}, DType::F64).normal_(1.5, 2.0));
+  CHECK(std::fabs(mean_of(z) - 1.5) < 5 * 2.0 / std::sqrt(static_cast<double>(n)));
+  CHECK(var_of(z) == doctest::Approx(4.0).epsilon(0.02));
+  std::vector<double> e = values_of(empty({n}, DType::F64).exponential_(4.0));
+  CHECK(*std::min_element(e.begin(), e.end()) >= 0);
+  CHECK(std::fabs(mean_of(e) - 0.25) < 5 * 0.25 / std::sqrt(static_cast<double>(n)));
+  CHECK(var_of(e) == doctest::Approx(1.0 / 16).epsilon(0.03));
+  // Reduced precision keeps the open bound; from == to gives from.
+  for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
+    std::vector<double> r = values_of(empty({20000}, dt).uniform_(0, 1));
+    CHECK(*std::max_element(r.begin(), r.end()) < 1);
+  }
+  CHECK(values_of(empty({3}).uniform_(2, 2)) == std::vector<double>(3, 2.0));
+  // In place through a view: only the view's elements change.
+  Tensor base = zeros({4, 4});
+  base.narrow(1, 1, 2).normal_();
+  CHECK(values_of(base.narrow(1, 0, 1)) == std::vector<double>(4, 0.0));
+  CHECK(values_of(base.narrow(1, 1, 2).abs().sum())[0] > 0);
+}
+
+TEST_CASE("random fills: the same seed gives the same draws whatever the thread count") {
+  auto draw = [](int threads) {
+    set_num_threads(threads);
+    manual_seed(7);
+    std::vector<double> v = values_of(empty({100000}).normal_());
+    auto w = values_of(empty({50000}, DType::F64).exponential_());
+    v.insert(v.end(), w.begin(), w.end());
+    auto m = values_of(multinomial(rand({4, 300}), 50, true));
+    v.insert(v.end(), m.begin(), m.end());
+    auto p = values_of(randperm(1000));
+    v.insert(v.end(), p.begin(), p.end());
+    return v;
+  };
+  const std::vector<double> one = draw(1), two = draw(2);
+  set_num_threads(1);
+  CHECK(one == two);
+  manual_seed(8);
+  CHECK(values_of(randperm(1000)) != std::vector<double>(one.end() - 1000, one.end()));
+}
+
+TEST_CASE("bernoulli: scalar and per-element probabilities, any dtype") {
+  manual_seed(101);
+  CHECK(values_of(empty({1000}).bernoulli_(0.0)) == std::vector<double>(1000, 0.0));
+  CHECK(values_of(empty({1000}, DType::I32).bernoulli_(1.0)) == std::vector<double>(1000, 1.0));
+  const int64_t n = 100000;
+  CHECK(std::fabs(mean_of(values_of(empty({n}, DType::U8).bernoulli_(0.3))) - 0.3) <
+        5 * std::sqrt(0.21 / static_cast<double>(n)));
+  // Probabilities per column, broadcast over rows.
+  Tensor p = tensor<double>({0.0, 0.25, 1.0});
+  Tensor draws = empty({40000, 3}).bernoulli_(p);
+  std::vector<double> col = values_of(draws.mean({0}));
+  CHECK(col[0] == 0);
+  CHECK(std::fabs(col[1] - 0.25) < 5 * std::sqrt(0.1875 / 40000));
+  CHECK(col[2] == 1);
+  Tensor b = bernoulli(full({10000}, 0.5, DType::F64));
+  CHECK(b.dtype() == DType::F64);
+  CHECK(std::fabs(mean_of(values_of(b)) - 0.5) < 0.025);
+  CHECK(bernoulli(zeros({5}, DType::I64), 1.0).dtype() == DType::I64);
+  CHECK_ERROR(empty({3}).bernoulli_(1.5), "[bernoulli_]", "[0, 1]", "1.5");
+  CHECK_ERROR(empty({3}).bernoulli_(kNaN), "[bernoulli_]", "nan");
+  CHECK_ERROR(empty({3}).bernoulli_(tensor<double>({0.5, 1.2, 0.0})), "[bernoulli_]", "[0, 1]");
+  CHECK_ERROR(empty({3}).bernoulli_(full({2, 3}, 0.5)), "[bernoulli_]", "[2, 3]", "[3]");
+  CHECK_ERROR(bernoulli(zeros({3}, DType::I64)), "[bernoulli]", "floating");
+}
+
+TEST_CASE("random_ and randint_like: integers in [from, to), in the tensor's dtype") {
+  manual_seed(102);
+  for (DType dt : {DType::F32, DType::I32, DType::U8, DType::I64}) {
+    CAPTURE(dt);
+    std::vector<double> v = values_of(empty({5000}, dt).random_(3, 9));
+    CHECK(*std::min_element(v.begin(), v.end()) == 3);
+    CHECK(*std::max_element(v.begin(), v.end()) == 8);
+    for (double x : v) CHECK(x == std::floor(x));
+  }
+  std::vector<double> v = values_of(empty({2000}, DType::I8).random_(5));
+  CHECK(std::set<double>(v.begin(), v.end()) == std::set<double>{0, 1, 2, 3, 4});
+  Tensor like = randint_like(zeros({3, 4}, DType::I32), 10, 12);
+  CHECK(like.dtype() == DType::I32);
+  CHECK(like.sizes() == Shape{3, 4});
+  for (double x : values_of(like)) CHECK((x == 10 || x == 11));
+  CHECK_ERROR(empty({3}, DType::U8).random_(0, 300), "[randint]", "does not fit", "u8");
+  CHECK_ERROR(empty({3}).random_(5, 5), "[randint]", "greater");
+  CHECK_ERROR(empty({3}, DType::I64).uniform_(), "[uniform_]", "floating", "i64");
+  CHECK_ERROR(empty({3}).uniform_(1, 0), "[uniform_]", "from=1 to=0");
+  CHECK_ERROR(empty({3}).normal_(0, -1), "[normal_]", "std >= 0", "-1");
+  CHECK_ERROR(empty({3}).exponential_(0), "[exponential_]", "lambd > 0", "0");
+}
+
+TEST_CASE("normal: tensor means and standard deviations, broadcast, differentiable") {
+  manual_seed(103);
+  Tensor mean = tensor<double>({-1.0, 0.0, 10.0}).requires_grad_();
+  Tensor std = tensor<double>({{0.5}, {2.0}}).requires_grad_();
+  Tensor y = normal(mean, std);
+  CHECK(y.sizes() == Shape{2, 3});
+  y.sum().backward();
+  CHECK(values_of(mean.grad()) == std::vector<double>{2.0, 2.0, 2.0});
+  // d/dstd of mean + std z is z = (y - mean) / std, summed over the row.
+  Tensor z = (y.detach() - mean.detach()) / std.detach();
+  std::vector<double> want = values_of(z.sum({1}, true)), got = values_of(std.grad());
+  for (size_t i = 0; i < 2; ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-12));
+  const int64_t n = 100000;
+  std::vector<double> s = values_of(normal(full({n}, 3.0, DType::F64), 0.5));
+  CHECK(std::fabs(mean_of(s) - 3) < 5 * 0.5 / std::sqrt(static_cast<double>(n)));
+  CHECK(var_of(values_of(normal(0.0, full({n}, 2.0, DType::F64)))) == doctest::Approx(4.0).epsilon(0.03));
+  Tensor f = normal(5.0, 0.0, {2, 2});
+  CHECK(values_of(f) == std::vector<double>(4, 5.0));
+  CHECK(normal(0.0, 1.0, {3}, TensorOptions(DType::F64)).dtype() == DType::F64);
+  CHECK_ERROR(normal(zeros({2}), tensor<float>({1.0f, -1.0f})), "[normal]", "std >= 0");
+  CHECK_ERROR(normal(zeros({2}), zeros({3})), "[normal]", "[2]", "[3]");
+  CHECK_ERROR(normal(0.0, -2.0, {3}), "[normal]", "std >= 0", "-2");
+}
+
+TEST_CASE("randperm: a permutation of 0..n-1, in the dtype asked for") {
+  manual_seed(104);
+  for (int64_t n : {0, 1, 2, 17, 1000}) {
+    CAPTURE(n);
+    Tensor p = randperm(n);
+    CHECK(p.dtype() == DType::I64);
+    CHECK(values_of(p.sort().first) == values_of(arange(0, n, 1, TensorOptions(DType::I64))));
+  }
+  CHECK(values_of(randperm(50)) != values_of(arange(0, 50, 1, TensorOptions(DType::I64))));
+  CHECK(randperm(10, TensorOptions(DType::I32)).dtype() == DType::I32);
+  CHECK(randperm(256, TensorOptions(DType::U8)).numel() == 256);
+  CHECK_ERROR(randperm(257, TensorOptions(DType::U8)), "[randperm]", "257", "u8");
+  CHECK_ERROR(randperm(-1), "[randperm]", "-1");
+}
+
+TEST_CASE("multinomial: frequencies follow the weights; zero weights never drawn; without replacement distinct") {
+  manual_seed(105);
+  // With replacement: 1-d and 2-d, frequencies within 5 standard errors; zero weights
+  // (the first and the last category among them) never drawn.
+  Tensor w = tensor<double>({0.0, 1.0, 3.0, 0.0, 6.0, 0.0});
+  const int64_t n = 100000;
+  Tensor d = multinomial(w, n, true);
+  CHECK(d.sizes() == Shape{n});
+  CHECK(d.dtype() == DType::I64);
+  std::vector<double> counts(6, 0.0);
+  for (double x : values_of(d)) counts[static_cast<size_t>(x)] += 1;
+  const std::vector<double> p = {0.0, 0.1, 0.3, 0.0, 0.6, 0.0};
+  for (size_t k = 0; k < 6; ++k) {
+    CAPTURE(k);
+    if (p[k] == 0) CHECK(counts[k] == 0);
+    else CHECK(std::fabs(counts[k] / n - p[k]) < 5 * std::sqrt(p[k] * (1 - p[k]) / n));
+  }
+  Tensor rows = multinomial(tensor<float>({{1.0f, 0.0f}, {0.0f, 2.0f}}), 7, true);
+  CHECK(rows.sizes() == Shape{2, 7});
+  CHECK(values_of(rows) == std::vector<double>{0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1});
+
+  // Without replacement: distinct indices, all of them when num_samples = n, no zero weight
+  // while non-zero ones remain; the first draw follows the weights.
+  Tensor many = multinomial(rand({50, 8}) + 0.01, 8);
+  for (int64_t r = 0; r < 50; ++r) {
+    std::vector<double> v = values_of(many[r]);
+    CHECK(std::set<double>(v.begin(), v.end()).size() == 8);
+  }
+  std::vector<double> two = values_of(multinomial(w.expand({1000, 6}), 3));
+  for (double x : two) CHECK((x == 1 || x == 2 || x == 4));
+  Tensor first = multinomial(w.expand({n, 6}).contiguous(), 1);
+  CHECK(first.sizes() == Shape{n, 1});
+  std::fill(counts.begin(), counts.end(), 0.0);
+  for (double x : values_of(first)) counts[static_cast<size_t>(x)] += 1;
+  for (size_t k = 0; k < 6; ++k)
+    if (p[k] > 0) CHECK(std::fabs(counts[k] / n - p[k]) < 5 * std::sqrt(p[k] * (1 - p[k]) / n));
+  CHECK(multinomial(zeros({0, 3}), 2).sizes() == Shape{0, 2});
+
+  CHECK_ERROR(multinomial(tensor<double>({1.0, -0.5}), 1), "[multinomial]", "negative");
+  CHECK_ERROR(multinomial(tensor<double>({1.0, kNaN}), 1), "[multinomial]", "NaN");
+  CHECK_ERROR(multinomial(tensor<double>({1.0, kInf}), 1), "[multinomial]", "inf");
+  CHECK_ERROR(multinomial(tensor<double>({{1.0, 1.0}, {0.0, 0.0}}), 1), "[multinomial]", "sums to 0");
+  CHECK_ERROR(multinomial(w, 7), "[multinomial]", "7 samples without replacement", "6 categories");
+  CHECK_ERROR(multinomial(w, 4), "[multinomial]", "fewer than 4 non-zero");
+  CHECK_ERROR(multinomial(w, 0), "[multinomial]", "0 samples");
+  CHECK_ERROR(multinomial(zeros({2, 2, 2}), 1), "[multinomial]", "[2, 2, 2]");
+  CHECK_ERROR(multinomial(ones({3}, DType::I64), 1), "[multinomial]", "floating");
+}
+
+TEST_CASE("isclose, allclose, equal") {
+  Tensor a = tensor<double>({1.0, kInf, -kInf, kNaN, 1e-9, 100.0});
+  Tensor b = tensor<double>({1.0 + 1e-6, kInf, kInf, kNaN, 0.0, 100.001});
+  std::vector<double> want = {1, 1, 0, 0, 1, 1};
+  CHECK(values_of(isclose(a, b)) == want);
+  want[3] = 1;
+  CHECK(values_of(isclose(a, b, 1e-5, 1e-8, true)) == want);
+  CHECK(values_of(isclose(a, b, 0.0, 0.0)) == std::vector<double>{0, 1, 0, 0, 0, 0});
+  // Broadcast; integers and bools.
+  CHECK(isclose(tensor<float>({{1.0f}, {2.0f}}), tensor<float>({1.0f, 2.0f, 3.0f})).sizes() == Shape{2, 3});
+  CHECK(values_of(isclose(tensor<int64_t>({100, 101}), tensor<int64_t>({100, 100}), 0.0, 0.5)) ==
+        std::vector<double>{1, 0});
+  CHECK(values_of(isclose(tensor<int64_t>({100, 101}), tensor<int64_t>({100, 100}), 0.01)) ==
+        std::vector<double>{1, 1});
+  CHECK(allclose(ones({3}), ones({3}) + 1e-7f));
+  CHECK(!allclose(ones({3}), ones({3}) + 1e-3f));
+  CHECK(!allclose(a, b));
+  CHECK(allclose(a.narrow(0, 0, 2), b.narrow(0, 0, 2)));
+  CHECK(equal(tensor<int64_t>({1, 2}), tensor<int64_t>({1, 2})));
+  CHECK(!equal(tensor<int64_t>({1, 2}), tensor<int64_t>({1, 3})));
+  CHECK(!equal(ones({2, 2}), ones({4})));
+  CHECK(!equal(a, a));  // NaN equals nothing
+  CHECK(equal(zeros({0, 3}), zeros({0, 3})));
+  CHECK_ERROR(isclose(ones({2}), ones({2}, DType::F64)), "[isclose]", "one dtype", "f32", "f64");
+  CHECK_ERROR(isclose(ones({2}), ones({2}), -1.0), "[isclose]", "rtol=-1");
+  CHECK_ERROR(isclose(ones({2}), ones({3})), "[2]", "[3]");
+}
