@@ -370,6 +370,22 @@ TEST_CASE("nn::init: PyTorch's bounds, gains and shapes") {
   CHECK(q.sum().item<double>() == 4.0);
   CHECK(nn::init::calculate_gain("leaky_relu", 0.2) == doctest::Approx(std::sqrt(2.0 / 1.04)));
   CHECK_THROWS_WITH_AS(nn::init::calculate_gain("swish"), doctest::Contains("unsupported nonlinearity"), Error);
+  // libtorch's enum spellings: the same draws as the strings.
+  CHECK(nn::init::calculate_gain(kLeakyReLU, 0.2) == nn::init::calculate_gain("leaky_relu", 0.2));
+  CHECK(nn::init::calculate_gain(kConvTranspose2D) == 1.0);
+  CHECK(nn::init::calculate_gain(kSELU) == 0.75);
+  CHECK(nn::init::calculate_gain(kSigmoid) == 1.0);
+  Tensor k1 = empty({8, 3, 3, 3}), k2 = empty({8, 3, 3, 3});
+  manual_seed(3);
+  nn::init::kaiming_normal_(k1, 0, kFanOut, kReLU);
+  manual_seed(3);
+  nn::init::kaiming_normal_(k2, 0, "fan_out", "relu");
+  CHECK(max_abs_diff(k1, k2) == 0);
+  manual_seed(3);
+  nn::init::kaiming_uniform_(k1, 0.1, kFanIn, kLeakyReLU);
+  manual_seed(3);
+  nn::init::kaiming_uniform_(k2, 0.1);
+  CHECK(max_abs_diff(k1, k2) == 0);
   Tensor p = ones({2}).requires_grad_();
   nn::init::zeros_(p);  // under no-grad: allowed on a leaf that requires grad
   CHECK(p.sum().item<double>() == 0.0);

@@ -388,6 +388,23 @@ TEST_CASE("nn: the 3-D layers and the other ranks of the adaptive pools and inst
   CHECK_ERROR(F::adaptive_max_pool3d(v, {2, 0, 1}), "[adaptive_max_pool3d]", "must be positive, got 0");
   CHECK_ERROR(F::adaptive_max_pool1d(v, 2), "[adaptive_max_pool1d]", "got shape [2, 3, 4, 6, 5]");
   CHECK_ERROR(nn::AdaptiveMaxPool2d(nn::IntArgs{1, 2, 3}), "[AdaptiveMaxPool2d]", "output_size needs 1 or 2 values");
+  // std::nullopt keeps the input's size in that dim (libtorch's ExpandingArrayWithOptionalElem).
+  Tensor img = randn({2, 3, 6, 10});
+  nn::AdaptiveAvgPool2d keep_h(nn::AdaptiveAvgPool2dOptions{std::nullopt, 5});
+  CHECK(same(keep_h(img), F::adaptive_avg_pool2d(img, {6, 5})));
+  CHECK(keep_h->extra_repr() == "output_size=(None, 5)");
+  nn::AdaptiveMaxPool2d keep_w(nn::AdaptiveMaxPool2dOptions{2, std::nullopt});
+  CHECK(same(keep_w(img), F::adaptive_max_pool2d(img, {2, 10})));
+  CHECK(same(keep_w->forward_with_indices(img).second, F::adaptive_max_pool2d_with_indices(img, {2, 10}).second));
+  CHECK(same(F::adaptive_max_pool3d(v, {std::nullopt, 3, std::nullopt}), F::adaptive_max_pool3d(v, {4, 3, 5})));
+  CHECK(same(F::adaptive_avg_pool3d(v, {1, std::nullopt, 1}), F::adaptive_avg_pool3d(v, {1, 6, 1})));
+  CHECK(same(nn::AdaptiveAvgPool3d(nn::AdaptiveAvgPool3dOptions{std::nullopt})(v), v));
+  CHECK(same(ember::adaptive_avg_pool2d(img.select(0, 1), {std::nullopt, 2}),
+             F::adaptive_avg_pool2d(img.select(0, 1), {6, 2})));
+  CHECK_ERROR(nn::AdaptiveAvgPool1dImpl(nn::OptionalIntArgs{std::nullopt}), "[AdaptiveAvgPool1d]", "None only");
+  CHECK_ERROR(nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions{std::nullopt, -1}), "[AdaptiveAvgPool2d]",
+              "must be positive, got -1");
+  CHECK_ERROR(F::adaptive_avg_pool2d(img, {std::nullopt, 1, 1}), "[adaptive_avg_pool2d]", "1 or 2 values");
 
   nn::BatchNorm3d bn(3);
   CHECK(bn(v).sizes() == v.sizes());

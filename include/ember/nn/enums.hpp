@@ -58,5 +58,18 @@ inline constexpr EnumName kValid{"valid"};
 inline constexpr EnumName kReLU{"relu"};
 inline constexpr EnumName kGELU{"gelu"};
 inline constexpr EnumName kTanh{"tanh"};
+// nn::init's fan modes and nonlinearities (with kLinear, kReLU, kTanh), as libtorch's
+// kaiming_normal_(w, 0, torch::kFanOut, torch::kReLU) and calculate_gain(torch::kLeakyReLU, 0.2).
+inline constexpr EnumName kFanIn{"fan_in"};
+inline constexpr EnumName kFanOut{"fan_out"};
+inline constexpr EnumName kLeakyReLU{"leaky_relu"};
+inline constexpr EnumName kSigmoid{"sigmoid"};
+inline constexpr EnumName kSELU{"selu"};
+inline constexpr EnumName kConv1D{"conv1d"};
+inline constexpr EnumName kConv2D{"conv2d"};
+inline constexpr EnumName kConv3D{"conv3d"};
+inline constexpr EnumName kConvTranspose1D{"conv_transpose1d"};
+inline constexpr EnumName kConvTranspose2D{"conv_transpose2d"};
+inline constexpr EnumName kConvTranspose3D{"conv_transpose3d"};
 
 }  // namespace ember

@@ -41,6 +41,18 @@ struct IntArgs : std::vector<int64_t> {
   IntArgs(std::vector<int64_t> v) : std::vector<int64_t>(std::move(v)) {}  // NOLINT
 };
 
+/// Output sizes of the adaptive 2-d and 3-d pools: one per spatial dim (or one for all), each
+/// a number or std::nullopt for "the input's size in that dim", as libtorch's
+/// ExpandingArrayWithOptionalElem: AdaptiveAvgPool2dOptions{std::nullopt, 7}.
+struct OptionalIntArgs : std::vector<std::optional<int64_t>> {
+  OptionalIntArgs() = default;
+  OptionalIntArgs(int64_t v) : std::vector<std::optional<int64_t>>{v} {}  // NOLINT: implicit, as IntArgs
+  OptionalIntArgs(std::initializer_list<std::optional<int64_t>> v) : std::vector<std::optional<int64_t>>(v) {}
+  OptionalIntArgs(const std::vector<int64_t>& v) {  // NOLINT: IntArgs convert
+    for (int64_t x : v) push_back(x);
+  }
+};
+
 namespace detail {
 
 /// libtorch's convolution padding, as a base of the options that have it: numbers per dim
@@ -80,6 +92,25 @@ inline std::array<int64_t, 3> expand_arg(const IntArgs& v, int nd, const char* o
               v.size());
   std::array<int64_t, 3> r{1, 1, 1};
   for (int d = 0; d < nd; ++d) r[d] = v.size() == 1 ? v[0] : v[d];
+  return r;
+}
+
+/// An adaptive pool's output size for input x: 1 or nd entries, each positive or nullopt (the
+/// input's size in that spatial dim, the last nd dims of x).
+template <class T>
+IntArgs resolve_output_size(const OptionalIntArgs& out, const T& x, int nd, const char* op) {
+  EMBER_CHECK(out.size() == 1 || static_cast<int>(out.size()) == nd, "[{}] output_size needs 1 or {} values, got {}",
+              op, nd, out.size());
+  IntArgs r;
+  for (int d = 0; d < nd; ++d) {
+    const std::optional<int64_t>& v = out.size() == 1 ? out[0] : out[static_cast<size_t>(d)];
+    if (v) {
+      r.push_back(*v);
+    } else {
+      EMBER_CHECK(x.dim() >= nd, "[{}] expects at least {} spatial dims, got shape {}", op, nd, x.sizes());
+      r.push_back(x.size(x.dim() - nd + d));
+    }
+  }
   return r;
 }
 
@@ -762,10 +793,11 @@ BasicTensor<P> adaptive_avg_pool1d(const BasicTensor<P>& x, int64_t out) {
   return detail::all_finite(y) ? y : detail::adaptive_avg_windows(x, x.dim() - 1, out);
 }
 template <class P>
-BasicTensor<P> adaptive_avg_pool2d(const BasicTensor<P>& x, IntArgs out) {
+BasicTensor<P> adaptive_avg_pool2d(const BasicTensor<P>& x, const OptionalIntArgs& out) {
   EMBER_CHECK(x.dim() == 3 || x.dim() == 4, "[adaptive_avg_pool2d] expects (C, H, W) or (N, C, H, W), got shape {}",
               x.sizes());
-  auto o = detail::expand_arg(out, 2, "adaptive_avg_pool2d", "output_size");
+  auto o = detail::expand_arg(detail::resolve_output_size(out, x, 2, "adaptive_avg_pool2d"), 2, "adaptive_avg_pool2d",
+                              "output_size");
   EMBER_CHECK(o[0] > 0 && o[1] > 0, "[adaptive_avg_pool2d] output size must be positive, got {}x{}", o[0], o[1]);
   if (o[0] == 1 && o[1] == 1) return x.mean({-2, -1}, true);  // global pooling (a classifier's head)
   autocast::AutocastGuard exact(false);  // averaging weights as products: not rounded to bf16
@@ -776,10 +808,11 @@ BasicTensor<P> adaptive_avg_pool2d(const BasicTensor<P>& x, IntArgs out) {
   return detail::adaptive_avg_windows(detail::adaptive_avg_windows(x, x.dim() - 1, o[1]), x.dim() - 2, o[0]);
 }
 template <class P>
-BasicTensor<P> adaptive_avg_pool3d(const BasicTensor<P>& x, IntArgs out) {
+BasicTensor<P> adaptive_avg_pool3d(const BasicTensor<P>& x, const OptionalIntArgs& out) {
   EMBER_CHECK(x.dim() == 4 || x.dim() == 5,
               "[adaptive_avg_pool3d] expects (C, D, H, W) or (N, C, D, H, W), got shape {}", x.sizes());
-  auto o = detail::expand_arg(out, 3, "adaptive_avg_pool3d", "output_size");
+  auto o = detail::expand_arg(detail::resolve_output_size(out, x, 3, "adaptive_avg_pool3d"), 3, "adaptive_avg_pool3d",
+                              "output_size");
   EMBER_CHECK(o[0] > 0 && o[1] > 0 && o[2] > 0, "[adaptive_avg_pool3d] output size must be positive, got {}x{}x{}",
               o[0], o[1], o[2]);
   const int64_t d = x.size(-3), h = x.size(-2), w = x.size(-1);
@@ -869,12 +902,14 @@ BasicTensor<P> adaptive_max_pool1d(const BasicTensor<P>& x, int64_t out) {
   return detail::adaptive_max_pool_nd(x, 1, out, false, "adaptive_max_pool1d").first;
 }
 template <class P>
-BasicTensor<P> adaptive_max_pool2d(const BasicTensor<P>& x, IntArgs out) {
-  return detail::adaptive_max_pool_nd(x, 2, out, false, "adaptive_max_pool2d").first;
+BasicTensor<P> adaptive_max_pool2d(const BasicTensor<P>& x, const OptionalIntArgs& out) {
+  constexpr const char* op = "adaptive_max_pool2d";
+  return detail::adaptive_max_pool_nd(x, 2, detail::resolve_output_size(out, x, 2, op), false, op).first;
 }
 template <class P>
-BasicTensor<P> adaptive_max_pool3d(const BasicTensor<P>& x, IntArgs out) {
-  return detail::adaptive_max_pool_nd(x, 3, out, false, "adaptive_max_pool3d").first;
+BasicTensor<P> adaptive_max_pool3d(const BasicTensor<P>& x, const OptionalIntArgs& out) {
+  constexpr const char* op = "adaptive_max_pool3d";
+  return detail::adaptive_max_pool_nd(x, 3, detail::resolve_output_size(out, x, 3, op), false, op).first;
 }
 /// (values, indices): each maximum's flat position in its (N, C) plane, as PyTorch's
 /// return_indices=True.
@@ -883,12 +918,16 @@ std::pair<BasicTensor<P>, BasicTensor<P>> adaptive_max_pool1d_with_indices(const
   return detail::adaptive_max_pool_nd(x, 1, out, true, "adaptive_max_pool1d_with_indices");
 }
 template <class P>
-std::pair<BasicTensor<P>, BasicTensor<P>> adaptive_max_pool2d_with_indices(const BasicTensor<P>& x, IntArgs out) {
-  return detail::adaptive_max_pool_nd(x, 2, out, true, "adaptive_max_pool2d_with_indices");
+std::pair<BasicTensor<P>, BasicTensor<P>> adaptive_max_pool2d_with_indices(const BasicTensor<P>& x,
+                                                                           const OptionalIntArgs& out) {
+  constexpr const char* op = "adaptive_max_pool2d_with_indices";
+  return detail::adaptive_max_pool_nd(x, 2, detail::resolve_output_size(out, x, 2, op), true, op);
 }
 template <class P>
-std::pair<BasicTensor<P>, BasicTensor<P>> adaptive_max_pool3d_with_indices(const BasicTensor<P>& x, IntArgs out) {
-  return detail::adaptive_max_pool_nd(x, 3, out, true, "adaptive_max_pool3d_with_indices");
+std::pair<BasicTensor<P>, BasicTensor<P>> adaptive_max_pool3d_with_indices(const BasicTensor<P>& x,
+                                                                           const OptionalIntArgs& out) {
+  constexpr const char* op = "adaptive_max_pool3d_with_indices";
+  return detail::adaptive_max_pool_nd(x, 3, detail::resolve_output_size(out, x, 3, op), true, op);
 }
 
 // ---- normalisation over channels -------------------------------------------------------------

@@ -18,6 +18,7 @@
 namespace ember::nn {
 
 using F::IntArgs;
+using F::OptionalIntArgs;
 
 /// A layer's name by its number of spatial dims: nd_name<2>("MaxPool") is "MaxPool2d".
 template <int ND>
@@ -314,27 +315,35 @@ EMBER_MODULE(LPPool3d);
 
 // libtorch's names for the adaptive pools' options: the output size.
 using AdaptiveAvgPool1dOptions = int64_t;
-using AdaptiveAvgPool2dOptions = IntArgs;
-using AdaptiveAvgPool3dOptions = IntArgs;
+using AdaptiveAvgPool2dOptions = OptionalIntArgs;  // {std::nullopt, 7}: keep the input's height
+using AdaptiveAvgPool3dOptions = OptionalIntArgs;
 using AdaptiveMaxPool1dOptions = int64_t;
-using AdaptiveMaxPool2dOptions = IntArgs;
-using AdaptiveMaxPool3dOptions = IntArgs;
+using AdaptiveMaxPool2dOptions = OptionalIntArgs;
+using AdaptiveMaxPool3dOptions = OptionalIntArgs;
 
-/// AdaptiveAvgPool1d/2d/3d and AdaptiveMaxPool1d/2d/3d: pooling to a fixed output size.
+/// AdaptiveAvgPool1d/2d/3d and AdaptiveMaxPool1d/2d/3d: pooling to a fixed output size (2-d
+/// and 3-d: std::nullopt in a dim keeps the input's size there).
 template <int ND, bool Max, class P = DefaultPolicy>
 class BasicAdaptivePoolImpl : public Cloneable<BasicAdaptivePoolImpl<ND, Max, P>, P> {
  public:
-  explicit BasicAdaptivePoolImpl(IntArgs out)
+  explicit BasicAdaptivePoolImpl(OptionalIntArgs out)
       : Cloneable<BasicAdaptivePoolImpl<ND, Max, P>, P>(
             Max ? nd_name<ND>({"AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d"})
                 : nd_name<ND>({"AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d"})),
         output_size(std::move(out)) {
-    F::detail::expand_arg(output_size, ND, this->name().c_str(), "output_size");
+    const char* op = this->name().c_str();
+    EMBER_CHECK(output_size.size() == 1 || static_cast<int>(output_size.size()) == ND,
+                "[{}] output_size needs 1 or {} values, got {}", op, ND, output_size.size());
+    for (const std::optional<int64_t>& v : output_size) {
+      EMBER_CHECK(ND > 1 || v.has_value(), "[{}] output_size must be a number (None only for 2-d and 3-d pools)", op);
+      EMBER_CHECK(!v || *v > 0, "[{}] output size must be positive, got {}", op, v.value_or(0));
+    }
   }
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) {
-    if constexpr (Max) return F::detail::adaptive_max_pool_nd(x, ND, output_size, false, this->name().c_str()).first;
-    else if constexpr (ND == 1) return F::adaptive_avg_pool1d(x, output_size[0]);
+    const char* op = this->name().c_str();
+    if constexpr (Max) return F::detail::adaptive_max_pool_nd(x, ND, resolved(x), false, op).first;
+    else if constexpr (ND == 1) return F::adaptive_avg_pool1d(x, *output_size[0]);
     else if constexpr (ND == 2) return F::adaptive_avg_pool2d(x, output_size);
     else return F::adaptive_avg_pool3d(x, output_size);
   }
@@ -343,13 +352,21 @@ class BasicAdaptivePoolImpl : public Cloneable<BasicAdaptivePoolImpl<ND, Max, P>
   std::pair<BasicTensor<P>, BasicTensor<P>> forward_with_indices(const BasicTensor<P>& x)
     requires Max
   {
-    return F::detail::adaptive_max_pool_nd(x, ND, output_size, true, this->name().c_str());
+    return F::detail::adaptive_max_pool_nd(x, ND, resolved(x), true, this->name().c_str());
   }
   std::string extra_repr() const override {
-    if (ND == 1) return fmt::format("output_size={}", output_size[0]);
-    return fmt::format("output_size={}", repr_args(output_size, ND));
+    auto one = [](const std::optional<int64_t>& v) { return v ? fmt::format("{}", *v) : std::string("None"); };
+    if (ND == 1) return fmt::format("output_size={}", one(output_size[0]));
+    std::string s = "output_size=(";
+    for (int d = 0; d < ND; ++d) s += (d ? ", " : "") + one(output_size.size() == 1 ? output_size[0] : output_size[d]);
+    return s + ")";
   }
-  IntArgs output_size;
+  OptionalIntArgs output_size;
+
+ private:
+  IntArgs resolved(const BasicTensor<P>& x) const {
+    return F::detail::resolve_output_size(output_size, x, ND, this->name().c_str());
+  }
 };
 template <class P = DefaultPolicy>
 using BasicAdaptiveAvgPool1dImpl = BasicAdaptivePoolImpl<1, false, P>;
