@@ -251,6 +251,12 @@ class SWALR : public LRScheduler {
 // ---- update_bn ----------------------------------------------------------------------------------
 
 namespace detail {
+/// T, as a type that depends on Dep (delays instantiation to the caller's types).
+template <class Dep, class T>
+struct Dependent {
+  using type = T;
+};
+
 /// The input of one batch: a tensor, the first element of a tuple, pair or vector of tensors
 /// (PyTorch's input[0]), or an example's data.
 template <class B>
@@ -279,7 +285,12 @@ decltype(auto) batch_input(const B& b) {
 template <class Batches, class Model>
 void update_bn(Batches&& batches, Model& model, std::optional<Device> device = std::nullopt) {
   auto& root = detail::module_ref(model, "update_bn");
-  using Base = nn::Module;
+  // Types that depend on Model, so that nothing here (the dynamic_casts of as<>()) is
+  // instantiated before update_bn is called: the library itself builds without RTTI.
+  using Base = typename detail::Dependent<Model, nn::Module>::type;
+  using BN1 = typename detail::Dependent<Model, nn::BatchNorm1dImpl>::type;
+  using BN2 = typename detail::Dependent<Model, nn::BatchNorm2dImpl>::type;
+  using BN3 = typename detail::Dependent<Model, nn::BatchNorm3dImpl>::type;
   struct Saved {
     std::optional<double>* momentum;
     std::optional<double> value;
@@ -298,8 +309,7 @@ void update_bn(Batches&& batches, Model& model, std::optional<Device> device = s
       bn->reset_running_stats();
       return true;
     };
-    keep(m.template as<nn::BatchNorm1dImpl>()) || keep(m.template as<nn::BatchNorm2dImpl>()) ||
-        keep(m.template as<nn::BatchNorm3dImpl>());
+    keep(m.template as<BN1>()) || keep(m.template as<BN2>()) || keep(m.template as<BN3>());
   };
   root.apply(visit);
   if (saved.empty()) return;
