@@ -61,7 +61,11 @@ TEST_CASE("random fills: uniform_, normal_, exponential_ have their moments and 
     std::vector<double> r = values_of(empty({20000}, dt).uniform_(0, 1));
     CHECK(*std::max_element(r.begin(), r.end()) < 1);
   }
-  CHECK(values_of(empty({3}).uniform_(2, 2)) == std::vector<double>(3, 2.0));
+  for (DType dt : {DType::F64, DType::F32, DType::F16, DType::BF16})
+    CHECK(values_of(empty({3}, dt).uniform_(2, 2)) == std::vector<double>(3, 2.0));
+  // Bounds beyond the dtype's finite range would clip silently: refused.
+  CHECK_ERROR(empty({3}, DType::F16).uniform_(0, 1e5), "[uniform_]", "f16", "to=100000");
+  CHECK_ERROR(empty({3}).uniform_(-1e39, 0), "[uniform_]", "f32");
   // In place through a view: only the view's elements change.
   Tensor base = zeros({4, 4});
   base.narrow(1, 1, 2).normal_();
@@ -129,26 +133,33 @@ TEST_CASE("random_ and randint_like: integers in [from, to), in the tensor's dty
   CHECK(like.dtype() == DType::I32);
   CHECK(like.sizes() == Shape{3, 4});
   for (double x : values_of(like)) CHECK((x == 10 || x == 11));
-  CHECK_ERROR(empty({3}, DType::U8).random_(0, 300), "[randint]", "does not fit", "u8");
-  CHECK_ERROR(empty({3}).random_(5, 5), "[randint]", "greater");
+  CHECK_ERROR(empty({3}, DType::U8).random_(0, 300), "[random_]", "does not fit", "u8");
+  CHECK_ERROR(empty({3}).random_(5, 5), "[random_]", "from < to");
+  // Floating dtypes hold integers exactly only so far: beyond, values would round to `to` or inf.
+  CHECK_ERROR(empty({3}, DType::F16).random_(0, 100000), "[random_]", "f16", "2048");
+  CHECK_ERROR(empty({3}, DType::BF16).random_(0, 300), "[random_]", "bf16", "256");
+  std::vector<double> b = values_of(empty({3000}, DType::BF16).random_(250, 257));
+  CHECK(*std::max_element(b.begin(), b.end()) == 256);
+  CHECK(*std::min_element(b.begin(), b.end()) == 250);
   CHECK_ERROR(empty({3}, DType::I64).uniform_(), "[uniform_]", "floating", "i64");
   CHECK_ERROR(empty({3}).uniform_(1, 0), "[uniform_]", "from=1 to=0");
   CHECK_ERROR(empty({3}).normal_(0, -1), "[normal_]", "std >= 0", "-1");
   CHECK_ERROR(empty({3}).exponential_(0), "[exponential_]", "lambd > 0", "0");
 }
 
-TEST_CASE("normal: tensor means and standard deviations, broadcast, differentiable") {
+TEST_CASE("normal: tensor means and standard deviations, broadcast, in mean's dtype, a sample") {
   manual_seed(103);
-  Tensor mean = tensor<double>({-1.0, 0.0, 10.0}).requires_grad_();
+  Tensor mean = tensor<float>({-1.0f, 0.0f, 10.0f}).requires_grad_();
   Tensor std = tensor<double>({{0.5}, {2.0}}).requires_grad_();
   Tensor y = normal(mean, std);
   CHECK(y.sizes() == Shape{2, 3});
-  y.sum().backward();
-  CHECK(values_of(mean.grad()) == std::vector<double>{2.0, 2.0, 2.0});
-  // d/dstd of mean + std z is z = (y - mean) / std, summed over the row.
-  Tensor z = (y.detach() - mean.detach()) / std.detach();
-  std::vector<double> want = values_of(z.sum({1}, true)), got = values_of(std.grad());
-  for (size_t i = 0; i < 2; ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-12));
+  CHECK(y.dtype() == DType::F32);
+  CHECK(!y.requires_grad());  // a sample: PyTorch's gradient for mean and std is zero
+  // Each element is mean + std z for a standard normal z: the standardised values are free of
+  // the means and scales (different per element, so a broadcasting mistake shows).
+  Tensor z = (y.to(DType::F64) - mean.detach().to(DType::F64)) / std.detach();
+  CHECK(values_of(z.abs().amax())[0] < 6);
+  CHECK(values_of(normal(zeros({2, 3}), 1.0)).size() == 6);
   const int64_t n = 100000;
   std::vector<double> s = values_of(normal(full({n}, 3.0, DType::F64), 0.5));
   CHECK(std::fabs(mean_of(s) - 3) < 5 * 0.5 / std::sqrt(static_cast<double>(n)));
@@ -171,7 +182,9 @@ TEST_CASE("randperm: a permutation of 0..n-1, in the dtype asked for") {
   }
   CHECK(values_of(randperm(50)) != values_of(arange(0, 50, 1, TensorOptions(DType::I64))));
   CHECK(randperm(10, TensorOptions(DType::I32)).dtype() == DType::I32);
-  CHECK(randperm(256, TensorOptions(DType::U8)).numel() == 256);
+  CHECK(values_of(randperm(256, TensorOptions(DType::U8)).sort().first) ==
+        values_of(arange(0, 256, 1, TensorOptions(DType::I64))));
+  CHECK_ERROR(randperm(2, TensorOptions(DType::Bool)), "[randperm]", "bool");
   CHECK_ERROR(randperm(257, TensorOptions(DType::U8)), "[randperm]", "257", "u8");
   CHECK_ERROR(randperm(-1), "[randperm]", "-1");
 }
@@ -248,7 +261,29 @@ TEST_CASE("isclose, allclose, equal") {
   CHECK(!equal(ones({2, 2}), ones({4})));
   CHECK(!equal(a, a));  // NaN equals nothing
   CHECK(equal(zeros({0, 3}), zeros({0, 3})));
+  CHECK(equal(tensor<int64_t>({1, 2}), tensor<double>({1.0, 2.0})));  // values, as PyTorch 2
+  // Zero tolerances compare exactly, also integers beyond 2^53 (no detour through f64).
+  const int64_t big = int64_t{1} << 53;
+  CHECK(values_of(isclose(tensor<int64_t>({big + 1}), tensor<int64_t>({big}), 0.0, 0.0)) == std::vector<double>{0});
   CHECK_ERROR(isclose(ones({2}), ones({2}, DType::F64)), "[isclose]", "one dtype", "f32", "f64");
   CHECK_ERROR(isclose(ones({2}), ones({2}), -1.0), "[isclose]", "rtol=-1");
   CHECK_ERROR(isclose(ones({2}), ones({3})), "[2]", "[3]");
+}
+
+TEST_CASE("random fills refuse a leaf that requires grad before drawing; allowed under NoGradGuard") {
+  Tensor w = zeros({4}).requires_grad_();
+  manual_seed(9);
+  CHECK_ERROR(w.uniform_(), "[uniform_]", "leaf tensor that requires grad");
+  CHECK_ERROR(w.narrow(0, 0, 2).normal_(), "[normal_]", "view");
+  CHECK_ERROR(w.bernoulli_(0.5), "[bernoulli_]", "leaf");
+  CHECK_ERROR(w.exponential_(), "[exponential_]", "leaf");
+  Tensor after_refusals = rand({4});
+  manual_seed(9);
+  CHECK(values_of(rand({4})) == values_of(after_refusals));  // nothing was drawn
+  {
+    autograd::NoGradGuard ng;
+    w.uniform_(-1, 1);
+  }
+  CHECK(values_of(w.abs().amax())[0] > 0);
+  CHECK(w.requires_grad());
 }

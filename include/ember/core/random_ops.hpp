@@ -11,6 +11,8 @@
 /// Every draw comes from the global counter-based generator (manual_seed): the same seed gives
 /// the same values whatever the thread count. The draws are not PyTorch's (another generator).
 
+#include <ember/autograd/grad_mode.hpp>
+#include <ember/autograd/inplace.hpp>
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
 
@@ -27,16 +29,56 @@ template <class P>
 BasicTensor<P> uniform01(const Shape& shape) {
   return random_tensor<P>(shape, TensorOptions(DType::F64), false, 0.0, 1.0, "random");
 }
+
+/// The integers a dtype holds exactly: [lo, hi].
+struct IntRange {
+  int64_t lo, hi;
+};
+inline IntRange exact_integers(DType t) {
+  constexpr int64_t i64_max = std::numeric_limits<int64_t>::max();
+  switch (t) {
+    case DType::Bool: return {0, 1};
+    case DType::U8: return {0, 255};
+    case DType::I8: return {-128, 127};
+    case DType::I32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    case DType::F16: return {-2048, 2048};
+    case DType::BF16: return {-256, 256};
+    case DType::F32: return {-(int64_t{1} << 24), int64_t{1} << 24};
+    case DType::F64: return {-(int64_t{1} << 53), int64_t{1} << 53};
+    default: return {-i64_max - 1, i64_max};
+  }
+}
+
+/// The finite range of a floating dtype.
+inline double largest_finite(DType t) {
+  switch (t) {
+    case DType::F16: return 65504.0;
+    case DType::BF16: return 3.3895313892515355e38;
+    case DType::F32: return std::numeric_limits<float>::max();
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
+/// A random fill may not write where autograd forbids an in-place op (checked before drawing,
+/// so that a refused fill does not advance the generator).
+template <class P>
+void check_fill_target(const BasicTensor<P>& t, const char* op) {
+  if (autograd::GradMode::is_enabled()) autograd::detail::check_inplace_target(t.impl(), op, "");
+}
 }  // namespace detail
 
 // ---- in-place fills --------------------------------------------------------------------------
 
-/// Uniform on [from, to) (from when they are equal).
+/// Uniform on [from, to) (from when they are equal); both within the dtype's finite range.
+/// (After rounding to f32/f16/bf16, a value that would reach `to` becomes the largest below it.)
 template <class P>
 BasicTensor<P>& BasicTensor<P>::uniform_(double from, double to) {
   EMBER_CHECK(is_floating_point(), "[uniform_] needs a floating tensor, got {}", dtype());
-  EMBER_CHECK(from <= to && std::isfinite(to - from), "[uniform_] expects finite from <= to, got from={} to={}", from,
-              to);
+  const double big = detail::largest_finite(dtype());
+  EMBER_CHECK(from <= to && from >= -big && to <= big && std::isfinite(to - from),
+              "[uniform_] expects from <= to within {}'s range (+-{}), got from={} to={}", dtype(), big, from, to);
+  detail::check_fill_target(*this, "uniform_");
+  if (from == to) return fill_(from);
   return copy_(detail::random_tensor<P>(sizes(), TensorOptions(dtype()), false, from, to, "uniform_"));
 }
 
@@ -46,6 +88,7 @@ BasicTensor<P>& BasicTensor<P>::normal_(double mean, double std) {
   EMBER_CHECK(is_floating_point(), "[normal_] needs a floating tensor, got {}", dtype());
   EMBER_CHECK(std >= 0 && std::isfinite(std) && std::isfinite(mean),
               "[normal_] expects a finite mean and std >= 0, got mean={} std={}", mean, std);
+  detail::check_fill_target(*this, "normal_");
   return copy_(detail::random_tensor<P>(sizes(), TensorOptions(dtype()), true, mean, std, "normal_"));
 }
 
@@ -53,6 +96,7 @@ BasicTensor<P>& BasicTensor<P>::normal_(double mean, double std) {
 template <class P>
 BasicTensor<P>& BasicTensor<P>::bernoulli_(double p) {
   EMBER_CHECK(p >= 0 && p <= 1, "[bernoulli_] expects p in [0, 1], got {}", p);
+  detail::check_fill_target(*this, "bernoulli_");
   return copy_(detail::uniform01<P>(sizes()).lt(p));
 }
 
@@ -65,6 +109,7 @@ BasicTensor<P>& BasicTensor<P>::bernoulli_(const BasicTensor& p) {
               "[bernoulli_] expects every probability in [0, 1] (shape {})", p.sizes());
   EMBER_CHECK(ops::broadcast_shapes(prob.sizes(), sizes(), "bernoulli_") == Shape(sizes()),
               "[bernoulli_] probabilities of shape {} do not broadcast to the tensor's shape {}", p.sizes(), sizes());
+  detail::check_fill_target(*this, "bernoulli_");
   return copy_(detail::uniform01<P>(sizes()).lt(prob));
 }
 
@@ -73,15 +118,21 @@ template <class P>
 BasicTensor<P>& BasicTensor<P>::exponential_(double lambd) {
   EMBER_CHECK(is_floating_point(), "[exponential_] needs a floating tensor, got {}", dtype());
   EMBER_CHECK(lambd > 0 && std::isfinite(lambd), "[exponential_] expects a finite lambd > 0, got {}", lambd);
-  return copy_((-detail::uniform01<P>(sizes())).log1p() * (-1.0 / lambd));
+  detail::check_fill_target(*this, "exponential_");
+  BasicTensor u = detail::uniform01<P>(sizes());  // one f64 buffer, transformed in place
+  return copy_(u.neg_().log1p_().mul_(-1.0 / lambd));
 }
 
-/// Integers uniform on [from, to), in this tensor's dtype (which must hold them).
+/// Integers uniform on [from, to), in this tensor's dtype, which must hold every one of them
+/// exactly (f16 up to 2048, bf16 256, f32 2^24).
 template <class P>
 BasicTensor<P>& BasicTensor<P>::random_(int64_t from, int64_t to) {
-  EMBER_CHECK(dtype() != DType::Bool || (from >= 0 && to <= 2), "[random_] range [{}, {}) does not fit bool", from,
-              to);
-  return copy_(randint<P>(from, to, sizes(), TensorOptions(dtype())));
+  EMBER_CHECK(to > from, "[random_] expects from < to, got from={} to={}", from, to);
+  const detail::IntRange r = detail::exact_integers(dtype());
+  EMBER_CHECK(from >= r.lo && to - 1 <= r.hi, "[random_] [{}, {}) does not fit {} (exact integers {}..{})", from, to,
+              dtype(), r.lo, r.hi);
+  detail::check_fill_target(*this, "random_");
+  return copy_(randint<P>(from, to, sizes(), TensorOptions(DType::I64)));
 }
 template <class P>
 BasicTensor<P>& BasicTensor<P>::random_(int64_t to) {
@@ -106,18 +157,21 @@ BasicTensor<P> bernoulli(const BasicTensor<P>& input, double p) {
   return out;
 }
 
-/// mean + std * z for standard normal z, mean and std broadcast; differentiable in both (the
-/// gradient for std is z). Every std must be >= 0.
+/// mean + std * z for standard normal z, mean and std broadcast, in mean's dtype (std's for a
+/// number mean). Every std must be >= 0. A sample, not a function of mean and std: no
+/// gradient flows to them (PyTorch's is zero); mean + std * randn_like(std) is the
+/// reparameterised, differentiable form.
 template <class P>
 BasicTensor<P> normal(const BasicTensor<P>& mean, const BasicTensor<P>& std) {
   EMBER_CHECK(mean.is_floating_point() && std.is_floating_point(),
               "[normal] expects floating mean and std, got {} and {}", mean.dtype(), std.dtype());
-  EMBER_CHECK(std.detach().ge(0.0).all().template item<bool>(), "[normal] expects every std >= 0 (shape {})",
-              std.sizes());
+  EMBER_CHECK(mean.device() == std.device(), "[normal] expects mean and std on one device, got {} and {}",
+              mean.device(), std.device());
+  const BasicTensor<P> m = mean.detach(), s = std.detach();
+  EMBER_CHECK(s.ge(0.0).all().template item<bool>(), "[normal] expects every std >= 0 (shape {})", std.sizes());
   const Shape shape = ops::broadcast_shapes(mean.sizes(), std.sizes(), "normal");
-  const DType dt = promote_types(mean.dtype(), std.dtype());
-  BasicTensor<P> z = randn<P>(shape, TensorOptions(dt).device(mean.device()));
-  return mean + std * z;
+  BasicTensor<P> z = randn<P>(shape, TensorOptions(DType::F64));
+  return (m.to(kCPU, DType::F64) + s.to(kCPU, DType::F64) * z).to(mean.device(), mean.dtype());
 }
 template <class P>
 BasicTensor<P> normal(const BasicTensor<P>& mean, double std = 1.0) {
@@ -142,18 +196,8 @@ template <class P = DefaultPolicy>
 BasicTensor<P> randperm(int64_t n, TensorOptions o = {}) {
   EMBER_CHECK(n >= 0, "[randperm] n must be non-negative, got {}", n);
   const DType dt = o.dtype_or(DType::I64);
-  int64_t largest = std::numeric_limits<int64_t>::max();
-  switch (dt) {
-    case DType::Bool: largest = 1; break;
-    case DType::U8: largest = 255; break;
-    case DType::I8: largest = 127; break;
-    case DType::I32: largest = std::numeric_limits<int32_t>::max(); break;
-    case DType::F16: largest = 2048; break;
-    case DType::BF16: largest = 256; break;
-    case DType::F32: largest = int64_t{1} << 24; break;
-    case DType::F64: largest = int64_t{1} << 53; break;
-    default: break;
-  }
+  EMBER_CHECK(dt != DType::Bool, "[randperm] needs a numeric dtype, got bool");
+  const int64_t largest = detail::exact_integers(dt).hi;
   EMBER_CHECK(n - 1 <= largest, "[randperm] n = {} is too large for {} (largest exact value {})", n, dt, largest);
   // The order of n uniform keys (53 random bits each: ties have probability ~n^2 / 2^54).
   return detail::uniform01<P>({n}).argsort().to(dt).to(o.device_or(kCPU));
@@ -238,7 +282,7 @@ BasicTensor<P> isclose(const BasicTensor<P>& a, const BasicTensor<P>& b, double 
   EMBER_CHECK(a.dtype() == b.dtype(), "[isclose] expects a and b of one dtype, got {} and {}", a.dtype(), b.dtype());
   EMBER_CHECK(rtol >= 0 && atol >= 0, "[isclose] rtol and atol must be >= 0, got rtol={} atol={}", rtol, atol);
   BasicTensor<P> close = a.eq(b);
-  if (a.dtype() == DType::Bool) return close;
+  if (a.dtype() == DType::Bool || (rtol == 0 && atol == 0)) return close;  // exact (also beyond 2^53)
   BasicTensor<P> x = a.detach(), y = b.detach();
   if (!a.is_floating_point()) x = x.to(DType::F64), y = y.to(DType::F64);
   if (equal_nan) close = close.logical_or(x.isnan().logical_and(y.isnan()));

@@ -254,7 +254,9 @@ class BasicTensor {
     return *this;
   }
   BasicTensor& zero_() { return fill_(0); }
-  // Random fills in place, from the global generator (manual_seed); core/random_ops.hpp.
+  // Random fills in place, from the global generator (manual_seed). Defined in
+  // core/random_ops.hpp, which <ember/ember.hpp> includes: a file that includes only the core
+  // headers and calls these must include it too.
   BasicTensor& uniform_(double from = 0, double to = 1);
   BasicTensor& normal_(double mean = 0, double std = 1);
   BasicTensor& bernoulli_(double p = 0.5);
