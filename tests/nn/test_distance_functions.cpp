@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,12 +49,18 @@ std::vector<double> cdist_ref(const Tensor& x1, const Tensor& x2, double p) {
   return out;
 }
 
+/// Every element within rtol (relative, with 1 added to the scale); one assertion, naming the
+/// worst element.
 void check_close(const std::vector<double>& got, const std::vector<double>& want, double rtol) {
   REQUIRE(got.size() == want.size());
+  double worst = 0;
+  size_t at = 0;
   for (size_t i = 0; i < got.size(); ++i) {
-    CAPTURE(i);
-    CHECK(got[i] == doctest::Approx(want[i]).epsilon(rtol).scale(1.0));
+    const double err = std::fabs(got[i] - want[i]) / (1.0 + std::max(std::fabs(got[i]), std::fabs(want[i])));
+    if (!(err <= worst)) worst = err, at = i;  // NaN counts as the worst
   }
+  CHECK_MESSAGE(worst <= rtol, "element ", at, ": ", got.empty() ? 0.0 : got[at], " vs ",
+                want.empty() ? 0.0 : want[at], " (relative error ", worst, ")");
 }
 
 const double kInf = std::numeric_limits<double>::infinity();
@@ -87,17 +94,66 @@ TEST_CASE("cdist: batch dims broadcast; empty sets; no columns") {
   Tensor x1 = randn({3, 1, 4, 2}, DType::F64), x2 = randn({5, 6, 2}, DType::F64);
   Tensor d = F::cdist(x1, x2, 1.5);
   CHECK(d.sizes() == Shape{3, 5, 4, 6});
-  Tensor want = F::cdist(x1.expand({3, 5, 4, 2}).reshape({15, 4, 2}), x2.expand({3, 5, 6, 2}).reshape({15, 6, 2}), 1.5);
-  CHECK(values_of(d) == values_of(want.reshape({3, 5, 4, 6})));
+  check_close(values_of(d),
+              cdist_ref(x1.expand({3, 5, 4, 2}).reshape({15, 4, 2}), x2.expand({3, 5, 6, 2}).reshape({15, 6, 2}), 1.5),
+              1e-12);
   CHECK(F::cdist(randn({0, 3}), randn({4, 3})).sizes() == Shape{0, 4});
   CHECK(F::cdist(randn({2, 3}), randn({0, 3})).sizes() == Shape{2, 0});
   Tensor none = F::cdist(randn({2, 0}), randn({3, 0}), kInf);
   CHECK(none.sizes() == Shape{2, 3});
   CHECK(values_of(none) == std::vector<double>(6, 0.0));
-  // ember::cdist and ember::pdist are the same functions (libtorch's torch::cdist).
-  Tensor u = randn({4, 3});
-  CHECK(values_of(ember::cdist(u, u)) == values_of(F::cdist(u, u)));
-  CHECK(values_of(ember::pdist(u)) == values_of(F::pdist(u)));
+  // libtorch's spelling, torch::cdist: ember::cdist.
+  Tensor u = randn({1, 4, 3}, DType::F64);
+  check_close(values_of(ember::cdist(u, u, 3.0)), cdist_ref(u, u, 3.0), 1e-12);
+  CHECK(ember::pdist(u[0]).sizes() == Shape{6});
+  // Empty sets stay connected to the inputs: a backward through them works.
+  Tensor e1 = randn({0, 3}).requires_grad_(), e2 = randn({4, 3}).requires_grad_();
+  F::cdist(e1, e2).sum().backward();
+  CHECK(values_of(e2.grad()) == std::vector<double>(12, 0.0));
+}
+
+TEST_CASE("cdist: the matrix product form exactly past 25 rows (compute_mode 0), always (1) or never (2)") {
+  // Rows near 1e4 that differ by about 1e-2 in f32: the matrix product form cancels |a|^2 and
+  // |b|^2 of 1e8 (ulp 8) and loses the distances; the direct form keeps them.
+  manual_seed(12);
+  auto rows = [](int64_t n) { return full({n, 4}, 1e4) + randn({n, 4}) * 0.01; };
+  Tensor few = rows(25), many = rows(26), other = rows(3);
+  auto err = [&](const Tensor& a, std::optional<int64_t> mode) {
+    std::vector<double> got = values_of(F::cdist(a, other, 2.0, mode));
+    std::vector<double> want = cdist_ref(a.to(DType::F64).unsqueeze(0), other.to(DType::F64).unsqueeze(0), 2.0);
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+    return worst;
+  };
+  CHECK(err(few, std::nullopt) < 1e-3);
+  CHECK(err(many, std::nullopt) > 0.1);
+  CHECK(err(many, 2) < 1e-3);
+  CHECK(err(few, 1) > 0.1);
+  CHECK(err(few, 0) < 1e-3);
+}
+
+TEST_CASE("cdist: blocks of both sets, forward and backward, equal the whole computation") {
+  manual_seed(13);
+  // 2 x 600 x 4096: blocks of 512 columns' rows of x2 and single rows of x1; and 40 x 60 x 2048
+  // in row blocks of 17.
+  struct Case {
+    Shape s1, s2;
+    double p;
+  };
+  for (const Case& c : {Case{{5, 4096}, {600, 4096}, 1.0}, Case{{40, 2048}, {60, 2048}, 3.0},
+                        Case{{40, 2048}, {60, 2048}, 2.0}}) {
+    CAPTURE(c.p);
+    Tensor a = randn(c.s1, DType::F64).requires_grad_(), b = randn(c.s2, DType::F64).requires_grad_();
+    Tensor a2 = a.detach().clone().requires_grad_(), b2 = b.detach().clone().requires_grad_();
+    Tensor w = randn({c.s1[0], c.s2[0]}, DType::F64);
+    Tensor d = F::cdist(a, b, c.p, 2);
+    Tensor whole = (a2.unsqueeze(-2) - b2.unsqueeze(-3)).norm(c.p, {-1});
+    check_close(values_of(d), values_of(whole), 1e-12);
+    (d * w).sum().backward();
+    (whole * w).sum().backward();
+    check_close(values_of(a.grad()), values_of(a2.grad()), 1e-10);
+    check_close(values_of(b.grad()), values_of(b2.grad()), 1e-10);
+  }
 }
 
 TEST_CASE("cdist and pdist gradients: finite differences, second order, zero at a zero distance") {
@@ -132,9 +188,11 @@ TEST_CASE("cdist and pdist gradients: finite differences, second order, zero at 
       for (double g : values_of(x2.grad())) CHECK(std::isfinite(g));
     }
   }
+  // pdist: pairs (0, 1) at distance 0 (gradient 0), (0, 2) and (1, 2) at sqrt(5).
   Tensor y = tensor<double>({{1.0, 2.0}, {1.0, 2.0}, {0.0, 0.0}}).requires_grad_();
   F::pdist(y).sum().backward();
-  for (double g : values_of(y.grad())) CHECK(std::isfinite(g));
+  const double r5 = std::sqrt(5.0);
+  check_close(values_of(y.grad()), {1 / r5, 2 / r5, 1 / r5, 2 / r5, -2 / r5, -4 / r5}, 1e-15);
 }
 
 TEST_CASE("pdist: the pairs i < j in order, every kind of p, blocks") {

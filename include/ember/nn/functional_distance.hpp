@@ -8,10 +8,11 @@
 /// The p-norm of each difference of rows: p = 0 counts differing elements, p = inf takes the
 /// largest. Euclidean distances (p = 2) between sets with more than 25 rows go through a
 /// matrix product, ||a||^2 - 2 a.b + ||b||^2 clamped at 0 (PyTorch's default
-/// compute_mode, "use_mm_for_euclid_dist_if_necessary"): much faster, slightly less accurate
-/// for nearly equal rows. The other distances are taken row block by row block, so that the
-/// differences never take more than a few MiB at once without grad. Gradients are PyTorch's,
-/// 0 at a zero distance; both are twice differentiable.
+/// compute_mode, "use_mm_for_euclid_dist_if_necessary"): much faster, less accurate for nearly
+/// equal rows. The other distances are taken in blocks of rows of both sets, forward and
+/// backward, so that about 2^21 differences exist at once (the batch times one row of each at
+/// the least), not all P x R x M. Gradients are PyTorch's (0 at a zero distance; at p = inf
+/// every tied element gets the whole gradient); both forms can be differentiated again.
 
 #include <ember/autograd/function.hpp>
 #include <ember/core/factories.hpp>
@@ -22,9 +23,11 @@
 #include <ember/ops/shape_ops.hpp>
 
 #include <algorithm>
+#include <any>
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace ember::nn::functional {
@@ -57,18 +60,105 @@ struct EuclideanDist : autograd::Function<EuclideanDist<P>, P> {
   }
 };
 
-/// The p-norm over the last dim of a - b: rows of `a` (..., n, M) against rows of `b`
-/// (..., 1 or n, M) broadcast as the caller arranged them; M > 0.
+/// ||diff||_p over the last dim (p = inf: max |diff|).
 template <class P>
 BasicTensor<P> pnorm_last(const BasicTensor<P>& diff, double p) {
-  // inf: max |d|. amax shares the gradient among tied elements, where PyTorch's cdist gives
-  // each of them all of it (they differ only at ties).
   if (std::isinf(p)) return diff.abs().amax({-1});
   return diff.norm(p, {-1});
 }
 
-/// Rows per block so that a block's differences hold about 2^21 elements.
-inline int64_t block_rows(int64_t per_row) { return std::max<int64_t>(1, (int64_t{1} << 21) / std::max<int64_t>(1, per_row)); }
+/// Block sizes (rows of x1, rows of x2) so that one block of differences, batch x n1 x n2 x M,
+/// holds about 2^21 elements (at least one row of each).
+inline std::pair<int64_t, int64_t> cdist_blocks(int64_t batch, int64_t rows1, int64_t rows2, int64_t cols) {
+  constexpr int64_t budget = int64_t{1} << 21;
+  const int64_t per_pair = std::max<int64_t>(1, batch * cols);
+  const int64_t n2 = std::clamp<int64_t>(budget / per_pair, 1, std::max<int64_t>(1, rows2));
+  const int64_t n1 = std::clamp<int64_t>(budget / (per_pair * n2), 1, std::max<int64_t>(1, rows1));
+  return {n1, n2};
+}
+
+/// The gradient of ||diff||_p (dist) for each element of diff, times g: PyTorch's
+/// _cdist_backward terms, 0 at a zero distance (and, for p < 1, at a zero difference). The
+/// masked places go through safe values, so that a second derivative stays finite too.
+template <class P>
+BasicTensor<P> cdist_grad_term(const BasicTensor<P>& diff, const BasicTensor<P>& dist, const BasicTensor<P>& g,
+                               double p) {
+  if (p == 1) return diff.sign() * g;
+  if (std::isinf(p)) return diff.sign() * diff.abs().eq(dist).to(diff.dtype()) * g;
+  const BasicTensor<P> zero_dist = dist.eq(0.0);
+  const BasicTensor<P> d = dist.masked_fill(zero_dist, 1.0);
+  BasicTensor<P> term;
+  if (p == 2) {
+    term = diff * (g / d);
+  } else if (p < 2) {
+    const BasicTensor<P> zero_diff = diff.eq(0.0);
+    const BasicTensor<P> a = diff.abs().masked_fill(zero_diff, 1.0);
+    term = diff.sign() * a.pow(p - 1) * (g / d.pow(p - 1));
+    if (p < 1) term = term.masked_fill(zero_diff, 0.0);
+  } else {
+    term = diff * diff.abs().pow(p - 2) * (g / d.pow(p - 1));
+  }
+  return term.masked_fill(zero_dist, 0.0);
+}
+
+/// cdist's direct form (every p; p = 2 without the matrix product) over blocks of rows of
+/// both operands, forward and backward (PyTorch's _cdist_forward and _cdist_backward): no
+/// more than a block of differences exists at once, with or without grad. a (..., P, M) and
+/// b (..., R, M) have the same batch dims, P, R, M > 0. The backward is written with
+/// differentiable ops, so it can be differentiated again.
+template <class P>
+struct CdistDirect : autograd::Function<CdistDirect<P>, P> {
+  using TensorT = BasicTensor<P>;
+  static constexpr const char* name = "Cdist";
+  static std::pair<int64_t, int64_t> blocks(const TensorT& a, const TensorT& b) {
+    int64_t batch = 1;
+    for (int64_t d = 0; d < a.dim() - 2; ++d) batch *= a.size(d);
+    return cdist_blocks(batch, a.size(-2), b.size(-2), a.size(-1));
+  }
+  static TensorT forward(autograd::BasicAutogradContext<P>* ctx, const TensorT& a, const TensorT& b, double p) {
+    const int64_t rows1 = a.size(-2), rows2 = b.size(-2);
+    const auto [n1, n2] = blocks(a, b);
+    std::vector<TensorT> rows;
+    for (int64_t r = 0; r < rows1; r += n1) {
+      const TensorT ar = a.narrow(-2, r, std::min(n1, rows1 - r)).unsqueeze(-2);
+      std::vector<TensorT> cols;
+      for (int64_t c = 0; c < rows2; c += n2)
+        cols.push_back(pnorm_last(ar - b.narrow(-2, c, std::min(n2, rows2 - c)).unsqueeze(-3), p));
+      rows.push_back(cols.size() == 1 ? cols[0] : cat(cols, -1));
+    }
+    TensorT res = rows.size() == 1 ? rows[0] : cat(rows, -2);
+    ctx->save_for_backward({a, b, res});
+    ctx->saved_data["p"] = p;
+    return res;
+  }
+  static std::vector<TensorT> backward(autograd::BasicAutogradContext<P>* ctx, std::vector<TensorT> grads) {
+    auto saved = ctx->get_saved_variables();
+    const TensorT &a = saved[0], &b = saved[1], &res = saved[2], &grad = grads[0];
+    const double p = std::any_cast<double>(ctx->saved_data["p"]);
+    if (p == 0) return {zeros_like(a), zeros_like(b), TensorT()};  // a count: its gradient is 0
+    const int64_t rows1 = a.size(-2), rows2 = b.size(-2);
+    const auto [n1, n2] = blocks(a, b);
+    std::vector<TensorT> g1_rows, g2_cols;
+    for (int64_t r = 0; r < rows1; r += n1) {
+      const int64_t len1 = std::min(n1, rows1 - r);
+      const TensorT ar = a.narrow(-2, r, len1).unsqueeze(-2);
+      TensorT g1;
+      for (int64_t c = 0, k = 0; c < rows2; c += n2, ++k) {
+        const int64_t len2 = std::min(n2, rows2 - c);
+        const TensorT diff = ar - b.narrow(-2, c, len2).unsqueeze(-3);  // (..., len1, len2, M)
+        const TensorT term = cdist_grad_term(diff, res.narrow(-2, r, len1).narrow(-1, c, len2).unsqueeze(-1),
+                                             grad.narrow(-2, r, len1).narrow(-1, c, len2).unsqueeze(-1), p);
+        const TensorT t1 = term.sum({-2}), t2 = term.sum({-3}).neg();
+        g1 = g1.defined() ? g1 + t1 : t1;
+        if (static_cast<size_t>(k) < g2_cols.size()) g2_cols[static_cast<size_t>(k)] = g2_cols[static_cast<size_t>(k)] + t2;
+        else g2_cols.push_back(t2);
+      }
+      g1_rows.push_back(g1);
+    }
+    return {g1_rows.size() == 1 ? g1_rows[0] : cat(g1_rows, -2), g2_cols.size() == 1 ? g2_cols[0] : cat(g2_cols, -2),
+            TensorT()};  // none for p
+  }
+};
 
 inline void check_p(const char* op, double p) {
   EMBER_CHECK(p >= 0, "[{}] only supports non-negative p values, got {}", op, p);  // refuses NaN too
@@ -105,21 +195,12 @@ BasicTensor<P> cdist(const BasicTensor<P>& x1, const BasicTensor<P>& x2, double 
   s2.push_back(rows2), s2.push_back(cols);
   out_shape.push_back(rows1), out_shape.push_back(rows2);
   BasicTensor<P> a = x1.expand(s1), b = x2.expand(s2);
-  if (rows1 == 0 || rows2 == 0) return empty<P>(out_shape, TensorOptions(x1.dtype()).device(x1.device()));
-  // No columns: every distance is 0 (an empty sum; inf: PyTorch's 0 too).
-  if (cols == 0) return (a.sum({-1}).unsqueeze(-1) + b.sum({-1}).unsqueeze(-2)) * 0.0;
+  // No rows or no columns: zeros (an empty sum; inf too, as PyTorch's), still connected to
+  // the inputs, so that a backward through them works.
+  if (rows1 == 0 || rows2 == 0 || cols == 0) return (a.sum({-1}).unsqueeze(-1) + b.sum({-1}).unsqueeze(-2)) * 0.0;
   if (p == 2 && (mode == 1 || (mode == 0 && (rows1 > 25 || rows2 > 25))))
     return detail::EuclideanDist<P>::apply(a, b);
-  // Row blocks of x1 against all of x2: (..., n, 1, M) - (..., 1, R, M).
-  int64_t batch_n = 1;
-  for (int64_t d : batch) batch_n *= d;
-  const int64_t step = detail::block_rows(batch_n * rows2 * cols);
-  std::vector<BasicTensor<P>> parts;
-  for (int64_t r = 0; r < rows1; r += step) {
-    BasicTensor<P> rows = a.narrow(-2, r, std::min(step, rows1 - r));
-    parts.push_back(detail::pnorm_last(rows.unsqueeze(-2) - b.unsqueeze(-3), p));
-  }
-  return parts.size() == 1 ? parts[0] : cat(parts, -2);
+  return detail::CdistDirect<P>::apply(a, b, p);
 }
 
 /// The p-norm distance of every pair of rows i < j of x (N, M), in the order (0, 1), (0, 2),
@@ -132,27 +213,12 @@ BasicTensor<P> pdist(const BasicTensor<P>& x, double p = 2.0) {
   EMBER_CHECK(x.is_floating_point(), "[{}] expects a floating-point tensor, got {}", op, x.dtype());
   const int64_t n = x.size(0), cols = x.size(1);
   const int64_t pairs = n * (n - 1) / 2;
-  if (pairs == 0) return empty<P>({0}, TensorOptions(x.dtype()).device(x.device()));
-  if (cols == 0) return zeros<P>({pairs}, TensorOptions(x.dtype()).device(x.device())) + x.sum() * 0.0;
-  // Blocks of pairs: their row indices on the host (one block at a time, so that a large N
-  // never holds all N^2 / 2 of them), then one gather of both rows.
-  const int64_t step = detail::block_rows(cols);
-  std::vector<int64_t> idx;
-  std::vector<BasicTensor<P>> parts;
-  int64_t i = 0, j = 1;
-  for (int64_t k = 0; k < pairs; k += step) {
-    const int64_t len = std::min(step, pairs - k);
-    idx.resize(static_cast<size_t>(2 * len));
-    for (int64_t q = 0; q < len; ++q) {
-      idx[static_cast<size_t>(q)] = i, idx[static_cast<size_t>(len + q)] = j;
-      if (++j == n) ++i, j = i + 1;
-    }
-    // A copy: index_select's backward keeps the indices, and idx is reused.
-    BasicTensor<P> both = from_blob<P>(idx.data(), {2, len}, TensorOptions(DType::I64)).clone().to(x.device());
-    BasicTensor<P> d = x.index_select(0, both[0]) - x.index_select(0, both[1]);
-    parts.push_back(detail::pnorm_last(d, p));
-  }
-  return parts.size() == 1 ? parts[0] : cat(parts, 0);
+  if (pairs == 0 || cols == 0) return zeros<P>({pairs}, TensorOptions(x.dtype()).device(x.device())) + x.sum() * 0.0;
+  // The direct distances of all pairs (cdist's blocks, forward and backward), then the upper
+  // triangle in row-major order: the same per-pair arithmetic as PyTorch's pdist.
+  const BasicTensor<P> all = detail::CdistDirect<P>::apply(x, x, p);
+  const BasicTensor<P> upper = ones<P>({n, n}, TensorOptions(DType::Bool).device(x.device())).triu(1);
+  return all.masked_select(upper);
 }
 
 }  // namespace ember::nn::functional
