@@ -13,6 +13,8 @@
 #include <ember/ops/functions.hpp>
 #include <ember/ops/shape_ops.hpp>
 #include <ember/ops/einsum.hpp>
+#include <ember/ops/order_statistics.hpp>
+#include <ember/ops/counting.hpp>
 #include <ember/autograd/tensor_autograd.hpp>
 #include <ember/runtime/log.hpp>
 #include <ember/runtime/threading.hpp>

@@ -1,0 +1,163 @@
+#pragma once
+/// Binning and counting, as libtorch's: searchsorted, bucketize, bincount, histc.
+///
+///   Tensor bin = bucketize(x, edges);            // the bucket of each x among sorted edges
+///   Tensor n = bincount(labels, {}, classes);    // a count per class label
+///   Tensor h = histc(x, 10, 0.0, 1.0);           // a 10-bin histogram of [0, 1]
+///
+/// Not differentiable (PyTorch's are not either). Computed on the host: device tensors are
+/// copied over and the result copied back.
+
+#include <ember/core/factories.hpp>
+#include <ember/core/tensor_methods.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace ember {
+
+namespace detail {
+
+/// A CPU, contiguous copy of t in f64 (floating) or i64 (integral), for host loops.
+template <class P>
+BasicTensor<P> host_values(const BasicTensor<P>& t, bool floating) {
+  return t.detach().to(kCPU, floating ? DType::F64 : DType::I64).contiguous();
+}
+
+/// PyTorch's binary search: the first position whose value is not below v (right: not at or
+/// below v). NaN compares as the largest value, in the sequence and as v.
+template <class T>
+int64_t search_position(const T* seq, int64_t n, T v, bool right) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + ((hi - lo) >> 1);
+    const bool go_right = right ? !(seq[mid] > v) : !(seq[mid] >= v);
+    if (go_right) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+}  // namespace detail
+
+/// For each value, its insertion position in sorted_sequence that keeps it sorted: the first
+/// position whose element is >= the value (right: > the value). sorted_sequence is 1-d, or
+/// (..., M) with the values' leading dims (..., K) (one sequence per row). i64 result (i32 with
+/// out_int32) of the values' shape. side "left" or "right" overrides right, as libtorch's.
+template <class P>
+BasicTensor<P> searchsorted(const BasicTensor<P>& sorted_sequence, const BasicTensor<P>& values, bool out_int32 = false,
+                            bool right = false, std::optional<std::string_view> side = std::nullopt) {
+  constexpr const char* op = "searchsorted";
+  if (side) {
+    EMBER_CHECK(*side == "left" || *side == "right", "[{}] side must be \"left\" or \"right\", got \"{}\"", op, *side);
+    EMBER_CHECK(!right || *side == "right", "[{}] side \"left\" contradicts right=true", op);
+    right = *side == "right";
+  }
+  EMBER_CHECK(sorted_sequence.dim() >= 1, "[{}] the sorted sequence must have at least 1 dim, got shape {}", op,
+              sorted_sequence.sizes());
+  EMBER_CHECK(sorted_sequence.dtype() != DType::Bool && values.dtype() != DType::Bool,
+              "[{}] expects numeric tensors, got {} and {}", op, sorted_sequence.dtype(), values.dtype());
+  const bool rows = sorted_sequence.dim() > 1;
+  if (rows) {
+    bool leading = values.dim() == sorted_sequence.dim();
+    for (int64_t d = 0; leading && d + 1 < values.dim(); ++d) leading = values.size(d) == sorted_sequence.size(d);
+    EMBER_CHECK(leading,
+                "[{}] a sequence of shape {} needs values with the same leading dims (..., K), got shape {}", op,
+                sorted_sequence.sizes(), values.sizes());
+  }
+  const bool floating = sorted_sequence.is_floating_point() || values.is_floating_point();
+  const BasicTensor<P> seq = detail::host_values(sorted_sequence, floating), val = detail::host_values(values, floating);
+  const int64_t m = sorted_sequence.size(-1), count = values.numel();
+  const int64_t per_row = rows ? (values.dim() == 0 ? 1 : values.size(-1)) : count;
+  std::vector<int64_t> out(static_cast<size_t>(count));
+  auto run = [&]<class T>(const T* s, const T* v) {
+    for (int64_t i = 0; i < count; ++i) {
+      const T* row = rows ? s + (per_row == 0 ? 0 : i / per_row) * m : s;
+      out[static_cast<size_t>(i)] = detail::search_position(row, m, v[i], right);
+    }
+  };
+  if (floating) run(seq.template data_ptr<double>(), val.template data_ptr<double>());
+  else run(seq.template data_ptr<int64_t>(), val.template data_ptr<int64_t>());
+  BasicTensor<P> result = from_blob<P>(out.data(), values.sizes(), TensorOptions(DType::I64)).clone();
+  return result.to(values.device(), out_int32 ? DType::I32 : DType::I64);
+}
+
+/// The bucket of each input element among sorted boundaries (1-d): searchsorted(boundaries,
+/// input, right), so with right = false bucket i holds boundaries[i-1] < x <= boundaries[i].
+template <class P>
+BasicTensor<P> bucketize(const BasicTensor<P>& input, const BasicTensor<P>& boundaries, bool out_int32 = false,
+                         bool right = false) {
+  EMBER_CHECK(boundaries.dim() == 1, "[bucketize] boundaries must be 1-d, got shape {}", boundaries.sizes());
+  return searchsorted(boundaries, input, out_int32, right);
+}
+
+/// The number of occurrences of each value 0, 1, ..., max(input) of a 1-d tensor of
+/// non-negative integers (at least minlength bins). With weights (input's length), the sum of
+/// the weights instead: f32 weights give f32, other weights f64; without, i64.
+template <class P>
+BasicTensor<P> bincount(const BasicTensor<P>& input, const BasicTensor<P>& weights = {}, int64_t minlength = 0) {
+  constexpr const char* op = "bincount";
+  EMBER_CHECK(input.dim() == 1, "[{}] expects a 1-d tensor, got shape {}", op, input.sizes());
+  EMBER_CHECK(!input.is_floating_point() && input.dtype() != DType::Bool,
+              "[{}] expects an integer tensor, got {}", op, input.dtype());
+  EMBER_CHECK(minlength >= 0, "[{}] minlength must be non-negative, got {}", op, minlength);
+  EMBER_CHECK(!weights.defined() || (weights.dim() == 1 && weights.size(0) == input.size(0)),
+              "[{}] weights must be 1-d with the input's length {}, got shape {}", op, input.size(0),
+              weights.defined() ? fmt::format("{}", weights.sizes()) : std::string());
+  const BasicTensor<P> idx = detail::host_values(input, false);
+  const int64_t* v = idx.template data_ptr<int64_t>();
+  const int64_t n = input.size(0);
+  int64_t bins = minlength;
+  for (int64_t i = 0; i < n; ++i) {
+    EMBER_CHECK(v[i] >= 0, "[{}] expects non-negative values, got {} at {}", op, v[i], i);
+    bins = std::max(bins, v[i] + 1);
+  }
+  const Device device = input.device();
+  if (!weights.defined()) {
+    std::vector<int64_t> counts(static_cast<size_t>(bins), 0);
+    for (int64_t i = 0; i < n; ++i) ++counts[static_cast<size_t>(v[i])];
+    return from_blob<P>(counts.data(), {bins}, TensorOptions(DType::I64)).clone().to(device);
+  }
+  const BasicTensor<P> w = detail::host_values(weights, true);
+  const double* wv = w.template data_ptr<double>();
+  std::vector<double> sums(static_cast<size_t>(bins), 0.0);
+  for (int64_t i = 0; i < n; ++i) sums[static_cast<size_t>(v[i])] += wv[i];
+  const DType dt = weights.dtype() == DType::F32 ? DType::F32 : DType::F64;
+  return from_blob<P>(sums.data(), {bins}, TensorOptions(DType::F64)).clone().to(device, dt);
+}
+
+/// A histogram of `bins` equal-width bins over [min, max] (min = max: the elements' own range),
+/// in the input's dtype. Elements outside the range (and NaN) are not counted; one equal to
+/// max goes to the last bin.
+template <class P>
+BasicTensor<P> histc(const BasicTensor<P>& input, int64_t bins = 100, double min = 0, double max = 0) {
+  constexpr const char* op = "histc";
+  EMBER_CHECK(input.is_floating_point(), "[{}] expects a floating tensor, got {}", op, input.dtype());
+  EMBER_CHECK(bins > 0, "[{}] bins must be positive, got {}", op, bins);
+  EMBER_CHECK(min <= max, "[{}] max must be >= min, got min={} max={}", op, min, max);
+  const BasicTensor<P> x = detail::host_values(input, true);
+  const double* v = x.template data_ptr<double>();
+  const int64_t n = x.numel();
+  double lo = min, hi = max;
+  if (lo == hi && n > 0) {
+    lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isnan(v[i])) lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
+    if (lo > hi) lo = hi = 0;  // all NaN
+  }
+  if (lo == hi) lo -= 1, hi += 1;
+  EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), "[{}] the range [{}, {}] is not finite", op, lo, hi);
+  std::vector<double> counts(static_cast<size_t>(bins), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(v[i] >= lo && v[i] <= hi)) continue;
+    auto b = static_cast<int64_t>((v[i] - lo) * static_cast<double>(bins) / (hi - lo));
+    counts[static_cast<size_t>(std::min(b, bins - 1))] += 1;
+  }
+  return from_blob<P>(counts.data(), {bins}, TensorOptions(DType::F64)).clone().to(input.device(), input.dtype());
+}
+
+}  // namespace ember

@@ -1,0 +1,197 @@
+#pragma once
+/// Order statistics and NaN-aware reductions, as libtorch's: median, nanmedian, quantile,
+/// nanquantile, nanmean, aminmax.
+///
+///   auto [m, i] = median(x, 1);                  // the lower middle value of each row, its index
+///   Tensor q = quantile(x, 0.9, 1);              // the 90th percentile of each row (linear)
+///   Tensor iqr = quantile(x, tensor<float>({0.25f, 0.75f}));  // both quartiles of all of x
+///
+/// Written with sort (stable, NaN last) and gather, so values are differentiable as PyTorch's:
+/// the gradient goes to the selected elements (quantile: shared by the two it interpolates).
+
+#include <ember/core/factories.hpp>
+#include <ember/core/tensor_methods.hpp>
+#include <ember/ops/functions.hpp>
+#include <ember/ops/shape_ops.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace ember {
+
+namespace detail {
+
+/// The value and index at sorted position k of each slice along dim (k: an i64 tensor with
+/// the slice shape, keepdim).
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> median_at(const BasicTensor<P>& x, int64_t dim, bool keepdim, bool ignore_nan,
+                                                    const char* op) {
+  dim = wrap_dim(dim, x.dim(), op);
+  EMBER_CHECK(x.dim() == 0 || x.size(dim) > 0, "[{}] cannot take the median of an empty dim {} of shape {}", op, dim,
+              x.sizes());
+  const BasicTensor<P> src = x.dim() == 0 ? x.reshape({1}) : x;
+  const int64_t d = x.dim() == 0 ? 0 : dim;
+  auto [sorted, order] = src.sort(d);  // stable: ties and NaN (last) keep their input order
+  const int64_t n = src.size(d);
+  BasicTensor<P> k;
+  if (src.is_floating_point()) {
+    const BasicTensor<P> finite_or_inf = src.isnan().logical_not().sum({d}, true);  // non-NaN count
+    if (ignore_nan) {
+      // The lower middle of the non-NaN values; a slice of NaN only gives its first NaN.
+      k = (finite_or_inf - 1).clamp_min(0).div(int64_t{2}, "floor");
+    } else {
+      // Any NaN makes the median NaN: the first NaN (the first one after the numbers).
+      k = where(finite_or_inf.lt(n), finite_or_inf, full_like(finite_or_inf, (n - 1) / 2));
+    }
+  } else {
+    Shape s = src.sizes();
+    s[static_cast<size_t>(d)] = 1;
+    k = full<P>(s, (n - 1) / 2, TensorOptions(DType::I64).device(src.device()));
+  }
+  BasicTensor<P> values = sorted.gather(d, k), indices = order.gather(d, k);
+  if (x.dim() == 0) return {values.reshape({}), indices.reshape({})};
+  if (!keepdim) values = values.squeeze(d), indices = indices.squeeze(d);
+  return {values, indices};
+}
+
+/// One quantile q of each slice along the last dim of `sorted` (NaN last), PyTorch's ranks.
+template <class P>
+BasicTensor<P> quantile_sorted(const BasicTensor<P>& sorted, const BasicTensor<P>& valid, double q,
+                               std::string_view interpolation) {
+  // Ranks in the input's dtype, as PyTorch computes them (q rounded to it first).
+  const BasicTensor<P> qt = full_like(valid, q);
+  BasicTensor<P> rank = qt * (valid - 1.0);
+  rank = rank.clamp_min(0.0);  // a slice of NaN only: rank 0, a NaN
+  if (interpolation == "lower") return sorted.gather(-1, rank.floor().to(DType::I64));
+  if (interpolation == "higher") return sorted.gather(-1, rank.ceil().to(DType::I64));
+  if (interpolation == "nearest") return sorted.gather(-1, rank.round().to(DType::I64));  // halves to even
+  const BasicTensor<P> below = rank.floor(), above = rank.ceil();
+  const BasicTensor<P> lo = sorted.gather(-1, below.to(DType::I64)), hi = sorted.gather(-1, above.to(DType::I64));
+  if (interpolation == "midpoint") return lo.lerp(hi, full_like(rank, 0.5));
+  return lo.lerp(hi, rank - below);  // linear
+}
+
+template <class P>
+BasicTensor<P> quantile_impl(const BasicTensor<P>& x, const BasicTensor<P>& q, std::optional<int64_t> dim,
+                             bool keepdim, std::string_view interpolation, bool ignore_nan, const char* op) {
+  EMBER_CHECK(x.is_floating_point(), "[{}] expects a floating tensor, got {}", op, x.dtype());
+  EMBER_CHECK(q.dim() <= 1, "[{}] q must be a number or a 1-d tensor, got shape {}", op, q.sizes());
+  EMBER_CHECK(interpolation == "linear" || interpolation == "lower" || interpolation == "higher" ||
+                  interpolation == "midpoint" || interpolation == "nearest",
+              "[{}] interpolation must be linear, lower, higher, midpoint or nearest, got '{}'", op, interpolation);
+  const BasicTensor<P> qd = q.detach().to(kCPU, DType::F64).contiguous();
+  std::vector<double> qs(qd.template data_ptr<double>(), qd.template data_ptr<double>() + qd.numel());
+  for (double v : qs) EMBER_CHECK(v >= 0 && v <= 1, "[{}] q values must be in [0, 1], got {}", op, v);
+  EMBER_CHECK(x.numel() > 0, "[{}] expects a non-empty input, got shape {}", op, x.sizes());
+  // The dim to reduce goes last; without a dim, all of x is one slice.
+  BasicTensor<P> v;
+  int64_t d = -1;
+  if (dim) {
+    d = wrap_dim(*dim, std::max<int64_t>(x.dim(), 1), op);
+    v = x.dim() == 0 ? x.reshape({1}) : x.transpose(d, -1);
+  } else {
+    v = x.reshape({-1});
+  }
+  auto sorted = v.sort(-1).first;
+  const int64_t n = v.size(-1);
+  EMBER_CHECK(n > 0, "[{}] cannot take a quantile over an empty dim of shape {}", op, x.sizes());
+  const BasicTensor<P> numbers = v.isnan().logical_not().sum({-1}, true);  // non-NaN values per slice
+  std::vector<BasicTensor<P>> out;
+  for (double qv : qs) {
+    BasicTensor<P> r;  // the slice shape with a last dim of 1
+    if (ignore_nan) {
+      r = quantile_sorted(sorted, numbers.to(x.dtype()), qv, interpolation);
+    } else {
+      // Every value counts; a slice holding NaN gives NaN whatever q is.
+      r = quantile_sorted(sorted, full_like(numbers, n).to(x.dtype()), qv, interpolation)
+              .masked_fill(numbers.lt(n), std::numeric_limits<double>::quiet_NaN());
+    }
+    if (!dim) {
+      r = keepdim ? r.reshape(Shape(static_cast<size_t>(x.dim()), 1)) : r.reshape({});
+    } else if (x.dim() == 0) {
+      r = r.reshape({});
+    } else {
+      r = r.transpose(d, -1);  // back to x's order, size 1 at dim
+      if (!keepdim) r = r.squeeze(d);
+    }
+    out.push_back(r);
+  }
+  return q.dim() == 0 ? out[0] : stack(out, 0);
+}
+
+}  // namespace detail
+
+/// The lower of the two middle values of all elements (NaN when any is NaN).
+template <class P>
+BasicTensor<P> median(const BasicTensor<P>& x) {
+  return detail::median_at(x.reshape({-1}), 0, false, false, "median").first;
+}
+/// (values, indices) of the lower middle value of each slice along dim; a slice holding NaN
+/// gives NaN and the index of its first NaN. Ties: the first in input order.
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> median(const BasicTensor<P>& x, int64_t dim, bool keepdim = false) {
+  return detail::median_at(x, dim, keepdim, false, "median");
+}
+/// median ignoring NaN (NaN only where a slice holds nothing else).
+template <class P>
+BasicTensor<P> nanmedian(const BasicTensor<P>& x) {
+  return detail::median_at(x.reshape({-1}), 0, false, true, "nanmedian").first;
+}
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> nanmedian(const BasicTensor<P>& x, int64_t dim, bool keepdim = false) {
+  return detail::median_at(x, dim, keepdim, true, "nanmedian");
+}
+
+/// The q-th quantiles (q in [0, 1]: a number, or a 1-d tensor whose length becomes the first
+/// dim of the result) of all of x, or of each slice along dim, with PyTorch's interpolation
+/// between sorted values: "linear", "lower", "higher", "midpoint" or "nearest". NaN in a slice
+/// makes its quantiles NaN.
+template <class P>
+BasicTensor<P> quantile(const BasicTensor<P>& x, const BasicTensor<P>& q, std::optional<int64_t> dim = std::nullopt,
+                        bool keepdim = false, std::string_view interpolation = "linear") {
+  EMBER_CHECK(q.dtype() == x.dtype(), "[quantile] q must have the input's dtype {}, got {}", x.dtype(), q.dtype());
+  return detail::quantile_impl(x, q, dim, keepdim, interpolation, false, "quantile");
+}
+template <class P>
+BasicTensor<P> quantile(const BasicTensor<P>& x, double q, std::optional<int64_t> dim = std::nullopt,
+                        bool keepdim = false, std::string_view interpolation = "linear") {
+  return detail::quantile_impl(x, full<P>({}, q, TensorOptions(DType::F64)), dim, keepdim, interpolation, false,
+                               "quantile");
+}
+/// quantile ignoring NaN (NaN only where a slice holds nothing else).
+template <class P>
+BasicTensor<P> nanquantile(const BasicTensor<P>& x, const BasicTensor<P>& q, std::optional<int64_t> dim = std::nullopt,
+                           bool keepdim = false, std::string_view interpolation = "linear") {
+  EMBER_CHECK(q.dtype() == x.dtype(), "[nanquantile] q must have the input's dtype {}, got {}", x.dtype(), q.dtype());
+  return detail::quantile_impl(x, q, dim, keepdim, interpolation, true, "nanquantile");
+}
+template <class P>
+BasicTensor<P> nanquantile(const BasicTensor<P>& x, double q, std::optional<int64_t> dim = std::nullopt,
+                           bool keepdim = false, std::string_view interpolation = "linear") {
+  return detail::quantile_impl(x, full<P>({}, q, TensorOptions(DType::F64)), dim, keepdim, interpolation, true,
+                               "nanquantile");
+}
+
+/// The mean of the non-NaN elements over dims (all when empty); NaN where none is left.
+template <class P>
+BasicTensor<P> nanmean(const BasicTensor<P>& x, const Shape& dims = {}, bool keepdim = false) {
+  EMBER_CHECK(x.is_floating_point(), "[nanmean] expects a floating tensor, got {}", x.dtype());
+  const BasicTensor<P> count = x.isnan().logical_not().sum(dims, keepdim);
+  return x.nansum(dims, keepdim) / count.to(x.dtype());
+}
+
+/// (min, max) over dim, or over all elements: one call, as libtorch's aminmax.
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> aminmax(const BasicTensor<P>& x, std::optional<int64_t> dim = std::nullopt,
+                                                  bool keepdim = false) {
+  const Shape dims = dim ? Shape{*dim} : Shape{};
+  EMBER_CHECK(x.numel() > 0, "[aminmax] expects a non-empty input, got shape {}", x.sizes());
+  return {x.amin(dims, keepdim), x.amax(dims, keepdim)};
+}
+
+}  // namespace ember

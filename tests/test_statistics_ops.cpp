@@ -1,0 +1,192 @@
+// Order statistics and counting (ops/order_statistics.hpp, ops/counting.hpp): values written
+// down from PyTorch 1.13 runs (python3-torch, by hand, quoted beside each check), plain loops
+// for the larger random cases, gradients, and errors.
+
+#include <doctest/doctest.h>
+
+#include <ember/autograd/gradcheck.hpp>
+#include <ember/ember.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "error_text.hpp"
+
+using namespace ember;
+
+namespace {
+
+std::vector<double> values_of(const Tensor& t) {
+  Tensor h = t.detach().to(DType::F64).contiguous();
+  return std::vector<double>(h.data_ptr<double>(), h.data_ptr<double>() + h.numel());
+}
+
+bool same_values(const std::vector<double>& a, const std::vector<double>& b, double tol = 1e-6) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) {
+      if (std::isnan(a[i]) != std::isnan(b[i])) return false;
+    } else if (std::fabs(a[i] - b[i]) > tol * (1 + std::fabs(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+}  // namespace
+
+TEST_CASE("median and nanmedian: the lower middle value, its first index, NaN as PyTorch") {
+  Tensor x = tensor<float>({{3.0f, 1.0f, 2.0f, NAN}, {4.0f, 4.0f, 1.0f, 2.0f}});
+  auto [m, mi] = median(x, 1);  // torch: values [nan, 2], indices [3, 3]
+  CHECK(same_values(values_of(m), {kNaN, 2}));
+  CHECK(values_of(mi) == std::vector<double>{3, 3});
+  auto [nm, nmi] = nanmedian(x, 1);  // torch: values [2, 2], indices [2, 3]
+  CHECK(values_of(nm) == std::vector<double>{2, 2});
+  CHECK(values_of(nmi) == std::vector<double>{2, 3});
+  CHECK(values_of(median(tensor<float>({1.0f, 4.0f, 2.0f, 3.0f}))) == std::vector<double>{2});  // torch: 2
+  CHECK(std::isnan(values_of(median(x))[0]));
+  CHECK(values_of(nanmedian(x))[0] == 2);
+  // Ties: the first in input order (torch: [[1, 5, 2], [3, 3, 1]].median(1) -> [2, 3], [2, 0]).
+  auto [tm, ti] = median(tensor<int64_t>({{1, 5, 2}, {3, 3, 1}}), 1, true);
+  CHECK(tm.sizes() == Shape{2, 1});
+  CHECK(tm.dtype() == DType::I64);
+  CHECK(values_of(tm) == std::vector<double>{2, 3});
+  CHECK(values_of(ti) == std::vector<double>{2, 0});
+  // All NaN: NaN, the first index.
+  auto [an, ai] = nanmedian(tensor<double>({kNaN, kNaN}), 0);
+  CHECK(std::isnan(values_of(an)[0]));
+  CHECK(values_of(ai)[0] == 0);
+  // The gradient goes to the median element.
+  Tensor g = tensor<double>({5.0, 1.0, 3.0}).requires_grad_();
+  median(g).backward();
+  CHECK(values_of(g.grad()) == std::vector<double>{0, 0, 1});
+  CHECK_ERROR(median(zeros({2, 0}), 1), "[median]", "empty dim", "[2, 0]");
+  CHECK_ERROR(median(zeros({2, 3}), 2), "[median]", "dim 2");
+}
+
+TEST_CASE("quantile and nanquantile: PyTorch's ranks and interpolations") {
+  Tensor v = tensor<float>({1.0f, 2.0f, 4.0f, 8.0f, 16.0f});
+  Tensor q = tensor<float>({0.3f, 0.5f, 0.625f});
+  // torch.quantile(v, q, interpolation=...): lower [2, 4, 4], higher [4, 4, 8], midpoint
+  // [3, 4, 6], nearest [2, 4, 4] (2.5 rounds to even), linear [2.4, 4, 6].
+  CHECK(values_of(quantile(v, q, std::nullopt, false, "lower")) == std::vector<double>{2, 4, 4});
+  CHECK(values_of(quantile(v, q, std::nullopt, false, "higher")) == std::vector<double>{4, 4, 8});
+  CHECK(values_of(quantile(v, q, std::nullopt, false, "midpoint")) == std::vector<double>{3, 4, 6});
+  CHECK(values_of(quantile(v, q, std::nullopt, false, "nearest")) == std::vector<double>{2, 4, 4});
+  CHECK(same_values(values_of(quantile(v, q)), {2.4, 4, 6}));
+  Tensor x = tensor<float>({{3.0f, 1.0f, 2.0f, NAN}, {4.0f, 4.0f, 1.0f, 2.0f}});
+  Tensor q3 = tensor<float>({0.0f, 0.3f, 1.0f});
+  // torch.quantile(x, q3, dim=1): [[nan, 1], [nan, 1.9], [nan, 4]]; nanquantile: [[1, 1],
+  // [1.6, 1.9], [3, 4]].
+  Tensor qx = quantile(x, q3, 1);
+  CHECK(qx.sizes() == Shape{3, 2});
+  CHECK(same_values(values_of(qx), {kNaN, 1, kNaN, 1.9, kNaN, 4}));
+  CHECK(same_values(values_of(nanquantile(x, q3, 1)), {1, 1, 1.6, 1.9, 3, 4}));
+  // keepdim, with and without a dim (torch: [[2, 3.5]] and [[2.5]]).
+  Tensor s = tensor<float>({{1.0f, 2.0f}, {3.0f, 5.0f}});
+  Tensor k0 = quantile(s, 0.5, 0, true);
+  CHECK(k0.sizes() == Shape{1, 2});
+  CHECK(values_of(k0) == std::vector<double>{2, 3.5});
+  Tensor kall = quantile(s, 0.5, std::nullopt, true);
+  CHECK(kall.sizes() == Shape{1, 1});
+  CHECK(values_of(kall) == std::vector<double>{2.5});
+  // A middle dim of a 3-d tensor against a loop over its slices.
+  manual_seed(4);
+  Tensor r = randn({3, 7, 4}, DType::F64);
+  Tensor got = quantile(r, 0.35, 1);
+  CHECK(got.sizes() == Shape{3, 4});
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j) {
+      std::vector<double> col = values_of(r.select(0, i).select(1, j));
+      std::sort(col.begin(), col.end());
+      const double rank = 0.35 * 6, lo = col[static_cast<size_t>(std::floor(rank))],
+                   hi = col[static_cast<size_t>(std::ceil(rank))];
+      CHECK(values_of(got.select(0, i).select(0, j))[0] == doctest::Approx(lo + (rank - std::floor(rank)) * (hi - lo)));
+    }
+  // Differentiable: finite differences in f64.
+  std::string why;
+  Tensor w = randn({2, 5}, DType::F64).requires_grad_();
+  CHECK_MESSAGE(autograd::gradcheck([](const std::vector<Tensor>& in) { return quantile(in[0], 0.3, 1); }, {w}, {},
+                                    &why),
+                why);
+  CHECK_ERROR(quantile(v, 1.5), "[quantile]", "[0, 1]", "1.5");
+  CHECK_ERROR(quantile(v, q.to(DType::F64)), "[quantile]", "dtype");
+  CHECK_ERROR(quantile(v, 0.5, std::nullopt, false, "cubic"), "[quantile]", "cubic");
+  CHECK_ERROR(quantile(tensor<int64_t>({1, 2}), 0.5), "[quantile]", "floating");
+  CHECK_ERROR(quantile(zeros({0}), 0.5), "[quantile]", "non-empty");
+}
+
+TEST_CASE("nanmean and aminmax") {
+  // torch.nanmean([[1, nan], [nan, nan]], dim=1): [1, nan].
+  CHECK(same_values(values_of(nanmean(tensor<double>({{1.0, kNaN}, {kNaN, kNaN}}), {1})), {1, kNaN}));
+  CHECK(values_of(nanmean(tensor<double>({1.0, kNaN, 3.0})))[0] == 2);
+  auto [lo, hi] = aminmax(tensor<double>({{1.0, -2.0}, {7.0, 0.0}}), 1);
+  CHECK(values_of(lo) == std::vector<double>{-2, 0});
+  CHECK(values_of(hi) == std::vector<double>{1, 7});
+  auto [alo, ahi] = aminmax(tensor<int64_t>({4, -3, 9}));
+  CHECK(values_of(alo)[0] == -3);
+  CHECK(values_of(ahi)[0] == 9);
+  CHECK_ERROR(aminmax(zeros({0})), "[aminmax]", "non-empty");
+  CHECK_ERROR(nanmean(tensor<int64_t>({1})), "[nanmean]", "floating");
+}
+
+TEST_CASE("searchsorted and bucketize: PyTorch's positions, rows of sequences, NaN last") {
+  Tensor seq = tensor<int64_t>({1, 3, 5, 7}), vals = tensor<int64_t>({3, 6, 9});
+  // torch: searchsorted(seq, vals, right=True) [2, 3, 4]; bucketize(vals, seq) [1, 3, 4].
+  CHECK(values_of(searchsorted(seq, vals, false, true)) == std::vector<double>{2, 3, 4});
+  CHECK(values_of(searchsorted(seq, vals, false, false, "right")) == std::vector<double>{2, 3, 4});
+  CHECK(values_of(bucketize(vals, seq)) == std::vector<double>{1, 3, 4});
+  CHECK(bucketize(vals, seq, true).dtype() == DType::I32);
+  // One sequence per row (torch: [[1, 3], [0, 3]]).
+  Tensor rows = tensor<float>({{1.0f, 3.0f, 5.0f}, {2.0f, 4.0f, 6.0f}});
+  CHECK(values_of(searchsorted(rows, tensor<float>({{3.0f, 6.0f}, {1.0f, 7.0f}}))) == std::vector<double>{1, 3, 0, 3});
+  // NaN is the largest (torch: [3, 1]); values of any shape against a 1-d sequence.
+  CHECK(values_of(searchsorted(tensor<double>({1.0, 3.0, kNaN}), tensor<double>({kNaN, 3.0}))) ==
+        std::vector<double>{3, 1});
+  Tensor grid = searchsorted(tensor<double>({0.0, 1.0}), tensor<double>({{-1.0, 0.5}, {1.0, 2.0}}));
+  CHECK(grid.sizes() == Shape{2, 2});
+  CHECK(values_of(grid) == std::vector<double>{0, 1, 1, 2});
+  // Mixed integer sequence and floating values compare as numbers.
+  CHECK(values_of(searchsorted(seq, tensor<double>({2.5, 7.0}))) == std::vector<double>{1, 3});
+  CHECK_ERROR(searchsorted(rows, tensor<float>({1.0f})), "[searchsorted]", "leading dims", "[2, 3]", "[1]");
+  CHECK_ERROR(searchsorted(seq, vals, false, true, "left"), "[searchsorted]", "contradicts");
+  CHECK_ERROR(searchsorted(seq, vals, false, false, "middle"), "[searchsorted]", "middle");
+  CHECK_ERROR(bucketize(vals, rows), "[bucketize]", "1-d", "[2, 3]");
+}
+
+TEST_CASE("bincount and histc") {
+  Tensor labels = tensor<int64_t>({1, 1, 3});
+  CHECK(values_of(bincount(labels)) == std::vector<double>{0, 2, 0, 1});
+  CHECK(bincount(labels).dtype() == DType::I64);
+  CHECK(values_of(bincount(labels, {}, 6)) == std::vector<double>{0, 2, 0, 1, 0, 0});
+  // Weights: f32 stays f32, others give f64 (torch's dtypes).
+  Tensor bw = bincount(labels, tensor<float>({1.0f, 2.0f, 3.0f}));
+  CHECK(bw.dtype() == DType::F32);
+  CHECK(values_of(bw) == std::vector<double>{0, 3, 0, 3});
+  CHECK(bincount(labels, tensor<int64_t>({1, 2, 3})).dtype() == DType::F64);
+  CHECK(values_of(bincount(tensor<int64_t>(std::vector<int64_t>{}), {}, 2)) == std::vector<double>{0, 0});
+  CHECK_ERROR(bincount(tensor<int64_t>({1, -2})), "[bincount]", "non-negative", "-2");
+  CHECK_ERROR(bincount(tensor<double>({1.0})), "[bincount]", "integer");
+  CHECK_ERROR(bincount(labels, tensor<float>({1.0f})), "[bincount]", "weights", "length 3");
+
+  // torch.histc([1, 2, 1, 4], bins=4, min=0, max=4): [0, 2, 1, 1]; without a range: the data's
+  // [1, 2]: [2, 0, 0, 1].
+  CHECK(values_of(histc(tensor<float>({1.0f, 2.0f, 1.0f, 4.0f}), 4, 0, 4)) == std::vector<double>{0, 2, 1, 1});
+  Tensor auto_range = histc(tensor<float>({1.0f, 2.0f, 1.0f}), 4);
+  CHECK(auto_range.dtype() == DType::F32);
+  CHECK(values_of(auto_range) == std::vector<double>{2, 0, 0, 1});
+  // max lands in the last bin; out of range and NaN are not counted (PyTorch 1.13 put NaN in
+  // the first bin).
+  CHECK(values_of(histc(tensor<double>({0.0, 0.5, 1.0, 1.5, 2.0, kNaN, 3.0}), 4, 0, 2)) ==
+        std::vector<double>{1, 1, 1, 2});
+  CHECK(values_of(histc(tensor<double>({5.0, 5.0}), 2)) == std::vector<double>{0, 2});  // range [4, 6]
+  CHECK_ERROR(histc(tensor<double>({1.0}), 0), "[histc]", "bins", "0");
+  CHECK_ERROR(histc(tensor<double>({1.0}), 4, 2, 1), "[histc]", "min=2 max=1");
+  CHECK_ERROR(histc(tensor<int64_t>({1}), 4), "[histc]", "floating");
+  CHECK_ERROR(histc(tensor<double>({1.0, std::numeric_limits<double>::infinity()}), 4), "[histc]", "not finite");
+}
