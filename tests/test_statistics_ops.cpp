@@ -65,6 +65,13 @@ TEST_CASE("median and nanmedian: the lower middle value, its first index, NaN as
   Tensor g = tensor<double>({5.0, 1.0, 3.0}).requires_grad_();
   median(g).backward();
   CHECK(values_of(g.grad()) == std::vector<double>{0, 0, 1});
+  // Without a dim, PyTorch shares the gradient among the elements equal to the median.
+  Tensor tied = tensor<double>({1.0, 2.0, 2.0, 3.0}).requires_grad_();
+  Tensor tm2 = median(tied);
+  CHECK(values_of(tm2)[0] == 2);
+  tm2.backward();
+  CHECK(values_of(tied.grad()) == std::vector<double>{0, 0.5, 0.5, 0});
+  CHECK(std::isnan(values_of(median(zeros({0})))[0]));  // empty: NaN, as PyTorch
   CHECK_ERROR(median(zeros({2, 0}), 1), "[median]", "empty dim", "[2, 0]");
   CHECK_ERROR(median(zeros({2, 3}), 2), "[median]", "dim 2");
 }
@@ -117,8 +124,12 @@ TEST_CASE("quantile and nanquantile: PyTorch's ranks and interpolations") {
   CHECK_ERROR(quantile(v, 1.5), "[quantile]", "[0, 1]", "1.5");
   CHECK_ERROR(quantile(v, q.to(DType::F64)), "[quantile]", "dtype");
   CHECK_ERROR(quantile(v, 0.5, std::nullopt, false, "cubic"), "[quantile]", "cubic");
-  CHECK_ERROR(quantile(tensor<int64_t>({1, 2}), 0.5), "[quantile]", "floating");
+  CHECK_ERROR(quantile(tensor<int64_t>({1, 2}), 0.5), "[quantile]", "f32 or f64", "i64");
   CHECK_ERROR(quantile(zeros({0}), 0.5), "[quantile]", "non-empty");
+  CHECK_ERROR(quantile(v.to(DType::BF16), 0.5), "[quantile]", "f32 or f64", "bf16");
+  CHECK_ERROR(quantile(v, q.clone().requires_grad_()), "[quantile]", "require grad");
+  // An empty q: (0, the result's shape).
+  CHECK(quantile(s, tensor<float>(std::vector<float>{}), 1).sizes() == Shape{0, 2});
 }
 
 TEST_CASE("nanmean and aminmax") {
@@ -131,7 +142,11 @@ TEST_CASE("nanmean and aminmax") {
   auto [alo, ahi] = aminmax(tensor<int64_t>({4, -3, 9}));
   CHECK(values_of(alo)[0] == -3);
   CHECK(values_of(ahi)[0] == 9);
-  CHECK_ERROR(aminmax(zeros({0})), "[aminmax]", "non-empty");
+  CHECK_ERROR(aminmax(zeros({0})), "[aminmax]", "empty input");
+  auto [elo, ehi] = aminmax(zeros({0, 3}), 1);  // nothing to reduce over size-0 rows: empty results
+  CHECK(elo.sizes() == Shape{0});
+  CHECK(ehi.sizes() == Shape{0});
+  CHECK_ERROR(aminmax(zeros({2, 0}), 1), "[aminmax]", "empty dim", "[2, 0]");
   CHECK_ERROR(nanmean(tensor<int64_t>({1})), "[nanmean]", "floating");
 }
 
@@ -170,6 +185,9 @@ TEST_CASE("bincount and histc") {
   CHECK(values_of(bw) == std::vector<double>{0, 3, 0, 3});
   CHECK(bincount(labels, tensor<int64_t>({1, 2, 3})).dtype() == DType::F64);
   CHECK(values_of(bincount(tensor<int64_t>(std::vector<int64_t>{}), {}, 2)) == std::vector<double>{0, 0});
+  Tensor none = bincount(tensor<int64_t>(std::vector<int64_t>{}), tensor<float>({1.0f}), 3);  // PyTorch: i64 zeros
+  CHECK(none.dtype() == DType::I64);
+  CHECK(values_of(none) == std::vector<double>{0, 0, 0});
   CHECK_ERROR(bincount(tensor<int64_t>({1, -2})), "[bincount]", "non-negative", "-2");
   CHECK_ERROR(bincount(tensor<double>({1.0})), "[bincount]", "integer");
   CHECK_ERROR(bincount(labels, tensor<float>({1.0f})), "[bincount]", "weights", "length 3");
@@ -189,4 +207,7 @@ TEST_CASE("bincount and histc") {
   CHECK_ERROR(histc(tensor<double>({1.0}), 4, 2, 1), "[histc]", "min=2 max=1");
   CHECK_ERROR(histc(tensor<int64_t>({1}), 4), "[histc]", "floating");
   CHECK_ERROR(histc(tensor<double>({1.0, std::numeric_limits<double>::infinity()}), 4), "[histc]", "not finite");
+  // The data's range with a NaN is NaN (PyTorch's error too); bounds as the dtype holds them.
+  CHECK_ERROR(histc(tensor<double>({1.0, kNaN, 2.0}), 4), "[histc]", "not finite");
+  CHECK(values_of(histc(tensor<float>({0.1f}), 2, 0.0, 0.1)) == std::vector<double>{0, 1});
 }

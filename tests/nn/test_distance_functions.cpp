@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../error_text.hpp"
@@ -173,6 +174,21 @@ TEST_CASE("cdist and pdist gradients: finite differences, second order, zero at 
     CHECK_MESSAGE(autograd::gradcheck([&](const std::vector<Tensor>& in) { return F::pdist(in[0], p); }, {x}, {}, &why),
                   why);
   }
+  // Second derivatives where a coordinate difference is 0 (2 < p < 3: |d|^(p-2) has an
+  // infinite slope there; the limit, 0, not 0 * inf) and at a zero distance through the
+  // matrix product form: finite. (Finite differences converge as sqrt(eps) at such a point,
+  // so gradgradcheck cannot judge it.)
+  {
+    Tensor x1 = tensor<double>({{0.5, 1.0}, {2.0, -1.0}}).requires_grad_();
+    Tensor x2 = tensor<double>({{0.5, 3.0}, {1.0, 1.0}});
+    Tensor g1 = autograd::grad({F::cdist(x1, x2, 2.5).sum()}, {x1}, {}, std::nullopt, true)[0];
+    for (double v : values_of(autograd::grad({g1.sum()}, {x1})[0])) CHECK(std::isfinite(v));
+    Tensor many = randn({27, 2}, DType::F64);
+    Tensor same = many.clone().requires_grad_();
+    Tensor g = autograd::grad({F::cdist(same, many).sum()}, {same}, {}, std::nullopt, true)[0];
+    Tensor second = autograd::grad({g.sum()}, {same})[0];
+    for (double v : values_of(second)) CHECK(std::isfinite(v));
+  }
   // PyTorch's subgradient 0 where two rows are equal, on every path (the naive forms give NaN).
   for (int64_t mode : {1, 2}) {
     for (double p : {0.5, 2.0, 3.0}) {
@@ -206,14 +222,27 @@ TEST_CASE("pdist: the pairs i < j in order, every kind of p, blocks") {
       for (int64_t j = i + 1; j < 6; ++j) want.push_back(dist(&v[static_cast<size_t>(i * 4)], &v[static_cast<size_t>(j * 4)], 4, p));
     check_close(values_of(F::pdist(x, p)), want, 1e-12);
   }
-  // 2^21 / 4096 = 512 pairs a block: 300 rows make 44850 pairs in 88 blocks.
-  Tensor big = randn({300, 4096});
+  // 3000 rows: blocks of 2^22 / 3000 = 1398 rows (three blocks), 4498500 pairs; each checked
+  // pair against its two rows, in and across blocks, and every pair's position by row.
+  Tensor big = randn({3000, 3}, DType::F64).requires_grad_();
   Tensor d = F::pdist(big);
-  CHECK(d.sizes() == Shape{44850});
-  CHECK(values_of(d.narrow(0, 44849, 1))[0] ==
-        doctest::Approx(values_of((big[298] - big[299]).norm(2.0))[0]).epsilon(1e-6));
-  // Pair 600: 299 pairs start at row 0, 298 at row 1, then (2, 3) is 597.
-  CHECK(values_of(d.narrow(0, 600, 1))[0] == doctest::Approx(values_of((big[2] - big[6]).norm(2.0))[0]).epsilon(1e-6));
+  CHECK(d.sizes() == Shape{4498500});
+  auto pair_at = [](int64_t i, int64_t j) { return i * 3000 - i * (i + 1) / 2 + (j - i - 1); };
+  for (const auto& ij : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {2, 6}, {1397, 1398}, {1398, 2999},
+                                                                  {2000, 2500}, {2998, 2999}}) {
+    const int64_t i = ij.first, j = ij.second;
+    CAPTURE(i);
+    CAPTURE(j);
+    CHECK(values_of(d.narrow(0, pair_at(i, j), 1))[0] ==
+          doctest::Approx(values_of((big[i] - big[j]).norm(2.0))[0]).epsilon(1e-12));
+  }
+  // The gradient of the sum: each row gets the sum of the unit differences to every other row.
+  d.sum().backward();
+  Tensor rows = big.detach().narrow(0, 0, 40);
+  Tensor unit = (rows.unsqueeze(1) - big.detach().unsqueeze(0));
+  Tensor norms = unit.norm(2.0, {-1}, true);
+  Tensor want_grad = (unit / norms.masked_fill(norms.eq(0.0), 1.0)).sum({1});
+  check_close(values_of(big.grad().narrow(0, 0, 40)), values_of(want_grad), 1e-10);
   CHECK(F::pdist(randn({1, 3})).sizes() == Shape{0});
   CHECK(values_of(F::pdist(randn({3, 0}))) == std::vector<double>(3, 0.0));
 }

@@ -282,10 +282,11 @@ BasicTensor<P> isclose(const BasicTensor<P>& a, const BasicTensor<P>& b, double 
   EMBER_CHECK(a.dtype() == b.dtype(), "[isclose] expects a and b of one dtype, got {} and {}", a.dtype(), b.dtype());
   EMBER_CHECK(rtol >= 0 && atol >= 0, "[isclose] rtol and atol must be >= 0, got rtol={} atol={}", rtol, atol);
   BasicTensor<P> close = a.eq(b);
-  if (a.dtype() == DType::Bool || (rtol == 0 && atol == 0)) return close;  // exact (also beyond 2^53)
+  if (a.dtype() == DType::Bool) return close;
+  if (equal_nan && a.is_floating_point()) close = close.logical_or(a.detach().isnan().logical_and(b.detach().isnan()));
+  if (rtol == 0 && atol == 0) return close;  // exact (also integers beyond 2^53)
   BasicTensor<P> x = a.detach(), y = b.detach();
   if (!a.is_floating_point()) x = x.to(DType::F64), y = y.to(DType::F64);
-  if (equal_nan) close = close.logical_or(x.isnan().logical_and(y.isnan()));
   BasicTensor<P> actual = (x - y).abs(), allowed = (y * rtol).abs() + atol;
   return close.logical_or(actual.isfinite().logical_and(actual.le(allowed)));
 }

@@ -52,7 +52,9 @@ struct EuclideanDist : autograd::Function<EuclideanDist<P>, P> {
   static std::vector<TensorT> backward(autograd::BasicAutogradContext<P>* ctx, std::vector<TensorT> grads) {
     auto saved = ctx->get_saved_variables();
     const TensorT &x1 = saved[0], &x2 = saved[1], &res = saved[2];
-    TensorT ratio = (grads[0] / res).masked_fill(res.eq(0.0), 0.0);
+    const TensorT zero = res.eq(0.0);
+    // Divided by a safe value under the mask: a second derivative stays finite at zero distances.
+    TensorT ratio = (grads[0] / res.masked_fill(zero, 1.0)).masked_fill(zero, 0.0);
     TensorT g1, g2;
     if (ctx->needs_input_grad(0)) g1 = x1 * ratio.sum({-1}, true) - ratio.matmul(x2);
     if (ctx->needs_input_grad(1)) g2 = x2 * ratio.sum({-2}).unsqueeze(-1) - ratio.transpose(-2, -1).matmul(x1);
@@ -87,18 +89,15 @@ BasicTensor<P> cdist_grad_term(const BasicTensor<P>& diff, const BasicTensor<P>&
   if (std::isinf(p)) return diff.sign() * diff.abs().eq(dist).to(diff.dtype()) * g;
   const BasicTensor<P> zero_dist = dist.eq(0.0);
   const BasicTensor<P> d = dist.masked_fill(zero_dist, 1.0);
+  if (p == 2) return (diff * (g / d)).masked_fill(zero_dist, 0.0);
+  // |diff| with 1 at zero differences: |diff|^(p - 1) and |diff|^(p - 2) have infinite
+  // derivatives there (p < 3), which a second derivative would multiply by 0.
+  const BasicTensor<P> zero_diff = diff.eq(0.0);
+  const BasicTensor<P> a = diff.abs().masked_fill(zero_diff, 1.0);
   BasicTensor<P> term;
-  if (p == 2) {
-    term = diff * (g / d);
-  } else if (p < 2) {
-    const BasicTensor<P> zero_diff = diff.eq(0.0);
-    const BasicTensor<P> a = diff.abs().masked_fill(zero_diff, 1.0);
-    term = diff.sign() * a.pow(p - 1) * (g / d.pow(p - 1));
-    if (p < 1) term = term.masked_fill(zero_diff, 0.0);
-  } else {
-    term = diff * diff.abs().pow(p - 2) * (g / d.pow(p - 1));
-  }
-  return term.masked_fill(zero_dist, 0.0);
+  if (p < 2) term = diff.sign() * a.pow(p - 1) * (g / d.pow(p - 1));
+  else term = diff * a.pow(p - 2) * (g / d.pow(p - 1));
+  return term.masked_fill(zero_diff.logical_or(zero_dist), 0.0);
 }
 
 /// cdist's direct form (every p; p = 2 without the matrix product) over blocks of rows of
@@ -135,7 +134,9 @@ struct CdistDirect : autograd::Function<CdistDirect<P>, P> {
     auto saved = ctx->get_saved_variables();
     const TensorT &a = saved[0], &b = saved[1], &res = saved[2], &grad = grads[0];
     const double p = std::any_cast<double>(ctx->saved_data["p"]);
-    if (p == 0) return {zeros_like(a), zeros_like(b), TensorT()};  // a count: its gradient is 0
+    const bool need1 = ctx->needs_input_grad(0), need2 = ctx->needs_input_grad(1);
+    if (p == 0)  // a count: its gradient is 0
+      return {need1 ? zeros_like(a) : TensorT(), need2 ? zeros_like(b) : TensorT(), TensorT()};
     const int64_t rows1 = a.size(-2), rows2 = b.size(-2);
     const auto [n1, n2] = blocks(a, b);
     std::vector<TensorT> g1_rows, g2_cols;
@@ -148,15 +149,22 @@ struct CdistDirect : autograd::Function<CdistDirect<P>, P> {
         const TensorT diff = ar - b.narrow(-2, c, len2).unsqueeze(-3);  // (..., len1, len2, M)
         const TensorT term = cdist_grad_term(diff, res.narrow(-2, r, len1).narrow(-1, c, len2).unsqueeze(-1),
                                              grad.narrow(-2, r, len1).narrow(-1, c, len2).unsqueeze(-1), p);
-        const TensorT t1 = term.sum({-2}), t2 = term.sum({-3}).neg();
-        g1 = g1.defined() ? g1 + t1 : t1;
-        if (static_cast<size_t>(k) < g2_cols.size()) g2_cols[static_cast<size_t>(k)] = g2_cols[static_cast<size_t>(k)] + t2;
-        else g2_cols.push_back(t2);
+        if (need1) {
+          const TensorT t1 = term.sum({-2});
+          g1 = g1.defined() ? g1 + t1 : t1;
+        }
+        if (need2) {
+          const TensorT t2 = term.sum({-3}).neg();
+          if (static_cast<size_t>(k) < g2_cols.size()) g2_cols[static_cast<size_t>(k)] = g2_cols[static_cast<size_t>(k)] + t2;
+          else g2_cols.push_back(t2);
+        }
       }
-      g1_rows.push_back(g1);
+      if (need1) g1_rows.push_back(g1);
     }
-    return {g1_rows.size() == 1 ? g1_rows[0] : cat(g1_rows, -2), g2_cols.size() == 1 ? g2_cols[0] : cat(g2_cols, -2),
-            TensorT()};  // none for p
+    auto joined = [](const std::vector<TensorT>& parts) {
+      return parts.empty() ? TensorT() : parts.size() == 1 ? parts[0] : cat(parts, -2);
+    };
+    return {joined(g1_rows), joined(g2_cols), TensorT()};  // none for p
   }
 };
 
@@ -214,11 +222,20 @@ BasicTensor<P> pdist(const BasicTensor<P>& x, double p = 2.0) {
   const int64_t n = x.size(0), cols = x.size(1);
   const int64_t pairs = n * (n - 1) / 2;
   if (pairs == 0 || cols == 0) return zeros<P>({pairs}, TensorOptions(x.dtype()).device(x.device())) + x.sum() * 0.0;
-  // The direct distances of all pairs (cdist's blocks, forward and backward), then the upper
-  // triangle in row-major order: the same per-pair arithmetic as PyTorch's pdist.
-  const BasicTensor<P> all = detail::CdistDirect<P>::apply(x, x, p);
-  const BasicTensor<P> upper = ones<P>({n, n}, TensorOptions(DType::Bool).device(x.device())).triu(1);
-  return all.masked_select(upper);
+  // Blocks of rows i against the rows after the block's first (cdist's direct form, forward
+  // and backward), keeping the pairs j > i of each row: about N^2 / 2 distances in all, no
+  // more than ~2^22 of them (and their mask) at once.
+  const int64_t rows_per_block = std::max<int64_t>(1, (int64_t{1} << 22) / n);
+  std::vector<BasicTensor<P>> parts;
+  for (int64_t r = 0; r + 1 < n; r += rows_per_block) {
+    const int64_t len = std::min(rows_per_block, n - 1 - r);  // the last row has no pair
+    const BasicTensor<P> block = detail::CdistDirect<P>::apply(x.narrow(0, r, len), x.narrow(0, r + 1, n - r - 1), p);
+    // Row i = r + k keeps columns j - (r + 1) >= k: the upper triangle from the diagonal.
+    const BasicTensor<P> keep =
+        ones<P>({len, n - r - 1}, TensorOptions(DType::Bool).device(x.device())).triu(0);
+    parts.push_back(block.masked_select(keep));
+  }
+  return parts.size() == 1 ? parts[0] : cat(parts, 0);
 }
 
 }  // namespace ember::nn::functional

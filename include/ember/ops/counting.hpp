@@ -105,7 +105,7 @@ BasicTensor<P> bincount(const BasicTensor<P>& input, const BasicTensor<P>& weigh
   EMBER_CHECK(!input.is_floating_point() && input.dtype() != DType::Bool,
               "[{}] expects an integer tensor, got {}", op, input.dtype());
   EMBER_CHECK(minlength >= 0, "[{}] minlength must be non-negative, got {}", op, minlength);
-  EMBER_CHECK(!weights.defined() || (weights.dim() == 1 && weights.size(0) == input.size(0)),
+  EMBER_CHECK(!weights.defined() || input.size(0) == 0 || (weights.dim() == 1 && weights.size(0) == input.size(0)),
               "[{}] weights must be 1-d with the input's length {}, got shape {}", op, input.size(0),
               weights.defined() ? fmt::format("{}", weights.sizes()) : std::string());
   const BasicTensor<P> idx = detail::host_values(input, false);
@@ -117,7 +117,7 @@ BasicTensor<P> bincount(const BasicTensor<P>& input, const BasicTensor<P>& weigh
     bins = std::max(bins, v[i] + 1);
   }
   const Device device = input.device();
-  if (!weights.defined()) {
+  if (!weights.defined() || n == 0) {  // (an empty input gives i64 zeros even with weights, as PyTorch)
     std::vector<int64_t> counts(static_cast<size_t>(bins), 0);
     for (int64_t i = 0; i < n; ++i) ++counts[static_cast<size_t>(v[i])];
     return from_blob<P>(counts.data(), {bins}, TensorOptions(DType::I64)).clone().to(device);
@@ -130,9 +130,11 @@ BasicTensor<P> bincount(const BasicTensor<P>& input, const BasicTensor<P>& weigh
   return from_blob<P>(sums.data(), {bins}, TensorOptions(DType::F64)).clone().to(device, dt);
 }
 
-/// A histogram of `bins` equal-width bins over [min, max] (min = max: the elements' own range),
-/// in the input's dtype. Elements outside the range (and NaN) are not counted; one equal to
-/// max goes to the last bin.
+/// A histogram of `bins` equal-width bins over [min, max] (min = max: the elements' own range,
+/// which NaN makes an error, as PyTorch's), in the input's dtype. Elements outside the range
+/// (and NaN) are not counted; one equal to max goes to the last bin. Bins are computed in f64
+/// from the bounds rounded to the input's dtype: an element within an ulp of an inner edge may
+/// land one bin away from PyTorch's (whose arithmetic is in the input's dtype).
 template <class P>
 BasicTensor<P> histc(const BasicTensor<P>& input, int64_t bins = 100, double min = 0, double max = 0) {
   constexpr const char* op = "histc";
@@ -142,12 +144,19 @@ BasicTensor<P> histc(const BasicTensor<P>& input, int64_t bins = 100, double min
   const BasicTensor<P> x = detail::host_values(input, true);
   const double* v = x.template data_ptr<double>();
   const int64_t n = x.numel();
-  double lo = min, hi = max;
+  // The bounds as the input's dtype holds them (an f32 0.1f equals max = 0.1 there).
+  auto rounded = [&](double b) { return full<P>({}, b, TensorOptions(input.dtype())).template item<double>(); };
+  double lo = rounded(min), hi = rounded(max);
   if (lo == hi && n > 0) {
+    // The data's own range, as PyTorch's aminmax: NaN anywhere makes it NaN (refused below).
     lo = std::numeric_limits<double>::infinity(), hi = -lo;
-    for (int64_t i = 0; i < n; ++i)
-      if (!std::isnan(v[i])) lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
-    if (lo > hi) lo = hi = 0;  // all NaN
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::isnan(v[i])) {
+        lo = hi = v[i];
+        break;
+      }
+      lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
+    }
   }
   if (lo == hi) lo -= 1, hi += 1;
   EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), "[{}] the range [{}, {}] is not finite", op, lo, hi);

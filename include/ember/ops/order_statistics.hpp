@@ -7,7 +7,9 @@
 ///   Tensor iqr = quantile(x, tensor<float>({0.25f, 0.75f}));  // both quartiles of all of x
 ///
 /// Written with sort (stable, NaN last) and gather, so values are differentiable as PyTorch's:
-/// the gradient goes to the selected elements (quantile: shared by the two it interpolates).
+/// the gradient goes to the selected elements (quantile: shared by the two it interpolates;
+/// median of all elements: shared by every element equal to it). quantile takes f32 and f64
+/// inputs, as PyTorch's.
 
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
@@ -79,7 +81,11 @@ BasicTensor<P> quantile_sorted(const BasicTensor<P>& sorted, const BasicTensor<P
 template <class P>
 BasicTensor<P> quantile_impl(const BasicTensor<P>& x, const BasicTensor<P>& q, std::optional<int64_t> dim,
                              bool keepdim, std::string_view interpolation, bool ignore_nan, const char* op) {
-  EMBER_CHECK(x.is_floating_point(), "[{}] expects a floating tensor, got {}", op, x.dtype());
+  // f32 and f64 only, as PyTorch: ranks are computed in the input's dtype, and f16/bf16 would
+  // round n - 1 past the last element.
+  EMBER_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::F64, "[{}] expects an f32 or f64 tensor, got {}", op,
+              x.dtype());
+  EMBER_CHECK(!q.requires_grad(), "[{}] q must not require grad (the quantile is not differentiated in q)", op);
   EMBER_CHECK(q.dim() <= 1, "[{}] q must be a number or a 1-d tensor, got shape {}", op, q.sizes());
   EMBER_CHECK(interpolation == "linear" || interpolation == "lower" || interpolation == "higher" ||
                   interpolation == "midpoint" || interpolation == "nearest",
@@ -121,15 +127,37 @@ BasicTensor<P> quantile_impl(const BasicTensor<P>& x, const BasicTensor<P>& q, s
     }
     out.push_back(r);
   }
-  return q.dim() == 0 ? out[0] : stack(out, 0);
+  if (q.dim() == 0) return out[0];
+  if (out.empty()) {  // an empty q: (0, the result's shape)
+    Shape s = quantile_impl(x, full<P>({}, 0.5, TensorOptions(DType::F64)), dim, keepdim, interpolation, ignore_nan, op)
+                  .sizes();
+    s.insert(0, 0);
+    return empty<P>(s, TensorOptions(x.dtype()).device(x.device()));
+  }
+  return stack(out, 0);
 }
 
 }  // namespace detail
 
-/// The lower of the two middle values of all elements (NaN when any is NaN).
+namespace detail {
+/// The median of all elements, value v, with PyTorch's gradient for the no-dim form: shared
+/// evenly by every element equal to v (every NaN when v is NaN). An empty input gives NaN.
+template <class P>
+BasicTensor<P> median_all(const BasicTensor<P>& x, bool ignore_nan, const char* op) {
+  if (x.numel() == 0) return full<P>({}, std::numeric_limits<double>::quiet_NaN(), TensorOptions(x.dtype()).device(x.device()));
+  const BasicTensor<P> v = median_at(x.reshape({-1}), 0, false, ignore_nan, op).first.detach();
+  if (!x.requires_grad()) return v;
+  const BasicTensor<P> hit = v.isnan().template item<bool>() ? x.isnan() : x.eq(v);
+  // v + sum((x - v) over the hits) / count: the value is v exactly, the gradient 1 / count on each hit.
+  const BasicTensor<P> count = hit.sum().to(x.dtype());
+  return v + (x - v).masked_fill(hit.logical_not(), 0.0).sum() / count;
+}
+}  // namespace detail
+
+/// The lower of the two middle values of all elements (NaN when any is NaN; NaN when empty).
 template <class P>
 BasicTensor<P> median(const BasicTensor<P>& x) {
-  return detail::median_at(x.reshape({-1}), 0, false, false, "median").first;
+  return detail::median_all(x, false, "median");
 }
 /// (values, indices) of the lower middle value of each slice along dim; a slice holding NaN
 /// gives NaN and the index of its first NaN. Ties: the first in input order.
@@ -140,7 +168,7 @@ std::pair<BasicTensor<P>, BasicTensor<P>> median(const BasicTensor<P>& x, int64_
 /// median ignoring NaN (NaN only where a slice holds nothing else).
 template <class P>
 BasicTensor<P> nanmedian(const BasicTensor<P>& x) {
-  return detail::median_at(x.reshape({-1}), 0, false, true, "nanmedian").first;
+  return detail::median_all(x, true, "nanmedian");
 }
 template <class P>
 std::pair<BasicTensor<P>, BasicTensor<P>> nanmedian(const BasicTensor<P>& x, int64_t dim, bool keepdim = false) {
@@ -190,7 +218,8 @@ template <class P>
 std::pair<BasicTensor<P>, BasicTensor<P>> aminmax(const BasicTensor<P>& x, std::optional<int64_t> dim = std::nullopt,
                                                   bool keepdim = false) {
   const Shape dims = dim ? Shape{*dim} : Shape{};
-  EMBER_CHECK(x.numel() > 0, "[aminmax] expects a non-empty input, got shape {}", x.sizes());
+  EMBER_CHECK(dim ? (x.dim() == 0 || x.size(wrap_dim(*dim, x.dim(), "aminmax")) > 0) : x.numel() > 0,
+              "[aminmax] cannot reduce an empty {} of shape {}", dim ? "dim" : "input", x.sizes());
   return {x.amin(dims, keepdim), x.amax(dims, keepdim)};
 }
 
