@@ -173,8 +173,8 @@ struct Function {
       }
     }
     if (!record) {
-      for (const TensorT& t : ctx->to_save_)
-        if (t.defined()) ctx->saved_.emplace_back(t.impl(), false);
+      // Nothing can read them without a node (get_saved_variables needs one); saving would
+      // also refuse tensors made under InferenceModeGuard.
       ctx->to_save_.clear();
       (void)take_saved_count();  // for no node: the next node's count starts clean
       return result;
