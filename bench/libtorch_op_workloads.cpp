@@ -56,6 +56,21 @@ RunFn make_op(const std::string& name) {
     torch::Tensor a = torch::randint(-100, 100, {128, 128}).to(torch::kInt32),
                   b = torch::randint(-100, 100, {128, 128}).to(torch::kInt32);
     op = [=] { return a.matmul(b); };
+  } else if (name == "op_inv_6x6") {  // at::linalg_*: torch::linalg is not in 2.x's torch.h
+    torch::Tensor a = torch::randn({6, 6}) + torch::eye(6) * 6.0;
+    op = [=] { return at::linalg_inv(a); };
+  } else if (name == "op_solve_256x6x6") {
+    torch::Tensor a = torch::randn({256, 6, 6}) + torch::eye(6) * 6.0, b = torch::randn({256, 6, 1});
+    op = [=] { return at::linalg_solve(a, b, true); };
+  } else if (name == "op_cholesky_64") {
+    torch::Tensor r = torch::randn({64, 64}), a = r.matmul(r.t()) + torch::eye(64) * 64.0;
+    op = [=] { return at::linalg_cholesky(a); };
+  } else if (name == "op_svd_1024x3x3") {
+    torch::Tensor a = torch::randn({1024, 3, 3});
+    op = [=] { return std::get<0>(at::linalg_svd(a, false)); };
+  } else if (name == "op_eigh_256x3x3") {
+    torch::Tensor r = torch::randn({256, 3, 3}), a = r + r.mT();
+    op = [=] { return std::get<1>(at::linalg_eigh(a, "L")); };
   }
   else return {};
   return [op](int64_t iters) {

@@ -5,6 +5,7 @@
 /// distributions.
 
 #include <ember/ember.hpp>
+#include <ember/linalg.hpp>
 
 #include "workloads.hpp"
 
@@ -24,7 +25,10 @@ inline const std::vector<std::string>& names() {
       "op_atan2_256",       "op_hypot_256",           "op_logical_and_256", "op_gelu_256",
       "op_sort_64x1024",    "op_topk40_64x1024",      "op_index_rows_256", "op_masked_select_512",
       "op_nonzero_512",     "op_u8_to_f32_64x3x64x64", "op_f32_to_u8_64x3x64x64", "op_transpose_copy_1024",
-      "op_merge_heads_16x4x64x32", "op_index_put_rows_256", "op_matmul_i32_128"};
+      "op_merge_heads_16x4x64x32", "op_index_put_rows_256", "op_matmul_i32_128",
+      // linalg: a robot's small systems (a 6x6 inverse, 256 batched 6x6 solves), a 64x64
+      // covariance's Cholesky factor, 1024 3x3 SVDs (point-set alignment), 256 3x3 eigh.
+      "op_inv_6x6", "op_solve_256x6x6", "op_cholesky_64", "op_svd_1024x3x3", "op_eigh_256x3x3"};
   return n;
 }
 
@@ -71,6 +75,21 @@ inline RunFn make(const std::string& name) {
   } else if (name == "op_matmul_i32_128") {
     Tensor a = randint(-100, 100, {128, 128}).to(DType::I32), b = randint(-100, 100, {128, 128}).to(DType::I32);
     op = [=] { return a.matmul(b); };
+  } else if (name == "op_inv_6x6") {
+    Tensor a = randn({6, 6}) + eye(6) * 6.0;
+    op = [=] { return linalg::inv(a); };
+  } else if (name == "op_solve_256x6x6") {
+    Tensor a = randn({256, 6, 6}) + eye(6) * 6.0, b = randn({256, 6, 1});
+    op = [=] { return linalg::solve(a, b); };
+  } else if (name == "op_cholesky_64") {
+    Tensor r = randn({64, 64}), a = r.matmul(r.t()) + eye(64) * 64.0;
+    op = [=] { return linalg::cholesky(a); };
+  } else if (name == "op_svd_1024x3x3") {
+    Tensor a = randn({1024, 3, 3});
+    op = [=] { return std::get<0>(linalg::svd(a, false)); };
+  } else if (name == "op_eigh_256x3x3") {
+    Tensor r = randn({256, 3, 3}), a = r + r.mT();
+    op = [=] { return std::get<1>(linalg::eigh(a)); };
   }
   else return {};
   return [op](int64_t iters) {

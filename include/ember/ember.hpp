@@ -15,6 +15,7 @@
 #include <ember/ops/einsum.hpp>
 #include <ember/ops/order_statistics.hpp>
 #include <ember/ops/counting.hpp>
+#include <ember/linalg.hpp>
 #include <ember/autograd/tensor_autograd.hpp>
 #include <ember/runtime/log.hpp>
 #include <ember/runtime/threading.hpp>

@@ -181,6 +181,14 @@ struct Result {
 ///   adam adamw (param, grads; lr, beta1, beta2, eps, weight_decay, amsgrad)
 ///   rmsprop (param, grads; lr, alpha, eps, weight_decay, momentum, centered)
 ///   adagrad (param, grads; lr, lr_decay, weight_decay, initial_accumulator_value, eps)
+/// calls_decompositions.cpp's (torch::linalg; matrix-norm ord codes 3 "fro", 4 "nuc", +-10 +-inf):
+///   linalg_det logdet linalg_inv linalg_cond linalg_svdvals linalg_matrix_rank (a)
+///   linalg_slogdet (a) -> log|det|, sign       linalg_qr (a) -> q, r       linalg_matrix_power (a; n)
+///   linalg_solve (a, b; left)       linalg_solve_triangular (a, b; upper, left, unitriangular)
+///   linalg_cholesky linalg_eigvalsh cholesky_inverse (a; upper)       cholesky_solve (b, l; upper)
+///   linalg_pinv (a; hermitian)       linalg_matrix_norm (a; ord)       linalg_cross (a, b; dim)
+///   linalg_vector_norm (x; ord, dim)       linalg_matrix_exp (a)
+///   linalg_lstsq (a, b; driver: 0 gelsy 1 gelsd 2 gels 3 gelss) -> solution, residuals
 
 /// Named calls with grad: whether floating input i of op takes a gradient (not the running
 /// statistics of batch_norm, nor the class weights of the losses, which PyTorch does not
@@ -194,6 +202,10 @@ inline bool differentiable_input(const Call& c, size_t i) {
   if (op == "decoder_layer") return i + 4 < c.ins.size();
   if (op == "transformer") return i + 6 < c.ins.size();
   if (op == "index_expr") return i == 0;
+  // The factor's gradient: Ember's is zero outside the triangle the solves read (what finite
+  // differences give), PyTorch's that of (L L^T)^-1 B for a full L; the same inside it.
+  if (op == "cholesky_solve") return i == 0;
+  if (op == "cholesky_inverse") return false;
   if (op == "cross_entropy" || op == "nll_loss") return i == 0;
   if (op == "bce_with_logits" || op == "binary_cross_entropy") return i < 2;  // not weight nor pos_weight
   if (op == "multi_margin_loss" || op == "soft_margin_loss" || op == "hinge_embedding_loss") return i == 0;

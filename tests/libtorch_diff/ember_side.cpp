@@ -5,6 +5,7 @@
 #include "module_layout.hpp"
 
 #include <ember/ember.hpp>
+#include <ember/linalg.hpp>
 #include <ember/nn.hpp>
 #include <ember/optim.hpp>
 
@@ -574,6 +575,44 @@ Result named(const Call& c) {
     return one(p.detach());
   }
   // calls_linalg.cpp's: matrix products, the remaining activations, pools and grids.
+  // calls_decompositions.cpp's: torch::linalg. Matrix-norm ord codes: 3 "fro", 4 "nuc", +-10 +-inf.
+  namespace L = ember::linalg;
+  auto norm_ord = [](double o) { return o == 10 ? INFINITY : o == -10 ? -INFINITY : o; };
+  if (op == "linalg_det") return one(L::det(x));
+  if (op == "linalg_slogdet") {  // log|det| first: the gradients are of the first output
+    auto [sign, logabs] = L::slogdet(x);
+    return two({logabs, sign});
+  }
+  if (op == "logdet") return one(ember::logdet(x));
+  if (op == "linalg_inv") return one(L::inv(x));
+  if (op == "linalg_solve") return one(L::solve(x, in.at(1), arg(0) != 0));
+  if (op == "linalg_solve_triangular") return one(L::solve_triangular(x, in.at(1), arg(0) != 0, arg(1) != 0, arg(2) != 0));
+  if (op == "linalg_matrix_power") return one(L::matrix_power(x, arg(0)));
+  if (op == "linalg_cholesky") return one(L::cholesky(x, arg(0) != 0));
+  if (op == "linalg_eigvalsh") return one(L::eigvalsh(x, arg(0) != 0 ? "U" : "L"));
+  if (op == "cholesky_solve") return one(ember::cholesky_solve(x, in.at(1), arg(0) != 0));
+  if (op == "cholesky_inverse") return one(ember::cholesky_inverse(x, arg(0) != 0));
+  if (op == "linalg_pinv") return one(L::pinv(x, std::nullopt, std::nullopt, arg(0) != 0));
+  if (op == "linalg_matrix_norm") {
+    const double o = c.args.at(0);
+    if (o == 3 || o == 4) return one(L::matrix_norm(x, o == 3 ? "fro" : "nuc"));
+    return one(L::matrix_norm(x, norm_ord(o)));
+  }
+  if (op == "linalg_cond") return one(L::cond(x));
+  if (op == "linalg_matrix_rank") return one(L::matrix_rank(x));
+  if (op == "linalg_svdvals") return one(L::svdvals(x));
+  if (op == "linalg_qr") {
+    auto [q, r] = L::qr(x);
+    return two({q, r});
+  }
+  if (op == "linalg_lstsq") {
+    static const char* const drivers[] = {"gelsy", "gelsd", "gels", "gelss"};
+    auto [sol, res, rank, sv] = L::lstsq(x, in.at(1), std::nullopt, drivers[arg(0)]);
+    return two({sol, res});
+  }
+  if (op == "linalg_matrix_exp") return one(L::matrix_exp(x));
+  if (op == "linalg_cross") return one(L::cross(x, in.at(1), arg(0)));
+  if (op == "linalg_vector_norm") return one(L::vector_norm(x, norm_ord(c.args.at(0)), ember::Shape{arg(1)}));
   if (op == "mm") return one(ember::mm(x, in.at(1)));
   if (op == "bmm") return one(ember::bmm(x, in.at(1)));
   if (op == "dot") return one(ember::dot(x, in.at(1)));

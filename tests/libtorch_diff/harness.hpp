@@ -68,5 +68,7 @@ void more_nn_calls(Report& rep, const std::string& filter);
 void attention_calls(Report& rep, const std::string& filter);
 void index_expr_calls(Report& rep, const std::string& filter);
 void transformer_calls(Report& rep, const std::string& filter);
+/// calls_decompositions.cpp.
+void decomposition_calls(Report& rep, const std::string& filter);
 
 }  // namespace ediff

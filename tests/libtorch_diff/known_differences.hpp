@@ -184,6 +184,10 @@ inline const char* known_call(const Call& c, const std::string& category, const 
     if (c.op == "gelu_backward" && c.a.dt != c.b.dt && why.find("libtorch failed inside") != std::string::npos)
       return "an autograd-internal op on mixed dtypes (Ember never calls it so): libtorch 2.x fails inside oneDNN";
   }
+  if (category == "accept" && ember.ok && v1() && c.op == "linalg_solve" && c.grad && c.ins.at(1).shape.size() == 1 &&
+      torch.error.find("LinalgSolveExBackward0 returned an invalid gradient") != std::string::npos)
+    return "linalg.solve with a 1-d B broadcast over a batch of A: libtorch 1.13's backward returns B's gradient "
+           "without summing it over the batch (fixed in PyTorch 2); Ember sums it";
   if (category == "accept" && ember.ok && v1() && c.op == "arange" && c.args.at(3) == 0 &&
       torch.error.find("step must be nonzero") != std::string::npos)
     return "an integer arange with non-integer arguments: libtorch 1.13 truncates all three first (step 0.1 -> 0: "

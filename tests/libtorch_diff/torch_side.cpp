@@ -797,6 +797,40 @@ Result named(const Call& c) {
     return one(p.detach());
   }
   // calls_linalg.cpp's (the Python-written ones as torch/nn/functional.py composes them).
+  // calls_decompositions.cpp's: torch::linalg (ord codes as ember_side.cpp).
+  auto norm_ord = [](double o) { return o == 10 ? INFINITY : o == -10 ? -INFINITY : o; };
+  if (op == "linalg_det") return one(at::linalg_det(x));
+  if (op == "linalg_slogdet") {
+    auto sl = at::linalg_slogdet(x);
+    return two(std::make_tuple(std::get<1>(sl), std::get<0>(sl)));
+  }
+  if (op == "logdet") return one(at::logdet(x));
+  if (op == "linalg_inv") return one(at::linalg_inv(x));
+  if (op == "linalg_solve") return one(at::linalg_solve(x, in.at(1), arg(0) != 0));
+  if (op == "linalg_solve_triangular") return one(at::linalg_solve_triangular(x, in.at(1), arg(0) != 0, arg(1) != 0, arg(2) != 0));
+  if (op == "linalg_matrix_power") return one(at::linalg_matrix_power(x, arg(0)));
+  if (op == "linalg_cholesky") return one(at::linalg_cholesky(x, arg(0) != 0));
+  if (op == "linalg_eigvalsh") return one(at::linalg_eigvalsh(x, arg(0) != 0 ? "U" : "L"));
+  if (op == "cholesky_solve") return one(at::cholesky_solve(x, in.at(1), arg(0) != 0));
+  if (op == "cholesky_inverse") return one(at::cholesky_inverse(x, arg(0) != 0));
+  if (op == "linalg_pinv") return one(at::linalg_pinv(x, c10::optional<double>(), c10::optional<double>(), arg(0) != 0));
+  if (op == "linalg_matrix_norm") {
+    const double o = c.args.at(0);
+    if (o == 3 || o == 4) return one(at::linalg_matrix_norm(x, o == 3 ? "fro" : "nuc"));
+    return one(at::linalg_matrix_norm(x, at::Scalar(norm_ord(o))));
+  }
+  if (op == "linalg_cond") return one(at::linalg_cond(x));
+  if (op == "linalg_matrix_rank") return one(at::linalg_matrix_rank(x, c10::optional<double>(), c10::optional<double>(), false));
+  if (op == "linalg_svdvals") return one(at::linalg_svdvals(x));
+  if (op == "linalg_qr") return two(at::linalg_qr(x));
+  if (op == "linalg_lstsq") {
+    static const char* const drivers[] = {"gelsy", "gelsd", "gels", "gelss"};
+    auto r = at::linalg_lstsq(x, in.at(1), c10::nullopt, c10::string_view(drivers[arg(0)]));
+    return two(std::make_tuple(std::get<0>(r), std::get<1>(r)));
+  }
+  if (op == "linalg_matrix_exp") return one(at::linalg_matrix_exp(x));
+  if (op == "linalg_cross") return one(at::linalg_cross(x, in.at(1), arg(0)));
+  if (op == "linalg_vector_norm") return one(at::linalg_vector_norm(x, norm_ord(c.args.at(0)), std::vector<int64_t>{arg(1)}));
   if (op == "mm") return one(at::mm(x, in.at(1)));
   if (op == "bmm") return one(at::bmm(x, in.at(1)));
   if (op == "dot") return one(at::dot(x, in.at(1)));

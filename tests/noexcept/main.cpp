@@ -3,6 +3,7 @@
 // ember::set_error_handler, which must not return. This one prints the message and exits
 // with code 3; CI checks both the exit code and the message.
 #include <ember/ember.hpp>
+#include <ember/linalg.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,16 @@ int main() {
               ember::to_string(r).c_str());
   if (c.sum().item<float>() != 36.0f) {
     std::printf("wrong sum\n");
+    return 1;
+  }
+
+  // linalg's autograd functions (std::any without RTTI) and its Eigen kernels.
+  ember::Tensor m = ember::eye(3) * 2.0;
+  m.requires_grad_();
+  ember::Tensor det = ember::linalg::det(m);
+  det.backward();
+  if (det.item<float>() != 8.0f || m.grad().sum().item<float>() != 12.0f) {
+    std::printf("wrong det %g or its gradient\n", det.item<double>());
     return 1;
   }
 

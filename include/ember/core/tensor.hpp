@@ -17,6 +17,7 @@
 #include <optional>
 #include <iosfwd>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -264,6 +265,22 @@ class BasicTensor {
   BasicTensor& exponential_(double lambd = 1);
   BasicTensor& random_(int64_t from, int64_t to);
   BasicTensor& random_(int64_t to);
+  // Linear algebra as libtorch's methods. Defined in linalg.hpp, which <ember/ember.hpp>
+  // includes (ember::linalg has the full set: solve, eigh, lstsq, ...).
+  BasicTensor inverse() const;
+  BasicTensor det() const;
+  BasicTensor logdet() const;
+  std::tuple<BasicTensor, BasicTensor> slogdet() const;
+  BasicTensor cholesky(bool upper = false) const;
+  BasicTensor cholesky_solve(const BasicTensor& factor, bool upper = false) const;
+  BasicTensor cholesky_inverse(bool upper = false) const;
+  BasicTensor pinverse(double rcond = 1e-15) const;
+  BasicTensor matrix_exp() const;
+  BasicTensor matrix_power(int64_t n) const;
+  std::tuple<BasicTensor, BasicTensor> triangular_solve(const BasicTensor& a, bool upper = true,
+                                                        bool transpose = false, bool unitriangular = false) const;
+  std::tuple<BasicTensor, BasicTensor> qr(bool some = true) const;
+  std::tuple<BasicTensor, BasicTensor, BasicTensor> svd(bool some = true, bool compute_uv = true) const;
 
   // ---- elementwise (out of place, in place) ---------------------------------------------------
 #define EMBER_UNARY_OP(E, n, r)                                                                       \
