@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <new>
 
@@ -105,6 +106,50 @@ int64_t lu_solve(const T* a, const T* b, T* x, int64_t batch, int64_t n, int64_t
       Eigen::Map<RowMat<T>> out(x + i * n * k, n, k);
       if (b == nullptr) out = lu.inverse();
       else out = lu.solve(Eigen::Map<const RowMat<T>>(b + i * n * k, n, k));
+    }
+  });
+  return failed.load();
+}
+
+template <class T>
+int64_t lu_factor(const T* a, T* lu, int32_t* pivots, int64_t batch, int64_t m, int64_t n) {
+  const int64_t k = std::min(m, n);
+  std::atomic<int64_t> failed{-1};
+  // Right-looking, row-major: each step's update is a rank-1 change of contiguous row tails.
+  // The pivot is the first largest |value| of the column by a strict >, as reference
+  // LAPACK's idamax picks it (a NaN is taken only where it is the diagonal entry).
+  for_each_block(batch, m * n * k, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      T* f = lu + i * m * n;
+      std::copy(a + i * m * n, a + (i + 1) * m * n, f);
+      int32_t* piv = pivots + i * k;
+      bool singular = false;
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t p = j;
+        T best = std::abs(f[j * n + j]);
+        for (int64_t r = j + 1; r < m; ++r) {
+          const T v = std::abs(f[r * n + j]);
+          if (v > best) best = v, p = r;
+        }
+        piv[j] = static_cast<int32_t>(p + 1);
+        if (p != j) std::swap_ranges(f + j * n, f + (j + 1) * n, f + p * n);
+        const T pivot = f[j * n + j];
+        if (pivot == T(0)) {
+          singular = true;  // getrf leaves this column as it is and goes on
+          continue;
+        }
+        // As dgetrf2: the reciprocal only where it is finite (a subnormal pivot divides).
+        const bool reciprocal = std::abs(pivot) >= std::numeric_limits<T>::min();
+        const T inv = T(1) / pivot;
+        for (int64_t r = j + 1; r < m; ++r) {
+          T* row = f + r * n;
+          const T l = reciprocal ? row[j] * inv : row[j] / pivot;
+          row[j] = l;
+          const T* urow = f + j * n;
+          for (int64_t c = j + 1; c < n; ++c) row[c] -= l * urow[c];
+        }
+      }
+      if (singular) record_failure(failed, i);
     }
   });
   return failed.load();
@@ -247,6 +292,7 @@ void solve_triangular(const T* a, const T* b, T* x, int64_t batch, int64_t n, in
 #define EMBER_LINALG_INSTANTIATE(T)                                                                     \
   template void lu_det<T>(const T*, int64_t, int64_t, T*, T*, T*);                                     \
   template int64_t lu_solve<T>(const T*, const T*, T*, int64_t, int64_t, int64_t);                     \
+  template int64_t lu_factor<T>(const T*, T*, int32_t*, int64_t, int64_t, int64_t);                   \
   template int64_t cholesky<T>(const T*, T*, int64_t, int64_t, bool);                                  \
   template void qr<T>(const T*, T*, T*, int64_t, int64_t, int64_t, bool);                              \
   template int64_t eigh<T>(const T*, T*, T*, int64_t, int64_t, bool);                                  \

@@ -616,3 +616,116 @@ TEST_CASE("linalg: libtorch's Tensor methods and older free forms") {
   CHECK(max_abs_diff(u0, zeros({3, 3})) == 0);
   CHECK(max_abs_diff(s0, sv) < 1e-14);
 }
+
+TEST_CASE("linalg: lu, lu_factor, lu_solve, lu_unpack against PyTorch") {
+  // PyTorch: lu_factor of general()'s rows (2, 0, 1).
+  const Tensor a = general().index_select(0, tensor<int64_t>({2, 0, 1}));
+  // Plain variables, not structured bindings: clang 14 cannot capture those in CHECK_ERROR.
+  const auto factored = linalg::lu_factor(a);
+  const Tensor packed = std::get<0>(factored), pivots = std::get<1>(factored);
+  CHECK(pivots.dtype() == DType::I32);
+  CHECK(values_of(pivots) == std::vector<double>{2, 3, 3});
+  CHECK(near(values_of(packed), {4.0, -2.0, 1.0, 0.75, 7.5, -4.75, 0.5, 0.26666666666666666, 8.766666666666666}));
+  auto [p, l, u] = linalg::lu(a);
+  CHECK(values_of(p) == std::vector<double>{0, 0, 1, 1, 0, 0, 0, 1, 0});
+  CHECK(max_abs_diff(p.matmul(l).matmul(u), a) < 1e-14);
+  auto [p2, l2, u2] = lu_unpack(packed, pivots);
+  CHECK(max_abs_diff(p2, p) == 0);
+  CHECK(max_abs_diff(l2, l) == 0);
+  CHECK(max_abs_diff(u2, u) == 0);
+  // A wide matrix (PyTorch's packed LU and pivots).
+  const Tensor w = mat({1, 2, 3, 4, 5, 6, 7, 9, 2, -1, 0, 3}, {3, 4});
+  auto [wp, wpiv] = linalg::lu_factor(w);
+  CHECK(values_of(wpiv) == std::vector<double>{2, 3, 3});
+  CHECK(near(values_of(wp), {5.0, 6.0, 7.0, 9.0, 0.4, -3.4000000000000004, -2.8000000000000003, -0.6000000000000001, 0.2,
+                             -0.23529411764705874, 0.9411764705882354, 2.058823529411765}));
+  // lu_solve, plain and adjoint (PyTorch's values), and the right-hand forms.
+  const Tensor b = mat({1, 2, 3}, {3, 1});
+  CHECK(near(values_of(linalg::lu_solve(packed, pivots, b)), {0.596958174904943, 0.17110266159695817, -0.04562737642585552}));
+  CHECK(near(values_of(linalg::lu_solve(packed, pivots, b, true, true)),
+             {0.49429657794676807, -0.1482889733840304, 0.2015209125475285}));
+  const Tensor bt = mat({1, 2, 3, -1, 0, 2}, {2, 3});
+  CHECK(max_abs_diff(linalg::lu_solve(packed, pivots, bt, false).matmul(a), bt) < 1e-13);
+  CHECK(max_abs_diff(linalg::lu_solve(packed, pivots, bt, false, true).matmul(a.mT()), bt) < 1e-13);
+  // A tall matrix (PyTorch: packed [5, 6, 0.2, 0.8, 0.6, 0.5], pivots [3, 3]).
+  auto [tp, tpiv] = linalg::lu_factor(tall());
+  CHECK(values_of(tpiv) == std::vector<double>{3, 3});
+  CHECK(near(values_of(tp), {5.0, 6.0, 0.2, 0.7999999999999998, 0.6000000000000001, 0.49999999999999944}));
+  // LAPACK's pivot rule: the first largest |value| by a strict >, so a NaN below the diagonal
+  // is passed over (PyTorch: pivots [3, 2, 3]); a subnormal pivot divides instead of
+  // multiplying by an infinite reciprocal (PyTorch: L = I, U = A).
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(values_of(std::get<1>(linalg::lu_factor(mat({0, 1, 0, nan, 0, 1, 2, 0, 0}, {3, 3})))) ==
+        std::vector<double>{3, 2, 3});
+  auto [sp, sl, su] = linalg::lu(mat({1e-310, 0, 0, 1}, {2, 2}));
+  CHECK(values_of(sl) == std::vector<double>{1, 0, 0, 1});
+  CHECK(values_of(su) == std::vector<double>{1e-310, 0, 0, 1});
+  // Random rectangular batches: P L U = A; f32 too.
+  for (DType t : {DType::F64, DType::F32}) {
+    for (Shape s : {Shape{2, 5, 3}, Shape{2, 3, 5}, Shape{4, 4}}) {
+      CAPTURE(s);
+      const Tensor m = uniform(s, {-1.0, 1.0}).to(t);
+      auto [pm, lm, um] = linalg::lu(m);
+      CHECK(max_abs_diff(pm.matmul(lm).matmul(um), m) < (t == DType::F64 ? 1e-14 : 1e-6));
+      CHECK(lm.size(-1) == std::min(s[s.size() - 2], s.back()));
+    }
+  }
+  // Empty shapes: a 3 x 0 matrix (P = I, L 3 x 0, U 0 x 0) and an empty batch.
+  auto [ep, el, eu] = linalg::lu(zeros({3, 0}, TensorOptions(DType::F64)));
+  CHECK(max_abs_diff(ep, eye(3, 3)) == 0);
+  CHECK(el.sizes() == Shape{3, 0});
+  CHECK(eu.sizes() == Shape{0, 0});
+  CHECK(std::get<0>(linalg::lu(zeros({0, 2, 2}, TensorOptions(DType::F64)))).sizes() == Shape{0, 2, 2});
+  CHECK(std::get<1>(linalg::lu_factor(zeros({3, 0}, TensorOptions(DType::F64)))).sizes() == Shape{0});
+  CHECK(std::get<0>(linalg::lu_factor(zeros({0, 2, 2}, TensorOptions(DType::F64)))).sizes() == Shape{0, 2, 2});
+  // lu_solve broadcasts LU's batch with B's.
+  const Tensor lub = well_conditioned({2, 3, 3});
+  auto [blu, bpiv] = linalg::lu_factor(lub);
+  const Tensor rhs1 = uniform({3, 2}, {-1.0, 1.0}), rhs2 = uniform({4, 1, 3, 2}, {-1.0, 1.0});
+  CHECK(max_abs_diff(linalg::lu_solve(blu, bpiv, rhs1), linalg::solve(lub, rhs1)) < 1e-13);
+  const Tensor x4 = linalg::lu_solve(blu, bpiv, rhs2);
+  CHECK(x4.sizes() == Shape{4, 2, 3, 2});
+  CHECK(max_abs_diff(x4, linalg::solve(lub, rhs2)) < 1e-13);
+  CHECK(max_abs_diff(linalg::lu_solve(blu, bpiv, rhs2.mT(), false), linalg::solve(lub, rhs2.mT(), false)) < 1e-13);
+  // User pivots may swap with an earlier row (any 1-based row is a legal swap).
+  auto [up, ul, uu] = lu_unpack(packed, tensor<int64_t>({2, 1, 3}).to(DType::I32));
+  CHECK(values_of(up) == std::vector<double>{1, 0, 0, 0, 1, 0, 0, 0, 1});
+  // Gradients: of L and U (square, wide, tall), and through lu_factor + lu_solve.
+  std::string why;
+  using V = std::vector<Tensor>;
+  for (Shape s : {Shape{2, 4, 4}, Shape{2, 3, 5}, Shape{2, 5, 3}}) {
+    CAPTURE(s);
+    const Tensor m = leaf(uniform(s, {-1.0, 1.0}));
+    auto f = [](const V& v) {
+      auto [pm, lm, um] = linalg::lu(v[0]);
+      return V{lm, um};
+    };
+    CHECK_MESSAGE(autograd::gradcheck(f, {m}, {}, &why), why);
+    CHECK_MESSAGE(autograd::gradgradcheck(f, {m}, {}, &why), why);
+    CHECK_MESSAGE(autograd::gradcheck([](const V& v) { return std::get<2>(linalg::lu(v[0])); }, {m}, {}, &why), why);
+    CHECK_MESSAGE(autograd::gradcheck([](const V& v) { return std::get<1>(linalg::lu(v[0])); }, {m}, {}, &why), why);
+    CHECK_MESSAGE(autograd::gradcheck([](const V& v) { return std::get<0>(linalg::lu_factor(v[0])); }, {m}, {}, &why),
+                  why);
+  }
+  const Tensor sq = leaf(well_conditioned({2, 3, 3})), rhs = leaf(uniform({2, 3, 2}, {-1.0, 1.0}));
+  for (int form = 0; form < 4; ++form) {
+    CAPTURE(form);
+    auto f = [form](const V& v) {
+      auto [lu, piv] = linalg::lu_factor(v[0]);
+      const bool left = form < 2, adjoint = form % 2 == 1;
+      return linalg::lu_solve(lu, piv, left ? v[1] : v[1].mT(), left, adjoint);
+    };
+    CHECK_MESSAGE(autograd::gradcheck(f, {sq, rhs}, {}, &why), why);
+  }
+  // Errors: a singular matrix for lu_factor (lu factorises it), pivots that do not fit.
+  const Tensor sing = mat({1, 2, 2, 4}, {2, 2});
+  CHECK_ERROR(linalg::lu_factor(sing), "linalg.lu_factor", "matrix 0", "zero pivot");
+  auto [sgp, sgl, sgu] = linalg::lu(sing);  // factorised anyway: U[1, 1] = 0
+  CHECK(max_abs_diff(sgp.matmul(sgl).matmul(sgu), sing) == 0);
+  CHECK(sgu.index({1, 1}).item<double>() == 0);
+  CHECK_ERROR(linalg::lu_solve(packed, pivots.to(DType::I64), b), "linalg.lu_solve", "i32");
+  CHECK_ERROR(linalg::lu_solve(packed, pivots.narrow(0, 0, 2), b), "linalg.lu_solve", "[2]", "[3, 3]");
+  CHECK_ERROR(lu_unpack(packed, full_like(pivots, 7)), "lu_unpack", "pivot 0", "7", "[1, 3]");
+  CHECK_ERROR(linalg::lu_solve(packed, pivots, mat({1, 2}, {2, 1})), "linalg.lu_solve", "do not fit");
+  CHECK_ERROR(linalg::lu(a, false), "linalg.lu", "without pivoting");
+}

@@ -7,6 +7,8 @@
 ///   auto [U, S, Vh] = linalg::svd(J, false);              // reduced SVD, S descending
 ///   Tensor L = linalg::cholesky(Sigma);                   // Sigma = L L^T
 ///   Tensor Jp = linalg::pinv(J);                          // Moore-Penrose pseudo-inverse
+///   auto [LU, piv] = linalg::lu_factor(A);                // factorise once, then
+///   Tensor y = linalg::lu_solve(LU, piv, b);              // solve for many right-hand sides
 ///
 /// f32 and f64, any batch dims in front of the matrix dims. Every function is differentiable
 /// (PyTorch's formulas, twice differentiable where PyTorch's are); the factorisations are
@@ -17,6 +19,7 @@
 /// eigenvalues) are absent.
 
 #include <ember/linalg/functions.hpp>
+#include <ember/linalg/lu.hpp>
 #include <ember/linalg/matrix_exp.hpp>
 #include <ember/ops/descriptors.hpp>
 
@@ -188,6 +191,107 @@ BasicTensor<P> solve_triangular(const BasicTensor<P>& a, const BasicTensor<P>& b
   }
   auto [ae, be] = detail::broadcast_batch(a, 2, b, 2, op);
   return detail::SolveTriangular<P>::apply(ae, be, upper, unitriangular);
+}
+
+/// A = P L U with partial pivoting, any m x n (k = min(m, n)): P m x m, L m x k (unit lower),
+/// U k x n. A singular matrix factorises too. Differentiable in L and U; pivot = false (no
+/// pivoting) exists in PyTorch for CUDA only and is refused here as by PyTorch on the CPU.
+template <class P>
+std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> lu(const BasicTensor<P>& a, bool pivot = true) {
+  constexpr const char* op = "linalg.lu";
+  detail::check_matrices(a, op, false);
+  EMBER_CHECK(pivot, "[{}] LU without pivoting is not implemented (PyTorch has it on CUDA only)", op);
+  auto r = detail::Lu<P>::apply(a, false, op);
+  return {r[0], r[1], r[2]};
+}
+
+/// LAPACK's packed LU: {LU (L below the diagonal, U on and above it), pivots (i32, 1-based,
+/// (*, k))}. A zero pivot (singular U) is an error here, as PyTorch's (lu keeps going).
+template <class P>
+std::tuple<BasicTensor<P>, BasicTensor<P>> lu_factor(const BasicTensor<P>& a, bool pivot = true) {
+  constexpr const char* op = "linalg.lu_factor";
+  detail::check_matrices(a, op, false);
+  EMBER_CHECK(pivot, "[{}] LU without pivoting is not implemented (PyTorch has it on CUDA only)", op);
+  auto r = detail::Lu<P>::apply(a, true, op);
+  const BasicTensor<P> &l = r[1], &u = r[2];
+  const int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
+  // L's strict lower part and U, each padded to m x n (differentiable in both).
+  const TensorOptions o = TensorOptions(a.dtype()).device(a.device());
+  BasicTensor<P> lower = l.tril(-1), upper = u;
+  if (n > k) lower = cat(std::vector<BasicTensor<P>>{lower, zeros<P>(detail::replace_tail(a.sizes(), 2, {m, n - k}), o)}, -1);
+  if (m > k) upper = cat(std::vector<BasicTensor<P>>{upper, zeros<P>(detail::replace_tail(a.sizes(), 2, {m - k, n}), o)}, -2);
+  return {lower + upper, r[3]};
+}
+
+namespace detail {
+/// The pivots' checks shared by lu_solve and lu_unpack.
+template <class P>
+void check_pivots(const BasicTensor<P>& lu, const BasicTensor<P>& pivots, const char* op) {
+  EMBER_CHECK(pivots.defined(), "[{}] got undefined pivots", op);
+  EMBER_CHECK(pivots.dtype() == DType::I32, "[{}] pivots must be an i32 tensor (lu_factor's), got {}", op,
+              pivots.dtype());
+  EMBER_CHECK(pivots.dim() == lu.dim() - 1 && pivots.size(-1) == std::min(lu.size(-2), lu.size(-1)) &&
+                  replace_tail(pivots.sizes(), 1, {}) == replace_tail(lu.sizes(), 2, {}),
+              "[{}] pivots of shape {} do not belong to LU of shape {} (expected (*, min(m, n)))", op,
+              pivots.sizes(), lu.sizes());
+  EMBER_CHECK(pivots.device() == lu.device(), "[{}] LU and pivots are on {} and {}", op, lu.device(),
+              pivots.device());
+}
+}  // namespace detail
+
+/// {P, L, U} from lu_factor's packed form (torch::lu_unpack); without unpack_data, L and U
+/// are empty; without unpack_pivots, P is.
+template <class P>
+std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> lu_unpack(const BasicTensor<P>& lu,
+                                                                     const BasicTensor<P>& pivots,
+                                                                     bool unpack_data = true,
+                                                                     bool unpack_pivots = true) {
+  constexpr const char* op = "lu_unpack";
+  detail::check_matrices(lu, op, false);
+  detail::check_pivots(lu, pivots, op);
+  const int64_t m = lu.size(-2), n = lu.size(-1), k = std::min(m, n);
+  const TensorOptions o = TensorOptions(lu.dtype()).device(lu.device());
+  BasicTensor<P> pm = empty<P>(Shape{0}, o), l = empty<P>(Shape{0}, o), u = empty<P>(Shape{0}, o);
+  if (unpack_data) {
+    l = lu.narrow(-1, 0, k).tril(-1) + eye<P>(m, k, o);
+    u = lu.narrow(-2, 0, k).triu();
+  }
+  if (unpack_pivots) pm = detail::permutation_of(pivots, m, lu.dtype(), op);
+  return {pm, l, u};
+}
+
+/// The solution of A X = B from A's lu_factor (left = false: X A = B; adjoint: with A^T in
+/// place of A). Batch dims broadcast; differentiable in LU and B.
+template <class P>
+BasicTensor<P> lu_solve(const BasicTensor<P>& lu, const BasicTensor<P>& pivots, const BasicTensor<P>& b,
+                        bool left = true, bool adjoint = false) {
+  constexpr const char* op = "linalg.lu_solve";
+  detail::check_matrices(lu, op, true);
+  detail::check_same(lu, b, op);
+  detail::check_pivots(lu, pivots, op);
+  EMBER_CHECK(b.dim() >= 2 && b.size(left ? -2 : -1) == lu.size(-1),
+              "[{}] LU of shape {} and B of shape {} do not fit ({})", op, lu.sizes(), b.sizes(),
+              left ? "A X = B" : "X A = B");
+  auto [pm, l, u] = linalg::lu_unpack(lu, pivots, true, false);
+  // X A = B is A^T X^T = B^T: the adjoint flips, B and X transpose.
+  const bool transposed = adjoint != !left;
+  const int64_t n = lu.size(-1);
+  const BasicTensor<P> rhs = left ? b : b.mT();
+  // P^T B and P Y as row gathers (LAPACK's getrs swaps rows: an infinity stays in its row).
+  const BasicTensor<P> order = detail::row_order(pivots, n, transposed, op).unsqueeze(-1);  // (*, n, 1)
+  auto [oe, be] = detail::broadcast_batch(order, 2, rhs, 2, op);
+  const BasicTensor<P> rows = oe.expand(be.sizes());
+  auto [le, b1] = detail::broadcast_batch(l, 2, be, 2, op);
+  auto [ue, b2] = detail::broadcast_batch(u, 2, be, 2, op);
+  BasicTensor<P> x;
+  if (!transposed) {  // U^-1 L^-1 (P^T B)
+    x = detail::SolveTriangular<P>::apply(le, be.gather(-2, rows), false, true);
+    x = detail::SolveTriangular<P>::apply(ue, x, true, false);
+  } else {  // P (L^-T U^-T B)
+    x = detail::SolveTriangular<P>::apply(ue.mT(), be, false, false);
+    x = detail::SolveTriangular<P>::apply(le.mT(), x, true, true).gather(-2, rows);
+  }
+  return left ? x : x.mT();
 }
 
 /// The Cholesky factor L (A = L L^T, lower; upper: U with A = U^T U) of symmetric
@@ -641,6 +745,15 @@ BasicTensor<P> cholesky_inverse(const BasicTensor<P>& l, bool upper = false) {
   linalg::detail::check_matrices(l, "cholesky_inverse", true);
   const int64_t n = l.size(-1);
   return cholesky_solve(eye<P>(n, n, TensorOptions(l.dtype()).device(l.device())), l, upper);
+}
+
+/// torch::lu_unpack: linalg::lu_unpack.
+template <class P>
+std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> lu_unpack(const BasicTensor<P>& lu,
+                                                                     const BasicTensor<P>& pivots,
+                                                                     bool unpack_data = true,
+                                                                     bool unpack_pivots = true) {
+  return linalg::lu_unpack(lu, pivots, unpack_data, unpack_pivots);
 }
 
 /// torch::cholesky: linalg::cholesky.

@@ -189,6 +189,8 @@ struct Result {
 ///   linalg_pinv (a; hermitian)       linalg_matrix_norm (a; ord)       linalg_cross (a, b; dim)
 ///   linalg_vector_norm (x; ord, dim)       linalg_matrix_exp (a)
 ///   linalg_lstsq (a, b; driver: 0 gelsy 1 gelsd 2 gels 3 gelss) -> solution, residuals
+///   linalg_lu_factor (a) -> LU, pivots       linalg_lu (a) -> L, U       linalg_lu_U (a) -> U
+///   linalg_lu_solve (a, b; left, adjoint): lu_factor(a), then lu_solve
 
 /// Named calls with grad: whether floating input i of op takes a gradient (not the running
 /// statistics of batch_norm, nor the class weights of the losses, which PyTorch does not

@@ -69,6 +69,10 @@ void decomposition_calls(Report& rep, const std::string& filter) {
         for (int unit : {0, 1}) named_call(rep, filter, "linalg_solve_triangular", {a, rhs}, {d(upper), 1, d(unit)}, true, true);
       named_call(rep, filter, "linalg_solve_triangular", {a, random_operand(t, {b, 2, n})}, {1, 0, 0}, true, true);
       for (int p : {-3, -1, 0, 1, 2, 5}) named_call(rep, filter, "linalg_matrix_power", {a}, {d(p)}, true, true);
+      for (int left : {1, 0})
+        for (int adjoint : {0, 1})
+          named_call(rep, filter, "linalg_lu_solve", {a, left ? rhs : random_operand(t, {b, 2, n})},
+                     {d(left), d(adjoint)}, true, true);
       const Buf s = spd(t, b, n);
       for (int upper : {0, 1}) {
         named_call(rep, filter, "linalg_cholesky", {s}, {d(upper)}, true, true);
@@ -90,6 +94,8 @@ void decomposition_calls(Report& rep, const std::string& filter) {
       named_call(rep, filter, "linalg_pinv", {m}, {0}, true, true);
       named_call(rep, filter, "linalg_qr", {m}, {}, true, true);  // Householder's signs: as LAPACK's
       named_call(rep, filter, "linalg_lstsq", {m, random_operand(t, {shape[shape.size() - 2]})}, {1}, true, false);
+      for (const char* lu_op : {"linalg_lu_factor", "linalg_lu", "linalg_lu_U"})
+        named_call(rep, filter, lu_op, {m}, {}, true, true);
       named_call(rep, filter, "linalg_matrix_rank", {m}, {}, true, false);
       std::vector<int64_t> rhs_shape = shape;
       rhs_shape.back() = 2;

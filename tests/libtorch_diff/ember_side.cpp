@@ -611,6 +611,19 @@ Result named(const Call& c) {
     return two({sol, res});
   }
   if (op == "linalg_matrix_exp") return one(L::matrix_exp(x));
+  if (op == "linalg_lu_factor") {
+    auto [lu, piv] = L::lu_factor(x);
+    return two({lu, piv});
+  }
+  if (op == "linalg_lu") {
+    auto [pm, lm, um] = L::lu(x);
+    return two({lm, um});
+  }
+  if (op == "linalg_lu_U") return one(std::get<2>(L::lu(x)));
+  if (op == "linalg_lu_solve") {
+    auto [lu, piv] = L::lu_factor(x);
+    return one(L::lu_solve(lu, piv, in.at(1), arg(0) != 0, arg(1) != 0));
+  }
   if (op == "linalg_cross") return one(L::cross(x, in.at(1), arg(0)));
   if (op == "linalg_vector_norm") return one(L::vector_norm(x, norm_ord(c.args.at(0)), ember::Shape{arg(1)}));
   if (op == "mm") return one(ember::mm(x, in.at(1)));

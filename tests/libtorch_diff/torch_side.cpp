@@ -829,6 +829,16 @@ Result named(const Call& c) {
     return two(std::make_tuple(std::get<0>(r), std::get<1>(r)));
   }
   if (op == "linalg_matrix_exp") return one(at::linalg_matrix_exp(x));
+  if (op == "linalg_lu_factor") return two(at::linalg_lu_factor(x));
+  if (op == "linalg_lu") {
+    auto plu = at::linalg_lu(x);
+    return two(std::make_tuple(std::get<1>(plu), std::get<2>(plu)));
+  }
+  if (op == "linalg_lu_U") return one(std::get<2>(at::linalg_lu(x)));
+  if (op == "linalg_lu_solve") {
+    auto f = at::linalg_lu_factor(x);
+    return one(at::linalg_lu_solve(std::get<0>(f), std::get<1>(f), in.at(1), arg(0) != 0, arg(1) != 0));
+  }
   if (op == "linalg_cross") return one(at::linalg_cross(x, in.at(1), arg(0)));
   if (op == "linalg_vector_norm") return one(at::linalg_vector_norm(x, norm_ord(c.args.at(0)), std::vector<int64_t>{arg(1)}));
   if (op == "mm") return one(at::mm(x, in.at(1)));

@@ -19,6 +19,13 @@ void lu_det(const T* a, int64_t batch, int64_t n, T* sign, T* logabs, T* det);
 template <class T>
 int64_t lu_solve(const T* a, const T* b, T* x, int64_t batch, int64_t n, int64_t k);
 
+/// LU with partial pivoting of m x n matrices, LAPACK's getrf: lu gets L (unit diagonal, not
+/// stored) below the diagonal and U on and above it; pivots[i] (1-based) is the row swapped
+/// with row i at step i, k = min(m, n) of them. A zero pivot does not stop it (getrf's
+/// info > 0): returns the first matrix that has one, or -1.
+template <class T>
+int64_t lu_factor(const T* a, T* lu, int32_t* pivots, int64_t batch, int64_t m, int64_t n);
+
 /// The Cholesky factor of each matrix from its lower (upper: upper) triangle, written lower
 /// (upper: as the transpose, upper). Returns -1, or batch index * (n + 1) + order - 1 of the
 /// first leading minor that is not positive-definite (order counts from 1).
