@@ -13,6 +13,10 @@
 #include <ember/ops/functions.hpp>
 #include <ember/ops/shape_ops.hpp>
 #include <ember/ops/einsum.hpp>
+#include <ember/ops/rearrange_ops.hpp>
+#include <ember/ops/matrix_builders.hpp>
+#include <ember/ops/differences.hpp>
+#include <ember/ops/inplace_index_ops.hpp>
 #include <ember/ops/order_statistics.hpp>
 #include <ember/ops/counting.hpp>
 #include <ember/linalg.hpp>

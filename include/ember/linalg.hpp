@@ -467,12 +467,11 @@ std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> lstsq
     NoGradGuard no_grad;
     const BasicTensor<P> s = detail::Svd<P>::apply(ae, false, false)[1];
     const BasicTensor<P> smax = s.numel() == 0 ? s : s.amax({-1}, true);
-    rank = drv == "gels" ? empty<P>(Shape{0}, TensorOptions(DType::I64).device(a.device()))
-                         : s.gt(smax * rt).sum({-1}, false, DType::I64);
+    const BasicTensor<P> kept = s.gt(smax * rt).sum({-1}, false, DType::I64);  // the numerical rank
+    rank = drv == "gels" ? empty<P>(Shape{0}, TensorOptions(DType::I64).device(a.device())) : kept;
     values = drv == "gelsd" || drv == "gelss" ? s : empty<P>(Shape{0}, none);
     // As PyTorch's: not for gelsy, whose LAPACK routine leaves them out.
-    const bool full_rank =
-        m > n && (s.numel() == 0 || s.gt(smax * rt).sum({-1}, false, DType::I64).eq(n).all().template item<bool>());
+    const bool full_rank = m > n && (s.numel() == 0 || kept.eq(n).all().template item<bool>());
     if (!full_rank || drv == "gelsy") residuals = empty<P>(Shape{0}, none);
   }
   if (!residuals.defined()) residuals = (ae.matmul(x) - be).pow(2.0).sum({-2});

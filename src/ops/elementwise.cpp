@@ -101,7 +101,7 @@ Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
   return out;
 }
 
-DType result_type(std::initializer_list<const TensorImpl*> operands) {
+DType result_type(std::span<const TensorImpl* const> operands) {
   std::optional<DType> level[3];  // by priority: wrapped numbers, 0-d tensors, dimensioned
   for (const TensorImpl* t : operands) {
     const int p = priority(*t);

@@ -191,6 +191,20 @@ struct Result {
 ///   linalg_lstsq (a, b; driver: 0 gelsy 1 gelsd 2 gels 3 gelss) -> solution, residuals
 ///   linalg_lu_factor (a) -> LU, pivots       linalg_lu (a) -> L, U       linalg_lu_U (a) -> U
 ///   linalg_lu_solve (a, b; left, adjoint): lu_factor(a), then lu_solve
+/// calls_arrange.cpp's (-9: no dim / no N; has_*: whether that optional operand follows):
+///   movedim (x; n, sources..., destinations...)       rot90 (x; k, dim0, dim1)
+///   roll_dims (x; shift0, shift1, dim0, dim1)       take_along_dim (x, indices; dim)
+///   repeat_interleave_tensor (x, repeats; dim)       tensor_unfold (x; dim, size, step)
+///   kron (a, b)       tensordot (a, b; n) or (a, b; n, dims_a..., dims_b...)       trace (x)
+///   block_diag cartesian_prod (tensors...)       diag_embed (x; offset, dim1, dim2)
+///   diagflat (x; offset)       vander (x; N, increasing)       corrcoef (x)
+///   diff (x[, prepend][, append]; n, dim, has_prepend, has_append)
+///   cov (x[, fweights][, aweights]; correction, has_fweights, has_aweights)
+///   index_fill (x, index; dim, value)       index_fill_tensor (x, index, value; dim)
+///   masked_scatter (x, mask, source)       masked_fill_tensor (x, mask, value)
+///   on a clone, in place: index_fill_inplace (x, index; dim, value), masked_scatter_inplace
+///   (x, mask, source), index_add_inplace (x, index, src; dim, alpha), index_copy_inplace
+///   (x, index, src; dim), scatter_inplace (x, index, src; dim)
 
 /// Named calls with grad: whether floating input i of op takes a gradient (not the running
 /// statistics of batch_norm, nor the class weights of the losses, which PyTorch does not

@@ -16,12 +16,6 @@ namespace {
 
 double d(int64_t v) { return static_cast<double>(v); }
 
-Buf ints_buf(const std::vector<int64_t>& v, std::vector<int64_t> shape, DT t = DT::I64) {
-  std::vector<Val> vals;
-  for (int64_t i : v) vals.push_back({static_cast<double>(i), i});
-  return make_buf(t, vals, std::move(shape));
-}
-
 /// An index of shape (rows, cols) into a dim of size n along `dim` (0: down the columns, 1:
 /// along the rows), each value in [0, n); distinct along that dim where `distinct` (a scatter
 /// with repeated targets keeps an unspecified one of them).

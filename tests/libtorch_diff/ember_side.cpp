@@ -626,6 +626,52 @@ Result named(const Call& c) {
   }
   if (op == "linalg_cross") return one(L::cross(x, in.at(1), arg(0)));
   if (op == "linalg_vector_norm") return one(L::vector_norm(x, norm_ord(c.args.at(0)), ember::Shape{arg(1)}));
+  // calls_arrange.cpp's: rearranging and building tensors.
+  auto shape_args = [&](size_t from, size_t n) {
+    ember::Shape v;
+    for (size_t k = 0; k < n; ++k) v.push_back(arg(from + k));
+    return v;
+  };
+  auto optional_in = [&](bool has, size_t& next) { return has ? in.at(next++) : ember::Tensor(); };
+  if (op == "movedim") return one(x.movedim(shape_args(1, arg(0)), shape_args(1 + arg(0), arg(0))));
+  if (op == "rot90") return one(x.rot90(arg(0), {arg(1), arg(2)}));
+  if (op == "roll_dims") return one(x.roll(shape_args(0, 2), shape_args(2, 2)));
+  if (op == "take_along_dim") return one(x.take_along_dim(in.at(1), dim_or_all(0)));
+  if (op == "repeat_interleave_tensor") return one(x.repeat_interleave(in.at(1), dim_or_all(0)));
+  if (op == "tensor_unfold") return one(x.unfold(arg(0), arg(1), arg(2)));
+  if (op == "kron") return one(ember::kron(x, in.at(1)));
+  if (op == "tensordot") {
+    if (c.args.size() == 1) return one(ember::tensordot(x, in.at(1), arg(0)));
+    return one(ember::tensordot(x, in.at(1), shape_args(1, arg(0)), shape_args(1 + arg(0), arg(0))));
+  }
+  if (op == "trace") return one(x.trace());
+  if (op == "block_diag") return one(ember::block_diag(in));
+  if (op == "cartesian_prod") return one(ember::cartesian_prod(in));
+  if (op == "diag_embed") return one(x.diag_embed(arg(0), arg(1), arg(2)));
+  if (op == "diagflat") return one(x.diagflat(arg(0)));
+  if (op == "vander") return one(ember::vander(x, arg(0) == -9 ? std::nullopt : std::optional<int64_t>(arg(0)), arg(1) != 0));
+  if (op == "diff") {
+    size_t next = 1;
+    const ember::Tensor prepend = optional_in(arg(2) != 0, next), append = optional_in(arg(3) != 0, next);
+    return one(x.diff(arg(0), arg(1), prepend, append));
+  }
+  if (op == "cov") {
+    size_t next = 1;
+    const ember::Tensor fw = optional_in(arg(1) != 0, next), aw = optional_in(arg(2) != 0, next);
+    return one(x.cov(arg(0), fw, aw));
+  }
+  if (op == "corrcoef") return one(x.corrcoef());
+  if (op == "index_fill") return one(x.index_fill(arg(0), in.at(1), ember::Scalar(c.args.at(1))));
+  if (op == "index_fill_tensor") return one(x.index_fill(arg(0), in.at(1), in.at(2)));
+  if (op == "masked_scatter") return one(x.masked_scatter(in.at(1), in.at(2)));
+  if (op == "masked_fill_tensor") return one(x.masked_fill(in.at(1), in.at(2)));
+  // The in-place forms, on a differentiable copy (x itself may be a leaf).
+  ember::Tensor y = x.clone();
+  if (op == "index_fill_inplace") return one(y.index_fill_(arg(0), in.at(1), ember::Scalar(c.args.at(1))));
+  if (op == "masked_scatter_inplace") return one(y.masked_scatter_(in.at(1), in.at(2)));
+  if (op == "index_add_inplace") return one(y.index_add_(arg(0), in.at(1), in.at(2), ember::Scalar(c.args.at(1))));
+  if (op == "index_copy_inplace") return one(y.index_copy_(arg(0), in.at(1), in.at(2)));
+  if (op == "scatter_inplace") return one(y.scatter_(arg(0), in.at(1), in.at(2)));
   if (op == "mm") return one(ember::mm(x, in.at(1)));
   if (op == "bmm") return one(ember::bmm(x, in.at(1)));
   if (op == "dot") return one(ember::dot(x, in.at(1)));

@@ -46,6 +46,13 @@ int pick(int lo, int hi);
 /// read them).
 Buf random_operand(DT t, std::vector<int64_t> shape, bool nonfinite = false);
 
+/// An i64 (or t) buffer of exact integers.
+inline Buf ints_buf(const std::vector<int64_t>& v, std::vector<int64_t> shape, DT t = DT::I64) {
+  std::vector<Val> vals;
+  for (int64_t i : v) vals.push_back({static_cast<double>(i), i});
+  return make_buf(t, vals, std::move(shape));
+}
+
 /// Runs the call through both libraries and reports any difference; returns whether both
 /// accepted it.
 bool compare(Report& rep, const Call& c, bool transcendental);
@@ -70,5 +77,7 @@ void index_expr_calls(Report& rep, const std::string& filter);
 void transformer_calls(Report& rep, const std::string& filter);
 /// calls_decompositions.cpp.
 void decomposition_calls(Report& rep, const std::string& filter);
+/// calls_arrange.cpp.
+void arrange_calls(Report& rep, const std::string& filter);
 
 }  // namespace ediff

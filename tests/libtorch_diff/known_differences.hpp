@@ -84,6 +84,8 @@ inline bool is_transformer_module(const std::string& op) {
 }
 
 inline bool v1() { return torch_major() == 1; }
+/// The integer dtypes narrower than i64.
+inline bool is_small_integer(DT t) { return t == DT::U8 || t == DT::I8 || t == DT::I32; }
 inline bool v2() { return torch_major() >= 2; }
 
 /// mul and the divisions, which PyTorch 2 computes in f32 for an f16/bf16 tensor and a 0-d
@@ -188,6 +190,15 @@ inline const char* known_call(const Call& c, const std::string& category, const 
       torch.error.find("LinalgSolveExBackward0 returned an invalid gradient") != std::string::npos)
     return "linalg.solve with a 1-d B broadcast over a batch of A: libtorch 1.13's backward returns B's gradient "
            "without summing it over the batch (fixed in PyTorch 2); Ember sums it";
+  if (category == "accept" && ember.ok && c.op == "vander" && c.grad &&
+      torch.error.find("modified by an inplace operation") != std::string::npos)
+    return "vander's gradient: libtorch's implementation (1.13 and 2.15) writes in place into a tensor its own "
+           "backward needs, so torch.vander(x).sum().backward() always fails; Ember's is cumprod's (gradcheck "
+           "and gradgradcheck in tests/test_matrix_builders.cpp)";
+  if (category == "accept" && ember.ok && v1() && c.op == "tensordot" && is_small_integer(c.ins.at(0).dt) &&
+      torch.error.find("expected scalar type Long") != std::string::npos)
+    return "tensordot of i8/u8/i32 tensors: libtorch 1.13's CPU matrix product has no kernel for integers other "
+           "than i64; Ember's integer GEMM takes them";
   if (category == "accept" && ember.ok && v1() && c.op == "arange" && c.args.at(3) == 0 &&
       torch.error.find("step must be nonzero") != std::string::npos)
     return "an integer arange with non-integer arguments: libtorch 1.13 truncates all three first (step 0.1 -> 0: "
@@ -227,7 +238,7 @@ inline const char* known_call(const Call& c, const std::string& category, const 
       valid = valid && c.ins[0].at_int(i) >= 0 && (c.args.at(0) < 0 || c.ins[0].at_int(i) < c.args.at(0));
     if (valid) return "one_hot of i32 labels: Ember takes them (C++ code often holds labels in int); PyTorch wants int64";
   }
-  if (category == "accept" && !ember.ok && torch.ok && c.op == "index_add" &&
+  if (category == "accept" && !ember.ok && torch.ok && (c.op == "index_add" || c.op == "index_add_inplace") &&
       ember.error.find("is not a value of the tensor's dtype") != std::string::npos)
     return "index_add with an alpha the integer or bool tensor cannot hold (0.5, or 2 for bool): libtorch converts "
            "it silently (0.5 -> 0); Ember refuses, as its add does";
@@ -320,6 +331,13 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
       std::signbit(e.torch))
     return "a -0 gradient through an as_strided view of the second operand: Ember's as_strided backward adds the "
            "view's gradient into zeros (+0 + -0 = +0); libtorch's keeps the -0";
+  if (op == "trace" && c.grad && v1() && category == "value" && e.output == 0 && c.ins.at(0).shape.size() == 2) {
+    const int64_t rows = c.ins[0].shape[0], cols = c.ins[0].shape[1];
+    if (rows > cols && e.torch == 1 && e.ember == 0 && e.index % (cols + 1) == 0 && e.index / (cols + 1) >= cols)
+      return "trace of a tall matrix: libtorch 1.13's backward puts ones every cols + 1 elements to the end of the "
+             "flattened matrix, past the diagonal's last element (fixed in PyTorch 2); Ember's gradient is the "
+             "diagonal's";
+  }
   if (op == "gelu_backward" && c.kind == Kind::Binary && c.a.dt != c.b.dt)
     return "an autograd-internal op on mixed dtypes (Ember never calls it so): libtorch's path for f32 with "
            "bf16 gives 0 for NaN inputs";

@@ -841,6 +841,56 @@ Result named(const Call& c) {
   }
   if (op == "linalg_cross") return one(at::linalg_cross(x, in.at(1), arg(0)));
   if (op == "linalg_vector_norm") return one(at::linalg_vector_norm(x, norm_ord(c.args.at(0)), std::vector<int64_t>{arg(1)}));
+  // calls_arrange.cpp's: rearranging and building tensors.
+  auto optional_in = [&](bool has, size_t& next) {
+    return has ? c10::optional<at::Tensor>(in.at(next++)) : c10::optional<at::Tensor>();
+  };
+  if (op == "movedim") return one(at::movedim(x, ints(1, arg(0)), ints(1 + arg(0), arg(0))));
+  if (op == "rot90") return one(at::rot90(x, arg(0), {arg(1), arg(2)}));
+  if (op == "roll_dims") return one(at::roll(x, ints(0, 2), ints(2, 2)));
+  if (op == "take_along_dim") return one(at::take_along_dim(x, in.at(1), dim_or_all(0)));
+  if (op == "repeat_interleave_tensor") return one(at::repeat_interleave(x, in.at(1), dim_or_all(0)));
+  if (op == "tensor_unfold") return one(x.unfold(arg(0), arg(1), arg(2)));
+  if (op == "kron") return one(at::kron(x, in.at(1)));
+  if (op == "tensordot") {
+    if (c.args.size() == 1) {
+      const int64_t n = arg(0);
+      if (n < 0) throw std::runtime_error("tensordot expects dims >= 0");
+      std::vector<int64_t> da, db;
+      for (int64_t i = 0; i < n; ++i) da.push_back(x.dim() - n + i), db.push_back(i);
+      return one(at::tensordot(x, in.at(1), da, db));
+    }
+    return one(at::tensordot(x, in.at(1), ints(1, arg(0)), ints(1 + arg(0), arg(0))));
+  }
+  if (op == "trace") return one(at::trace(x));
+  if (op == "block_diag") return one(at::block_diag(in));
+  if (op == "cartesian_prod") return one(at::cartesian_prod(in));
+  if (op == "diag_embed") return one(at::diag_embed(x, arg(0), arg(1), arg(2)));
+  if (op == "diagflat") return one(at::diagflat(x, arg(0)));
+  if (op == "vander") return one(at::vander(x, arg(0) == -9 ? c10::optional<int64_t>() : c10::optional<int64_t>(arg(0)), arg(1) != 0));
+  if (op == "diff") {
+    size_t next = 1;
+    const auto prepend = optional_in(arg(2) != 0, next);
+    const auto append = optional_in(arg(3) != 0, next);
+    return one(at::diff(x, arg(0), arg(1), prepend, append));
+  }
+  if (op == "cov") {
+    size_t next = 1;
+    const auto fw = optional_in(arg(1) != 0, next);
+    const auto aw = optional_in(arg(2) != 0, next);
+    return one(at::cov(x, arg(0), fw, aw));
+  }
+  if (op == "corrcoef") return one(at::corrcoef(x));
+  if (op == "index_fill") return one(at::index_fill(x, arg(0), in.at(1), at::Scalar(c.args.at(1))));
+  if (op == "index_fill_tensor") return one(at::index_fill(x, arg(0), in.at(1), in.at(2)));
+  if (op == "masked_scatter") return one(at::masked_scatter(x, in.at(1), in.at(2)));
+  if (op == "masked_fill_tensor") return one(at::masked_fill(x, in.at(1), in.at(2)));
+  at::Tensor y = x.clone();
+  if (op == "index_fill_inplace") return one(y.index_fill_(arg(0), in.at(1), at::Scalar(c.args.at(1))));
+  if (op == "masked_scatter_inplace") return one(y.masked_scatter_(in.at(1), in.at(2)));
+  if (op == "index_add_inplace") return one(y.index_add_(arg(0), in.at(1), in.at(2), at::Scalar(c.args.at(1))));
+  if (op == "index_copy_inplace") return one(y.index_copy_(arg(0), in.at(1), in.at(2)));
+  if (op == "scatter_inplace") return one(y.scatter_(arg(0), in.at(1), in.at(2)));
   if (op == "mm") return one(at::mm(x, in.at(1)));
   if (op == "bmm") return one(at::bmm(x, in.at(1)));
   if (op == "dot") return one(at::dot(x, in.at(1)));

@@ -17,6 +17,7 @@
 #include <optional>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -450,6 +451,25 @@ class BasicTensor {
   BasicTensor index_copy(int64_t dim, const BasicTensor& index, const BasicTensor& src) const;
   BasicTensor masked_select(const BasicTensor& mask) const;
   BasicTensor& masked_fill_(const BasicTensor& mask, Scalar v) { return copy_(masked_fill(mask, v)); }
+  // index_fill, masked_scatter, the tensor-valued masked_fill and the in-place index ops are
+  // defined in ops/inplace_index_ops.hpp.
+  BasicTensor masked_fill(const BasicTensor& mask, const BasicTensor& value) const;
+  BasicTensor& masked_fill_(const BasicTensor& mask, const BasicTensor& value);
+  BasicTensor masked_scatter(const BasicTensor& mask, const BasicTensor& source) const;
+  BasicTensor& masked_scatter_(const BasicTensor& mask, const BasicTensor& source);
+  BasicTensor index_fill(int64_t dim, const BasicTensor& index, Scalar value) const;
+  BasicTensor index_fill(int64_t dim, const BasicTensor& index, const BasicTensor& value) const;
+  BasicTensor& index_fill_(int64_t dim, const BasicTensor& index, Scalar value);
+  BasicTensor& index_fill_(int64_t dim, const BasicTensor& index, const BasicTensor& value);
+  BasicTensor scatter_reduce(int64_t dim, const BasicTensor& index, const BasicTensor& src, std::string_view reduce,
+                             bool include_self = true) const;
+  BasicTensor& scatter_(int64_t dim, const BasicTensor& index, const BasicTensor& src);
+  BasicTensor& scatter_(int64_t dim, const BasicTensor& index, Scalar value);
+  BasicTensor& scatter_add_(int64_t dim, const BasicTensor& index, const BasicTensor& src);
+  BasicTensor& scatter_reduce_(int64_t dim, const BasicTensor& index, const BasicTensor& src, std::string_view reduce,
+                               bool include_self = true);
+  BasicTensor& index_add_(int64_t dim, const BasicTensor& index, const BasicTensor& src, Scalar alpha = 1);
+  BasicTensor& index_copy_(int64_t dim, const BasicTensor& index, const BasicTensor& src);
   BasicTensor nonzero() const;
   std::pair<BasicTensor, BasicTensor> sort(int64_t dim = -1, bool descending = false) const;
   BasicTensor argsort(int64_t dim = -1, bool descending = false) const;
@@ -468,6 +488,26 @@ class BasicTensor {
   BasicTensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = {}) const;
   BasicTensor tril(int64_t k = 0) const;
   BasicTensor triu(int64_t k = 0) const;
+  // Defined in ops/rearrange_ops.hpp, ops/matrix_builders.hpp and ops/differences.hpp.
+  BasicTensor movedim(const Shape& source, const Shape& destination) const;
+  BasicTensor movedim(int64_t source, int64_t destination) const;
+  BasicTensor moveaxis(const Shape& source, const Shape& destination) const { return movedim(source, destination); }
+  BasicTensor moveaxis(int64_t source, int64_t destination) const { return movedim(source, destination); }
+  BasicTensor swapaxes(int64_t a, int64_t b) const { return transpose(a, b); }
+  BasicTensor swapdims(int64_t a, int64_t b) const { return transpose(a, b); }
+  BasicTensor rot90(int64_t k = 1, const Shape& dims = {0, 1}) const;
+  BasicTensor roll(const Shape& shifts, const Shape& dims) const;
+  BasicTensor take_along_dim(const BasicTensor& indices, std::optional<int64_t> dim = std::nullopt) const;
+  BasicTensor repeat_interleave(const BasicTensor& repeats, std::optional<int64_t> dim = std::nullopt,
+                                std::optional<int64_t> output_size = std::nullopt) const;
+  BasicTensor unfold(int64_t dim, int64_t size, int64_t step) const;
+  BasicTensor kron(const BasicTensor& o) const;
+  BasicTensor trace() const;
+  BasicTensor diag_embed(int64_t offset = 0, int64_t dim1 = -2, int64_t dim2 = -1) const;
+  BasicTensor diagflat(int64_t offset = 0) const;
+  BasicTensor diff(int64_t n = 1, int64_t dim = -1, const BasicTensor& prepend = {}, const BasicTensor& append = {}) const;
+  BasicTensor cov(int64_t correction = 1, const BasicTensor& fweights = {}, const BasicTensor& aweights = {}) const;
+  BasicTensor corrcoef() const;
   BasicTensor diag(int64_t k = 0) const;
   /// Factories with this tensor's dtype and device (libtorch's new_zeros and friends).
   BasicTensor new_empty(const Shape& sizes) const;

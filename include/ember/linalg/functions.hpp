@@ -13,6 +13,7 @@
 #include <ember/core/tensor_methods.hpp>
 #include <ember/linalg/kernels.hpp>
 #include <ember/ops/functions.hpp>
+#include <ember/ops/matrix_builders.hpp>
 #include <ember/ops/shape_ops.hpp>
 
 #include <cmath>
@@ -57,14 +58,6 @@ template <class F>
 void with_float_type(DType t, F&& f) {
   if (t == DType::F64) f(double{});
   else f(float{});
-}
-
-/// x.unsqueeze(-1) * I: the batch of diagonal matrices with x's last dim on the diagonal
-/// (torch::diag_embed).
-template <class P>
-BasicTensor<P> diag_embed(const BasicTensor<P>& x) {
-  const int64_t n = x.size(-1);
-  return x.unsqueeze(-1) * eye<P>(n, n, TensorOptions(x.dtype()).device(x.device()));
 }
 
 /// Lower triangle with the diagonal counted once: tril(x) + tril(x, -1)^T.
@@ -396,7 +389,7 @@ struct Eigh : autograd::Function<Eigh<P>, P> {
       inner = ((vtgv - vtgv.mT()) * 0.5 / e).masked_fill(eye<P>(n, n, TensorOptions(DType::Bool).device(w.device())),
                                                           0.0);
     }
-    if (gw.defined()) inner = inner.defined() ? inner + diag_embed(gw) : diag_embed(gw);
+    if (gw.defined()) inner = inner.defined() ? inner + ember::diag_embed(gw) : ember::diag_embed(gw);
     return {v.matmul(inner).matmul(v.mT()), TensorT(), TensorT(), TensorT()};
   }
 };
@@ -468,7 +461,7 @@ struct Svd : autograd::Function<Svd<P>, P> {
       inner = inner.defined() ? inner + term : term;
     }
     inner = inner.masked_fill(diag_mask, 0.0);
-    if (gs.defined()) inner = inner + diag_embed(gs);
+    if (gs.defined()) inner = inner + ember::diag_embed(gs);
     TensorT ga = u.matmul(inner).matmul(vh);
     if (m > k && gu.defined()) {
       const TensorT gu_sinv = gu / s.unsqueeze(-2);

@@ -45,7 +45,10 @@ void broadcast_inputs(Prepared& p, const char* op);
 void check_operands(const char* op, const TensorImpl& a, const TensorImpl& b, const TensorImpl& c);
 /// PyTorch's result_type over any number of operands (dimensioned tensors outrank 0-d
 /// tensors, which outrank wrapped numbers; a lower rank only raises the category).
-DType result_type(std::initializer_list<const TensorImpl*> operands);
+DType result_type(std::span<const TensorImpl* const> operands);
+inline DType result_type(std::initializer_list<const TensorImpl*> operands) {
+  return result_type(std::span<const TensorImpl* const>(operands.begin(), operands.size()));
+}
 /// Whether input x (before broadcasting) runs across out's rows: its innermost dim, out's
 /// innermost too, steps by neither 0 nor 1 while another dim of 8+ elements is contiguous
 /// (x.t() + y), and it is large enough that reading it one element per cache line costs more

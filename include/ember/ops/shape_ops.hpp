@@ -284,7 +284,7 @@ std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> unique(const BasicTen
 template <class P>
 BasicTensor<P> flip(const BasicTensor<P>& x, const Shape& dims) {
   detail::check_distinct_dims(dims, x.dim(), "flip");
-  if (x.dim() == 0) return x.clone();  // one element: flipping is a copy
+  if (x.numel() <= 1) return x.clone();  // nothing to move (and no index vector for a huge empty dim)
   BasicTensor<P> r = x;
   for (int64_t d : dims) {
     int64_t w = wrap_dim(d, x.dim(), "flip");

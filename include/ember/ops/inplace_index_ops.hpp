@@ -1,0 +1,172 @@
+#pragma once
+/// index_fill, masked_scatter and masked_fill with a tensor value, and the in-place forms of
+/// the index ops, as libtorch's methods: scatter_, scatter_add_, scatter_reduce_, index_add_,
+/// index_copy_, index_fill_, masked_scatter_.
+///
+///   logits.index_fill_(1, banned_tokens, -INFINITY);   // forbid some classes
+///   counts.index_add_(0, labels, ones);                 // a histogram by label
+///   x.masked_scatter_(mask, replacements);              // mask's true places, in order
+///
+/// Each in-place form writes its out-of-place result back with copy_ (Note [In-place ops and
+/// autograd]: a recorded call then differentiates like the out-of-place op; a leaf that needs
+/// a gradient is refused, as in PyTorch). A recorded call computes from a clone of the tensor:
+/// the out-of-place op may save its input for backward (scatter_reduce's amax, prod, mean),
+/// which the write-back would otherwise overwrite. It costs a second pass over the tensor; the
+/// index kernels would write in place directly, which the optimisers and data paths do not need
+/// yet.
+
+#include <ember/autograd/grad_mode.hpp>
+#include <ember/autograd/inplace.hpp>
+#include <ember/core/factories.hpp>
+#include <ember/core/tensor_methods.hpp>
+#include <ember/ops/shape_ops.hpp>
+
+#include <cstdint>
+#include <string_view>
+#include <tuple>
+
+namespace ember {
+
+namespace detail {
+/// What an in-place index op computes from: self, or a clone of it when the call will be
+/// recorded (see above). With grad mode on, refuses a leaf that requires grad, by the op's name.
+template <class P>
+BasicTensor<P> inplace_source(const BasicTensor<P>& self, const char* op, const BasicTensor<P>& other = {}) {
+  if (!autograd::GradMode::is_enabled()) return self;  // under NoGradGuard: straight through
+  autograd::detail::check_inplace_target(self.impl(), op, "");
+  const bool recorded = self.requires_grad() || (other.defined() && other.requires_grad());
+  return recorded ? self.clone() : self;
+}
+/// A 0-d value tensor for x: on x's device, in x's dtype; an integer or bool x takes only a
+/// value it can hold (as the Scalar forms), checked on the host.
+template <class P>
+BasicTensor<P> fill_value(const BasicTensor<P>& x, const BasicTensor<P>& value, const char* op) {
+  EMBER_CHECK(value.dim() == 0, "[{}] value must be a 0-d tensor, got shape {}", op, value.sizes());
+  if (!is_floating(x.dtype())) check_scalar_fits(value.item(), x.dtype(), op);
+  return value.to(x.device(), x.dtype());
+}
+}  // namespace detail
+
+/// x with the slices at `index` along dim set to a 0-d value tensor (differentiable in x and
+/// in value; a repeated index counts once).
+template <class P>
+BasicTensor<P> index_fill(const BasicTensor<P>& x, int64_t dim, const BasicTensor<P>& index,
+                          const BasicTensor<P>& value) {
+  const BasicTensor<P> v = detail::fill_value(x, value, "index_fill");
+  EMBER_CHECK(index.dim() <= 1, "[index_fill] index must be 0-d or 1-d, got shape {}", index.sizes());
+  EMBER_CHECK(index.dtype() == DType::I64, "[index_fill] index must be i64, got {}", index.dtype());
+  if (x.dim() == 0) return index_fill(x.reshape({1}), dim, index, v).reshape({});
+  const int64_t d = wrap_dim(dim, x.dim(), "index_fill");
+  const int64_t n = x.size(d);
+  BasicTensor<P> slots = index.reshape({index.numel()});
+  if (slots.numel() > 0) {
+    const int64_t lo = slots.min().template item<int64_t>(), hi = slots.max().template item<int64_t>();
+    EMBER_CHECK(lo >= -n && hi < n, "[index_fill] index {} is out of range for dim {} of size {}", lo < -n ? lo : hi,
+                d, n);
+    if (lo < 0) slots = where(slots.lt(0), slots + n, slots);  // negative positions count from the end, as PyTorch
+  }
+  // One write per slice: the value's gradient sums each filled slice once, as PyTorch's.
+  slots = std::get<0>(unique(slots));
+  Shape s = x.sizes();
+  s[static_cast<size_t>(d)] = slots.numel();
+  return x.index_copy(d, slots, v.expand(s));
+}
+template <class P>
+BasicTensor<P> index_fill(const BasicTensor<P>& x, int64_t dim, const BasicTensor<P>& index, Scalar value) {
+  detail::check_scalar_fits(value, x.dtype(), "index_fill");
+  return index_fill(x, dim, index, full<P>({}, value, x.options()));
+}
+
+/// x with the positions where mask (bool, broadcast with x) is true taken, in row-major order,
+/// from the first elements of source (x's dtype, at least that many elements).
+template <class P>
+BasicTensor<P> masked_scatter(const BasicTensor<P>& x, const BasicTensor<P>& mask, const BasicTensor<P>& source) {
+  EMBER_CHECK(mask.dtype() == DType::Bool, "[masked_scatter] mask must be bool, got {}", mask.dtype());
+  EMBER_CHECK(source.dtype() == x.dtype(), "[masked_scatter] source is {}, x is {}: they need one dtype",
+              source.dtype(), x.dtype());
+  const Shape shape = ops::broadcast_shapes(x.sizes(), mask.sizes(), "masked_scatter");
+  const BasicTensor<P> m = mask.expand(shape);
+  const int64_t count = m.sum().template item<int64_t>();
+  EMBER_CHECK(source.numel() >= count, "[masked_scatter] source has {} elements for {} true places in mask of shape {}",
+              source.numel(), count, mask.sizes());
+  const BasicTensor<P> base = x.sizes() == shape ? x : x.expand(shape).contiguous();
+  return index_put(base, {m}, source.reshape({source.numel()}).narrow(0, 0, count));
+}
+
+// ---- BasicTensor's method forms (declared in core/tensor.hpp) -----------------------------------
+
+/// masked_fill with a 0-d value tensor: differentiable in the value too.
+template <class P>
+BasicTensor<P> BasicTensor<P>::masked_fill(const BasicTensor& mask, const BasicTensor& value) const {
+  EMBER_CHECK(mask.dtype() == DType::Bool, "[masked_fill] mask must be bool, got {}", mask.dtype());
+  return detail::fill_value(*this, value, "masked_fill").where(mask, *this);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::index_fill(int64_t dim, const BasicTensor& index, Scalar value) const {
+  return ember::index_fill(*this, dim, index, value);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::index_fill(int64_t dim, const BasicTensor& index, const BasicTensor& value) const {
+  return ember::index_fill(*this, dim, index, value);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::masked_scatter(const BasicTensor& mask, const BasicTensor& source) const {
+  return ember::masked_scatter(*this, mask, source);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::scatter_reduce(int64_t dim, const BasicTensor& index, const BasicTensor& src,
+                                              std::string_view reduce, bool include_self) const {
+  return ember::scatter_reduce(*this, dim, index, src, reduce, include_self);
+}
+
+template <class P>
+BasicTensor<P>& BasicTensor<P>::scatter_(int64_t dim, const BasicTensor& index, const BasicTensor& src) {
+  return copy_(ember::scatter(detail::inplace_source(*this, "scatter_", src), dim, index, src));
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::scatter_(int64_t dim, const BasicTensor& index, Scalar value) {
+  return copy_(ember::scatter(detail::inplace_source(*this, "scatter_"), dim, index, value));
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::scatter_add_(int64_t dim, const BasicTensor& index, const BasicTensor& src) {
+  return copy_(ember::scatter_add(detail::inplace_source(*this, "scatter_add_", src), dim, index, src));
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::scatter_reduce_(int64_t dim, const BasicTensor& index, const BasicTensor& src,
+                                                std::string_view reduce, bool include_self) {
+  return copy_(ember::scatter_reduce(detail::inplace_source(*this, "scatter_reduce_", src), dim, index, src, reduce,
+                                    include_self));
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::index_add_(int64_t dim, const BasicTensor& index, const BasicTensor& src,
+                                           Scalar alpha) {
+  return copy_(ember::index_add(detail::inplace_source(*this, "index_add_", src), dim, index, src, alpha));
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::index_copy_(int64_t dim, const BasicTensor& index, const BasicTensor& src) {
+  return copy_(ember::index_copy(detail::inplace_source(*this, "index_copy_", src), dim, index, src));
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::index_fill_(int64_t dim, const BasicTensor& index, Scalar value) {
+  return copy_(ember::index_fill(detail::inplace_source(*this, "index_fill_"), dim, index, value));
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::index_fill_(int64_t dim, const BasicTensor& index, const BasicTensor& value) {
+  return copy_(ember::index_fill(detail::inplace_source(*this, "index_fill_", value), dim, index, value));
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::masked_scatter_(const BasicTensor& mask, const BasicTensor& source) {
+  const BasicTensor r = ember::masked_scatter(detail::inplace_source(*this, "masked_scatter_", source), mask, source);
+  EMBER_CHECK(r.sizes() == sizes(), "[masked_scatter_] mask of shape {} does not broadcast to x's shape {}",
+              mask.sizes(), sizes());
+  return copy_(r);
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::masked_fill_(const BasicTensor& mask, const BasicTensor& value) {
+  const BasicTensor r = detail::inplace_source(*this, "masked_fill_", value).masked_fill(mask, value);
+  EMBER_CHECK(r.sizes() == sizes(), "[masked_fill_] mask of shape {} does not broadcast to x's shape {}", mask.sizes(),
+              sizes());
+  return copy_(r);
+}
+
+}  // namespace ember

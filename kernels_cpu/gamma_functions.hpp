@@ -1,0 +1,97 @@
+#pragma once
+// The log-gamma function and the polygamma functions psi^(n) (n = 0: digamma) in double, for
+// the lgamma and digamma/polygamma kernels (f32 inputs are computed here too and rounded
+// once). Scalar code: these are not on any hot path that SIMD would serve.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace ember::cpu::gamma {
+
+inline constexpr double kPi = 3.14159265358979323846;
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// ln|Gamma(x)|. glibc's lgamma writes the global signgam (a data race between pool threads);
+/// lgamma_r returns the sign through its argument instead.
+inline double log_gamma(double x) {
+  int sign = 0;
+  return ::lgamma_r(x, &sign);
+}
+
+/// psi(x) = Gamma'(x) / Gamma(x), as PyTorch's: -inf at +0 and +inf at -0, NaN at the other
+/// poles (negative integers) and at -inf.
+inline double digamma(double x) {
+  if (std::isnan(x)) return x;
+  if (x == 0) return std::signbit(x) ? kInf : -kInf;
+  if (x == kInf) return kInf;
+  if (x < 0) {
+    if (x == std::floor(x)) return kNaN;  // a pole (and -inf)
+    // Reflection: psi(x) = psi(1 - x) - pi / tan(pi x), tan taken on x's fractional part
+    // (period 1), which is exact, so that large |x| keeps its accuracy.
+    const double frac = x - std::floor(x);
+    return digamma(1 - x) - kPi / std::tan(kPi * frac);
+  }
+  double shift = 0;  // psi(x) = psi(x + 1) - 1 / x up to x >= 10, then the asymptotic series
+  while (x < 10) {
+    shift -= 1 / x;
+    x += 1;
+  }
+  // ln x - 1/(2x) - sum_k B_2k / (2k x^2k), B_2k the Bernoulli numbers (k = 1..7).
+  const double z = 1 / (x * x);
+  const double series =
+      z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760 - z / 12))))));
+  return shift + std::log(x) - 0.5 / x - series;
+}
+
+/// Below this, the Hurwitz zeta function of a negative q is NaN: its series would need more
+/// than a million terms before the asymptotic tail applies.
+inline constexpr double kLowestZetaArgument = -1e6;
+
+/// The Hurwitz zeta function zeta(s, q) = sum_k (q + k)^-s for an integer s >= 2 and any q:
+/// the first terms summed until q + k >= 10, then the Euler-Maclaurin tail. +inf at the poles
+/// (q a non-positive integer), NaN at q = -inf (and below kLowestZetaArgument), 0 at q = +inf.
+inline double hurwitz_zeta(int64_t s, double q) {
+  if (std::isnan(q)) return q;
+  if (q == kInf) return 0;
+  if (q == -kInf || q < kLowestZetaArgument) return kNaN;
+  if (q <= 0 && q == std::floor(q)) return kInf;  // a pole
+  const double sd = static_cast<double>(s);
+  double sum = 0, a = q;
+  for (int k = 0; k < 9 || a < 10; ++k, a += 1) {
+    const double term = std::pow(a, -sd);
+    sum += term;
+    if (a >= 10 && std::fabs(term) <= 1e-17 * std::fabs(sum)) return sum;
+  }
+  // The terms from a on (Euler-Maclaurin): a^(1-s) / (s-1) + a^-s / 2
+  // + sum_j B_2j / (2j)! s (s+1) ... (s+2j-2) a^(-s-2j+1), B_2j the Bernoulli numbers.
+  static constexpr double kB2jOverFactorial[] = {1.0 / 12,       -1.0 / 720,     1.0 / 30240,
+                                                 -1.0 / 1209600, 1.0 / 47900160, -691.0 / 1307674368000.0,
+                                                 1.0 / 74724249600.0};
+  double tail = std::pow(a, 1 - sd) / (sd - 1) + 0.5 * std::pow(a, -sd);
+  double rising = sd, power = std::pow(a, -sd - 1);  // s (s+1) ... (s+2j-2), a^(-s-2j+1)
+  for (int j = 0; j < 7; ++j) {
+    tail += kB2jOverFactorial[j] * rising * power;
+    rising *= (sd + 2 * j + 1) * (sd + 2 * j + 2);
+    power /= a * a;
+  }
+  return sum + tail;
+}
+
+/// psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1; digamma for n = 0. Trigamma (n = 1)
+/// of a negative x by reflection, psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x): accurate there at
+/// any magnitude.
+inline double polygamma(int64_t n, double x) {
+  if (n == 0) return digamma(x);
+  if (n == 1 && x < 0 && x != std::floor(x) && x > -kInf) {
+    const double sine = std::sin(kPi * (x - std::floor(x)));
+    return kPi * kPi / (sine * sine) - polygamma(1, 1 - x);
+  }
+  double factorial = 1;
+  for (int64_t k = 2; k <= n; ++k) factorial *= static_cast<double>(k);
+  const double z = hurwitz_zeta(n + 1, x);
+  return (n % 2 == 1 ? factorial : -factorial) * z;
+}
+
+}  // namespace ember::cpu::gamma

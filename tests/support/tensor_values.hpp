@@ -1,0 +1,38 @@
+#pragma once
+// What the op tests share to read results and check gradients: a tensor's values as doubles or
+// int64s, an f64 leaf that requires grad, and gradcheck + gradgradcheck under one name.
+
+#include <doctest/doctest.h>
+#include <ember/autograd/gradcheck.hpp>
+#include <ember/ember.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ember::test {
+
+using F = std::vector<double>;
+using I = std::vector<int64_t>;
+using TensorList = std::vector<Tensor>;
+
+inline F vals(const Tensor& t) {
+  const Tensor c = t.to(DType::F64).contiguous();
+  return F(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+inline I ints(const Tensor& t) {
+  const Tensor c = t.to(DType::I64).contiguous();
+  return I(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+/// t in f64, detached, requiring grad: a gradcheck input.
+inline Tensor leaf(const Tensor& t) { return t.to(DType::F64).detach().requires_grad_(); }
+/// First and second derivatives of f at `in` against finite differences.
+inline void check_grads(const std::function<Tensor(const TensorList&)>& f, const TensorList& in,
+                        const std::string& what) {
+  CAPTURE(what);
+  std::string why;
+  CHECK_MESSAGE(autograd::gradcheck(f, in, {}, &why), why);
+  CHECK_MESSAGE(autograd::gradgradcheck(f, in, {}, &why), why);
+}
+
+}  // namespace ember::test
