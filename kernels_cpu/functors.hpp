@@ -4,6 +4,7 @@
 // form on contiguous runs when the functor sets kSimd. Math goes through the vm:: wrappers so
 // one body serves both. Reduced floats (f16, bf16) are computed in float.
 
+#include "gamma_functions.hpp"
 #include "int_wrapping.hpp"
 
 #include <ember/ops/op_kinds.hpp>
@@ -510,6 +511,11 @@ EMBER_UNARY_FN(Erfinv, false, {
   r *= xd;
   for (int i = 0; i < 2; ++i) r -= (std::erf(r) - xd) / (1.1283791670955126 * std::exp(-r * r));
   return static_cast<S>(r);
+})
+// ln|Gamma(x)| and psi^(n)(x) (p.a = n; 0: digamma), computed in double and rounded once.
+EMBER_UNARY_FN(Lgamma, false, { return static_cast<S>(gamma::log_gamma(static_cast<double>(x))); })
+EMBER_UNARY_FN(Digamma, false, {
+  return static_cast<S>(gamma::polygamma(static_cast<int64_t>(p.a), static_cast<double>(x)));
 })
 EMBER_UNARY_FN(Floor, true, {
   if constexpr (std::is_integral_v<S>) return x;

@@ -28,10 +28,10 @@ inline double digamma(double x) {
   if (x == kInf) return kInf;
   if (x < 0) {
     if (x == std::floor(x)) return kNaN;  // a pole (and -inf)
-    // Reflection: psi(x) = psi(1 - x) - pi / tan(pi x), tan taken on x's fractional part
-    // (period 1), which is exact, so that large |x| keeps its accuracy.
-    const double frac = x - std::floor(x);
-    return digamma(1 - x) - kPi / std::tan(kPi * frac);
+    // Reflection: psi(x) = psi(1 - x) - pi / tan(pi x), tan taken at x's distance from the
+    // nearest integer (period 1; the subtraction is exact), which keeps large |x| and x near a
+    // pole (-1e-40) accurate.
+    return digamma(1 - x) - kPi / std::tan(kPi * (x - std::nearbyint(x)));
   }
   double shift = 0;  // psi(x) = psi(x + 1) - 1 / x up to x >= 10, then the asymptotic series
   while (x < 10) {
@@ -51,12 +51,14 @@ inline constexpr double kLowestZetaArgument = -1e6;
 
 /// The Hurwitz zeta function zeta(s, q) = sum_k (q + k)^-s for an integer s >= 2 and any q:
 /// the first terms summed until q + k >= 10, then the Euler-Maclaurin tail. +inf at the poles
-/// (q a non-positive integer), NaN at q = -inf (and below kLowestZetaArgument), 0 at q = +inf.
+/// (q a non-positive integer), NaN at q = -inf (and other q below kLowestZetaArgument), 0 at
+/// q = +inf.
 inline double hurwitz_zeta(int64_t s, double q) {
   if (std::isnan(q)) return q;
   if (q == kInf) return 0;
-  if (q == -kInf || q < kLowestZetaArgument) return kNaN;
+  if (q == -kInf) return kNaN;
   if (q <= 0 && q == std::floor(q)) return kInf;  // a pole
+  if (q < kLowestZetaArgument) return kNaN;
   const double sd = static_cast<double>(s);
   double sum = 0, a = q;
   for (int k = 0; k < 9 || a < 10; ++k, a += 1) {
@@ -85,7 +87,7 @@ inline double hurwitz_zeta(int64_t s, double q) {
 inline double polygamma(int64_t n, double x) {
   if (n == 0) return digamma(x);
   if (n == 1 && x < 0 && x != std::floor(x) && x > -kInf) {
-    const double sine = std::sin(kPi * (x - std::floor(x)));
+    const double sine = std::sin(kPi * (x - std::nearbyint(x)));
     return kPi * kPi / (sine * sine) - polygamma(1, 1 - x);
   }
   double factorial = 1;

@@ -17,6 +17,7 @@
 #include <ember/ops/matrix_builders.hpp>
 #include <ember/ops/differences.hpp>
 #include <ember/ops/inplace_index_ops.hpp>
+#include <ember/ops/gamma_ops.hpp>
 #include <ember/ops/order_statistics.hpp>
 #include <ember/ops/counting.hpp>
 #include <ember/linalg.hpp>

@@ -138,6 +138,43 @@ inline double erfinv(double y) {
   return x;
 }
 
+/// psi^(n)(x) (n = 0: digamma) by plain summation, independent of the kernels' series: the
+/// recurrence up to x + k >= 40 (digamma) or 100 (n >= 1), then three or four terms of the
+/// asymptotic expansion (enough there for double precision). Negative x by reflection (digamma and trigamma), the poles as the
+/// kernels place them.
+inline double polygamma(int n, double x) {
+  const double pi = 3.14159265358979323846;
+  if (std::isnan(x)) return x;
+  if (n == 0) {
+    if (x == 0) return std::signbit(x) ? kInf : -kInf;
+    if (x == kInf) return kInf;
+    if (x < 0) {
+      if (x == std::floor(x)) return kNaN;
+      return polygamma(0, 1 - x) - pi / std::tan(pi * (x - std::round(x)));
+    }
+    double acc = 0;
+    for (; x < 40; x += 1) acc -= 1 / x;
+    const double z = 1 / (x * x);
+    return acc + std::log(x) - 0.5 / x - z * (1.0 / 12 - z * (1.0 / 120 - z / 252));
+  }
+  if (x == kInf) return n % 2 == 1 ? 0.0 : -0.0;  // the sign of the approach
+  if (x == -kInf) return kNaN;
+  if (x <= 0 && x == std::floor(x)) return n % 2 == 1 ? kInf : -kInf;
+  if (n == 1 && x < 0) {
+    const double s = std::sin(pi * (x - std::round(x)));
+    return pi * pi / (s * s) - polygamma(1, 1 - x);
+  }
+  double fact = 1;
+  for (int k = 2; k <= n; ++k) fact *= k;
+  const double s = n + 1;
+  double acc = 0;
+  for (; x < 100; x += 1) acc += std::pow(x, -s);
+  // sum_{k >= 0} (x + k)^-s ~ x^(1-s)/(s-1) + x^-s/2 + s x^(-s-1)/12 - s(s+1)(s+2) x^(-s-3)/720
+  acc += std::pow(x, 1 - s) / (s - 1) + 0.5 * std::pow(x, -s) + s * std::pow(x, -s - 1) / 12 -
+         s * (s + 1) * (s + 2) * std::pow(x, -s - 3) / 720;
+  return (n % 2 == 1 ? fact : -fact) * acc;
+}
+
 /// torch.round: half to even.
 inline double round_half_even(double x) {
   if (!std::isfinite(x)) return x;
@@ -207,6 +244,8 @@ inline double unary(ops::UnaryOp op, double x, const ops::UnaryParams& p = {},
     case U::Erf: return std::erf(x);
     case U::Erfc: return std::erfc(x);
     case U::Erfinv: return erfinv(x);
+    case U::Lgamma: return std::lgamma(x);
+    case U::Digamma: return polygamma(static_cast<int>(p.a), x);
     case U::Floor: return std::floor(x);
     case U::Ceil: return std::ceil(x);
     case U::Round: return round_half_even(x);

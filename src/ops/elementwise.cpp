@@ -4,6 +4,7 @@
 #include <ember/core/tensor_methods.hpp>
 #include <ember/ops/descriptors.hpp>
 
+#include <cmath>
 #include <optional>
 
 namespace ember::ops {
@@ -199,6 +200,9 @@ Prepared prepare_unary(const Unary& u, const TensorImpl& x, TensorImpl* out) {
       break;
   }
   if (u.op == UnaryOp::Celu) EMBER_CHECK(u.p.a != 0, "[celu] alpha cannot be 0 (it divides)");
+  if (u.op == UnaryOp::Digamma)
+    EMBER_CHECK(u.p.a >= 0 && u.p.a <= 10000 && u.p.a == std::floor(u.p.a),
+                "[polygamma] n must be an integer in [0, 10000], got {}", u.p.a);
   if (u.op == UnaryOp::Logit)
     EMBER_CHECK(!u.p.has_a || u.p.a < 0.5, "[logit] eps must be below 0.5 (negative: no clamp), got {}", u.p.a);
   p.want[0] = compute;

@@ -98,6 +98,7 @@ ember::Tensor unary(const Call& c, const ember::Tensor& x) {
     if (op == "hardtanh") return x.hardtanh(c.p[0], c.p[1]);
     if (op == "clamp") return x.clamp(ember::Scalar(c.p[0]), ember::Scalar(c.p[1]));
     if (op == "nan_to_num") return x.nan_to_num(c.p[0], c.p[1], c.p[2]);
+    if (op == "digamma") return x.polygamma(static_cast<int64_t>(c.p[0]));
   }
 #define EMBER_UNARY_OP(E, n, r) \
   if (op == #n) return x.n();

@@ -248,10 +248,37 @@ inline const char* known_call(const Call& c, const std::string& category, const 
   return nullptr;
 }
 
+/// libtorch's trigamma (polygamma(1), the derivative of digamma) stops its series early: good
+/// to about 1e-9 relative (trigamma(1) = pi^2/6 is off by 5e-10); Ember's is good to rounding.
+inline constexpr const char* kTrigammaAccuracy =
+    "libtorch's trigamma (polygamma(1, x), digamma's derivative) is accurate to about 1e-9 relative (its "
+    "asymptotic series stops early: trigamma(1) = pi^2/6 comes out 5e-10 high); Ember's to rounding (the closed "
+    "forms are checked in tests/test_gamma_ops.cpp)";
+inline bool trigamma_rounding(const Element& e) {
+  return std::isfinite(e.torch) && std::fabs(e.ember - e.torch) <= 1e-8 * std::fabs(e.torch);
+}
+/// lgamma and digamma/polygamma values and gradients (first or second order).
+inline const char* known_gamma(const Call& c, const std::string& category, const Element& e) {
+  if ((c.op != "lgamma" && c.op != "digamma") || category != "value") return nullptr;
+  const bool derivative = c.grad || c.order == 2, higher = c.has_params && c.p[0] >= 1;
+  if (derivative && trigamma_rounding(e)) return kTrigammaAccuracy;
+  if (derivative && e.a < 0 && e.a == std::floor(e.a) && std::isinf(e.ember) && std::isfinite(e.torch))
+    return "trigamma at a pole (a negative integer): libtorch's reflection pi^2 / sin^2(pi x) divides by the rounding "
+           "error of sin(pi x) and gives a huge finite number; Ember gives +inf, as at the pole 0";
+  if ((higher || derivative) && e.a == INFINITY && e.ember == 0 && std::isnan(e.torch))
+    return "polygamma(n >= 2, +inf) (and its gradients): libtorch returns NaN; the function tends to 0 there, and "
+           "Ember returns the zero (with the sign of the approach), as libtorch itself does for trigamma";
+  if ((higher || derivative) && e.a == -INFINITY && std::isnan(e.ember) && std::isinf(e.torch))
+    return "polygamma(n >= 2, -inf): libtorch returns an infinity; the poles at the negative integers accumulate "
+           "there and the function has no limit, so Ember returns NaN (as both do for digamma and trigamma)";
+  return nullptr;
+}
+
 /// Second-order gradients (Call::order 2, f64): why one differing element is expected. The
 /// first-order rules do not apply to them.
 inline const char* known_second_order(const Call& c, const std::string& category, const Element& e) {
   const std::string& op = c.op;
+  if (const char* why = known_gamma(c, category, e)) return why;
   if (category == "zero-sign")
     return "the sign of an exact-zero second derivative, which follows how each library's formula reaches zero: "
            "libtorch's double-backward formulas multiply by 0/1 masks (g * 0 = -0 for a negative g), Ember's "
@@ -331,6 +358,7 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
       std::signbit(e.torch))
     return "a -0 gradient through an as_strided view of the second operand: Ember's as_strided backward adds the "
            "view's gradient into zeros (+0 + -0 = +0); libtorch's keeps the -0";
+  if (const char* why = known_gamma(c, category, e)) return why;
   if (op == "trace" && c.grad && v1() && category == "value" && e.output == 0 && c.ins.at(0).shape.size() == 2) {
     const int64_t rows = c.ins[0].shape[0], cols = c.ins[0].shape[1];
     if (rows > cols && e.torch == 1 && e.ember == 0 && e.index % (cols + 1) == 0 && e.index / (cols + 1) >= cols)

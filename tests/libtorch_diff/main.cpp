@@ -415,7 +415,8 @@ bool compare(Report& rep, const Call& c, bool transcendental) {
 // ---- the calls ------------------------------------------------------------------------------------
 bool wanted(const std::string& filter, const std::string& op) { return filter.empty() || filter == op; }
 
-const char* const kParamOps[] = {"leaky_relu", "elu", "celu", "logit", "softplus", "hardtanh", "clamp", "nan_to_num"};
+const char* const kParamOps[] = {"leaky_relu", "elu", "celu", "logit", "softplus", "hardtanh", "clamp", "nan_to_num",
+                                 "digamma"};
 
 bool takes_params(const std::string& op) {
   return std::find(std::begin(kParamOps), std::end(kParamOps), op) != std::end(kParamOps);

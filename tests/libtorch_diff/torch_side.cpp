@@ -139,6 +139,8 @@ at::Tensor unary(const Call& c, const at::Tensor& x0) {
   if (op == "erf") return at::erf(x);
   if (op == "erfc") return at::erfc(x);
   if (op == "erfinv") return at::erfinv(x);
+  if (op == "lgamma") return at::lgamma(x);
+  if (op == "digamma") return hp ? at::polygamma(static_cast<int64_t>(p[0]), x) : at::digamma(x);
   if (op == "floor") return at::floor(x);
   if (op == "ceil") return at::ceil(x);
   if (op == "round") return at::round(x);

@@ -54,7 +54,7 @@ inline constexpr UnaryGradRow kUnaryGradRows[] = {
   {U::Mish, {-4, 4}},         {U::Softplus, {-3, 3}, P(2.0, 4.0)},
   {U::Softsign, {-4, 4}},     {U::Hardtanh, {-3, 3}, P(-1.5, 2.0)},
   {U::Hardsigmoid, {-5, 5}},  {U::Hardswish, {-5, 5}},   {U::Erf, {-2, 2}},
-  {U::Erfc, {-2, 2}},         {U::Erfinv, {-0.9, 0.9}},   {U::Floor, {-4, 4}},
+  {U::Erfc, {-2, 2}},         {U::Erfinv, {-0.9, 0.9}}, {U::Lgamma, {0.5, 5}}, {U::Digamma, {0.5, 5}, P(1.0)},   {U::Floor, {-4, 4}},
   {U::Ceil, {-4, 4}},         {U::Round, {-4, 4}},        {U::Trunc, {-4, 4}},
   {U::Frac, {-4, 4}},         {U::Clamp, {-2, 5}, P(1.0, 3.0)},
   {U::NanToNum, {-5, 5}, P(7.0, 100.0, -50.0)},

@@ -111,6 +111,8 @@ inline constexpr UnaryRow kUnaryRows[] = {
   {U::Erf,         {-3, 3}, {}, T5},
   {U::Erfc,        {-3, 3}, {}, T5},
   {U::Erfinv,      {-0.99, 0.99}, {}, T5, 1e-10},
+  {U::Lgamma,      {-6, 12}, {}, T5, 1e-11},
+  {U::Digamma,     {-6, 12}, P(2.0), T5, 1e-11},  // polygamma(2, x); digamma itself in test_gamma_ops.cpp
   {U::Floor,       {-10, 10}},
   {U::Ceil,        {-10, 10}},
   {U::Round,       {-10, 10}},

@@ -274,6 +274,8 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
       case U::Erfc: return {g * (X().square().neg().exp() * (-2.0 * inv_sqrt_pi))};
       // From the input, recomputing erfinv (as PyTorch): the output may be written in place.
       case U::Erfinv: return {g * (X().erfinv().square().exp() * (std::sqrt(detail::pi()) / 2.0))};
+      case U::Lgamma: return {g * X().digamma()};
+      case U::Digamma: return {g * X().polygamma(static_cast<int64_t>(p.a) + 1)};  // psi^(n)' = psi^(n+1)
       case U::Clamp: {
         TP xv = X();
         // Strictly inside the bounds, as PyTorch 2 (and hardtanh): 0 at a bound and at NaN

@@ -297,6 +297,11 @@ class BasicTensor {
     return unary(ops::UnaryOp::Softplus, {beta, threshold});
   }
   BasicTensor hardtanh(double lo, double hi) const { return unary(ops::UnaryOp::Hardtanh, {lo, hi}); }
+  /// psi^(n)(x), the n-th derivative of digamma (polygamma(0) is digamma), as torch.polygamma.
+  BasicTensor polygamma(int64_t n) const { return unary(ops::UnaryOp::Digamma, {static_cast<double>(n)}); }
+  BasicTensor& polygamma_(int64_t n) { return unary_inplace(ops::UnaryOp::Digamma, {static_cast<double>(n)}); }
+  /// The multivariate log-gamma function of dimension p (torch.mvlgamma); ops/gamma_ops.hpp.
+  BasicTensor mvlgamma(int64_t p) const;
   // In place with options (nn modules' inplace flag).
   BasicTensor& leaky_relu_(double slope) { return unary_inplace(ops::UnaryOp::LeakyRelu, {slope}); }
   BasicTensor& elu_(double alpha) { return unary_inplace(ops::UnaryOp::Elu, {alpha}); }
