@@ -64,7 +64,8 @@ inline double hurwitz_zeta(int64_t s, double q) {
   for (int k = 0; k < 9 || a < 10; ++k, a += 1) {
     const double term = std::pow(a, -sd);
     sum += term;
-    if (a >= 10 && std::fabs(term) <= 1e-17 * std::fabs(sum)) return sum;
+    // (Not when the terms underflow to 0 for a huge q: the tail below carries the value then.)
+    if (a >= 10 && sum != 0 && std::fabs(term) <= 1e-17 * std::fabs(sum)) return sum;
   }
   // The terms from a on (Euler-Maclaurin): a^(1-s) / (s-1) + a^-s / 2
   // + sum_j B_2j / (2j)! s (s+1) ... (s+2j-2) a^(-s-2j+1), B_2j the Bernoulli numbers.

@@ -261,7 +261,10 @@ inline bool trigamma_rounding(const Element& e) {
 inline const char* known_gamma(const Call& c, const std::string& category, const Element& e) {
   if ((c.op != "lgamma" && c.op != "digamma") || category != "value") return nullptr;
   const bool derivative = c.grad || c.order == 2, higher = c.has_params && c.p[0] >= 1;
-  if (derivative && trigamma_rounding(e)) return kTrigammaAccuracy;
+  // Only where libtorch computes a trigamma: digamma's gradient, lgamma's second derivative.
+  const bool trigamma = (c.op == "digamma" && !c.has_params && c.grad && c.order == 1) ||
+                        (c.op == "lgamma" && c.order == 2);
+  if (trigamma && trigamma_rounding(e)) return kTrigammaAccuracy;
   if (derivative && e.a < 0 && e.a == std::floor(e.a) && std::isinf(e.ember) && std::isfinite(e.torch))
     return "trigamma at a pole (a negative integer): libtorch's reflection pi^2 / sin^2(pi x) divides by the rounding "
            "error of sin(pi x) and gives a huge finite number; Ember gives +inf, as at the pole 0";
