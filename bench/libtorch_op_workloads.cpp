@@ -29,6 +29,10 @@ RunFn make_op(const std::string& name) {
   else if (name == "op_hypot_256") op = [=] { return torch::hypot(x, y); };
   else if (name == "op_logical_and_256") op = [=] { return torch::logical_and(x, y); };
   else if (name == "op_gelu_256") op = [=] { return torch::gelu(x); };
+  else if (name == "op_logaddexp_256") op = [=] { return torch::logaddexp(x, y); };
+  else if (name == "op_xlogy_256") op = [=] { return torch::xlogy(x, p); };
+  else if (name == "op_i0e_256") op = [=] { return torch::special::i0e(x); };
+  else if (name == "op_log_ndtr_256") op = [=] { return torch::special::log_ndtr(x); };
   else if (name == "op_sort_64x1024") op = [=] { return std::get<0>(big.sort(1)); };
   else if (name == "op_topk40_64x1024") op = [=] { return std::get<0>(big.topk(40, 1)); };
   else if (name == "op_index_rows_256") {

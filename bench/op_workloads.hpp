@@ -26,6 +26,9 @@ inline const std::vector<std::string>& names() {
       "op_sort_64x1024",    "op_topk40_64x1024",      "op_index_rows_256", "op_masked_select_512",
       "op_nonzero_512",     "op_u8_to_f32_64x3x64x64", "op_f32_to_u8_64x3x64x64", "op_transpose_copy_1024",
       "op_merge_heads_16x4x64x32", "op_index_put_rows_256", "op_matmul_i32_128",
+      // torch::special's: log-space sums (HMMs, CTC), entropy terms, a scaled Bessel function
+      // and the normal's log-CDF (probit models).
+      "op_logaddexp_256", "op_xlogy_256", "op_i0e_256", "op_log_ndtr_256",
       // linalg: a robot's small systems (a 6x6 inverse, 256 batched 6x6 solves), a 64x64
       // covariance's Cholesky factor, 1024 3x3 SVDs (point-set alignment), 256 3x3 eigh.
       "op_inv_6x6", "op_solve_256x6x6", "op_cholesky_64", "op_svd_1024x3x3", "op_eigh_256x3x3"};
@@ -50,6 +53,10 @@ inline RunFn make(const std::string& name) {
   else if (name == "op_hypot_256") op = [=] { return hypot(x, y); };
   else if (name == "op_logical_and_256") op = [=] { return logical_and(x, y); };
   else if (name == "op_gelu_256") op = [=] { return x.gelu(); };
+  else if (name == "op_logaddexp_256") op = [=] { return logaddexp(x, y); };
+  else if (name == "op_xlogy_256") op = [=] { return xlogy(x, p); };
+  else if (name == "op_i0e_256") op = [=] { return special::i0e(x); };
+  else if (name == "op_log_ndtr_256") op = [=] { return special::log_ndtr(x); };
   else if (name == "op_sort_64x1024") op = [=] { return sort(big, 1).first; };
   else if (name == "op_topk40_64x1024") op = [=] { return topk(big, 40, 1).first; };
   else if (name == "op_index_rows_256") {  // a replay buffer's batch: 256 rows of 64 from 100000

@@ -247,6 +247,14 @@ void unary(ops::UnaryOp op, const ops::UnaryParams& p, TensorImpl& out, const Te
           else return true;
         });
       });
+    case U::Signbit:  // -0 and NaNs with the sign bit count; unsigned integers and bool never
+      return visit_dtype(x.dtype, [&]<class T>() {
+        predicate_loop<T>(out, x, [](auto v) {
+          if constexpr (std::is_floating_point_v<decltype(v)>) return std::signbit(v);
+          else if constexpr (std::is_signed_v<decltype(v)>) return v < 0;
+          else return false;
+        });
+      });
     case U::LogicalNot:
       return visit_dtype(x.dtype, [&]<class T>() {
         predicate_loop<T>(out, x, [](auto v) { return v == decltype(v)(0); });

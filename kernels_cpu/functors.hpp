@@ -6,6 +6,7 @@
 
 #include "gamma_functions.hpp"
 #include "int_wrapping.hpp"
+#include "special_functions.hpp"
 
 #include <ember/ops/op_kinds.hpp>
 
@@ -513,10 +514,24 @@ EMBER_UNARY_FN(Erfinv, false, {
   return static_cast<S>(r);
 })
 // ln|Gamma(x)| and psi^(n)(x) (p.a = n; 0: digamma), computed in double and rounded once.
-EMBER_UNARY_FN(Lgamma, false, { return static_cast<S>(gamma::log_gamma(static_cast<double>(x))); })
+EMBER_UNARY_FN(Lgamma, false, { return sat_cast<S>(gamma::log_gamma(static_cast<double>(x))); })
 EMBER_UNARY_FN(Digamma, false, {
-  return static_cast<S>(gamma::polygamma(static_cast<int64_t>(p.a), static_cast<double>(x)));
+  return sat_cast<S>(gamma::polygamma(static_cast<int64_t>(p.a), static_cast<double>(x)));
 })
+// torch::special's functions of one argument, in double and rounded once
+// (kernels_cpu/special_functions.hpp).
+#define EMBER_SPECIAL_FN(E, fn) EMBER_UNARY_FN(E, false, { return sat_cast<S>(cpu::special::fn(static_cast<double>(x))); })
+EMBER_SPECIAL_FN(Sinc, sinc)
+EMBER_SPECIAL_FN(I0, i0)
+EMBER_SPECIAL_FN(I0e, i0e)
+EMBER_SPECIAL_FN(I1, i1)
+EMBER_SPECIAL_FN(I1e, i1e)
+EMBER_SPECIAL_FN(Erfcx, erfcx)
+EMBER_SPECIAL_FN(Entr, entr)
+EMBER_SPECIAL_FN(Ndtr, ndtr)
+EMBER_SPECIAL_FN(Ndtri, ndtri)
+EMBER_SPECIAL_FN(LogNdtr, log_ndtr)
+#undef EMBER_SPECIAL_FN
 EMBER_UNARY_FN(Floor, true, {
   if constexpr (std::is_integral_v<S>) return x;
   else return vm::floor(x);
@@ -789,6 +804,38 @@ EMBER_BINARY_FN(Hypot, kHasFma, {
   } else {
     return std::hypot(a, b);
   }
+})
+// x log(y) and x log1p(y), 0 where x is 0 unless y is NaN (PyTorch's and SciPy's): the
+// entropy terms p log p of distributions with zero probabilities.
+EMBER_BINARY_FN(Xlogy, kSimdTranscendental, {
+  const V zero(S(0));
+  return vm::select(a == zero && !vm::isnan(b), zero, a * vm::log(b));
+})
+EMBER_BINARY_FN(Xlog1py, kSimdTranscendental, {
+  const V zero(S(0));
+  const V l = vm::select(b == zero, b, vm::log1p(b));  // log1p(-0) = -0 (xsimd's gives +0), as the log1p op
+  return vm::select(a == zero && !vm::isnan(b), zero, a * l);
+})
+// log(e^a + e^b) as max + log1p(e^-|a - b|): no overflow, and exact where one side dominates.
+// Equal infinities give themselves (a - b would be NaN); a NaN on either side gives NaN.
+EMBER_BINARY_FN(LogAddExp, kSimdTranscendental, {
+  const V inf(std::numeric_limits<S>::infinity());
+  // exp_to_max keeps the subnormal results that xsimd's exp flushes (they matter when max is tiny).
+  const V r = vm::max(a, b) + vm::log1p(vm::exp_to_max(-vm::abs(a - b)));
+  return vm::select(a == b && vm::abs(a) == inf, a, r);
+})
+EMBER_BINARY_FN(LogAddExp2, kSimdTranscendental, {
+  const V inf(std::numeric_limits<S>::infinity());
+  // Divided by ln 2 (not times 1 / ln 2): log1p(1) / ln 2 is exactly 1, so equal operands give
+  // a + 1 exactly (the product rounds to 1 - 2^-24 in f32, and -1 with -1 to -0 in f16).
+  const V r = vm::max(a, b) + vm::log1p(vm::exp2_to_max(-vm::abs(a - b))) / V(S(0.69314718055994530942));
+  return vm::select(a == b && vm::abs(a) == inf, a, r);
+})
+// The step function: b where a is 0, else 1 where a > 0 and 0 below (NaN included, as PyTorch).
+EMBER_BINARY_FN(Heaviside, true, {
+  if constexpr (std::is_same_v<S, bool>) return a ? a : b;
+  else if constexpr (std::is_integral_v<S>) return a == S(0) ? b : static_cast<S>(a > S(0));
+  else return vm::select(a == V(S(0)), b, vm::select(a > V(S(0)), V(S(1)), V(S(0))));
 })
 EMBER_BINARY_FN(Copysign, true, {
   if constexpr (is_batch_v<V>) return xsimd::copysign(a, b);

@@ -18,6 +18,7 @@
 #include <ember/ops/differences.hpp>
 #include <ember/ops/inplace_index_ops.hpp>
 #include <ember/ops/gamma_ops.hpp>
+#include <ember/ops/special_ops.hpp>
 #include <ember/ops/order_statistics.hpp>
 #include <ember/ops/counting.hpp>
 #include <ember/linalg.hpp>

@@ -175,6 +175,59 @@ inline double polygamma(int n, double x) {
   return (n % 2 == 1 ? fact : -fact) * acc;
 }
 
+/// The modified Bessel function I_order(x) (order 0 or 1), from the C++17 special functions
+/// of the standard library in long double (whose exponent range holds I up to 11000); e^-|x| I
+/// when `scaled`. Beyond 11000 I is inf in double, and e^-x I is the asymptotic series'
+/// first four terms (the fifth is below 1e-17 there).
+inline double bessel_i(int order, double x, bool scaled) {
+  if (std::isnan(x)) return x;
+  const long double ax = std::fabs(x);
+  long double v;
+  if (ax <= 11000) {
+    v = std::cyl_bessel_il(static_cast<long double>(order), ax);
+    if (scaled) v *= std::exp(-ax);
+  } else if (!scaled) {
+    v = kInf;
+  } else {
+    const long double r = 1 / ax, sign = order == 0 ? 1 : -1;
+    const long double c1 = order == 0 ? 1.0L / 8 : 3.0L / 8, c2 = order == 0 ? 9.0L / 128 : 15.0L / 128,
+                      c3 = order == 0 ? 225.0L / 3072 : 315.0L / 3072;
+    v = (1 + sign * (c1 * r + c2 * r * r + c3 * r * r * r)) / std::sqrt(2 * 3.141592653589793238462643383279502884L * ax);
+  }
+  return static_cast<double>(order == 1 && std::signbit(x) ? -v : v);  // I1 is odd, -0 included
+}
+
+/// e^(x^2) erfc(x) in long double (its exponent range holds both factors up to |x| = 100);
+/// the leading terms of the asymptotic series beyond.
+inline double erfcx(double x) {
+  if (std::isnan(x)) return x;
+  if (x >= 100) {  // 1 / (x sqrt(pi)) sum_k (-1)^k (2k - 1)!! / (2 x^2)^k; eight terms are below 1e-30 here
+    const long double r = 1 / (2 * static_cast<long double>(x) * x);
+    long double term = 1, sum = 1;
+    for (int k = 1; k < 8; ++k) sum += (term *= -(2 * k - 1) * r);
+    return static_cast<double>(sum / (x * std::sqrt(3.14159265358979323846L)));
+  }
+  const long double lx = x;
+  return static_cast<double>(std::exp(lx * lx) * std::erfc(lx));
+}
+
+/// The standard normal CDF in long double.
+inline long double ndtr_l(double x) { return 0.5L * std::erfc(-static_cast<long double>(x) / std::sqrt(2.0L)); }
+
+/// The normal quantile by bisection on the CDF (in long double): slow, and obviously right.
+inline double ndtri(double p) {
+  if (std::isnan(p) || p < 0 || p > 1) return kNaN;
+  if (p == 0) return -kInf;
+  if (p == 1) return kInf;
+  double lo = -40, hi = 40;
+  for (int i = 0; i < 200 && lo < hi; ++i) {
+    const double mid = lo + (hi - lo) / 2;
+    if (mid == lo || mid == hi) break;
+    (ndtr_l(mid) < p ? lo : hi) = mid;
+  }
+  return std::fabs(ndtr_l(lo) - p) < std::fabs(ndtr_l(hi) - p) ? lo : hi;
+}
+
 /// torch.round: half to even.
 inline double round_half_even(double x) {
   if (!std::isfinite(x)) return x;
@@ -246,6 +299,31 @@ inline double unary(ops::UnaryOp op, double x, const ops::UnaryParams& p = {},
     case U::Erfinv: return erfinv(x);
     case U::Lgamma: return std::lgamma(x);
     case U::Digamma: return polygamma(static_cast<int>(p.a), x);
+    case U::Sinc: {
+      if (x == 0) return 1;
+      if (!std::isfinite(x)) return kNaN;
+      if (x == std::floor(x)) return 0.0;  // sin(k pi) = 0
+      const long double t = 3.141592653589793238462643383279502884L * x;
+      return static_cast<double>(std::sin(t) / t);
+    }
+    case U::I0: return bessel_i(0, x, false);
+    case U::I0e: return bessel_i(0, x, true);
+    case U::I1: return bessel_i(1, x, false);
+    case U::I1e: return bessel_i(1, x, true);
+    case U::Erfcx: return erfcx(x);
+    case U::Entr: return nan ? x : x > 0 ? -x * std::log(x) : x == 0 ? 0.0 : -kInf;
+    case U::Ndtr: return static_cast<double>(ndtr_l(x));
+    case U::Ndtri: return ndtri(x);
+    case U::LogNdtr: {
+      if (x >= -100) {
+        const double r = static_cast<double>(std::log(ndtr_l(x)));
+        return r == 0 ? -0.0 : r;  // log Phi < 0: the zero it rounds to is -0
+      }
+      // Mills' ratio: Phi(x) = phi(x) / |x| (1 - 1/x^2 + 3/x^4 - 15/x^6 + ...); the next term, 105/x^8, is 1e-14 at most.
+      const long double lx = x, r = 1 / (lx * lx);
+      return static_cast<double>(-lx * lx / 2 - std::log(-lx) - std::log(2 * 3.141592653589793238462643383279502884L) / 2 +
+                                 std::log1p(-r + 3 * r * r - 15 * r * r * r));
+    }
     case U::Floor: return std::floor(x);
     case U::Ceil: return std::ceil(x);
     case U::Round: return round_half_even(x);
@@ -267,6 +345,7 @@ inline double unary(ops::UnaryOp op, double x, const ops::UnaryParams& p = {},
     case U::Isnan: return nan ? 1 : 0;
     case U::Isinf: return std::isinf(x) ? 1 : 0;
     case U::Isfinite: return std::isfinite(x) ? 1 : 0;
+    case U::Signbit: return std::signbit(x) ? 1 : 0;
     case U::LogicalNot: return x == 0 ? 1 : 0;
     case U::BitwiseNot: break;
   }
@@ -306,6 +385,7 @@ inline int64_t unary_int(ops::UnaryOp op, int64_t x, const ops::UnaryParams& p =
     case U::Isnan:
     case U::Isinf: return 0;
     case U::Isfinite: return 1;
+    case U::Signbit: return x < 0;
     case U::LogicalNot: return x == 0;
     case U::BitwiseNot: return is_bool ? !x : ~x;
     default: break;
@@ -354,6 +434,18 @@ inline double binary(ops::BinaryOp op, double a, double b, bool narrow = false) 
     case B::Fmin: return an ? b : bn ? a : std::min(a, b);
     case B::Hypot: return std::hypot(a, b);
     case B::Copysign: return std::copysign(a, b);
+    case B::Xlogy: return a == 0 && !bn ? 0.0 : a * std::log(b);
+    case B::Xlog1py: return a == 0 && !bn ? 0.0 : a * std::log1p(b);
+    case B::LogAddExp: case B::LogAddExp2: {
+      const long double base = op == B::LogAddExp ? 2.718281828459045235360287471352662498L : 2.0L;
+      if (an || bn) return kNaN;
+      if (a == b && std::isinf(a)) return a;
+      // The sum of the powers, scaled by the larger one so that it cannot overflow.
+      if (std::max(a, b) == kInf) return kInf;
+      const long double m = std::max(a, b), s = std::pow(base, a - m) + std::pow(base, b - m);
+      return static_cast<double>(m + std::log(s) / std::log(base));
+    }
+    case B::Heaviside: return a == 0 ? b : a > 0 ? 1.0 : 0.0;
     case B::ReluBackward: return b <= 0 ? 0.0 : a;
     case B::GeluBackward:
       return a * (0.5 * std::erfc(-b / std::sqrt(2.0)) + b * std::exp(-0.5 * b * b) * 0.39894228040143267794);
@@ -420,6 +512,7 @@ inline int64_t binary_int(ops::BinaryOp op, int64_t a, int64_t b, int bits, bool
       for (int64_t i = 0; i < b; ++i) r *= static_cast<u64>(a);
       return static_cast<int64_t>(r);
     }
+    case B::Heaviside: return a == 0 ? b : a > 0;
     case B::Maximum:
     case B::Fmax: return std::max(a, b);
     case B::Minimum:

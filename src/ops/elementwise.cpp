@@ -231,6 +231,12 @@ Prepared prepare_binary(const Binary& b, const TensorImpl& x, const TensorImpl& 
         EMBER_CHECK(*static_cast<const int64_t*>(y.data()) >= 0,
                     "[pow] integers to negative integer powers are not allowed, got {} to the power {}", x.dtype,
                     *static_cast<const int64_t*>(y.data()));
+      // Operands of one dtype, as PyTorch; a number too, where the tensor's dtype holds its
+      // type (x.heaviside(0.5) of an f32 x), which PyTorch has no form for.
+      if (b.op == BinaryOp::Heaviside)
+        EMBER_CHECK(x.dtype == y.dtype || (x.wrapped_number && compute == y.dtype) ||
+                        (y.wrapped_number && compute == x.dtype),
+                    "[heaviside] x and values must have the same dtype, got {} and {}", x.dtype, y.dtype);
       if (b.op == BinaryOp::Sub)
         EMBER_CHECK(x.dtype != DType::Bool && y.dtype != DType::Bool,
                     "[sub] is not defined for bool tensors ({} - {}); use logical_not to invert a mask", x.dtype,

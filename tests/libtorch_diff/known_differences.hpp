@@ -171,6 +171,9 @@ inline const char* known_call(const Call& c, const std::string& category, const 
              "f16/bf16 in f32, as it does for every op";
     if (why.find("has no Ember counterpart") != std::string::npos && why.find("Short") != std::string::npos)
       return "Ember has no int16: u8 with i8 promotes to i32 (PyTorch: int16)";
+    if (c.op == "heaviside" && c.kind == Kind::TensorScalar && why.find("different dtypes") != std::string::npos)
+      return "heaviside with a number the tensor's dtype holds (x.heaviside(0.5)): Ember takes it; libtorch has no "
+             "form with a number (its wrapped number has another dtype)";
     if (c.op == "hardtanh" && why.find("unsigned type with negative limits") != std::string::npos)
       return "Ember clamps an unsigned tensor to any limits (the negative one has no effect)";
   }
@@ -277,11 +280,75 @@ inline const char* known_gamma(const Call& c, const std::string& category, const
   return nullptr;
 }
 
+/// torch::special's functions (ops/special_ops.hpp): values and gradients (first or second
+/// order) where libtorch's formulas overflow, cancel or special-case differently.
+inline const char* known_special(const Call& c, DT result, const std::string& category, const Element& e) {
+  const std::string& op = c.op;
+  const bool bessel = op == "i0" || op == "i0e" || op == "i1" || op == "i1e";
+  const bool derivative = c.grad || c.order == 2;
+  const double eps = result == DT::F64 ? 2.2e-16 : 1.2e-7;
+  // The limits at +-inf are 0 or +-inf; near the top of the range I0 and I1 are above 1e30;
+  // log_ndtr's gradient in the lower tail is above |x|.
+  const bool limit = std::isinf(e.a) && (e.ember == 0 || std::isinf(e.ember));
+  const bool huge = bessel && std::fabs(e.a) > 80 && std::fabs(e.ember) > 1e30;
+  const bool tail = op == "log_ndtr" && e.a < 0 && std::isfinite(e.ember) && std::fabs(e.ember) >= std::fabs(e.a);
+  if (category == "value" && (bessel || op == "erfcx" || op == "log_ndtr") && !std::isfinite(e.torch) &&
+      e.ember != e.torch && (limit || huge || tail))
+    return "i0, i1 (and the gradients of i0e, i1e, erfcx, log_ndtr) at +-inf or near the top of the range: "
+           "libtorch's formulas take e^x first (inf from 88.7 in f32, 709.8 in f64) and meet inf * 0 or inf / inf; "
+           "Ember returns the limits (i0(inf) = inf, erfcx'(inf) = 0, log_ndtr'(-inf) = inf) and overflows only "
+           "where the value does";
+  if (category == "value" && bessel && derivative && std::isnan(e.a) && std::isnan(e.ember))
+    return "the derivatives of the Bessel functions at NaN: libtorch's i1/i1e backward tests |x| > eps, which NaN "
+           "fails, and returns the value at 0 (1/2); Ember's is NaN";
+  // The cancelling form's error: eps / x^2 relative (above 1 in the first case).
+  const bool cancels = std::isfinite(e.ember) &&
+                       (std::isnan(e.torch) || std::fabs(e.a) <= eps ||
+                        std::fabs(e.ember - e.torch) <= 8 * eps / (e.a * e.a) * std::fabs(e.ember));
+  if (category == "value" && (op == "i1" || op == "i1e") && c.order == 2 && std::fabs(e.a) < 0.01 && cancels)
+    return "i1 and i1e's second derivative near 0: libtorch differentiates I0 - I1/x, whose terms I1'/x and I1/x^2 "
+           "cancel (and within eps of 0 its first derivative is the constant 1/2, so the second is 0); Ember's first "
+           "derivative is the series 1/2 + 3x^2/16 + ... below |x| = 0.01 (for i1e times e^-|x|)";
+  if (category == "zero-sign" && bessel && e.a == 0 && std::signbit(e.a))
+    return "i1 and i1e are odd: Ember gives -0 at -0 (as sin, tanh and erf do), and so do the gradients of i0 and "
+           "i0e there; libtorch's Cephes code returns +0";
+  if (op == "sinc" && category == "zero-sign" && !derivative && e.a == std::floor(e.a))
+    return "sinc at a nonzero integer: Ember's is an exact +0 (sin(pi x) is taken at x's distance from the nearest "
+           "integer); libtorch's f32 sin(pi x) leaves a rounding-sized value of either sign (+-0 once rounded to f16)";
+  if (op == "sinc" && category == "value" && derivative && std::fabs(e.a) < 0.1 && cancels)
+    return "sinc's derivative near 0: libtorch's (cos(pi x) - sinc(x)) / x cancels (0.4% off at 6e-8 in f64, 0 "
+           "at 1e-7 in f32; NaN for the second derivative at 0); Ember's is the Taylor series below |x| = 0.1";
+  // erfcx' loses eps x^2 of itself, and erfcx'' (2 erfcx + 2x erfcx') loses another x^2.
+  const double erfcx_error = eps * e.a * e.a * (c.order == 2 ? e.a * e.a : 1.0) * 8;
+  const bool erfcx_series = e.a > (result == DT::F64 ? 50 : 10);
+  if (op == "erfcx" && derivative && e.a > 20 && std::isfinite(e.ember) &&
+      (category == "zero-sign" ? erfcx_series
+                               : erfcx_series || std::fabs(e.ember - e.torch) <= erfcx_error * std::fabs(e.ember)))
+    return "erfcx's derivatives for large x: 2x erfcx(x) - 2/sqrt(pi) cancels (relative error 2e-16 x^2: all "
+           "digits by 1e8, and +0 where the value underflows), and the second derivative cancels again; Ember "
+           "uses the asymptotic series above x = 50 in f64 and 10 in f32 (below, both cancel, differently)";
+  const double tail_error = eps * e.a * e.a * (c.order == 2 ? e.a * e.a : 1.0) * 8;
+  if (op == "log_ndtr" && derivative && e.a < -1 && category == "value" && std::isfinite(e.ember) &&
+      std::fabs(e.ember - e.torch) <= tail_error * std::fabs(e.ember))
+    return "log_ndtr's derivatives in the lower tail: libtorch's lose about eps x^2 (the second eps x^4): in f64 "
+           "1.7e-11 at -710 (8.5e-6 for the second), in f32 2e-5 at -17 and 2e-4 at -100; "
+           "Ember's special functions compute in f64 and round once";
+  if (op == "log_ndtr" && c.order == 2 && category == "value" && std::isnan(e.torch) && std::isfinite(e.ember))
+    return "log_ndtr's second derivative in the tails: libtorch's formula divides infinities (NaN); Ember's two "
+           "forms (erfcx below 0, phi / Phi above) stay finite (down to -1.3e154), tending to -1 and 0";
+  if ((op == "logaddexp" || op == "logaddexp2") && c.order == 2 && category == "value" && e.has_b &&
+      !(std::fabs(e.a - e.b) < 700) && std::isnan(e.torch) && e.ember == 0)
+    return "logaddexp's second derivative where the operands are far apart or infinite: libtorch's "
+           "1 / (1 + exp(b - a)) overflows or meets exp(inf - inf) (NaN); Ember's sigmoid form gives the limit, 0";
+  return nullptr;
+}
+
 /// Second-order gradients (Call::order 2, f64): why one differing element is expected. The
 /// first-order rules do not apply to them.
 inline const char* known_second_order(const Call& c, const std::string& category, const Element& e) {
   const std::string& op = c.op;
   if (const char* why = known_gamma(c, category, e)) return why;
+  if (const char* why = known_special(c, DT::F64, category, e)) return why;
   if (category == "zero-sign")
     return "the sign of an exact-zero second derivative, which follows how each library's formula reaches zero: "
            "libtorch's double-backward formulas multiply by 0/1 masks (g * 0 = -0 for a negative g), Ember's "
@@ -362,6 +429,7 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
     return "a -0 gradient through an as_strided view of the second operand: Ember's as_strided backward adds the "
            "view's gradient into zeros (+0 + -0 = +0); libtorch's keeps the -0";
   if (const char* why = known_gamma(c, category, e)) return why;
+  if (const char* why = known_special(c, result, category, e)) return why;
   if (op == "trace" && c.grad && v1() && category == "value" && e.output == 0 && c.ins.at(0).shape.size() == 2) {
     const int64_t rows = c.ins[0].shape[0], cols = c.ins[0].shape[1];
     if (rows > cols && e.torch == 1 && e.ember == 0 && e.index % (cols + 1) == 0 && e.index / (cols + 1) >= cols)

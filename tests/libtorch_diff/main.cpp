@@ -913,10 +913,12 @@ void inplace_variants(Report& rep, const Call& c, DT t) {
 /// maximum on ties, pow at 0, ...) are where autograd formulas part.
 void grad_calls(Report& rep, const std::string& filter) {
   auto differentiable = [](const std::string& op) {
-    static const char* const no[] = {"isnan", "isinf", "isfinite", "logical_not", "bitwise_not", "eq", "ne", "lt", "le",
+    static const char* const no[] = {"isnan", "isinf", "isfinite", "signbit", "logical_not", "bitwise_not", "eq", "ne", "lt", "le",
                                      "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and",
                                      "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
-                                     "relu_backward", "gelu_backward", "silu_backward", "div_trunc", "div_floor"};
+                                     "relu_backward", "gelu_backward", "silu_backward", "div_trunc", "div_floor",
+                                     // libtorch has no derivative for it (Ember's: tests/test_special_ops.cpp)
+                                     "heaviside"};
     return std::find(std::begin(no), std::end(no), op) == std::end(no);
   };
   for (DT t : {DT::F32, DT::F64}) {

@@ -141,6 +141,16 @@ at::Tensor unary(const Call& c, const at::Tensor& x0) {
   if (op == "erfinv") return at::erfinv(x);
   if (op == "lgamma") return at::lgamma(x);
   if (op == "digamma") return hp ? at::polygamma(static_cast<int64_t>(p[0]), x) : at::digamma(x);
+  if (op == "sinc") return at::sinc(x);
+  if (op == "i0") return at::i0(x);
+  if (op == "i0e") return at::special_i0e(x);
+  if (op == "i1") return at::special_i1(x);
+  if (op == "i1e") return at::special_i1e(x);
+  if (op == "erfcx") return at::special_erfcx(x);
+  if (op == "entr") return at::special_entr(x);
+  if (op == "ndtr") return at::special_ndtr(x);
+  if (op == "ndtri") return at::special_ndtri(x);
+  if (op == "log_ndtr") return at::special_log_ndtr(x);
   if (op == "floor") return at::floor(x);
   if (op == "ceil") return at::ceil(x);
   if (op == "round") return at::round(x);
@@ -152,6 +162,7 @@ at::Tensor unary(const Call& c, const at::Tensor& x0) {
   if (op == "isnan") return at::isnan(x);
   if (op == "isinf") return at::isinf(x);
   if (op == "isfinite") return at::isfinite(x);
+  if (op == "signbit") return at::signbit(x);
   if (op == "logical_not") return at::logical_not(x);
   if (op == "bitwise_not") return at::bitwise_not(x);
   throw std::logic_error("torch_side: no unary op " + op);
@@ -175,6 +186,11 @@ at::Tensor binary(const std::string& op, at::Tensor a, at::Tensor b) {
   if (op == "fmin") return at::fmin(a, b);
   if (op == "hypot") return at::hypot(a, b);
   if (op == "copysign") return at::copysign(a, b);
+  if (op == "xlogy") return at::xlogy(a, b);
+  if (op == "xlog1py") return at::special_xlog1py(a, b);
+  if (op == "logaddexp") return at::logaddexp(a, b);
+  if (op == "logaddexp2") return at::logaddexp2(a, b);
+  if (op == "heaviside") return at::heaviside(a, b);
   if (op == "relu_backward") return at::threshold_backward(a, b, 0);
   if (op == "gelu_backward") return at::gelu_backward(a, b);
   if (op == "silu_backward") return at::silu_backward(a, b);

@@ -54,7 +54,11 @@ inline constexpr UnaryGradRow kUnaryGradRows[] = {
   {U::Mish, {-4, 4}},         {U::Softplus, {-3, 3}, P(2.0, 4.0)},
   {U::Softsign, {-4, 4}},     {U::Hardtanh, {-3, 3}, P(-1.5, 2.0)},
   {U::Hardsigmoid, {-5, 5}},  {U::Hardswish, {-5, 5}},   {U::Erf, {-2, 2}},
-  {U::Erfc, {-2, 2}},         {U::Erfinv, {-0.9, 0.9}}, {U::Lgamma, {0.5, 5}}, {U::Digamma, {0.5, 5}, P(1.0)},   {U::Floor, {-4, 4}},
+  {U::Erfc, {-2, 2}},         {U::Erfinv, {-0.9, 0.9}}, {U::Lgamma, {0.5, 5}}, {U::Digamma, {0.5, 5}, P(1.0)},
+  {U::Sinc, {-3, 3}},         {U::I0, {-3, 3}},           {U::I0e, {-3, 3}},
+  {U::I1, {-3, 3}},           {U::I1e, {-3, 3}},          {U::Erfcx, {-2, 3}},
+  {U::Entr, {0.2, 3}},        {U::Ndtr, {-3, 3}},         {U::Ndtri, {0.05, 0.95}},
+  {U::LogNdtr, {-5, 3}},      {U::Floor, {-4, 4}},
   {U::Ceil, {-4, 4}},         {U::Round, {-4, 4}},        {U::Trunc, {-4, 4}},
   {U::Frac, {-4, 4}},         {U::Clamp, {-2, 5}, P(1.0, 3.0)},
   {U::NanToNum, {-5, 5}, P(7.0, 100.0, -50.0)},
@@ -67,7 +71,8 @@ inline constexpr BinaryGradRow kBinaryGradRows[] = {
   {B::Atan2, {-3, 3}, {-3, 3}},     {B::Maximum, {-3, 3}, {-3, 3}},   {B::Minimum, {-3, 3}, {-3, 3}},
   {B::Fmax, {-3, 3}, {-3, 3}},      {B::Fmin, {-3, 3}, {-3, 3}},      {B::Hypot, {-3, 3}, {-3, 3}},
   {B::Copysign, {-3, 3}, {-3, 3}},  {B::ReluBackward, {-3, 3}, {-3, 3}}, {B::GeluBackward, {-3, 3}, {-3, 3}},
-  {B::SiluBackward, {-3, 3}, {-3, 3}},
+  {B::SiluBackward, {-3, 3}, {-3, 3}}, {B::Xlogy, {-3, 3}, {0.5, 3}}, {B::Xlog1py, {-3, 3}, {-0.5, 3}},
+  {B::LogAddExp, {-3, 3}, {-3, 3}}, {B::LogAddExp2, {-3, 3}, {-3, 3}}, {B::Heaviside, {-3, 3}, {-3, 3}},
 };
 
 inline constexpr ReduceGradRow kReduceGradRows[] = {

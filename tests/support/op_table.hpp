@@ -113,6 +113,16 @@ inline constexpr UnaryRow kUnaryRows[] = {
   {U::Erfinv,      {-0.99, 0.99}, {}, T5, 1e-10},
   {U::Lgamma,      {-6, 12}, {}, T5, 1e-11},
   {U::Digamma,     {-6, 12}, P(2.0), T5, 1e-11},  // polygamma(2, x); digamma itself in test_gamma_ops.cpp
+  {U::Sinc,        {-6, 6}, {}, T5},
+  {U::I0,          {-40, 40}, {}, T5, 1e-13},  // both sides of the series / asymptotic switch at 30
+  {U::I0e,         {-40, 40}, {}, T5, 1e-13},
+  {U::I1,          {-40, 40}, {}, T5, 1e-13},
+  {U::I1e,         {-40, 40}, {}, T5, 1e-13},
+  {U::Erfcx,       {-6, 40}, {}, T5, 1e-13},
+  {U::Entr,        {-1, 5}, {}, T5},
+  {U::Ndtr,        {-10, 10}, {}, T5, 1e-13},
+  {U::Ndtri,       {0, 1}, {}, T5, 1e-13},
+  {U::LogNdtr,     {-40, 10}, {}, T5, 1e-13},
   {U::Floor,       {-10, 10}},
   {U::Ceil,        {-10, 10}},
   {U::Round,       {-10, 10}},
@@ -123,6 +133,7 @@ inline constexpr UnaryRow kUnaryRows[] = {
   {U::Isnan,       {-5, 5}},
   {U::Isinf,       {-5, 5}},
   {U::Isfinite,    {-5, 5}},
+  {U::Signbit,     {-5, 5}},
   {U::LogicalNot,  {-2, 2}},
   {U::BitwiseNot,  {-50, 50}},
 };
@@ -144,6 +155,11 @@ inline constexpr BinaryRow kBinaryRows[] = {
   {B::Fmin,       {-5, 5}, {-5, 5}},
   {B::Hypot,      {-5, 5}, {-5, 5}, {-5, 5}, {-5, 5}, false, false, T5},
   {B::Copysign,   {-5, 5}, {-5, 5}},
+  {B::Xlogy,      {-5, 5}, {0, 5}, {-5, 5}, {0, 5}, false, false, T5},
+  {B::Xlog1py,    {-5, 5}, {-0.9, 5}, {-5, 5}, {0, 5}, false, false, T5},
+  {B::LogAddExp,  {-10, 10}, {-10, 10}, {-5, 5}, {-5, 5}, false, false, T5},
+  {B::LogAddExp2, {-10, 10}, {-10, 10}, {-5, 5}, {-5, 5}, false, false, T5},
+  {B::Heaviside,  {-2, 2}, {-2, 2}, {-2, 2}, {-2, 2}},
   {B::ReluBackward, {-5, 5}, {-5, 5}},
   {B::GeluBackward, {-5, 5}, {-6, 6}},
   {B::SiluBackward, {-5, 5}, {-8, 8}},
@@ -235,7 +251,7 @@ inline bool accepts(ops::BinaryOp op, DType t) {
   switch (ops::rule(op)) {
     case ops::BinaryRule::Arith:
       return t != DType::Bool || op == B::Add || op == B::Mul || op == B::Maximum || op == B::Minimum || op == B::Fmax ||
-             op == B::Fmin;
+             op == B::Fmin || op == B::Heaviside;
     case ops::BinaryRule::TrueDiv:
     case ops::BinaryRule::Float:
     case ops::BinaryRule::Compare:

@@ -6,6 +6,7 @@
 #include <ember/autograd/gradcheck.hpp>
 #include <ember/ember.hpp>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -23,6 +24,20 @@ inline F vals(const Tensor& t) {
 inline I ints(const Tensor& t) {
   const Tensor c = t.to(DType::I64).contiguous();
   return I(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+/// |got - want| <= tol |want| elementwise (relative: tiny values count); infinities and NaN
+/// must match exactly, and a NaN never passes for a number.
+inline bool close_relative(const Tensor& got, const F& want, double tol) {
+  const F g = vals(got);
+  if (g.size() != want.size()) return false;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(want[i]) || std::isinf(want[i])) {
+      if (std::isnan(want[i]) ? !std::isnan(g[i]) : g[i] != want[i]) return false;
+    } else if (!(std::abs(g[i] - want[i]) <= tol * std::abs(want[i]))) {
+      return false;
+    }
+  }
+  return true;
 }
 /// t in f64, detached, requiring grad: a gradcheck input.
 inline Tensor leaf(const Tensor& t) { return t.to(DType::F64).detach().requires_grad_(); }

@@ -9,6 +9,7 @@
 
 #include <ember/autograd/function_node.hpp>
 #include <ember/autograd/layer.hpp>
+#include <ember/autograd/special_derivatives.hpp>
 #include <ember/ops/functions.hpp>
 #include <ember/ops/shape_ops.hpp>
 
@@ -276,6 +277,21 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
       case U::Erfinv: return {g * (X().erfinv().square().exp() * (std::sqrt(detail::pi()) / 2.0))};
       case U::Lgamma: return {g * X().digamma()};
       case U::Digamma: return {g * X().polygamma(static_cast<int64_t>(p.a) + 1)};  // psi^(n)' = psi^(n+1)
+      // The special functions' derivatives that need two forms: autograd/special_derivatives.hpp.
+      case U::Sinc: return {g * detail::sinc_derivative(X())};
+      case U::I0: return {g * X().i1()};
+      case U::I0e: {  // i1e(x) - sign(x) i0e(x)
+        TP xv = X();
+        return {g * (xv.i1e() - xv.sign() * xv.i0e())};
+      }
+      case U::I1: return {g * detail::bessel_i1_derivative(X())};
+      case U::I1e: return {g * detail::bessel_i1e_derivative(X())};
+      case U::Erfcx: return {g * detail::erfcx_derivative(X())};
+      case U::Entr: return {g * (X().log() + 1.0).neg()};
+      case U::Ndtr: return {g * ((X().square() * -0.5).exp() * (inv_sqrt_pi / std::sqrt(2.0)))};
+      // 1 / phi(ndtri(p)) = sqrt(2 pi) e^(y^2 / 2), from the input (the output may be written in place).
+      case U::Ndtri: return {g * ((X().ndtri().square() * 0.5).exp() * std::sqrt(2.0 * detail::pi()))};
+      case U::LogNdtr: return {g * detail::log_ndtr_derivative(X())};
       case U::Clamp: {
         TP xv = X();
         // Strictly inside the bounds, as PyTorch 2 (and hardtanh): 0 at a bound and at NaN
@@ -420,6 +436,29 @@ void Recorder<P>::record(const ops::Binary& op, const TensorRef& out, const Tens
         if (nb) gb = to_b(detail::zeros_like_t<P>(g));
         break;
       }
+      case B::Xlogy: case B::Xlog1py: {
+        // d/da = log(b) (log1p(b)), but 0 where a = 0 and the logarithm is -inf or NaN (b <= 0,
+        // b <= -1), where the function is 0 (PyTorch's); d/db = a / b (a / (1 + b)).
+        TP av = A(), bv = Bv();
+        const bool plain = o == B::Xlogy;
+        if (na) {
+          TP flat = av.eq(0.0).logical_and(bv.le(plain ? 0.0 : -1.0));
+          ga = to_a(where(flat, 0.0, plain ? g.xlogy(bv) : g.xlog1py(bv)));
+        }
+        if (nb) gb = to_b(g * av / (plain ? bv : bv + 1.0));
+        break;
+      }
+      case B::LogAddExp: case B::LogAddExp2: {  // each side's share: 1 / (1 + base^(other - self))
+        TP av = A(), bv = Bv();
+        const double scale = o == B::LogAddExp ? 1.0 : std::log(2.0);
+        if (na) ga = to_a(g * ((av - bv) * scale).sigmoid());
+        if (nb) gb = to_b(g * ((bv - av) * scale).sigmoid());
+        break;
+      }
+      case B::Heaviside:  // a step: flat in x; the values pass where x is 0
+        if (na) ga = to_a(detail::zeros_like_t<P>(g));
+        if (nb) gb = to_b(where(A().eq(0.0), g, 0.0));
+        break;
       case B::ReluBackward:  // linear in the gradient, piecewise constant in the mask
         if (na) ga = to_a(g.relu_backward(Bv()));
         if (nb) gb = to_b(detail::zeros_like_t<P>(g));

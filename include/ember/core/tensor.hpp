@@ -302,6 +302,15 @@ class BasicTensor {
   BasicTensor& polygamma_(int64_t n) { return unary_inplace(ops::UnaryOp::Digamma, {static_cast<double>(n)}); }
   /// The multivariate log-gamma function of dimension p (torch.mvlgamma); ops/gamma_ops.hpp.
   BasicTensor mvlgamma(int64_t p) const;
+  // ops/special_ops.hpp: composites with libtorch's names.
+  BasicTensor deg2rad() const;
+  BasicTensor rad2deg() const;
+  BasicTensor positive() const;
+  BasicTensor sgn() const;
+  BasicTensor float_power(const BasicTensor& exponent) const;
+  BasicTensor float_power(Scalar exponent) const;
+  BasicTensor ldexp(const BasicTensor& e) const;
+  BasicTensor true_divide(const BasicTensor& o) const;
   // In place with options (nn modules' inplace flag).
   BasicTensor& leaky_relu_(double slope) { return unary_inplace(ops::UnaryOp::LeakyRelu, {slope}); }
   BasicTensor& elu_(double alpha) { return unary_inplace(ops::UnaryOp::Elu, {alpha}); }

@@ -99,7 +99,7 @@ constexpr bool takes_bool(UnaryOp op) {
 }
 constexpr bool takes_bool(BinaryOp op) {
   return op == BinaryOp::Add || op == BinaryOp::Mul || op == BinaryOp::Maximum || op == BinaryOp::Minimum ||
-         op == BinaryOp::Fmax || op == BinaryOp::Fmin;
+         op == BinaryOp::Fmax || op == BinaryOp::Fmin || op == BinaryOp::Heaviside;
 }
 
 /// Extra parameters of parametric unary ops (leaky_relu slope, clamp bounds, ...).
