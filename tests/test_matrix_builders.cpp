@@ -203,6 +203,8 @@ TEST_CASE("diff, cov, corrcoef") {
   CHECK(max_diff(corrcoef(X), {1.0, -0.71428573, 0.13750479, -0.71428573, 1.0, 0.50418419, 0.13750479, 0.50418419, 1.0}) <
         1e-6);
   CHECK(vals(corrcoef(tensor<float>({1, 2, 3}))) == F{1});
+  CHECK_ERROR(corrcoef(zeros({2, 2, 2})), "[corrcoef]", "at most 2 dims", "[2, 2, 2]");
+  CHECK_ERROR(corrcoef(tensor({true, false})), "[corrcoef]", "bool");
   const F flat = vals(tensor<float>({1, 2, 3, 1, 1, 1}).view({2, 3}).corrcoef());
   CHECK(flat[0] == 1);
   CHECK((std::isnan(flat[1]) && std::isnan(flat[2]) && std::isnan(flat[3])));  // a constant variable

@@ -159,6 +159,10 @@ TEST_CASE("index_fill, masked_scatter, masked_fill with a tensor, and the in-pla
   Tensor ms = zeros({3});
   CHECK_ERROR(ms.masked_scatter_(tensor<bool>({true, false, true}).view({1, 3}), ones({2})), "[masked_scatter_]");
   CHECK(vals(ms) == F{0, 0, 0});  // refused before writing
+  CHECK_ERROR(ms.masked_scatter_(tensor<bool>({true, false, true}).view({1, 3}), ones({2})), "does not broadcast",
+              "[1, 3]", "[3]");
+  CHECK_ERROR(ms.masked_fill_(tensor<bool>({true, false}).view({2, 1}), tensor({1.0f}).view({})), "[masked_fill_]",
+              "does not broadcast", "[2, 1]");
   check_grads(
       [](const V& v) { return v[0].masked_scatter(tensor<bool>({true, false, true, true}), v[1]) * arange(12.0).view({3, 4}); },
       {leaf(arange(12.0).view({3, 4})), leaf(arange(10.0))}, "masked_scatter");

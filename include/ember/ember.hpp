@@ -19,6 +19,7 @@
 #include <ember/ops/inplace_index_ops.hpp>
 #include <ember/ops/gamma_ops.hpp>
 #include <ember/ops/special_ops.hpp>
+#include <ember/ops/set_ops.hpp>
 #include <ember/ops/order_statistics.hpp>
 #include <ember/ops/counting.hpp>
 #include <ember/linalg.hpp>

@@ -1,13 +1,16 @@
 // ember-vs-libtorch, rearranging and building tensors (ops/rearrange_ops.hpp,
 // ops/matrix_builders.hpp, ops/differences.hpp, ops/inplace_index_ops.hpp): movedim, rot90,
 // roll over several dims, take_along_dim, repeat_interleave with a tensor, Tensor::unfold, kron,
-// tensordot, trace, block_diag, cartesian_prod, diag_embed, diagflat, vander, diff, cov,
+// tensordot, trace, block_diag, cartesian_prod, isin, unique_consecutive, combinations,
+// diag_embed, diagflat, vander, diff, cov,
 // corrcoef, index_fill, masked_scatter, masked_fill with a tensor and the in-place index ops,
 // on every dtype with edge values, invalid arguments included (both must refuse them); values
 // and gradients (strided operands too; second order in f64).
 
 #include "harness.hpp"
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,32 @@ Buf random_ints(std::vector<int64_t> shape, int lo, int hi) {
   std::vector<int64_t> v;
   for (int64_t i = 0; i < n; ++i) v.push_back(pick(lo, hi));
   return ints_buf(v, std::move(shape));
+}
+
+/// A (6, 3) buffer of runs for unique_consecutive and isin (transposed: (3, 6)): rows 0 and 1
+/// equal only by -0 == 0, rows 3 and 4 equal but for NaN (which keeps them apart), rows 2
+/// and 5 the same; integer dtypes take 0 for -0, 3 for NaN and 1 for 0.5.
+Buf runs_buf(DT t, bool transposed) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double rows[6][3] = {{0.5, 0.5, -0.0}, {0.5, 0.5, 0.0}, {1, 1, 2}, {nan, 1, 2}, {nan, 1, 2}, {1, 1, 2}};
+  std::vector<Val> v;
+  for (int i = 0; i < (transposed ? 3 : 6); ++i)
+    for (int j = 0; j < (transposed ? 6 : 3); ++j) {
+      double x = transposed ? rows[j][i] : rows[i][j];
+      if (!dt_floating(t)) x = std::isnan(x) ? 3 : x == 0.5 ? 1 : x + 0.0;
+      v.push_back({x, static_cast<int64_t>(x)});
+    }
+  return make_buf(t, v, transposed ? std::vector<int64_t>{3, 6} : std::vector<int64_t>{6, 3});
+}
+/// Values of the runs' grid (and one off it) to test membership in.
+Buf members_buf(DT t) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<Val> v;
+  for (double x : {0.5, 2.0, nan, -0.0, 7.0}) {
+    if (!dt_floating(t)) x = std::isnan(x) ? 3 : x == 0.5 ? 1 : x + 0.0;
+    v.push_back({x, static_cast<int64_t>(x)});
+  }
+  return make_buf(t, v, {5});
 }
 
 }  // namespace
@@ -83,6 +112,23 @@ void arrange_calls(Report& rep, const std::string& filter) {
     named_call(rep, filter, "cartesian_prod", {random_buf(t, {3}, {-3, 3}), random_buf(t, {2}, {-3, 3})}, {}, false, true);
     named_call(rep, filter, "cartesian_prod", {random_buf(t, {2}, {-3, 3}), random_buf(t, {2}, {-3, 3}), random_buf(t, {3}, {-3, 3})},
                {}, false, true);
+    // isin (invert), unique_consecutive (dim or -9: flattened), combinations (r, with_replacement)
+    const Buf runs = runs_buf(t, false), runs_t = runs_buf(t, true);
+    for (int invert : {0, 1}) {
+      named_call(rep, filter, "isin", {runs, members_buf(t)}, {d(invert)}, false, false);
+      named_call(rep, filter, "isin", {runs_t, members_buf(DT::I32)}, {d(invert)}, false, false);
+      named_call(rep, filter, "isin", {m, members_buf(DT::F64)}, {d(invert)}, false, false);
+    }
+    for (int dim : {-9, 0, 1, -1, 2}) {
+      named_call(rep, filter, "unique_consecutive", {runs}, {d(dim)}, false, false);
+      named_call(rep, filter, "unique_consecutive", {runs_t}, {d(dim)}, false, false);
+    }
+    named_call(rep, filter, "unique_consecutive", {m}, {-9}, false, false);
+    named_call(rep, filter, "unique_consecutive", {random_buf(t, {0, 0}, {-1, 1})}, {0}, false, false);  // refused
+    for (int r : {0, 1, 2, 3, 5})
+      for (int with : {0, 1})
+        named_call(rep, filter, "combinations", {random_buf(t, {4}, {-3, 3})}, {d(r), d(with)}, false, r > 0);
+    named_call(rep, filter, "combinations", {x3}, {2, 0}, false, true);  // not 1-d
     // diag_embed (offset, dim1, dim2), diagflat (offset), vander (N or -9, increasing)
     for (int off : {-2, 0, 1})
       for (auto [d1, d2] : {std::pair{-2, -1}, {0, 2}, {2, 0}, {1, 1}})

@@ -648,6 +648,15 @@ Result named(const Call& c) {
   if (op == "trace") return one(x.trace());
   if (op == "block_diag") return one(ember::block_diag(in));
   if (op == "cartesian_prod") return one(ember::cartesian_prod(in));
+  if (op == "isin") return one(ember::isin(x, in.at(1), false, arg(0) != 0));
+  if (op == "unique_consecutive") {
+    auto [values, inverse, counts] =
+        ember::unique_consecutive(x, true, true, arg(0) == -9 ? std::nullopt : std::optional<int64_t>(arg(0)));
+    r.out = from_ember(values);
+    r.more = {from_ember(inverse), from_ember(counts)};
+    return r;
+  }
+  if (op == "combinations") return one(ember::combinations(x, arg(0), arg(1) != 0));
   if (op == "diag_embed") return one(x.diag_embed(arg(0), arg(1), arg(2)));
   if (op == "diagflat") return one(x.diagflat(arg(0)));
   if (op == "vander") return one(ember::vander(x, arg(0) == -9 ? std::nullopt : std::optional<int64_t>(arg(0)), arg(1) != 0));

@@ -171,6 +171,8 @@ inline const char* known_call(const Call& c, const std::string& category, const 
              "f16/bf16 in f32, as it does for every op";
     if (why.find("has no Ember counterpart") != std::string::npos && why.find("Short") != std::string::npos)
       return "Ember has no int16: u8 with i8 promotes to i32 (PyTorch: int16)";
+    if (c.op == "isin" && why.find("Unsupported input type encountered for isin()") != std::string::npos)
+      return "isin of bool or bf16 tensors: libtorch 1.13 has no kernel for them; Ember compares every dtype";
     if (c.op == "heaviside" && c.kind == Kind::TensorScalar && why.find("different dtypes") != std::string::npos)
       return "heaviside with a number the tensor's dtype holds (x.heaviside(0.5)): Ember takes it; libtorch has no "
              "form with a number (its wrapped number has another dtype)";

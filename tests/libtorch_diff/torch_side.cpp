@@ -883,6 +883,15 @@ Result named(const Call& c) {
   if (op == "trace") return one(at::trace(x));
   if (op == "block_diag") return one(at::block_diag(in));
   if (op == "cartesian_prod") return one(at::cartesian_prod(in));
+  if (op == "isin") return one(at::isin(x, in.at(1), false, arg(0) != 0));
+  if (op == "unique_consecutive") {
+    auto [values, inverse, counts] =
+        at::unique_consecutive(x, true, true, arg(0) == -9 ? c10::optional<int64_t>() : c10::optional<int64_t>(arg(0)));
+    r.out = from_torch(values);
+    r.more = {from_torch(inverse), from_torch(counts)};
+    return r;
+  }
+  if (op == "combinations") return one(at::combinations(x, arg(0), arg(1) != 0));
   if (op == "diag_embed") return one(at::diag_embed(x, arg(0), arg(1), arg(2)));
   if (op == "diagflat") return one(at::diagflat(x, arg(0)));
   if (op == "vander") return one(at::vander(x, arg(0) == -9 ? c10::optional<int64_t>() : c10::optional<int64_t>(arg(0)), arg(1) != 0));

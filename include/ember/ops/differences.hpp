@@ -84,6 +84,9 @@ BasicTensor<P> cov(const BasicTensor<P>& x, int64_t correction = 1, const BasicT
 /// variable that does not vary.
 template <class P>
 BasicTensor<P> corrcoef(const BasicTensor<P>& x) {
+  // cov's checks on x, under corrcoef's name (cov takes no weights here, so no others apply).
+  EMBER_CHECK(x.dim() <= 2, "[corrcoef] expects at most 2 dims (variables, observations), got shape {}", x.sizes());
+  EMBER_CHECK(x.dtype() != DType::Bool, "[corrcoef] bool input is not supported");
   const BasicTensor<P> c = cov(x);
   if (c.dim() == 0) return c / c;
   const BasicTensor<P> sd = c.diagonal().sqrt();

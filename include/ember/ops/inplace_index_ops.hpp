@@ -55,6 +55,7 @@ BasicTensor<P> index_fill(const BasicTensor<P>& x, int64_t dim, const BasicTenso
   const BasicTensor<P> v = detail::fill_value(x, value, "index_fill");
   EMBER_CHECK(index.dim() <= 1, "[index_fill] index must be 0-d or 1-d, got shape {}", index.sizes());
   EMBER_CHECK(index.dtype() == DType::I64, "[index_fill] index must be i64, got {}", index.dtype());
+  EMBER_CHECK(index.device() == x.device(), "[index_fill] index is on {}, x on {}", index.device(), x.device());
   if (x.dim() == 0) return index_fill(x.reshape({1}), dim, index, v).reshape({});
   const int64_t d = wrap_dim(dim, x.dim(), "index_fill");
   const int64_t n = x.size(d);
@@ -66,7 +67,8 @@ BasicTensor<P> index_fill(const BasicTensor<P>& x, int64_t dim, const BasicTenso
     if (lo < 0) slots = where(slots.lt(0), slots + n, slots);  // negative positions count from the end, as PyTorch
   }
   // One write per slice: the value's gradient sums each filled slice once, as PyTorch's.
-  slots = std::get<0>(unique(slots));
+  // (On the host: a small index vector, and unique has no device kernel.)
+  slots = std::get<0>(unique(slots.to(kCPU))).to(x.device());
   Shape s = x.sizes();
   s[static_cast<size_t>(d)] = slots.numel();
   return x.index_copy(d, slots, v.expand(s));
@@ -154,19 +156,26 @@ template <class P>
 BasicTensor<P>& BasicTensor<P>::index_fill_(int64_t dim, const BasicTensor& index, const BasicTensor& value) {
   return copy_(ember::index_fill(detail::inplace_source(*this, "index_fill_", value), dim, index, value));
 }
+namespace detail {
+/// An in-place masked op writes x's shape: the mask must broadcast to it (checked before any
+/// work, not found out from the result's shape).
+template <class P>
+void check_mask_fits(const BasicTensor<P>& x, const BasicTensor<P>& mask, const char* op) {
+  EMBER_CHECK(mask.defined(), "[{}] needs a defined mask", op);
+  EMBER_CHECK(ops::broadcast_shapes(x.sizes(), mask.sizes(), op) == Shape(x.sizes()),
+              "[{}] mask of shape {} does not broadcast to x's shape {}", op, mask.sizes(), x.sizes());
+}
+}  // namespace detail
+
 template <class P>
 BasicTensor<P>& BasicTensor<P>::masked_scatter_(const BasicTensor& mask, const BasicTensor& source) {
-  const BasicTensor r = ember::masked_scatter(detail::inplace_source(*this, "masked_scatter_", source), mask, source);
-  EMBER_CHECK(r.sizes() == sizes(), "[masked_scatter_] mask of shape {} does not broadcast to x's shape {}",
-              mask.sizes(), sizes());
-  return copy_(r);
+  detail::check_mask_fits(*this, mask, "masked_scatter_");
+  return copy_(ember::masked_scatter(detail::inplace_source(*this, "masked_scatter_", source), mask, source));
 }
 template <class P>
 BasicTensor<P>& BasicTensor<P>::masked_fill_(const BasicTensor& mask, const BasicTensor& value) {
-  const BasicTensor r = detail::inplace_source(*this, "masked_fill_", value).masked_fill(mask, value);
-  EMBER_CHECK(r.sizes() == sizes(), "[masked_fill_] mask of shape {} does not broadcast to x's shape {}", mask.sizes(),
-              sizes());
-  return copy_(r);
+  detail::check_mask_fits(*this, mask, "masked_fill_");
+  return copy_(detail::inplace_source(*this, "masked_fill_", value).masked_fill(mask, value));
 }
 
 }  // namespace ember
