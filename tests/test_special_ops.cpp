@@ -306,6 +306,9 @@ TEST_CASE("special derivatives keep their precision where the textbook forms can
   // I1 and i1e near 0: the second derivatives are O(x), not the difference of two 1/(2x).
   auto [b1, b2] = derivatives([](const Tensor& t) { return t.i1(); }, tensor<double>({1e-40, 0.005, -0.02}));
   CHECK(close_relative(b2, {3.75e-41, 0.0018750065104237875, -0.007500416673958396}, 1e-9));
+  auto [bn1, bn2] = derivatives([](const Tensor& t) { return t.i1(); }, tensor<double>({kNaN, kInf}));
+  CHECK(close_relative(bn1, {kNaN, kInf}, 0));
+  CHECK(std::isnan(vals(bn2)[0]));  // NaN reaches the second derivative too
   auto [c1, c2] = derivatives([](const Tensor& t) { return t.i1e(); }, tensor<double>({0.005, -0.02}));
   CHECK(close_relative(c1, {0.49502336475391, 0.48037037675540745}, 1e-12));
   CHECK(close_relative(c2, {-0.9906686136029056, 0.9631913318783256}, 1e-9));

@@ -342,6 +342,13 @@ inline const char* known_special(const Call& c, DT result, const std::string& ca
       !(std::fabs(e.a - e.b) < 700) && std::isnan(e.torch) && e.ember == 0)
     return "logaddexp's second derivative where the operands are far apart or infinite: libtorch's "
            "1 / (1 + exp(b - a)) overflows or meets exp(inf - inf) (NaN); Ember's sigmoid form gives the limit, 0";
+  if ((op == "logaddexp" || op == "logaddexp2") && c.order == 2 && category == "value" && std::fabs(e.torch) < 1e-11 &&
+      std::fabs(e.ember) < 1e-11)
+    return "logaddexp's weighted second derivative where the two sides' terms cancel to 0: both libraries give "
+           "rounding noise below 1e-11, differently (libtorch 2.x's formula)";
+  if (op == "logaddexp2" && !derivative && category == "zero-sign" && e.has_b && e.a == e.b && e.ember == 0)
+    return "logaddexp2(-1, -1) = -1 + 1 is exactly 0: Ember divides log1p(1) by ln 2 (exactly 1) and gives +0; "
+           "libtorch 2.x's f16 path rounds to -0";
   return nullptr;
 }
 

@@ -7,7 +7,6 @@
 
 #include <ember/ops/functions.hpp>
 
-#include <limits>
 #include <numbers>
 
 namespace ember::autograd::detail {
@@ -35,11 +34,12 @@ BasicTensor<P> sinc_derivative(const BasicTensor<P>& x) {
 /// form's own derivative takes I1'/x - I1/x^2, two terms of size 1/(2x) that cancel to O(x)
 /// (the second derivative at 1e-40 came out 5e24), so below |x| = 0.01 the series
 /// 1/2 + 3x^2/16 + 5x^4/384 + 7x^6/18432 (the next term is below 1e-21). +-inf are taken at
-/// +-1e4, where I0 is already inf in every dtype (at inf itself i1e / i0e is 0 / 0).
+/// +-1e4, where I0 is already inf in every dtype (at inf itself i1e / i0e is 0 / 0); through a
+/// where, so that NaN still reaches the second derivative (nan_to_num's gradient drops it).
 template <class P>
 BasicTensor<P> bessel_i1_derivative(const BasicTensor<P>& x) {
   const BasicTensor<P> small = x.abs().lt(0.01);
-  const BasicTensor<P> finite = x.nan_to_num(std::numeric_limits<double>::quiet_NaN(), 1e4, -1e4);
+  const BasicTensor<P> finite = where(x.isinf(), x.sign() * 1e4, x);
   const BasicTensor<P> xs = where(small, x, 0.0), xl = where(small, 1.0, finite);
   const BasicTensor<P> s = xs.square();
   const BasicTensor<P> series = ((s * (7.0 / 18432) + 5.0 / 384) * s + 3.0 / 16) * s + 0.5;
