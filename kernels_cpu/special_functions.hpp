@@ -5,15 +5,18 @@
 // computed here too and rounded once. Scalar code: none of these is on a hot path that SIMD
 // would serve, and double keeps every one of them within a few ulps of the true value.
 
+#include "gamma_functions.hpp"
+
 #include <array>
 #include <cmath>
 #include <limits>
 
 namespace ember::cpu::special {
 
-inline constexpr double kPi = 3.14159265358979323846;
-inline constexpr double kInf = std::numeric_limits<double>::infinity();
-inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The constants gamma_functions.hpp already defines, shared rather than written again.
+using gamma::kInf;
+using gamma::kNaN;
+using gamma::kPi;
 inline constexpr double kSqrt2 = 1.41421356237309504880;
 inline constexpr double kInvSqrtPi = 0.56418958354775628695;   // 1 / sqrt(pi)
 inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1 / sqrt(2 pi)
