@@ -127,9 +127,47 @@ TEST_CASE("quantile and nanquantile: PyTorch's ranks and interpolations") {
   CHECK_ERROR(quantile(tensor<int64_t>({1, 2}), 0.5), "[quantile]", "f32 or f64", "i64");
   CHECK_ERROR(quantile(zeros({0}), 0.5), "[quantile]", "non-empty");
   CHECK_ERROR(quantile(v.to(DType::BF16), 0.5), "[quantile]", "f32 or f64", "bf16");
-  CHECK_ERROR(quantile(v, q.clone().requires_grad_()), "[quantile]", "require grad");
+  CHECK_ERROR(quantile(v, tensor<float>({{0.5f}})), "[quantile]", "1-d", "[1, 1]");
+  // Ranks in f64 from q rounded to the input's dtype, as libtorch 2.15: 0.3f * 35 is
+  // 10.5000004, so "nearest" picks element 11 (1.13's f32 product rounded to 10.5 gave 10).
+  CHECK(quantile(arange(36).to(DType::F32), 0.3, std::nullopt, false, "nearest").item<float>() == 11.0f);
+  CHECK(quantile(arange(36).to(DType::F64), 0.3, std::nullopt, false, "nearest").item<double>() == 10.0);
   // An empty q: (0, the result's shape).
   CHECK(quantile(s, tensor<float>(std::vector<float>{}), 1).sizes() == Shape{0, 2});
+}
+
+TEST_CASE("quantile: differentiable in q through the linear weight; a NaN slice's gradient") {
+  // d/dq of the linear quantile is (hi - lo) (n - 1): for v = [1, 2, 4, 8, 16] and q = 0.3 the
+  // rank 1.2 lies between 2 and 4, so 2 * 4 = 8 (torch.autograd.grad gives 8 too).
+  Tensor v = tensor<double>({1.0, 2.0, 4.0, 8.0, 16.0});
+  Tensor q = tensor<double>({0.3, 0.9}).requires_grad_();
+  quantile(v, q).sum().backward();
+  CHECK(same_values(values_of(q.grad()), {8, 32}));  // 0.9: rank 3.6 between 8 and 16: 8 * 4
+  std::string why;
+  manual_seed(9);
+  Tensor x = randn({3, 6}, DType::F64).requires_grad_();
+  Tensor qs = tensor<double>({0.15, 0.55, 0.7}).requires_grad_();  // no whole rank (a kink)
+  CHECK_MESSAGE(autograd::gradcheck([](const std::vector<Tensor>& in) { return quantile(in[0], in[1], 1); }, {x, qs}, {},
+                                    &why),
+                why);
+  CHECK_MESSAGE(autograd::gradcheck([](const std::vector<Tensor>& in) { return nanquantile(in[0], in[1], 0, true); },
+                                    {x, qs}, {}, &why),
+                why);
+  // The other interpolations do not depend on q continuously: no gradient reaches it.
+  Tensor q2 = tensor<double>({0.3}).requires_grad_();
+  Tensor lower = quantile(v, q2, std::nullopt, false, "lower");
+  CHECK(values_of(lower) == std::vector<double>{2});
+  CHECK_FALSE(lower.requires_grad());
+  // A slice holding NaN: the result is its last NaN, which takes the gradient (PyTorch sends
+  // it there too); nanquantile's gradient goes to the numbers it interpolates.
+  Tensor y = tensor<double>({{1.0, kNaN, 3.0, kNaN}, {4.0, 2.0, 1.0, 3.0}}).requires_grad_();
+  Tensor r = quantile(y, 0.5, 1);
+  CHECK(std::isnan(values_of(r)[0]));
+  r.sum().backward();
+  CHECK(values_of(y.grad()) == std::vector<double>{0, 0, 0, 1, 0, 0.5, 0, 0.5});
+  Tensor y2 = y.detach().clone().requires_grad_();
+  nanquantile(y2, 0.5, 1).sum().backward();  // row 0: the middle of [1, 3]; row 1: of [2, 3]
+  CHECK(values_of(y2.grad()) == std::vector<double>{0.5, 0, 0.5, 0, 0, 0.5, 0, 0.5});
 }
 
 TEST_CASE("nanmean and aminmax") {
@@ -172,6 +210,13 @@ TEST_CASE("searchsorted and bucketize: PyTorch's positions, rows of sequences, N
   CHECK_ERROR(searchsorted(seq, vals, false, true, "left"), "[searchsorted]", "contradicts");
   CHECK_ERROR(searchsorted(seq, vals, false, false, "middle"), "[searchsorted]", "middle");
   CHECK_ERROR(bucketize(vals, rows), "[bucketize]", "1-d", "[2, 3]");
+  // Compared in the operands' common dtype, as PyTorch: a bool sequence with i64 values, and
+  // an i64 sequence whose 2049 is 2048 in f16 (torch: [0, 1, 2] and [1]).
+  CHECK(values_of(searchsorted(tensor<bool>({false, true}), tensor<int64_t>({0, 1, 2}))) ==
+        std::vector<double>{0, 1, 2});
+  CHECK(values_of(searchsorted(tensor<int64_t>({2049}), full({1}, 2048.0, DType::F16), false, true)) ==
+        std::vector<double>{1});
+  CHECK_ERROR(searchsorted(tensor<bool>({false, true}), tensor<bool>({true})), "[searchsorted]", "numeric");
 }
 
 TEST_CASE("bincount and histc") {
@@ -210,4 +255,19 @@ TEST_CASE("bincount and histc") {
   // The data's range with a NaN is NaN (PyTorch's error too); bounds as the dtype holds them.
   CHECK_ERROR(histc(tensor<double>({1.0, kNaN, 2.0}), 4), "[histc]", "not finite");
   CHECK(values_of(histc(tensor<float>({0.1f}), 2, 0.0, 0.1)) == std::vector<double>{0, 1});
+  // An f16/bf16 element's bin is computed step by step in its dtype, as PyTorch's kernel: in
+  // bf16, (0.9375 + 3.109375) * 7 / (4 + 3.109375) is 4.0625 * 7 = 28.5 over 7.125, 4.0
+  // (exactly: 3.98), so
+  // torch.histc(tensor([-3.109375, 0.9375, 4.0], dtype=bfloat16), 7) is [1, 0, 0, 0, 1, 0, 1].
+  CHECK(values_of(histc(tensor<float>({-3.109375f, 0.9375f, 4.0f}).to(DType::BF16), 7)) ==
+        std::vector<double>{1, 0, 0, 0, 1, 0, 1});
+  CHECK(values_of(histc(tensor<float>({-3.109375f, 0.9375f, 4.0f}), 7)) == std::vector<double>{1, 0, 0, 1, 0, 0, 1});
+  // A one-value range widened by 1 each way that the dtype cannot hold apart (f16 2051 and
+  // 2053 both round to 2052): the bins of [2051, 2053] in f64, not a division by zero; a
+  // value f64 itself cannot widen is refused.
+  CHECK(values_of(histc(full({2}, 2052.0, DType::F16), 3)) == std::vector<double>{0, 2, 0});
+  CHECK_ERROR(histc(full({2}, 1e300, DType::F64), 3), "[histc]", "empty");
+  Tensor many = histc(tensor<float>({0.25f, 0.75f}).to(DType::F16), 70000, 0, 1);  // more bins than f16 holds
+  CHECK(many.select(0, 17500).item<double>() == 1);
+  CHECK(many.select(0, 52500).item<double>() == 1);
 }

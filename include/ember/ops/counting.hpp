@@ -10,6 +10,7 @@
 
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
+#include <ember/ops/descriptors.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -59,7 +60,8 @@ BasicTensor<P> searchsorted(const BasicTensor<P>& sorted_sequence, const BasicTe
   }
   EMBER_CHECK(sorted_sequence.dim() >= 1, "[{}] the sorted sequence must have at least 1 dim, got shape {}", op,
               sorted_sequence.sizes());
-  EMBER_CHECK(sorted_sequence.dtype() != DType::Bool && values.dtype() != DType::Bool,
+  // Compared in their common dtype, as libtorch's: bool only where both are bool.
+  EMBER_CHECK(sorted_sequence.dtype() != DType::Bool || values.dtype() != DType::Bool,
               "[{}] expects numeric tensors, got {} and {}", op, sorted_sequence.dtype(), values.dtype());
   const bool rows = sorted_sequence.dim() > 1;
   if (rows) {
@@ -69,8 +71,12 @@ BasicTensor<P> searchsorted(const BasicTensor<P>& sorted_sequence, const BasicTe
                 "[{}] a sequence of shape {} needs values with the same leading dims (..., K), got shape {}", op,
                 sorted_sequence.sizes(), values.sizes());
   }
-  const bool floating = sorted_sequence.is_floating_point() || values.is_floating_point();
-  const BasicTensor<P> seq = detail::host_values(sorted_sequence, floating), val = detail::host_values(values, floating);
+  // Both in their common dtype first (an i64 sequence searched for f16 values is rounded to
+  // f16, as libtorch's), then in f64 or i64, which hold every value of it.
+  const DType common = ops::result_type({&sorted_sequence.impl(), &values.impl()});
+  const bool floating = is_floating(common);
+  const BasicTensor<P> seq = detail::host_values(sorted_sequence.to(common), floating),
+                       val = detail::host_values(values.to(common), floating);
   const int64_t m = sorted_sequence.size(-1), count = values.numel();
   const int64_t per_row = rows ? (values.dim() == 0 ? 1 : values.size(-1)) : count;
   std::vector<int64_t> out(static_cast<size_t>(count));
@@ -132,9 +138,9 @@ BasicTensor<P> bincount(const BasicTensor<P>& input, const BasicTensor<P>& weigh
 
 /// A histogram of `bins` equal-width bins over [min, max] (min = max: the elements' own range,
 /// which NaN makes an error, as PyTorch's), in the input's dtype. Elements outside the range
-/// (and NaN) are not counted; one equal to max goes to the last bin. Bins are computed in f64
-/// from the bounds rounded to the input's dtype: an element within an ulp of an inner edge may
-/// land one bin away from PyTorch's (whose arithmetic is in the input's dtype).
+/// (and NaN) are not counted; one equal to max goes to the last bin. An element's bin is
+/// (x - min) * bins / (max - min) with the bounds and every step rounded to the input's dtype,
+/// as PyTorch's kernel computes it, so that elements at an edge land in the same bin.
 template <class P>
 BasicTensor<P> histc(const BasicTensor<P>& input, int64_t bins = 100, double min = 0, double max = 0) {
   constexpr const char* op = "histc";
@@ -145,7 +151,16 @@ BasicTensor<P> histc(const BasicTensor<P>& input, int64_t bins = 100, double min
   const double* v = x.template data_ptr<double>();
   const int64_t n = x.numel();
   // The bounds as the input's dtype holds them (an f32 0.1f equals max = 0.1 there).
-  auto rounded = [&](double b) { return full<P>({}, b, TensorOptions(input.dtype())).template item<double>(); };
+  // (Rounding an exact f64 result to f32 and then to f16/bf16 gives what PyTorch's f32
+  // arithmetic followed by its rounding gives: f64 and f32 hold both roundings exactly.)
+  const DType dt = input.dtype();
+  auto rounded = [dt](double b) {
+    const float f = static_cast<float>(b);
+    if (dt == DType::F64) return b;
+    if (dt == DType::F16) return static_cast<double>(static_cast<float>(Half(f)));
+    if (dt == DType::BF16) return static_cast<double>(static_cast<float>(BFloat16(f)));
+    return static_cast<double>(f);
+  };
   double lo = rounded(min), hi = rounded(max);
   if (lo == hi && n > 0) {
     // The data's own range, as PyTorch's aminmax: NaN anywhere makes it NaN (refused below).
@@ -158,13 +173,26 @@ BasicTensor<P> histc(const BasicTensor<P>& input, int64_t bins = 100, double min
       lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
     }
   }
-  if (lo == hi) lo -= 1, hi += 1;
+  // A single value widens to [v - 1, v + 1]. Where the dtype cannot hold those bounds apart
+  // (f16 2052), or the number of bins (f16, above 65504), the bins are computed in f64
+  // instead: PyTorch divides by zero or by infinity there.
+  bool in_dtype = std::isfinite(rounded(static_cast<double>(bins)));
+  if (lo == hi) {
+    lo -= 1, hi += 1;
+    in_dtype = in_dtype && rounded(lo) < rounded(hi);
+    if (in_dtype) lo = rounded(lo), hi = rounded(hi);
+  }
   EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), "[{}] the range [{}, {}] is not finite", op, lo, hi);
+  EMBER_CHECK(lo < hi, "[{}] the range [{}, {}] is empty in f64 (min {}, max {})", op, lo, hi, min, max);
+  auto step = [&](double r) { return in_dtype ? rounded(r) : r; };
   std::vector<double> counts(static_cast<size_t>(bins), 0.0);
   for (int64_t i = 0; i < n; ++i) {
     if (!(v[i] >= lo && v[i] <= hi)) continue;
-    auto b = static_cast<int64_t>((v[i] - lo) * static_cast<double>(bins) / (hi - lo));
-    counts[static_cast<size_t>(std::min(b, bins - 1))] += 1;
+    const double scaled = step(step(v[i] - lo) * step(static_cast<double>(bins)));
+    const double pos = step(scaled / step(hi - lo));
+    // (max itself, and a position that rounding took to bins or beyond, go to the last bin)
+    const int64_t b = pos < static_cast<double>(bins - 1) ? static_cast<int64_t>(pos) : bins - 1;
+    counts[static_cast<size_t>(b)] += 1;
   }
   return from_blob<P>(counts.data(), {bins}, TensorOptions(DType::F64)).clone().to(input.device(), input.dtype());
 }

@@ -7,7 +7,8 @@
 ///   Tensor iqr = quantile(x, tensor<float>({0.25f, 0.75f}));  // both quartiles of all of x
 ///
 /// Written with sort (stable, NaN last) and gather, so values are differentiable as PyTorch's:
-/// the gradient goes to the selected elements (quantile: shared by the two it interpolates;
+/// the gradient goes to the selected elements (quantile: shared by the two it interpolates, and
+/// to a tensor q through the linear interpolation's weight; a slice holding NaN: its last NaN;
 /// median of all elements: shared by every element equal to it). quantile takes f32 and f64
 /// inputs, as PyTorch's.
 
@@ -61,38 +62,39 @@ std::pair<BasicTensor<P>, BasicTensor<P>> median_at(const BasicTensor<P>& x, int
   return {values, indices};
 }
 
-/// One quantile q of each slice along the last dim of `sorted` (NaN last), PyTorch's ranks.
+/// The quantiles at `rank` (f64 fractional positions, the shape of `sorted` but for a last dim
+/// of 1) of each slice along the last dim of `sorted` (NaN last), PyTorch's interpolations.
+/// The linear form's weight is rank - floor(rank), so the result is differentiable in q
+/// through the rank, as PyTorch's.
 template <class P>
-BasicTensor<P> quantile_sorted(const BasicTensor<P>& sorted, const BasicTensor<P>& valid, double q,
-                               std::string_view interpolation) {
-  // Ranks in the input's dtype, as PyTorch computes them (q rounded to it first).
-  const BasicTensor<P> qt = full_like(valid, q);
-  BasicTensor<P> rank = qt * (valid - 1.0);
-  rank = rank.clamp_min(0.0);  // a slice of NaN only: rank 0, a NaN
-  if (interpolation == "lower") return sorted.gather(-1, rank.floor().to(DType::I64));
-  if (interpolation == "higher") return sorted.gather(-1, rank.ceil().to(DType::I64));
-  if (interpolation == "nearest") return sorted.gather(-1, rank.round().to(DType::I64));  // halves to even
-  const BasicTensor<P> below = rank.floor(), above = rank.ceil();
-  const BasicTensor<P> lo = sorted.gather(-1, below.to(DType::I64)), hi = sorted.gather(-1, above.to(DType::I64));
-  if (interpolation == "midpoint") return lo.lerp(hi, full_like(rank, 0.5));
-  return lo.lerp(hi, rank - below);  // linear
+BasicTensor<P> quantile_at_rank(const BasicTensor<P>& sorted, const BasicTensor<P>& rank,
+                                std::string_view interpolation) {
+  const BasicTensor<P> below = rank.detach().floor();
+  if (interpolation == "lower") return sorted.gather(-1, below.to(DType::I64));
+  if (interpolation == "higher") return sorted.gather(-1, rank.detach().ceil().to(DType::I64));
+  if (interpolation == "nearest") return sorted.gather(-1, rank.detach().round().to(DType::I64));  // halves to even
+  const BasicTensor<P> lo = sorted.gather(-1, below.to(DType::I64));
+  const BasicTensor<P> hi = sorted.gather(-1, rank.detach().ceil().to(DType::I64));
+  if (interpolation == "midpoint") return lo.lerp(hi, full_like(lo, 0.5));
+  return lo.lerp(hi, (rank - below).to(sorted.dtype()));  // linear
 }
 
 template <class P>
 BasicTensor<P> quantile_impl(const BasicTensor<P>& x, const BasicTensor<P>& q, std::optional<int64_t> dim,
                              bool keepdim, std::string_view interpolation, bool ignore_nan, const char* op) {
-  // f32 and f64 only, as PyTorch: ranks are computed in the input's dtype, and f16/bf16 would
-  // round n - 1 past the last element.
+  // f32 and f64 only, as PyTorch (q is rounded to the input's dtype).
   EMBER_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::F64, "[{}] expects an f32 or f64 tensor, got {}", op,
               x.dtype());
-  EMBER_CHECK(!q.requires_grad(), "[{}] q must not require grad (the quantile is not differentiated in q)", op);
   EMBER_CHECK(q.dim() <= 1, "[{}] q must be a number or a 1-d tensor, got shape {}", op, q.sizes());
+  EMBER_CHECK(q.device() == x.device(), "[{}] q must be on the input's device {}, got {}", op, x.device(), q.device());
   EMBER_CHECK(interpolation == "linear" || interpolation == "lower" || interpolation == "higher" ||
                   interpolation == "midpoint" || interpolation == "nearest",
               "[{}] interpolation must be linear, lower, higher, midpoint or nearest, got '{}'", op, interpolation);
   const BasicTensor<P> qd = q.detach().to(kCPU, DType::F64).contiguous();
-  std::vector<double> qs(qd.template data_ptr<double>(), qd.template data_ptr<double>() + qd.numel());
-  for (double v : qs) EMBER_CHECK(v >= 0 && v <= 1, "[{}] q values must be in [0, 1], got {}", op, v);
+  for (int64_t i = 0; i < qd.numel(); ++i) {
+    const double v = qd.template data_ptr<double>()[i];
+    EMBER_CHECK(v >= 0 && v <= 1, "[{}] q values must be in [0, 1], got {}", op, v);
+  }
   EMBER_CHECK(x.numel() > 0, "[{}] expects a non-empty input, got shape {}", op, x.sizes());
   // The dim to reduce goes last; without a dim, all of x is one slice.
   BasicTensor<P> v;
@@ -103,38 +105,47 @@ BasicTensor<P> quantile_impl(const BasicTensor<P>& x, const BasicTensor<P>& q, s
   } else {
     v = x.reshape({-1});
   }
-  auto sorted = v.sort(-1).first;
-  const int64_t n = v.size(-1);
+  const int64_t n = v.size(-1), nq = q.dim() == 0 ? 1 : q.size(0);
   EMBER_CHECK(n > 0, "[{}] cannot take a quantile over an empty dim of shape {}", op, x.sizes());
-  const BasicTensor<P> numbers = v.isnan().logical_not().sum({-1}, true);  // non-NaN values per slice
-  std::vector<BasicTensor<P>> out;
-  for (double qv : qs) {
-    BasicTensor<P> r;  // the slice shape with a last dim of 1
-    if (ignore_nan) {
-      r = quantile_sorted(sorted, numbers.to(x.dtype()), qv, interpolation);
-    } else {
-      // Every value counts; a slice holding NaN gives NaN whatever q is.
-      r = quantile_sorted(sorted, full_like(numbers, n).to(x.dtype()), qv, interpolation)
-              .masked_fill(numbers.lt(n), std::numeric_limits<double>::quiet_NaN());
-    }
-    if (!dim) {
-      r = keepdim ? r.reshape(Shape(static_cast<size_t>(x.dim()), 1)) : r.reshape({});
-    } else if (x.dim() == 0) {
-      r = r.reshape({});
-    } else {
-      r = r.transpose(d, -1);  // back to x's order, size 1 at dim
-      if (!keepdim) r = r.squeeze(d);
-    }
-    out.push_back(r);
-  }
-  if (q.dim() == 0) return out[0];
-  if (out.empty()) {  // an empty q: (0, the result's shape)
-    Shape s = quantile_impl(x, full<P>({}, 0.5, TensorOptions(DType::F64)), dim, keepdim, interpolation, ignore_nan, op)
-                  .sizes();
+  if (nq == 0) {  // an empty q: (0, the result's shape)
+    const BasicTensor<P> half = full<P>({}, 0.5, TensorOptions(DType::F64).device(x.device()));
+    Shape s = quantile_impl(x, half, dim, keepdim, interpolation, ignore_nan, op).sizes();
     s.insert(0, 0);
     return empty<P>(s, TensorOptions(x.dtype()).device(x.device()));
   }
-  return stack(out, 0);
+  // Every q against every slice: sorted (Q, ..., n), ranks (Q, ..., 1). q is rounded to x's
+  // dtype first, as PyTorch's; the ranks are computed in f64, as libtorch 2.15's (1.13 and
+  // earlier 2.x releases computed them in x's dtype, which cannot count past 2^24 in f32).
+  Shape expanded = v.sizes();
+  expanded.insert(0, nq);
+  const BasicTensor<P> sorted = v.sort(-1).first.unsqueeze(0).expand(expanded);
+  Shape q_shape(static_cast<size_t>(v.dim() + 1), 1);
+  q_shape[0] = nq;
+  const BasicTensor<P> qx = q.to(x.dtype()).to(DType::F64).reshape(q_shape);
+  const BasicTensor<P> numbers = v.isnan().logical_not().sum({-1}, true).unsqueeze(0);  // non-NaN values per slice
+  BasicTensor<P> rank;
+  if (ignore_nan) {
+    // Ranks among the numbers; a slice of NaN only gets rank 0, a NaN. (where, not clamp_min:
+    // a rank of exactly 0 keeps its gradient in q, as PyTorch's masked_fill of ranks < 0.)
+    const BasicTensor<P> r = qx * (numbers.to(DType::F64) - 1.0);
+    rank = where(r.lt(0.0), zeros_like(r), r);
+  } else {
+    // Every value counts; a slice holding NaN takes its last sorted value, a NaN, whatever q is
+    // (so its gradient goes to that NaN, as PyTorch's).
+    rank = where(numbers.lt(n), full_like(numbers, n - 1).to(DType::F64), qx * static_cast<double>(n - 1));
+  }
+  BasicTensor<P> r = quantile_at_rank(sorted, rank, interpolation);  // (Q, ..., 1)
+  if (!dim) {
+    Shape s(static_cast<size_t>(keepdim ? x.dim() : 0), 1);
+    s.insert(0, nq);
+    r = r.reshape(s);
+  } else if (x.dim() == 0) {
+    r = r.reshape({nq});
+  } else {
+    r = r.transpose(d + 1, -1);  // back to x's order (after q's dim), size 1 at dim
+    if (!keepdim) r = r.squeeze(d + 1);
+  }
+  return q.dim() == 0 ? r.select(0, 0) : r;
 }
 
 }  // namespace detail
@@ -188,8 +199,8 @@ BasicTensor<P> quantile(const BasicTensor<P>& x, const BasicTensor<P>& q, std::o
 template <class P>
 BasicTensor<P> quantile(const BasicTensor<P>& x, double q, std::optional<int64_t> dim = std::nullopt,
                         bool keepdim = false, std::string_view interpolation = "linear") {
-  return detail::quantile_impl(x, full<P>({}, q, TensorOptions(DType::F64)), dim, keepdim, interpolation, false,
-                               "quantile");
+  const BasicTensor<P> qt = full<P>({}, q, TensorOptions(DType::F64).device(x.device()));
+  return detail::quantile_impl(x, qt, dim, keepdim, interpolation, false, "quantile");
 }
 /// quantile ignoring NaN (NaN only where a slice holds nothing else).
 template <class P>
@@ -201,8 +212,8 @@ BasicTensor<P> nanquantile(const BasicTensor<P>& x, const BasicTensor<P>& q, std
 template <class P>
 BasicTensor<P> nanquantile(const BasicTensor<P>& x, double q, std::optional<int64_t> dim = std::nullopt,
                            bool keepdim = false, std::string_view interpolation = "linear") {
-  return detail::quantile_impl(x, full<P>({}, q, TensorOptions(DType::F64)), dim, keepdim, interpolation, true,
-                               "nanquantile");
+  const BasicTensor<P> qt = full<P>({}, q, TensorOptions(DType::F64).device(x.device()));
+  return detail::quantile_impl(x, qt, dim, keepdim, interpolation, true, "nanquantile");
 }
 
 /// The mean of the non-NaN elements over dims (all when empty); NaN where none is left.
