@@ -225,6 +225,8 @@ inline bool differentiable_input(const Call& c, size_t i) {
   if (op == "cross_entropy" || op == "nll_loss") return i == 0;
   if (op == "bce_with_logits" || op == "binary_cross_entropy") return i < 2;  // not weight nor pos_weight
   if (op == "multi_margin_loss" || op == "soft_margin_loss" || op == "hinge_embedding_loss") return i == 0;
+  // q reaches the result only through the linear interpolation's weight (code 0).
+  if (op == "quantile" || op == "nanquantile") return i == 0 || c.args.at(3) == 0;
   return true;
 }
 
@@ -254,6 +256,7 @@ Result run_torch(const Call& c);
 /// PyTorch release changed is excused for that release only (known_differences.hpp).
 const char* torch_version();
 int torch_major();
+int torch_minor();
 Result run_ember(const Call& c);
 
 }  // namespace ediff

@@ -712,6 +712,34 @@ Result named(const Call& c) {
     std::vector<int64_t> size(c.args.begin(), c.args.end() - 1);
     return one(F::affine_grid(x, ember::Shape(ember::IntArrayRef(size)), c.args.back() != 0));
   }
+  // calls_statistics.cpp's: counting, order statistics and distances.
+  {
+    static const char* const interpolations[] = {"linear", "lower", "higher", "midpoint", "nearest"};
+    auto side = [&](size_t i) {
+      return arg(i) == 0 ? std::optional<std::string_view>() : std::optional<std::string_view>(arg(i) == 1 ? "left" : "right");
+    };
+    if (op == "searchsorted") return one(ember::searchsorted(x, in.at(1), arg(0) != 0, arg(1) != 0, side(2)));
+    if (op == "bucketize") return one(ember::bucketize(x, in.at(1), false, arg(0) != 0));
+    if (op == "bincount") return one(ember::bincount(x, in.size() > 1 ? in.at(1) : ember::Tensor(), arg(0)));
+    if (op == "histc") return one(ember::histc(x, arg(0), c.args.at(1), c.args.at(2)));
+    if (op == "median" || op == "nanmedian") {
+      const bool nan = op == "nanmedian";
+      if (arg(0) == -9) return one(nan ? ember::nanmedian(x) : ember::median(x));
+      return two(nan ? ember::nanmedian(x, arg(0), arg(1) != 0) : ember::median(x, arg(0), arg(1) != 0));
+    }
+    if (op == "quantile" || op == "nanquantile") {
+      const bool nan = op == "nanquantile";
+      const std::optional<int64_t> dim = dim_or_all(1);
+      const bool keep = arg(2) != 0;
+      const std::string_view interp = interpolations[arg(3)];
+      if (c.args.at(0) == -9)
+        return one(nan ? ember::nanquantile(x, in.at(1), dim, keep, interp) : ember::quantile(x, in.at(1), dim, keep, interp));
+      return one(nan ? ember::nanquantile(x, c.args.at(0), dim, keep, interp)
+                     : ember::quantile(x, c.args.at(0), dim, keep, interp));
+    }
+    if (op == "cdist") return one(F::cdist(x, in.at(1), c.args.at(0), dim_or_all(1)));
+    if (op == "pdist") return one(F::pdist(x, c.args.at(0)));
+  }
   throw std::runtime_error("ember_side: no named op " + op);
 }
 

@@ -79,5 +79,7 @@ void transformer_calls(Report& rep, const std::string& filter);
 void decomposition_calls(Report& rep, const std::string& filter);
 /// calls_arrange.cpp.
 void arrange_calls(Report& rep, const std::string& filter);
+/// calls_statistics.cpp.
+void statistics_calls(Report& rep, const std::string& filter);
 
 }  // namespace ediff

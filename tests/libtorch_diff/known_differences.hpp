@@ -64,6 +64,58 @@ inline bool is_normalisation(const std::string& op) {
   return op == "layer_norm" || op == "group_norm" || op == "batch_norm" || op == "instance_norm";
 }
 
+/// The ops that pick elements by sorting or comparing: between tied values (+0 and -0 among
+/// them), which one is picked, and takes the gradient, is unspecified in both libraries
+/// (PyTorch 2's quantile sorts unstably; Ember's sorts are stable).
+inline bool selects_among_ties(const std::string& op) {
+  return op == "topk" || op == "kthvalue" || op == "sort" || op == "max_dim" || op == "min_dim" || op == "cummax" ||
+         op == "cummin" || op == "quantile" || op == "nanquantile";
+}
+
+/// quantile/nanquantile of an f32 input holding no NaN, with an interpolation that picks an
+/// element (lower 1, higher 2, nearest 4): whether the q behind output element e (the number
+/// argument, or that element's q of the tensor operand; any q of it for a gradient) gives
+/// another element when its rank q (n - 1) is computed in f32 (libtorch 1.13 and 2.x before
+/// the change to f64 ranks) instead of f64 (libtorch 2.15, Ember).
+inline bool quantile_rank_in_f32_differs(const Call& c, const Element& e) {
+  if (c.ins.at(0).dt != DT::F32 || c.args.size() < 4) return false;
+  const int mode = static_cast<int>(c.args.at(3));
+  if (mode != 1 && mode != 2 && mode != 4) return false;
+  const Buf& x = c.ins.at(0);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (std::isnan(x.at(i))) return false;
+  const int dim = static_cast<int>(c.args.at(1));
+  int64_t n = x.numel();
+  if (dim != -9 && !x.shape.empty()) n = x.shape.at(static_cast<size_t>(dim < 0 ? dim + static_cast<int>(x.shape.size()) : dim));
+  std::vector<double> qs;
+  if (c.args.at(0) != -9) {
+    qs.push_back(c.args.at(0));
+  } else if (!c.grad && c.ins.at(1).numel() > 0) {
+    // The result's first dim is q's (of length Q), each q's part numel(x) / n elements.
+    const int64_t part = n > 0 ? x.numel() / n : 1;
+    if (c.ins.at(1).shape.empty()) qs.push_back(c.ins.at(1).at(0));
+    else qs.push_back(c.ins.at(1).at(std::min(e.index / std::max<int64_t>(part, 1), c.ins.at(1).numel() - 1)));
+  } else {
+    for (int64_t i = 0; i < c.ins.at(1).numel(); ++i) qs.push_back(c.ins.at(1).at(i));
+  }
+  auto pick = [mode](double rank) {
+    return mode == 1 ? std::floor(rank) : mode == 2 ? std::ceil(rank) : std::nearbyint(rank);
+  };
+  for (double q : qs) {
+    const float qf = static_cast<float>(q);
+    const float rank32 = qf * static_cast<float>(n - 1);
+    if (pick(rank32) != pick(static_cast<double>(qf) * static_cast<double>(n - 1))) return true;
+  }
+  return false;
+}
+
+/// The number of NaN elements of b.
+inline int64_t nan_count(const Buf& b) {
+  int64_t n = 0;
+  for (int64_t i = 0; i < b.numel(); ++i) n += std::isnan(b.at(i));
+  return n;
+}
+
 /// Whether the element's first-input value occurs elsewhere in that input (a tie).
 inline bool tied(const Call& c, const Element& e) {
   if (c.ins.empty() || std::isnan(e.a)) return false;
@@ -179,7 +231,10 @@ inline const char* known_call(const Call& c, const std::string& category, const 
     if (c.op == "hardtanh" && why.find("unsigned type with negative limits") != std::string::npos)
       return "Ember clamps an unsigned tensor to any limits (the negative one has no effect)";
   }
-  if (category == "accept" && ember.ok && c.order == 2 && torch.error.find("derivative for aten::") != std::string::npos &&
+  if (category == "accept" && ember.ok && c.order == 2 &&
+      (torch.error.find("derivative for aten::") != std::string::npos ||
+       torch.error.find("derivative for '_cdist_backward'") != std::string::npos ||
+       torch.error.find("derivative for '_pdist_backward'") != std::string::npos) &&
       torch.error.find("is not implemented") != std::string::npos)
     return "libtorch has no double backward for this op (its backward is one kernel without a derivative); Ember's "
            "is checked by gradgradcheck in its tests";
@@ -462,9 +517,7 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
       return "grid_sample's gradient: sums of products with zero weights, whose zero's sign depends on the order";
     if ((op == "maximum" || op == "minimum" || op == "fmax" || op == "fmin") && e.a == 0 && e.b == 0)
       return "+0 against -0 is a tie: Ember returns the first operand; libtorch's answer depends on its code path";
-    if ((op == "topk" || op == "kthvalue" || op == "sort" || op == "max_dim" || op == "min_dim" || op == "cummax" ||
-         op == "cummin") &&
-        e.ember == 0 && e.torch == 0)
+    if (selects_among_ties(op) && e.ember == 0 && e.torch == 0)
       return "+0 and -0 compare equal: which of the tied zeros is picked is unspecified (in both libraries)";
     if (op == "grid_sample" && c.args.at(1) == 0)
       return "samples reading the zeros padding: Ember's weighted sum can give -0 (a negative weight or pixel times "
@@ -485,11 +538,17 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
     return nullptr;
   }
   if (category != "value") return nullptr;
-  if (c.grad && c.kind == Kind::Named && tied(c, e) &&
-      (op == "topk" || op == "kthvalue" || op == "sort" || op == "max_dim" || op == "min_dim" || op == "cummax" ||
-       op == "cummin"))
+  if (c.grad && c.kind == Kind::Named && e.output == 0 && tied(c, e) && selects_among_ties(op))
     return "a gradient through a selection among tied values: which of the equal elements is picked (and takes the "
            "gradient) is unspecified, in both libraries";
+  if ((v1() || (torch_major() == 2 && torch_minor() < 15)) && (op == "quantile" || op == "nanquantile") &&
+      quantile_rank_in_f32_differs(c, e))
+    return "quantile of an f32 tensor: libtorch before 2.15 computes the rank q (n - 1) in f32, 2.15 and Ember in f64; "
+           "where the f32 product rounds onto a half (nearest) or a whole number (lower, higher), another element is "
+           "picked";
+  if (v1() && op == "histc" && e.index == 0 && e.torch - e.ember == nan_count(c.ins.at(0)))
+    return "histc of an input holding NaN: libtorch 1.13 counts each NaN in the first bin (PyTorch 2 and Ember, "
+           "as documented, ignore NaN)";
   if (c.grad && c.kind == Kind::Named && (op == "var" || op == "std" || op == "cumprod") && !all_finite(c.ins.at(0)))
     return "a gradient through a slice holding inf or NaN (var/std: NaN themselves; cumprod: inf * 0 terms): "
            "libtorch's closed forms and Ember's give NaN or inf at different places";

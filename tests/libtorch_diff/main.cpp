@@ -1075,6 +1075,7 @@ int main(int argc, char** argv) {
   ediff::transformer_calls(rep, filter);
   ediff::decomposition_calls(rep, filter);
   ediff::arrange_calls(rep, filter);
+  ediff::statistics_calls(rep, filter);
   std::printf("\n%d calls, %d differ from libtorch, %d known differences (--verbose lists them)\n", rep.calls,
               rep.mismatched_calls, rep.known);
   for (const auto& [cat, n] : rep.by_category) std::printf("  %s: %d\n", cat.c_str(), n);

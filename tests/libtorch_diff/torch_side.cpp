@@ -951,6 +951,35 @@ Result named(const Call& c) {
     return one(at::max_unpool2d(x.unsqueeze(-1), in.at(1).unsqueeze(-1), {arg(0), 1}).squeeze(-1));
   if (op == "affine_grid")
     return one(at::affine_grid_generator(x, std::vector<int64_t>(c.args.begin(), c.args.end() - 1), c.args.back() != 0));
+  // calls_statistics.cpp's: counting, order statistics and distances.
+  {
+    static const char* const interpolations[] = {"linear", "lower", "higher", "midpoint", "nearest"};
+    auto side = [&](size_t i) {
+      return arg(i) == 0 ? c10::optional<c10::string_view>() : c10::optional<c10::string_view>(arg(i) == 1 ? "left" : "right");
+    };
+    if (op == "searchsorted") return one(at::searchsorted(x, in.at(1), arg(0) != 0, arg(1) != 0, side(2)));
+    if (op == "bucketize") return one(at::bucketize(x, in.at(1), false, arg(0) != 0));
+    if (op == "bincount")
+      return one(at::bincount(x, in.size() > 1 ? c10::optional<at::Tensor>(in.at(1)) : c10::optional<at::Tensor>(), arg(0)));
+    if (op == "histc") return one(at::histc(x, arg(0), c.args.at(1), c.args.at(2)));
+    if (op == "median" || op == "nanmedian") {
+      const bool nan = op == "nanmedian";
+      if (arg(0) == -9) return one(nan ? at::nanmedian(x) : at::median(x));
+      return two(nan ? at::nanmedian(x, arg(0), arg(1) != 0) : at::median(x, arg(0), arg(1) != 0));
+    }
+    if (op == "quantile" || op == "nanquantile") {
+      const bool nan = op == "nanquantile";
+      const c10::optional<int64_t> dim = arg(1) == -9 ? c10::optional<int64_t>() : c10::optional<int64_t>(arg(1));
+      const bool keep = arg(2) != 0;
+      const c10::string_view interp = interpolations[arg(3)];
+      if (c.args.at(0) == -9)
+        return one(nan ? at::nanquantile(x, in.at(1), dim, keep, interp) : at::quantile(x, in.at(1), dim, keep, interp));
+      return one(nan ? at::nanquantile(x, c.args.at(0), dim, keep, interp) : at::quantile(x, c.args.at(0), dim, keep, interp));
+    }
+    if (op == "cdist")
+      return one(at::cdist(x, in.at(1), c.args.at(0), arg(1) == -9 ? c10::optional<int64_t>() : c10::optional<int64_t>(arg(1))));
+    if (op == "pdist") return one(at::pdist(x, c.args.at(0)));
+  }
   throw std::logic_error("torch_side: no named op " + op);
 }
 
@@ -1036,5 +1065,6 @@ Result run_torch(const Call& c) {
 
 const char* torch_version() { return TORCH_VERSION; }
 int torch_major() { return TORCH_VERSION_MAJOR; }
+int torch_minor() { return TORCH_VERSION_MINOR; }
 
 }  // namespace ediff
