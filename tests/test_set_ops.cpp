@@ -107,6 +107,57 @@ TEST_CASE("unique_consecutive: runs, inverse and counts, NaN and -0, along a dim
   CHECK_ERROR(unique_consecutive(tensor({1, 2}), false, false, 1), "unique_consecutive");
 }
 
+TEST_CASE("unique_dim: distinct slices in lexicographic order, inverse and counts, NaN and -0") {
+  // torch.unique(a, dim=0, return_inverse=True, return_counts=True): rows [[1, 1], [1, 2],
+  // [3, 1]], inverse [2, 1, 2, 0, 1], counts [1, 2, 2]; dim=1: columns [[1, 3], [2, 1], ...],
+  // inverse [1, 0], counts [1, 1].
+  const Tensor a = tensor({3, 1, 1, 2, 3, 1, 1, 1, 1, 2}).view({5, 2});
+  auto [r0, i0, c0] = unique_dim(a, 0, true, true, true);
+  CHECK(r0.sizes() == Shape{3, 2});
+  CHECK(ints(r0) == I{1, 1, 1, 2, 3, 1});
+  CHECK(ints(i0) == I{2, 1, 2, 0, 1});
+  CHECK(ints(c0) == I{1, 2, 2});
+  auto [r1, i1, c1] = unique_dim(a, -1, true, true, true);
+  CHECK(r1.sizes() == Shape{5, 2});
+  CHECK(ints(r1) == I{1, 3, 2, 1, 1, 3, 1, 1, 2, 1});
+  CHECK(ints(i1) == I{1, 0});
+  CHECK(ints(c1) == I{1, 1});
+  // A strided input gives the same; without inverse or counts those stay undefined.
+  auto [rt, it, ct] = unique_dim(a.t().contiguous().t(), 0);
+  CHECK(ints(rt) == I{1, 1, 1, 2, 3, 1});
+  CHECK((!it.defined() && !ct.defined()));
+  // -0 equals 0 (torch: columns [[-0, 0.5], [0, 1]], inverse [1, 0, 1], counts [1, 2]);
+  // a slice holding NaN is after the numbers and equal to no other slice.
+  auto [rz, iz, cz] = unique_dim(tensor<double>({0.5, -0.0, 0.5, 1.0, 0.0, 1.0}).view({2, 3}), 1, true, true, true);
+  CHECK(vals(rz) == F{-0.0, 0.5, 0.0, 1.0});
+  CHECK(ints(iz) == I{1, 0, 1});
+  CHECK(ints(cz) == I{1, 2});
+  auto [rn, in, cn] = unique_dim(tensor<double>({kNaN, 1.0, kNaN, 1.0, 0.0, 1.0}).view({3, 2}), 0, true, true, true);
+  CHECK(rn.sizes() == Shape{3, 2});
+  CHECK(ints(in) == I{1, 2, 0});
+  CHECK(ints(cn) == I{1, 1, 1});
+  // Against a loop: random small integers, every row's run holds rows equal to it.
+  manual_seed(3);
+  const Tensor big = randint(0, 3, {40, 3});
+  auto [rb, ib, cb] = unique_dim(big, 0, true, true, true);
+  CHECK(cb.sum().item<int64_t>() == 40);
+  CHECK(equal(rb.index_select(0, ib), big));
+  for (int64_t k = 1; k < rb.size(0); ++k) {  // strictly increasing rows
+    const I prev = ints(rb.select(0, k - 1)), cur = ints(rb.select(0, k));
+    CHECK(std::lexicographical_compare(prev.begin(), prev.end(), cur.begin(), cur.end()));
+  }
+  // bool, an empty dim, and refusals (torch's rule for other empty dims).
+  auto [rbool, ibool, cbool] = unique_dim(tensor({true, false, true}), 0, true, true, true);
+  CHECK(ints(rbool) == I{0, 1});
+  CHECK(ints(ibool) == I{1, 0, 1});
+  auto [e, ei, ec] = unique_dim(zeros({0, 3}), 0, true, true, true);
+  CHECK(e.sizes() == Shape{0, 3});
+  CHECK((ei.numel() == 0 && ec.numel() == 0 && ei.dtype() == DType::I64));
+  CHECK_ERROR(unique_dim(zeros({2, 0}), 0), "[unique_dim]", "[2, 0]");
+  CHECK_ERROR(unique_dim(tensor({1}).view({}), 0), "[unique_dim]", "0-d");
+  CHECK_ERROR(unique_dim(tensor({1, 2}), 1), "unique_dim");
+}
+
 TEST_CASE("combinations: lexicographic rows, with replacement, empty cases, gradient, refusals") {
   const Tensor x = tensor({1.0f, 2.0f, 3.0f});
   const Tensor c = combinations(x, 2);

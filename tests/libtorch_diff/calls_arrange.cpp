@@ -30,14 +30,16 @@ Buf random_ints(std::vector<int64_t> shape, int lo, int hi) {
 
 /// A (6, 3) buffer of runs for unique_consecutive and isin (transposed: (3, 6)): rows 0 and 1
 /// equal only by -0 == 0, rows 3 and 4 equal but for NaN (which keeps them apart), rows 2
-/// and 5 the same; integer dtypes take 0 for -0, 3 for NaN and 1 for 0.5.
-Buf runs_buf(DT t, bool transposed) {
+/// and 5 the same; integer dtypes take 0 for -0, 3 for NaN and 1 for 0.5. Without with_nan, 2
+/// instead of NaN (for unique_dim, whose order of slices holding NaN libtorch leaves open).
+Buf runs_buf(DT t, bool transposed, bool with_nan = true) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double rows[6][3] = {{0.5, 0.5, -0.0}, {0.5, 0.5, 0.0}, {1, 1, 2}, {nan, 1, 2}, {nan, 1, 2}, {1, 1, 2}};
   std::vector<Val> v;
   for (int i = 0; i < (transposed ? 3 : 6); ++i)
     for (int j = 0; j < (transposed ? 6 : 3); ++j) {
       double x = transposed ? rows[j][i] : rows[i][j];
+      if (!with_nan && std::isnan(x)) x = 2;
       if (!dt_floating(t)) x = std::isnan(x) ? 3 : x == 0.5 ? 1 : x + 0.0;
       v.push_back({x, static_cast<int64_t>(x)});
     }
@@ -125,6 +127,21 @@ void arrange_calls(Report& rep, const std::string& filter) {
     }
     named_call(rep, filter, "unique_consecutive", {m}, {-9}, false, false);
     named_call(rep, filter, "unique_consecutive", {random_buf(t, {0, 0}, {-1, 1})}, {0}, false, false);  // refused
+    // unique_dim (dim): ties and -0 == 0 between rows (runs_buf without its NaN rows), small
+    // random integers with repeated rows, empty dims
+    for (int dim : {0, 1, -1}) {
+      named_call(rep, filter, "unique_dim", {runs_buf(t, false, false)}, {d(dim)}, false, false);
+      named_call(rep, filter, "unique_dim", {runs_buf(t, true, false)}, {d(dim)}, false, false);
+    }
+    named_call(rep, filter, "unique_dim", {random_buf(t, {0, 0}, {-1, 1})}, {0}, false, false);  // refused
+    named_call(rep, filter, "unique_dim", {random_buf(t, {0, 3}, {-1, 1})}, {0}, false, false);
+    named_call(rep, filter, "unique_dim", {random_buf(t, {3, 0}, {-1, 1})}, {0}, false, false);  // refused
+    named_call(rep, filter, "unique_dim", {random_buf(t, {2, 3, 2}, {0, 1}, false)}, {1}, false, false);
+    named_call(rep, filter, "unique_dim", {random_buf(t, {}, {0, 1}, false)}, {0}, false, false);  // 0-d: refused
+    std::vector<int64_t> small;
+    for (int k = 0; k < 18; ++k) small.push_back(pick(0, t == DT::Bool ? 1 : 2));
+    named_call(rep, filter, "unique_dim", {ints_buf(small, {9, 2}, t)}, {0}, false, false);
+    named_call(rep, filter, "unique_dim", {ints_buf(small, {3, 6}, t)}, {1}, false, false);
     for (int r : {0, 1, 2, 3, 5})
       for (int with : {0, 1})
         named_call(rep, filter, "combinations", {random_buf(t, {4}, {-3, 3})}, {d(r), d(with)}, false, r > 0);

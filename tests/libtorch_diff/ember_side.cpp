@@ -656,6 +656,12 @@ Result named(const Call& c) {
     r.more = {from_ember(inverse), from_ember(counts)};
     return r;
   }
+  if (op == "unique_dim") {
+    auto [values, inverse, counts] = ember::unique_dim(x, arg(0), true, true, true);
+    r.out = from_ember(values);
+    r.more = {from_ember(inverse), from_ember(counts)};
+    return r;
+  }
   if (op == "combinations") return one(ember::combinations(x, arg(0), arg(1) != 0));
   if (op == "diag_embed") return one(x.diag_embed(arg(0), arg(1), arg(2)));
   if (op == "diagflat") return one(x.diagflat(arg(0)));

@@ -891,6 +891,12 @@ Result named(const Call& c) {
     r.more = {from_torch(inverse), from_torch(counts)};
     return r;
   }
+  if (op == "unique_dim") {
+    auto [values, inverse, counts] = at::unique_dim(x, arg(0), true, true, true);
+    r.out = from_torch(values);
+    r.more = {from_torch(inverse), from_torch(counts)};
+    return r;
+  }
   if (op == "combinations") return one(at::combinations(x, arg(0), arg(1) != 0));
   if (op == "diag_embed") return one(at::diag_embed(x, arg(0), arg(1), arg(2)));
   if (op == "diagflat") return one(at::diagflat(x, arg(0)));

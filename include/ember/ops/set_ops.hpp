@@ -1,12 +1,13 @@
 #pragma once
-/// Membership and runs, as libtorch's: isin, unique_consecutive, combinations.
+/// Membership and runs, as libtorch's: isin, unique_consecutive, unique_dim, combinations.
 ///
 ///   Tensor keep = isin(tokens, stop_words, false, true);   // true where a token is not a stop word
 ///   auto [runs, id, len] = unique_consecutive(labels, true, true);  // run-length encoding
+///   auto [rows, which, n] = unique_dim(edges, 0, true, true, true);  // distinct rows, counted
 ///   Tensor pairs = combinations(points_index, 2);            // every unordered pair, as rows
 ///
-/// isin's and unique_consecutive's results are detached (PyTorch's unique_consecutive records
-/// a backward that raises); combinations is an index_select of its input, differentiable.
+/// isin's, unique_consecutive's and unique_dim's results are detached (PyTorch's record a
+/// backward that raises); combinations is an index_select of its input, differentiable.
 
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
@@ -70,6 +71,18 @@ BasicTensor<P> isin(Scalar element, const BasicTensor<P>& test_elements, bool as
   return isin(test_elements.scalar_like(element), test_elements, assume_unique, invert);
 }
 
+namespace detail {
+/// The check unique_consecutive and unique_dim share: slices along dim d of x can be compared
+/// only if no other dim is empty (PyTorch's rule; an empty dim d itself is fine).
+template <class P>
+void check_comparable_slices(const BasicTensor<P>& x, int64_t d, const char* op) {
+  bool others_nonzero = true;
+  for (int64_t k = 0; k < x.dim(); ++k) others_nonzero = others_nonzero && (k == d || x.size(k) > 0);
+  EMBER_CHECK(others_nonzero, "[{}] shape {} has a dim of size 0 other than dim {}: its slices cannot be compared", op,
+              x.sizes(), d);
+}
+}  // namespace detail
+
 /// The first element of every run of equal consecutive elements (of the flattened tensor, or
 /// the first slice of every run of equal slices along dim), with, when asked, the run each
 /// element (slice) belongs to (inverse: x's shape, or (size(dim),)) and each run's length
@@ -88,11 +101,7 @@ std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> unique_consecutive(co
   if (dim) {
     EMBER_CHECK(x.dim() >= 1, "[{}] dim {} given for a 0-d tensor", op, *dim);
     d = wrap_dim(*dim, x.dim(), op);
-    // Empty: only along dim (PyTorch refuses a 0 elsewhere, and more than one 0).
-    bool others_nonzero = true;
-    for (int64_t k = 0; k < x.dim(); ++k) others_nonzero = others_nonzero && (k == d || x.size(k) > 0);
-    EMBER_CHECK(others_nonzero, "[{}] shape {} has a dim of size 0 other than dim {}: its slices cannot be compared",
-                op, x.sizes(), d);
+    detail::check_comparable_slices(x, d, op);  // empty only along dim, as PyTorch
     along = v;
   } else {
     along = v.reshape({-1});
@@ -121,6 +130,72 @@ std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> unique_consecutive(co
                              starts;
   }
   return {values, inverse, counts};
+}
+
+/// The distinct slices of x along dim, in lexicographic order (a slice compared as its
+/// elements in order; NaN after every number, -0 equal to 0), with the inverse (for each slice
+/// of x, its position among them, an i64 vector) and the counts when asked (undefined
+/// otherwise). As at::unique_dim (torch.unique(x, dim=d)); a slice holding NaN equals no other
+/// slice. Detached; sorted on the host, O(n log n) slice comparisons. `sorted` is accepted for
+/// libtorch's signature: the result is always sorted, as PyTorch's.
+template <class P>
+std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> unique_dim(const BasicTensor<P>& x, int64_t dim,
+                                                                      bool sorted = true, bool return_inverse = false,
+                                                                      bool return_counts = false) {
+  (void)sorted;
+  constexpr const char* op = "unique_dim";
+  EMBER_CHECK(x.defined(), "[{}] needs a defined tensor", op);
+  EMBER_CHECK(x.dim() >= 1, "[{}] dim {} given for a 0-d tensor", op, dim);
+  const int64_t d = wrap_dim(dim, x.dim(), op);
+  detail::check_comparable_slices(x, d, op);
+  const BasicTensor<P> v = x.detach();
+  const int64_t n = v.size(d);
+  const TensorOptions index_options = TensorOptions(DType::I64).device(x.device());
+  if (n == 0) {
+    return {v.clone(), return_inverse ? empty<P>({0}, index_options) : BasicTensor<P>(),
+            return_counts ? empty<P>({0}, index_options) : BasicTensor<P>()};
+  }
+  const bool floating = v.is_floating_point();
+  const BasicTensor<P> rows = detail::host_values(v.movedim(d, 0).reshape({n, -1}), floating);
+  const int64_t m = rows.size(1);
+  std::vector<int64_t> order(static_cast<size_t>(n)), run_of(static_cast<size_t>(n)), first, counts;
+  for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  auto run = [&]<class T>(const T* r) {
+    // Lexicographic, NaN last in each position: a strict weak order, so the sort is defined.
+    auto less = [&](int64_t a, int64_t b) {
+      for (int64_t k = 0; k < m; ++k) {
+        const T va = r[a * m + k], vb = r[b * m + k];
+        const bool na = va != va, nb = vb != vb;
+        if (na || nb) {
+          if (na != nb) return nb;  // a number before NaN
+          continue;
+        }
+        if (va != vb) return va < vb;
+      }
+      return false;
+    };
+    auto equal = [&](int64_t a, int64_t b) {
+      for (int64_t k = 0; k < m; ++k)
+        if (!(r[a * m + k] == r[b * m + k])) return false;  // NaN equals nothing
+      return true;
+    };
+    std::stable_sort(order.begin(), order.end(), less);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t row = order[static_cast<size_t>(i)];
+      if (i == 0 || !equal(order[static_cast<size_t>(i - 1)], row)) first.push_back(row), counts.push_back(0);
+      run_of[static_cast<size_t>(row)] = static_cast<int64_t>(first.size()) - 1;
+      ++counts.back();
+    }
+  };
+  if (floating) run(rows.template data_ptr<double>());
+  else run(rows.template data_ptr<int64_t>());
+  const int64_t runs = static_cast<int64_t>(first.size());
+  auto index = [&](std::vector<int64_t>& values, int64_t len) {
+    return from_blob<P>(values.data(), {len}, TensorOptions(DType::I64)).clone().to(x.device());
+  };
+  BasicTensor<P> values = v.index_select(d, index(first, runs));
+  return {values, return_inverse ? index(run_of, n) : BasicTensor<P>(),
+          return_counts ? index(counts, runs) : BasicTensor<P>()};
 }
 
 /// Every combination of r elements of a 1-d tensor, as the rows of an (C, r) tensor in
