@@ -82,14 +82,50 @@ inline double hurwitz_zeta(int64_t s, double q) {
   return sum + tail;
 }
 
-/// psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1; digamma for n = 0. Trigamma (n = 1)
-/// of a negative x by reflection, psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x): accurate there at
-/// any magnitude.
+/// The highest order that polygamma reflects for a negative x: pi^(n+1) times the largest
+/// coefficient of the cot derivative (about 2^n n!) stays finite up to here.
+inline constexpr int64_t kMaxReflectedOrder = 100;
+
+/// pi^(n+1) times the n-th derivative of cot at pi r, for 0 < |r| <= 1/2: P_n(cot(pi r)), where
+/// P_0(c) = c and P_(k+1)(c) = -(1 + c^2) P_k'(c). P_n has only powers of c of n + 1's parity,
+/// all with the sign (-1)^n, so it is evaluated as c^((n+1) mod 2) Q(c^2) without
+/// cancellation. n <= kMaxReflectedOrder.
+inline double pi_cot_derivative(int64_t n, double r) {
+  double p[kMaxReflectedOrder + 3] = {0, 1};  // P_0 = c; coefficient k of c^k
+  for (int64_t k = 0; k < n; ++k) {
+    // P' then times -(1 + c^2): degree k + 1 -> k + 2.
+    double next[kMaxReflectedOrder + 3] = {};
+    for (int64_t j = 0; j <= k + 1; ++j) {
+      const double derivative = (j + 1 <= k + 1) ? static_cast<double>(j + 1) * p[j + 1] : 0;
+      next[j] -= derivative;
+      next[j + 2] -= derivative;
+    }
+    for (int64_t j = 0; j <= k + 2; ++j) p[j] = next[j];
+  }
+  // cot(pi r) = cos(pi r) / sin(pi r), the cosine as sin(pi (1/2 - |r|)) (1/2 - |r| is exact
+  // to within its rounding): exactly 0 at r = +-1/2, where cos(pi / 2) in floating point is not.
+  const double c = std::sin(kPi * (0.5 - std::fabs(r))) / std::sin(kPi * r), c2 = c * c;
+  // Q(c^2) by Horner over the powers of n + 1's parity, from the leading coefficient (so that
+  // an infinite c, x within 1e-308 of a pole, gives an infinity and not 0 * inf).
+  double q = p[n + 1];
+  for (int64_t j = n - 1; j >= 0; j -= 2) q = q * c2 + p[j];
+  return std::pow(kPi, static_cast<double>(n + 1)) * ((n + 1) % 2 == 1 ? c * q : q);
+}
+
+/// psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1; digamma for n = 0. A negative
+/// non-integer x by reflection, psi^(n)(x) = (-1)^n psi^(n)(1 - x) - pi d^n/dx^n cot(pi x)
+/// (trigamma: pi^2 / sin^2(pi x) - psi1(1 - x)), the cot taken at x's distance from the nearest
+/// integer: accurate at any magnitude, in O(n^2) rather than a sum over |x| terms. (Orders
+/// above kMaxReflectedOrder sum, and are NaN below kLowestZetaArgument.)
 inline double polygamma(int64_t n, double x) {
   if (n == 0) return digamma(x);
   if (n == 1 && x < 0 && x != std::floor(x) && x > -kInf) {
     const double sine = std::sin(kPi * (x - std::nearbyint(x)));
     return kPi * kPi / (sine * sine) - polygamma(1, 1 - x);
+  }
+  if (n <= kMaxReflectedOrder && x < 0 && x != std::floor(x) && x > -kInf) {
+    const double mirror = polygamma(n, 1 - x);
+    return (n % 2 == 0 ? mirror : -mirror) - pi_cot_derivative(n, x - std::nearbyint(x));
   }
   double factorial = 1;
   for (int64_t k = 2; k <= n; ++k) factorial *= static_cast<double>(k);

@@ -135,9 +135,10 @@ std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> unique_consecutive(co
 /// The distinct slices of x along dim, in lexicographic order (a slice compared as its
 /// elements in order; NaN after every number, -0 equal to 0), with the inverse (for each slice
 /// of x, its position among them, an i64 vector) and the counts when asked (undefined
-/// otherwise). As at::unique_dim (torch.unique(x, dim=d)); a slice holding NaN equals no other
-/// slice. Detached; sorted on the host, O(n log n) slice comparisons. `sorted` is accepted for
-/// libtorch's signature: the result is always sorted, as PyTorch's.
+/// otherwise, where libtorch always fills them). As at::unique_dim (torch.unique(x, dim=d));
+/// a slice holding NaN equals no other slice, and of equal slices (-0 and 0) the first in x's
+/// order is kept. Detached; sorted on the host (stable), O(n log n) slice comparisons.
+/// `sorted` is accepted for libtorch's signature: the result is always sorted, as PyTorch's.
 template <class P>
 std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> unique_dim(const BasicTensor<P>& x, int64_t dim,
                                                                       bool sorted = true, bool return_inverse = false,
