@@ -4,10 +4,13 @@
 # warning-free. (Templates are only checked where instantiated: CI also builds
 # tests/clang/train.cpp at -Werror under both compilers.)
 #
-#   tests/headers/check.sh [JOBS]        (CXX: the compiler, default clang++)
+#   tests/headers/check.sh [JOBS]             (CXX: the compiler, default clang++)
+#   tests/headers/check.sh [JOBS] --together  every header in one unit instead: the warnings
+#                                             only, in a few seconds (a second compiler's pass)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 jobs=${1:-2}
+together=${2:-}
 export CXX=${CXX:-clang++}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -31,6 +34,16 @@ export -f check_one
 headers=$(cd "$root/include" && find ember -name '*.hpp' | sort)
 [[ -n $headers ]] || { echo "no headers under $root/include/ember"; exit 1; }
 count=$(echo "$headers" | wc -l)
+if [[ $together == --together ]]; then
+  sed 's/.*/#include <&>/' <<<"$headers" > "$tmp/all.cpp"
+  # shellcheck disable=SC2086
+  $CXX -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I"$root/include" $EXTRA_FLAGS "$tmp/all.cpp"
+  echo "ok: all $count headers in one unit compile under $CXX -Wall -Wextra -Werror"
+  exit 0
+elif [[ -n $together ]]; then
+  echo "unknown argument '$together' (expected --together)"
+  exit 2
+fi
 failures=$(echo "$headers" | xargs -P "$jobs" -I{} bash -c 'check_one "$1"' _ {})
 if [[ -n $failures ]]; then
   echo "$failures"

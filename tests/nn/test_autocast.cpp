@@ -131,8 +131,8 @@ TEST_CASE("autocast: guards nest, f16 can be chosen, other dtypes are refused, s
     CHECK(other_thread == DType::F32);
   }
   CHECK(autocast::detail::t_state.depth == 0);
-  CHECK_THROWS_WITH_AS(AutocastGuard(DType::F32), doctest::Contains("[autocast]"), Error);
-  CHECK_THROWS_WITH_AS(AutocastGuard(DType::I8), doctest::Contains("got i8"), Error);
+  CHECK_THROWS_WITH_AS(AutocastGuard{DType::F32}, doctest::Contains("[autocast]"), Error);
+  CHECK_THROWS_WITH_AS(AutocastGuard{DType::I8}, doctest::Contains("got i8"), Error);
   CHECK_FALSE(autocast::is_enabled());  // a refused guard leaves the state as it was
 }
 

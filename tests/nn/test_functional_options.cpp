@@ -501,7 +501,14 @@ TEST_CASE("F::foo(x, {}) means libtorch's default options, not a zero first argu
   // Without the braced overloads these would run with a slope, alpha, beta, lambda, p or
   // margin of 0, or along dim 0.
   CHECK(same(F::leaky_relu(x, {}), F::leaky_relu(x, 0.01)));
+#if defined(__clang__)  // the braces are the point here: clang warns of them around a scalar
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wbraced-scalar-init"
+#endif
   CHECK(same(F::leaky_relu(x, {0.2}), F::leaky_relu(x, 0.2)));  // a value in braces is still the value
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
   CHECK(same(F::elu(x, {}), F::elu(x, 1.0)));
   CHECK(same(F::celu(x, {}), F::celu(x, 1.0)));
   CHECK(same(F::hardtanh(x, {}), F::hardtanh(x, -1.0, 1.0)));

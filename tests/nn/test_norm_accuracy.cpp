@@ -185,7 +185,8 @@ TEST_CASE("layer_norm, group_norm and batch_norm edges: non-finite values, long 
   Tensor ww = full({1}, inf).requires_grad_(), bw = zeros({1}).requires_grad_();
   Tensor rm6 = zeros({1}), rv6 = ones({1});
   nn::F::batch_norm(xw, rm6, rv6, ww, bw, true).backward(tensor<float>({{1.f, -2.f, 0.5f}, {0.3f, 1.f, 1.f}}).reshape({2, 1, 3}));
-  CHECK(xw.grad().flatten().eq(tensor<float>({inf, -inf, -inf, inf, inf, inf})).all().item<bool>());
+  const float finf = std::numeric_limits<float>::infinity();
+  CHECK(xw.grad().flatten().eq(tensor<float>({finf, -finf, -finf, finf, finf, finf})).all().item<bool>());
   // A constant channel with eps = 0: rstd is 0, so y = bias and the gradients of x and the
   // weight are 0 (PyTorch's InvStd), not NaN.
   Tensor xc = full({2, 1, 3}, 2.0).requires_grad_(), wc0 = full({1}, 1.5).requires_grad_();

@@ -134,7 +134,10 @@ TEST_CASE("LSTM with proj_size: weight_hr, projected h and output, c at hidden_s
   CHECK_MESSAGE(autograd::gradcheck<DefaultPolicy>(f, inputs, {}, &why), why);
   Tensor loss = f(inputs).square().sum();
   loss.backward();
-  for (auto& [name, p] : small->named_parameters()) {
+  for (auto& item : small->named_parameters()) {
+    // Not a structured binding: clang before 16 cannot capture one in the macros' lambdas.
+    const std::string& name = item.first;
+    const Tensor& p = item.second;
     REQUIRE_MESSAGE(p.grad().defined(), name);
     CHECK_MESSAGE(p.grad().abs().sum().item<double>() > 0, name);
   }

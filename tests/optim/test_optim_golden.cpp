@@ -341,7 +341,10 @@ TEST_CASE("optim golden: every optimiser case matches PyTorch step by step") {
       if (static_cast<int>(c.states.size()) < s) continue;
       const optim::Optimizer::StateNames names = opt->state_names();
       for (const auto& [key, want] : c.states[s - 1]) {
-        const auto& [i, buffer] = key;
+        // Named copies, not a structured binding: clang before 16 cannot capture one in a lambda
+        // (CAPTURE and the MESSAGE macros make lambdas).
+        const auto i = key.first;
+        const auto& buffer = key.second;
         CAPTURE(s);
         CAPTURE(buffer);
         const optim::ParamState* st = opt->state(params[static_cast<size_t>(i)]);
