@@ -13,6 +13,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ediff {
@@ -38,6 +39,32 @@ Buf sorted_rows(DT t, std::vector<int64_t> shape) {
     }
   }
   return make_buf(t, v, std::move(shape));
+}
+
+/// The rows of sorted_rows(t, shape) each shuffled, and the i64 sorter that sorts them back:
+/// searchsorted's sequence and sorter.
+std::pair<Buf, Buf> shuffled_rows(DT t, std::vector<int64_t> shape) {
+  const int64_t m = shape.back();
+  int64_t rows = 1;
+  for (size_t k = 0; k + 1 < shape.size(); ++k) rows *= shape[k];
+  std::vector<Val> v, order;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int> row;
+    for (int64_t j = 0; j < m; ++j) row.push_back(t == DT::Bool ? pick(0, 1) : pick(-4, 4));
+    std::sort(row.begin(), row.end());
+    std::vector<int64_t> perm(static_cast<size_t>(m)), sorter(static_cast<size_t>(m));
+    for (int64_t j = 0; j < m; ++j) perm[static_cast<size_t>(j)] = j;
+    for (int64_t j = m - 1; j > 0; --j) std::swap(perm[static_cast<size_t>(j)], perm[static_cast<size_t>(pick(0, static_cast<int>(j)))]);
+    for (int64_t j = 0; j < m; ++j) {  // position j holds sorted element perm[j]
+      const int q = row[static_cast<size_t>(perm[static_cast<size_t>(j)])];
+      const double x = dt_floating(t) ? q / 2.0 : t == DT::U8 ? q + 4 : q;
+      v.push_back({x, static_cast<int64_t>(x)});
+      sorter[static_cast<size_t>(perm[static_cast<size_t>(j)])] = j;
+    }
+    for (int64_t s : sorter) order.push_back({static_cast<double>(s), s});
+  }
+  Buf sorter_buf = make_buf(DT::I64, order, shape);
+  return {make_buf(t, v, std::move(shape)), std::move(sorter_buf)};
 }
 
 /// Values to look up: the sequences' own levels (ties), values between and beyond them, and
@@ -83,6 +110,15 @@ void statistics_calls(Report& rep, const std::string& filter) {
     named_call(rep, filter, "searchsorted", {seq_rows, lookups(t, {7})}, {0, 0, 0}, false, false);     // rank
     named_call(rep, filter, "searchsorted", {sorted_rows(t, {0}), lookups(t, {3})}, {0, 0, 0}, false, false);
     named_call(rep, filter, "searchsorted", {seq, lookups(DT::I64, {5})}, {0, 0, 0}, false, false);  // mixed dtypes
+    // With a sorter: an unsorted sequence (1-d, and one per row) and the indices that sort it.
+    const auto [shuffled, sorter] = shuffled_rows(t, {9});
+    const auto [shuffled_rows_, row_sorter] = shuffled_rows(t, {3, 6});
+    for (int right : {0, 1}) {
+      named_call(rep, filter, "searchsorted", {shuffled, lookups(t, {4, 5}), sorter}, {0, d(right), 0}, false, false);
+      named_call(rep, filter, "searchsorted", {shuffled_rows_, lookups(t, {3, 7}), row_sorter}, {0, d(right), 0}, false,
+                 false);
+    }
+    named_call(rep, filter, "searchsorted", {shuffled, lookups(t, {4}), row_sorter}, {0, 0, 0}, false, false);  // shape
     for (int right : {0, 1}) named_call(rep, filter, "bucketize", {lookups(t, {3, 4}), seq}, {d(right)}, false, false);
     named_call(rep, filter, "bucketize", {lookups(t, {3, 4}), seq_rows}, {0}, false, false);  // 2-d boundaries
 

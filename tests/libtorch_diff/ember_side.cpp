@@ -724,7 +724,8 @@ Result named(const Call& c) {
     auto side = [&](size_t i) {
       return arg(i) == 0 ? std::optional<std::string_view>() : std::optional<std::string_view>(arg(i) == 1 ? "left" : "right");
     };
-    if (op == "searchsorted") return one(ember::searchsorted(x, in.at(1), arg(0) != 0, arg(1) != 0, side(2)));
+    if (op == "searchsorted")
+      return one(ember::searchsorted(x, in.at(1), arg(0) != 0, arg(1) != 0, side(2), in.size() > 2 ? in.at(2) : ember::Tensor()));
     if (op == "bucketize") return one(ember::bucketize(x, in.at(1), false, arg(0) != 0));
     if (op == "bincount") return one(ember::bincount(x, in.size() > 1 ? in.at(1) : ember::Tensor(), arg(0)));
     if (op == "histc") return one(ember::histc(x, arg(0), c.args.at(1), c.args.at(2)));

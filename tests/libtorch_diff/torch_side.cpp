@@ -963,7 +963,8 @@ Result named(const Call& c) {
     auto side = [&](size_t i) {
       return arg(i) == 0 ? c10::optional<c10::string_view>() : c10::optional<c10::string_view>(arg(i) == 1 ? "left" : "right");
     };
-    if (op == "searchsorted") return one(at::searchsorted(x, in.at(1), arg(0) != 0, arg(1) != 0, side(2)));
+    if (op == "searchsorted")
+      return one(at::searchsorted(x, in.at(1), arg(0) != 0, arg(1) != 0, side(2), in.size() > 2 ? in.at(2) : at::Tensor()));
     if (op == "bucketize") return one(at::bucketize(x, in.at(1), false, arg(0) != 0));
     if (op == "bincount")
       return one(at::bincount(x, in.size() > 1 ? c10::optional<at::Tensor>(in.at(1)) : c10::optional<at::Tensor>(), arg(0)));

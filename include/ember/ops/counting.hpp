@@ -30,13 +30,15 @@ BasicTensor<P> host_values(const BasicTensor<P>& t, bool floating) {
 }
 
 /// PyTorch's binary search: the first position whose value is not below v (right: not at or
-/// below v). NaN compares as the largest value, in the sequence and as v.
+/// below v). NaN compares as the largest value, in the sequence and as v. With `order` (a
+/// sorter's row), the sequence is read as seq[order[0]], seq[order[1]], ...
 template <class T>
-int64_t search_position(const T* seq, int64_t n, T v, bool right) {
+int64_t search_position(const T* seq, int64_t n, T v, bool right, const int64_t* order = nullptr) {
   int64_t lo = 0, hi = n;
   while (lo < hi) {
     const int64_t mid = lo + ((hi - lo) >> 1);
-    const bool go_right = right ? !(seq[mid] > v) : !(seq[mid] >= v);
+    const T at = seq[order ? order[mid] : mid];
+    const bool go_right = right ? !(at > v) : !(at >= v);
     if (go_right) lo = mid + 1;
     else hi = mid;
   }
@@ -49,9 +51,12 @@ int64_t search_position(const T* seq, int64_t n, T v, bool right) {
 /// position whose element is >= the value (right: > the value). sorted_sequence is 1-d, or
 /// (..., M) with the values' leading dims (..., K) (one sequence per row). i64 result (i32 with
 /// out_int32) of the values' shape. side "left" or "right" overrides right, as libtorch's.
+/// With a sorter (i64, sorted_sequence's shape: the indices that sort each row, as argsort
+/// gives them) the sequence need not be sorted; positions are in the sorted order.
 template <class P>
 BasicTensor<P> searchsorted(const BasicTensor<P>& sorted_sequence, const BasicTensor<P>& values, bool out_int32 = false,
-                            bool right = false, std::optional<std::string_view> side = std::nullopt) {
+                            bool right = false, std::optional<std::string_view> side = std::nullopt,
+                            const BasicTensor<P>& sorter = {}) {
   constexpr const char* op = "searchsorted";
   if (side) {
     EMBER_CHECK(*side == "left" || *side == "right", "[{}] side must be \"left\" or \"right\", got \"{}\"", op, *side);
@@ -73,23 +78,47 @@ BasicTensor<P> searchsorted(const BasicTensor<P>& sorted_sequence, const BasicTe
   }
   // Both in their common dtype first (an i64 sequence searched for f16 values is rounded to
   // f16, as libtorch's), then in f64 or i64, which hold every value of it.
+  const int64_t m = sorted_sequence.size(-1), count = values.numel();
+  BasicTensor<P> order;
+  if (sorter.defined()) {
+    EMBER_CHECK(sorter.dtype() == DType::I64, "[{}] the sorter must be i64, got {}", op, sorter.dtype());
+    EMBER_CHECK(sorter.sizes() == sorted_sequence.sizes(),
+                "[{}] the sorter must have the sequence's shape {}, got shape {}", op, sorted_sequence.sizes(),
+                sorter.sizes());
+    EMBER_CHECK(sorter.device() == sorted_sequence.device(), "[{}] the sorter is on {}, the sequence on {}", op,
+                sorter.device(), sorted_sequence.device());
+    order = sorter.to(kCPU).contiguous();
+    const int64_t* o = order.template data_ptr<int64_t>();
+    for (int64_t i = 0; i < order.numel(); ++i)
+      EMBER_CHECK(o[i] >= 0 && o[i] < m, "[{}] sorter index {} is out of range for rows of {} elements", op, o[i], m);
+  }
   const DType common = ops::result_type({&sorted_sequence.impl(), &values.impl()});
   const bool floating = is_floating(common);
   const BasicTensor<P> seq = detail::host_values(sorted_sequence.to(common), floating),
                        val = detail::host_values(values.to(common), floating);
-  const int64_t m = sorted_sequence.size(-1), count = values.numel();
   const int64_t per_row = rows ? (values.dim() == 0 ? 1 : values.size(-1)) : count;
   std::vector<int64_t> out(static_cast<size_t>(count));
   auto run = [&]<class T>(const T* s, const T* v) {
+    const int64_t* o = order.defined() ? order.template data_ptr<int64_t>() : nullptr;
     for (int64_t i = 0; i < count; ++i) {
-      const T* row = rows ? s + (per_row == 0 ? 0 : i / per_row) * m : s;
-      out[static_cast<size_t>(i)] = detail::search_position(row, m, v[i], right);
+      const int64_t r = rows && per_row != 0 ? i / per_row : 0;
+      out[static_cast<size_t>(i)] = detail::search_position(s + r * m, m, v[i], right, o ? o + r * m : nullptr);
     }
   };
   if (floating) run(seq.template data_ptr<double>(), val.template data_ptr<double>());
   else run(seq.template data_ptr<int64_t>(), val.template data_ptr<int64_t>());
   BasicTensor<P> result = from_blob<P>(out.data(), values.sizes(), TensorOptions(DType::I64)).clone();
   return result.to(values.device(), out_int32 ? DType::I32 : DType::I64);
+}
+
+/// searchsorted of one value: a 0-d result, as libtorch's Scalar form. The value promotes as a
+/// C++ number does next to a tensor (a float with an integer sequence is compared in f32; with
+/// a floating sequence, in the sequence's dtype; an integer with a bool sequence, in i64).
+template <class P>
+BasicTensor<P> searchsorted(const BasicTensor<P>& sorted_sequence, const Scalar& value, bool out_int32 = false,
+                            bool right = false, std::optional<std::string_view> side = std::nullopt,
+                            const BasicTensor<P>& sorter = {}) {
+  return searchsorted(sorted_sequence, sorted_sequence.scalar_like(value), out_int32, right, side, sorter);
 }
 
 /// The bucket of each input element among sorted boundaries (1-d): searchsorted(boundaries,
