@@ -4,10 +4,13 @@
 EMBER_APT_PACKAGES=(meson ninja-build pkg-config g++ binutils libeigen3-dev xtensor-dev libxsimd-dev
   libfmt-dev libspdlog-dev doctest-dev cmake make zlib1g-dev ccache)
 
-# Only .ci/run's fuzz stage needs these (tests/fuzz/run.sh: clang with libFuzzer and the
-# sanitizer runtimes; the parsers need fmt's headers and zlib). It installs them by calling
-# ember_install_deps with EMBER_APT_PACKAGES set to this list.
-EMBER_FUZZ_APT_PACKAGES=(clang libclang-rt-14-dev libfmt-dev zlib1g-dev pkg-config)
+# .ci/run's clang-built stages need these: clang with libFuzzer and the sanitizer runtimes
+# (sanitize, tsan, fuzz, clang), llvm-symbolizer (llvm-14, not pulled in by clang without its
+# recommends: without it the sanitizers' reports have no function names, and UBSan's
+# suppressions, which match them, do not apply), fmt's headers and zlib (the fuzzed parsers).
+# Each stage installs them by calling ember_install_deps with EMBER_APT_PACKAGES set to this
+# list, in a subshell (scripts/test needs no clang).
+EMBER_CLANG_APT_PACKAGES=(clang libclang-rt-14-dev llvm-14 libfmt-dev zlib1g-dev pkg-config)
 
 # scripts/test-aarch64 (and .ci/run's aarch64 stage) add these: the cross compiler, QEMU's
 # user-mode emulator, and arm64 builds of the libraries Ember links (Debian's multiarch).

@@ -9,8 +9,15 @@
 #                                             only, in a few seconds (a second compiler's pass)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-jobs=${1:-2}
-together=${2:-}
+jobs=2
+together=
+for arg in "$@"; do
+  case $arg in
+    --together) together=$arg ;;
+    *[!0-9]* | '') echo "unknown argument '$arg' (expected JOBS or --together)"; exit 2 ;;
+    *) jobs=$arg ;;
+  esac
+done
 export CXX=${CXX:-clang++}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -40,9 +47,6 @@ if [[ $together == --together ]]; then
   $CXX -std=c++20 -fsyntax-only -Wall -Wextra -Werror -I"$root/include" $EXTRA_FLAGS "$tmp/all.cpp"
   echo "ok: all $count headers in one unit compile under $CXX -Wall -Wextra -Werror"
   exit 0
-elif [[ -n $together ]]; then
-  echo "unknown argument '$together' (expected --together)"
-  exit 2
 fi
 failures=$(echo "$headers" | xargs -P "$jobs" -I{} bash -c 'check_one "$1"' _ {})
 if [[ -n $failures ]]; then
