@@ -519,6 +519,11 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
       return "+0 against -0 is a tie: Ember returns the first operand; libtorch's answer depends on its code path";
     if (selects_among_ties(op) && e.ember == 0 && e.torch == 0)
       return "+0 and -0 compare equal: which of the tied zeros is picked is unspecified (in both libraries)";
+    // Values only: median's gradient among ties agrees (no rule excuses it).
+    if ((op == "median" || op == "nanmedian") && !c.grad && e.ember == 0 && e.torch == 0)
+      return "a median that is a zero of an input holding both +0 and -0: they compare equal, and which one the "
+             "selection returns is unspecified (libtorch selects with nth_element; Ember takes the first in input "
+             "order)";
     if (op == "grid_sample" && c.args.at(1) == 0)
       return "samples reading the zeros padding: Ember's weighted sum can give -0 (a negative weight or pixel times "
              "the padding's 0), libtorch +0";
