@@ -22,21 +22,34 @@ namespace {
 double d(int64_t v) { return static_cast<double>(v); }
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+/// One sorted row of m levels with ties for dtype t (halves for floating dtypes, shifted to be
+/// non-negative for u8), drawn from the input generator.
+std::vector<Val> sorted_levels(DT t, int64_t m) {
+  std::vector<int> row;
+  for (int64_t j = 0; j < m; ++j) row.push_back(t == DT::Bool ? pick(0, 1) : pick(-4, 4));
+  std::sort(row.begin(), row.end());
+  std::vector<Val> v;
+  for (int q : row) {
+    const double x = dt_floating(t) ? q / 2.0 : t == DT::U8 ? q + 4 : q;
+    v.push_back({x, static_cast<int64_t>(x)});
+  }
+  return v;
+}
+
+/// The number of rows (all dims but the last) of a shape.
+int64_t row_count(const std::vector<int64_t>& shape) {
+  int64_t rows = 1;
+  for (size_t k = 0; k + 1 < shape.size(); ++k) rows *= shape[k];
+  return rows;
+}
+
 /// n sorted values of dtype t with ties (n / 2 distinct levels), as a buffer of `shape` whose
 /// rows (last dim) are each sorted: the sequences of searchsorted and bucketize.
 Buf sorted_rows(DT t, std::vector<int64_t> shape) {
-  const int64_t m = shape.back();
-  int64_t rows = 1;
-  for (size_t k = 0; k + 1 < shape.size(); ++k) rows *= shape[k];
   std::vector<Val> v;
-  for (int64_t r = 0; r < rows; ++r) {
-    std::vector<int> row;
-    for (int64_t j = 0; j < m; ++j) row.push_back(t == DT::Bool ? pick(0, 1) : pick(-4, 4));
-    std::sort(row.begin(), row.end());
-    for (int q : row) {
-      const double x = dt_floating(t) ? q / 2.0 : t == DT::U8 ? q + 4 : q;
-      v.push_back({x, static_cast<int64_t>(x)});
-    }
+  for (int64_t r = 0; r < row_count(shape); ++r) {
+    const std::vector<Val> row = sorted_levels(t, shape.back());
+    v.insert(v.end(), row.begin(), row.end());
   }
   return make_buf(t, v, std::move(shape));
 }
@@ -45,20 +58,14 @@ Buf sorted_rows(DT t, std::vector<int64_t> shape) {
 /// searchsorted's sequence and sorter.
 std::pair<Buf, Buf> shuffled_rows(DT t, std::vector<int64_t> shape) {
   const int64_t m = shape.back();
-  int64_t rows = 1;
-  for (size_t k = 0; k + 1 < shape.size(); ++k) rows *= shape[k];
   std::vector<Val> v, order;
-  for (int64_t r = 0; r < rows; ++r) {
-    std::vector<int> row;
-    for (int64_t j = 0; j < m; ++j) row.push_back(t == DT::Bool ? pick(0, 1) : pick(-4, 4));
-    std::sort(row.begin(), row.end());
+  for (int64_t r = 0; r < row_count(shape); ++r) {
+    const std::vector<Val> row = sorted_levels(t, m);
     std::vector<int64_t> perm(static_cast<size_t>(m)), sorter(static_cast<size_t>(m));
     for (int64_t j = 0; j < m; ++j) perm[static_cast<size_t>(j)] = j;
     for (int64_t j = m - 1; j > 0; --j) std::swap(perm[static_cast<size_t>(j)], perm[static_cast<size_t>(pick(0, static_cast<int>(j)))]);
     for (int64_t j = 0; j < m; ++j) {  // position j holds sorted element perm[j]
-      const int q = row[static_cast<size_t>(perm[static_cast<size_t>(j)])];
-      const double x = dt_floating(t) ? q / 2.0 : t == DT::U8 ? q + 4 : q;
-      v.push_back({x, static_cast<int64_t>(x)});
+      v.push_back(row[static_cast<size_t>(perm[static_cast<size_t>(j)])]);
       sorter[static_cast<size_t>(perm[static_cast<size_t>(j)])] = j;
     }
     for (int64_t s : sorter) order.push_back({static_cast<double>(s), s});

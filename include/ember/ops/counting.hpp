@@ -76,8 +76,6 @@ BasicTensor<P> searchsorted(const BasicTensor<P>& sorted_sequence, const BasicTe
                 "[{}] a sequence of shape {} needs values with the same leading dims (..., K), got shape {}", op,
                 sorted_sequence.sizes(), values.sizes());
   }
-  // Both in their common dtype first (an i64 sequence searched for f16 values is rounded to
-  // f16, as libtorch's), then in f64 or i64, which hold every value of it.
   const int64_t m = sorted_sequence.size(-1), count = values.numel();
   BasicTensor<P> order;
   if (sorter.defined()) {
@@ -92,6 +90,8 @@ BasicTensor<P> searchsorted(const BasicTensor<P>& sorted_sequence, const BasicTe
     for (int64_t i = 0; i < order.numel(); ++i)
       EMBER_CHECK(o[i] >= 0 && o[i] < m, "[{}] sorter index {} is out of range for rows of {} elements", op, o[i], m);
   }
+  // Both in their common dtype first (an i64 sequence searched for f16 values is rounded to
+  // f16, as libtorch's), then in f64 or i64, which hold every value of it.
   const DType common = ops::result_type({&sorted_sequence.impl(), &values.impl()});
   const bool floating = is_floating(common);
   const BasicTensor<P> seq = detail::host_values(sorted_sequence.to(common), floating),
