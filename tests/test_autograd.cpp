@@ -8,6 +8,8 @@
 #include <cmath>
 #include <vector>
 
+namespace test_autograd {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -394,3 +396,5 @@ TEST_CASE("autograd: autograd::backward over several outputs, set_grad, detach_ 
   CHECK(!h.requires_grad());
   CHECK(h.is_leaf());
 }
+
+}  // namespace test_autograd

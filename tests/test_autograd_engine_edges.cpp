@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_autograd_engine_edges {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using autograd::AutogradContext;
 
@@ -481,3 +483,5 @@ TEST_CASE("autograd edges: backward and grad take braced lists, as libtorch's ca
   CHECK(vals(w.grad()) == std::vector<double>{0.5, 1.0});
   CHECK_THROWS_WITH_AS(autograd::backward({y}), doctest::Contains("second time"), Error);
 }
+
+}  // namespace test_autograd_engine_edges

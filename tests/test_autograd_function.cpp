@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_autograd_function {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using autograd::AutogradContext;
 
@@ -339,3 +341,5 @@ TEST_CASE("autograd: error messages name the op, shapes and versions") {
   CHECK_THROWS_WITH_AS(c.register_hook([](const Tensor&) {}), doctest::Contains("[register_hook]"), Error);
   CHECK_THROWS_WITH_AS(c.sum().backward(), doctest::Contains("does not require grad"), Error);
 }
+
+}  // namespace test_autograd_function

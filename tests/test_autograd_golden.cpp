@@ -23,6 +23,8 @@
 #define EMBER_TEST_DATA_DIR "tests/data"
 #endif
 
+namespace test_autograd_golden {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -325,3 +327,5 @@ TEST_CASE("autograd golden: outputs, gradients and Hessian-vector products match
     }
   }
 }
+
+}  // namespace test_autograd_golden

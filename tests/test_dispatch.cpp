@@ -15,6 +15,8 @@
 #include <thread>
 #include <type_traits>
 
+namespace test_dispatch {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -162,3 +164,5 @@ TEST_CASE("Profile: an op's optional operands are listed among its shapes") {
   }
   CHECK(found);
 }
+
+}  // namespace test_dispatch

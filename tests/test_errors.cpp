@@ -10,6 +10,8 @@
 
 #include "error_text.hpp"
 
+namespace test_errors {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -188,3 +190,5 @@ TEST_CASE("errors: reductions without an identity") {
   CHECK_ERROR(zeros({3, 0}).max(1), "[max", "size 0");
   CHECK_ERROR(zeros({0}).item<float>(), "[item", "[0]");
 }
+
+}  // namespace test_errors

@@ -12,6 +12,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_gamma_ops {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using namespace ember::test;
 
@@ -126,3 +128,5 @@ TEST_CASE("lgamma, digamma, polygamma, mvlgamma: gradients to second order") {
   z.lgamma().sum().backward();
   CHECK(close(z.grad(), vals(z.detach().digamma()), 0));
 }
+
+}  // namespace test_gamma_ops

@@ -12,6 +12,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_gemm {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -422,3 +424,5 @@ TEST_CASE("column blocks of the packed GEMM: every column once, bitwise the same
     }
   }
 }
+
+}  // namespace test_gemm

@@ -22,6 +22,8 @@ bool cpu_uses_bf16_gemm();  // kernels_cpu/dispatch.cpp
 }
 #endif
 
+namespace test_gemm_bf16 {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -162,3 +164,5 @@ TEST_CASE("bf16 addmm, linear with bias, alpha and beta; beta = 0 ignores NaN in
   const Tensor ybound = ad.abs().matmul(w.to(DType::F64).abs().t()) + bias.to(DType::F64).abs();
   CHECK(((y.to(DType::F64) - yd).abs() <= ybound * std::ldexp(1.0, -7)).all().item<bool>());
 }
+
+}  // namespace test_gemm_bf16

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace test_gradcheck {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using namespace ember::test;
 
@@ -433,3 +435,5 @@ TEST_CASE("pow's exponent gradient takes log(a) in the result's dtype (an f32 ba
     CHECK(b.grad().select(0, i).item<double>() == doctest::Approx(want.select(0, i).item<double>()).epsilon(1e-14));
   }
 }
+
+}  // namespace test_gradcheck

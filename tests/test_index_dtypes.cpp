@@ -7,6 +7,8 @@
 
 #include <vector>
 
+namespace test_index_dtypes {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -59,3 +61,5 @@ TEST_CASE("index ops agree with their f64 results for every dtype and strided in
     }
   }
 }
+
+}  // namespace test_index_dtypes

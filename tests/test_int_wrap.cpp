@@ -10,6 +10,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_int_wrap {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -216,3 +218,5 @@ TEST_CASE("integer matmul wraps like PyTorch's") {
   Tensor x = tensor({100, 100}).to(DType::I8).reshape({1, 2}), y = tensor({3, 2}).to(DType::I8).reshape({2, 1});
   CHECK(x.matmul(y).to(DType::I64).item<int64_t>() == -12);
 }
+
+}  // namespace test_int_wrap

@@ -7,6 +7,8 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xview.hpp>
 
+namespace test_interop {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 TEST_CASE("Eigen column-major matrix becomes a strided view, and back") {
@@ -132,3 +134,5 @@ TEST_CASE("negative strides are refused by the function the user called") {
   CHECK_THROWS_WITH_AS(from_xtensor(reversed), doctest::Contains("[from_xtensor] negative stride"), Error);
   CHECK_THROWS_WITH_AS(from_blob(buf, {2}, {-1}), doctest::Contains("[from_blob] negative stride -1"), Error);
 }
+
+}  // namespace test_interop

@@ -17,6 +17,8 @@
 
 #include "error_text.hpp"
 
+namespace test_linalg {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -732,3 +734,5 @@ TEST_CASE("linalg: lu, lu_factor, lu_solve, lu_unpack against PyTorch") {
   CHECK_ERROR(linalg::lu_solve(packed, pivots, mat({1, 2}, {2, 1})), "linalg.lu_solve", "do not fit");
   CHECK_ERROR(linalg::lu(a, false), "linalg.lu", "without pivoting");
 }
+
+}  // namespace test_linalg

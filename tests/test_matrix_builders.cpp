@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+namespace test_matrix_builders {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using namespace ember::test;
 using V = TensorList;
@@ -212,3 +214,5 @@ TEST_CASE("diff, cov, corrcoef") {
               {leaf(X), leaf(aw)}, "cov");
   check_grads([](const V& v) { return corrcoef(v[0]); }, {leaf(X)}, "corrcoef");
 }
+
+}  // namespace test_matrix_builders

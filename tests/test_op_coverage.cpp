@@ -8,6 +8,8 @@
 
 #include <string>
 
+namespace test_op_coverage {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using namespace ember::test;
 
@@ -58,3 +60,5 @@ TEST_CASE("op coverage: every op accepts at least one dtype and its domain is sa
   for (const BinaryRow& r : kBinaryRows) CHECK_MESSAGE(r.a.lo <= r.a.hi, ops::name(r.op));
   for (const ReduceRow& r : kReduceRows) CHECK_MESSAGE(r.dom.lo < r.dom.hi, ops::name(r.op));
 }
+
+}  // namespace test_op_coverage

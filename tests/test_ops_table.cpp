@@ -16,6 +16,8 @@
 #include <tuple>
 #include <vector>
 
+namespace test_ops_table {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using namespace ember::test;
 
@@ -1105,3 +1107,5 @@ TEST_CASE("long f32 dot products cascade too: dot, and a vector times a tall mat
   Tensor wantm = m.to(DType::F64).matmul(v.to(DType::F64));
   CHECK((m.matmul(v).to(DType::F64) - wantm).abs().div(wantm).amax().item<double>() < 4e-7);
 }
+
+}  // namespace test_ops_table

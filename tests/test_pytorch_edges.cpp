@@ -10,6 +10,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_pytorch_edges {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -622,3 +624,5 @@ TEST_CASE("f16/bf16 norms sum in f32 and round once, as PyTorch 2") {
     }
   }
 }
+
+}  // namespace test_pytorch_edges

@@ -15,6 +15,8 @@
 
 #include "error_text.hpp"
 
+namespace test_random_ops {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -291,3 +293,5 @@ TEST_CASE("random fills refuse a leaf that requires grad before drawing; allowed
   CHECK(values_of(w.abs().amax())[0] > 0);
   CHECK(w.requires_grad());
 }
+
+}  // namespace test_random_ops

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace test_rearrange_ops {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using namespace ember::test;
 using V = TensorList;
@@ -232,3 +234,5 @@ TEST_CASE("index_fill, masked_scatter, masked_fill with a tensor, and the in-pla
     return t;
   }, {leaf(ones({3, 3})), leaf(arange(6.0).view({3, 2}))}, "scatter_");
 }
+
+}  // namespace test_rearrange_ops

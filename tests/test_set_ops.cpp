@@ -11,6 +11,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_set_ops {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using namespace ember::test;
 
@@ -208,3 +210,5 @@ TEST_CASE("combinations: lexicographic rows, with replacement, empty cases, grad
   CHECK(ints(combinations(tensor({7}), 3, true)) == I{7, 7, 7});
   CHECK(combinations(arange(2000), 2).sizes() == Shape{1999000, 2});
 }
+
+}  // namespace test_set_ops

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+namespace test_shape_ops {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -902,3 +904,5 @@ TEST_CASE("index expressions mixing index tensors with ints, slices, None and El
   CHECK_THROWS_WITH_AS(y.index_put_({Slice(), 1, Slice(), i}, arange(3)), doctest::Contains("[index_put_]"), Error);
   CHECK_THROWS_WITH_AS(y.index_put_({j, Slice(), i}, arange(4)), doctest::Contains("[index_put_]"), Error);
 }
+
+}  // namespace test_shape_ops

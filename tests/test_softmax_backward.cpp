@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+namespace test_softmax_backward {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -70,3 +72,5 @@ TEST_CASE("softmax_backward refuses mismatched inputs and is not itself differen
   CHECK_THROWS_WITH_AS(dispatch<DefaultPolicy>(ops::SoftmaxBackward{1, false}, randn({3, 4}).impl(), yg.impl()),
                        doctest::Contains("not differentiable"), Error);
 }
+
+}  // namespace test_softmax_backward

@@ -13,6 +13,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_special_ops {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using namespace ember::test;
 
@@ -330,3 +332,5 @@ TEST_CASE("special derivatives keep their precision where the textbook forms can
   CHECK(vals(l2.narrow(0, 2, 2)) == F{0, 0});
   CHECK(vals(grad_of([](const Tensor& t) { return special::log_ndtr(t); }, tensor<double>({-kInf}))) == F{kInf});
 }
+
+}  // namespace test_special_ops

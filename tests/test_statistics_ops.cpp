@@ -15,6 +15,8 @@
 
 #include "error_text.hpp"
 
+namespace test_statistics_ops {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -309,3 +311,5 @@ TEST_CASE("bincount and histc") {
   CHECK(many.select(0, 17500).item<double>() == 1);
   CHECK(many.select(0, 52500).item<double>() == 1);
 }
+
+}  // namespace test_statistics_ops

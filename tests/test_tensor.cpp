@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_tensor {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -726,3 +728,4 @@ TEST_CASE("long sums interleaved under a work-stealing executor keep their own p
   CHECK(got[1] == want_b);
 }
 
+}  // namespace test_tensor

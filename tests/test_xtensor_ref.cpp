@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace test_xtensor_ref {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -184,3 +186,5 @@ TEST_CASE("xtensor oracle: basic slicing with Slice, None, Ellipsis and integers
     if (shape_of(t) == shape_of(we)) CHECK_MESSAGE(close(values(t), we, 0), ctx);
   }
 }
+
+}  // namespace test_xtensor_ref

@@ -13,6 +13,8 @@
 #include <limits>
 #include <set>
 
+namespace test_data_edges {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using data_test::values;
 
@@ -177,3 +179,5 @@ TEST_CASE("data edges (diff review): weights whose ratio underflows; multispectr
   CHECK(data::detail::repeat_numbers({5, -1, 5, 9}, 6) == std::vector<uint32_t>{0, 0, 1, 0});
   CHECK(data::detail::repeat_numbers({5, -1, -1, 1000000}, 1000) .empty());
 }
+
+}  // namespace test_data_edges

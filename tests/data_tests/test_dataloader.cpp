@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <thread>
 
+namespace test_dataloader {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using data_test::values;
 using std::chrono::milliseconds;
@@ -404,3 +406,5 @@ TEST_CASE("dataloader: copies of a fresh iterator share its first batch") {
   REQUIRE(copy != loader.end());  // the copy makes batch 0 ...
   CHECK(values(it->select(1, 0))[0] == 0.0);  // ... and the original sees that one, not batch 1
 }
+
+}  // namespace test_dataloader

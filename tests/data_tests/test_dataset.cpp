@@ -5,6 +5,8 @@
 #include <set>
 #include <tuple>
 
+namespace test_dataset {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using data_test::values;
 
@@ -161,3 +163,5 @@ TEST_CASE("data: Generator is deterministic, uniform and unbiased") {
                            data::sample_seed(1, 0, 0), data::batch_seed(0, 0, 0)};
   CHECK(seeds.size() == 5);
 }
+
+}  // namespace test_dataset

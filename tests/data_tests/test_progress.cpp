@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+namespace test_progress {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -182,3 +184,5 @@ TEST_CASE("progress: logs through the installed sink, also when not drawing") {
   }
   CHECK(g_logged.empty());
 }
+
+}  // namespace test_progress

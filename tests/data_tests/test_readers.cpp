@@ -8,6 +8,8 @@
 #include <cmath>
 #include <fstream>
 
+namespace test_readers {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using data_test::values;
 
@@ -275,3 +277,5 @@ TEST_CASE("readers: TSV, where tab is the delimiter and not padding") {
   CHECK_ERROR(data::parse_csv("1\t\t3\n4\t5\t6\n", tsv), "line 1, column 2: empty field");
   CHECK_ERROR(data::parse_csv("1\t2\n\t\n", tsv), "line 2, column 1: empty field");
 }
+
+}  // namespace test_readers

@@ -9,6 +9,8 @@
 #include <numeric>
 #include <set>
 
+namespace test_samplers {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -247,3 +249,5 @@ TEST_CASE("samplers: a size beyond memory is an Error, not std::length_error or 
   if (!under_asan)
     CHECK_THROWS_AS(data::SequentialSampler(int64_t{1} << 50).indices(0), Error);  // fits max_size, not memory
 }
+
+}  // namespace test_samplers

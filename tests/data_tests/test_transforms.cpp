@@ -6,6 +6,8 @@
 #include <cmath>
 #include <set>
 
+namespace test_transforms {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using data_test::values;
 
@@ -189,3 +191,5 @@ TEST_CASE("transforms: Compose applies in order from one generator") {
   CHECK(data_test::same_bits(got, manual));
   CHECK(g.draws() == 3);
 }
+
+}  // namespace test_transforms

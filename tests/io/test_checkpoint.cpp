@@ -18,6 +18,8 @@
 #include <functional>
 #include <memory>
 
+namespace test_checkpoint {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace io_test;
 using ember::io::Metadata;
 using ember::io::TensorDict;
@@ -474,3 +476,5 @@ TEST_CASE("checkpoint: a failing save leaves the previous checkpoint intact") {
   CHECK(nn::checkpoint_info(path).step == 1);
   CHECK_ERROR(nn::save_checkpoint(path, *a.model, *a.opt, nullptr, -1), "[save_checkpoint]", "step must be >= 0");
 }
+
+}  // namespace test_checkpoint

@@ -9,6 +9,8 @@
 
 #include <sys/stat.h>
 
+namespace test_file_edges {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using namespace io_test;
 
@@ -127,3 +129,5 @@ TEST_CASE("file edges: a link to a file not written yet, and a chain of links") 
   CHECK(std::filesystem::is_symlink(dir.file("link2.npy")));
   CHECK(vals(io::load_npy(dir.file("end.npy"))) == std::vector<double>{0, 1, 2});
 }
+
+}  // namespace test_file_edges

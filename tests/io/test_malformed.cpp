@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+namespace test_malformed {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace io_test;
 
 namespace {
@@ -136,3 +138,5 @@ TEST_CASE("malformed files: flipping any byte of a valid file either fails with 
     CHECK(failed > 0);
   }
 }
+
+}  // namespace test_malformed

@@ -9,6 +9,8 @@
 
 #include <cerrno>
 
+namespace test_npy {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace io_test;
 
 TEST_CASE("npy: round trip of every dtype numpy has, 0-d and zero-size shapes") {
@@ -104,3 +106,5 @@ TEST_CASE("npy: a failing write leaves the previous file unchanged") {
   CHECK(read_bytes(path) == before);
   CHECK(dir.entries() == std::vector<std::string>{"x.npy"});
 }
+
+}  // namespace test_npy

@@ -12,6 +12,8 @@
 
 #include <cerrno>
 
+namespace test_npz {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace io_test;
 using ember::io::TensorDict;
 
@@ -120,3 +122,5 @@ TEST_CASE("io: export of Ember-written files for the reference readers") {
   CHECK(io::load_safetensors(out + "/ember_all.safetensors").size() == all.size());
   CHECK(io::load_npz(out + "/ember_deflated.npz").size() == every_npy_dtype().size());
 }
+
+}  // namespace test_npz

@@ -11,6 +11,8 @@
 
 #include <cerrno>
 
+namespace test_safetensors {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace io_test;
 using ember::io::Metadata;
 using ember::io::SafetensorsFile;
@@ -273,3 +275,5 @@ TEST_CASE("safetensors: the reference package's file reads exactly and is writte
   io::save_safetensors(dir.file("again.safetensors"), d, meta);
   CHECK(read_bytes(dir.file("again.safetensors")) == read_bytes(path));
 }
+
+}  // namespace test_safetensors

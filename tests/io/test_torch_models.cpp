@@ -8,6 +8,8 @@
 #include <ember/nn.hpp>
 #include <ember/nn/serialize.hpp>
 
+namespace test_torch_models {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace io_test;
 using ember::io::TensorDict;
 
@@ -158,3 +160,5 @@ TEST_CASE("torch models: strict loading names the file and every mismatched key"
   CHECK(r.unexpected_keys == std::vector<std::string>{"4.bias", "4.weight"});
   check_same(shorter->state_dict()[0].second, io::load_safetensors(path).at("0.weight"), "0.weight");
 }
+
+}  // namespace test_torch_models

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace test_attention {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -540,3 +542,5 @@ TEST_CASE("fused attention: the per-head f32 kernel equals the general path bit 
     }
   }
 }
+
+}  // namespace test_attention

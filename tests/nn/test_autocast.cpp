@@ -11,6 +11,8 @@
 #include <string_view>
 #include <thread>
 
+namespace test_autocast {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -325,3 +327,5 @@ TEST_CASE("autocast composes into a user's policy without autograd") {
   AutocastGuard autocast;
   CHECK(a.matmul(b).dtype() == DType::BF16);
 }
+
+}  // namespace test_autocast

@@ -16,6 +16,8 @@
 #include <tuple>
 #include <vector>
 
+namespace test_conv {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -1079,3 +1081,5 @@ TEST_CASE("max_unpool inverts max_pool; adaptive max pooling's indices; pixel_un
   CHECK(max_diff(F::pixel_shuffle(F::pixel_unshuffle(stack5, 2), 2), stack5) == 0.0);
   CHECK_ERROR(F::pixel_shuffle(randn({4, 2}), 2), "[pixel_shuffle]", "3 or more dims");
 }
+
+}  // namespace test_conv

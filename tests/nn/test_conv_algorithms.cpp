@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+namespace test_conv_algorithms {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -439,3 +441,5 @@ TEST_CASE("direct conv ops reject inputs that do not fit their geometry") {
                                                randn({2, 1, 5, 5}).impl(), randn({4, 1, 3, 3}).impl()),
                        doctest::Contains("[direct_conv_backward] expects a gradient of shape (2, 4, 5, 5)"), Error);
 }
+
+}  // namespace test_conv_algorithms

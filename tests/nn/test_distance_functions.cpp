@@ -17,6 +17,8 @@
 
 #include "../error_text.hpp"
 
+namespace test_distance_functions {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 namespace F = nn::functional;
 
@@ -261,3 +263,5 @@ TEST_CASE("cdist and pdist errors name the function and the shapes or values") {
   CHECK_ERROR(F::pdist(a, -0.5), "[pdist]", "non-negative p", "-0.5");
   CHECK_ERROR(F::pdist(a.to(DType::I32)), "[pdist]", "floating-point", "i32");
 }
+
+}  // namespace test_distance_functions

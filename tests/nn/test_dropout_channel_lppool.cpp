@@ -7,6 +7,8 @@
 #include <cmath>
 #include <string>
 
+namespace test_dropout_channel_lppool {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -113,3 +115,5 @@ TEST_CASE("local_response_norm, channel_shuffle and lp_pool against their defini
   CHECK_ERROR(F::lp_pool1d(img, 2.0, {2}), "[lp_pool1d]");
   CHECK_ERROR(nn::LPPool3d(nn::LPPool3dOptions(2.0, {2, 2})), "[LPPool3d]", "kernel_size needs 1 or 3 values");
 }
+
+}  // namespace test_dropout_channel_lppool

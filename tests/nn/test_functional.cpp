@@ -11,6 +11,8 @@
 #include <limits>
 #include <vector>
 
+namespace test_functional {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -433,3 +435,5 @@ TEST_CASE("fused ops record when only an optional operand needs a gradient (a fi
     }
   }
 }
+
+}  // namespace test_functional

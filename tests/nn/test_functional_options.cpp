@@ -12,6 +12,8 @@
 
 #include <vector>
 
+namespace test_functional_options {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 namespace F = ember::nn::functional;
 
@@ -537,3 +539,5 @@ TEST_CASE("F::foo(x, {}) means libtorch's default options, not a zero first argu
   CHECK(zeroed < 0.55);
   CHECK(F::dropout2d(ones({2, 400, 1, 1}), {}).eq(0.0).any().item<bool>());
 }
+
+}  // namespace test_functional_options

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+namespace test_losses {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -589,3 +591,5 @@ TEST_CASE("second derivatives of the losses libtorch cannot differentiate twice,
   CHECK(vals(h[0])[2] == doctest::Approx(3 * (pv * pv - 2 * pv * yv + yv) / (q * q) + 2 * (-1 / q)).epsilon(1e-12));
   CHECK(vals(h[1])[2] == doctest::Approx(3 * (-1 / q)).epsilon(1e-12));
 }
+
+}  // namespace test_losses

@@ -14,6 +14,8 @@
 #include <type_traits>
 #include <vector>
 
+namespace test_module {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -636,3 +638,5 @@ TEST_CASE("EMBER_MODULE declares a holder inside a function too") {
   Local empty{nullptr};
   CHECK(empty.is_empty());
 }
+
+}  // namespace test_module

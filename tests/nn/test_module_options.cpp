@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+namespace test_module_options {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -447,3 +449,5 @@ TEST_CASE("nn: InstanceNorm with running statistics, F::instance_norm's options,
   CHECK_ERROR(F::instance_norm(x, F::InstanceNormFuncOptions().running_mean(zeros({2})).running_var(ones({2}))),
               "[instance_norm]", "must have shape [3]");
 }
+
+}  // namespace test_module_options

@@ -26,6 +26,8 @@
 #define EMBER_TEST_DATA_DIR "tests/data"
 #endif
 
+namespace test_nn_golden {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using namespace ember::nn_golden;
 
@@ -304,3 +306,5 @@ TEST_CASE("nn golden: names, outputs, gradients and buffers of every module and 
   }
   MESSAGE("worst error / (1 + |torch|): f64 " << worst64 << ", f32 " << worst32);
 }
+
+}  // namespace test_nn_golden

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace test_norm_accuracy {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -259,3 +261,5 @@ TEST_CASE("layer_norm, group_norm and batch_norm edges: non-finite values, long 
   nn::F::batch_norm(xo, Tensor(), Tensor(), Tensor(), bo, true).backward(dyo);
   CHECK(bo.grad().item<double>() == inf);
 }
+
+}  // namespace test_norm_accuracy

@@ -8,6 +8,8 @@
 #include <limits>
 #include <string>
 
+namespace test_padding_fold {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -195,3 +197,5 @@ TEST_CASE("grid_sample: first and second derivatives against finite differences 
         CHECK_MESSAGE(autograd::gradgradcheck<DefaultPolicy>(f, {img, grid}, {}, &why), why);
       }
 }
+
+}  // namespace test_padding_fold

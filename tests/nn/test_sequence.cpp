@@ -10,6 +10,8 @@
 #include <tuple>
 #include <vector>
 
+namespace test_sequence {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -446,3 +448,5 @@ TEST_CASE("packed sequences: pack/pad round trips, and a packed LSTM equals one 
   CHECK_THROWS_WITH_AS(lstm->forward_with_packed_input(packed, {randn({4, 2, 5}), c0}),
                        doctest::Contains("h0 must have shape (4, 3, 5)"), Error);
 }
+
+}  // namespace test_sequence

@@ -9,6 +9,8 @@
 
 #include <vector>
 
+namespace test_training {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -103,3 +105,5 @@ TEST_CASE("training: a tiny causal Transformer learns next-token prediction (los
   Tensor a = model->forward(inputs).narrow(1, 0, len - 1), b = model->forward(changed).narrow(1, 0, len - 1);
   CHECK((a - b).abs().amax().item<double>() < 1e-5);
 }
+
+}  // namespace test_training

@@ -15,6 +15,8 @@
 #define EMBER_TEST_DATA_DIR "tests/data"
 #endif
 
+namespace test_lbfgs {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -267,3 +269,5 @@ TEST_CASE("LBFGS: the state dict resumes a search exactly; f32 parameters; refus
   CHECK_THROWS_WITH_AS(oe.load_state_dict(wrong), doctest::Contains("the parameters hold 3"), Error);
   CHECK(oe.search_state().func_evals == 0);  // a refused load changes nothing
 }
+
+}  // namespace test_lbfgs

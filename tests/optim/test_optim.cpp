@@ -10,6 +10,8 @@
 #include <cmath>
 #include <string>
 
+namespace test_optim {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using optim_test::bit_equal;
 using optim_test::OptionMap;
@@ -612,3 +614,5 @@ TEST_CASE("Rprop: a sign flip shrinks the step and skips the move; a NaN gradien
   CHECK(s4 == std::vector<double>{0.1 * 1.2, 0.05 * 1.2});
   CHECK(w4 == std::vector<double>{0.9 - 0.1 - 0.1 * 1.2, 2.1 - 0.05 - 0.05 * 1.2});
 }
+
+}  // namespace test_optim

@@ -23,6 +23,8 @@
 #define EMBER_TEST_DATA_DIR "tests/data"
 #endif
 
+namespace test_optim_golden {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using optim_test::OptionMap;
 
@@ -556,3 +558,5 @@ TEST_CASE("optim golden: every scheduler's learning rates (and momenta) match Py
                         "lambda", "one", "cyclic", "sequential", "plateau"})
     CHECK_MESSAGE(kinds.count(k), "no golden case for ", k);
 }
+
+}  // namespace test_optim_golden

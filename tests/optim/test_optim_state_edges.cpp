@@ -16,6 +16,8 @@
 #include <string>
 #include <utility>
 
+namespace test_optim_state_edges {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 using namespace ember::optim;
 
@@ -220,3 +222,5 @@ TEST_CASE("schedules whose optimiser lost initial_lr fail by name") {
   opt.load_state_dict(no_schedule);
   CHECK(has(error_of([&] { sched.step(); }), "[OneCycleLR] parameter group 0 has no initial_lr"));
 }
+
+}  // namespace test_optim_state_edges

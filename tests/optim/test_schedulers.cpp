@@ -12,6 +12,8 @@
 #include <utility>
 #include <type_traits>
 
+namespace test_schedulers {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -341,3 +343,5 @@ TEST_CASE("schedulers: resumed warm restarts, nested SequentialLR, groups added 
 // libtorch's names for two optim types: code written against torch::optim compiles unchanged.
 static_assert(std::is_same_v<optim::ReduceLROnPlateauScheduler, optim::ReduceLROnPlateau>);
 static_assert(std::is_same_v<optim::OptimizerParamGroup, optim::ParamGroup>);
+
+}  // namespace test_schedulers

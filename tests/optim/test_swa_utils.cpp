@@ -14,6 +14,8 @@
 
 #include "../error_text.hpp"
 
+namespace test_swa_utils {  // this file's own names in a unity build (tests/meson.build)
+
 using namespace ember;
 
 namespace {
@@ -323,3 +325,5 @@ TEST_CASE("SWALR: per-group targets, and errors") {
   CHECK_ERROR(optim::SWALR(opt, 0.1, -1), "[SWALR]", "anneal_epochs", "-1");
   CHECK_ERROR(optim::SWALR(opt, {0.1, 0.2, 0.3}), "[SWALR]", "swa_lr", "list of 3");
 }
+
+}  // namespace test_swa_utils
