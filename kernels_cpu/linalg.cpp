@@ -1,70 +1,22 @@
-// The factorisations behind ember::linalg (include/ember/linalg/kernels.hpp), through Eigen's
-// dense decompositions: blocked partial-pivoting LU, LLT, Householder QR, the self-adjoint
-// eigensolver (tridiagonalisation + implicit QL) and BDCSVD (divide and conquer; Jacobi below
-// 16 columns). One object file of its own: a program that never calls linalg links none of it
-// (tests/footprint).
+// The factorisations behind ember::linalg (include/ember/linalg/kernels.hpp) other than eigh
+// (linalg_eigh.cpp) and svd (linalg_svd.cpp): Eigen's blocked partial-pivoting LU, LLT and
+// Householder QR, LAPACK's getrf order for lu_factor, triangular solves. Object files of their
+// own: a program that never calls linalg links none of them (tests/footprint).
+#include "linalg_blocks.hpp"
 
-// Eigen's templates outside a per-build namespace would merge with other builds' copies at
-// link time (Note [One definition per instruction set] in kernels_cpu/meson.build).
-#define Eigen EmberEigenLinalg
 #include <Eigen/Cholesky>
-#include <Eigen/Core>
-#include <Eigen/Eigenvalues>
 #include <Eigen/LU>
 #include <Eigen/QR>
-#include <Eigen/SVD>
 
 #include <ember/linalg/kernels.hpp>
-#include <ember/runtime/threading.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <new>
 
 namespace ember::detail::linalg_kernels {
-
-namespace {
-
-template <class T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
-
-/// Runs f(begin, end) over blocks of the batch's matrices, several per task when they are
-/// small (about 2^16 multiply-adds per task at the least, counting ~1000 for each matrix's
-/// fixed cost). Each block makes its decomposition's workspace once and reuses it for every
-/// matrix of the block (a 6 x 6 solve is ~0.35 us, and allocating its LU took a third of it).
-/// Eigen allocates: a std::bad_alloc on a pool thread is carried over and rethrown here (a
-/// worker must not throw).
-template <class F>
-void for_each_block(int64_t batch, int64_t work_per_matrix, F&& f) {
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (std::max<int64_t>(0, work_per_matrix) + 1024));
-#if defined(__cpp_exceptions)
-  std::atomic<bool> out_of_memory{false};
-  parallel_for(batch, grain, [&](int64_t begin, int64_t end) {
-    try {
-      f(begin, end);
-    } catch (const std::bad_alloc&) {
-      out_of_memory = true;
-    }
-  });
-  if (out_of_memory) throw std::bad_alloc();
-#else
-  parallel_for(batch, grain, [&](int64_t begin, int64_t end) { f(begin, end); });
-#endif
-}
-
-/// Keeps the smallest failing index seen by any task.
-void record_failure(std::atomic<int64_t>& first, int64_t i) {
-  int64_t seen = first.load();
-  while ((seen < 0 || i < seen) && !first.compare_exchange_weak(seen, i)) {
-  }
-}
-
-}  // namespace
 
 template <class T>
 void lu_det(const T* a, int64_t batch, int64_t n, T* sign, T* logabs, T* det) {
@@ -223,57 +175,6 @@ void qr(const T* a, T* q, T* r, int64_t batch, int64_t m, int64_t n, bool comple
 }
 
 template <class T>
-int64_t eigh(const T* a, T* w, T* v, int64_t batch, int64_t n, bool upper) {
-  std::atomic<int64_t> failed{-1};
-  for_each_block(batch, 4 * n * n * n, [&](int64_t begin, int64_t end) {
-    if (n == 0) return;
-    Eigen::SelfAdjointEigenSolver<ColMat<T>> es(n);
-    ColMat<T> m(n, n);
-    for (int64_t i = begin; i < end; ++i) {
-      Eigen::Map<const RowMat<T>> A(a + i * n * n, n, n);
-      // The solver reads the lower triangle; the upper one of A is the lower one of A^T.
-      if (upper) m = A.transpose();
-      else m = A;
-      es.compute(m, v ? Eigen::ComputeEigenvectors : Eigen::EigenvaluesOnly);
-      if (es.info() != Eigen::Success) {
-        record_failure(failed, i);
-        continue;
-      }
-      Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(w + i * n, n) = es.eigenvalues();
-      if (v) Eigen::Map<RowMat<T>>(v + i * n * n, n, n) = es.eigenvectors();
-    }
-  });
-  return failed.load();
-}
-
-template <class T>
-void svd(const T* a, T* u, T* s, T* vh, int64_t batch, int64_t m, int64_t n, bool full) {
-  const int64_t k = std::min(m, n), u_cols = full ? m : k, vh_rows = full ? n : k;
-  unsigned options = 0;
-  if (u) options = full ? (Eigen::ComputeFullU | Eigen::ComputeFullV) : (Eigen::ComputeThinU | Eigen::ComputeThinV);
-  for_each_block(batch, 8 * m * n * k, [&](int64_t begin, int64_t end) {
-    if (k == 0) {
-      for (int64_t i = begin; i < end; ++i) {
-        if (u) Eigen::Map<RowMat<T>>(u + i * m * u_cols, m, u_cols).setIdentity();
-        if (vh) Eigen::Map<RowMat<T>>(vh + i * vh_rows * n, vh_rows, n).setIdentity();
-      }
-      return;
-    }
-    Eigen::BDCSVD<ColMat<T>> f(m, n, options);
-    ColMat<T> A(m, n);
-    for (int64_t i = begin; i < end; ++i) {
-      A = Eigen::Map<const RowMat<T>>(a + i * m * n, m, n);
-      f.compute(A, options);
-      Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(s + i * k, k) = f.singularValues();
-      if (u) {
-        Eigen::Map<RowMat<T>>(u + i * m * u_cols, m, u_cols) = f.matrixU();
-        Eigen::Map<RowMat<T>>(vh + i * vh_rows * n, vh_rows, n) = f.matrixV().transpose();
-      }
-    }
-  });
-}
-
-template <class T>
 void solve_triangular(const T* a, const T* b, T* x, int64_t batch, int64_t n, int64_t k, bool upper, bool unit) {
   for_each_block(batch, n * n * k, [&](int64_t begin, int64_t end) {
     if (n == 0 || k == 0) return;
@@ -295,8 +196,6 @@ void solve_triangular(const T* a, const T* b, T* x, int64_t batch, int64_t n, in
   template int64_t lu_factor<T>(const T*, T*, int32_t*, int64_t, int64_t, int64_t);                   \
   template int64_t cholesky<T>(const T*, T*, int64_t, int64_t, bool);                                  \
   template void qr<T>(const T*, T*, T*, int64_t, int64_t, int64_t, bool);                              \
-  template int64_t eigh<T>(const T*, T*, T*, int64_t, int64_t, bool);                                  \
-  template void svd<T>(const T*, T*, T*, T*, int64_t, int64_t, int64_t, bool);                         \
   template void solve_triangular<T>(const T*, const T*, T*, int64_t, int64_t, int64_t, bool, bool);
 EMBER_LINALG_INSTANTIATE(float)
 EMBER_LINALG_INSTANTIATE(double)
