@@ -6,7 +6,7 @@
 
 #include <ember/linalg/kernels.hpp>
 
-#include <cmath>
+#include <algorithm>
 #include <cstdint>
 
 namespace ember::detail::linalg_kernels {

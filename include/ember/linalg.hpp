@@ -12,7 +12,7 @@
 ///
 /// f32 and f64, any batch dims in front of the matrix dims. Every function is differentiable
 /// (PyTorch's formulas, twice differentiable where PyTorch's are); the factorisations are
-/// Eigen's (kernels_cpu/linalg.cpp), on the host for CUDA tensors too. Inputs are checked:
+/// Eigen's (kernels_cpu/linalg*.cpp), on the host for CUDA tensors too. Inputs are checked:
 /// shapes, dtypes, singular and non-positive-definite matrices and, for the iterative
 /// eigensolver and SVD, NaN and infinity, each with an ember::Error naming the matrix.
 /// Complex dtypes do not exist in Ember, so eig/eigvals (real matrices have complex

@@ -1,6 +1,6 @@
 #pragma once
 /// The differentiable factorisations behind ember::linalg: one autograd Function each, whose
-/// forward runs a kernel of kernels_cpu/linalg.cpp on the host and whose backward is PyTorch's
+/// forward runs a kernel of kernels_cpu/linalg*.cpp on the host and whose backward is PyTorch's
 /// (FunctionsManual.cpp's formulas), written with differentiable Ember ops and these
 /// functions themselves, so that each can be differentiated again. Inputs reach them checked
 /// (linalg.hpp) and with their batch dims broadcast already.

@@ -1,5 +1,5 @@
 #pragma once
-/// The factorisations behind ember::linalg, compiled once in kernels_cpu/linalg.cpp (Eigen's
+/// The factorisations behind ember::linalg, compiled once in kernels_cpu/linalg*.cpp (Eigen's
 /// blocked LU, Cholesky, Householder QR, self-adjoint eigensolver and divide-and-conquer SVD)
 /// for f32 and f64. Every array is a batch of row-major matrices stored one after another;
 /// batches run in parallel on Ember's thread pool. These take raw host pointers and check
