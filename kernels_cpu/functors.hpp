@@ -51,6 +51,9 @@ EMBER_VM1(atan)
 EMBER_VM1(sinh)
 EMBER_VM1(cosh)
 EMBER_VM1(tanh)
+EMBER_VM1(asinh)
+EMBER_VM1(acosh)
+EMBER_VM1(atanh)
 EMBER_VM1(abs)
 #undef EMBER_VM1
 /// exp, exp2 and expm1 up to the top of the range, for the exp, exp2 and expm1 ops. xsimd 8.1
@@ -364,6 +367,13 @@ EMBER_UNARY_FN(Atan, true, { return vm::atan(x); })
 EMBER_UNARY_FN(Sinh, true, { return vm::sinh(x); })
 EMBER_UNARY_FN(Cosh, true, { return vm::cosh(x); })
 EMBER_UNARY_FN(Tanh, true, { return vm::tanh(x); })
+EMBER_UNARY_FN(Asinh, kSimdTranscendental, { return vm::asinh(x); })
+// xsimd 8.1's acosh returns a number below its domain (acosh(0) = 0, acosh(-inf) = inf).
+EMBER_UNARY_FN(Acosh, kSimdTranscendental, {
+  if constexpr (is_batch_v<V>) return xsimd::select(x >= V(S(1)), vm::acosh(x), V(std::numeric_limits<S>::quiet_NaN()));
+  else return vm::acosh(x);
+})
+EMBER_UNARY_FN(Atanh, kSimdTranscendental, { return vm::atanh(x); })
 EMBER_UNARY_FN(Sigmoid, true, { return V(S(1)) / (V(S(1)) + vm::exp(-x)); })
 // p.a = eps when p.has_a (a negative eps is none, as in PyTorch): log(z / (1 - z)) with z
 // clamped to [eps, 1 - eps]

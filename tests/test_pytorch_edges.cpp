@@ -166,6 +166,73 @@ TEST_CASE("edge values: norms, logsumexp, round, reduced-float var and clamp's t
   CHECK(tensor<bool>({true, false}).clamp(0, 0).dtype() == DType::I64);
 }
 
+TEST_CASE("edge values: inverse hyperbolic functions over the whole range, in every kernel width") {
+  // 40 elements: the SIMD body and a scalar tail both see the edge values (repeated).
+  auto repeat40 = [](std::vector<double> v) {
+    std::vector<double> r;
+    while (r.size() < 40) r.insert(r.end(), v.begin(), v.end());
+    r.resize(40);
+    return r;
+  };
+  auto check = [&](DType dt, Tensor (*f)(const Tensor&), double (*ref)(double), std::vector<double> xs) {
+    xs = repeat40(xs);
+    Tensor x = tensor(xs).to(dt);
+    std::vector<double> want;
+    for (double v : vals(x)) want.push_back(ref(v));  // of the input as rounded to dt
+    check_vals(f(x), want, dt == DType::F64 ? 1e-14 : 3e-7);
+  };
+  for (DType dt : {DType::F32, DType::F64}) {
+    CAPTURE(dt);
+    check(dt, [](const Tensor& t) { return t.asinh(); }, [](double v) { return std::asinh(v); },
+          {0.0, -0.0, 1e-30, -1e-30, 1e-5, 0.5, -3, 1e10, -1e30, kInf, -kInf, kNaN});
+    // Below the domain (1 and up) NaN, down to -inf.
+    check(dt, [](const Tensor& t) { return t.acosh(); }, [](double v) { return std::acosh(v); },
+          {1.0, 1.0 + 1e-6, 1.5, 1e10, 1e30, kInf, 0.999, 0.0, -0.0, -2, -kInf, kNaN});
+    check(dt, [](const Tensor& t) { return t.atanh(); }, [](double v) { return std::atanh(v); },
+          {0.0, -0.0, 1e-30, 0.5, -0.999, 1.0, -1.0, 1.5, -2, kInf, -kInf, kNaN});
+  }
+  // Integers compute in the default float dtype, reduced floats in float and back.
+  Tensor i = tensor<int64_t>({1, 2}).acosh();
+  CHECK(i.dtype() == kDefaultFloat);
+  check_vals(i, {0, std::acosh(2.0)});
+  Tensor h = tensor<float>({0.5f}).to(DType::F16).atanh();
+  CHECK(h.dtype() == DType::F16);
+  check_vals(h, {std::atanh(0.5)}, 1e-3);
+  // Gradients at the edges, as PyTorch's formulas give them: acosh'(1) and atanh'(+-1) are
+  // inf; asinh' at a huge x is 0 (1 / sqrt(x^2 + 1) with x^2 overflowing in f32).
+  Tensor a = tensor<float>({1, 2}).requires_grad_(true);
+  a.acosh().sum().backward();
+  check_vals(a.grad(), {kInf, 1 / std::sqrt(3.0)});
+  Tensor t = tensor<float>({1, -1, 0.5}).requires_grad_(true);
+  t.atanh().sum().backward();
+  check_vals(t.grad(), {kInf, kInf, 1 / 0.75});
+  Tensor s = tensor<float>({1e30f, 0}).requires_grad_(true);
+  s.asinh().sum().backward();
+  check_vals(s.grad(), {0, 1});
+  // In place, as the other unary ops.
+  Tensor ip = tensor<double>({0.25});
+  ip.atanh_();
+  check_vals(ip, {std::atanh(0.25)}, 1e-15);
+}
+
+TEST_CASE("edge values: outer promotes and takes bools, as PyTorch's elementwise definition") {
+  Tensor io = tensor<int64_t>({1, 2}).outer(tensor<float>({0.5f}));
+  CHECK(io.dtype() == DType::F32);
+  CHECK(io.sizes() == Shape{2, 1});
+  check_vals(io, {0.5, 1.0});
+  Tensor fd = tensor<float>({2}).outer(tensor<double>({0.25, 3}));
+  CHECK(fd.dtype() == DType::F64);
+  check_vals(fd, {0.5, 6});
+  Tensor bb = tensor<bool>({true, false}).outer(tensor<bool>({true, true, false}));
+  CHECK(bb.dtype() == DType::Bool);
+  check_vals(bb, {1, 1, 0, 0, 0, 0});
+  CHECK_THROWS_WITH_AS(tensor<float>({1, 2}).outer(tensor<double>({{1.0}})), doctest::Contains("[outer]"), Error);
+  // Mixed dtypes differentiate through the product.
+  Tensor a = tensor<float>({1, 2}).requires_grad_(true);
+  a.outer(tensor<double>({3, 4})).sum().backward();
+  check_vals(a.grad(), {7, 7});
+}
+
 TEST_CASE("edge values: conversions, sign, lerp, addcmul/addcdiv and alpha, as PyTorch") {
   // A double converts to bool in its own precision (1e-50 went through float, to 0: false).
   Tensor b = tensor<double>({1e-50, -1e-300, 0.0, kNaN}).to(DType::Bool);

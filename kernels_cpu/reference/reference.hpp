@@ -266,6 +266,9 @@ inline double unary(ops::UnaryOp op, double x, const ops::UnaryParams& p = {},
     case U::Sinh: return std::sinh(x);
     case U::Cosh: return std::cosh(x);
     case U::Tanh: return std::tanh(x);
+    case U::Asinh: return std::asinh(x);
+    case U::Acosh: return std::acosh(x);
+    case U::Atanh: return std::atanh(x);
     case U::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
     case U::Logit: {
       double z = x;

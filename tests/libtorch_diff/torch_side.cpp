@@ -119,6 +119,9 @@ at::Tensor unary(const Call& c, const at::Tensor& x0) {
   if (op == "sinh") return at::sinh(x);
   if (op == "cosh") return at::cosh(x);
   if (op == "tanh") return at::tanh(x);
+  if (op == "asinh") return at::asinh(x);
+  if (op == "acosh") return at::acosh(x);
+  if (op == "atanh") return at::atanh(x);
   if (op == "sigmoid") return at::sigmoid(x);
   if (op == "logit") return hp ? at::logit(x, p[0]) : at::logit(x);
   if (op == "relu") return at::relu(x);

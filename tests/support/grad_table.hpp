@@ -47,6 +47,7 @@ inline constexpr UnaryGradRow kUnaryGradRows[] = {
   {U::Cos, {-4, 4}},          {U::Tan, {-1.2, 1.2}},      {U::Asin, {-0.9, 0.9}},
   {U::Acos, {-0.9, 0.9}},     {U::Atan, {-4, 4}},         {U::Sinh, {-3, 3}},
   {U::Cosh, {-3, 3}},         {U::Tanh, {-3, 3}},         {U::Sigmoid, {-5, 5}},
+  {U::Asinh, {-4, 4}},        {U::Acosh, {1.2, 5}},       {U::Atanh, {-0.9, 0.9}},
   {U::Logit, {0.01, 0.99}, P(0.05)},                      {U::Relu, {-3, 3}},
   {U::Relu6, {-3, 9}},        {U::LeakyRelu, {-3, 3}, P(0.2)},
   {U::Elu, {-3, 3}, P(1.5)},  {U::Selu, {-3, 3}},         {U::Celu, {-3, 3}, P(0.7)},

@@ -199,6 +199,9 @@ void Recorder<P>::record(const ops::Unary& op, const TensorRef& out, const Tenso
       case U::Sinh: return {g * X().cosh()};
       case U::Cosh: return {g * X().sinh()};
       case U::Tanh: return {g * (Y().square().neg() + 1.0)};
+      case U::Asinh: return {g * (X().square() + 1.0).rsqrt()};
+      case U::Acosh: return {g * (X().square() - 1.0).rsqrt()};
+      case U::Atanh: return {g / (X().square().neg() + 1.0)};
       case U::Sigmoid: {
         TP s = Y();
         return {g * s * (s.neg() + 1.0)};

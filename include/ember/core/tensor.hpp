@@ -542,7 +542,14 @@ class BasicTensor {
   BasicTensor mm(const BasicTensor& o) const { return mat(ops::MatmulKind::Mm, o); }
   BasicTensor bmm(const BasicTensor& o) const { return mat(ops::MatmulKind::Bmm, o); }
   BasicTensor dot(const BasicTensor& o) const { return mat(ops::MatmulKind::Dot, o); }
-  BasicTensor outer(const BasicTensor& o) const { return mat(ops::MatmulKind::Outer, o); }
+  /// this (n) times o (m) as an (n, m) product. PyTorch defines it as an elementwise product,
+  /// so mixed dtypes promote and bools multiply (logical and) as they do for mul; one
+  /// non-bool dtype runs as a GEMM of inner size 1 (the same products).
+  BasicTensor outer(const BasicTensor& o) const {
+    if (defined() && o.defined() && dim() == 1 && o.dim() == 1 && (dtype() != o.dtype() || dtype() == DType::Bool))
+      return unsqueeze(1).mul(o);
+    return mat(ops::MatmulKind::Outer, o);
+  }
   BasicTensor addmm(const BasicTensor& m1, const BasicTensor& m2, Scalar beta = 1, Scalar alpha = 1) const {
     return wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Addmm, beta.to_double(), alpha.to_double()}, m1.impl(),
                             m2.impl(), &impl()));
