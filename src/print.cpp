@@ -1,5 +1,6 @@
 // PyTorch-style printing: tensor([[1.0000, 2.5000], [3.0000, 4.0000]]), summarised with
-// "..." beyond 1000 elements, dtype shown unless f32/i64/bool, device unless cpu.
+// "..." beyond 1000 elements, dtype shown unless f32/i64/bool, device unless cpu, then the
+// caller's autograd note (requires_grad=True or grad_fn=<...>).
 
 #include <ember/core/tensor_impl.hpp>
 
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ember::detail {
@@ -74,8 +76,9 @@ void render(const TensorImpl& t, const Formatter& f, int64_t dim, int64_t off, b
   for (int64_t i = 0; i < n; ++i) {
     if (summarize && n > 2 * kEdge && i == kEdge) {
       // Like the separators below: the newlines, then the next block's indent (a 4-d summary
-      // put the indent on a blank line and the block at column 0).
-      s += last ? "..., "
+      // put the indent on a blank line and the block at column 0). In a row, " ..." is an
+      // element of its own, as PyTorch's: "2.,  ..., 998.".
+      s += last ? " ..., "
                 : "...," + std::string(static_cast<size_t>(t.ndim() - dim - 1), '\n') +
                       std::string(static_cast<size_t>(indent + 1), ' ');
       i = n - kEdge;
@@ -96,29 +99,37 @@ void render(const TensorImpl& t, const Formatter& f, int64_t dim, int64_t off, b
 
 }  // namespace
 
-std::string format_tensor(const TensorImpl& t) {
+std::string format_tensor(const TensorImpl& t, Device device, std::string_view extra) {
   std::string s = "tensor(";
   bool summarize = t.numel > kThreshold;
   std::vector<int64_t> offsets;
   if (t.numel > 0) collect(t, 0, t.offset, summarize, offsets);
-  std::vector<double> vals;
-  for (int64_t off : offsets) vals.push_back(load(t, off));
   Formatter f;
   f.floating = is_floating(t.dtype);
-  double max_abs = 0, min_abs = INFINITY;
-  for (double v : vals) {
-    if (!std::isfinite(v)) continue;
-    if (v != std::floor(v)) f.ints_only = false;
-    double a = std::fabs(v);
-    max_abs = std::max(max_abs, a);
-    if (a > 0) min_abs = std::min(min_abs, a);
+  if (f.floating) {
+    // PyTorch's rules: only the nonzero finite values choose the notation and the column width
+    // (zeros, nan and inf fit in it or stick out). Whole numbers print as "3." unless their
+    // range exceeds 1000 or one exceeds 1e8; other values use 4 decimals unless, also, one is
+    // below 1e-4 in magnitude.
+    std::vector<double> vals;
+    for (int64_t off : offsets)
+      if (double v = load(t, off); std::isfinite(v) && v != 0) vals.push_back(v);
+    if (!vals.empty()) {
+      double max_abs = 0, min_abs = INFINITY;
+      for (double v : vals) {
+        if (v != std::ceil(v)) f.ints_only = false;
+        max_abs = std::max(max_abs, std::fabs(v));
+        min_abs = std::min(min_abs, std::fabs(v));
+      }
+      f.sci = max_abs / min_abs > 1000 || max_abs > 1e8 || (!f.ints_only && min_abs < 1e-4);
+      for (double v : vals) f.width = std::max<int>(f.width, static_cast<int>(f.fmt_one(v, t.dtype).size()));
+    }
+  } else {
+    for (int64_t off : offsets)
+      f.width = std::max<int>(f.width, static_cast<int>((is_integral(t.dtype, false) ? int_text(t, off)
+                                                                                      : f.fmt_one(load(t, off), t.dtype))
+                                                            .size()));
   }
-  if (f.floating && (max_abs >= 1e8 || (!f.ints_only && min_abs < 1e-4) || (min_abs > 0 && max_abs / min_abs > 1000 && !f.ints_only)))
-    f.sci = true;
-  for (size_t i = 0; i < vals.size(); ++i)
-    f.width = std::max<int>(f.width, static_cast<int>((is_integral(t.dtype, false) ? int_text(t, offsets[i])
-                                                                                    : f.fmt_one(vals[i], t.dtype))
-                                                          .size()));
   if (t.numel == 0) {
     s += "[]";
   } else {
@@ -129,7 +140,8 @@ std::string format_tensor(const TensorImpl& t) {
     s += fmt::format(", dtype={}", dtype_name(t.dtype));
   else if (t.numel == 0 && t.dtype != DType::F32)
     s += fmt::format(", dtype={}", dtype_name(t.dtype));
-  if (!t.device().is_cpu()) s += fmt::format(", device='{}'", t.device());
+  if (!device.is_cpu()) s += fmt::format(", device='{}'", device);
+  s += extra;
   return s + ")";
 }
 

@@ -102,6 +102,8 @@ TEST_CASE("cuda: round trips .to(cuda) / .cpu() keep values, dtype and shape") {
   // 0-d and empty tensors.
   CHECK(values(tensor({3.5f}).reshape({}).to(kGpu)) == std::vector<double>{3.5});
   CHECK(zeros({0, 3}).to(kGpu).cpu().numel() == 0);
+  // Printing copies to the host and names the device, as PyTorch's text.
+  CHECK(to_string(ones({2}).to(kGpu)) == "tensor([1., 1.], device='cuda:0')");
   // Allocator statistics count device memory.
   CHECK(allocator_stats(kGpu).allocation_count > 0);
 }

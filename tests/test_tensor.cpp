@@ -254,8 +254,26 @@ TEST_CASE("printing follows PyTorch") {
   CHECK(to_string(full({}, 3.0)) == "tensor(3.)");
   CHECK(to_string(zeros({0})) == "tensor([])");
   CHECK(to_string(tensor({true, false})) == "tensor([ True, False])");  // padded, as PyTorch prints it
-  std::string big = to_string(arange(2000));
-  CHECK(big.find("...") != std::string::npos);
+  // Summaries: " ..." is an element of its own in a row, as in PyTorch's text.
+  CHECK(to_string(arange(2000)) == "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])");
+  CHECK(to_string(arange(1001).to(DType::F64)) == "tensor([   0.,    1.,    2.,  ...,  998.,  999., 1000.], dtype=f64)");
+  // Notation and width from the nonzero finite values only: whole numbers spanning more than
+  // 1000x (or above 1e8) switch to scientific; nan, inf and zeros do not widen the column.
+  CHECK(to_string(tensor<float>({1, 1199})) == "tensor([1.0000e+00, 1.1990e+03])");
+  CHECK(to_string(tensor<float>({1e8})) == "tensor([100000000.])");
+  CHECK(to_string(tensor<float>({1, NAN})) == "tensor([1., nan])");
+  CHECK(to_string(tensor<float>({0.f, -0.f})) == "tensor([0., -0.])");
+  CHECK(to_string(tensor<float>({0.f, 1e-5f})) == "tensor([0.0000e+00, 1.0000e-05])");
+  CHECK(to_string(tensor<float>({INFINITY, 2.5f})) == "tensor([   inf, 2.5000])");
+  // Autograd's note, as PyTorch's: a leaf that requires grad, a result in the graph.
+  Tensor leaf = tensor<float>({1}).requires_grad_();
+  CHECK(to_string(leaf) == "tensor([1.], requires_grad=True)");
+  CHECK(to_string(leaf * 2) == "tensor([2.], grad_fn=<MulBackward>)");
+  CHECK(to_string((leaf * 2).detach()) == "tensor([2.])");
+  {
+    NoGradGuard no_grad;
+    CHECK(to_string(leaf * 2) == "tensor([2.])");
+  }
   CHECK(fmt::format("{}", tensor({1.f})) == "tensor([1.])");
   // Streams print a tensor and its sizes, dtype and device (as libtorch's types do).
   std::ostringstream os;

@@ -29,7 +29,9 @@ struct Node;
 }  // namespace autograd
 
 namespace detail {
-std::string format_tensor(const TensorImpl& t);  // src/print.cpp: PyTorch-style text
+/// src/print.cpp: PyTorch-style text of t (on the CPU), naming `device` when not the CPU and
+/// ending with `extra` (", requires_grad=True").
+std::string format_tensor(const TensorImpl& t, Device device, std::string_view extra);
 TensorImpl* nested_list_tensor(const void* data, DType dtype, IntArrayRef shape);
 Shape apply_index(const TensorImpl& x, std::span<const TensorIndex> idx, std::vector<ops::ViewOp>& steps);
 inline bool has_tensor_index(std::span<const TensorIndex> idx) {

@@ -196,11 +196,20 @@ BasicTensor<P> linear_relu(const BasicTensor<P>& x, const BasicTensor<P>& w, con
   return linear(x, w, b).relu();
 }
 
-/// PyTorch-style text: tensor([[1., 2.], [3., 4.]]), with dtype/device when not default.
+/// PyTorch-style text: tensor([[1., 2.], [3., 4.]]), with dtype/device when not default, and
+/// as PyTorch ", requires_grad=True" for a leaf that requires grad, ", grad_fn=<MulBackward0>"
+/// for a result in the graph.
 template <class P>
 std::string to_string(const BasicTensor<P>& t) {
   if (!t.defined()) return "tensor(undefined)";
-  return detail::format_tensor(t.is_cpu() ? t.impl() : t.cpu().impl());
+  std::string extra;
+  if constexpr (detail::has_layer<autograd::Autograd, typename P::layers>::value) {
+    if (t.requires_grad()) {
+      const auto fn = t.grad_fn();
+      extra = fn ? ", grad_fn=<" + fn->name() + ">" : std::string(", requires_grad=True");
+    }
+  }
+  return detail::format_tensor(t.is_cpu() ? t.impl() : t.cpu().impl(), t.device(), extra);
 }
 template <class P>
 std::ostream& operator<<(std::ostream& os, const BasicTensor<P>& t) {
