@@ -68,6 +68,12 @@ Tensor numbers_owned(const std::vector<double>& values) {
   return out;
 }
 
+Tensor bools_owned(const std::vector<uint8_t>& values) {
+  Tensor out = empty_owned({static_cast<int64_t>(values.size())}, DType::Bool);
+  if (!values.empty()) std::memcpy(out.raw_data(), values.data(), values.size());
+  return out;
+}
+
 Tensor own_memory(const Tensor& t) {
   if (!t.defined() || !t.is_cpu() || is_owned(t)) return t;
   // Memory the user supplied through from_blob is not the cache either; leave it alone.

@@ -8,26 +8,78 @@
 #include <cstring>
 #include <fstream>
 #include <filesystem>
-#include <iterator>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace ember::data {
 namespace {
 
-std::vector<unsigned char> read_file(const std::string& path, const char* op) {
+bool is_gzip(const std::vector<unsigned char>& b) { return b.size() >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
+
+constexpr size_t kUnknown = std::numeric_limits<size_t>::max();
+
+/// The size of the whole IDX file that the first bytes `b` declare (header and data), as far
+/// as they go: kUnknown until the header is complete; when the header is not one parse_idx
+/// accepts, a size the bytes read so far already reach (parse_idx reports the header). Reading and inflating stop past this size, so that
+/// a small gzip file (or /dev/zero) cannot make a read use unbounded memory and time before
+/// the size check.
+size_t declared_size(const std::vector<unsigned char>& b) {
+  if (b.size() < 4) return kUnknown;
+  int elem = 0;
+  switch (b[2]) {
+    case 0x08: case 0x09: elem = 1; break;
+    case 0x0B: elem = 2; break;
+    case 0x0C: case 0x0D: elem = 4; break;
+    case 0x0E: elem = 8; break;
+    default: return 4;
+  }
+  const int rank = b[3];
+  if (b[0] != 0 || b[1] != 0 || rank < 1 || rank > EMBER_MAX_INLINE_DIMS) return 4;
+  const size_t header = 4 + 4 * static_cast<size_t>(rank);
+  if (b.size() < header) return kUnknown;
+  size_t n = 1;
+  for (int d = 0; d < rank; ++d) {
+    const size_t dim = (size_t{b[4 + 4 * d]} << 24) | (size_t{b[5 + 4 * d]} << 16) | (size_t{b[6 + 4 * d]} << 8) |
+                       size_t{b[7 + 4 * d]};
+    if (dim == 0) return header;
+    if (n > (size_t{1} << 40) / dim) return header;  // parse_idx reports the overflow
+    n *= dim;
+  }
+  return header + n * static_cast<size_t>(elem);
+}
+
+/// Reads the file whole, or, when it is not gzip-compressed, up to one byte past the size its
+/// IDX header declares (parse_idx then reports the trailing bytes).
+std::vector<unsigned char> read_idx_file(const std::string& path, const char* op) {
   std::error_code ec;  // reading a directory through a filebuf throws std::ios_base::failure
   EMBER_CHECK(!std::filesystem::is_directory(path, ec), "[{}] '{}': is a directory", op, path);
   std::ifstream f(path, std::ios::binary);
   EMBER_CHECK(f.good(), "[{}] '{}': cannot open the file", op, path);
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<unsigned char> bytes;
+  size_t chunk = size_t{1} << 16;
+  for (;;) {
+    size_t want = chunk;
+    if (bytes.size() >= 2 && !is_gzip(bytes)) {
+      const size_t bound = declared_size(bytes);
+      if (bound != kUnknown) {
+        if (bytes.size() > bound) break;
+        want = std::min(want, bound + 1 - bytes.size());
+      }
+    }
+    const size_t before = bytes.size();
+    bytes.resize(before + want);
+    f.read(reinterpret_cast<char*>(bytes.data() + before), static_cast<std::streamsize>(want));
+    bytes.resize(before + static_cast<size_t>(f.gcount()));
+    if (!f) break;
+    chunk = std::min<size_t>(chunk * 2, size_t{1} << 28);
+  }
   EMBER_CHECK(!f.bad(), "[{}] '{}': read error", op, path);
   return bytes;
 }
 
-bool is_gzip(const std::vector<unsigned char>& b) { return b.size() >= 2 && b[0] == 0x1f && b[1] == 0x8b; }
-
-/// Inflates a gzip file (one or more concatenated members, as gzip allows).
+/// Inflates a gzip file (one or more concatenated members, as gzip allows), stopping one byte
+/// past the size the inflated IDX header declares.
 std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const std::string& path, const char* op) {
   EMBER_CHECK(in.size() <= std::numeric_limits<uInt>::max(), "[{}] '{}': gzip: file too large ({} bytes)", op, path,
               in.size());
@@ -39,14 +91,17 @@ std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const st
   std::vector<unsigned char> out;
   // MNIST compresses about 4:1; later chunks keep the same size (resize grows geometrically).
   size_t chunk = std::min<size_t>(std::max<size_t>(in.size() * 4, size_t{1} << 16), size_t{1} << 30);
-  int rc;
+  int rc = Z_OK;
   for (;;) {
+    const size_t bound = declared_size(out);
+    if (bound != kUnknown && out.size() > bound) break;  // parse_idx reports the trailing bytes
     size_t before = out.size();
-    out.resize(before + chunk);
+    const size_t want = bound == kUnknown ? chunk : std::min(chunk, bound + 1 - before);
+    out.resize(before + want);
     zs.next_out = out.data() + before;
-    zs.avail_out = static_cast<uInt>(chunk);
+    zs.avail_out = static_cast<uInt>(want);
     rc = inflate(&zs, Z_NO_FLUSH);
-    out.resize(before + chunk - zs.avail_out);
+    out.resize(before + want - zs.avail_out);
     if (rc == Z_STREAM_END) {
       // Zero bytes after a member are padding (tape blocks; Python's gzip and GNU gzip skip
       // them), not the start of another member.
@@ -62,7 +117,7 @@ std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const st
     EMBER_FAIL("[{}] '{}': gzip: corrupt compressed data ({})", op, path, msg);
   }
   inflateEnd(&zs);
-  EMBER_CHECK(rc == Z_STREAM_END,
+  EMBER_CHECK(rc == Z_STREAM_END || out.size() > declared_size(out),
               "[{}] '{}': gzip: the compressed stream ends early, after {} bytes of output (truncated file?)", op, path,
               out.size());
   return out;
@@ -124,9 +179,11 @@ Tensor parse_idx(const std::vector<unsigned char>& b, const std::string& path) {
   }
   auto expected = static_cast<size_t>(n) * static_cast<size_t>(size);
   size_t have = b.size() - header;
+  // (Reading stopped one byte past the declared size: a longer file's length is not known.)
   EMBER_CHECK(have == expected,
-              "[{}] '{}': data: dims {} of {}-byte elements need {} bytes after the header, the file has {} ({})", op,
-              path, shape, size, expected, have, have < expected ? "truncated" : "trailing bytes");
+              "[{}] '{}': data: dims {} of {}-byte elements need {} bytes after the header, the file has {}", op,
+              path, shape, size, expected,
+              have < expected ? fmt::format("{} (truncated)", have) : std::string("more (trailing bytes)"));
   Tensor t = empty(shape, TensorOptions(dtype));
   if (b[2] == 0x0B) {  // i16 widened to i32
     auto* dst = t.data_ptr<int32_t>();
@@ -152,7 +209,7 @@ std::string existing(const std::string& base) {
 }  // namespace
 
 Tensor read_idx(const std::string& path) {
-  std::vector<unsigned char> bytes = read_file(path, "read_idx");
+  std::vector<unsigned char> bytes = read_idx_file(path, "read_idx");
   if (is_gzip(bytes)) bytes = gunzip(bytes, path, "read_idx");
   return parse_idx(bytes, path);
 }

@@ -291,6 +291,13 @@ TEST_CASE("dataloader: workers run at most prefetch batches ahead of the caller"
   CHECK(eventually([&] { return ds2.calls->load() == 7; }));
   std::this_thread::sleep_for(milliseconds(200));
   CHECK(ds2.calls->load() == 7);
+
+  // A prefetch beyond the epoch's batches means all of them (not a slot array of that size).
+  ProbeDataset ds3{4};
+  data::DataLoader loader3(ds3, data::DataLoaderOptions(2).num_workers(1).prefetch(int64_t{1} << 40));
+  int64_t n = 0;
+  for (auto& batch : loader3) n += batch.size(0);
+  CHECK(n == 4);
 }
 
 TEST_CASE("dataloader: next() runs epoch after epoch") {

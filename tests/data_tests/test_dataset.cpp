@@ -79,7 +79,7 @@ TEST_CASE("data: field on tuples and single tensors, and its errors") {
   CHECK_ERROR(plus0(ex, g), "[field]", "field 0", "not a Tensor");
 }
 
-TEST_CASE("data: Stack collates per field; numbers become i64/f64") {
+TEST_CASE("data: Stack collates per field; numbers become i64/f64, bools bool") {
   data::Stack stack;
   std::vector<std::vector<Tensor>> exs;
   for (int i = 0; i < 3; ++i) exs.push_back({full({2}, i), full({}, i * 10, TensorOptions(DType::I64))});
@@ -99,6 +99,14 @@ TEST_CASE("data: Stack collates per field; numbers become i64/f64") {
   CHECK(values(ints) == std::vector<double>{3, 4});
   CHECK(reals.dtype() == DType::F64);
   CHECK(values(reals) == std::vector<double>{0.5, 1.5});
+
+  // bool fields stay bool (PyTorch's default_collate gives torch.bool).
+  std::vector<std::tuple<Tensor, bool>> bex;
+  bex.emplace_back(ones({1}), true);
+  bex.emplace_back(zeros({1}), false);
+  auto [xs, flags] = stack(std::move(bex));
+  CHECK(flags.dtype() == DType::Bool);
+  CHECK(values(flags) == std::vector<double>{1, 0});
 
   // Non-contiguous rows are copied correctly.
   Tensor m = arange(6).reshape({2, 3}).to(DType::F32);

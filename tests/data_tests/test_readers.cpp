@@ -165,7 +165,17 @@ TEST_CASE("readers: malformed IDX files name the file and the field") {
   Bytes trailing = good;
   trailing.push_back(9);
   e = fails("trailing", trailing);
-  CHECK_MESSAGE(data_test::has(e, "the file has 9 (trailing bytes)"), e);
+  CHECK_MESSAGE(data_test::has(e, "need 8 bytes after the header, the file has more (trailing bytes)"), e);
+  // A gzip file inflates only to one byte past the size its IDX header declares: here 1 MiB of
+  // zeros after a 1-byte tensor, with a damaged CRC at the very end that a whole inflation
+  // would reach (a small file must not make the reader inflate gigabytes before failing).
+  Bytes bomb = idx(0x08, {1}, {7});
+  bomb.resize(bomb.size() + (size_t{1} << 20), 0);
+  write_gz(dir.file("bomb.gz"), bomb);
+  Bytes bomb_gz = read_raw(dir.file("bomb.gz"));
+  bomb_gz[bomb_gz.size() - 5] ^= 0xff;
+  e = fails("bomb2.gz", bomb_gz);
+  CHECK_MESSAGE(data_test::has(e, "need 1 bytes after the header, the file has more (trailing bytes)"), e);
 
   // Damaged gzip: cut short, and with a corrupted deflate stream.
   write_gz(dir.file("whole.gz"), good);

@@ -3,8 +3,8 @@
 ///
 /// Stack (the DataLoader's default) stacks per field: a Tensor example gives a [B, ...]
 /// tensor; a vector of tensors gives a vector of stacked tensors; a pair/tuple gives a tuple
-/// with each Tensor field stacked and each number field made a [B] tensor (integers i64,
-/// floating f64, as PyTorch's default_collate). collate_then(collate, f) applies a batch
+/// with each Tensor field stacked and each number field made a [B] tensor (bool stays bool,
+/// other integers become i64, floating f64, as PyTorch's default_collate). collate_then(collate, f) applies a batch
 /// transform after collating, with the batch's own generator when f takes one.
 ///
 /// Note [Batches cross threads]: Ember's CPU allocator caches freed blocks per thread. A batch
@@ -33,6 +33,7 @@ Tensor stack_owned(const std::vector<Tensor>& rows, const std::string& what);
 /// A [B] i64 or f64 tensor in memory of its own from numbers.
 Tensor numbers_owned(const std::vector<int64_t>& values);
 Tensor numbers_owned(const std::vector<double>& values);
+Tensor bools_owned(const std::vector<uint8_t>& values);  ///< 0 or 1 each
 /// `t` itself when its memory is its own or on a device; else a copy in memory of its own.
 Tensor own_memory(const Tensor& t);
 
@@ -103,6 +104,11 @@ struct Stack {
       rows.reserve(examples.size());
       for (auto& e : examples) rows.push_back(std::move(std::get<I>(e)));
       return detail::stack_owned(rows, "field " + std::to_string(I));
+    } else if constexpr (std::is_same_v<F, bool>) {  // a bool tensor, as PyTorch's default_collate
+      std::vector<uint8_t> v;
+      v.reserve(examples.size());
+      for (auto& e : examples) v.push_back(std::get<I>(e) ? 1 : 0);
+      return detail::bools_owned(v);
     } else if constexpr (std::is_arithmetic_v<F>) {
       using N = std::conditional_t<std::is_floating_point_v<F>, double, int64_t>;
       std::vector<N> v;

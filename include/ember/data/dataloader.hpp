@@ -283,7 +283,8 @@ auto DataLoader<D, Collate>::start_run() -> std::shared_ptr<Run> {
   run->num_batches = batches_for(static_cast<int64_t>(run->indices.size()));
   int64_t workers = options_.num_workers();
   if (workers > 0 && run->num_batches > 0) {
-    int64_t capacity = options_.prefetch() > 0 ? options_.prefetch() : 2 * workers;
+    // At most one slot per batch of the epoch: a large prefetch asks for "all of them".
+    int64_t capacity = std::min(options_.prefetch() > 0 ? options_.prefetch() : 2 * workers, run->num_batches);
     run->slots.resize(static_cast<size_t>(capacity));
     Run* r = run.get();
     run->queue = std::make_unique<detail::PrefetchQueue>(
