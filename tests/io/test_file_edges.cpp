@@ -73,6 +73,21 @@ TEST_CASE("file edges: a replaced file keeps its permissions; a read-only one is
   }
 }
 
+TEST_CASE("file edges: a target that is not a regular file is refused, not replaced") {
+  TempDir dir;
+  std::string fifo = dir.file("pipe"), sub = dir.file("sub");
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK_ERROR(io::save_npy(fifo, arange(3)), "[save_npy]", "pipe", "not a regular file (a FIFO)");
+  struct stat st {};
+  REQUIRE(::stat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  REQUIRE(std::filesystem::create_directory(sub));
+  CHECK_ERROR(io::save_safetensors(sub, io::TensorDict{{"x", zeros({2})}}), "[save_safetensors]",
+              "not a regular file (a directory)");
+  CHECK(std::filesystem::is_directory(sub));
+  CHECK(dir.entries().size() == 2);  // no temporary file left behind
+}
+
 TEST_CASE("file edges: npy byte-order marks numpy accepts") {
   TempDir dir;
   std::string path = dir.file("x.npy");
