@@ -365,6 +365,13 @@ TEST_CASE("F::cosine_similarity, F::pairwise_distance and their modules") {
   // A second route: the normalised rows' dot products.
   Tensor ref = (a / a.norm(2, {1}, true) * (b / b.norm(2, {1}, true))).sum({1});
   CHECK(close(nn::CosineSimilarity()(a, b), ref));
+  // The inputs broadcast before the reduction: (4, 6) with (6) is four cosines (PyTorch: the
+  // same), and a row against a (1, 6) batch of one.
+  Tensor row = b.select(0, 2);
+  CHECK(F::cosine_similarity(a, row).sizes() == Shape{4});
+  CHECK(close(F::cosine_similarity(a, row), F::cosine_similarity(a, row.unsqueeze(0).expand({4, 6}).contiguous())));
+  CHECK(close(F::cosine_similarity(row, a, 0), F::cosine_similarity(row.expand({4, 6}).contiguous(), a, 0)));
+  CHECK_ERROR(F::cosine_similarity(a, randn({5})), "[cosine_similarity]", "[4, 6]", "[5]");
   Tensor pd = F::pairwise_distance(a, b, F::PairwiseDistanceFuncOptions().p(1).keepdim(true));
   CHECK(same(pd, F::pairwise_distance(a, b, 1, 1e-6, true)));
   nn::PairwiseDistance pd_mod(nn::PairwiseDistanceOptions().p(1).keepdim(true));

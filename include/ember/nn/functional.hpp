@@ -382,11 +382,15 @@ BasicTensor<P> kl_div(const BasicTensor<P>& input, const BasicTensor<P>& target,
   return detail::reduce(l, reduction, "kl_div");
 }
 
+/// The cosine of a and b along dim, after broadcasting them together (as PyTorch: (N, D) and
+/// (D) give N cosines).
 template <class P>
 BasicTensor<P> cosine_similarity(const BasicTensor<P>& a, const BasicTensor<P>& b, int64_t dim = 1, double eps = 1e-8) {
-  BasicTensor<P> na = a.square().sum({dim}).clamp_min(eps * eps).sqrt();
-  BasicTensor<P> nb = b.square().sum({dim}).clamp_min(eps * eps).sqrt();
-  return (a * b).sum({dim}) / (na * nb);
+  const Shape shape = ops::broadcast_shapes(a.sizes(), b.sizes(), "cosine_similarity");
+  const BasicTensor<P> ea = a.expand(shape), eb = b.expand(shape);
+  BasicTensor<P> na = ea.square().sum({dim}).clamp_min(eps * eps).sqrt();
+  BasicTensor<P> nb = eb.square().sum({dim}).clamp_min(eps * eps).sqrt();
+  return (ea * eb).sum({dim}) / (na * nb);
 }
 
 /// 1 - cos(a, b) where y is 1, max(0, cos - margin) where y is -1, 0 for other labels (as
@@ -500,7 +504,7 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
               "[ctc_loss] targets of shape {} fit neither the concatenated form ({} labels: the sum of the target "
               "lengths) nor the padded one ({} rows of at least {})",
               targets.sizes(), total, n, longest);
-  BasicTensor<P> tg = targets.to(DType::I64).contiguous();
+  BasicTensor<P> tg = targets.to(DType::I64).to(Device::cpu()).contiguous();  // read on the host
   const int64_t* tp = tg.template data_ptr<int64_t>();
   const double neg_inf = -std::numeric_limits<double>::infinity();
   std::vector<BasicTensor<P>> losses;
@@ -532,7 +536,7 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
     }
     BasicTensor<P> emit0 = index_select(lp.select(0, 0), 0, ext_t);  // (m)
     BasicTensor<P> init = full<P>({m}, neg_inf, TensorOptions(lp.dtype()).device(lp.device()));
-    BasicTensor<P> alpha = where(arange<P>(m).lt(int64_t{2}), emit0, init);
+    BasicTensor<P> alpha = where(arange<P>(m, TensorOptions(DType::I64).device(lp.device())).lt(int64_t{2}), emit0, init);
     for (int64_t t = 1; t < len; ++t) {
       BasicTensor<P> a1 = pad(alpha, {1, 0}, "constant", neg_inf).narrow(0, 0, m);
       BasicTensor<P> a2 = where(skip_t, pad(alpha, {2, 0}, "constant", neg_inf).narrow(0, 0, m), neg_inf);
