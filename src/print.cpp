@@ -125,22 +125,23 @@ std::string format_tensor(const TensorImpl& t, Device device, std::string_view e
       for (double v : vals) f.width = std::max<int>(f.width, static_cast<int>(f.fmt_one(v, t.dtype).size()));
     }
   } else {
-    for (int64_t off : offsets)
-      f.width = std::max<int>(f.width, static_cast<int>((is_integral(t.dtype, false) ? int_text(t, off)
-                                                                                      : f.fmt_one(load(t, off), t.dtype))
-                                                            .size()));
+    for (int64_t off : offsets) {
+      const std::string v = is_integral(t.dtype, false) ? int_text(t, off) : f.fmt_one(load(t, off), t.dtype);
+      f.width = std::max<int>(f.width, static_cast<int>(v.size()));
+    }
   }
   if (t.numel == 0) {
     s += "[]";
   } else {
     render(t, f, 0, t.offset, summarize, 7, s);
   }
+  // PyTorch's order: device, size, dtype, then autograd's note.
+  if (!device.is_cpu()) s += fmt::format(", device='{}'", device);
   if (t.numel == 0 && t.ndim() != 1) s += ", size=" + t.sizes.str();
   if (t.dtype != DType::F32 && t.dtype != DType::I64 && t.dtype != DType::Bool)
     s += fmt::format(", dtype={}", dtype_name(t.dtype));
   else if (t.numel == 0 && t.dtype != DType::F32)
     s += fmt::format(", dtype={}", dtype_name(t.dtype));
-  if (!device.is_cpu()) s += fmt::format(", device='{}'", device);
   s += extra;
   return s + ")";
 }

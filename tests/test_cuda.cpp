@@ -104,6 +104,7 @@ TEST_CASE("cuda: round trips .to(cuda) / .cpu() keep values, dtype and shape") {
   CHECK(zeros({0, 3}).to(kGpu).cpu().numel() == 0);
   // Printing copies to the host and names the device, as PyTorch's text.
   CHECK(to_string(ones({2}).to(kGpu)) == "tensor([1., 1.], device='cuda:0')");
+  CHECK(to_string(ones({2}, DType::F64).to(kGpu)) == "tensor([1., 1.], device='cuda:0', dtype=f64)");
   // Allocator statistics count device memory.
   CHECK(allocator_stats(kGpu).allocation_count > 0);
 }

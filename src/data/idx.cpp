@@ -21,9 +21,10 @@ constexpr size_t kUnknown = std::numeric_limits<size_t>::max();
 
 /// The size of the whole IDX file that the first bytes `b` declare (header and data), as far
 /// as they go: kUnknown until the header is complete; when the header is not one parse_idx
-/// accepts, a size the bytes read so far already reach (parse_idx reports the header). Reading and inflating stop past this size, so that
-/// a small gzip file (or /dev/zero) cannot make a read use unbounded memory and time before
-/// the size check.
+/// accepts, a size the bytes read so far already reach (parse_idx reports the header).
+/// Reading and inflating stop one byte past this size, so a wrong size fails without the rest
+/// being read or inflated: a gzip file inflates up to ~1000x (a 2 MB file to 2 GiB), and a
+/// raw read of /dev/zero or a FIFO would not end.
 size_t declared_size(const std::vector<unsigned char>& b) {
   if (b.size() < 4) return kUnknown;
   int elem = 0;
@@ -96,7 +97,9 @@ std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const st
     const size_t bound = declared_size(out);
     if (bound != kUnknown && out.size() > bound) break;  // parse_idx reports the trailing bytes
     size_t before = out.size();
-    const size_t want = bound == kUnknown ? chunk : std::min(chunk, bound + 1 - before);
+    // Until the header is out, a small first step (it fits in the first 64 KiB).
+    const size_t want =
+        bound == kUnknown ? std::min<size_t>(chunk, size_t{1} << 16) : std::min(chunk, bound + 1 - before);
     out.resize(before + want);
     zs.next_out = out.data() + before;
     zs.avail_out = static_cast<uInt>(want);

@@ -41,12 +41,19 @@ AtomicWriter::AtomicWriter(std::string path, const char* op) : path_(std::move(p
   // open() for writing would refuse it (the rename alone would replace it).
   struct stat st {};
   const bool exists = ::stat(target_.c_str(), &st) == 0;
+  // What open() would refuse is refused: a path that cannot be looked up for another reason
+  // than its absence (a symbolic link loop, a file used as a directory, no search permission).
+  EMBER_CHECK(exists || errno == ENOENT, "{}cannot look it up: {}", Source{op_, path_}.prefix(), std::strerror(errno));
   // Only a regular file may be replaced: the rename would put a plain file in the place of a
   // device (/dev/null), a FIFO or a socket, and fail on a directory after writing it all.
   EMBER_CHECK(!exists || S_ISREG(st.st_mode),
-              "{}it exists and is not a regular file (a {}); saving writes a temporary file and renames it over "
-              "the target, which would replace it", Source{op_, path_}.prefix(),
-              S_ISDIR(st.st_mode) ? "directory" : S_ISFIFO(st.st_mode) ? "FIFO" : S_ISSOCK(st.st_mode) ? "socket" : "device");
+              "{}it exists and is not a regular file (a {}); saving writes a temporary file and renames it to "
+              "that name, which only a regular file can take",
+              Source{op_, path_}.prefix(),
+              S_ISDIR(st.st_mode)    ? "directory"
+              : S_ISFIFO(st.st_mode) ? "FIFO"
+              : S_ISSOCK(st.st_mode) ? "socket"
+                                     : "device");
   EMBER_CHECK(!exists || ::access(target_.c_str(), W_OK) == 0,
               "{}the file is not writable: {}", Source{op_, path_}.prefix(), std::strerror(errno));
   // The temporary file: hidden, in the target's directory (rename cannot cross file

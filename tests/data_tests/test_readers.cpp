@@ -176,6 +176,9 @@ TEST_CASE("readers: malformed IDX files name the file and the field") {
   bomb_gz[bomb_gz.size() - 5] ^= 0xff;
   e = fails("bomb2.gz", bomb_gz);
   CHECK_MESSAGE(data_test::has(e, "need 1 bytes after the header, the file has more (trailing bytes)"), e);
+  // An uncompressed read stops too: /dev/zero (no end) fails at its header's type code 0.
+  if (std::filesystem::exists("/dev/zero"))
+    CHECK_ERROR(data::read_idx("/dev/zero"), "[read_idx]", "unknown element type code 0x00");
 
   // Damaged gzip: cut short, and with a corrupted deflate stream.
   write_gz(dir.file("whole.gz"), good);

@@ -85,7 +85,12 @@ TEST_CASE("file edges: a target that is not a regular file is refused, not repla
   CHECK_ERROR(io::save_safetensors(sub, io::TensorDict{{"x", zeros({2})}}), "[save_safetensors]",
               "not a regular file (a directory)");
   CHECK(std::filesystem::is_directory(sub));
-  CHECK(dir.entries().size() == 2);  // no temporary file left behind
+  // A path that cannot be looked up (a symbolic link loop) is refused, not replaced.
+  std::string loop = dir.file("loop");
+  std::filesystem::create_symlink("loop", loop);
+  CHECK_ERROR(io::save_npy(loop, arange(3)), "[save_npy]", "cannot look it up");
+  CHECK(std::filesystem::is_symlink(loop));
+  CHECK(dir.entries().size() == 3);  // no temporary file left behind
 }
 
 TEST_CASE("file edges: npy byte-order marks numpy accepts") {

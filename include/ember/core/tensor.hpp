@@ -26,6 +26,7 @@ namespace ember {
 
 namespace autograd {
 struct Node;
+struct Autograd;  // the layer, named by to_string's has_layer test
 }  // namespace autograd
 
 namespace detail {
@@ -548,8 +549,10 @@ class BasicTensor {
   /// so mixed dtypes promote and bools multiply (logical and) as they do for mul; one
   /// non-bool dtype runs as a GEMM of inner size 1 (the same products).
   BasicTensor outer(const BasicTensor& o) const {
-    if (defined() && o.defined() && dim() == 1 && o.dim() == 1 && (dtype() != o.dtype() || dtype() == DType::Bool))
-      return unsqueeze(1).mul(o);
+    if (defined() && o.defined()) {
+      EMBER_CHECK(dim() == 1 && o.dim() == 1, "[outer] expects 1-d tensors, got shapes {} and {}", sizes(), o.sizes());
+      if (dtype() != o.dtype() || dtype() == DType::Bool) return unsqueeze(1).mul(o);
+    }
     return mat(ops::MatmulKind::Outer, o);
   }
   BasicTensor addmm(const BasicTensor& m1, const BasicTensor& m2, Scalar beta = 1, Scalar alpha = 1) const {

@@ -536,7 +536,8 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
     }
     BasicTensor<P> emit0 = index_select(lp.select(0, 0), 0, ext_t);  // (m)
     BasicTensor<P> init = full<P>({m}, neg_inf, TensorOptions(lp.dtype()).device(lp.device()));
-    BasicTensor<P> alpha = where(arange<P>(m, TensorOptions(DType::I64).device(lp.device())).lt(int64_t{2}), emit0, init);
+    const BasicTensor<P> first_two = arange<P>(m, TensorOptions(DType::I64).device(lp.device())).lt(int64_t{2});
+    BasicTensor<P> alpha = where(first_two, emit0, init);
     for (int64_t t = 1; t < len; ++t) {
       BasicTensor<P> a1 = pad(alpha, {1, 0}, "constant", neg_inf).narrow(0, 0, m);
       BasicTensor<P> a2 = where(skip_t, pad(alpha, {2, 0}, "constant", neg_inf).narrow(0, 0, m), neg_inf);

@@ -197,8 +197,8 @@ BasicTensor<P> linear_relu(const BasicTensor<P>& x, const BasicTensor<P>& w, con
 }
 
 /// PyTorch-style text: tensor([[1., 2.], [3., 4.]]), with dtype/device when not default, and
-/// as PyTorch ", requires_grad=True" for a leaf that requires grad, ", grad_fn=<MulBackward0>"
-/// for a result in the graph.
+/// as PyTorch ", requires_grad=True" for a leaf that requires grad, ", grad_fn=<MulBackward>"
+/// for a result in the graph (PyTorch's node names end in an overload number: MulBackward0).
 template <class P>
 std::string to_string(const BasicTensor<P>& t) {
   if (!t.defined()) return "tensor(undefined)";
