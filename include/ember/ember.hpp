@@ -16,6 +16,8 @@
 #include <ember/ops/rearrange_ops.hpp>
 #include <ember/ops/matrix_builders.hpp>
 #include <ember/ops/differences.hpp>
+#include <ember/ops/split_stack_ops.hpp>
+#include <ember/ops/vector_products.hpp>
 #include <ember/ops/inplace_index_ops.hpp>
 #include <ember/ops/gamma_ops.hpp>
 #include <ember/ops/special_ops.hpp>

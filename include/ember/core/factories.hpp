@@ -176,6 +176,17 @@ BasicTensor<P> linspace(double start, double end, int64_t steps, TensorOptions o
   });
 }
 
+/// base ^ linspace(start, end, steps): `steps` values evenly spaced on a log scale, computed in
+/// double and rounded once to the dtype (an integer dtype truncates, as PyTorch's).
+template <class P = DefaultPolicy>
+BasicTensor<P> logspace(double start, double end, int64_t steps, double base = 10.0, TensorOptions o = {}) {
+  EMBER_CHECK(steps >= 0, "[logspace] steps must be non-negative, got {}", steps);
+  const DType dt = o.dtype_or(kDefaultFloat);
+  EMBER_CHECK(dt != DType::Bool, "[logspace] has no bool form");
+  const BasicTensor<P> e = linspace<P>(start, end, steps, TensorOptions(DType::F64));
+  return e.scalar_like(base).pow(e).to(dt).to(o.device_or(Device::cpu()));
+}
+
 template <class P = DefaultPolicy>
 BasicTensor<P> eye(int64_t n, std::optional<int64_t> m_in = {}, TensorOptions o = {}) {
   const int64_t m = m_in.value_or(n);

@@ -457,6 +457,10 @@ class BasicTensor {
   // ---- shape and indexing ops as methods, as libtorch's (defined in ops/shape_ops.hpp) --------
   std::vector<BasicTensor> split(int64_t size, int64_t dim = 0) const;
   std::vector<BasicTensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const;
+  // ops/split_stack_ops.hpp
+  std::vector<BasicTensor> tensor_split(int64_t sections, int64_t dim = 0) const;
+  std::vector<BasicTensor> tensor_split(const std::vector<int64_t>& indices, int64_t dim = 0) const;
+  BasicTensor ravel() const;
   std::vector<BasicTensor> chunk(int64_t chunks, int64_t dim = 0) const;
   std::vector<BasicTensor> unbind(int64_t dim = 0) const;
   BasicTensor index_select(int64_t dim, const BasicTensor& index) const;
@@ -563,6 +567,12 @@ class BasicTensor {
     return wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Baddbmm, beta.to_double(), alpha.to_double()},
                             b1.impl(), b2.impl(), &impl()));
   }
+  // ops/vector_products.hpp: checked under their own names, run as one GEMM each.
+  BasicTensor mv(const BasicTensor& vec) const;
+  BasicTensor addmv(const BasicTensor& mat, const BasicTensor& vec, Scalar beta = 1, Scalar alpha = 1) const;
+  BasicTensor addr(const BasicTensor& vec1, const BasicTensor& vec2, Scalar beta = 1, Scalar alpha = 1) const;
+  BasicTensor addbmm(const BasicTensor& batch1, const BasicTensor& batch2, Scalar beta = 1, Scalar alpha = 1) const;
+  BasicTensor vdot(const BasicTensor& o) const;
 
   // ---- autograd (defined in autograd/tensor_autograd.hpp; policies with the Autograd layer) ----
   /// Marks a floating-point leaf as needing .grad() (or unmarks it).

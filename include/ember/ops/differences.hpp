@@ -1,6 +1,7 @@
 #pragma once
 /// Differences along a dim and between variables, as libtorch's: diff (n-th forward
-/// difference), cov (weighted covariance matrix), corrcoef (Pearson correlation).
+/// difference), cov (weighted covariance matrix), corrcoef (Pearson correlation), and
+/// integration by the trapezoidal rule (trapezoid, cumulative_trapezoid).
 ///
 ///   Tensor v = diff(positions, 1, 0);            // velocities from a (T, 3) trajectory
 ///   Tensor C = cov(samples.t());                 // (features, features) from (N, features) rows
@@ -91,6 +92,74 @@ BasicTensor<P> corrcoef(const BasicTensor<P>& x) {
   if (c.dim() == 0) return c / c;
   const BasicTensor<P> sd = c.diagonal().sqrt();
   return (c / sd.unsqueeze(1) / sd.unsqueeze(0)).clamp(-1, 1);
+}
+
+namespace detail {
+/// trapezoid's checks; dim wrapped.
+template <class P>
+int64_t trapezoid_dim(const BasicTensor<P>& y, int64_t dim, const char* op) {
+  EMBER_CHECK(y.dim() >= 1, "[{}] expects y with at least 1 dim, got a 0-d tensor", op);
+  EMBER_CHECK(y.dtype() != DType::Bool, "[{}] bool y is not supported", op);
+  return wrap_dim(dim, y.dim(), op);
+}
+/// The spacing between sample points x along dim, shaped to broadcast against y's intervals:
+/// a 1-D x holds one point per sample of y's dim; a lower-rank x gets leading dims of 1.
+template <class P>
+BasicTensor<P> sample_spacing(const BasicTensor<P>& y, const BasicTensor<P>& x, int64_t d, const char* op) {
+  EMBER_CHECK(x.dtype() != DType::Bool, "[{}] bool x is not supported", op);
+  BasicTensor<P> xv = x;
+  if (x.dim() == 1) {
+    EMBER_CHECK(x.size(0) == y.size(d), "[{}] x of shape {} needs one point per sample of y's dim {} ({} in shape {})",
+                op, x.sizes(), d, y.size(d), y.sizes());
+    Shape shape(static_cast<size_t>(y.dim()), 1);
+    shape[static_cast<size_t>(d)] = x.size(0);
+    xv = x.view(shape);
+  } else if (x.dim() < y.dim()) {
+    Shape shape(static_cast<size_t>(y.dim() - x.dim()), 1);
+    for (int64_t s : x.sizes()) shape.push_back(s);
+    xv = x.view(shape);
+  }
+  const int64_t n = xv.size(d);
+  EMBER_CHECK(n >= 1, "[{}] x of shape {} has no points along dim {}", op, x.sizes(), d);
+  return xv.narrow(d, 1, n - 1) - xv.narrow(d, 0, n - 1);
+}
+/// y's interval sums y[i] + y[i + 1] along d.
+template <class P>
+BasicTensor<P> interval_sums(const BasicTensor<P>& y, int64_t d) {
+  const int64_t n = y.size(d);
+  return y.narrow(d, 0, n - 1) + y.narrow(d, 1, n - 1);
+}
+}  // namespace detail
+
+/// The integral of samples y along dim by the trapezoidal rule, points dx apart (numpy's and
+/// PyTorch's trapezoid; no samples or one sample: 0).
+template <class P>
+BasicTensor<P> trapezoid(const BasicTensor<P>& y, double dx = 1.0, int64_t dim = -1) {
+  const int64_t d = detail::trapezoid_dim(y, dim, "trapezoid");
+  if (y.size(d) == 0) return zeros_like(y.sum({d}));
+  // dx (sum y - (y_first + y_last) / 2): one pass over y.
+  return (y.sum({d}) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * dx;
+}
+/// The same with the sample points x: a 1-D x of one point per sample, or x broadcasting
+/// against y.
+template <class P>
+BasicTensor<P> trapezoid(const BasicTensor<P>& y, const BasicTensor<P>& x, int64_t dim = -1) {
+  const int64_t d = detail::trapezoid_dim(y, dim, "trapezoid");
+  if (y.size(d) == 0) return zeros_like(y.sum({d}));
+  return (detail::interval_sums(y, d) * detail::sample_spacing(y, x, d, "trapezoid")).sum({d}) / 2.0;
+}
+/// The running integrals: one fewer element along dim than y.
+template <class P>
+BasicTensor<P> cumulative_trapezoid(const BasicTensor<P>& y, double dx = 1.0, int64_t dim = -1) {
+  const int64_t d = detail::trapezoid_dim(y, dim, "cumulative_trapezoid");
+  if (y.size(d) == 0) return y.narrow(d, 0, 0) * dx;
+  return (detail::interval_sums(y, d) * (dx / 2.0)).cumsum(d);
+}
+template <class P>
+BasicTensor<P> cumulative_trapezoid(const BasicTensor<P>& y, const BasicTensor<P>& x, int64_t dim = -1) {
+  const int64_t d = detail::trapezoid_dim(y, dim, "cumulative_trapezoid");
+  if (y.size(d) == 0) return y.narrow(d, 0, 0) * x.sum();
+  return (detail::interval_sums(y, d) * detail::sample_spacing(y, x, d, "cumulative_trapezoid")).cumsum(d) / 2.0;
 }
 
 // ---- BasicTensor's method forms (declared in core/tensor.hpp) -----------------------------------

@@ -7,7 +7,9 @@
 
 #include <fmt/core.h>
 
+#include <limits>
 #include <ostream>
+#include <utility>
 #include <vector>
 
 namespace ember {
@@ -134,6 +136,44 @@ BasicTensor<P> dot(const BasicTensor<P>& a, const BasicTensor<P>& b) {
 template <class P>
 BasicTensor<P> outer(const BasicTensor<P>& a, const BasicTensor<P>& b) {
   return a.outer(b);
+}
+/// x == +inf (isposinf) or -inf (isneginf); all false for integer and bool tensors.
+template <class P>
+BasicTensor<P> isposinf(const BasicTensor<P>& x) {
+  if (!is_floating(x.dtype())) return zeros_like(x, TensorOptions(DType::Bool));
+  return x.eq(std::numeric_limits<double>::infinity());
+}
+template <class P>
+BasicTensor<P> isneginf(const BasicTensor<P>& x) {
+  if (!is_floating(x.dtype())) return zeros_like(x, TensorOptions(DType::Bool));
+  return x.eq(-std::numeric_limits<double>::infinity());
+}
+/// a / b rounded down (torch::floor_divide, the same as div with rounding mode "floor").
+template <class P>
+BasicTensor<P> floor_divide(const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  return a.div(b, "floor");
+}
+template <class P>
+BasicTensor<P> floor_divide(const BasicTensor<P>& a, Scalar b) {
+  return a.div(b, "floor");
+}
+/// The values of x sorted along dim 0 (torch::msort).
+template <class P>
+BasicTensor<P> msort(const BasicTensor<P>& x) {
+  EMBER_CHECK(x.dim() >= 1, "[msort] expects at least 1 dim, got a 0-d tensor");
+  return x.sort(0).first;
+}
+/// {var, mean} and {std, mean} over dims (all without), as torch::var_mean / std_mean.
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> var_mean(const BasicTensor<P>& x, const Shape& dims = {},
+                                                   double correction = 1, bool keepdim = false) {
+  return x.var_mean(dims, correction, keepdim);
+}
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> std_mean(const BasicTensor<P>& x, const Shape& dims = {},
+                                                   double correction = 1, bool keepdim = false) {
+  auto [v, m] = x.var_mean(dims, correction, keepdim);
+  return {v.sqrt(), m};
 }
 template <class P>
 BasicTensor<P> addmm(const BasicTensor<P>& c, const BasicTensor<P>& a, const BasicTensor<P>& b, Scalar beta = 1,
