@@ -16,6 +16,7 @@ namespace ember::detail {
 namespace {
 
 constexpr int64_t kThreshold = 1000, kEdge = 3;
+constexpr int kLineWidth = 80;
 
 double load(const TensorImpl& t, int64_t off) {
   return visit_dtype(t.dtype, [&]<class T>() {
@@ -63,36 +64,51 @@ void collect(const TensorImpl& t, int64_t dim, int64_t off, bool summarize, std:
   }
 }
 
+/// One element, right-aligned to the column width.
+std::string element(const TensorImpl& t, const Formatter& f, int64_t off) {
+  std::string v = is_integral(t.dtype, false) ? int_text(t, off) : f.fmt_one(load(t, off), t.dtype);
+  return std::string(static_cast<size_t>(std::max<int>(0, f.width - static_cast<int>(v.size()))), ' ') + v;
+}
+
+/// `indent`: the column of this block's '[' (7, after "tensor(", for the outermost).
 void render(const TensorImpl& t, const Formatter& f, int64_t dim, int64_t off, bool summarize, int indent,
             std::string& s) {
-  if (dim == t.ndim()) {
-    std::string v = is_integral(t.dtype, false) ? int_text(t, off) : f.fmt_one(load(t, off), t.dtype);
-    s += std::string(static_cast<size_t>(std::max<int>(0, f.width - static_cast<int>(v.size()))), ' ') + v;
+  if (dim == t.ndim()) {  // a 0-d tensor
+    s += element(t, f, off);
     return;
   }
+  const int64_t n = t.sizes[dim];
+  if (dim == t.ndim() - 1) {
+    // A row: as many elements per line as fit in 80 columns, as PyTorch's; " ..." of a
+    // summary is an element of its own ("2.,  ..., 998.").
+    std::vector<std::string> items;
+    for (int64_t i = 0; i < n; ++i) {
+      if (summarize && n > 2 * kEdge && i == kEdge) {
+        items.emplace_back(" ...");
+        i = n - kEdge;
+      }
+      items.push_back(element(t, f, off + i * t.strides[dim]));
+    }
+    const size_t per_line = static_cast<size_t>(std::max(1, (kLineWidth - indent) / (f.width + 2)));
+    s += '[';
+    for (size_t k = 0; k < items.size(); ++k) {
+      if (k > 0) s += k % per_line == 0 ? ",\n" + std::string(static_cast<size_t>(indent + 1), ' ') : ", ";
+      s += items[k];
+    }
+    s += ']';
+    return;
+  }
+  // Blocks: separated by as many newlines as the dims below them, each starting at indent + 1.
+  const std::string separator = "," + std::string(static_cast<size_t>(t.ndim() - dim - 1), '\n') +
+                                std::string(static_cast<size_t>(indent + 1), ' ');
   s += '[';
-  int64_t n = t.sizes[dim];
-  bool last = dim == t.ndim() - 1;
   for (int64_t i = 0; i < n; ++i) {
     if (summarize && n > 2 * kEdge && i == kEdge) {
-      // Like the separators below: the newlines, then the next block's indent (a 4-d summary
-      // put the indent on a blank line and the block at column 0). In a row, " ..." is an
-      // element of its own, as PyTorch's: "2.,  ..., 998.".
-      s += last ? " ..., "
-                : "...," + std::string(static_cast<size_t>(t.ndim() - dim - 1), '\n') +
-                      std::string(static_cast<size_t>(indent + 1), ' ');
+      s += "..." + separator;
       i = n - kEdge;
     }
     render(t, f, dim + 1, off + i * t.strides[dim], summarize, indent + 1, s);
-    if (i + 1 < n) {
-      if (last) {
-        s += ", ";
-      } else {
-        s += ',';
-        s += std::string(static_cast<size_t>(t.ndim() - dim - 1), '\n');
-        s += std::string(static_cast<size_t>(indent + 1), ' ');
-      }
-    }
+    if (i + 1 < n) s += separator;
   }
   s += ']';
 }

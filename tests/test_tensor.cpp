@@ -265,6 +265,21 @@ TEST_CASE("printing follows PyTorch") {
   CHECK(to_string(tensor<float>({0.f, -0.f})) == "tensor([0., -0.])");
   CHECK(to_string(tensor<float>({0.f, 1e-5f})) == "tensor([0.0000e+00, 1.0000e-05])");
   CHECK(to_string(tensor<float>({INFINITY, 2.5f})) == "tensor([   inf, 2.5000])");
+  // Rows wrap at 80 columns, continuing under the row's first element (PyTorch's text,
+  // character for character).
+  CHECK(to_string(arange(20.0)) ==
+        "tensor([ 0.,  1.,  2.,  3.,  4.,  5.,  6.,  7.,  8.,  9., 10., 11., 12., 13.,\n"
+        "        14., 15., 16., 17., 18., 19.])");
+  CHECK(to_string(full({2, 15}, 1.0 / 3).narrow(1, 0, 11)) ==
+        "tensor([[0.3333, 0.3333, 0.3333, 0.3333, 0.3333, 0.3333, 0.3333, 0.3333, 0.3333,\n"
+        "         0.3333, 0.3333],\n"
+        "        [0.3333, 0.3333, 0.3333, 0.3333, 0.3333, 0.3333, 0.3333, 0.3333, 0.3333,\n"
+        "         0.3333, 0.3333]])");
+  CHECK(to_string(arange(2000.0).view({2, 1000}) / 7) ==
+        "tensor([[0.0000e+00, 1.4286e-01, 2.8571e-01,  ..., 1.4243e+02, 1.4257e+02,\n"
+        "         1.4271e+02],\n"
+        "        [1.4286e+02, 1.4300e+02, 1.4314e+02,  ..., 2.8529e+02, 2.8543e+02,\n"
+        "         2.8557e+02]])");
   // Autograd's note, as PyTorch's: a leaf that requires grad, a result in the graph.
   Tensor leaf = tensor<float>({1}).requires_grad_();
   CHECK(to_string(leaf) == "tensor([1.], requires_grad=True)");
