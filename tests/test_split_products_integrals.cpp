@@ -46,7 +46,9 @@ TEST_CASE("tensor_split, hsplit, vsplit, dsplit: numpy's pieces, as views") {
   CHECK(all_vals(hsplit(m, I{1, 3})) == std::vector<F>{{0, 4, 8}, {1, 2, 5, 6, 9, 10}, {3, 7, 11}});
   CHECK(all_vals(hsplit(arange(4.0), 2)) == std::vector<F>{{0, 1}, {2, 3}});  // 1-D: along dim 0
   CHECK(all_vals(vsplit(m, I{1})) == std::vector<F>{{0, 1, 2, 3}, {4, 5, 6, 7, 8, 9, 10, 11}});
-  for (const Tensor& t : dsplit(arange(24.0).view({2, 3, 4}), 2)) CHECK(t.sizes() == Shape{2, 3, 2});
+  const auto depth = dsplit(arange(24.0).view({2, 3, 4}), 2);
+  REQUIRE(depth.size() == 2);
+  for (const Tensor& t : depth) CHECK(t.sizes() == Shape{2, 3, 2});
 
   CHECK_ERROR(tensor_split(full({}, 1.0), 2), "[tensor_split]", "0-d");
   CHECK_ERROR(tensor_split(x, 0), "[tensor_split]", "positive", "0");
@@ -83,6 +85,13 @@ TEST_CASE("column_stack, dstack, broadcast_tensors, ravel") {
   CHECK(mt.ravel().sizes() == Shape{6});
   const Tensor c = arange(6.0);
   CHECK(c.view({2, 3}).ravel().data_ptr() == c.data_ptr());  // contiguous: a view
+  // Always contiguous, as PyTorch's: a strided or expanded 1-D tensor is copied.
+  const Tensor every_other = c.index({Slice(0, None, 2)});
+  const Tensor r = ravel(every_other);
+  CHECK(r.is_contiguous());
+  CHECK(r.data_ptr() != c.data_ptr());
+  CHECK(vals(r) == F{0, 2, 4});
+  CHECK(ravel(full({}, 2.0).expand({3})).is_contiguous());
 }
 
 TEST_CASE("mv, addmv, addr, addbmm, vdot") {
@@ -127,12 +136,18 @@ TEST_CASE("std_mean, msort, isposinf and isneginf, floor_divide, logspace") {
   CHECK(close_relative(s0, {std::sqrt(129.0 / 4), std::sqrt(14.75 / 4)}, 1e-14));
   auto [v, m] = var_mean(y);
   CHECK(close_relative(v, {std::pow(vals(y.std())[0], 2)}, 1e-12));
+  // std's gradient where the std is 0 is 0 (as std's own, and PyTorch's), not NaN.
+  const Tensor flat = ones({3}, DType::F64).requires_grad_();
+  auto [sf, mf] = std_mean(flat);
+  (sf + mf).backward();
+  CHECK(vals(flat.grad()) == F{1.0 / 3, 1.0 / 3, 1.0 / 3});
+  check_grads([](const V& t) { auto [sd, mean] = std_mean(t[0], {1}); return sd * mean; }, {leaf(y)}, "std_mean");
 
   const Tensor ms = msort(tensor({3.0, 1.0, 1.0, 2.0, 2.0, kNaN}).view({3, 2}));
   const F msv = vals(ms);
   CHECK(F(msv.begin(), msv.end() - 1) == F{1, 1, 2, 2, 3});
   CHECK(std::isnan(msv.back()));  // NaN sorts last
-  CHECK_ERROR(msort(full({}, 1.0)), "[msort]", "0-d");
+  CHECK(msort(full({}, 1.0)).item<float>() == 1);  // 0-d: itself, as PyTorch's
 
   const Tensor fl = tensor<float>({1.0f, INFINITY, -INFINITY, NAN});
   CHECK(ints(isposinf(fl)) == I{0, 1, 0, 0});
@@ -149,6 +164,10 @@ TEST_CASE("std_mean, msort, isposinf and isneginf, floor_divide, logspace") {
   CHECK(vals(ls) == F{double(0.1f), 1, 10, 100});
   CHECK(vals(logspace(0, 3, 4, 2.0, DType::F64)) == F{1, 2, 4, 8});
   CHECK(ints(logspace(0, 2, 3, 10.0, DType::I64)) == I{1, 10, 100});
+  // Integer dtypes truncate start and end first, as PyTorch's: 10^0.5 is not 3 here.
+  CHECK(ints(logspace(0.5, 2.5, 3, 10.0, DType::I64)) == I{1, 10, 100});
+  CHECK(ints(logspace(0.5, 9, 1, 10.0, DType::I32)) == I{1});
+  CHECK(logspace(0, 1, 3, 10.0, TensorOptions().requires_grad()).requires_grad());
   CHECK(logspace(0, 1, 0).numel() == 0);
   CHECK_ERROR(logspace(0, 1, -1), "[logspace]", "-1");
 }
@@ -169,7 +188,10 @@ TEST_CASE("trapezoid and cumulative_trapezoid, with spacing or sample points") {
   CHECK(trapezoid(tensor<int64_t>({1, 2, 4})).item<double>() == 4.5);
   CHECK(trapezoid(tensor({5.0})).item<double>() == 0);
   CHECK(vals(trapezoid(zeros({2, 0}))) == F{0, 0});
+  CHECK(trapezoid(zeros({2, 0}, DType::I32)).dtype() == DType::I32);  // no samples: y's dtype
   CHECK(cumulative_trapezoid(zeros({2, 0})).sizes() == Shape{2, 0});
+  CHECK(cumulative_trapezoid(zeros({2, 0}), zeros({0}, DType::F64)).sizes() == Shape{2, 0});
+  CHECK_ERROR(cumulative_trapezoid(zeros({2, 0}), tensor({1.0, 2.0})), "[cumulative_trapezoid]", "one point");
 
   CHECK_ERROR(trapezoid(y, tensor({0.0, 1.0})), "[trapezoid]", "one point per sample", "[2]");
   CHECK_ERROR(trapezoid(full({}, 1.0)), "[trapezoid]", "0-d");

@@ -177,14 +177,20 @@ BasicTensor<P> linspace(double start, double end, int64_t steps, TensorOptions o
 }
 
 /// base ^ linspace(start, end, steps): `steps` values evenly spaced on a log scale, computed in
-/// double and rounded once to the dtype (an integer dtype truncates, as PyTorch's).
+/// double and rounded once to the dtype. For an integer dtype, start and end are truncated to
+/// integers first and the powers truncated after, as PyTorch's (logspace(0.5, 2.5, 3, 10, i64)
+/// is [1, 10, 100]); powers beyond the dtype's range are not defined there either.
 template <class P = DefaultPolicy>
 BasicTensor<P> logspace(double start, double end, int64_t steps, double base = 10.0, TensorOptions o = {}) {
   EMBER_CHECK(steps >= 0, "[logspace] steps must be non-negative, got {}", steps);
   const DType dt = o.dtype_or(kDefaultFloat);
   EMBER_CHECK(dt != DType::Bool, "[logspace] has no bool form");
-  const BasicTensor<P> e = linspace<P>(start, end, steps, TensorOptions(DType::F64));
-  return e.scalar_like(base).pow(e).to(dt).to(o.device_or(Device::cpu()));
+  const bool floating = is_floating(dt);
+  const double from = floating ? start : std::trunc(start), to = floating ? end : std::trunc(end);
+  const BasicTensor<P> e = linspace<P>(from, to, steps, TensorOptions(DType::F64));
+  const BasicTensor<P> powers = e.scalar_like(base).pow(e).to(dt);
+  const Device d = o.device_or(kCPU);
+  return detail::with_grad_option<P>(d.is_cpu() ? powers : powers.to(d), o);
 }
 
 template <class P = DefaultPolicy>

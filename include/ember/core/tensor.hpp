@@ -567,7 +567,7 @@ class BasicTensor {
     return wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Baddbmm, beta.to_double(), alpha.to_double()},
                             b1.impl(), b2.impl(), &impl()));
   }
-  // ops/vector_products.hpp: checked under their own names, run as one GEMM each.
+  // ops/vector_products.hpp: composites of addmm, matmul and dot.
   BasicTensor mv(const BasicTensor& vec) const;
   BasicTensor addmv(const BasicTensor& mat, const BasicTensor& vec, Scalar beta = 1, Scalar alpha = 1) const;
   BasicTensor addr(const BasicTensor& vec1, const BasicTensor& vec2, Scalar beta = 1, Scalar alpha = 1) const;

@@ -120,14 +120,23 @@ BasicTensor<P> sample_spacing(const BasicTensor<P>& y, const BasicTensor<P>& x, 
     xv = x.view(shape);
   }
   const int64_t n = xv.size(d);
-  EMBER_CHECK(n >= 1, "[{}] x of shape {} has no points along dim {}", op, x.sizes(), d);
+  if (n == 0) return xv - xv;  // no points: no intervals (broadcasts as PyTorch's empty slices)
   return xv.narrow(d, 1, n - 1) - xv.narrow(d, 0, n - 1);
 }
-/// y's interval sums y[i] + y[i + 1] along d.
+/// y's interval sums y[i] + y[i + 1] along d (none for no samples).
 template <class P>
 BasicTensor<P> interval_sums(const BasicTensor<P>& y, int64_t d) {
   const int64_t n = y.size(d);
+  if (n == 0) return y + y;
   return y.narrow(d, 0, n - 1) + y.narrow(d, 1, n - 1);
+}
+/// No samples integrate to zeros of y's shape without dim d, in y's dtype (PyTorch's).
+template <class P>
+BasicTensor<P> zeros_without(const BasicTensor<P>& y, int64_t d) {
+  Shape shape;
+  for (int64_t i = 0; i < y.dim(); ++i)
+    if (i != d) shape.push_back(y.size(i));
+  return zeros<P>(shape, TensorOptions(y.dtype()).device(y.device()));
 }
 }  // namespace detail
 
@@ -136,7 +145,7 @@ BasicTensor<P> interval_sums(const BasicTensor<P>& y, int64_t d) {
 template <class P>
 BasicTensor<P> trapezoid(const BasicTensor<P>& y, double dx = 1.0, int64_t dim = -1) {
   const int64_t d = detail::trapezoid_dim(y, dim, "trapezoid");
-  if (y.size(d) == 0) return zeros_like(y.sum({d}));
+  if (y.size(d) == 0) return detail::zeros_without(y, d);
   // dx (sum y - (y_first + y_last) / 2): one pass over y.
   return (y.sum({d}) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * dx;
 }
@@ -145,20 +154,18 @@ BasicTensor<P> trapezoid(const BasicTensor<P>& y, double dx = 1.0, int64_t dim =
 template <class P>
 BasicTensor<P> trapezoid(const BasicTensor<P>& y, const BasicTensor<P>& x, int64_t dim = -1) {
   const int64_t d = detail::trapezoid_dim(y, dim, "trapezoid");
-  if (y.size(d) == 0) return zeros_like(y.sum({d}));
+  if (y.size(d) == 0) return detail::zeros_without(y, d);
   return (detail::interval_sums(y, d) * detail::sample_spacing(y, x, d, "trapezoid")).sum({d}) / 2.0;
 }
 /// The running integrals: one fewer element along dim than y.
 template <class P>
 BasicTensor<P> cumulative_trapezoid(const BasicTensor<P>& y, double dx = 1.0, int64_t dim = -1) {
   const int64_t d = detail::trapezoid_dim(y, dim, "cumulative_trapezoid");
-  if (y.size(d) == 0) return y.narrow(d, 0, 0) * dx;
   return (detail::interval_sums(y, d) * (dx / 2.0)).cumsum(d);
 }
 template <class P>
 BasicTensor<P> cumulative_trapezoid(const BasicTensor<P>& y, const BasicTensor<P>& x, int64_t dim = -1) {
   const int64_t d = detail::trapezoid_dim(y, dim, "cumulative_trapezoid");
-  if (y.size(d) == 0) return y.narrow(d, 0, 0) * x.sum();
   return (detail::interval_sums(y, d) * detail::sample_spacing(y, x, d, "cumulative_trapezoid")).cumsum(d) / 2.0;
 }
 

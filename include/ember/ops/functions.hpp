@@ -140,12 +140,12 @@ BasicTensor<P> outer(const BasicTensor<P>& a, const BasicTensor<P>& b) {
 /// x == +inf (isposinf) or -inf (isneginf); all false for integer and bool tensors.
 template <class P>
 BasicTensor<P> isposinf(const BasicTensor<P>& x) {
-  if (!is_floating(x.dtype())) return zeros_like(x, TensorOptions(DType::Bool));
+  if (!is_floating(x.dtype())) return x.ne(x);  // all false, in x's shape and on its device
   return x.eq(std::numeric_limits<double>::infinity());
 }
 template <class P>
 BasicTensor<P> isneginf(const BasicTensor<P>& x) {
-  if (!is_floating(x.dtype())) return zeros_like(x, TensorOptions(DType::Bool));
+  if (!is_floating(x.dtype())) return x.ne(x);
   return x.eq(-std::numeric_limits<double>::infinity());
 }
 /// a / b rounded down (torch::floor_divide, the same as div with rounding mode "floor").
@@ -157,10 +157,10 @@ template <class P>
 BasicTensor<P> floor_divide(const BasicTensor<P>& a, Scalar b) {
   return a.div(b, "floor");
 }
-/// The values of x sorted along dim 0 (torch::msort).
+/// The values of x sorted along dim 0 (torch::msort; a 0-d x is returned as a copy).
 template <class P>
 BasicTensor<P> msort(const BasicTensor<P>& x) {
-  EMBER_CHECK(x.dim() >= 1, "[msort] expects at least 1 dim, got a 0-d tensor");
+  if (x.dim() == 0) return x.clone();
   return x.sort(0).first;
 }
 /// {var, mean} and {std, mean} over dims (all without), as torch::var_mean / std_mean.
@@ -169,11 +169,11 @@ std::pair<BasicTensor<P>, BasicTensor<P>> var_mean(const BasicTensor<P>& x, cons
                                                    double correction = 1, bool keepdim = false) {
   return x.var_mean(dims, correction, keepdim);
 }
+/// (std through std itself: its gradient is 0 where the std is, not sqrt's inf times 0.)
 template <class P>
 std::pair<BasicTensor<P>, BasicTensor<P>> std_mean(const BasicTensor<P>& x, const Shape& dims = {},
                                                    double correction = 1, bool keepdim = false) {
-  auto [v, m] = x.var_mean(dims, correction, keepdim);
-  return {v.sqrt(), m};
+  return {x.std(dims, correction, keepdim), x.var_mean(dims, correction, keepdim).second};
 }
 template <class P>
 BasicTensor<P> addmm(const BasicTensor<P>& c, const BasicTensor<P>& a, const BasicTensor<P>& b, Scalar beta = 1,

@@ -4,10 +4,12 @@
 ///
 ///   auto parts = tensor_split(x, 3, 1);          // 3 near-equal pieces of dim 1 (views)
 ///   auto pieces = tensor_split(x, {2, 5});       // x[:2], x[2:5], x[5:]
+///   auto cut = tensor_split(x, std::vector<int64_t>{2});  // x[:2], x[2:]: one index needs
+///                                                // the vector (braced, {2} is 2 sections)
 ///   Tensor cols = column_stack({xs, ys});        // two (N) vectors as an (N, 2) matrix
 ///   auto same = broadcast_tensors({w, x, b});    // views with one common shape
 ///
-/// Composites of narrow, expand, reshape and cat: views where those are, differentiable as
+/// Composites of narrow, expand, view and cat: views where those are, differentiable as
 /// PyTorch's.
 
 #include <ember/core/tensor_methods.hpp>
@@ -154,10 +156,11 @@ std::vector<BasicTensor<P>> broadcast_tensors(std::initializer_list<BasicTensor<
   return broadcast_tensors(std::vector<BasicTensor<P>>(ts));
 }
 
-/// All elements as 1-D: a view when the layout allows, else a contiguous copy.
+/// All elements as a contiguous 1-D tensor: a view of a contiguous x, else a copy (as
+/// PyTorch's; reshape would keep a strided or expanded 1-D view).
 template <class P>
 BasicTensor<P> ravel(const BasicTensor<P>& x) {
-  return x.reshape({-1});
+  return x.contiguous().view({-1});
 }
 
 template <class P>

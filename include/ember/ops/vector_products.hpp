@@ -6,8 +6,10 @@
 ///   Tensor P2 = addr(P, k, k, 1.0, -0.5);         // P - 0.5 k k^T
 ///   Tensor S = addbmm(bias, A, B);                // bias + sum_i A[i] B[i]
 ///
-/// Each is checked under its own name, then runs as one GEMM (through addmm or matmul):
-/// differentiable, with PyTorch's beta = 0 rule (the input is then ignored, NaN included).
+/// Each checks its operands' ranks and sizes under its own name, then runs through addmm
+/// (addmv, addr, addbmm: one GEMM each), matmul (mv) or dot (vdot), whose names the input's
+/// broadcast and dtype errors carry. Differentiable, with PyTorch's beta = 0 rule (the input
+/// is then ignored, NaN included).
 
 #include <ember/ops/functions.hpp>
 
