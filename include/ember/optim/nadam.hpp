@@ -3,6 +3,11 @@
 /// mu_t = beta1 (1 - 0.5 * 0.96^(t * momentum_decay)), as torch.optim.NAdam in PyTorch 2.x
 /// (PyTorch 1.13 multiplied mu_t into the next-step product twice; 2.0 fixed it). Also
 /// PyTorch 2.x's decoupled_weight_decay (p *= 1 - lr * weight_decay) and maximize.
+///
+/// The product of the mu_t is per-parameter state in double. PyTorch 2.x keeps it in a 0-d
+/// tensor of its default dtype (f32 unless set otherwise): with f64 parameters Ember matches a
+/// PyTorch run whose default dtype is f64, and differs from a default one by that rounding
+/// (~1e-8 relative).
 
 #include <ember/optim/optimizer.hpp>
 
