@@ -64,9 +64,14 @@ void collect(const TensorImpl& t, int64_t dim, int64_t off, bool summarize, std:
   }
 }
 
+/// One element's text: integers in their own type, others through the formatter.
+std::string text(const TensorImpl& t, const Formatter& f, int64_t off) {
+  return is_integral(t.dtype, false) ? int_text(t, off) : f.fmt_one(load(t, off), t.dtype);
+}
+
 /// One element, right-aligned to the column width.
 std::string element(const TensorImpl& t, const Formatter& f, int64_t off) {
-  std::string v = is_integral(t.dtype, false) ? int_text(t, off) : f.fmt_one(load(t, off), t.dtype);
+  const std::string v = text(t, f, off);
   return std::string(static_cast<size_t>(std::max<int>(0, f.width - static_cast<int>(v.size()))), ' ') + v;
 }
 
@@ -141,10 +146,7 @@ std::string format_tensor(const TensorImpl& t, Device device, std::string_view e
       for (double v : vals) f.width = std::max<int>(f.width, static_cast<int>(f.fmt_one(v, t.dtype).size()));
     }
   } else {
-    for (int64_t off : offsets) {
-      const std::string v = is_integral(t.dtype, false) ? int_text(t, off) : f.fmt_one(load(t, off), t.dtype);
-      f.width = std::max<int>(f.width, static_cast<int>(v.size()));
-    }
+    for (int64_t off : offsets) f.width = std::max<int>(f.width, static_cast<int>(text(t, f, off).size()));
   }
   if (t.numel == 0) {
     s += "[]";

@@ -56,23 +56,19 @@ Tensor stack_owned(const std::vector<Tensor>& rows, const std::string& what) {
   return out;
 }
 
-Tensor numbers_owned(const std::vector<int64_t>& values) {
-  Tensor out = empty_owned({static_cast<int64_t>(values.size())}, DType::I64);
-  if (!values.empty()) std::memcpy(out.raw_data(), values.data(), values.size() * sizeof(int64_t));
+namespace {
+/// A [B] tensor of dtype `dtype` in memory of its own, holding `values`' bytes.
+template <class T>
+Tensor vector_owned(const std::vector<T>& values, DType dtype) {
+  Tensor out = empty_owned({static_cast<int64_t>(values.size())}, dtype);
+  if (!values.empty()) std::memcpy(out.raw_data(), values.data(), values.size() * sizeof(T));
   return out;
 }
+}  // namespace
 
-Tensor numbers_owned(const std::vector<double>& values) {
-  Tensor out = empty_owned({static_cast<int64_t>(values.size())}, DType::F64);
-  if (!values.empty()) std::memcpy(out.raw_data(), values.data(), values.size() * sizeof(double));
-  return out;
-}
-
-Tensor bools_owned(const std::vector<uint8_t>& values) {
-  Tensor out = empty_owned({static_cast<int64_t>(values.size())}, DType::Bool);
-  if (!values.empty()) std::memcpy(out.raw_data(), values.data(), values.size());
-  return out;
-}
+Tensor numbers_owned(const std::vector<int64_t>& values) { return vector_owned(values, DType::I64); }
+Tensor numbers_owned(const std::vector<double>& values) { return vector_owned(values, DType::F64); }
+Tensor bools_owned(const std::vector<uint8_t>& values) { return vector_owned(values, DType::Bool); }
 
 Tensor own_memory(const Tensor& t) {
   if (!t.defined() || !t.is_cpu() || is_owned(t)) return t;

@@ -19,6 +19,24 @@ bool is_gzip(const std::vector<unsigned char>& b) { return b.size() >= 2 && b[0]
 
 constexpr size_t kUnknown = std::numeric_limits<size_t>::max();
 
+uint32_t be32(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+/// An IDX element type code's Ember dtype and its bytes per element in the file (i16 widens to
+/// i32); false for a code IDX does not define.
+bool idx_element(unsigned char code, DType& dtype, int& size) {
+  switch (code) {
+    case 0x08: dtype = DType::U8, size = 1; return true;
+    case 0x09: dtype = DType::I8, size = 1; return true;
+    case 0x0B: dtype = DType::I32, size = 2; return true;
+    case 0x0C: dtype = DType::I32, size = 4; return true;
+    case 0x0D: dtype = DType::F32, size = 4; return true;
+    case 0x0E: dtype = DType::F64, size = 8; return true;
+    default: return false;
+  }
+}
+
 /// The size of the whole IDX file that the first bytes `b` declare (header and data), as far
 /// as they go: kUnknown until the header is complete; when the header is not one parse_idx
 /// accepts, a size the bytes read so far already reach (parse_idx reports the header).
@@ -27,22 +45,15 @@ constexpr size_t kUnknown = std::numeric_limits<size_t>::max();
 /// raw read of /dev/zero or a FIFO would not end.
 size_t declared_size(const std::vector<unsigned char>& b) {
   if (b.size() < 4) return kUnknown;
+  DType dtype;
   int elem = 0;
-  switch (b[2]) {
-    case 0x08: case 0x09: elem = 1; break;
-    case 0x0B: elem = 2; break;
-    case 0x0C: case 0x0D: elem = 4; break;
-    case 0x0E: elem = 8; break;
-    default: return 4;
-  }
   const int rank = b[3];
-  if (b[0] != 0 || b[1] != 0 || rank < 1 || rank > EMBER_MAX_INLINE_DIMS) return 4;
+  if (!idx_element(b[2], dtype, elem) || b[0] != 0 || b[1] != 0 || rank < 1 || rank > EMBER_MAX_INLINE_DIMS) return 4;
   const size_t header = 4 + 4 * static_cast<size_t>(rank);
   if (b.size() < header) return kUnknown;
   size_t n = 1;
   for (int d = 0; d < rank; ++d) {
-    const size_t dim = (size_t{b[4 + 4 * d]} << 24) | (size_t{b[5 + 4 * d]} << 16) | (size_t{b[6 + 4 * d]} << 8) |
-                       size_t{b[7 + 4 * d]};
+    const size_t dim = be32(b.data() + 4 + 4 * d);
     if (dim == 0) return header;
     if (n > (size_t{1} << 40) / dim) return header;  // parse_idx reports the overflow
     n *= dim;
@@ -126,10 +137,6 @@ std::vector<unsigned char> gunzip(const std::vector<unsigned char>& in, const st
   return out;
 }
 
-uint32_t be32(const unsigned char* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-}
-
 /// Copies n big-endian elements of `size` bytes into host order.
 void copy_big_endian(unsigned char* dst, const unsigned char* src, int64_t n, int size) {
   if (size == 1) {
@@ -149,17 +156,9 @@ Tensor parse_idx(const std::vector<unsigned char>& b, const std::string& path) {
               b[0], b[1]);
   DType dtype;
   int size;  // bytes per element in the file
-  switch (b[2]) {
-    case 0x08: dtype = DType::U8, size = 1; break;
-    case 0x09: dtype = DType::I8, size = 1; break;
-    case 0x0B: dtype = DType::I32, size = 2; break;
-    case 0x0C: dtype = DType::I32, size = 4; break;
-    case 0x0D: dtype = DType::F32, size = 4; break;
-    case 0x0E: dtype = DType::F64, size = 8; break;
-    default:
-      EMBER_FAIL("[{}] '{}': type: unknown element type code 0x{:02x} (IDX defines 0x08 u8, 0x09 i8, 0x0B i16, "
-                 "0x0C i32, 0x0D f32, 0x0E f64)", op, path, b[2]);
-  }
+  EMBER_CHECK(idx_element(b[2], dtype, size),
+              "[{}] '{}': type: unknown element type code 0x{:02x} (IDX defines 0x08 u8, 0x09 i8, 0x0B i16, "
+              "0x0C i32, 0x0D f32, 0x0E f64)", op, path, b[2]);
   int rank = b[3];
   EMBER_CHECK(rank >= 1 && rank <= EMBER_MAX_INLINE_DIMS, "[{}] '{}': rank: {} dimensions; expected 1 to {}", op, path,
               rank, EMBER_MAX_INLINE_DIMS);

@@ -459,9 +459,7 @@ std::vector<int64_t> lengths_of(const BasicTensor<P>& t, const char* what) {
   EMBER_CHECK(t.defined() && t.dim() <= 1 && !t.is_floating_point() && t.dtype() != DType::Bool,
               "[ctc_loss] {} must be a 0-d or 1-d integer tensor, got {}", what,
               t.defined() ? fmt::format("{} of shape {}", t.dtype(), t.sizes()) : std::string("an undefined tensor"));
-  BasicTensor<P> c = t.to(DType::I64).to(Device::cpu()).contiguous();
-  const int64_t* p = c.template data_ptr<int64_t>();
-  return std::vector<int64_t>(p, p + c.numel());
+  return host_indices(t.to(DType::I64));
 }
 }  // namespace detail
 
@@ -504,8 +502,7 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
               "[ctc_loss] targets of shape {} fit neither the concatenated form ({} labels: the sum of the target "
               "lengths) nor the padded one ({} rows of at least {})",
               targets.sizes(), total, n, longest);
-  BasicTensor<P> tg = targets.to(DType::I64).to(Device::cpu()).contiguous();  // read on the host
-  const int64_t* tp = tg.template data_ptr<int64_t>();
+  const std::vector<int64_t> labels = detail::host_indices(targets.to(DType::I64));  // row-major
   const double neg_inf = -std::numeric_limits<double>::infinity();
   std::vector<BasicTensor<P>> losses;
   int64_t offset = 0;
@@ -514,7 +511,8 @@ BasicTensor<P> ctc_loss(const BasicTensor<P>& log_probs, const BasicTensor<P>& t
     EMBER_CHECK(len >= 0 && len <= t_max, "[ctc_loss] input length {} of sample {} is outside [0, {}]", len, b, t_max);
     std::vector<int64_t> ext(static_cast<size_t>(2 * s + 1), blank);  // blank, l1, blank, l2, ..., blank
     for (int64_t i = 0; i < s; ++i) {
-      int64_t lab = tg.dim() == 2 ? tp[b * tg.size(1) + i] : tp[offset + i];
+      const int64_t at = targets.dim() == 2 ? b * targets.size(1) + i : offset + i;
+      const int64_t lab = labels[static_cast<size_t>(at)];
       EMBER_CHECK(lab >= 0 && lab < c && lab != blank, "[ctc_loss] target {} of sample {} is not a valid label", lab, b);
       ext[2 * i + 1] = lab;
     }

@@ -133,10 +133,7 @@ BasicTensor<P> interval_sums(const BasicTensor<P>& y, int64_t d) {
 /// No samples integrate to zeros of y's shape without dim d, in y's dtype (PyTorch's).
 template <class P>
 BasicTensor<P> zeros_without(const BasicTensor<P>& y, int64_t d) {
-  Shape shape;
-  for (int64_t i = 0; i < y.dim(); ++i)
-    if (i != d) shape.push_back(y.size(i));
-  return zeros<P>(shape, TensorOptions(y.dtype()).device(y.device()));
+  return zeros<P>(reduced_shape(y.impl(), Shape{d}, false, "trapezoid"), TensorOptions(y.dtype()).device(y.device()));
 }
 }  // namespace detail
 
@@ -166,7 +163,8 @@ BasicTensor<P> cumulative_trapezoid(const BasicTensor<P>& y, double dx = 1.0, in
 template <class P>
 BasicTensor<P> cumulative_trapezoid(const BasicTensor<P>& y, const BasicTensor<P>& x, int64_t dim = -1) {
   const int64_t d = detail::trapezoid_dim(y, dim, "cumulative_trapezoid");
-  return (detail::interval_sums(y, d) * detail::sample_spacing(y, x, d, "cumulative_trapezoid")).cumsum(d) / 2.0;
+  const BasicTensor<P> areas = detail::interval_sums(y, d) * detail::sample_spacing(y, x, d, "cumulative_trapezoid");
+  return areas.cumsum(d) / 2.0;
 }
 
 // ---- BasicTensor's method forms (declared in core/tensor.hpp) -----------------------------------

@@ -169,11 +169,13 @@ std::pair<BasicTensor<P>, BasicTensor<P>> var_mean(const BasicTensor<P>& x, cons
                                                    double correction = 1, bool keepdim = false) {
   return x.var_mean(dims, correction, keepdim);
 }
-/// (std through std itself: its gradient is 0 where the std is, not sqrt's inf times 0.)
+/// (The std from one var_mean, square-rooted as std does: its gradient is 0 where the std is,
+/// not sqrt's inf times 0.)
 template <class P>
 std::pair<BasicTensor<P>, BasicTensor<P>> std_mean(const BasicTensor<P>& x, const Shape& dims = {},
                                                    double correction = 1, bool keepdim = false) {
-  return {x.std(dims, correction, keepdim), x.var_mean(dims, correction, keepdim).second};
+  auto [v, m] = x.var_mean(dims, correction, keepdim);
+  return {detail::masked_at_zero(v, [](const BasicTensor<P>& u) { return u.sqrt(); }), m};
 }
 template <class P>
 BasicTensor<P> addmm(const BasicTensor<P>& c, const BasicTensor<P>& a, const BasicTensor<P>& b, Scalar beta = 1,

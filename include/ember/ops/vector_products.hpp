@@ -17,11 +17,19 @@
 
 namespace ember {
 
+namespace detail {
+/// mv's and addmv's operands: an (n, m) matrix and an (m) vector.
+template <class P>
+void check_matrix_vector(const BasicTensor<P>& mat, const BasicTensor<P>& vec, const char* op) {
+  EMBER_CHECK(mat.dim() == 2 && vec.dim() == 1 && mat.size(1) == vec.size(0),
+              "[{}] expects an (n, m) matrix and an (m) vector, got shapes {} and {}", op, mat.sizes(), vec.sizes());
+}
+}  // namespace detail
+
 /// (n, m) times (m): (n).
 template <class P>
 BasicTensor<P> mv(const BasicTensor<P>& mat, const BasicTensor<P>& vec) {
-  EMBER_CHECK(mat.dim() == 2 && vec.dim() == 1 && mat.size(1) == vec.size(0),
-              "[mv] expects an (n, m) matrix and an (m) vector, got shapes {} and {}", mat.sizes(), vec.sizes());
+  detail::check_matrix_vector(mat, vec, "mv");
   return mat.matmul(vec);
 }
 
@@ -29,8 +37,7 @@ BasicTensor<P> mv(const BasicTensor<P>& mat, const BasicTensor<P>& vec) {
 template <class P>
 BasicTensor<P> addmv(const BasicTensor<P>& input, const BasicTensor<P>& mat, const BasicTensor<P>& vec, Scalar beta = 1,
                      Scalar alpha = 1) {
-  EMBER_CHECK(mat.dim() == 2 && vec.dim() == 1 && mat.size(1) == vec.size(0),
-              "[addmv] expects an (n, m) matrix and an (m) vector, got shapes {} and {}", mat.sizes(), vec.sizes());
+  detail::check_matrix_vector(mat, vec, "addmv");
   EMBER_CHECK(input.dim() <= 1 && (input.dim() == 0 || input.size(0) == 1 || input.size(0) == mat.size(0)),
               "[addmv] input of shape {} does not broadcast to the product's shape [{}]", input.sizes(), mat.size(0));
   // As a column: (n) -> (n, 1), (1) -> (1, 1), 0-d as it is; addmm broadcasts it to (n, 1).
