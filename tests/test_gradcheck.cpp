@@ -315,6 +315,9 @@ TEST_CASE("gradcheck: indexing, data movement and composites") {
        {uniform({2, 3, 3}, d), uniform({2, 3}, d)}},
       {"einsum ellipsis", [](const Inputs& x) { return einsum("...ij,...jk->ik", std::vector<Tensor>{x[0], x[1]}); },
        {uniform({2, 2, 3}, d), uniform({3, 1, 3, 2}, d)}},
+      {"einsum three operands, one broadcast",
+       [](const Inputs& x) { return einsum("ij,jk,kl->li", std::vector<Tensor>{x[0], x[1], x[2]}); },
+       {uniform({3, 4}, d), uniform({4, 1}, d), uniform({2, 2}, d)}},
       {"lerp", [](const Inputs& x) { return x[0].lerp(x[1], x[2]); },
        {uniform({3, 4}, d), uniform({3, 4}, d), uniform({3, 4}, d)}},
   };

@@ -563,6 +563,46 @@ TEST_CASE("einsum: repeated subscripts take diagonals, an ellipsis stands for th
   CHECK_THROWS_WITH_AS(einsum("ijk...->i", {b}), doctest::Contains("rank"), Error);
 }
 
+TEST_CASE("einsum over three and more operands contracts left to right") {
+  Tensor a = randn({3, 4}, DType::F64), b = randn({4, 5}, DType::F64), c = randn({5, 2}, DType::F64);
+  Tensor d = randn({2, 6}, DType::F64);
+  auto close = [](const Tensor& x, const Tensor& y) {
+    return x.sizes() == y.sizes() && x.sub(y).abs().max().item<double>() < 1e-12;
+  };
+  CHECK(close(einsum("ij,jk,kl->il", {a, b, c}), a.mm(b).mm(c)));
+  CHECK(close(einsum("ij,jk,kl,lm->mi", {a, b, c, d}), a.mm(b).mm(c).mm(d).t()));
+  CHECK(close(einsum("ij,jk,kl", {a, b, c}), a.mm(b).mm(c)));  // implicit output
+  Tensor x = randn({2, 3, 4}, DType::F64), y = randn({2, 4, 5}, DType::F64), z = randn({2, 5, 3}, DType::F64);
+  CHECK(close(einsum("bij,bjk,bkl->bil", {x, y, z}), x.bmm(y).bmm(z)));
+  CHECK(close(einsum("bij,bjk,bki->b", {x, y, z}), x.bmm(y).bmm(z).diagonal(0, 1, 2).sum({1})));  // batched trace
+  Tensor u = randn({4}, DType::F64), v = randn({4}, DType::F64), w = randn({4}, DType::F64);
+  CHECK(close(einsum("i,i,i->", {u, v, w}), u.mul(v).mul(w).sum()));
+  CHECK(close(einsum("i,j,k", {u, v, w.narrow(0, 0, 3)}),
+              u.view({4, 1, 1}).mul(v.view({1, 4, 1})).mul(w.narrow(0, 0, 3).view({1, 1, 3}))));
+  CHECK(close(einsum("ij,j,k->ik", {a, u, w}), a.mv(u).outer(w)));
+  // Broadcasting ellipses and a size-1 subscript across three operands.
+  Tensor e = randn({7, 1, 3, 4}, DType::F64), f = randn({5, 4, 2}, DType::F64), g = randn({2, 3}, DType::F64);
+  CHECK(close(einsum("...ij,...jk,kl->...il", {e, f, g}), e.matmul(f).matmul(g)));
+  // PyTorch 1.13's values on fixed inputs (a size-1 subscript broadcasts; a diagonal).
+  Tensor p = arange(6, DType::F64).view({2, 3}).sub(2), q = arange(12, DType::F64).view({3, 4}).div(4);
+  Tensor r = tensor<double>({1, -1, 2, 0.5});
+  CHECK(close(einsum("ij,jk,k->i", {p, q, r}), tensor<double>({-5.875, 26.75})));
+  CHECK(close(einsum("ij,j,j->i", {p, tensor<double>({2}), tensor<double>({1, 0, -1})}), tensor<double>({-4, -4})));
+  Tensor m = tensor<double>({{1, 2}, {3, 4}});
+  Tensor trace_term = einsum("ii,ij,j->", {m, m, tensor<double>({1, -1})});
+  CHECK(trace_term.dim() == 0);
+  CHECK(trace_term.item<double>() == -5);
+  // Errors name the operands: a size clash, a count mismatch, a rank mismatch.
+  CHECK_THROWS_WITH_AS(einsum("ij,jk,kl->il", {a, b, randn({4, 2}, DType::F64)}),
+                       doctest::Contains("'k' has size 5 in operand 1 ('jk', shape [4, 5]) but 4 in operand 2 ('kl', shape [4, 2])"),
+                       Error);
+  // The dims of an ellipsis are named as such, not by the letters that stand for them inside.
+  CHECK_THROWS_WITH_AS(einsum("...,...->...", {randn({2}), randn({3})}),
+                       doctest::Contains("a dim of '...' has size 2 in operand 0"), Error);
+  CHECK_THROWS_WITH_AS(einsum("ij,jk,kl->il", {a, b}), doctest::Contains("names 3 operands but 2 were given"), Error);
+  CHECK_THROWS_WITH_AS(einsum("ij,jk,k->il", {a, b, c}), doctest::Contains("operand 2 has rank 2"), Error);
+}
+
 TEST_CASE("list ops take a braced list as libtorch's do, with the std::vector form's results") {
   Tensor a = arange(6).view({2, 3}).to(DType::F32), b = arange(3).view({1, 3}).to(DType::F32);
   CHECK(vals(cat({a, b}, 0)) == vals(cat(std::vector<Tensor>{a, b}, 0)));

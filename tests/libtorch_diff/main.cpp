@@ -868,7 +868,13 @@ void misc_calls(Report& rep, const std::string& filter) {
         {"bii->b", {{2, 3, 3}}}, {"iij->j", {{2, 2, 3}}}, {"ii,i->i", {{3, 3}, {3}}}, {"i...,i...->...", {{3, 2, 4}, {3, 4}}},
         {"ij...,jk...->ik...", {{2, 3, 4}, {3, 5, 1}}}, {"...ij,...jk->ik", {{5, 2, 3}, {7, 1, 3, 4}}},
         {"...ij,...jk", {{5, 2, 3}, {7, 1, 3, 4}}}, {"...", {{2, 3}}}, {"i...->...", {{2, 3, 4}}},
-        {"ba,ab->", {{3, 2}, {2, 3}}}, {"ii->i", {{2, 3}}}, {"ij,jk->ik", {{2, 3}, {4, 5}}}};
+        {"ba,ab->", {{3, 2}, {2, 3}}}, {"ii->i", {{2, 3}}}, {"ij,jk->ik", {{2, 3}, {4, 5}}},
+        // Three and four operands (left to right), broadcasting and clashing sizes among them.
+        {"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 5}}}, {"ij,jk,kl", {{2, 3}, {3, 4}, {4, 2}}},
+        {"bij,bjk,bki->b", {{2, 3, 4}, {2, 4, 5}, {2, 5, 3}}}, {"i,i,i->", {{5}, {5}, {5}}},
+        {"i,j,k", {{2}, {3}, {4}}}, {"ij,j,j->i", {{2, 3}, {1}, {3}}}, {"ii,ij,j->", {{3, 3}, {3, 4}, {4}}},
+        {"...ij,...jk,kl->...il", {{7, 1, 2, 3}, {5, 3, 4}, {4, 2}}}, {"ab,bc,cd,de->ea", {{2, 3}, {3, 4}, {4, 2}, {2, 3}}},
+        {"ij,jk,kl->il", {{2, 3}, {3, 4}, {3, 5}}}, {"ij,jk,kl->il", {{2, 3}, {3, 4}}}};
     for (const auto& [eq, shp] : eqs) {
       std::vector<Buf> ops;
       for (const auto& s : shp) ops.push_back(random_buf(t, s, {-2, 2}, false));

@@ -1,125 +1,107 @@
 #pragma once
-/// einsum for one or two operands, reduced to diagonals, sums, permutes and one batched
-/// matmul: "ij,jk->ik", "bij,bjk->bik", "i,i->", "ij->ji", "ii->i" (a repeated subscript
-/// takes the diagonal), "ii" (the trace), "...ij,...jk->...ik" (an ellipsis stands for the
-/// unnamed dims, broadcast from the right), with PyTorch's implicit output.
+/// einsum over any number of operands, contracted left to right (as PyTorch without
+/// opt_einsum), each pair reduced to sums, permutes and one batched matmul: "ij,jk->ik",
+/// "bij,bjk->bik", "i,i->", "ij->ji", "ij,jk,kl->il", "ii->i" (a repeated subscript takes the
+/// diagonal), "ii" (the trace), "...ij,...jk->...ik" (an ellipsis stands for the unnamed
+/// dims, broadcast from the right), with PyTorch's implicit output. A subscript of size 1 in
+/// one operand broadcasts against the others'.
+///
+/// The letter bookkeeping lives in src/ops/einsum.cpp; this template only applies the plan.
 
 #include <ember/ops/shape_ops.hpp>
 
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ember {
 
 namespace detail {
-struct EinsumPlan {
-  std::string inputs[2];
-  std::string output;
-  int n_inputs = 0;
-};
-/// Parses and validates the equation against the operand ranks (src/ops/einsum.cpp).
-EinsumPlan parse_einsum(std::string_view eq, int n_inputs, const int64_t* ranks);
-}  // namespace detail
 
-namespace detail {
+/// The equation with its ellipses spelled as letters, checked against the operand ranks.
+struct EinsumEquation {
+  std::vector<std::string> inputs;  // one subscript string per operand
+  std::vector<std::string> written;  // the same as the user wrote them, for messages
+  std::string output;
+  std::string ellipsis;  // the letters that stand for "..."
+};
+EinsumEquation parse_einsum(std::string_view eq, const std::vector<int64_t>& ranks);
+
+/// The diagonals one operand's repeated subscripts take, in order (each `diagonal(0, d0, d1)`
+/// appends the shared dim last); `subs` becomes the subscripts of the result.
+struct EinsumDiagonals {
+  std::vector<std::pair<int64_t, int64_t>> dims;
+  std::string subs;
+};
+EinsumDiagonals plan_einsum_diagonals(const EinsumEquation& eq, size_t operand, const Shape& sizes);
+
+/// Checks that every subscript has one size across the operands (or 1, which broadcasts);
+/// `subs` and `sizes` are the operands' after their diagonals, `shapes` as given.
+void check_einsum_sizes(const EinsumEquation& eq, const std::vector<std::string>& subs,
+                        const std::vector<Shape>& sizes, const std::vector<Shape>& shapes);
+
+/// One contraction of `a` with `b` into the subscripts `needed` still asks for (the output's
+/// and the later operands'): sum what neither needs, broadcast size-1 subscripts, then
+/// `a'[batch, m, k] @ b'[batch, k, n]` reshaped to `out_sizes` over `out_subs`.
+struct EinsumPair {
+  Shape sum_a, sum_b;              // summed first
+  Shape expand_a, expand_b;        // then expanded to these sizes (empty: no expand)
+  Shape perm_a, perm_b;            // then permuted ...
+  Shape mat_a, mat_b;              // ... and reshaped to {batch, m, k} and {batch, k, n}
+  Shape out_sizes;                 // the product's shape over out_subs
+  std::string out_subs;
+};
+EinsumPair plan_einsum_pair(const std::string& sa, const Shape& a_sizes, const std::string& sb, const Shape& b_sizes,
+                            const std::string& needed);
+
+/// The last step: sum the subscripts the output lacks, permute to the output's order.
+struct EinsumFinish {
+  Shape sum, perm;
+};
+EinsumFinish plan_einsum_finish(const std::string& subs, const std::string& output);
+
 template <class P>
 BasicTensor<P> einsum_impl(std::string_view equation, TensorSpan<P> operands) {
-  EMBER_CHECK(operands.size() == 1 || operands.size() == 2, "[einsum] supports 1 or 2 operands, got {}",
-              operands.size());
-  int64_t ranks[2] = {operands[0].dim(), operands.size() > 1 ? operands[1].dim() : 0};
-  detail::EinsumPlan plan = detail::parse_einsum(equation, static_cast<int>(operands.size()), ranks);
-  // Sum away letters of an operand that appear nowhere else.
-  BasicTensor<P> ops_[2];
-  std::string subs[2];
-  for (int k = 0; k < plan.n_inputs; ++k) {
-    ops_[k] = operands[static_cast<size_t>(k)];
-    subs[k] = plan.inputs[k];
-    // A letter twice in one operand takes the diagonal (appended last by diagonal()).
-    for (size_t i = 0; i < subs[k].size(); ++i) {
-      const size_t j = subs[k].find(subs[k][i], i + 1);
-      if (j == std::string::npos) continue;
-      const auto di = static_cast<int64_t>(i), dj = static_cast<int64_t>(j);
-      EMBER_CHECK(ops_[k].size(di) == ops_[k].size(dj),
-                  "[einsum] subscript '{}' is repeated in operand {} ('{}') over dims of sizes {} and {}", subs[k][i], k,
-                  plan.inputs[k], ops_[k].size(di), ops_[k].size(dj));
-      const char c = subs[k][i];
-      ops_[k] = ops_[k].diagonal(0, di, dj);
-      subs[k].erase(j, 1);
-      subs[k].erase(i, 1);
-      subs[k] += c;
-      i = static_cast<size_t>(-1);  // rescan: the letter may come a third time
-    }
-    const std::string& other = plan.n_inputs == 2 ? plan.inputs[1 - k] : std::string();
-    Shape dims;
-    std::string kept;
-    for (size_t i = 0; i < subs[k].size(); ++i) {
-      char c = subs[k][i];
-      if (plan.output.find(c) == std::string::npos && other.find(c) == std::string::npos)
-        dims.push_back(static_cast<int64_t>(i));
-      else
-        kept += c;
-    }
-    if (!dims.empty()) ops_[k] = ops_[k].sum(dims);
-    subs[k] = kept;
+  EMBER_CHECK(!operands.empty(), "[einsum] expects at least one operand");
+  std::vector<int64_t> ranks;
+  for (const auto& t : operands) ranks.push_back(t.dim());
+  const EinsumEquation eq = parse_einsum(equation, ranks);
+  std::vector<BasicTensor<P>> ops;
+  std::vector<std::string> subs;
+  std::vector<Shape> sizes, shapes;
+  for (size_t k = 0; k < operands.size(); ++k) {
+    BasicTensor<P> t = operands[k];
+    shapes.push_back(t.sizes());
+    EinsumDiagonals diag = plan_einsum_diagonals(eq, k, t.sizes());
+    for (auto [d0, d1] : diag.dims) t = t.diagonal(0, d0, d1);
+    ops.push_back(t);
+    subs.push_back(std::move(diag.subs));
+    sizes.push_back(t.sizes());
   }
-  if (plan.n_inputs == 1) {
-    Shape perm;
-    for (char c : plan.output) perm.push_back(static_cast<int64_t>(subs[0].find(c)));
-    return plan.output.empty() ? ops_[0] : ops_[0].permute(perm);
+  check_einsum_sizes(eq, subs, sizes, shapes);
+  BasicTensor<P> acc = ops[0];
+  std::string acc_subs = subs[0];
+  for (size_t k = 1; k < ops.size(); ++k) {
+    std::string needed = eq.output;
+    for (size_t later = k + 1; later < ops.size(); ++later) needed += subs[later];
+    const EinsumPair pair = plan_einsum_pair(acc_subs, acc.sizes(), subs[k], ops[k].sizes(), needed);
+    auto prepare = [](BasicTensor<P> t, const Shape& sum, const Shape& expand, const Shape& perm, const Shape& mat) {
+      if (!sum.empty()) t = t.sum(sum);
+      if (!expand.empty()) t = t.expand(expand);
+      return (perm.empty() ? t : t.permute(perm)).reshape(mat);
+    };
+    BasicTensor<P> a = prepare(acc, pair.sum_a, pair.expand_a, pair.perm_a, pair.mat_a);
+    BasicTensor<P> b = prepare(ops[k], pair.sum_b, pair.expand_b, pair.perm_b, pair.mat_b);
+    acc = a.bmm(b).reshape(pair.out_sizes);
+    acc_subs = pair.out_subs;
   }
-  std::string batch, a_only, b_only, contract;
-  for (char c : subs[0]) {
-    bool in_b = subs[1].find(c) != std::string::npos, in_out = plan.output.find(c) != std::string::npos;
-    if (in_b && in_out) batch += c;
-    else if (in_b) contract += c;
-    else a_only += c;
-  }
-  for (char c : subs[1])
-    if (subs[0].find(c) == std::string::npos) b_only += c;
-  // A subscript of size 1 in one operand broadcasts against the other's (PyTorch).
-  for (char c : batch + contract) {
-    const auto p0 = static_cast<int64_t>(subs[0].find(c)), p1 = static_cast<int64_t>(subs[1].find(c));
-    const int64_t s0 = ops_[0].size(p0), s1 = ops_[1].size(p1);
-    if (s0 == s1 || (s0 != 1 && s1 != 1)) continue;
-    const int k = s0 == 1 ? 0 : 1;
-    Shape to = ops_[k].sizes();
-    to[k == 0 ? p0 : p1] = std::max(s0, s1);
-    ops_[k] = ops_[k].expand(to);
-  }
-  auto size_of = [&](char c) -> int64_t {
-    for (int k = 0; k < plan.n_inputs; ++k) {
-      auto pos = subs[k].find(c);
-      if (pos != std::string::npos) return ops_[k].size(static_cast<int64_t>(pos));
-    }
-    return 1;
-  };
-  for (char c : batch + contract)
-    EMBER_CHECK(ops_[0].size(static_cast<int64_t>(subs[0].find(c))) == ops_[1].size(static_cast<int64_t>(subs[1].find(c))),
-                "[einsum] subscript '{}' has size {} in operand 0 but {} in operand 1", c,
-                ops_[0].size(static_cast<int64_t>(subs[0].find(c))), ops_[1].size(static_cast<int64_t>(subs[1].find(c))));
-  auto prod = [&](const std::string& s) {
-    int64_t n = 1;
-    for (char c : s) n *= size_of(c);
-    return n;
-  };
-  auto permuted = [&](int k, const std::string& order) {
-    Shape perm;
-    for (char c : order) perm.push_back(static_cast<int64_t>(subs[k].find(c)));
-    return perm.empty() ? ops_[k] : ops_[k].permute(perm);
-  };
-  int64_t nb = prod(batch), m = prod(a_only), n = prod(b_only), kk = prod(contract);
-  BasicTensor<P> a = permuted(0, batch + a_only + contract).reshape({nb, m, kk});
-  BasicTensor<P> b = permuted(1, batch + contract + b_only).reshape({nb, kk, n});
-  BasicTensor<P> r = a.bmm(b);
-  std::string have = batch + a_only + b_only;
-  Shape sizes;
-  for (char c : have) sizes.push_back(size_of(c));
-  r = r.reshape(sizes);
-  Shape perm;
-  for (char c : plan.output) perm.push_back(static_cast<int64_t>(have.find(c)));
-  return perm.empty() ? r : r.permute(perm);
+  const EinsumFinish finish = plan_einsum_finish(acc_subs, eq.output);
+  if (!finish.sum.empty()) acc = acc.sum(finish.sum);
+  return eq.output.empty() ? acc : acc.permute(finish.perm);
 }
+
 }  // namespace detail
 
 /// `einsum("ij,jk->ik", {a, b})`, or with the operands in a std::vector.
