@@ -83,7 +83,7 @@ Ref<TensorImpl> empty_like_contiguous(const TensorImpl& x, DType dtype, Device d
 /// Copy between two tensors on one CUDA device (any strides, any dtypes).
 void device_copy(TensorImpl& dst, const TensorImpl& src) {
   if (dst.numel == 0) return;
-  cu::DeviceGuard guard(dst.device().index);
+  cu::DeviceGuard guard(dst.device().index());
   if (dst.dtype == src.dtype && dst.contiguous && src.contiguous) {
     EMBER_CUDA_CHECK("copy_", cudaMemcpyAsync(dst.data(), src.data(), static_cast<size_t>(dst.numel * itemsize(dst.dtype)),
                                               cudaMemcpyDeviceToDevice, cudaStream_t{}));
@@ -145,7 +145,7 @@ void Kernels<Cuda>::fill(TensorImpl& dst, Scalar value) {
     static_assert(sizeof(T) <= sizeof(bits));
     std::memcpy(&bits, &v, sizeof(T));
   });
-  cu::DeviceGuard guard(dst.device().index);
+  cu::DeviceGuard guard(dst.device().index());
   const TensorImpl* operands[1] = {&dst};
   EMBER_CUDA_CHECK("fill_", cu::launch_fill(make_iter<1>("fill_", operands), static_cast<int>(itemsize(dst.dtype)), bits));
 }
@@ -205,7 +205,7 @@ void Kernels<Cuda>::binary(ops::BinaryOp op, TensorImpl& out, const TensorImpl& 
               out.dtype);
   if (out.numel == 0) return;
   Ref<TensorImpl> da = on_device(a, out.device(), name), db = on_device(b, out.device(), name);
-  cu::DeviceGuard guard(out.device().index);
+  cu::DeviceGuard guard(out.device().index());
   const TensorImpl* operands[3] = {&out, da.get(), db.get()};
   EMBER_CUDA_CHECK(name, cu::launch_binary(cop, code(out.dtype), make_iter<3>(name, operands)));
 }
@@ -219,7 +219,7 @@ void Kernels<Cuda>::unary(ops::UnaryOp op, const ops::UnaryParams&, TensorImpl& 
               out.dtype);
   if (out.numel == 0) return;
   Ref<TensorImpl> dx = on_device(x, out.device(), name);
-  cu::DeviceGuard guard(out.device().index);
+  cu::DeviceGuard guard(out.device().index());
   const TensorImpl* operands[2] = {&out, dx.get()};
   EMBER_CUDA_CHECK(name, cu::launch_unary(cop, code(out.dtype), make_iter<2>(name, operands)));
 }

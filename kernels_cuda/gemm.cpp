@@ -128,8 +128,8 @@ void Kernels<Cuda>::gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl&
                   fits_int(oc.ld),
               "[matmul] GEMM dims {} x {} -> {} exceed cuBLAS's 32-bit sizes", a.sizes, b.sizes, out.sizes);
 
-  ember::cuda::DeviceGuard guard(out.device().index);
-  cublasHandle_t h = handle(out.device().index);
+  ember::cuda::DeviceGuard guard(out.device().index());
+  cublasHandle_t h = handle(out.device().index());
   // Column-major: C^T (n x m) = op(B^T) (n x k) @ op(A^T) (k x m).
   cublasOperation_t tb = ob.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;
   cublasOperation_t ta = oa.row_major ? CUBLAS_OP_N : CUBLAS_OP_T;

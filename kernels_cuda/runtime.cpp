@@ -80,17 +80,17 @@ void cuda_deallocate(detail::Block block, int index) {
 void cuda_memcpy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t nbytes) {
   if (nbytes == 0) return;
   if (dst_dev.is_cuda() && src_dev.is_cuda()) {
-    if (dst_dev.index == src_dev.index) {
-      DeviceGuard guard(dst_dev.index);
+    if (dst_dev.index() == src_dev.index()) {
+      DeviceGuard guard(dst_dev.index());
       EMBER_CUDA_CHECK("copy_", cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToDevice));
     } else {
-      EMBER_CUDA_CHECK("copy_", cudaMemcpyPeer(dst, dst_dev.index, src, src_dev.index, nbytes));
+      EMBER_CUDA_CHECK("copy_", cudaMemcpyPeer(dst, dst_dev.index(), src, src_dev.index(), nbytes));
     }
   } else if (dst_dev.is_cuda()) {
-    DeviceGuard guard(dst_dev.index);
+    DeviceGuard guard(dst_dev.index());
     EMBER_CUDA_CHECK("copy_", cudaMemcpy(dst, src, nbytes, cudaMemcpyHostToDevice));
   } else if (src_dev.is_cuda()) {
-    DeviceGuard guard(src_dev.index);
+    DeviceGuard guard(src_dev.index());
     EMBER_CUDA_CHECK("copy_", cudaMemcpy(dst, src, nbytes, cudaMemcpyDeviceToHost));
   } else {
     EMBER_FAIL("[copy_] the CUDA memcpy hook was asked for a host-to-host copy");

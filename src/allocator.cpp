@@ -131,8 +131,8 @@ void settle_cpu_credit() noexcept {
 
 AllocatorStats allocator_stats(Device device) {
   if (device.is_cpu()) return detail::cpu_stats();
-  auto& h = detail::device_hooks(device.type);
-  return h.stats ? h.stats(device.index) : AllocatorStats{};
+  auto& h = detail::device_hooks(device.type());
+  return h.stats ? h.stats(device.index()) : AllocatorStats{};
 }
 
 void empty_cache(Device device) {
@@ -140,8 +140,8 @@ void empty_cache(Device device) {
     if (!detail::t_cache_ended) detail::cpu_cache().release_cached();
     return;
   }
-  auto& h = detail::device_hooks(device.type);
-  if (h.empty_cache) h.empty_cache(device.index);
+  auto& h = detail::device_hooks(device.type());
+  if (h.empty_cache) h.empty_cache(device.index());
 }
 
 void set_cpu_cache_limit(size_t bytes_per_thread) {

@@ -69,7 +69,7 @@ Ref<TensorImpl> make_scalar_tensor(Scalar v, DType t, Device device) {
   if (device.is_cpu()) return out;
   // A wrapped number is promoted on its own device; keep it on the tensor's device.
   Ref<TensorImpl> dev = make_tensor(Shape{}, t, device, "scalar");
-  DeviceHooks& h = device_hooks(device.type);
+  DeviceHooks& h = device_hooks(device.type());
   h.memcpy(dev->data(), device, out->data(), kCPU, static_cast<size_t>(itemsize(t)));
   dev->wrapped_number = true;
   return dev;

@@ -18,7 +18,7 @@ DeviceHooks& device_hooks(DeviceType type) {
 void copy_on_device(TensorImpl& dst, const TensorImpl& src) {
   Device d = dst.device().is_cpu() ? src.device() : dst.device();
   if (d.is_cpu()) return Kernels<Cpu>::copy(dst, src);
-  DeviceHooks& h = device_hooks(d.type);
+  DeviceHooks& h = device_hooks(d.type());
   EMBER_CHECK(h.copy != nullptr, "[copy_] device {} requested, but no backend for it is compiled into this policy/build",
               d);
   h.copy(dst, src);
@@ -36,11 +36,11 @@ Ref<Storage> make_storage(size_t nbytes, Device device) {
   if (device.is_cpu()) {
     b = cpu_allocate(nbytes);
   } else {
-    DeviceHooks& h = device_hooks(device.type);
+    DeviceHooks& h = device_hooks(device.type());
     EMBER_CHECK(h.allocate != nullptr,
                 "[allocate] device {} requested, but no backend for it is compiled into this policy/build",
                 device);
-    b = h.allocate(nbytes, device.index);
+    b = h.allocate(nbytes, device.index());
   }
   Storage* s = ObjectPool<Storage>::create();
   s->data = b.ptr;
@@ -70,7 +70,7 @@ void release(Storage* s) noexcept {
   } else if (s->device.is_cpu()) {
     cpu_deallocate({s->data, s->capacity});
   } else {
-    device_hooks(s->device.type).deallocate({s->data, s->capacity}, s->device.index);
+    device_hooks(s->device.type()).deallocate({s->data, s->capacity}, s->device.index());
   }
   ObjectPool<Storage>::destroy(s);
 }

@@ -264,11 +264,11 @@ TEST_CASE("autograd: the engine checks every gradient against the tensor it is f
 }
 
 TEST_CASE("autograd: factories honour TensorOptions::requires_grad") {
-  CHECK(zeros({2}, TensorOptions(DType::F64).requires_grad()).requires_grad());
-  CHECK(randn({2}, TensorOptions().requires_grad()).is_leaf());
-  CHECK(tensor<double>({1.0, 2.0}, TensorOptions().requires_grad()).requires_grad());
+  CHECK(zeros({2}, TensorOptions(DType::F64).requires_grad(true)).requires_grad());
+  CHECK(randn({2}, TensorOptions().requires_grad(true)).is_leaf());
+  CHECK(tensor<double>({1.0, 2.0}, TensorOptions().requires_grad(true)).requires_grad());
   CHECK(!ones({2}).requires_grad());
-  CHECK_THROWS_WITH_AS(arange(3, TensorOptions().requires_grad()), doctest::Contains("floating-point"), Error);
+  CHECK_THROWS_WITH_AS(arange(3, TensorOptions().requires_grad(true)), doctest::Contains("floating-point"), Error);
 }
 
 TEST_CASE("autograd: independent graphs run backward concurrently on several threads") {

@@ -167,7 +167,7 @@ TEST_CASE("std_mean, msort, isposinf and isneginf, floor_divide, logspace") {
   // Integer dtypes truncate start and end first, as PyTorch's: 10^0.5 is not 3 here.
   CHECK(ints(logspace(0.5, 2.5, 3, 10.0, DType::I64)) == I{1, 10, 100});
   CHECK(ints(logspace(0.5, 9, 1, 10.0, DType::I32)) == I{1});
-  CHECK(logspace(0, 1, 3, 10.0, TensorOptions().requires_grad()).requires_grad());
+  CHECK(logspace(0, 1, 3, 10.0, TensorOptions().requires_grad(true)).requires_grad());
   CHECK(logspace(0, 1, 0).numel() == 0);
   CHECK_ERROR(logspace(0, 1, -1), "[logspace]", "-1");
 }

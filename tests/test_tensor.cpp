@@ -686,6 +686,20 @@ TEST_CASE("tensor() from a std::vector keeps the element type's dtype, as from a
   CHECK(tensor(std::vector<double>{}).sizes() == Shape{0});
 }
 
+TEST_CASE("tensor() of one value is 0-d, with a list's dtype rules") {
+  const Tensor d = tensor(2.5);
+  CHECK(d.dim() == 0);
+  CHECK(d.dtype() == DType::F64);
+  CHECK(d.item<double>() == 2.5);
+  CHECK(tensor(7).dtype() == DType::I64);
+  CHECK(tensor(true).dtype() == DType::Bool);
+  CHECK(tensor(uint8_t{200}).item<int64_t>() == 200);
+  CHECK(tensor(1.5f, kFloat64).dtype() == DType::F64);
+  CHECK(tensor<double>({1}).sizes() == Shape{1});  // a braced list stays a list
+  CHECK(tensor(2.f, TensorOptions().requires_grad(true)).requires_grad());
+  CHECK_THROWS_AS(tensor(std::numeric_limits<uint64_t>::max()), Error);
+}
+
 TEST_CASE("cuda::device_count and cuda::is_available answer without throwing, and agree") {
   const int n = cuda::device_count();
   CHECK(n >= 0);
@@ -735,7 +749,7 @@ TEST_CASE("libtorch spellings: item() as a Scalar, untyped data_ptr(), to(other)
   CHECK(values_of(d) == std::vector<double>{0, 1, 2, 3, 4, 5});
   CHECK(x.to(TensorOptions().dtype(kInt64)).dtype() == DType::I64);
   CHECK(d.to(TensorOptions(kCPU)).dtype() == DType::F64);  // unset dtype: kept
-  CHECK_THROWS_WITH_AS(x.to(TensorOptions().requires_grad()), doctest::Contains("requires_grad"), Error);
+  CHECK_THROWS_WITH_AS(x.to(TensorOptions().requires_grad(true)), doctest::Contains("requires_grad"), Error);
   CHECK(x.to(x.options()).data_ptr() == x.data_ptr());      // nothing to change: the same tensor
 
   const std::vector<int64_t> dims = x.sizes().vec();

@@ -12,6 +12,7 @@
 #include <ember/core/random_ops.hpp>
 #include <ember/ops/functions.hpp>
 #include <ember/ops/shape_ops.hpp>
+#include <ember/ops/free_forms.hpp>
 #include <ember/ops/einsum.hpp>
 #include <ember/ops/rearrange_ops.hpp>
 #include <ember/ops/matrix_builders.hpp>

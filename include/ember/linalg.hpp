@@ -607,6 +607,42 @@ BasicTensor<P> matrix_norm(const BasicTensor<P>& a, double ord, const Shape& dim
   return detail::matrix_norm_impl(a, ord, dims, keepdim);
 }
 
+/// torch::linalg::norm: a vector norm over one dim, a matrix norm over two; without dims, the
+/// 2-norm of every element when ord is unset, otherwise a vector norm of a 1-d input or a
+/// matrix norm of a 2-d one.
+template <class P>
+BasicTensor<P> norm(const BasicTensor<P>& x, std::optional<double> ord = std::nullopt,
+                    std::optional<Shape> dims = std::nullopt, bool keepdim = false) {
+  if (dims) {
+    EMBER_CHECK(dims->size() == 1 || dims->size() == 2, "[linalg.norm] dim must name 1 or 2 dims, got {}", *dims);
+    if (dims->size() == 2) return ord ? matrix_norm(x, *ord, *dims, keepdim) : matrix_norm(x, "fro", *dims, keepdim);
+    return vector_norm(x, ord.value_or(2), dims, keepdim);
+  }
+  if (!ord) return vector_norm(x, 2, std::nullopt, keepdim);
+  EMBER_CHECK(x.dim() == 1 || x.dim() == 2, "[linalg.norm] an ord without dims needs a 1-d or 2-d input, got shape {}",
+              x.sizes());
+  return x.dim() == 1 ? vector_norm(x, *ord, std::nullopt, keepdim) : matrix_norm(x, *ord, {-2, -1}, keepdim);
+}
+/// torch::linalg::norm with ord "fro" or "nuc": a matrix norm over dims (a 2-d input's two
+/// without).
+template <class P>
+BasicTensor<P> norm(const BasicTensor<P>& x, std::string_view ord, std::optional<Shape> dims = std::nullopt,
+                    bool keepdim = false) {
+  EMBER_CHECK(dims ? dims->size() == 2 : x.dim() == 2,
+              "[linalg.norm] ord \"{}\" is a matrix norm: it needs 2 dims or a 2-d input, got shape {}", ord, x.sizes());
+  return matrix_norm(x, ord, dims.value_or(Shape{-2, -1}), keepdim);
+}
+
+/// The same with the dims as a braced list, as libtorch's linalg::norm(x, 2, {0}).
+template <class P>
+BasicTensor<P> norm(const BasicTensor<P>& x, std::optional<double> ord, const Shape& dims, bool keepdim = false) {
+  return norm(x, ord, std::optional<Shape>(dims), keepdim);
+}
+template <class P>
+BasicTensor<P> norm(const BasicTensor<P>& x, std::string_view ord, const Shape& dims, bool keepdim = false) {
+  return norm(x, ord, std::optional<Shape>(dims), keepdim);
+}
+
 /// The condition number in the 2-norm: the largest singular value over the smallest.
 template <class P>
 BasicTensor<P> cond(const BasicTensor<P>& a) {

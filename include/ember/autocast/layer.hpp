@@ -81,7 +81,7 @@ class ArgCaster {
 
  private:
   const TensorImpl& adapt(const TensorImpl& x) {
-    if (x.device().type != DeviceType::Cpu) return x;
+    if (x.device().type() != DeviceType::Cpu) return x;
     const DType to = target(x.dtype);
     if (to == x.dtype) return x;
     const bool cache = lower_ && !autograd::GradMode::is_enabled() && cacheable(x);

@@ -6,7 +6,10 @@
 #include <ember/dispatch/default_policy.hpp>
 
 #include <cmath>
+#include <concepts>
+#include <functional>
 #include <limits>
+#include <memory>
 
 #include <type_traits>
 
@@ -29,7 +32,7 @@ void fill_linspace(TensorImpl& t, double start, double end, int64_t steps);
 void fill_eye(detail::TensorImpl& t);
 template <class P>
 void ensure_backend(Device d, const char* op) {
-  EMBER_CHECK(P::backends::has(d.type), "[{}] device {} is not served by this policy's backends", op, d);
+  EMBER_CHECK(P::backends::has(d.type()), "[{}] device {} is not served by this policy's backends", op, d);
   if constexpr (P::backends::has(DeviceType::Cuda)) {
     if (d.is_cuda()) cuda_ensure_initialized();
   }
@@ -46,7 +49,7 @@ namespace detail {
 /// Honours TensorOptions::requires_grad() once a factory has filled its tensor.
 template <class P>
 BasicTensor<P> with_grad_option(BasicTensor<P> t, const TensorOptions& o) {
-  if (!o.get_requires_grad()) return t;
+  if (!o.requires_grad()) return t;
   if constexpr (has_layer<autograd::Autograd, typename P::layers>::value) {
     t.requires_grad_(true);
     return t;
@@ -150,6 +153,16 @@ BasicTensor<P> arange(Scalar start, Scalar end, Scalar step = 1, TensorOptions o
   return detail::on_cpu_then_move<P>({n}, o, dt,
                                      [&](detail::TensorImpl& t) { detail::fill_arange(t, s, st); });
 }
+// A bool where an end, a count or a column count belongs is refused at compile time: it is
+// what `TensorOptions().requires_grad()` (the getter, as libtorch's) gives where
+// `.requires_grad(true)` was meant, and it would otherwise convert silently.
+template <class P = DefaultPolicy, std::same_as<bool> B, class... Rest>
+BasicTensor<P> arange(Scalar start, B end, Rest&&... rest) = delete;
+template <class P = DefaultPolicy, std::same_as<bool> B, class... Rest>
+BasicTensor<P> linspace(double start, double end, B steps, Rest&&... rest) = delete;
+template <class P = DefaultPolicy, std::same_as<bool> B, class... Rest>
+BasicTensor<P> eye(int64_t n, B m, Rest&&... rest) = delete;
+
 template <class P = DefaultPolicy>
 BasicTensor<P> arange(Scalar end, TensorOptions o = {}) {
   return arange<P>(end.is_floating() ? Scalar(0.0) : Scalar(int64_t{0}), end, int64_t{1}, o);
@@ -325,11 +338,59 @@ BasicTensor<P> from_blob(void* data, const Shape& shape, const Shape& strides, T
   EMBER_CHECK(data != nullptr || n == 0, "[from_blob] null data for shape {}", shape);
   // Every check comes before the storage, which owns `deleter` from then on: a failed call
   // never runs it (the caller still owns the memory).
-  EMBER_CHECK(!o.get_requires_grad() || is_floating(t),
+  EMBER_CHECK(!o.requires_grad() || is_floating(t),
               "[from_blob] only floating-point tensors can require gradients, got {}", t);
   auto storage = detail::make_user_storage(data, static_cast<size_t>(span * itemsize(t)), o.device_or(kCPU),
                                            deleter, ctx);
   return detail::with_grad_option<P>(BasicTensor<P>(detail::make_view(storage, t, shape, strides, 0)), o);
+}
+
+namespace detail {
+/// The deleter of from_blob's libtorch form: runs the user's function, then frees it.
+inline void run_owned_deleter(void* fn, void* data) {
+  std::unique_ptr<std::function<void(void*)>> owned(static_cast<std::function<void(void*)>*>(fn));
+  if (*owned) (*owned)(data);
+}
+}  // namespace detail
+
+/// libtorch's form: from_blob(data, sizes, [](void* p) { free(p); }, kFloat32). The deleter
+/// runs once, when the last tensor using the memory goes away; never if the call fails.
+template <class P = DefaultPolicy>
+BasicTensor<P> from_blob(void* data, const Shape& shape, std::function<void(void*)> deleter, TensorOptions o = {}) {
+  auto owned = std::make_unique<std::function<void(void*)>>(std::move(deleter));
+  BasicTensor<P> t = from_blob<P>(data, shape, o, &detail::run_owned_deleter, owned.get());
+  owned.release();  // the storage owns it now
+  return t;
+}
+template <class P = DefaultPolicy>
+BasicTensor<P> from_blob(void* data, const Shape& shape, const Shape& strides, std::function<void(void*)> deleter,
+                         TensorOptions o = {}) {
+  auto owned = std::make_unique<std::function<void(void*)>>(std::move(deleter));
+  BasicTensor<P> t = from_blob<P>(data, shape, strides, o, &detail::run_owned_deleter, owned.get());
+  owned.release();
+  return t;
+}
+
+/// An uninitialised tensor with the given strides (in elements, none negative) over a buffer
+/// just large enough for them, as torch::empty_strided.
+template <class P = DefaultPolicy>
+BasicTensor<P> empty_strided(const Shape& shape, const Shape& strides, TensorOptions o = {}) {
+  EMBER_CHECK(shape.size() == strides.size(), "[empty_strided] shape {} and strides {} differ in rank", shape,
+              strides);
+  detail::check_view_strides(strides, "empty_strided");
+  int64_t span = checked_numel(shape, "empty_strided") == 0 ? 0 : 1;
+  for (size_t i = 0; span != 0 && i < shape.size(); ++i)
+    EMBER_CHECK(!__builtin_add_overflow(span, detail::checked_mul(shape[i] - 1, strides[i], "empty_strided"), &span),
+                "[empty_strided] shape {} with strides {} spans more elements than int64 holds", shape, strides);
+  const BasicTensor<P> buffer = empty<P>({span}, o.requires_grad(false));
+  return detail::with_grad_option<P>(
+      BasicTensor<P>(detail::make_view(buffer.impl().storage, buffer.dtype(), shape, strides, 0)), o);
+}
+
+/// A 0-d tensor of the default float type (or o's dtype) holding s, as torch::scalar_tensor.
+template <class P = DefaultPolicy>
+BasicTensor<P> scalar_tensor(Scalar s, TensorOptions o = {}) {
+  return full<P>({}, s, o.dtype(o.dtype_or(kDefaultFloat)));
 }
 
 namespace detail {
@@ -370,6 +431,14 @@ BasicTensor<P> tensor_from_staged(std::vector<list_stage_t<T>>& staged, const Sh
 }
 }  // namespace detail
 
+/// A 0-d tensor holding one value: tensor(2.5), as libtorch's torch::tensor(2.5) (the dtype
+/// follows the rules for lists below).
+template <class T, class P = DefaultPolicy>
+  requires std::is_arithmetic_v<T>
+BasicTensor<P> tensor(T value, TensorOptions o = {}) {
+  std::vector<detail::list_stage_t<T>> staged{detail::stage_list_value(value)};
+  return detail::tensor_from_staged<T, P>(staged, Shape{}, o);
+}
 /// A tensor from a flat list of values: tensor({1.f, 2.f, 3.f}).
 template <class T, class P = DefaultPolicy>
   requires std::is_arithmetic_v<T>

@@ -57,4 +57,13 @@ struct TensorIndex {
   TensorIndex(const BasicTensor<P>& t) : kind(Kind::Tensor), tensor(t.impl_ref()) {}  // NOLINT
 };
 
+/// `using namespace ember::indexing;` brings the index-expression names, as
+/// `using namespace torch::indexing;` does.
+namespace indexing {
+using ember::Ellipsis;
+using ember::None;
+using ember::Slice;
+using ember::TensorIndex;
+}  // namespace indexing
+
 }  // namespace ember

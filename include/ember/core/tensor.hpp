@@ -189,9 +189,13 @@ class BasicTensor {
     v.dim = d, v.start = index;
     return apply(v);
   }
-  BasicTensor slice(int64_t d, int64_t start, int64_t stop, int64_t step = 1) const {
+  /// Elements start, start + step, ... before stop along dim d, as libtorch's x.slice(dim,
+  /// start, end, step): bounds count from the end when negative and are clamped to the size;
+  /// an unset bound is the start or the end.
+  BasicTensor slice(int64_t d = 0, std::optional<int64_t> start = std::nullopt,
+                    std::optional<int64_t> stop = std::nullopt, int64_t step = 1) const {
     ops::ViewOp v{ops::ViewKind::Slice};
-    v.dim = d, v.start = start, v.length = stop, v.step = step;
+    v.dim = d, v.start = start.value_or(Slice::kNone), v.length = stop.value_or(Slice::kNone), v.step = step;
     return apply(v);
   }
   /// `offset`: the storage offset in elements (default: this tensor's).
@@ -230,6 +234,8 @@ class BasicTensor {
   /// ember::index: x.index({mask}), x.index({rows, cols}). A copy, not a view.
   BasicTensor index(const std::vector<BasicTensor>& indices) const;
   BasicTensor operator[](int64_t i) const { return select(0, i); }
+  /// x[idx] with an index tensor (i64) or mask (bool), as libtorch's: x.index({idx}).
+  BasicTensor operator[](const BasicTensor& idx) const { return index(std::vector<BasicTensor>{idx}); }
 
   // ---- copies and conversions -----------------------------------------------------------------
   BasicTensor contiguous() const { return is_contiguous() ? *this : clone(); }
@@ -237,12 +243,20 @@ class BasicTensor {
   BasicTensor to(DType t) const { return t == dtype() ? *this : wrap(dispatch<P>(ops::To{t, device()}, impl())); }
   BasicTensor to(Device d) const;
   BasicTensor to(Device d, DType t) const { return to(d).to(t); }
+  /// libtorch's flags: `copy` gives a new tensor even when neither dtype nor device changes;
+  /// `non_blocking` lets a copy return before it finishes, which Ember's copies (synchronous)
+  /// always satisfy, so it changes nothing here.
+  BasicTensor to(DType t, bool non_blocking, bool copy = false) const { return to(device(), t, non_blocking, copy); }
+  BasicTensor to(Device d, bool non_blocking, bool copy = false) const { return to(d, dtype(), non_blocking, copy); }
+  BasicTensor to(Device d, DType t, bool /*non_blocking*/, bool copy = false) const {
+    return copy && d == device() && t == dtype() ? clone() : to(d, t);
+  }
   BasicTensor type_as(const BasicTensor& o) const { return to(o.dtype()); }
   /// To o's device and dtype.
   BasicTensor to(const BasicTensor& o) const { return to(o.device(), o.dtype()); }
   /// To the device and dtype `o` names (each kept when `o` leaves it unset).
   BasicTensor to(const TensorOptions& o) const {
-    EMBER_CHECK(!o.get_requires_grad(), "[to] options with requires_grad set are refused (as libtorch); use "
+    EMBER_CHECK(!o.requires_grad(), "[to] options with requires_grad set are refused (as libtorch); use "
                                         "requires_grad_() on the result");
     return to(o.device_or(device()), o.dtype_or(dtype()));
   }
@@ -380,6 +394,23 @@ class BasicTensor {
                 t1.dtype(), t2.dtype());
     return add(t1.div(t2).mul(value));
   }
+  // In-place forms of the composites above, as libtorch's (hand-written optimisers use them):
+  // the result, computed out of place, must keep this tensor's shape and fit its dtype.
+  BasicTensor& addcmul_(const BasicTensor& t1, const BasicTensor& t2, Scalar value = 1) {
+    return assign_result(addcmul(t1, t2, value), "addcmul_");
+  }
+  BasicTensor& addcdiv_(const BasicTensor& t1, const BasicTensor& t2, Scalar value = 1) {
+    return assign_result(addcdiv(t1, t2, value), "addcdiv_");
+  }
+  BasicTensor& lerp_(const BasicTensor& end, const BasicTensor& weight) {
+    return assign_result(input_for_inplace(end, weight).lerp(end, weight), "lerp_");
+  }
+  BasicTensor& lerp_(const BasicTensor& end, Scalar weight) { return assign_result(lerp(end, weight), "lerp_"); }
+  BasicTensor& clamp_min_(Scalar lo) { return clamp_(lo, std::nullopt); }
+  BasicTensor& clamp_max_(Scalar hi) { return clamp_(std::nullopt, hi); }
+  /// NumPy's name for clamp.
+  BasicTensor clip(std::optional<Scalar> lo, std::optional<Scalar> hi = std::nullopt) const { return clamp(lo, hi); }
+  BasicTensor& clip_(std::optional<Scalar> lo, std::optional<Scalar> hi = std::nullopt) { return clamp_(lo, hi); }
   BasicTensor where(const BasicTensor& cond, const BasicTensor& other) const {
     return wrap(dispatch<P>(ops::Where{}, cond.impl(), impl(), other.impl()));
   }
@@ -428,6 +459,16 @@ class BasicTensor {
   std::pair<BasicTensor, BasicTensor> var_mean(I dim, double correction = 1, bool keepdim = false) const {
     return var_mean(Shape{static_cast<int64_t>(dim)}, correction, keepdim);
   }
+  // Over every element, as libtorch's x.var(/*unbiased=*/false). Templates so that a braced
+  // dim list, x.var({1}), still means dims and never converts to the bool.
+  template <std::same_as<bool> B>
+  BasicTensor var(B unbiased) const {
+    return var(Shape{}, unbiased ? 1.0 : 0.0);
+  }
+  template <std::same_as<bool> B>
+  BasicTensor std(B unbiased) const {
+    return std(Shape{}, unbiased ? 1.0 : 0.0);
+  }
   template <SingleDim I>
   BasicTensor logsumexp(I dim, bool keepdim = false) const {
     return logsumexp(Shape{static_cast<int64_t>(dim)}, keepdim);
@@ -450,6 +491,8 @@ class BasicTensor {
   BasicTensor log_softmax(int64_t d, DType t) const { return to(t).log_softmax(d); }
   BasicTensor cumsum(int64_t d) const { return cum(detail::CumOp::Sum, d).first; }
   BasicTensor cumprod(int64_t d) const { return cum(detail::CumOp::Prod, d).first; }
+  BasicTensor& cumsum_(int64_t d) { return assign_result(cumsum(d), "cumsum_"); }
+  BasicTensor& cumprod_(int64_t d) { return assign_result(input_for_inplace().cumprod(d), "cumprod_"); }
   BasicTensor logcumsumexp(int64_t d) const { return cum(detail::CumOp::Logsumexp, d).first; }
   std::pair<BasicTensor, BasicTensor> cummax(int64_t d) const { return cum(detail::CumOp::Max, d); }
   std::pair<BasicTensor, BasicTensor> cummin(int64_t d) const { return cum(detail::CumOp::Min, d); }
@@ -509,6 +552,12 @@ class BasicTensor {
   BasicTensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = {}) const;
   BasicTensor tril(int64_t k = 0) const;
   BasicTensor triu(int64_t k = 0) const;
+  BasicTensor& tril_(int64_t k = 0) { return assign_result(tril(k), "tril_"); }
+  BasicTensor& triu_(int64_t k = 0) { return assign_result(triu(k), "triu_"); }
+  /// Fills the main diagonal (every dim indexed alike) with v, as PyTorch's fill_diagonal_:
+  /// 2 or more dims, all of one size beyond 2; `wrap` continues a tall matrix's diagonal
+  /// every cols + 1 rows (NumPy's fill_diagonal). Defined in ops/shape_ops.hpp.
+  BasicTensor& fill_diagonal_(Scalar v, bool wrap = false);
   // Defined in ops/rearrange_ops.hpp, ops/matrix_builders.hpp and ops/differences.hpp.
   BasicTensor movedim(const Shape& source, const Shape& destination) const;
   BasicTensor movedim(int64_t source, int64_t destination) const;
@@ -567,6 +616,12 @@ class BasicTensor {
     return wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Baddbmm, beta.to_double(), alpha.to_double()},
                             b1.impl(), b2.impl(), &impl()));
   }
+  BasicTensor& addmm_(const BasicTensor& m1, const BasicTensor& m2, Scalar beta = 1, Scalar alpha = 1) {
+    return assign_result(addmm(m1, m2, beta, alpha), "addmm_");
+  }
+  BasicTensor& baddbmm_(const BasicTensor& b1, const BasicTensor& b2, Scalar beta = 1, Scalar alpha = 1) {
+    return assign_result(baddbmm(b1, b2, beta, alpha), "baddbmm_");
+  }
   // ops/vector_products.hpp: composites of addmm, matmul and dot.
   BasicTensor mv(const BasicTensor& vec) const;
   BasicTensor addmv(const BasicTensor& mat, const BasicTensor& vec, Scalar beta = 1, Scalar alpha = 1) const;
@@ -578,6 +633,8 @@ class BasicTensor {
   /// Marks a floating-point leaf as needing .grad() (or unmarks it).
   BasicTensor& requires_grad_(bool on = true);
   bool requires_grad() const;
+  /// libtorch's spelling of requires_grad_(on).
+  BasicTensor& set_requires_grad(bool on) { return requires_grad_(on); }
   /// The accumulated gradient of a leaf (or of a non-leaf after retain_grad()); undefined if none.
   BasicTensor grad() const;
   /// Replaces .grad() (undefined clears it).
@@ -593,6 +650,9 @@ class BasicTensor {
   /// The same values (shared storage) without history.
   BasicTensor detach() const;
   BasicTensor& detach_();
+  /// libtorch's x.data(): detach(). One difference: an in-place write through it while grad
+  /// mode is on still moves the storage's version, so a tensor saved for backward notices.
+  BasicTensor data() const { return detach(); }
   /// Gradients of this tensor with respect to the leaves of its graph, accumulated into their
   /// .grad(). `grad` defaults to ones for one-element tensors; retain_graph defaults to
   /// create_graph. With `inputs`, only those tensors' .grad() is accumulated (non-leaves
@@ -646,6 +706,29 @@ class BasicTensor {
   }
   BasicTensor binary(ops::BinaryOp op, const BasicTensor& o) const {
     return wrap(dispatch<P>(ops::Binary{op}, impl(), o.impl()));
+  }
+  /// Writes an in-place composite's result, computed out of place, into this tensor (a
+  /// recorded copy_ under autograd), after PyTorch's checks: the shape must not grow by
+  /// broadcasting, and the result type must cast to this dtype (no float into an integer
+  /// tensor, nothing but bool into a bool one).
+  BasicTensor& assign_result(const BasicTensor& value, const char* op) {
+    EMBER_CHECK(value.sizes() == sizes(), "[{}] the result of shape {} cannot be written in place into a tensor of shape {}",
+                op, value.sizes(), sizes());
+    EMBER_CHECK((is_floating(dtype()) || !is_floating(value.dtype())) &&
+                    (dtype() != DType::Bool || value.dtype() == DType::Bool),
+                "[{}] result type {} cannot be written in place into a tensor of dtype {}", op, value.dtype(), dtype());
+    return copy_(value);
+  }
+  /// This tensor as the input of an in-place composite whose backward reads that input
+  /// (cumprod, lerp's weight gradient): a copy while anything involved requires grad (the
+  /// input is saved then, even when only another operand requires grad), since the write-back
+  /// moves the storage version the saved input is checked against (PyTorch saves the
+  /// original too).
+  template <class... Others>
+  BasicTensor input_for_inplace(const Others&... others) const {
+    if constexpr (detail::has_layer<autograd::Autograd, typename P::layers>::value)
+      if (requires_grad() || (others.requires_grad() || ...)) return clone();
+    return *this;
   }
   BasicTensor& binary_inplace(ops::BinaryOp op, const BasicTensor& o) {
     dispatch<P>(ops::Binary{op}, impl(), o.impl(), impl_.get());

@@ -134,7 +134,7 @@ BasicTensor<P> BasicTensor<P>::to(Device d) const {
   if constexpr (P::backends::has(DeviceType::Cuda)) {
     if (d.is_cuda() || is_cuda()) detail::cuda_ensure_initialized();
   }
-  EMBER_CHECK(P::backends::has(d.type), "[to] device {} is not served by this policy's backends", d);
+  EMBER_CHECK(P::backends::has(d.type()), "[to] device {} is not served by this policy's backends", d);
   return wrap(dispatch<P>(ops::To{dtype(), d}, impl()));
 }
 

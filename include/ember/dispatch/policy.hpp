@@ -48,9 +48,9 @@ template <class BL, class F>
 decltype(auto) visit_backend(Device device, const char* op, F&& f) {
   if constexpr (BL::count == 1) {
     using B = typename BL::first;
-    if (EMBER_LIKELY(device.type == B::device_type)) return f.template operator()<B>();
+    if (EMBER_LIKELY(device.type() == B::device_type)) return f.template operator()<B>();
   } else {
-    switch (device.type) {
+    switch (device.type()) {
       case DeviceType::Cpu:
         if constexpr (BL::has(DeviceType::Cpu)) return f.template operator()<Cpu>();
         break;

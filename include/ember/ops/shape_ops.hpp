@@ -604,6 +604,27 @@ BasicTensor<P> BasicTensor<P>::triu(int64_t k) const {
   return ember::triu(*this, k);
 }
 template <class P>
+BasicTensor<P>& BasicTensor<P>::fill_diagonal_(Scalar v, bool wrap) {
+  EMBER_CHECK(dim() >= 2, "[fill_diagonal_] expects at least 2 dims, got shape {}", sizes());
+  if (dim() > 2)
+    for (int64_t d = 1; d < dim(); ++d)
+      EMBER_CHECK(size(d) == size(0), "[fill_diagonal_] all dims must have one size beyond 2 dims, got shape {}",
+                  sizes());
+  // The diagonal as a view (each diagonal() folds two dims into one, last), filled through.
+  auto fill_view = [&](BasicTensor<P> block) {
+    while (block.dim() > 1) block = block.diagonal(0, 0, block.dim() - 1);
+    block.fill_(v);
+  };
+  const int64_t rows = size(0), cols = size(1);
+  if (dim() > 2 || !wrap || rows <= cols + 1) {
+    fill_view(*this);
+    return *this;
+  }
+  // A tall matrix, wrapped: a block of cols rows, one row skipped, the next block.
+  for (int64_t start = 0; start < rows; start += cols + 1) fill_view(narrow(0, start, std::min(cols, rows - start)));
+  return *this;
+}
+template <class P>
 BasicTensor<P> BasicTensor<P>::diag(int64_t k) const {
   return ember::diag(*this, k);
 }

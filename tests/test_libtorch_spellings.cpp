@@ -1,0 +1,311 @@
+// libtorch's spellings of things Ember already does: Device("cuda:1") and its accessors,
+// TensorOptions' getters and the ember::dtype / device / requires_grad builders, free forms of
+// methods (ember::sum(x, 1), ember::max(a, b), ember::reshape(x, {..})), in-place composites
+// (addcmul_, lerp_, addmm_, tril_, fill_diagonal_, ...), x[mask], ember::indexing,
+// linalg::norm, where(cond), scalar_tensor and empty_strided. Expected values are PyTorch
+// 1.13's for the same calls where they are not plain restatements of another Ember op.
+
+#include <doctest/doctest.h>
+#include <ember/ember.hpp>
+
+#include "error_text.hpp"
+#include "support/tensor_values.hpp"
+
+#include <vector>
+
+namespace test_libtorch_spellings {  // this file's own names in a unity build (tests/meson.build)
+
+using namespace ember;
+using namespace ember::test;
+
+TEST_CASE("Device: libtorch's accessors, and parsed from text") {
+  const Device c = Device::cuda(3);
+  CHECK(c.type() == DeviceType::Cuda);
+  CHECK(c.index() == 3);
+  CHECK(Device("cpu") == kCPU);
+  CHECK(Device("cpu:0") == kCPU);
+  CHECK(Device("cuda") == Device::cuda(0));
+  CHECK(Device("cuda:12") == Device::cuda(12));
+  CHECK(Device(kCUDA, 2) == Device::cuda(2));
+  CHECK(Device(DeviceType::Cuda, 1).str() == "cuda:1");
+  for (const char* bad : {"gpu", "", "cuda:", "cuda:x", "cuda:1a", "cuda:128", "cuda:-1", "CPU", "cuda1", "cpu:1"})
+    CHECK_ERROR(Device(bad), "[Device] invalid device string", bad);
+  const std::string text = "cuda:4";
+  const Device from_string = text;  // implicit from std::string, as libtorch's
+  CHECK(from_string == Device::cuda(4));
+  CHECK(arange(2).to(Device(std::string("cpu"))).device() == kCPU);
+  // Indices are checked however a device is made.
+  CHECK_ERROR(Device(kCPU, 1), "[Device] index 1", "cpu");
+  CHECK_ERROR(Device::cuda(200), "[Device] index 200", "cuda");
+  CHECK_ERROR(Device(DeviceType::Cuda, -1), "[Device] index -1");
+}
+
+TEST_CASE("TensorOptions: getters and libtorch's builders") {
+  const TensorOptions unset;
+  CHECK(unset.dtype() == kDefaultFloat);
+  CHECK(unset.device() == kCPU);
+  CHECK(!unset.requires_grad());
+  CHECK(!unset.has_dtype());
+  CHECK(!unset.has_device());
+  const TensorOptions o = dtype(DType::F64).requires_grad(true);
+  CHECK(o.dtype() == DType::F64);
+  CHECK(o.requires_grad());
+  CHECK(device(kCPU).has_device());
+  CHECK(requires_grad().requires_grad());
+  CHECK(!requires_grad(false).requires_grad());
+  Tensor x = zeros({2}, dtype(DType::F64).requires_grad(true));
+  CHECK(x.requires_grad());
+  CHECK(x.options().dtype() == DType::F64);
+  CHECK(randn({3}, requires_grad()).requires_grad());
+}
+
+// TensorOptions().requires_grad() is libtorch's getter (a bool): where a factory would turn
+// that bool into an end, a count or a column count, the call does not compile.
+template <class B>
+concept ArangeTakes = requires(B b) { arange(3, b); };
+template <class B>
+concept EyeTakes = requires(B b) { eye(3, b); };
+template <class B>
+concept LinspaceTakes = requires(B b) { linspace(0.0, 1.0, b); };
+static_assert(ArangeTakes<int> && EyeTakes<int> && LinspaceTakes<int>);
+static_assert(!ArangeTakes<bool> && !EyeTakes<bool> && !LinspaceTakes<bool>);
+
+TEST_CASE("set_requires_grad, data() and var/std with an unbiased flag") {
+  Tensor w = ones({3}, DType::F64);
+  CHECK(w.set_requires_grad(true).requires_grad());
+  Tensor d = w.data();
+  CHECK(!d.requires_grad());
+  CHECK(d.data_ptr() == w.data_ptr());  // shared storage
+  w.set_requires_grad(false);
+  CHECK(!w.requires_grad());
+  Tensor x = tensor<double>({{1, 2, 4}, {3, 5, 9}});
+  CHECK(x.var(false).item<double>() == doctest::Approx(x.var({}, 0).item<double>()));
+  CHECK(x.std(true).item<double>() == doctest::Approx(x.std().item<double>()));
+  CHECK(ember::std(x, false).item<double>() == doctest::Approx(x.std({}, 0).item<double>()));
+  // A braced dim list still names dims, never the flag.
+  CHECK(x.var({1}).sizes() == Shape{2});
+  CHECK(x.std({1}).sizes() == Shape{2});
+}
+
+TEST_CASE("to() with libtorch's non_blocking and copy flags") {
+  Tensor x = arange(3, DType::F32);
+  CHECK(x.to(kFloat32, false).data_ptr() == x.data_ptr());
+  CHECK(x.to(kFloat32, false, true).data_ptr() != x.data_ptr());
+  CHECK(vals(x.to(kFloat32, true, true)) == F{0, 1, 2});
+  CHECK(x.to(kCPU, true).data_ptr() == x.data_ptr());
+  CHECK(x.to(kCPU, true, true).data_ptr() != x.data_ptr());
+  CHECK(x.to(kCPU, kFloat64, false).dtype() == DType::F64);
+  // A copy stays on the graph.
+  Tensor w = leaf(tensor<double>({1, 2}));
+  w.to(kFloat64, false, true).mul(3).sum().backward();
+  CHECK(vals(w.grad()) == F{3, 3});
+}
+
+TEST_CASE("x[index tensor] and x[mask], and ember::indexing") {
+  Tensor x = arange(6, DType::F64).view({3, 2});
+  CHECK(vals(x[tensor<int64_t>({2, 0})]) == F{4, 5, 0, 1});
+  CHECK(vals(x[x.gt(2.5)]) == F{3, 4, 5});
+  using namespace ember::indexing;
+  CHECK(x.index({Slice(1, None), None, 0}).sizes() == Shape{2, 1});
+  CHECK(x.index({Ellipsis, 1}).sizes() == Shape{3});
+}
+
+TEST_CASE("in-place composites: the out-of-place result written back, with PyTorch's checks") {
+  Tensor a = tensor<double>({1, 2, 3}), b = tensor<double>({4, 5, 6}), c = tensor<double>({2, 4, 8});
+  CHECK(vals(a.clone().addcmul_(b, c, 0.5)) == vals(a.addcmul(b, c, 0.5)));
+  CHECK(vals(a.clone().addcdiv_(b, c, 2)) == vals(a.addcdiv(b, c, 2)));
+  CHECK(vals(a.clone().lerp_(b, 0.25)) == F{1.75, 2.75, 3.75});
+  CHECK(vals(a.clone().lerp_(b, c.div(10))) == vals(a.lerp(b, c.div(10))));
+  CHECK(vals(a.clone().clamp_min_(2)) == F{2, 2, 3});
+  CHECK(vals(a.clone().clamp_max_(2)) == F{1, 2, 2});
+  CHECK(vals(a.clip(1.5, 2.5)) == F{1.5, 2, 2.5});
+  CHECK(vals(a.clone().clip_(std::nullopt, 1)) == F{1, 1, 1});
+  CHECK(vals(a.clone().cumsum_(0)) == F{1, 3, 6});
+  CHECK(vals(a.clone().cumprod_(0)) == F{1, 2, 6});
+  Tensor m = arange(9, DType::F64).view({3, 3});
+  CHECK(vals(m.clone().tril_()) == vals(m.tril()));
+  CHECK(vals(m.clone().triu_(1)) == F{0, 1, 2, 0, 0, 5, 0, 0, 0});
+  Tensor m1 = randn({3, 4}, DType::F64), m2 = randn({4, 3}, DType::F64);
+  CHECK(vals(m.clone().addmm_(m1, m2, 0.5, 2)) == vals(m.addmm(m1, m2, 0.5, 2)));
+  Tensor bm = randn({2, 3, 3}, DType::F64), b1 = randn({2, 3, 4}, DType::F64), b2 = randn({2, 4, 3}, DType::F64);
+  CHECK(vals(bm.clone().baddbmm_(b1, b2)) == vals(bm.baddbmm(b1, b2)));
+  // Writes through a view reach its base.
+  Tensor base = zeros({2, 3}, DType::F64);
+  base.select(0, 1).addcmul_(a, b);
+  CHECK(vals(base) == F{0, 0, 0, 4, 10, 18});
+  // A result that would broadcast the target, or a float result into an integer tensor.
+  CHECK_ERROR(a.clone().addcmul_(b.view({3, 1}), c), "[addcmul_]", "[3, 3]", "[3]");
+  CHECK_ERROR(randn({3, 1}, DType::F64).addmm_(m1, m2), "[addmm_]", "[3, 3]", "[3, 1]");
+  CHECK_ERROR(arange(3).addcmul_(b, c), "[addcmul_]", "f64", "i64");
+  CHECK_ERROR(arange(3).cumsum_(3), "[cumsum]");
+}
+
+TEST_CASE("in-place composites under autograd: recorded on non-leaves, refused on leaves") {
+  Tensor a = leaf(tensor<double>({1, 2, 3})), b = leaf(tensor<double>({4, 5, 6}));
+  check_grads([](const TensorList& x) { return x[0].mul(1).addcmul_(x[1], x[0], 0.5); }, {a, b}, "addcmul_");
+  check_grads([](const TensorList& x) { return x[0].mul(1).lerp_(x[1], 0.3); }, {a, b}, "lerp_");
+  // Their backward reads the input the write replaces (PyTorch 1.13: grads [9, 4, 2] and
+  // w.grad [3, 3, 3] for these two).
+  Tensor w = leaf(tensor<double>({0.2, 0.5, 0.9}));
+  check_grads([](const TensorList& x) { return x[0].mul(1).cumprod_(0); }, {a}, "cumprod_");
+  check_grads([](const TensorList& x) { return x[0].mul(1).lerp_(x[1], x[2]); }, {a, b, w}, "lerp_ tensor weight");
+  Tensor y = a.mul(1);
+  y.cumprod_(0);
+  y.sum().backward();
+  CHECK(vals(a.grad()) == F{9, 4, 2});
+  Tensor z = a.detach().mul(1);
+  z.lerp_(b.detach(), w);
+  z.sum().backward();
+  CHECK(vals(w.grad()) == F{3, 3, 3});
+  CHECK_THROWS_AS(a.addcmul_(b, b), Error);  // a leaf that requires grad
+}
+
+TEST_CASE("fill_diagonal_ as PyTorch's, wrapped or not") {
+  Tensor tall = zeros({7, 3});
+  tall.fill_diagonal_(5, true);
+  CHECK(vals(tall) == F{5, 0, 0, 0, 5, 0, 0, 0, 5, 0, 0, 0, 5, 0, 0, 0, 5, 0, 0, 0, 5});
+  Tensor unwrapped = zeros({7, 3});
+  unwrapped.fill_diagonal_(5);
+  CHECK(vals(unwrapped).size() == 21);
+  CHECK(unwrapped.sum().item<float>() == 15);
+  Tensor short_wrap = zeros({4, 3});  // one row short of a second block: nothing more
+  short_wrap.fill_diagonal_(5, true);
+  CHECK(short_wrap.sum().item<float>() == 15);
+  Tensor wide = zeros({2, 4}, DType::I64);
+  wide.fill_diagonal_(7);
+  CHECK(ints(wide) == I{7, 0, 0, 0, 0, 7, 0, 0});
+  Tensor cube = zeros({2, 2, 2});
+  cube.fill_diagonal_(1);
+  CHECK(ints(cube.nonzero()) == I{0, 0, 0, 1, 1, 1});
+  Tensor strided = zeros({3, 6}).narrow(1, 1, 3);  // through a strided view
+  strided.fill_diagonal_(2);
+  CHECK(vals(strided.diagonal()) == F{2, 2, 2});
+  CHECK(zeros({3, 0}).fill_diagonal_(1).sizes() == Shape{3, 0});
+  CHECK_ERROR(zeros({3}).fill_diagonal_(1), "[fill_diagonal_]", "[3]");
+  CHECK_ERROR(zeros({2, 2, 3}).fill_diagonal_(1), "[fill_diagonal_]", "[2, 2, 3]");
+}
+
+TEST_CASE("free forms of methods, as torch:: spells them") {
+  Tensor x = tensor<double>({{1, -2, 3}, {4, 5, -6}});
+  CHECK(vals(sum(x, 1)) == F{2, 3});
+  CHECK(sum(x, {0, 1}, true).sizes() == Shape{1, 1});
+  CHECK(sum(x).item<double>() == 5);
+  CHECK(mean(x, 0).sizes() == Shape{3});
+  CHECK(prod(x).item<double>() == 720);
+  CHECK(all(x.ne(0)).item<bool>());
+  CHECK(count_nonzero(x.gt(0), 1).sizes() == Shape{2});
+  CHECK(max(x).item<double>() == 5);
+  auto [values, indices] = max(x, 1);
+  CHECK(vals(values) == F{3, 5});
+  CHECK(ints(indices) == I{2, 1});
+  CHECK(vals(max(x, x.neg())) == F{1, 2, 3, 4, 5, 6});
+  CHECK(vals(min(x, zeros_like(x))) == F{0, -2, 0, 0, 0, -6});
+  CHECK(ints(argmax(x, 0)) == I{1, 1, 0});
+  CHECK(vals(var(x, 1)) == vals(x.var(1)));
+  CHECK(var(x, false).item<double>() == doctest::Approx(x.var({}, 0).item<double>()));
+  CHECK(vals(cumsum(x, 1)) == F{1, -1, 2, 4, 9, 3});
+  CHECK(reshape(x, {3, -1}).sizes() == Shape{3, 2});
+  CHECK(transpose(x, 0, 1).sizes() == Shape{3, 2});
+  CHECK(vals(t(x)) == vals(x.t()));
+  CHECK(permute(x.unsqueeze(0), {2, 0, 1}).sizes() == Shape{3, 1, 2});
+  CHECK(squeeze(unsqueeze(x, 1)).sizes() == Shape{2, 3});
+  CHECK(vals(narrow(x, 1, 1, 2)) == F{-2, 3, 5, -6});
+  CHECK(vals(select(x, 0, 1)) == F{4, 5, -6});
+  CHECK(flatten(x).sizes() == Shape{6});
+  CHECK(vals(broadcast_to(tensor<double>({1, 2}), {3, 2})) == F{1, 2, 1, 2, 1, 2});
+  CHECK(clone(x).data_ptr() != x.data_ptr());
+  CHECK(norm(x, 1).item<double>() == 21);
+  // torch.dist(torch.tensor([1., 2.]), torch.tensor([[0., 0.], [1., 1.]]), 3) = 2.1544
+  CHECK(dist(tensor<double>({1, 2}), tensor<double>({{0, 0}, {1, 1}}), 3).item<double>() ==
+        doctest::Approx(2.15443469).epsilon(1e-8));
+}
+
+TEST_CASE("where(cond), argwhere, split_with_sizes, fliplr and flipud") {
+  // torch.where(torch.tensor([[0, 1], [1, 1]])) = (tensor([0, 1, 1]), tensor([1, 0, 1]))
+  auto idx = where(tensor<int64_t>({{0, 1}, {1, 1}}));
+  REQUIRE(idx.size() == 2);
+  CHECK(ints(idx[0]) == I{0, 1, 1});
+  CHECK(ints(idx[1]) == I{1, 0, 1});
+  auto scalar_idx = where(full({}, true));  // a 0-d condition counts as 1-d: (tensor([0]),)
+  REQUIRE(scalar_idx.size() == 1);
+  CHECK(ints(scalar_idx[0]) == I{0});
+  CHECK(ints(argwhere(tensor<double>({0, 3, 0, 1}))) == I{1, 3});
+  auto parts = split_with_sizes(arange(5), {2, 3});
+  REQUIRE(parts.size() == 2);
+  CHECK(ints(parts[1]) == I{2, 3, 4});
+  CHECK_THROWS_AS(split_with_sizes(arange(5), {2, 2}), Error);
+  Tensor m = arange(6).view({2, 3});
+  CHECK(ints(fliplr(m)) == I{2, 1, 0, 5, 4, 3});
+  CHECK(ints(flipud(m)) == I{3, 4, 5, 0, 1, 2});
+  CHECK_ERROR(fliplr(arange(3)), "[fliplr]", "[3]");
+  CHECK_ERROR(flipud(full({}, 1.0)), "[flipud]");
+}
+
+TEST_CASE("linalg::norm picks a vector or matrix norm as PyTorch's") {
+  Tensor x = tensor<double>({{1, -2}, {3, 4}});
+  // PyTorch 1.13: norm(x) 5.4772, norm(x, 1) 6, norm(x, 'nuc') 7.0711,
+  // norm(x, 2, dim=(0,)) [3.1623, 4.4721], norm(x, dim=(0, 1)) 5.4772.
+  CHECK(linalg::norm(x).item<double>() == doctest::Approx(std::sqrt(30.0)));
+  CHECK(linalg::norm(x, 1.0).item<double>() == doctest::Approx(6));
+  CHECK(linalg::norm(x, "nuc").item<double>() == doctest::Approx(7.0710678).epsilon(1e-7));
+  CHECK(close_relative(linalg::norm(x, 2.0, Shape{0}), F{std::sqrt(10.0), std::sqrt(20.0)}, 1e-12));
+  CHECK(linalg::norm(x, std::nullopt, Shape{0, 1}).item<double>() == doctest::Approx(std::sqrt(30.0)));
+  CHECK(linalg::norm(x, std::nullopt, std::nullopt, true).sizes() == Shape{1, 1});
+  CHECK(linalg::norm(ones({2, 2, 2}, DType::F64)).item<double>() == doctest::Approx(std::sqrt(8.0)));
+  CHECK_ERROR(linalg::norm(ones({2, 2, 2}), 2.0), "[linalg.norm]", "[2, 2, 2]");
+  CHECK_ERROR(linalg::norm(ones({3}), "fro"), "[linalg.norm]", "matrix norm");
+  CHECK_ERROR(linalg::norm(x, 2.0, Shape{0, 1, 1}), "[linalg.norm]");
+  CHECK(vals(linalg::norm(x, 2, {0})) == vals(linalg::norm(x, 2.0, Shape{0})));  // braced dims
+  CHECK(linalg::norm(x, "fro", {0, 1}, true).sizes() == Shape{1, 1});
+}
+
+TEST_CASE("slice with libtorch's defaults, from_blob with libtorch's deleter") {
+  Tensor x = arange(10);
+  CHECK(ints(x.slice()) == ints(x));
+  CHECK(ints(x.slice(0, 7)) == I{7, 8, 9});
+  CHECK(ints(x.slice(0, std::nullopt, 3)) == I{0, 1, 2});
+  CHECK(ints(x.slice(0, -3, std::nullopt, 2)) == I{7, 9});
+  CHECK(ints(x.slice(0, 2, 100, 4)) == I{2, 6});
+  CHECK_ERROR(x.slice(0, 0, 5, 0), "[slice]", "step");
+  std::vector<float> buf = {1, 2, 3, 4, 5, 6};
+  int calls = 0;
+  void* seen = nullptr;
+  {
+    Tensor t = from_blob(buf.data(), {2, 3}, [&](void* p) { ++calls, seen = p; }, kFloat32);
+    Tensor view = t.t();
+    t = Tensor();
+    CHECK(calls == 0);  // the view still uses the memory
+    CHECK(vals(view) == F{1, 4, 2, 5, 3, 6});
+  }
+  CHECK(calls == 1);
+  CHECK(seen == buf.data());
+  {
+    Tensor s = from_blob(buf.data(), {3}, {2}, [&](void*) { ++calls; });
+    CHECK(vals(s) == F{1, 3, 5});
+  }
+  CHECK(calls == 2);
+  // A refused call never runs the deleter (the caller still owns the memory).
+  CHECK_ERROR(from_blob(nullptr, {2}, [&](void*) { ++calls; }), "[from_blob]", "null");
+  CHECK_ERROR(from_blob(buf.data(), {2}, {-1}, [&](void*) { ++calls; }), "[from_blob]", "negative stride");
+  CHECK(calls == 2);
+}
+
+TEST_CASE("scalar_tensor and empty_strided") {
+  Tensor s = scalar_tensor(3);
+  CHECK(s.dim() == 0);
+  CHECK(s.dtype() == DType::F32);  // the default float, as torch.scalar_tensor(3)
+  CHECK(scalar_tensor(2, DType::I64).item<int64_t>() == 2);
+  Tensor e = empty_strided({2, 3}, {1, 2});
+  CHECK(e.strides() == Shape{1, 2});
+  CHECK(e.sizes() == Shape{2, 3});
+  e.fill_(1);
+  CHECK(e.sum().item<float>() == 6);
+  CHECK(empty_strided({0, 3}, {3, 1}).numel() == 0);
+  CHECK(empty_strided({2}, {0}).sizes() == Shape{2});  // one element, seen twice
+  CHECK(empty_strided({2}, {1}, requires_grad()).requires_grad());
+  CHECK_ERROR(empty_strided({2, 3}, {1}), "[empty_strided]", "[2, 3]", "[1]");
+  CHECK_ERROR(empty_strided({2}, {-1}), "[empty_strided]", "negative stride");
+  CHECK_ERROR(empty_strided({int64_t{1} << 40, 2}, {int64_t{1} << 40, 1}), "[empty_strided]");
+}
+
+}  // namespace test_libtorch_spellings
