@@ -8,7 +8,12 @@
 #include "text.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
+#include <istream>
 #include <numeric>
+#include <optional>
+#include <ostream>
 
 namespace ember::io {
 namespace detail {
@@ -24,11 +29,12 @@ struct SafetensorsState {
 
 namespace {
 
-std::shared_ptr<SafetensorsState> open_safetensors(const std::string& path, const char* op) {
+/// What a load reads: a file's mapping, or a copy of bytes from memory ("<memory>").
+std::shared_ptr<SafetensorsState> open_safetensors(std::string path, BlobRef blob, const char* op) {
   auto s = std::make_shared<SafetensorsState>();
-  s->path = path;
-  s->file = map_file(path, op);
-  s->layout = parse_safetensors(s->file->bytes(), Source{op, path});
+  s->path = std::move(path);
+  s->file = std::move(blob);
+  s->layout = parse_safetensors(s->file->bytes(), Source{op, s->path});
   s->keys.reserve(s->layout.tensors.size());
   for (size_t i = 0; i < s->layout.tensors.size(); ++i) {
     s->keys.push_back(s->layout.tensors[i].name);
@@ -36,6 +42,39 @@ std::shared_ptr<SafetensorsState> open_safetensors(const std::string& path, cons
   }
   for (const auto& [k, v] : s->layout.metadata) s->metadata.emplace(k, v);
   return s;
+}
+
+std::shared_ptr<SafetensorsState> open_safetensors(const std::string& path, const char* op) {
+  return open_safetensors(path, map_file(path, op), op);
+}
+
+constexpr const char* kMemory = "<memory>";
+
+/// Everything left in the stream (loads read their stream to its end).
+std::vector<uint8_t> read_stream(std::istream& in, const Source& src) {
+  EMBER_CHECK(in.good(), "{}the stream is not readable (its state is bad before the load)", src.prefix());
+  constexpr size_t kChunk = size_t{1} << 20;
+  std::vector<uint8_t> bytes;
+  size_t used = 0;
+  for (;;) {
+    bytes.resize(used + kChunk);
+    in.read(reinterpret_cast<char*>(bytes.data() + used), static_cast<std::streamsize>(kChunk));
+    used += static_cast<size_t>(in.gcount());
+    if (!in) break;
+  }
+  EMBER_CHECK(!in.bad(), "{}reading failed after {} bytes", src.prefix(), used);
+  bytes.resize(used);
+  return bytes;
+}
+
+/// Bytes from memory, copied into an aligned buffer the tensors can view (the caller's
+/// bytes need not outlive the load).
+std::shared_ptr<SafetensorsState> open_safetensors_bytes(const void* data, size_t size, const char* op,
+                                                         const char* source = kMemory) {
+  EMBER_CHECK(data != nullptr || size == 0, "[{}] null data for {} bytes", op, size);
+  BlobRef blob = alloc_blob(size, Source{op, source});
+  if (size != 0) std::memcpy(blob->data, data, size);
+  return open_safetensors(source, std::move(blob), op);
 }
 
 const SafetensorsEntry& entry(const SafetensorsState& s, std::string_view name, const char* op) {
@@ -61,17 +100,18 @@ TensorRef safetensors_get(const SafetensorsState& s, std::string_view name, std:
   return make(s, entry(s, name, "SafetensorsFile::get"), to, "SafetensorsFile::get");
 }
 
-NamedTensors load_safetensors(const std::string& path, std::optional<DType> to) {
-  auto s = open_safetensors(path, "load_safetensors");
+namespace {
+NamedTensors all_tensors(const SafetensorsState& s, std::optional<DType> to, const char* op) {
   NamedTensors out;
-  out.reserve(s->layout.tensors.size());
-  for (const SafetensorsEntry& e : s->layout.tensors) out.emplace_back(e.name, make(*s, e, to, "load_safetensors"));
+  out.reserve(s.layout.tensors.size());
+  for (const SafetensorsEntry& e : s.layout.tensors) out.emplace_back(e.name, make(s, e, to, op));
   return out;
 }
 
-void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
-  constexpr const char* op = "save_safetensors";
-  const std::string pre = Source{op, path}.prefix();
+/// The file's bytes in order, to `sink`: the header, then each tensor's data.
+void write_safetensors(const NamedTensors& tensors, const Metadata& metadata, const Source& src,
+                       const std::function<void(const void*, size_t)>& sink) {
+  const std::string pre = src.prefix();
   std::vector<SafetensorsEntry> entries(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     const auto& [name, t] = tensors[i];
@@ -105,14 +145,63 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
               "{}the header would be {} bytes, over the format's limit of {}", pre, header.size() - 8,
               kMaxSafetensorsHeader);
 
-  AtomicWriter out(path, op);
-  out.write(header.data(), header.size());
-  for (size_t i : order)
-    for_tensor_bytes(*tensors[i].second, false, [&](const void* p, size_t n) { out.write(p, n); });
-  out.commit();
+  sink(header.data(), header.size());
+  for (size_t i : order) for_tensor_bytes(*tensors[i].second, false, sink);
+}
+}  // namespace
+
+NamedTensors load_safetensors(const std::string& path, std::optional<DType> to) {
+  return all_tensors(*open_safetensors(path, "load_safetensors"), to, "load_safetensors");
+}
+
+NamedTensors load_safetensors_bytes(const void* data, size_t size, std::optional<DType> to) {
+  constexpr const char* op = "load_safetensors_bytes";
+  return all_tensors(*open_safetensors_bytes(data, size, op), to, op);
+}
+
+NamedTensors load_safetensors_stream(std::istream& in, std::optional<DType> to) {
+  constexpr const char* op = "load_safetensors";
+  constexpr const char* kStream = "<stream>";
+  const std::vector<uint8_t> bytes = read_stream(in, Source{op, kStream});
+  return all_tensors(*open_safetensors_bytes(bytes.data(), bytes.size(), op, kStream), to, op);
+}
+
+void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
+  constexpr const char* op = "save_safetensors";
+  // The writer (its temporary file) is made at the first bytes: after every check.
+  std::optional<AtomicWriter> out;
+  write_safetensors(tensors, metadata, Source{op, path}, [&](const void* p, size_t n) {
+    if (!out) out.emplace(path, op);
+    out->write(p, n);
+  });
+  out->commit();
+}
+
+std::vector<uint8_t> save_safetensors_bytes(const NamedTensors& tensors, const Metadata& metadata) {
+  std::vector<uint8_t> bytes;
+  write_safetensors(tensors, metadata, Source{"save_safetensors_bytes", kMemory}, [&](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    bytes.insert(bytes.end(), b, b + n);
+  });
+  return bytes;
+}
+
+void save_safetensors_stream(std::ostream& out, const NamedTensors& tensors, const Metadata& metadata) {
+  constexpr const char* op = "save_safetensors";
+  EMBER_CHECK(out.good(), "[{}] <stream>: the stream is not writable (its state is bad before the save)", op);
+  write_safetensors(tensors, metadata, Source{op, "<stream>"}, [&](const void* p, size_t n) {
+    out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
+    EMBER_CHECK(out.good(), "[{}] <stream>: writing {} bytes failed", op, n);
+  });
+  out.flush();
+  EMBER_CHECK(out.good(), "[{}] <stream>: flushing failed", op);
 }
 
 }  // namespace detail
+
+SafetensorsFile SafetensorsFile::from_bytes(const void* data, size_t size) {
+  return SafetensorsFile(detail::open_safetensors_bytes(data, size, "SafetensorsFile::from_bytes"));
+}
 
 Metadata load_safetensors_metadata(const std::string& path) {
   return detail::open_safetensors(path, "load_safetensors_metadata")->metadata;

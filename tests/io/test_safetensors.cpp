@@ -9,7 +9,9 @@
 #include "atomic_writer.hpp"
 #include "safetensors_format.hpp"
 
+#include <array>
 #include <cerrno>
+#include <sstream>
 
 namespace test_safetensors {  // this file's own names in a unity build (tests/meson.build)
 
@@ -248,6 +250,71 @@ TEST_CASE("safetensors: a failing write leaves the previous file unchanged and s
   // And a successful save replaces it.
   io::save_safetensors(path, {{"w", zeros({2})}});
   check_same(io::load_safetensors(path).at("w"), zeros({2}));
+}
+
+TEST_CASE("safetensors: bytes in memory and streams give the file's bytes and values") {
+  TempDir dir;
+  const std::string path = dir.file("all.safetensors");
+  const TensorDict d = dict_of(every_dtype_and_shape());
+  const Metadata meta{{"format", "pt"}};
+  io::save_safetensors(path, d, meta);
+  const std::string file = read_bytes(path);
+  const std::vector<uint8_t> bytes = io::save_safetensors_bytes(d, meta);
+  CHECK(std::string(bytes.begin(), bytes.end()) == file);
+  std::ostringstream out;
+  io::save_safetensors(out, d, meta);
+  CHECK(out.str() == file);
+  auto same_as_saved = [&](const TensorDict& back) {
+    REQUIRE(back.size() == d.size());
+    auto it = d.begin();
+    for (const auto& [name, t] : back) {
+      CHECK(name == it->first);
+      check_same(t, it->second, name);
+      ++it;
+    }
+  };
+  {
+    // The loaded tensors hold their own copy: the caller's buffer may go at once.
+    std::vector<uint8_t> buffer = bytes;
+    TensorDict back = io::load_safetensors_bytes(buffer.data(), buffer.size());
+    std::fill(buffer.begin(), buffer.end(), uint8_t{0xAB});
+    buffer.clear();
+    buffer.shrink_to_fit();
+    same_as_saved(back);
+  }
+  std::istringstream in(file);
+  same_as_saved(io::load_safetensors(in));
+  // Converted on load, and read lazily from memory.
+  std::istringstream in2(file);
+  for (const auto& [name, t] : io::load_safetensors(in2, DType::F64)) CHECK(t.dtype() == DType::F64);
+  SafetensorsFile f = SafetensorsFile::from_bytes(bytes.data(), bytes.size());
+  CHECK(f.path() == "<memory>");
+  CHECK(f.metadata() == meta);
+  CHECK(f.keys().size() == d.size());
+  check_same(f.get(f.keys()[0]), d.begin()->second, f.keys()[0]);
+}
+
+TEST_CASE("safetensors: malformed bytes and failing streams are errors that name them") {
+  std::vector<uint8_t> bytes = io::save_safetensors_bytes(TensorDict{{"w", ones({2, 3})}});
+  CHECK_ERROR(io::load_safetensors_bytes(bytes.data(), bytes.size() - 1), "<memory>");
+  CHECK_ERROR(io::load_safetensors_bytes(bytes.data(), 4), "<memory>");
+  CHECK_ERROR(io::load_safetensors_bytes(nullptr, 8), "[load_safetensors_bytes]", "null");
+  CHECK_ERROR(SafetensorsFile::from_bytes(bytes.data(), 3), "<memory>");
+  std::istringstream truncated(std::string(bytes.begin(), bytes.end() - 5));
+  CHECK_ERROR(io::load_safetensors(truncated), "<stream>");
+  std::istringstream failed("x");
+  failed.setstate(std::ios::failbit);
+  CHECK_ERROR(io::load_safetensors(failed), "<stream>", "not readable");
+  std::ostringstream bad;
+  bad.setstate(std::ios::badbit);
+  CHECK_ERROR(io::save_safetensors(bad, TensorDict{{"w", ones({2})}}), "[save_safetensors]", "<stream>");
+  // A stream that fails partway: a buffer with room for the header only.
+  struct SmallBuf : std::streambuf {
+    std::array<char, 100> room{};
+    SmallBuf() { setp(room.data(), room.data() + room.size()); }
+  } small;
+  std::ostream capped(&small);
+  CHECK_ERROR(io::save_safetensors(capped, TensorDict{{"w", ones({1000})}}), "[save_safetensors]", "<stream>", "failed");
 }
 
 TEST_CASE("safetensors: the reference package's file reads exactly and is written back byte for byte") {

@@ -618,6 +618,16 @@ TEST_CASE("nn: libtorch spellings: streaming a module, init on a view, per-layer
   nn::load(other, path);
   std::filesystem::remove(path);
   CHECK(other->weight.eq(fc->weight).all().item<bool>());
+  // ... and through streams, as libtorch's torch::save(model, stream).
+  std::stringstream buffer;
+  nn::save(fc, buffer);
+  nn::Linear third(3, 2);
+  nn::load(third, buffer);
+  CHECK(third->weight.eq(fc->weight).all().item<bool>());
+  CHECK(third->bias.eq(fc->bias).all().item<bool>());
+  std::stringstream wrong_shape;
+  nn::save(nn::Linear(4, 2), wrong_shape);
+  CHECK_THROWS_WITH_AS(nn::load(third, wrong_shape), doctest::Contains("[nn::load] <stream>"), Error);
 }
 
 TEST_CASE("EMBER_MODULE declares a holder inside a function too") {

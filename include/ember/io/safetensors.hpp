@@ -6,6 +6,9 @@
 ///   auto half = ember::io::load_safetensors("model.safetensors", ember::DType::F16);
 ///   ember::io::save_safetensors("out.safetensors", {{"w", w}, {"b", b}}, {{"format", "pt"}});
 ///
+///   auto from_memory = ember::io::load_safetensors_bytes(data, size);  // a copy of the bytes
+///   std::vector<uint8_t> bytes = ember::io::save_safetensors_bytes(sd);
+///
 ///   ember::io::SafetensorsFile f("model.safetensors");               // reads only the header
 ///   for (const auto& name : f.keys()) ember::Tensor t = f.get(name);
 ///
@@ -28,11 +31,14 @@
 
 #include <ember/io/tensor_dict.hpp>
 
+#include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ember::io {
@@ -45,6 +51,10 @@ struct SafetensorsState;
 detail::NamedTensors load_safetensors(const std::string& path, std::optional<DType> to);
 void save_safetensors(const std::string& path, const detail::NamedTensors& tensors, const Metadata& metadata);
 detail::TensorRef safetensors_get(const SafetensorsState& s, std::string_view name, std::optional<DType> to);
+detail::NamedTensors load_safetensors_bytes(const void* data, size_t size, std::optional<DType> to);
+detail::NamedTensors load_safetensors_stream(std::istream& in, std::optional<DType> to);
+std::vector<uint8_t> save_safetensors_bytes(const detail::NamedTensors& tensors, const Metadata& metadata);
+void save_safetensors_stream(std::ostream& out, const detail::NamedTensors& tensors, const Metadata& metadata);
 }  // namespace detail
 
 /// Every tensor of the file, in header order; converted to `to` when given (a converted
@@ -63,11 +73,38 @@ void save_safetensors(const std::string& path, const BasicTensorDict<P>& tensors
   detail::save_safetensors(path, tensors.refs(), metadata);
 }
 
+/// The same from bytes in memory (weights built into the program, received over a network,
+/// read from an archive): copied once into an aligned buffer that the tensors view, so
+/// `data` need not outlive the call. Errors name the source "<memory>".
+template <class P = DefaultPolicy>
+BasicTensorDict<P> load_safetensors_bytes(const void* data, size_t size, std::optional<DType> to = {}) {
+  return BasicTensorDict<P>(detail::load_safetensors_bytes(data, size, to));
+}
+/// The same from a stream, read from its position to its end (held in memory twice while
+/// loading: as read, then aligned), as libtorch's torch::load(…, std::istream&).
+template <class P = DefaultPolicy>
+BasicTensorDict<P> load_safetensors(std::istream& in, std::optional<DType> to = {}) {
+  return BasicTensorDict<P>(detail::load_safetensors_stream(in, to));
+}
+/// The bytes save_safetensors would write to a file.
+template <class P = DefaultPolicy>
+std::vector<uint8_t> save_safetensors_bytes(const BasicTensorDict<P>& tensors, const Metadata& metadata = {}) {
+  return detail::save_safetensors_bytes(tensors.refs(), metadata);
+}
+/// Writes those bytes to a stream (not atomic: a stream has no file to rename over); a
+/// stream that fails while written is an ember::Error.
+template <class P = DefaultPolicy>
+void save_safetensors(std::ostream& out, const BasicTensorDict<P>& tensors, const Metadata& metadata = {}) {
+  detail::save_safetensors_stream(out, tensors.refs(), metadata);
+}
+
 /// An open safetensors file: the header is read and validated on construction; tensors are
 /// made on demand by get() and stay valid after the SafetensorsFile is gone.
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::string& path);
+  /// Bytes from memory, copied once (path() is "<memory>").
+  static SafetensorsFile from_bytes(const void* data, size_t size);
 
   const std::string& path() const;
   /// Tensor names in header order.
@@ -85,6 +122,7 @@ class SafetensorsFile {
   }
 
  private:
+  explicit SafetensorsFile(std::shared_ptr<const detail::SafetensorsState> state) : state_(std::move(state)) {}
   std::shared_ptr<const detail::SafetensorsState> state_;
 };
 
