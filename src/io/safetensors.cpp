@@ -50,21 +50,64 @@ std::shared_ptr<SafetensorsState> open_safetensors(const std::string& path, cons
 
 constexpr const char* kMemory = "<memory>";
 
-/// Everything left in the stream (loads read their stream to its end).
-std::vector<uint8_t> read_stream(std::istream& in, const Source& src) {
-  EMBER_CHECK(in.good(), "{}the stream is not readable (its state is bad before the load)", src.prefix());
+/// read_stream's general case: grow a buffer until the stream ends, then copy it once into
+/// an aligned one.
+template <class Read, class AtEnd, class MarkEnd>
+BlobRef read_rest(std::vector<uint8_t> bytes, Read& read_into, AtEnd& at_end, MarkEnd& mark_end, const Source& src) {
   constexpr size_t kChunk = size_t{1} << 20;
-  std::vector<uint8_t> bytes;
-  size_t used = 0;
-  for (;;) {
-    bytes.resize(used + kChunk);
-    in.read(reinterpret_cast<char*>(bytes.data() + used), static_cast<std::streamsize>(kChunk));
-    used += static_cast<size_t>(in.gcount());
-    if (!in) break;
+  size_t used = bytes.size();
+  while (!at_end()) {
+    bytes.resize(used + std::max(kChunk, used / 2));
+    const size_t got = read_into(bytes.data() + used, bytes.size() - used);
+    used += got;
+    if (got == 0) break;
   }
-  EMBER_CHECK(!in.bad(), "{}reading failed after {} bytes", src.prefix(), used);
-  bytes.resize(used);
-  return bytes;
+  mark_end();
+  BlobRef blob = alloc_blob(used, src);
+  if (used != 0) std::memcpy(blob->data, bytes.data(), used);
+  return blob;
+}
+
+/// Everything left in the stream (loads read it to its end), in an aligned buffer tensors can
+/// view. Read through the stream's buffer, not istream::read, so that a stream with
+/// exceptions switched on does not throw at its end; a seekable stream is read straight into
+/// a buffer of its remaining size, others grow a buffer that is copied once at the end.
+BlobRef read_stream(std::istream& in, const Source& src) {
+  using traits = std::istream::traits_type;
+  EMBER_CHECK(in.good(), "{}the stream cannot be read (its state is not good before the load)", src.prefix());
+  const std::istream::sentry ready(in, /*noskipws=*/true);
+  std::streambuf* buf = in.rdbuf();
+  EMBER_CHECK(ready && buf != nullptr, "{}the stream cannot be read", src.prefix());
+  auto read_into = [&](uint8_t* p, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      const std::streamsize k = buf->sgetn(reinterpret_cast<char*>(p + got), static_cast<std::streamsize>(n - got));
+      if (k <= 0) break;
+      got += static_cast<size_t>(k);
+    }
+    return got;
+  };
+  auto at_end = [&] { return traits::eq_int_type(buf->sgetc(), traits::eof()); };
+  auto mark_end = [&] {
+    if (!(in.exceptions() & std::ios::eofbit)) in.setstate(std::ios::eofbit);
+  };
+  // A seekable stream: its remaining size, read in one go when nothing more follows.
+  const auto here = buf->pubseekoff(0, std::ios::cur, std::ios::in);
+  const auto end = here == std::streampos(-1) ? here : buf->pubseekoff(0, std::ios::end, std::ios::in);
+  if (end != std::streampos(-1) && buf->pubseekpos(here, std::ios::in) == here && end >= here) {
+    const auto size = static_cast<uint64_t>(end - here);
+    BlobRef blob = alloc_blob(size, src);
+    const size_t got = read_into(blob->data, static_cast<size_t>(size));
+    if (got < size) blob->size = got;  // shorter than it said: the parser reports a truncation
+    if (got < size || at_end()) {
+      mark_end();
+      return blob;
+    }
+    // More than it said: read on as an unseekable stream, after what is in hand.
+    std::vector<uint8_t> head(blob->data, blob->data + got);
+    return read_rest(std::move(head), read_into, at_end, mark_end, src);
+  }
+  return read_rest({}, read_into, at_end, mark_end, src);
 }
 
 /// Bytes from memory, copied into an aligned buffer the tensors can view (the caller's
@@ -162,8 +205,7 @@ NamedTensors load_safetensors_bytes(const void* data, size_t size, std::optional
 NamedTensors load_safetensors_stream(std::istream& in, std::optional<DType> to) {
   constexpr const char* op = "load_safetensors";
   constexpr const char* kStream = "<stream>";
-  const std::vector<uint8_t> bytes = read_stream(in, Source{op, kStream});
-  return all_tensors(*open_safetensors_bytes(bytes.data(), bytes.size(), op, kStream), to, op);
+  return all_tensors(*open_safetensors(kStream, read_stream(in, Source{op, kStream}), op), to, op);
 }
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors, const Metadata& metadata) {
@@ -179,6 +221,9 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
 
 std::vector<uint8_t> save_safetensors_bytes(const NamedTensors& tensors, const Metadata& metadata) {
   std::vector<uint8_t> bytes;
+  uint64_t data_bytes = 0;
+  for (const auto& [name, t] : tensors) data_bytes += static_cast<uint64_t>(t->numel * itemsize(t->dtype));
+  bytes.reserve(static_cast<size_t>(data_bytes) + 4096);  // the data and a typical header
   write_safetensors(tensors, metadata, Source{"save_safetensors_bytes", kMemory}, [&](const void* p, size_t n) {
     const auto* b = static_cast<const uint8_t*>(p);
     bytes.insert(bytes.end(), b, b + n);
@@ -187,14 +232,24 @@ std::vector<uint8_t> save_safetensors_bytes(const NamedTensors& tensors, const M
 }
 
 void save_safetensors_stream(std::ostream& out, const NamedTensors& tensors, const Metadata& metadata) {
-  constexpr const char* op = "save_safetensors";
-  EMBER_CHECK(out.good(), "[{}] <stream>: the stream is not writable (its state is bad before the save)", op);
-  write_safetensors(tensors, metadata, Source{op, "<stream>"}, [&](const void* p, size_t n) {
-    out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
-    EMBER_CHECK(out.good(), "[{}] <stream>: writing {} bytes failed", op, n);
+  // Through the stream's buffer, not ostream::write, so that a failure is an ember::Error
+  // even on a stream with exceptions switched on; the stream is marked bad as write would.
+  const Source src{"save_safetensors", "<stream>"};
+  auto fail = [&](const char* what, size_t n) {
+    if (!(out.exceptions() & std::ios::badbit)) out.setstate(std::ios::badbit);
+    EMBER_FAIL("{}{} {} bytes failed", src.prefix(), what, n);
+  };
+  EMBER_CHECK(out.good(), "{}the stream cannot be written (its state is not good before the save)", src.prefix());
+  const std::ostream::sentry ready(out);
+  std::streambuf* buf = out.rdbuf();
+  EMBER_CHECK(ready && buf != nullptr, "{}the stream cannot be written", src.prefix());
+  size_t total = 0;
+  write_safetensors(tensors, metadata, src, [&](const void* p, size_t n) {
+    if (buf->sputn(static_cast<const char*>(p), static_cast<std::streamsize>(n)) != static_cast<std::streamsize>(n))
+      fail("writing", n);
+    total += n;
   });
-  out.flush();
-  EMBER_CHECK(out.good(), "[{}] <stream>: flushing failed", op);
+  if (buf->pubsync() != 0) fail("flushing", total);
 }
 
 }  // namespace detail

@@ -287,11 +287,46 @@ TEST_CASE("safetensors: bytes in memory and streams give the file's bytes and va
   // Converted on load, and read lazily from memory.
   std::istringstream in2(file);
   for (const auto& [name, t] : io::load_safetensors(in2, DType::F64)) CHECK(t.dtype() == DType::F64);
-  SafetensorsFile f = SafetensorsFile::from_bytes(bytes.data(), bytes.size());
+  std::vector<uint8_t> scratch = bytes;
+  SafetensorsFile f = SafetensorsFile::from_bytes(scratch.data(), scratch.size());
+  std::fill(scratch.begin(), scratch.end(), uint8_t{0xCD});  // a copy was taken: this changes nothing
+  scratch = {};
   CHECK(f.path() == "<memory>");
   CHECK(f.metadata() == meta);
   CHECK(f.keys().size() == d.size());
   check_same(f.get(f.keys()[0]), d.begin()->second, f.keys()[0]);
+}
+
+TEST_CASE("safetensors: streams read from their position, seekable or not, with exceptions on or off") {
+  const TensorDict d{{"w", arange(6, DType::F32).view({2, 3})}, {"b", full({2}, 7, DType::I64)}};
+  const std::vector<uint8_t> bytes = io::save_safetensors_bytes(d);
+  const std::string file(bytes.begin(), bytes.end());
+  auto same = [&](const TensorDict& back) {
+    REQUIRE(back.size() == 2);
+    check_same(back.at("w"), d.at("w"), "w");
+    check_same(back.at("b"), d.at("b"), "b");
+  };
+  // Positioned past a prefix of other data.
+  std::istringstream prefixed("junk" + file);
+  prefixed.seekg(4);
+  same(io::load_safetensors(prefixed));
+  CHECK(prefixed.eof());
+  // Exceptions switched on for every state: a valid stream still loads, a failing save is an
+  // ember::Error (not std::ios_base::failure).
+  std::istringstream strict(file);
+  strict.exceptions(std::ios::failbit | std::ios::badbit | std::ios::eofbit);
+  same(io::load_safetensors(strict));
+  // A stream that cannot seek (a pipe, a socket) is read in chunks.
+  struct NoSeekBuf : std::streambuf {
+    explicit NoSeekBuf(std::string s) : text(std::move(s)) { setg(text.data(), text.data(), text.data() + text.size()); }
+    std::string text;
+  } unseekable(file);
+  std::istream pipe(&unseekable);
+  same(io::load_safetensors(pipe));
+  std::ostringstream strict_out;
+  strict_out.exceptions(std::ios::failbit | std::ios::badbit);
+  io::save_safetensors(strict_out, d);
+  CHECK(strict_out.str() == file);
 }
 
 TEST_CASE("safetensors: malformed bytes and failing streams are errors that name them") {
@@ -304,7 +339,7 @@ TEST_CASE("safetensors: malformed bytes and failing streams are errors that name
   CHECK_ERROR(io::load_safetensors(truncated), "<stream>");
   std::istringstream failed("x");
   failed.setstate(std::ios::failbit);
-  CHECK_ERROR(io::load_safetensors(failed), "<stream>", "not readable");
+  CHECK_ERROR(io::load_safetensors(failed), "<stream>", "cannot be read");
   std::ostringstream bad;
   bad.setstate(std::ios::badbit);
   CHECK_ERROR(io::save_safetensors(bad, TensorDict{{"w", ones({2})}}), "[save_safetensors]", "<stream>");
@@ -315,6 +350,11 @@ TEST_CASE("safetensors: malformed bytes and failing streams are errors that name
   } small;
   std::ostream capped(&small);
   CHECK_ERROR(io::save_safetensors(capped, TensorDict{{"w", ones({1000})}}), "[save_safetensors]", "<stream>", "failed");
+  CHECK(capped.bad());
+  SmallBuf small2;
+  std::ostream capped_strict(&small2);
+  capped_strict.exceptions(std::ios::badbit);
+  CHECK_ERROR(io::save_safetensors(capped_strict, TensorDict{{"w", ones({1000})}}), "[save_safetensors]", "failed");
 }
 
 TEST_CASE("safetensors: the reference package's file reads exactly and is written back byte for byte") {

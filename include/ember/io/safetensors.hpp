@@ -80,8 +80,9 @@ template <class P = DefaultPolicy>
 BasicTensorDict<P> load_safetensors_bytes(const void* data, size_t size, std::optional<DType> to = {}) {
   return BasicTensorDict<P>(detail::load_safetensors_bytes(data, size, to));
 }
-/// The same from a stream, read from its position to its end (held in memory twice while
-/// loading: as read, then aligned), as libtorch's torch::load(…, std::istream&).
+/// The same from a stream, read from its position to its end, as libtorch's
+/// torch::load(…, std::istream&): a seekable stream (a file, a stringstream) straight into
+/// the aligned buffer the tensors view, others into a growing buffer copied once at the end.
 template <class P = DefaultPolicy>
 BasicTensorDict<P> load_safetensors(std::istream& in, std::optional<DType> to = {}) {
   return BasicTensorDict<P>(detail::load_safetensors_stream(in, to));
