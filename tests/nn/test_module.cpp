@@ -197,6 +197,80 @@ TEST_CASE("nn containers: Sequential with callables, ModuleList, ModuleDict, Par
   CHECK(!(*plist)[1].requires_grad());
 }
 
+TEST_CASE("nn containers as libtorch's: at<T>, extend, ModuleDict items/update, ParameterDict") {
+  nn::Sequential seq(nn::Linear(2, 3), nn::ReLU());
+  nn::LinearImpl& first = seq->at<nn::LinearImpl>(0);
+  CHECK(first.weight.sizes() == Shape{3, 2});
+  CHECK_THROWS_WITH_AS(seq->at<nn::ReLUImpl>(0), doctest::Contains("not the requested type"), Error);
+  nn::Sequential tail(nn::Linear(3, 1));
+  seq->extend(tail);
+  CHECK(seq->size() == 3);
+  CHECK(names(seq->named_parameters()) == std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"});
+  CHECK(seq->ptr<nn::LinearImpl>(2) == tail->ptr<nn::LinearImpl>(0));  // shared, not copied
+  Tensor x = randn({4, 2});
+  CHECK(max_abs_diff(seq(x), tail(first.forward(x).relu())) == 0.0);
+  CHECK_THROWS_AS(seq->extend(*seq), Error);
+
+  nn::ModuleList list(nn::Linear(2, 2));
+  nn::ModuleList more(nn::Linear(2, 4), nn::Tanh());
+  list->extend(more);
+  CHECK(list->size() == 3);
+  CHECK(list->at<nn::LinearImpl>(1).weight.sizes() == Shape{4, 2});
+  CHECK(!list->is_empty());
+  CHECK_THROWS_AS(list->extend(*list), Error);
+
+  nn::ModuleDict dict;
+  dict->insert("enc", nn::Linear(2, 2));
+  dict->insert("act", nn::ReLU());
+  CHECK(dict->at<nn::LinearImpl>("enc").weight.sizes() == Shape{2, 2});
+  std::vector<std::string> seen;
+  for (const auto& [key, module] : *dict) seen.push_back(key + ":" + module->name());
+  CHECK(seen == std::vector<std::string>{"enc:Linear", "act:ReLU"});
+  CHECK(dict->values().size() == 2);
+  nn::ModuleDict other;
+  other->insert("enc", nn::Linear(2, 5));
+  other->insert("dec", nn::Linear(5, 2));
+  dict->update(other);
+  CHECK(dict->keys() == std::vector<std::string>{"enc", "act", "dec"});  // replaced in place, then appended
+  CHECK(dict->at<nn::LinearImpl>("enc").weight.sizes() == Shape{5, 2});
+  CHECK_THROWS_WITH_AS(dict->at<nn::LinearImpl>("act"), doctest::Contains("not the requested type"), Error);
+
+  nn::ParameterDict params;
+  params->insert("a", ones({2, 3}));
+  params->insert("b", zeros({4}), false);
+  CHECK(params->size() == 2);
+  CHECK(params->contains("a"));
+  CHECK(!params->contains("c"));
+  CHECK((*params)["a"].requires_grad());
+  CHECK(!params->get("b").requires_grad());
+  CHECK(names(params->named_parameters()) == std::vector<std::string>{"a", "b"});
+  CHECK(params->keys() == std::vector<std::string>{"a", "b"});
+  CHECK(params->values()[1].sizes() == Shape{4});
+  CHECK_THROWS_WITH_AS((*params)["c"], doctest::Contains("no parameter with key 'c'"), Error);
+  CHECK_THROWS_AS(params->insert("a", ones({1})), Error);    // a taken key
+  CHECK_THROWS_AS(params->insert("x.y", ones({1})), Error);  // no '.' in names
+  CHECK(params->size() == 2);
+  // As PyTorch's repr: "(a): Parameter containing: [torch.FloatTensor of size 2x3]".
+  CHECK(params->to_string() ==
+        "ParameterDict(\n  (a): Parameter containing: [f32 of size [2, 3]]\n  (b): Parameter containing: [f32 of size [4]]\n)"
+        "\nparameters: 10 (6 trainable)");
+  // Nested, the lines take the nesting's indent; one parameter stays on the module's line.
+  nn::ModuleList holder;
+  holder->push_back(params);
+  CHECK(holder->to_string().find("  (0): ParameterDict(\n    (a): Parameter containing: [f32 of size [2, 3]]\n    (b): "
+                                 "Parameter containing: [f32 of size [4]]\n  )") != std::string::npos);
+  nn::ParameterList single;
+  single->append(ones({2}));
+  CHECK(single->to_string().rfind("ParameterList((0): Parameter containing: [f32 of size [2]])", 0) == 0);
+  auto copy = std::dynamic_pointer_cast<nn::ParameterDictImpl>(params->clone());
+  REQUIRE(copy != nullptr);
+  CHECK(copy->get("a").data_ptr() != params->get("a").data_ptr());
+  CHECK(copy->get("a").eq(params->get("a")).all().item<bool>());
+  CHECK(!copy->get("b").requires_grad());
+  params->to(DType::F64);
+  CHECK(params->get("a").dtype() == DType::F64);  // the dict's handles see the conversion
+}
+
 TEST_CASE("nn::Sequential runs ReLU then max pooling as pooling then ReLU: same values and gradients") {
   manual_seed(31);
   // Ties at zero (windows of negatives, exact zeros), NaN, padding with ceil_mode, MaxPool1d.

@@ -302,8 +302,11 @@ void BasicModule<P>::copy_state_into(BasicModule& dst) const {
 template <class P>
 void BasicModule<P>::print_tree(std::string& out, int indent) const {
   out += type_name_ + "(";
-  std::string extra = extra_repr();
-  if (children_.empty()) {
+  const std::string extra = extra_repr();
+  // As PyTorch's repr: a one-line extra_repr of a module without children stays on the
+  // module's line; otherwise each of its lines goes on a line of its own, indented.
+  const bool one_line = extra.find('\n') == std::string::npos;
+  if (children_.empty() && one_line) {
     out += extra + ")";
     return;
   }
@@ -313,9 +316,11 @@ void BasicModule<P>::print_tree(std::string& out, int indent) const {
     out += '\n';
     out.append(static_cast<size_t>(spaces), ' ');
   };
-  if (!extra.empty()) {
+  for (size_t start = 0; !extra.empty() && start <= extra.size();) {
+    const size_t end = std::min(extra.find('\n', start), extra.size());
     new_line(indent + 2);
-    out += extra;
+    out.append(extra, start, end - start);
+    start = end + 1;
   }
   for (const auto& [n, c] : children_) {
     new_line(indent + 2);

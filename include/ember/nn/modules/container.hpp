@@ -1,6 +1,6 @@
 #pragma once
 /// Containers: Sequential (heterogeneous, modules or callables), ModuleList, ModuleDict,
-/// ParameterList. Children are named "0", "1", ... (ModuleDict: by key), as in PyTorch; a
+/// ParameterList, ParameterDict. Children are named "0", "1", ... (ModuleDict: by key), as in PyTorch; a
 /// Sequential's may be named instead, as PyTorch's Sequential(OrderedDict(...)):
 ///   nn::Sequential net({{"conv", nn::Conv2d(1, 8, 3)}, {"act", nn::ReLU()}});   // conv.weight
 
@@ -129,6 +129,23 @@ class BasicSequentialImpl : public BasicModule<P> {
     EMBER_CHECK(p != nullptr, "[Sequential] module {} is a {}, not the requested type", i, (*this)[i]->name());
     return p;
   }
+  /// The same as a reference, as libtorch's seq->at<LinearImpl>(0).
+  template <class Impl>
+  Impl& at(size_t i) const {
+    return *ptr<Impl>(i);
+  }
+  /// Appends the modules of `other` (shared, not copied), named by their new positions, as
+  /// libtorch's extend.
+  void extend(const BasicSequentialImpl& other) {
+    EMBER_CHECK(&other != this, "[Sequential] extend with itself");
+    for (const Entry& e : other.entries_)
+      add_entry(std::to_string(entries_.size()), e.module, e.call, e.kind, e.clones_as_itself);
+  }
+  template <class H>
+    requires requires(const H& h) { h.ptr(); }
+  void extend(const H& other) {
+    extend(*other.ptr());
+  }
   ModulePtr clone() const override {
     auto copy = std::make_shared<BasicSequentialImpl>();
     for (size_t i = 0; i < entries_.size(); ++i) {
@@ -216,6 +233,7 @@ class BasicModuleListImpl : public BasicModule<P> {
     }
   }
   size_t size() const { return mods_.size(); }
+  bool is_empty() const { return mods_.empty(); }
   ModulePtr operator[](size_t i) const {
     EMBER_CHECK(i < mods_.size(), "[ModuleList] index {} is out of range for {} modules", i, mods_.size());
     return mods_[i];
@@ -225,6 +243,20 @@ class BasicModuleListImpl : public BasicModule<P> {
     auto p = std::dynamic_pointer_cast<Impl>((*this)[i]);
     EMBER_CHECK(p != nullptr, "[ModuleList] module {} is a {}, not the requested type", i, (*this)[i]->name());
     return p;
+  }
+  template <class Impl>
+  Impl& at(size_t i) const {
+    return *ptr<Impl>(i);
+  }
+  /// Appends the modules of `other` (shared, not copied), as libtorch's extend.
+  void extend(const BasicModuleListImpl& other) {
+    EMBER_CHECK(&other != this, "[ModuleList] extend with itself");
+    for (const ModulePtr& m : other.mods_) add(m);
+  }
+  template <class H>
+    requires requires(const H& h) { h.ptr(); }
+  void extend(const H& other) {
+    extend(*other.ptr());
   }
   auto begin() const { return mods_.begin(); }
   auto end() const { return mods_.end(); }
@@ -276,10 +308,43 @@ class BasicModuleDictImpl : public BasicModule<P> {
     EMBER_FAIL("[ModuleDict] no module with key '{}'", key);
   }
   size_t size() const { return this->child_list().size(); }
+  bool is_empty() const { return this->child_list().empty(); }
   std::vector<std::string> keys() const {
     std::vector<std::string> k;
     for (auto& [n, c] : this->child_list()) k.push_back(n);
     return k;
+  }
+  std::vector<ModulePtr> values() const {
+    std::vector<ModulePtr> v;
+    for (auto& [n, c] : this->child_list()) v.push_back(c);
+    return v;
+  }
+  /// (key, module) pairs in insertion order; also what a range-for over the dict visits.
+  const std::vector<std::pair<std::string, ModulePtr>>& items() const { return this->child_list(); }
+  auto begin() const { return items().begin(); }
+  auto end() const { return items().end(); }
+  /// The module under `key` as its concrete type (checked), as libtorch's dict->at<T>(key).
+  template <class Impl>
+  std::shared_ptr<Impl> ptr(const std::string& key) const {
+    auto p = std::dynamic_pointer_cast<Impl>((*this)[key]);
+    EMBER_CHECK(p != nullptr, "[ModuleDict] module '{}' is a {}, not the requested type", key, (*this)[key]->name());
+    return p;
+  }
+  template <class Impl>
+  Impl& at(const std::string& key) const {
+    return *ptr<Impl>(key);
+  }
+  /// Inserts the modules of `other` (shared), replacing those under keys this dict has.
+  void update(const BasicModuleDictImpl& other) {
+    for (const auto& [k, m] : other.items()) {
+      if (contains(k)) this->replace_module(k, m);
+      else insert(k, m);
+    }
+  }
+  template <class H>
+    requires requires(const H& h) { h.ptr(); }
+  void update(const H& other) {
+    update(*other.ptr());
   }
   ModulePtr clone() const override {
     auto copy = std::make_shared<BasicModuleDictImpl>();
@@ -318,7 +383,7 @@ class BasicParameterListImpl : public BasicModule<P> {
   std::string extra_repr() const override {
     std::string s;
     for (size_t i = 0; i < params_.size(); ++i)
-      s += fmt::format("{}({}): Parameter containing: [{} of size {}]", i ? "\n  " : "", i, params_[i].dtype(),
+      s += fmt::format("{}({}): Parameter containing: [{} of size {}]", i ? "\n" : "", i, params_[i].dtype(),
                        params_[i].sizes());
     return s;
   }
@@ -328,5 +393,64 @@ class BasicParameterListImpl : public BasicModule<P> {
 };
 using ParameterListImpl = BasicParameterListImpl<>;
 EMBER_MODULE(ParameterList);
+
+/// Parameters by key, in insertion order (keys follow register_parameter's rules: no '.',
+/// not empty, unique).
+template <class P = DefaultPolicy>
+class BasicParameterDictImpl : public BasicModule<P> {
+ public:
+  using TensorT = BasicTensor<P>;
+  BasicParameterDictImpl() : BasicModule<P>("ParameterDict") {}
+  TensorT& insert(const std::string& key, TensorT t, bool requires_grad = true) {
+    TensorT& r = this->register_parameter(key, std::move(t), requires_grad);
+    items_.emplace_back(key, r);
+    return r;
+  }
+  bool contains(const std::string& key) const { return find(key) != nullptr; }
+  const TensorT& operator[](const std::string& key) const {
+    const TensorT* t = find(key);
+    if (t == nullptr) EMBER_FAIL("[ParameterDict] no parameter with key '{}'", key);
+    return *t;
+  }
+  const TensorT& get(const std::string& key) const { return (*this)[key]; }
+  size_t size() const { return items_.size(); }
+  bool is_empty() const { return items_.empty(); }
+  std::vector<std::string> keys() const {
+    std::vector<std::string> k;
+    for (const auto& [n, t] : items_) k.push_back(n);
+    return k;
+  }
+  std::vector<TensorT> values() const {
+    std::vector<TensorT> v;
+    for (const auto& [n, t] : items_) v.push_back(t);
+    return v;
+  }
+  const std::vector<std::pair<std::string, TensorT>>& items() const { return items_; }
+  auto begin() const { return items_.begin(); }
+  auto end() const { return items_.end(); }
+  std::shared_ptr<BasicModule<P>> clone() const override {
+    auto copy = std::make_shared<BasicParameterDictImpl>();
+    for (const auto& [k, t] : items_) copy->insert(k, t.detach().clone(), t.requires_grad());
+    copy->set_training_flag(this->is_training());
+    return copy;
+  }
+  std::string extra_repr() const override {
+    std::string s;
+    for (size_t i = 0; i < items_.size(); ++i)
+      s += fmt::format("{}({}): Parameter containing: [{} of size {}]", i ? "\n" : "", items_[i].first,
+                       items_[i].second.dtype(), items_[i].second.sizes());
+    return s;
+  }
+
+ private:
+  const TensorT* find(const std::string& key) const {
+    for (const auto& [n, t] : items_)
+      if (n == key) return &t;
+    return nullptr;
+  }
+  std::vector<std::pair<std::string, TensorT>> items_;
+};
+using ParameterDictImpl = BasicParameterDictImpl<>;
+EMBER_MODULE(ParameterDict);
 
 }  // namespace ember::nn
