@@ -75,6 +75,44 @@ TEST_CASE("random fills: uniform_, normal_, exponential_ have their moments and 
   CHECK(values_of(base.narrow(1, 1, 2).abs().sum())[0] > 0);
 }
 
+TEST_CASE("random fills: log_normal_, cauchy_, geometric_ follow their distributions") {
+  manual_seed(101);
+  const int64_t n = 200000;
+  // log of a log-normal draw is normal(mean, std).
+  std::vector<double> ln = values_of(empty({n}, DType::F64).log_normal_(0.5, 0.75).log());
+  CHECK(std::fabs(mean_of(ln) - 0.5) < 5 * 0.75 / std::sqrt(static_cast<double>(n)));
+  CHECK(var_of(ln) == doctest::Approx(0.5625).epsilon(0.02));
+  CHECK(values_of(empty({1000}).log_normal_().amin())[0] > 0);
+  // Cauchy has no mean: its median and quartiles are median -/+ sigma.
+  std::vector<double> c = values_of(empty({n}, DType::F64).cauchy_(2.0, 0.5));
+  std::sort(c.begin(), c.end());
+  auto quantile = [&](double q) { return c[static_cast<size_t>(q * static_cast<double>(n - 1))]; };
+  CHECK(quantile(0.5) == doctest::Approx(2.0).epsilon(0.01));
+  CHECK(quantile(0.25) == doctest::Approx(1.5).epsilon(0.01));
+  CHECK(quantile(0.75) == doctest::Approx(2.5).epsilon(0.01));
+  CHECK(values_of(empty({3}).cauchy_(1.5, 0.0)) == std::vector<double>(3, 1.5));
+  // Geometric: trials 1, 2, ... with mean 1/p and variance (1 - p)/p^2, in any numeric dtype.
+  std::vector<double> g = values_of(empty({n}, DType::F64).geometric_(0.3));
+  CHECK(*std::min_element(g.begin(), g.end()) == 1);
+  CHECK(std::all_of(g.begin(), g.end(), [](double x) { return x == std::floor(x); }));
+  CHECK(std::fabs(mean_of(g) - 1 / 0.3) < 5 * std::sqrt(0.7 / 0.09 / static_cast<double>(n)));
+  CHECK(var_of(g) == doctest::Approx(0.7 / 0.09).epsilon(0.03));
+  const double ones_share = static_cast<double>(std::count(g.begin(), g.end(), 1.0)) / static_cast<double>(n);
+  CHECK(ones_share == doctest::Approx(0.3).epsilon(0.02));
+  Tensor gi = empty({1000}, DType::I64).geometric_(0.5);
+  CHECK(gi.dtype() == DType::I64);
+  CHECK(gi.amin().item<int64_t>() >= 1);
+  // A tiny p saturates integer dtypes instead of overflowing them.
+  CHECK(empty({100}, DType::U8).geometric_(1e-300).amin().item<int64_t>() == 255);
+  CHECK(empty({100}, DType::I64).geometric_(1e-300).amin().item<int64_t>() > (int64_t{1} << 62));
+  CHECK_ERROR(empty({3}).log_normal_(0, 0), "[log_normal_]", "std=0");
+  CHECK_ERROR(empty({3}, DType::I64).log_normal_(), "[log_normal_]", "i64");
+  CHECK_ERROR(empty({3}).cauchy_(0, -1), "[cauchy_]", "sigma=-1");
+  CHECK_ERROR(empty({3}).geometric_(1.0), "[geometric_]", "(0, 1)");
+  CHECK_ERROR(empty({3}).geometric_(0.0), "[geometric_]");
+  CHECK_ERROR(empty({3}, DType::Bool).geometric_(0.5), "[geometric_]", "bool");
+}
+
 TEST_CASE("random fills: the same seed gives the same draws whatever the thread count") {
   auto draw = [](int threads) {
     set_num_threads(threads);

@@ -1,6 +1,6 @@
 #pragma once
 /// Random sampling beyond the factories, as libtorch's: in-place fills (uniform_, normal_,
-/// bernoulli_, exponential_, random_), bernoulli, normal, multinomial, randperm, randint_like;
+/// bernoulli_, exponential_, log_normal_, cauchy_, geometric_, random_), bernoulli, normal, multinomial, randperm, randint_like;
 /// and comparisons with a tolerance (isclose, allclose, equal).
 ///
 ///   Tensor keep = empty({64, 128}).bernoulli_(0.9);          // a dropout mask
@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numbers>
 
 namespace ember {
 
@@ -121,6 +122,45 @@ BasicTensor<P>& BasicTensor<P>::exponential_(double lambd) {
   detail::check_fill_target(*this, "exponential_");
   BasicTensor u = detail::uniform01<P>(sizes());  // one f64 buffer, transformed in place
   return copy_(u.neg_().log1p_().mul_(-1.0 / lambd));
+}
+
+/// exp of a normal draw with the given mean and std (of the logarithm), as PyTorch's.
+template <class P>
+BasicTensor<P>& BasicTensor<P>::log_normal_(double mean, double std) {
+  EMBER_CHECK(is_floating_point(), "[log_normal_] needs a floating tensor, got {}", dtype());
+  EMBER_CHECK(std > 0 && std::isfinite(std) && std::isfinite(mean),
+              "[log_normal_] expects a finite mean and std > 0, got mean={} std={}", mean, std);
+  detail::check_fill_target(*this, "log_normal_");
+  return copy_(detail::random_tensor<P>(sizes(), TensorOptions(DType::F64), true, mean, std, "log_normal_").exp_());
+}
+
+/// Cauchy with the given median and scale: median + sigma tan(pi (u - 1/2)).
+template <class P>
+BasicTensor<P>& BasicTensor<P>::cauchy_(double median, double sigma) {
+  EMBER_CHECK(is_floating_point(), "[cauchy_] needs a floating tensor, got {}", dtype());
+  EMBER_CHECK(sigma >= 0 && std::isfinite(sigma) && std::isfinite(median),
+              "[cauchy_] expects a finite median and sigma >= 0, got median={} sigma={}", median, sigma);
+  detail::check_fill_target(*this, "cauchy_");
+  BasicTensor u = detail::uniform01<P>(sizes());  // one f64 buffer, transformed in place
+  return copy_(u.sub_(0.5).mul_(std::numbers::pi).tan_().mul_(sigma).add_(median));
+}
+
+/// The number of Bernoulli(p) trials up to the first success (1, 2, ...): ceil(log(1 - u) /
+/// log(1 - p)), in any dtype but bool (integer ones saturate at their largest value).
+template <class P>
+BasicTensor<P>& BasicTensor<P>::geometric_(double p) {
+  EMBER_CHECK(p > 0 && p < 1, "[geometric_] expects p in (0, 1), got {}", p);
+  EMBER_CHECK(dtype() != DType::Bool, "[geometric_] needs a numeric tensor, got bool");
+  detail::check_fill_target(*this, "geometric_");
+  BasicTensor u = detail::uniform01<P>(sizes());
+  u.neg_().log1p_().div_(std::log1p(-p)).ceil_().clamp_(1.0, std::nullopt);  // u = 0 would give 0 trials
+  if (!is_floating_point()) {
+    // The largest double that converts into the dtype (int64's largest, 2^63 - 1, does not).
+    const double cap = dtype() == DType::I64 ? 9223372036854774784.0
+                                             : static_cast<double>(detail::exact_integers(dtype()).hi);
+    u.clamp_(std::nullopt, cap);
+  }
+  return copy_(u);
 }
 
 /// Integers uniform on [from, to), in this tensor's dtype, which must hold every one of them

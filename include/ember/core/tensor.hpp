@@ -281,6 +281,9 @@ class BasicTensor {
   BasicTensor& bernoulli_(double p = 0.5);
   BasicTensor& bernoulli_(const BasicTensor& p);
   BasicTensor& exponential_(double lambd = 1);
+  BasicTensor& log_normal_(double mean = 1, double std = 2);
+  BasicTensor& cauchy_(double median = 0, double sigma = 1);
+  BasicTensor& geometric_(double p);
   BasicTensor& random_(int64_t from, int64_t to);
   BasicTensor& random_(int64_t to);
   // Linear algebra as libtorch's methods. Defined in linalg.hpp, which <ember/ember.hpp>
