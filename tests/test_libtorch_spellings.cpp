@@ -2,8 +2,9 @@
 // TensorOptions' getters and the ember::dtype / device / requires_grad builders, free forms of
 // methods (ember::sum(x, 1), ember::max(a, b), ember::reshape(x, {..})), in-place composites
 // (addcmul_, lerp_, addmm_, tril_, fill_diagonal_, ...), x[mask], ember::indexing,
-// linalg::norm, where(cond), scalar_tensor and empty_strided. Expected values are PyTorch
-// 1.13's for the same calls where they are not plain restatements of another Ember op.
+// linalg::norm, where(cond), scalar_tensor, empty_strided, select/slice/diagonal_scatter.
+// Expected values are PyTorch 1.13's for the same calls where they are not plain restatements
+// of another Ember op.
 
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
@@ -306,6 +307,40 @@ TEST_CASE("scalar_tensor and empty_strided") {
   CHECK_ERROR(empty_strided({2, 3}, {1}), "[empty_strided]", "[2, 3]", "[1]");
   CHECK_ERROR(empty_strided({2}, {-1}), "[empty_strided]", "negative stride");
   CHECK_ERROR(empty_strided({int64_t{1} << 40, 2}, {int64_t{1} << 40, 1}), "[empty_strided]");
+}
+
+TEST_CASE("select_scatter, slice_scatter, diagonal_scatter as PyTorch's") {
+  // PyTorch 1.13 (slice_scatter with start/end from 2.x: 1.13 fails there on a stride bug).
+  CHECK(vals(select_scatter(zeros({2, 2}), ones({2}, DType::F64), 0, 0)) == F{1, 1, 0, 0});  // cast to f32
+  Tensor base = zeros({2, 2});
+  CHECK(select_scatter(base, ones({2}), 1, 1).dtype() == DType::F32);
+  CHECK(vals(base) == F{0, 0, 0, 0});  // the input is not written
+  CHECK(ints(select_scatter(zeros({2, 2}, DType::I64), full({2}, 1.0), 0, 0)) == I{1, 1, 0, 0});
+  CHECK(vals(slice_scatter(zeros({4, 2}), ones({2, 2}), 0, std::nullopt, std::nullopt, 2)) ==
+        F{1, 1, 0, 0, 1, 1, 0, 0});
+  CHECK(vals(slice_scatter(zeros({4, 2}), ones({2, 2}), 0, 1, 3)) == F{0, 0, 1, 1, 1, 1, 0, 0});
+  CHECK(vals(slice_scatter(zeros({2, 4}), ones({2, 1}), 1, -1)) == F{0, 0, 0, 1, 0, 0, 0, 1});
+  CHECK(vals(diagonal_scatter(zeros({3, 3}), ones({2}), 1)) == F{0, 1, 0, 0, 0, 1, 0, 0, 0});
+  CHECK(vals(diagonal_scatter(zeros({2, 3}), full({2}, 5.0), 0, 1, 0)) == F{5, 0, 0, 0, 5, 0});
+  CHECK_ERROR(select_scatter(zeros({2, 2}), ones({1}), 0, 0), "[select_scatter]", "[1]", "[2]");
+  CHECK_ERROR(slice_scatter(zeros({4, 2}), ones({3, 2}), 0, 1, 3), "[slice_scatter]", "[3, 2]", "[2, 2]");
+  CHECK_ERROR(diagonal_scatter(zeros({3, 3}), ones({3}), 1), "[diagonal_scatter]");
+  CHECK_ERROR(select_scatter(zeros({2, 2}), ones({2}), 0, 5), "[select]");
+  // Differentiable in both; the input's gradient is zero where src went.
+  Tensor x = leaf(randn({3, 4})), v = leaf(randn({4})), w = leaf(randn({3, 2}));
+  check_grads([](const TensorList& t) { return select_scatter(t[0], t[1], 0, 1); }, {x, v}, "select_scatter");
+  check_grads([](const TensorList& t) { return slice_scatter(t[0], t[1], 1, 0, std::nullopt, 2); }, {x, w},
+              "slice_scatter");
+  check_grads([](const TensorList& t) { return diagonal_scatter(t[0], t[1]); }, {x, leaf(randn({3}))},
+              "diagonal_scatter");
+  select_scatter(x, v, 0, 1).mul(2).sum().backward();
+  CHECK(vals(x.grad().select(0, 1)) == F{0, 0, 0, 0});
+  CHECK(vals(x.grad().select(0, 0)) == F{2, 2, 2, 2});
+  CHECK(vals(v.grad()) == F{2, 2, 2, 2});
+  // src alone requiring grad.
+  Tensor only_src = leaf(randn({4}));
+  select_scatter(zeros({3, 4}, DType::F64), only_src, 0, 2).sum().backward();
+  CHECK(vals(only_src.grad()) == F{1, 1, 1, 1});
 }
 
 }  // namespace test_libtorch_spellings

@@ -13,6 +13,7 @@
 #include <ember/ops/functions.hpp>
 #include <ember/ops/shape_ops.hpp>
 #include <ember/ops/free_forms.hpp>
+#include <ember/ops/view_scatter_ops.hpp>
 #include <ember/ops/einsum.hpp>
 #include <ember/ops/rearrange_ops.hpp>
 #include <ember/ops/matrix_builders.hpp>
