@@ -10,6 +10,7 @@
 #include <ember/nn/functional_conv.hpp>
 #include <ember/nn/functional_distance.hpp>
 #include <ember/nn/functional_dropout.hpp>
+#include <ember/nn/functional_sampling.hpp>
 #include <ember/nn/functional_fold.hpp>
 #include <ember/nn/functional_grid.hpp>
 #include <ember/nn/functional_resample.hpp>

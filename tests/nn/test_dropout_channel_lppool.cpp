@@ -116,4 +116,38 @@ TEST_CASE("local_response_norm, channel_shuffle and lp_pool against their defini
   CHECK_ERROR(nn::LPPool3d(nn::LPPool3dOptions(2.0, {2, 2})), "[LPPool3d]", "kernel_size needs 1 or 3 values");
 }
 
+TEST_CASE("F::gumbel_softmax: samples follow softmax(logits); hard gives one-hot rows with the soft gradient") {
+  namespace F = nn::functional;
+  manual_seed(7);
+  const Tensor logits = tensor<double>({{1.0, 0.0, -1.0}});
+  // The argmax of logits + Gumbel noise is a sample of softmax(logits): count the winners.
+  const int64_t n = 20000;
+  const Tensor batch = logits.expand({n, 3}).contiguous();
+  const Tensor soft = F::gumbel_softmax(batch, 1.0);
+  CHECK(soft.sum(1).sub(1.0).abs().amax().item<double>() < 1e-12);  // rows are distributions
+  const Tensor wins = F::one_hot(soft.argmax(1), 3).sum(0).to(DType::F64).div(static_cast<double>(n));
+  const Tensor want = logits.softmax(1).squeeze(0);
+  CHECK(wins.sub(want).abs().amax().item<double>() < 0.015);  // ~5 standard errors
+  // hard: exactly one-hot in the forward pass, the soft sample's gradient in the backward.
+  Tensor x = tensor<double>({{0.5, -0.2, 0.1, 2.0}, {1.0, 1.0, -3.0, 0.0}}).requires_grad_();
+  manual_seed(8);
+  const Tensor hard = F::gumbel_softmax(x, 0.3, true);
+  CHECK(hard.sum(1).eq(1.0).all().item<bool>());
+  CHECK(hard.eq(0.0).logical_or(hard.eq(1.0)).all().item<bool>());
+  const Tensor w = tensor<double>({{1.0, 2.0, 3.0, 4.0}, {-1.0, 0.5, 0.0, 2.0}});
+  hard.mul(w).sum().backward();
+  const Tensor g_hard = x.grad().clone();
+  x.zero_grad();
+  manual_seed(8);  // the same noise
+  const Tensor soft_again = F::gumbel_softmax(x, 0.3, false);
+  soft_again.mul(w).sum().backward();
+  CHECK(g_hard.sub(x.grad()).abs().amax().item<double>() < 1e-12);
+  CHECK(soft_again.argmax(1).eq(hard.argmax(1)).all().item<bool>());
+  // Along another dim, and in f32.
+  CHECK(F::gumbel_softmax(randn({3, 5}), 1.0, true, 0).sum(0).eq(1.0f).all().item<bool>());
+  CHECK_ERROR(F::gumbel_softmax(logits, 0.0), "[gumbel_softmax]", "tau");
+  CHECK_ERROR(F::gumbel_softmax(arange(3), 1.0), "[gumbel_softmax]", "i64");
+  CHECK_ERROR(F::gumbel_softmax(logits, 1.0, false, 2), "[gumbel_softmax]");
+}
+
 }  // namespace test_dropout_channel_lppool
