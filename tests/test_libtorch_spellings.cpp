@@ -325,7 +325,11 @@ TEST_CASE("select_scatter, slice_scatter, diagonal_scatter as PyTorch's") {
   CHECK_ERROR(select_scatter(zeros({2, 2}), ones({1}), 0, 0), "[select_scatter]", "[1]", "[2]");
   CHECK_ERROR(slice_scatter(zeros({4, 2}), ones({3, 2}), 0, 1, 3), "[slice_scatter]", "[3, 2]", "[2, 2]");
   CHECK_ERROR(diagonal_scatter(zeros({3, 3}), ones({3}), 1), "[diagonal_scatter]");
-  CHECK_ERROR(select_scatter(zeros({2, 2}), ones({2}), 0, 5), "[select]");
+  CHECK_ERROR(select_scatter(zeros({2, 2}), ones({2}), 0, 5), "[select_scatter]", "index 5", "[2, 2]");
+  CHECK_ERROR(select_scatter(zeros({2, 2}), ones({2}), 2, 0), "[select_scatter]");
+  CHECK_ERROR(slice_scatter(zeros({4, 2}), ones({2, 2}), 0, 0, 4, 0), "[slice_scatter]", "step");
+  CHECK_ERROR(slice_scatter(zeros({4, 2}), ones({2, 2}), -3), "[slice_scatter]");
+  CHECK_ERROR(diagonal_scatter(zeros({3, 3}), ones({3}), 0, 1, -1), "[diagonal_scatter]", "same dim");
   // Differentiable in both; the input's gradient is zero where src went.
   Tensor x = leaf(randn({3, 4})), v = leaf(randn({4})), w = leaf(randn({3, 2}));
   check_grads([](const TensorList& t) { return select_scatter(t[0], t[1], 0, 1); }, {x, v}, "select_scatter");

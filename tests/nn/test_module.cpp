@@ -210,6 +210,12 @@ TEST_CASE("nn containers as libtorch's: at<T>, extend, ModuleDict items/update, 
   Tensor x = randn({4, 2});
   CHECK(max_abs_diff(seq(x), tail(first.forward(x).relu())) == 0.0);
   CHECK_THROWS_AS(seq->extend(*seq), Error);
+  CHECK_THROWS_AS(seq->extend(nn::Sequential(nullptr)), Error);  // an empty handle, not a crash
+  // A positional name already taken by a named child: refused before anything is added.
+  nn::Sequential named({{"a", nn::Linear(2, 2)}, {"2", nn::ReLU()}});
+  CHECK_THROWS_WITH_AS(named->extend(nn::Sequential(nn::ReLU(), nn::ReLU())), doctest::Contains("already the name"),
+                       Error);
+  CHECK(named->size() == 2);
 
   nn::ModuleList list(nn::Linear(2, 2));
   nn::ModuleList more(nn::Linear(2, 4), nn::Tanh());
@@ -218,6 +224,10 @@ TEST_CASE("nn containers as libtorch's: at<T>, extend, ModuleDict items/update, 
   CHECK(list->at<nn::LinearImpl>(1).weight.sizes() == Shape{4, 2});
   CHECK(!list->is_empty());
   CHECK_THROWS_AS(list->extend(*list), Error);
+  list->extend(nn::Sequential(nn::ReLU(), nn::Linear(4, 1)));  // from another kind of container
+  CHECK(list->size() == 5);
+  CHECK(list->at<nn::LinearImpl>(4).weight.sizes() == Shape{1, 4});
+  CHECK_THROWS_AS(list->extend(nn::ModuleList(nullptr)), Error);
 
   nn::ModuleDict dict;
   dict->insert("enc", nn::Linear(2, 2));
@@ -234,11 +244,15 @@ TEST_CASE("nn containers as libtorch's: at<T>, extend, ModuleDict items/update, 
   CHECK(dict->keys() == std::vector<std::string>{"enc", "act", "dec"});  // replaced in place, then appended
   CHECK(dict->at<nn::LinearImpl>("enc").weight.sizes() == Shape{5, 2});
   CHECK_THROWS_WITH_AS(dict->at<nn::LinearImpl>("act"), doctest::Contains("not the requested type"), Error);
+  CHECK_THROWS_AS(dict->update(nn::ModuleDict(nullptr)), Error);
+  CHECK(!dict->empty());
+  CHECK(nn::ModuleDict()->empty());
 
   nn::ParameterDict params;
   params->insert("a", ones({2, 3}));
   params->insert("b", zeros({4}), false);
   CHECK(params->size() == 2);
+  CHECK(!params->empty());
   CHECK(params->contains("a"));
   CHECK(!params->contains("c"));
   CHECK((*params)["a"].requires_grad());
@@ -250,7 +264,8 @@ TEST_CASE("nn containers as libtorch's: at<T>, extend, ModuleDict items/update, 
   CHECK_THROWS_AS(params->insert("a", ones({1})), Error);    // a taken key
   CHECK_THROWS_AS(params->insert("x.y", ones({1})), Error);  // no '.' in names
   CHECK(params->size() == 2);
-  // As PyTorch's repr: "(a): Parameter containing: [torch.FloatTensor of size 2x3]".
+  // One line per parameter as PyTorch's repr lays them out (its own text there is
+  // "(a): Parameter containing: [torch.FloatTensor of size 2x3]", indented two more spaces).
   CHECK(params->to_string() ==
         "ParameterDict(\n  (a): Parameter containing: [f32 of size [2, 3]]\n  (b): Parameter containing: [f32 of size [4]]\n)"
         "\nparameters: 10 (6 trainable)");

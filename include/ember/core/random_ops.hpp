@@ -138,8 +138,8 @@ BasicTensor<P>& BasicTensor<P>::log_normal_(double mean, double std) {
 template <class P>
 BasicTensor<P>& BasicTensor<P>::cauchy_(double median, double sigma) {
   EMBER_CHECK(is_floating_point(), "[cauchy_] needs a floating tensor, got {}", dtype());
-  EMBER_CHECK(sigma >= 0 && std::isfinite(sigma) && std::isfinite(median),
-              "[cauchy_] expects a finite median and sigma >= 0, got median={} sigma={}", median, sigma);
+  EMBER_CHECK(sigma > 0 && std::isfinite(sigma) && std::isfinite(median),
+              "[cauchy_] expects a finite median and sigma > 0, got median={} sigma={}", median, sigma);
   detail::check_fill_target(*this, "cauchy_");
   BasicTensor u = detail::uniform01<P>(sizes());  // one f64 buffer, transformed in place
   return copy_(u.sub_(0.5).mul_(std::numbers::pi).tan_().mul_(sigma).add_(median));

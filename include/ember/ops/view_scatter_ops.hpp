@@ -31,6 +31,9 @@ BasicTensor<P> scatter_into_view(const BasicTensor<P>& input, const BasicTensor<
 
 template <class P>
 BasicTensor<P> select_scatter(const BasicTensor<P>& input, const BasicTensor<P>& src, int64_t dim, int64_t index) {
+  const int64_t d = wrap_dim(dim, input.dim(), "select_scatter");
+  EMBER_CHECK(index >= -input.size(d) && index < input.size(d),
+              "[select_scatter] index {} is out of range for dim {} of the input {}", index, dim, input.sizes());
   return detail::scatter_into_view(input, src, "select_scatter",
                                    [&](const BasicTensor<P>& x) { return x.select(dim, index); });
 }
@@ -39,6 +42,8 @@ template <class P>
 BasicTensor<P> slice_scatter(const BasicTensor<P>& input, const BasicTensor<P>& src, int64_t dim = 0,
                              std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
                              int64_t step = 1) {
+  wrap_dim(dim, input.dim(), "slice_scatter");
+  EMBER_CHECK(step > 0, "[slice_scatter] step must be positive, got {}", step);
   return detail::scatter_into_view(input, src, "slice_scatter",
                                    [&](const BasicTensor<P>& x) { return x.slice(dim, start, end, step); });
 }
@@ -46,6 +51,9 @@ BasicTensor<P> slice_scatter(const BasicTensor<P>& input, const BasicTensor<P>& 
 template <class P>
 BasicTensor<P> diagonal_scatter(const BasicTensor<P>& input, const BasicTensor<P>& src, int64_t offset = 0,
                                 int64_t dim1 = 0, int64_t dim2 = 1) {
+  EMBER_CHECK(wrap_dim(dim1, input.dim(), "diagonal_scatter") != wrap_dim(dim2, input.dim(), "diagonal_scatter"),
+              "[diagonal_scatter] dim1 and dim2 name the same dim ({} and {}) of the input {}", dim1, dim2,
+              input.sizes());
   return detail::scatter_into_view(input, src, "diagonal_scatter",
                                    [&](const BasicTensor<P>& x) { return x.diagonal(offset, dim1, dim2); });
 }

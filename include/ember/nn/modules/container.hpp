@@ -138,13 +138,19 @@ class BasicSequentialImpl : public BasicModule<P> {
   /// libtorch's extend.
   void extend(const BasicSequentialImpl& other) {
     EMBER_CHECK(&other != this, "[Sequential] extend with itself");
+    // Every new positional name is checked first: a failure leaves this Sequential as it was.
+    for (size_t k = 0; k < other.entries_.size(); ++k) {
+      const std::string name = std::to_string(entries_.size() + k);
+      for (const Entry& mine : entries_)
+        EMBER_CHECK(mine.name != name, "[Sequential] extend: the position {} is already the name of a module", name);
+    }
     for (const Entry& e : other.entries_)
       add_entry(std::to_string(entries_.size()), e.module, e.call, e.kind, e.clones_as_itself);
   }
   template <class H>
     requires requires(const H& h) { h.ptr(); }
   void extend(const H& other) {
-    extend(*other.ptr());
+    extend(*other);  // an empty handle is an ember::Error, not a null dereference
   }
   ModulePtr clone() const override {
     auto copy = std::make_shared<BasicSequentialImpl>();
@@ -253,10 +259,14 @@ class BasicModuleListImpl : public BasicModule<P> {
     EMBER_CHECK(&other != this, "[ModuleList] extend with itself");
     for (const ModulePtr& m : other.mods_) add(m);
   }
+  /// The modules of a Sequential, in order (libtorch's extend takes any container).
+  void extend(const BasicSequentialImpl<P>& other) {
+    for (size_t i = 0; i < other.size(); ++i) add(other[i]);
+  }
   template <class H>
     requires requires(const H& h) { h.ptr(); }
   void extend(const H& other) {
-    extend(*other.ptr());
+    extend(*other);  // an empty handle is an ember::Error, not a null dereference
   }
   auto begin() const { return mods_.begin(); }
   auto end() const { return mods_.end(); }
@@ -308,7 +318,7 @@ class BasicModuleDictImpl : public BasicModule<P> {
     EMBER_FAIL("[ModuleDict] no module with key '{}'", key);
   }
   size_t size() const { return this->child_list().size(); }
-  bool is_empty() const { return this->child_list().empty(); }
+  bool empty() const { return this->child_list().empty(); }  // libtorch's name (ModuleList's is is_empty)
   std::vector<std::string> keys() const {
     std::vector<std::string> k;
     for (auto& [n, c] : this->child_list()) k.push_back(n);
@@ -344,7 +354,7 @@ class BasicModuleDictImpl : public BasicModule<P> {
   template <class H>
     requires requires(const H& h) { h.ptr(); }
   void update(const H& other) {
-    update(*other.ptr());
+    update(*other);  // an empty handle is an ember::Error, not a null dereference
   }
   ModulePtr clone() const override {
     auto copy = std::make_shared<BasicModuleDictImpl>();
@@ -395,7 +405,9 @@ using ParameterListImpl = BasicParameterListImpl<>;
 EMBER_MODULE(ParameterList);
 
 /// Parameters by key, in insertion order (keys follow register_parameter's rules: no '.',
-/// not empty, unique).
+/// not empty, unique: inserting under a taken key is an error, where PyTorch's pd[k] = p
+/// replaces). Parameters require grad unless inserted with requires_grad false (libtorch's
+/// insert keeps the tensor's own flag).
 template <class P = DefaultPolicy>
 class BasicParameterDictImpl : public BasicModule<P> {
  public:
@@ -414,7 +426,7 @@ class BasicParameterDictImpl : public BasicModule<P> {
   }
   const TensorT& get(const std::string& key) const { return (*this)[key]; }
   size_t size() const { return items_.size(); }
-  bool is_empty() const { return items_.empty(); }
+  bool empty() const { return items_.empty(); }  // libtorch's name
   std::vector<std::string> keys() const {
     std::vector<std::string> k;
     for (const auto& [n, t] : items_) k.push_back(n);
