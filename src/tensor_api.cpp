@@ -156,9 +156,15 @@ std::atomic<uint64_t> g_seed{0x853c49e6748fea9bULL};
 std::atomic<uint64_t> g_offset{0};
 }  // namespace
 
+// A GeneratorGuard's generator on this thread, or null for the global one.
+thread_local GeneratorState* t_generator = nullptr;
+
+GeneratorState* exchange_thread_generator(GeneratorState* g) { return std::exchange(t_generator, g); }
+
 RandomState reserve_random(uint64_t n) {
   // Each element uses one Philox counter; round to blocks of 4 so fills stay aligned.
   uint64_t take = (n + 3) / 4 * 4;
+  if (t_generator != nullptr) return {t_generator->seed.load(), t_generator->offset.fetch_add(take)};
   return {g_seed.load(), g_offset.fetch_add(take)};
 }
 

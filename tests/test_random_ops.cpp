@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "error_text.hpp"
@@ -111,6 +112,81 @@ TEST_CASE("random fills: log_normal_, cauchy_, geometric_ follow their distribut
   CHECK_ERROR(empty({3}).geometric_(1.0), "[geometric_]", "(0, 1)");
   CHECK_ERROR(empty({3}).geometric_(0.0), "[geometric_]");
   CHECK_ERROR(empty({3}, DType::Bool).geometric_(0.5), "[geometric_]", "bool");
+}
+
+TEST_CASE("Generator: draws of one's own, by argument or by guard; the global generator untouched") {
+  // The global sequence a program sees is the same with or without generators in between.
+  manual_seed(5);
+  const std::vector<double> global_a = values_of(rand({6}));
+  const std::vector<double> global_b = values_of(randn({4}));
+  manual_seed(5);
+  Generator gen(77);
+  const std::vector<double> from_gen = values_of(rand({6}, gen, DType::F64));
+  CHECK(values_of(rand({6})) == global_a);
+  {
+    GeneratorGuard use(gen);
+    (void)randn({100});  // from gen
+    (void)empty({10}).normal_();
+  }
+  CHECK(values_of(randn({4})) == global_b);
+  // Two generators with one seed give one sequence; draws advance the generator.
+  Generator twin(77);
+  CHECK(values_of(rand({6}, twin, DType::F64)) == from_gen);
+  CHECK(values_of(rand({6}, twin, DType::F64)) != from_gen);
+  // A guard routes everything: fills, sampling, factories (and nn init and dropout, which use them).
+  Generator g1(9), g2(9);
+  std::vector<double> guarded;
+  {
+    GeneratorGuard use(g1);
+    guarded = values_of(empty({5}, DType::F64).uniform_(-1, 1));
+  }
+  {
+    GeneratorGuard use(g2);
+    CHECK(values_of(empty({5}, DType::F64).uniform_(-1, 1)) == guarded);
+  }
+  // Guards nest and restore the outer one.
+  Generator outer(1), inner(2), outer_twin(1);
+  std::vector<double> a, b;
+  {
+    GeneratorGuard o(outer);
+    a = values_of(rand({3}, DType::F64));
+    {
+      GeneratorGuard i(inner);
+      (void)rand({3});
+    }
+    b = values_of(rand({3}, DType::F64));
+  }
+  CHECK(values_of(rand({3}, outer_twin, DType::F64)) == a);
+  CHECK(values_of(rand({3}, outer_twin, DType::F64)) == b);
+  // Copies share the state; clone() does not; get/set_state replay.
+  Generator shared = gen;
+  const detail::RandomState saved = gen.get_state();
+  const std::vector<double> next = values_of(randn({3}, shared, DType::F64));
+  Generator copy = gen.clone();
+  gen.set_state(saved);
+  CHECK(values_of(randn({3}, gen, DType::F64)) == next);
+  CHECK(values_of(randn({3}, copy, DType::F64)) == values_of(randn({3}, gen, DType::F64)));
+  gen.manual_seed(77);
+  CHECK(gen.current_seed() == 77);
+  CHECK(values_of(rand({6}, gen, DType::F64)) == from_gen);
+  // The other factories with a generator.
+  Generator r1(3), r2(3);
+  CHECK(values_of(randint(0, 100, {8}, r1)) == values_of(randint(0, 100, {8}, r2)));
+  CHECK(values_of(randint(10, {4}, r1)) == values_of(randint(10, {4}, r2)));
+  CHECK(values_of(randperm(20, r1)) == values_of(randperm(20, r2)));
+  const Tensor w = tensor<double>({0.1, 0.2, 0.7});
+  CHECK(values_of(multinomial(w, 5, true, r1)) == values_of(multinomial(w, 5, true, r2)));
+  // A guard belongs to its thread: another thread's draws stay on the global generator.
+  manual_seed(11);
+  const std::vector<double> global_first = values_of(rand({4}, DType::F64));
+  manual_seed(11);
+  std::vector<double> other_thread;
+  {
+    GeneratorGuard use(gen);
+    std::thread t([&] { other_thread = values_of(rand({4}, DType::F64)); });
+    t.join();
+  }
+  CHECK(other_thread == global_first);
 }
 
 TEST_CASE("random fills: the same seed gives the same draws whatever the thread count") {

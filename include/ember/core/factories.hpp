@@ -2,6 +2,7 @@
 /// Tensor factories: empty, zeros, ones, full, arange, linspace, eye, rand, randn, randint,
 /// the _like forms, from_blob and tensors from nested initializer lists.
 
+#include <ember/core/generator.hpp>
 #include <ember/core/tensor.hpp>
 #include <ember/dispatch/default_policy.hpp>
 
@@ -16,12 +17,8 @@
 namespace ember {
 
 namespace detail {
-/// Counter-based random state: results depend only on (seed, offset), not on threads.
-struct RandomState {
-  uint64_t seed;
-  uint64_t offset;
-};
-/// Reserves `n` random numbers and returns where they start (src/random.cpp).
+/// Reserves `n` random numbers from this thread's generator (the global one, or a
+/// GeneratorGuard's) and returns where they start (src/tensor_api.cpp).
 RandomState reserve_random(uint64_t n);
 void fill_arange(TensorImpl& t, double start, double step);
 /// start + i * step in int64 (exact beyond 2^53), converted to t's dtype.
@@ -266,6 +263,28 @@ template <class P = DefaultPolicy>
 BasicTensor<P> randint(int64_t high, const Shape& shape, TensorOptions o = {}) {
   return randint<P>(0, high, shape, o);
 }
+// libtorch's forms with a generator: the draws come from `gen` (core/generator.hpp).
+template <class P = DefaultPolicy>
+BasicTensor<P> rand(const Shape& shape, const Generator& gen, TensorOptions o = {}) {
+  GeneratorGuard use(gen);
+  return rand<P>(shape, o);
+}
+template <class P = DefaultPolicy>
+BasicTensor<P> randn(const Shape& shape, const Generator& gen, TensorOptions o = {}) {
+  GeneratorGuard use(gen);
+  return randn<P>(shape, o);
+}
+template <class P = DefaultPolicy>
+BasicTensor<P> randint(int64_t low, int64_t high, const Shape& shape, const Generator& gen, TensorOptions o = {}) {
+  GeneratorGuard use(gen);
+  return randint<P>(low, high, shape, o);
+}
+template <class P = DefaultPolicy>
+BasicTensor<P> randint(int64_t high, const Shape& shape, const Generator& gen, TensorOptions o = {}) {
+  GeneratorGuard use(gen);
+  return randint<P>(0, high, shape, o);
+}
+
 template <class P = DefaultPolicy, SingleDim I>
 BasicTensor<P> rand(I size, TensorOptions o = {}) {
   return rand<P>(Shape{static_cast<int64_t>(size)}, o);

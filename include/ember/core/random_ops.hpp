@@ -8,8 +8,9 @@
 ///   Tensor order = randperm(n);                               // shuffle
 ///   CHECK(allclose(got, want, 1e-6, 1e-9));
 ///
-/// Every draw comes from the global counter-based generator (manual_seed): the same seed gives
-/// the same values whatever the thread count. The draws are not PyTorch's (another generator).
+/// Every draw comes from the global counter-based generator (manual_seed), or from a Generator
+/// of one's own (core/generator.hpp): the same seed gives the same values whatever the thread
+/// count. The draws are not PyTorch's (another generator).
 
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/autograd/inplace.hpp>
@@ -310,6 +311,17 @@ BasicTensor<P> multinomial(const BasicTensor<P>& probs, int64_t num_samples, boo
   }
   if (probs.dim() == 1) out = out.squeeze(0);
   return out.to(device);
+}
+/// libtorch's forms with a generator (core/generator.hpp).
+template <class P = DefaultPolicy>
+BasicTensor<P> randperm(int64_t n, const Generator& gen, TensorOptions o = {}) {
+  GeneratorGuard use(gen);
+  return randperm<P>(n, o);
+}
+template <class P>
+BasicTensor<P> multinomial(const BasicTensor<P>& probs, int64_t num_samples, bool replacement, const Generator& gen) {
+  GeneratorGuard use(gen);
+  return multinomial(probs, num_samples, replacement);
 }
 
 // ---- comparisons with a tolerance ----------------------------------------------------------------
