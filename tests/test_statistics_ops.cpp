@@ -312,4 +312,48 @@ TEST_CASE("bincount and histc") {
   CHECK(many.select(0, 52500).item<double>() == 1);
 }
 
+TEST_CASE("histogram: counts and bin edges as PyTorch's, weights, density, given edges") {
+  // Every expected value is PyTorch 1.13's for the same call.
+  const Tensor x = tensor<float>({1.0f, 2.0f, 1.0f, 4.0f, 2.5f});
+  auto [h, e] = histogram(x, 3);
+  CHECK(values_of(h) == std::vector<double>{2, 2, 1});
+  CHECK(values_of(e) == std::vector<double>{1, 2, 3, 4});
+  CHECK(h.dtype() == DType::F32);
+  CHECK(e.dtype() == DType::F32);
+  auto [hr, er] = histogram(x, 3, std::pair{0.0, 5.0});
+  CHECK(values_of(hr) == std::vector<double>{2, 2, 1});
+  CHECK(same_values(values_of(er), {0, 1.6667, 3.3333, 5}, 1e-4));
+  auto [h1, e1] = histogram(tensor<float>({2.0f, 2.0f}), 4);  // one value: [v - 0.5, v + 0.5]
+  CHECK(values_of(h1) == std::vector<double>{0, 0, 2, 0});
+  CHECK(values_of(e1) == std::vector<double>{1.5, 1.75, 2, 2.25, 2.5});
+  auto [h0, e0] = histogram(zeros({0}), 2);  // no data: [0, 1]
+  CHECK(values_of(h0) == std::vector<double>{0, 0});
+  CHECK(values_of(e0) == std::vector<double>{0, 0.5, 1});
+  auto [he, ee] = histogram(x, tensor<float>({0.0f, 1.0f, 2.5f, 5.0f}));
+  CHECK(values_of(he) == std::vector<double>{0, 3, 2});
+  CHECK(values_of(ee) == std::vector<double>{0, 1, 2.5, 5});
+  auto [hw, ew] = histogram(x, 3, std::nullopt, tensor<float>({1.0f, 2.0f, 3.0f, 4.0f, 5.0f}), true);
+  CHECK(same_values(values_of(hw), {0.2667, 0.4667, 0.2667}, 1e-3));
+  // NaN is left out, as NumPy's histogram (PyTorch 1.13 counts it in the last bin: [1, 2]).
+  auto [hn, en] = histogram(tensor<float>({1.0f, NAN, 3.0f}), 2, std::pair{0.0, 4.0});
+  CHECK(values_of(hn) == std::vector<double>{1, 1});
+  auto [h2, e2] = histogram(tensor<float>({{1.0f, 2.0f}, {3.0f, 4.0f}}), 2);  // any shape, flattened
+  CHECK(values_of(h2) == std::vector<double>{2, 2});
+  auto [hd, ed] = histogram(tensor<float>({1.0f, 1.0f}), 2, std::nullopt, Tensor(), true);
+  CHECK(values_of(hd) == std::vector<double>{0, 2});
+  auto [hz, ez] = histogram(tensor<float>({5.0f}), 2, std::pair{0.0, 1.0}, Tensor(), true);  // 0 / 0
+  CHECK(std::isnan(values_of(hz)[0]));
+  CHECK(histogram(randn({10}, DType::F64), 4).first.dtype() == DType::F64);
+  CHECK_ERROR(histogram(x, 0), "[histogram]", "bins");
+  CHECK_ERROR(histogram(x, 3, std::pair{5.0, 0.0}), "[histogram]", "[5, 0]");
+  CHECK_ERROR(histogram(x, tensor<double>({0.0, 1.0})), "[histogram]", "f64", "f32");
+  CHECK_ERROR(histogram(x, 2, std::nullopt, ones({3})), "[histogram]", "[3]", "[5]");
+  CHECK_ERROR(histogram(tensor<float>({1.0f, INFINITY}), 2), "[histogram]", "not finite");
+  CHECK_ERROR(histogram(tensor<float>({1.0f, NAN}), 2), "[histogram]", "not finite");
+  CHECK_ERROR(histogram(arange(3), 2), "[histogram]", "i64");
+  CHECK_ERROR(histogram(x, tensor<float>({1.0f})), "[histogram]", "at least 2");
+  CHECK_ERROR(histogram(x, tensor<float>({2.0f, 1.0f})), "[histogram]", "must not decrease");
+  CHECK_ERROR(histogram(x, tensor<float>({{0.0f, 1.0f}})), "[histogram]", "1-d");
+}
+
 }  // namespace test_statistics_ops

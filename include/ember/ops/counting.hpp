@@ -1,5 +1,5 @@
 #pragma once
-/// Binning and counting, as libtorch's: searchsorted, bucketize, bincount, histc.
+/// Binning and counting, as libtorch's: searchsorted, bucketize, bincount, histc, histogram.
 ///
 ///   Tensor bin = bucketize(x, edges);            // the bucket of each x among sorted edges
 ///   Tensor n = bincount(labels, {}, classes);    // a count per class label
@@ -15,8 +15,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ember {
@@ -224,6 +226,92 @@ BasicTensor<P> histc(const BasicTensor<P>& input, int64_t bins = 100, double min
     counts[static_cast<size_t>(b)] += 1;
   }
   return from_blob<P>(counts.data(), {bins}, TensorOptions(DType::F64)).clone().to(input.device(), input.dtype());
+}
+
+namespace detail {
+/// torch::histogram's counting over given edges (non-decreasing; the last bin includes its
+/// right edge): values outside them and NaN are left out (NumPy's rule; PyTorch 1.13 counts
+/// a NaN in the last bin); weights add instead of ones;
+/// density divides by the total and the bin widths (0 / 0 is NaN, as PyTorch's).
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> histogram_over(const BasicTensor<P>& input, const BasicTensor<P>& edges,
+                                                         const BasicTensor<P>& weight, bool density) {
+  constexpr const char* op = "histogram";
+  EMBER_CHECK(!weight.defined() || weight.sizes() == input.sizes(),
+              "[{}] weight has shape {} but the input has shape {}", op, weight.defined() ? weight.sizes() : Shape{},
+              input.sizes());
+  EMBER_CHECK(!weight.defined() || weight.dtype() == input.dtype(), "[{}] weight is {} but the input is {}", op,
+              weight.defined() ? weight.dtype() : input.dtype(), input.dtype());
+  const BasicTensor<P> x = host_values(input, true), e = host_values(edges, true);
+  const BasicTensor<P> w = weight.defined() ? host_values(weight, true) : BasicTensor<P>();
+  const double* v = x.template data_ptr<double>();
+  const double* edge = e.template data_ptr<double>();
+  const int64_t bins = e.numel() - 1, n = x.numel();
+  for (int64_t k = 0; k < bins; ++k)
+    EMBER_CHECK(edge[k] <= edge[k + 1], "[{}] bin edges must not decrease, got {} then {}", op, edge[k], edge[k + 1]);
+  std::vector<double> hist(static_cast<size_t>(bins), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (!(v[i] >= edge[0] && v[i] <= edge[bins])) continue;
+    // The last edge not above v (the last bin also takes its right edge).
+    const int64_t b = std::min<int64_t>(search_position(edge, bins + 1, v[i], true) - 1, bins - 1);
+    hist[static_cast<size_t>(b)] += w.defined() ? w.template data_ptr<double>()[i] : 1.0;
+  }
+  if (density) {
+    double total = 0;
+    for (double h : hist) total += h;
+    for (int64_t k = 0; k < bins; ++k) hist[static_cast<size_t>(k)] /= total * (edge[k + 1] - edge[k]);
+  }
+  BasicTensor<P> h = from_blob<P>(hist.data(), {bins}, TensorOptions(DType::F64)).clone();
+  return {h.to(input.device(), input.dtype()), edges.detach().clone()};
+}
+}  // namespace detail
+
+/// torch::histogram with `bins` equal bins over `range` (the data's finite range without one;
+/// a single value v spans [v - 0.5, v + 0.5], no data [0, 1]): {counts, bin edges}, both in
+/// the input's floating dtype. With `weight` (the input's shape and dtype) the bins add
+/// weights; with `density` they integrate to 1 over the edges.
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input, int64_t bins,
+                                                    std::optional<std::pair<double, double>> range = std::nullopt,
+                                                    const BasicTensor<P>& weight = {}, bool density = false) {
+  constexpr const char* op = "histogram";
+  EMBER_CHECK(input.is_floating_point(), "[{}] expects a floating tensor, got {}", op, input.dtype());
+  EMBER_CHECK(bins > 0, "[{}] bins must be positive, got {}", op, bins);
+  double lo = 0, hi = 0;
+  if (range) {
+    lo = range->first, hi = range->second;
+    EMBER_CHECK(lo <= hi, "[{}] the range's min must not exceed its max, got [{}, {}]", op, lo, hi);
+  } else if (input.numel() > 0) {
+    const BasicTensor<P> x = detail::host_values(input, true);
+    const double* v = x.template data_ptr<double>();
+    lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      if (std::isnan(v[i])) {  // makes the range NaN (refused below), as PyTorch's aminmax
+        lo = hi = v[i];
+        break;
+      }
+      lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
+    }
+  } else {
+    hi = 1;
+  }
+  EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), "[{}] the range [{}, {}] is not finite", op, lo, hi);
+  if (lo == hi) lo -= 0.5, hi += 0.5;
+  const BasicTensor<P> edges =
+      linspace<P>(lo, hi, bins + 1, TensorOptions(input.dtype())).to(input.device());
+  return detail::histogram_over(input, edges, weight, density);
+}
+/// torch::histogram over given bin edges (1-d, non-decreasing, the input's dtype).
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input, const BasicTensor<P>& bins,
+                                                    const BasicTensor<P>& weight = {}, bool density = false) {
+  constexpr const char* op = "histogram";
+  EMBER_CHECK(input.is_floating_point(), "[{}] expects a floating tensor, got {}", op, input.dtype());
+  EMBER_CHECK(bins.dim() == 1 && bins.numel() >= 2, "[{}] bin edges must be 1-d with at least 2 edges, got shape {}",
+              op, bins.sizes());
+  EMBER_CHECK(bins.dtype() == input.dtype(), "[{}] bin edges are {} but the input is {}", op, bins.dtype(),
+              input.dtype());
+  return detail::histogram_over(input, bins, weight, density);
 }
 
 }  // namespace ember
