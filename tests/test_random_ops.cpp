@@ -176,6 +176,15 @@ TEST_CASE("Generator: draws of one's own, by argument or by guard; the global ge
   CHECK(values_of(randperm(20, r1)) == values_of(randperm(20, r2)));
   const Tensor w = tensor<double>({0.1, 0.2, 0.7});
   CHECK(values_of(multinomial(w, 5, true, r1)) == values_of(multinomial(w, 5, true, r2)));
+  // One-number sizes with a generator, and braced options still meaning options (GCC once
+  // took `{}` for a Generator there).
+  Generator s1(4), s2(4);
+  CHECK(values_of(rand(3, s1)) == values_of(rand({3}, s2)));
+  CHECK(values_of(randn(2, s1)) == values_of(randn({2}, s2)));
+  CHECK(randn({3}, {}).dtype() == DType::F32);
+  CHECK(rand({3}, {}).numel() == 3);
+  CHECK(randint(0, 10, {3}, {}).dtype() == DType::I64);
+  CHECK(randperm(5, {}).numel() == 5);
   // A guard belongs to its thread: another thread's draws stay on the global generator.
   manual_seed(11);
   const std::vector<double> global_first = values_of(rand({4}, DType::F64));

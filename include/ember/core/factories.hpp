@@ -263,26 +263,36 @@ template <class P = DefaultPolicy>
 BasicTensor<P> randint(int64_t high, const Shape& shape, TensorOptions o = {}) {
   return randint<P>(0, high, shape, o);
 }
-// libtorch's forms with a generator: the draws come from `gen` (core/generator.hpp).
-template <class P = DefaultPolicy>
-BasicTensor<P> rand(const Shape& shape, const Generator& gen, TensorOptions o = {}) {
+// libtorch's forms with a generator: the draws come from `gen` (core/generator.hpp). The
+// generator is a constrained template parameter so that a braced `{}` for the options never
+// matches it (GCC took Generator's explicit constructor as a candidate there).
+template <class P = DefaultPolicy, std::same_as<Generator> G>
+BasicTensor<P> rand(const Shape& shape, const G& gen, TensorOptions o = {}) {
   GeneratorGuard use(gen);
   return rand<P>(shape, o);
 }
-template <class P = DefaultPolicy>
-BasicTensor<P> randn(const Shape& shape, const Generator& gen, TensorOptions o = {}) {
+template <class P = DefaultPolicy, std::same_as<Generator> G>
+BasicTensor<P> randn(const Shape& shape, const G& gen, TensorOptions o = {}) {
   GeneratorGuard use(gen);
   return randn<P>(shape, o);
 }
-template <class P = DefaultPolicy>
-BasicTensor<P> randint(int64_t low, int64_t high, const Shape& shape, const Generator& gen, TensorOptions o = {}) {
+template <class P = DefaultPolicy, std::same_as<Generator> G>
+BasicTensor<P> randint(int64_t low, int64_t high, const Shape& shape, const G& gen, TensorOptions o = {}) {
   GeneratorGuard use(gen);
   return randint<P>(low, high, shape, o);
 }
-template <class P = DefaultPolicy>
-BasicTensor<P> randint(int64_t high, const Shape& shape, const Generator& gen, TensorOptions o = {}) {
+template <class P = DefaultPolicy, std::same_as<Generator> G>
+BasicTensor<P> randint(int64_t high, const Shape& shape, const G& gen, TensorOptions o = {}) {
   GeneratorGuard use(gen);
   return randint<P>(0, high, shape, o);
+}
+template <class P = DefaultPolicy, SingleDim I, std::same_as<Generator> G>
+BasicTensor<P> rand(I size, const G& gen, TensorOptions o = {}) {
+  return rand<P>(Shape{static_cast<int64_t>(size)}, gen, o);
+}
+template <class P = DefaultPolicy, SingleDim I, std::same_as<Generator> G>
+BasicTensor<P> randn(I size, const G& gen, TensorOptions o = {}) {
+  return randn<P>(Shape{static_cast<int64_t>(size)}, gen, o);
 }
 
 template <class P = DefaultPolicy, SingleDim I>

@@ -12,8 +12,14 @@
 ///   }
 ///
 /// A Generator is a handle, as libtorch's: copies share one state; clone() makes an
-/// independent copy. One generator may serve several threads (its counter is atomic); a guard
-/// affects only the thread that holds it (a DataLoader's workers keep their own seeding).
+/// independent copy. One generator may serve several threads (its counter is atomic; reseed it
+/// only while no other thread draws from it); a guard affects only the thread that holds it (a
+/// DataLoader's workers keep their own seeding). Guards are scoped objects: destroy them in the
+/// reverse order of their making (a guard outliving a later one would restore a stale state).
+/// nn::save_checkpoint saves the global generator's state only: a training loop that draws
+/// under a guard saves and restores its Generator's get_state() / set_state() itself.
+/// (ember::data::Generator is the data pipeline's own, unrelated, generator: with both
+/// namespaces used, name them qualified.)
 
 #include <atomic>
 #include <cstdint>

@@ -313,13 +313,13 @@ BasicTensor<P> multinomial(const BasicTensor<P>& probs, int64_t num_samples, boo
   return out.to(device);
 }
 /// libtorch's forms with a generator (core/generator.hpp).
-template <class P = DefaultPolicy>
-BasicTensor<P> randperm(int64_t n, const Generator& gen, TensorOptions o = {}) {
+template <class P = DefaultPolicy, std::same_as<Generator> G>
+BasicTensor<P> randperm(int64_t n, const G& gen, TensorOptions o = {}) {
   GeneratorGuard use(gen);
   return randperm<P>(n, o);
 }
-template <class P>
-BasicTensor<P> multinomial(const BasicTensor<P>& probs, int64_t num_samples, bool replacement, const Generator& gen) {
+template <class P, std::same_as<Generator> G>
+BasicTensor<P> multinomial(const BasicTensor<P>& probs, int64_t num_samples, bool replacement, const G& gen) {
   GeneratorGuard use(gen);
   return multinomial(probs, num_samples, replacement);
 }
