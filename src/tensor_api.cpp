@@ -135,8 +135,21 @@ void fill_arange_int(TensorImpl& t, int64_t start, int64_t step) {
 }
 
 void fill_linspace(TensorImpl& t, double start, double end, int64_t steps) {
-  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   const int64_t half = steps == 1 ? 1 : steps / 2;  // one step: its element counts from start, [a] as PyTorch
+  if (t.dtype == DType::F32) {
+    // In float arithmetic, as PyTorch's scalar f32 kernel computes it (double rounded once
+    // differs in the last bit, and histogram's bin edges then put values in other bins than
+    // PyTorch's). PyTorch's SIMD path, from 16 elements on, counts each vector block from its
+    // first element instead, so its last bits there depend on its vector width.
+    const auto s = static_cast<float>(start), e = static_cast<float>(end);
+    const float step = steps > 1 ? (e - s) / static_cast<float>(steps - 1) : 0.0f;
+    fill_by_index(t, [&](int64_t i) {
+      return static_cast<double>(i < half ? s + step * static_cast<float>(i)
+                                          : e - step * static_cast<float>(steps - 1 - i));
+    });
+    return;
+  }
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   fill_by_index(t, [&](int64_t i) {
     return i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
   });

@@ -229,6 +229,12 @@ BasicTensor<P> histc(const BasicTensor<P>& input, int64_t bins = 100, double min
 }
 
 namespace detail {
+/// f32 and f64, as PyTorch 1.13's (f16 and bf16 edges would collapse: too few values).
+template <class P>
+void check_histogram_input(const BasicTensor<P>& input) {
+  EMBER_CHECK(input.dtype() == DType::F32 || input.dtype() == DType::F64,
+              "[histogram] expects an f32 or f64 tensor, got {}", input.dtype());
+}
 /// torch::histogram's counting over given edges (non-decreasing; the last bin includes its
 /// right edge): values outside them and NaN are left out (NumPy's rule; PyTorch 1.13 counts
 /// a NaN in the last bin); weights add instead of ones;
@@ -275,7 +281,7 @@ std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input,
                                                     std::optional<std::pair<double, double>> range = std::nullopt,
                                                     const BasicTensor<P>& weight = {}, bool density = false) {
   constexpr const char* op = "histogram";
-  EMBER_CHECK(input.is_floating_point(), "[{}] expects a floating tensor, got {}", op, input.dtype());
+  detail::check_histogram_input(input);
   EMBER_CHECK(bins > 0, "[{}] bins must be positive, got {}", op, bins);
   double lo = 0, hi = 0;
   if (range) {
@@ -301,12 +307,21 @@ std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input,
       linspace<P>(lo, hi, bins + 1, TensorOptions(input.dtype())).to(input.device());
   return detail::histogram_over(input, edges, weight, density);
 }
-/// torch::histogram over given bin edges (1-d, non-decreasing, the input's dtype).
+/// The range as a braced pair: histogram(x, 10, {0.0, 1.0}).
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input, int64_t bins,
+                                                    std::pair<double, double> range, const BasicTensor<P>& weight = {},
+                                                    bool density = false) {
+  return histogram(input, bins, std::optional<std::pair<double, double>>(range), weight, density);
+}
+/// torch::histogram over given bin edges (1-d, non-decreasing, the input's dtype and device).
 template <class P>
 std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input, const BasicTensor<P>& bins,
                                                     const BasicTensor<P>& weight = {}, bool density = false) {
   constexpr const char* op = "histogram";
-  EMBER_CHECK(input.is_floating_point(), "[{}] expects a floating tensor, got {}", op, input.dtype());
+  detail::check_histogram_input(input);
+  EMBER_CHECK(bins.device() == input.device(), "[{}] bin edges are on {} but the input is on {}", op, bins.device(),
+              input.device());
   EMBER_CHECK(bins.dim() == 1 && bins.numel() >= 2, "[{}] bin edges must be 1-d with at least 2 edges, got shape {}",
               op, bins.sizes());
   EMBER_CHECK(bins.dtype() == input.dtype(), "[{}] bin edges are {} but the input is {}", op, bins.dtype(),
