@@ -139,8 +139,9 @@ void fill_linspace(TensorImpl& t, double start, double end, int64_t steps) {
   if (t.dtype == DType::F32) {
     // In float arithmetic, as PyTorch's scalar f32 kernel computes it (double rounded once
     // differs in the last bit, and histogram's bin edges then put values in other bins than
-    // PyTorch's). PyTorch's SIMD path, from 16 elements on, counts each vector block from its
-    // first element instead, so its last bits there depend on its vector width.
+    // PyTorch's). PyTorch 1.13's SIMD path (from 2 vectors on: 16 elements with AVX2's 8
+    // floats) counts each vector block from its first element instead, so its last bits there
+    // depend on the vector width.
     const auto s = static_cast<float>(start), e = static_cast<float>(end);
     const float step = steps > 1 ? (e - s) / static_cast<float>(steps - 1) : 0.0f;
     fill_by_index(t, [&](int64_t i) {

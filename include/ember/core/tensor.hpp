@@ -273,7 +273,8 @@ class BasicTensor {
     return *this;
   }
   BasicTensor& zero_() { return fill_(0); }
-  // Random fills in place, from the global generator (manual_seed). Defined in
+  // Random fills in place, from the global generator (manual_seed) or the thread's
+  // GeneratorGuard generator (core/generator.hpp). Defined in
   // core/random_ops.hpp, which <ember/ember.hpp> includes: a file that includes only the core
   // headers and calls these must include it too.
   BasicTensor& uniform_(double from = 0, double to = 1);
@@ -653,8 +654,9 @@ class BasicTensor {
   /// The same values (shared storage) without history.
   BasicTensor detach() const;
   BasicTensor& detach_();
-  /// libtorch's x.data(): detach(). One difference: an in-place write through it while grad
-  /// mode is on still moves the storage's version, so a tensor saved for backward notices.
+  /// libtorch's x.data(): detach(). One difference: an in-place write through it moves the
+  /// storage's version (under NoGradGuard too; only InferenceModeGuard storage has none), so a
+  /// tensor saved for backward notices, where PyTorch's .data hides the write from autograd.
   BasicTensor data() const { return detach(); }
   /// Gradients of this tensor with respect to the leaves of its graph, accumulated into their
   /// .grad(). `grad` defaults to ones for one-element tensors; retain_graph defaults to

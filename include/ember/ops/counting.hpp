@@ -272,7 +272,8 @@ std::pair<BasicTensor<P>, BasicTensor<P>> histogram_over(const BasicTensor<P>& i
 }
 }  // namespace detail
 
-/// torch::histogram with `bins` equal bins over `range` (the data's finite range without one;
+/// torch::histogram with `bins` equal bins over `range` (the data's range without one, which
+/// must be finite: infinite or NaN data is refused;
 /// a single value v spans [v - 0.5, v + 0.5], no data [0, 1]): {counts, bin edges}, both in
 /// the input's floating dtype. With `weight` (the input's shape and dtype) the bins add
 /// weights; with `density` they integrate to 1 over the edges.

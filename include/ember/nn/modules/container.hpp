@@ -333,7 +333,8 @@ class BasicModuleDictImpl : public BasicModule<P> {
   const std::vector<std::pair<std::string, ModulePtr>>& items() const { return this->child_list(); }
   auto begin() const { return items().begin(); }
   auto end() const { return items().end(); }
-  /// The module under `key` as its concrete type (checked), as libtorch's dict->at<T>(key).
+  /// The module under `key` as its concrete type (checked); at<T>(key) gives a reference, as
+  /// libtorch's dict->at<T>(key).
   template <class Impl>
   std::shared_ptr<Impl> ptr(const std::string& key) const {
     auto p = std::dynamic_pointer_cast<Impl>((*this)[key]);
