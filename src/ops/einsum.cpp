@@ -26,6 +26,13 @@ std::string unused_letters(const std::string& s) {
   return free;
 }
 
+/// The permutation that puts the subscripts `in` in the order `order` (every letter of order occurs in in).
+Shape positions_of(const std::string& in, const std::string& order) {
+  Shape perm;
+  for (char c : order) perm.push_back(static_cast<int64_t>(in.find(c)));
+  return perm;
+}
+
 }  // namespace
 
 EinsumEquation parse_einsum(std::string_view eq, const std::vector<int64_t>& ranks) {
@@ -200,13 +207,8 @@ EinsumPair plan_einsum_pair(const std::string& sa, const Shape& a_sizes, const s
     for (char c : s) n *= size_of(c);
     return n;
   };
-  auto positions = [](const std::string& in, const std::string& order) {
-    Shape perm;
-    for (char c : order) perm.push_back(static_cast<int64_t>(in.find(c)));
-    return perm;
-  };
-  p.perm_a = positions(ka, batch + a_only + contract);
-  p.perm_b = positions(kb, batch + contract + b_only);
+  p.perm_a = positions_of(ka, batch + a_only + contract);
+  p.perm_b = positions_of(kb, batch + contract + b_only);
   p.mat_a = {prod(batch), prod(a_only), prod(contract)};
   p.mat_b = {prod(batch), prod(contract), prod(b_only)};
   p.out_subs = batch + a_only + b_only;
@@ -221,7 +223,7 @@ EinsumFinish plan_einsum_finish(const std::string& subs, const std::string& outp
     if (output.find(subs[i]) == std::string::npos) f.sum.push_back(static_cast<int64_t>(i));
     else kept += subs[i];
   }
-  for (char c : output) f.perm.push_back(static_cast<int64_t>(kept.find(c)));
+  f.perm = positions_of(kept, output);
   return f;
 }
 

@@ -18,6 +18,7 @@
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -167,6 +168,19 @@ BasicTensor<P> bincount(const BasicTensor<P>& input, const BasicTensor<P>& weigh
   return from_blob<P>(sums.data(), {bins}, TensorOptions(DType::F64)).clone().to(device, dt);
 }
 
+namespace detail {
+/// The smallest and largest of n values (n > 0), as PyTorch's aminmax: NaN anywhere makes
+/// both NaN, which histc and histogram refuse as a range.
+inline std::pair<double, double> value_range(const double* v, int64_t n) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(v[i])) return {v[i], v[i]};
+    lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
+  }
+  return {lo, hi};
+}
+}  // namespace detail
+
 /// A histogram of `bins` equal-width bins over [min, max] (min = max: the elements' own range,
 /// which NaN makes an error, as PyTorch's), in the input's dtype. Elements outside the range
 /// (and NaN) are not counted; one equal to max goes to the last bin. An element's bin is
@@ -193,17 +207,7 @@ BasicTensor<P> histc(const BasicTensor<P>& input, int64_t bins = 100, double min
     return static_cast<double>(f);
   };
   double lo = rounded(min), hi = rounded(max);
-  if (lo == hi && n > 0) {
-    // The data's own range, as PyTorch's aminmax: NaN anywhere makes it NaN (refused below).
-    lo = std::numeric_limits<double>::infinity(), hi = -lo;
-    for (int64_t i = 0; i < n; ++i) {
-      if (std::isnan(v[i])) {
-        lo = hi = v[i];
-        break;
-      }
-      lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
-    }
-  }
+  if (lo == hi && n > 0) std::tie(lo, hi) = detail::value_range(v, n);  // NaN: refused below
   // A single value widens to [v - 1, v + 1]. Where the dtype cannot hold those bounds apart
   // (f16 2052), or the number of bins (f16, above 65504), the bins are computed in f64
   // instead: PyTorch divides by zero or by infinity there.
@@ -239,16 +243,19 @@ void check_histogram_input(const BasicTensor<P>& input) {
 /// right edge): values outside them and NaN are left out (NumPy's rule; PyTorch 1.13 counts
 /// a NaN in the last bin); weights add instead of ones;
 /// density divides by the total and the bin widths (0 / 0 is NaN, as PyTorch's).
+/// `x` is the input's values on the host in f64 (host_values), when the caller has them.
 template <class P>
-std::pair<BasicTensor<P>, BasicTensor<P>> histogram_over(const BasicTensor<P>& input, const BasicTensor<P>& edges,
-                                                         const BasicTensor<P>& weight, bool density) {
+std::pair<BasicTensor<P>, BasicTensor<P>> histogram_over(const BasicTensor<P>& input, BasicTensor<P> x,
+                                                         const BasicTensor<P>& edges, const BasicTensor<P>& weight,
+                                                         bool density) {
   constexpr const char* op = "histogram";
   EMBER_CHECK(!weight.defined() || weight.sizes() == input.sizes(),
               "[{}] weight has shape {} but the input has shape {}", op, weight.defined() ? weight.sizes() : Shape{},
               input.sizes());
   EMBER_CHECK(!weight.defined() || weight.dtype() == input.dtype(), "[{}] weight is {} but the input is {}", op,
               weight.defined() ? weight.dtype() : input.dtype(), input.dtype());
-  const BasicTensor<P> x = host_values(input, true), e = host_values(edges, true);
+  if (!x.defined()) x = host_values(input, true);
+  const BasicTensor<P> e = host_values(edges, true);
   const BasicTensor<P> w = weight.defined() ? host_values(weight, true) : BasicTensor<P>();
   const double* v = x.template data_ptr<double>();
   const double* edge = e.template data_ptr<double>();
@@ -285,20 +292,13 @@ std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input,
   detail::check_histogram_input(input);
   EMBER_CHECK(bins > 0, "[{}] bins must be positive, got {}", op, bins);
   double lo = 0, hi = 0;
+  BasicTensor<P> x;  // the input on the host, once, when the range comes from it
   if (range) {
     lo = range->first, hi = range->second;
     EMBER_CHECK(lo <= hi, "[{}] the range's min must not exceed its max, got [{}, {}]", op, lo, hi);
   } else if (input.numel() > 0) {
-    const BasicTensor<P> x = detail::host_values(input, true);
-    const double* v = x.template data_ptr<double>();
-    lo = std::numeric_limits<double>::infinity(), hi = -lo;
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      if (std::isnan(v[i])) {  // makes the range NaN (refused below), as PyTorch's aminmax
-        lo = hi = v[i];
-        break;
-      }
-      lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
-    }
+    x = detail::host_values(input, true);
+    std::tie(lo, hi) = detail::value_range(x.template data_ptr<double>(), x.numel());
   } else {
     hi = 1;
   }
@@ -306,7 +306,7 @@ std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input,
   if (lo == hi) lo -= 0.5, hi += 0.5;
   const BasicTensor<P> edges =
       linspace<P>(lo, hi, bins + 1, TensorOptions(input.dtype())).to(input.device());
-  return detail::histogram_over(input, edges, weight, density);
+  return detail::histogram_over(input, std::move(x), edges, weight, density);
 }
 /// The range as a braced pair: histogram(x, 10, {0.0, 1.0}).
 template <class P>
@@ -327,7 +327,7 @@ std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input,
               op, bins.sizes());
   EMBER_CHECK(bins.dtype() == input.dtype(), "[{}] bin edges are {} but the input is {}", op, bins.dtype(),
               input.dtype());
-  return detail::histogram_over(input, bins, weight, density);
+  return detail::histogram_over(input, BasicTensor<P>(), bins, weight, density);
 }
 
 }  // namespace ember
