@@ -5,6 +5,7 @@
 #include "object_pool.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace ember::detail {
 
@@ -73,6 +74,40 @@ void release(Storage* s) noexcept {
     device_hooks(s->device.type()).deallocate({s->data, s->capacity}, s->device.index());
   }
   ObjectPool<Storage>::destroy(s);
+}
+
+void grow_storage(Storage& s, size_t nbytes, const char* op) {
+  if (nbytes <= s.nbytes) return;
+  EMBER_CHECK(s.capacity != 0, "[{}] the storage is user memory (from_blob) of {} bytes; it cannot grow to {} bytes",
+              op, s.nbytes, nbytes);
+  if (nbytes <= s.capacity) {  // the allocator's block already holds it
+    s.nbytes = nbytes;
+    return;
+  }
+  Block b;
+  if (s.device.is_cpu()) {
+    b = cpu_allocate(nbytes);
+    if (s.nbytes > 0) std::memcpy(b.ptr, s.data, s.nbytes);
+    cpu_deallocate({s.data, s.capacity});
+  } else {
+    DeviceHooks& h = device_hooks(s.device.type());
+    b = h.allocate(nbytes, s.device.index());
+    struct FreeOnThrow {  // a failed copy gives the new block back, the old one untouched
+      DeviceHooks& h;
+      Block b;
+      int index;
+      bool copied = false;
+      ~FreeOnThrow() {
+        if (!copied) h.deallocate(b, index);
+      }
+    } guard{h, b, s.device.index()};
+    if (s.nbytes > 0) h.memcpy(b.ptr, s.device, s.data, s.device, s.nbytes);
+    guard.copied = true;
+    h.deallocate({s.data, s.capacity}, s.device.index());
+  }
+  s.data = b.ptr;
+  s.nbytes = nbytes;
+  s.capacity = b.capacity;
 }
 
 bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides) {

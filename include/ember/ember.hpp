@@ -21,6 +21,7 @@
 #include <ember/ops/split_stack_ops.hpp>
 #include <ember/ops/vector_products.hpp>
 #include <ember/ops/inplace_index_ops.hpp>
+#include <ember/ops/inplace_view_ops.hpp>
 #include <ember/ops/gamma_ops.hpp>
 #include <ember/ops/special_ops.hpp>
 #include <ember/ops/set_ops.hpp>

@@ -43,5 +43,8 @@ Ref<Storage> make_storage(size_t nbytes, Device device);
 Ref<Storage> make_user_storage(void* data, size_t nbytes, Device device,
                                void (*deleter)(void*, void*), void* ctx);
 void release(Storage* s) noexcept;
+/// Grows `s` to `nbytes` in place (tensor.resize_), its bytes kept and every tensor sharing it
+/// seeing the new memory; user memory cannot grow (an error naming `op`).
+void grow_storage(Storage& s, size_t nbytes, const char* op);
 
 }  // namespace ember::detail

@@ -178,6 +178,22 @@ class BasicTensor {
     return apply(v);
   }
   BasicTensor flatten(int64_t start = 0, int64_t end = -1) const;
+  // Shape changes in place (ops/inplace_view_ops.hpp, which <ember/ember.hpp> includes):
+  // every handle to this tensor sees the new shape; under autograd the tensor's history
+  // goes through the view's backward.
+  BasicTensor& squeeze_();
+  BasicTensor& squeeze_(int64_t d);
+  BasicTensor& unsqueeze_(int64_t d);
+  BasicTensor& transpose_(int64_t d0, int64_t d1);
+  BasicTensor& swapdims_(int64_t a, int64_t b) { return transpose_(a, b); }
+  BasicTensor& swapaxes_(int64_t a, int64_t b) { return transpose_(a, b); }
+  BasicTensor& t_();
+  BasicTensor& as_strided_(const Shape& sizes, const Shape& strides, std::optional<int64_t> offset = {});
+  /// The shape `sizes`, contiguous, over this tensor's storage, which grows (keeping its bytes)
+  /// when too small; new elements are uninitialised. Refused for tensors that require grad
+  /// and for user memory (from_blob) that would have to grow.
+  BasicTensor& resize_(const Shape& sizes);
+  BasicTensor& resize_as_(const BasicTensor& o) { return resize_(o.sizes()); }
   BasicTensor unflatten(int64_t d, const Shape& sizes) const;
   BasicTensor narrow(int64_t d, int64_t start, int64_t length) const {
     ops::ViewOp v{ops::ViewKind::Narrow};
