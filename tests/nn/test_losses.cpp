@@ -111,6 +111,8 @@ TEST_CASE("losses: a reduction is a name, never an integer or a null string") {
                        doctest::Contains("[kl_div] reduction must be"), Error);
 }
 
+Tensor probs_of_other_dtype(const Tensor& logits) { return logits.softmax(1).to(DType::F32); }
+
 TEST_CASE("losses: cross_entropy and nll_loss with weight, ignore_index and label smoothing") {
   manual_seed(9);
   const int64_t n = 5, c = 4;
@@ -147,6 +149,20 @@ TEST_CASE("losses: cross_entropy and nll_loss with weight, ignore_index and labe
                        doctest::Contains("outside [0, 4)"), Error);
   CHECK_THROWS_WITH_AS(nn::F::cross_entropy(logits, tensor<int64_t>({1, 0})), doctest::Contains("does not match"),
                        Error);
+  // cross_entropy's errors name cross_entropy (it computes through nll_loss), and the index.
+  CHECK_THROWS_WITH_AS(nn::F::cross_entropy(logits, tensor<int64_t>({1, 0, 4, 3, 2})),
+                       doctest::Contains("[cross_entropy] target index 4 is outside [0, 4)"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::nll_loss(logits, tensor<int64_t>({1, 0})), doctest::Contains("[nll_loss] target of shape"),
+                       Error);
+  // A weight of another dtype is refused (PyTorch too), as are integer inputs.
+  CHECK_THROWS_WITH_AS(nn::F::cross_entropy(logits, target, weight.to(DType::F32)),
+                       doctest::Contains("[cross_entropy] weight is f32 on cpu but the input is f64 on cpu"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::nll_loss(logits, target, weight.to(DType::F32)),
+                       doctest::Contains("[nll_loss] weight is f32"), Error);
+  CHECK_THROWS_WITH_AS(nn::F::cross_entropy(target, target), doctest::Contains("[cross_entropy] input must be floating"),
+                       Error);
+  CHECK_THROWS_WITH_AS(nn::F::cross_entropy(logits, probs_of_other_dtype(logits)),
+                       doctest::Contains("[cross_entropy] probability target is f32"), Error);
   nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions().weight(weight).label_smoothing(0.2).ignore_index(0));
   CHECK(ce(logits, target).item<double>() == doctest::Approx(ref_cross_entropy(lv, n, c, tv, w, 0, 0.2)));
 }

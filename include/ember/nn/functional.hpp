@@ -188,14 +188,29 @@ BasicTensor<P> huber_loss(const BasicTensor<P>& input, const BasicTensor<P>& tar
   return detail::reduce(where(d.lt(delta), d.square() * 0.5, (d - 0.5 * delta) * delta), reduction, "huber_loss");
 }
 
-/// Negative log-likelihood of log-probabilities `input` (N, C[, d...]) or (C) at class
-/// indices `target` (N[, d...]) or (); weight per class; ignore_index targets count nowhere.
+namespace detail {
+/// The checks of a class-weight tensor: one weight per class, in the input's dtype and on its
+/// device (PyTorch refuses another dtype too).
 template <class P>
-BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& weight = {},
-                        int64_t ignore_index = -100, LossReduction reduction = "mean") {
-  EMBER_CHECK(input.dim() >= 1, "[nll_loss] input must have at least 1 dim, got a 0-d tensor");
+void check_class_weight(const BasicTensor<P>& weight, const BasicTensor<P>& input, int64_t classes, const char* op) {
+  if (!weight.defined()) return;
+  EMBER_CHECK(weight.dim() == 1 && weight.size(0) == classes, "[{}] weight of shape {} must have {} elements", op,
+              weight.sizes(), classes);
+  EMBER_CHECK(weight.dtype() == input.dtype() && weight.device() == input.device(),
+              "[{}] weight is {} on {} but the input is {} on {}", op, weight.dtype(), weight.device(), input.dtype(),
+              input.device());
+}
+
+/// nll_loss, its errors naming `op` (cross_entropy's own name when it calls this).
+template <class P>
+BasicTensor<P> nll_loss_named(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& weight,
+                              int64_t ignore_index, LossReduction reduction, const char* op) {
+  EMBER_CHECK(input.dim() >= 1, "[{}] input must have at least 1 dim, got a 0-d tensor", op);
+  EMBER_CHECK(input.is_floating_point(), "[{}] input must be floating point, got {}", op, input.dtype());
   EMBER_CHECK(target.dtype() == DType::I64 || target.dtype() == DType::I32,
-              "[nll_loss] target must hold class indices (i64), got {}", target.dtype());
+              "[{}] target must hold class indices (i64), got {}", op, target.dtype());
+  EMBER_CHECK(target.device() == input.device(), "[{}] target is on {} but the input is on {}", op, target.device(),
+              input.device());
   bool batched = input.dim() >= 2;
   int64_t c = batched ? input.size(1) : input.size(0);
   Shape expect;
@@ -203,11 +218,9 @@ BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& targe
     expect.push_back(input.size(0));
     for (int64_t d = 2; d < input.dim(); ++d) expect.push_back(input.size(d));
   }
-  EMBER_CHECK(target.sizes() == expect, "[nll_loss] target of shape {} does not match input of shape {} (expected {})",
+  EMBER_CHECK(target.sizes() == expect, "[{}] target of shape {} does not match input of shape {} (expected {})", op,
               target.sizes(), input.sizes(), expect);
-  if (weight.defined())
-    EMBER_CHECK(weight.dim() == 1 && weight.size(0) == c, "[nll_loss] weight of shape {} must have {} elements",
-                weight.sizes(), c);
+  check_class_weight(weight, input, c, op);
   BasicTensor<P> t = target.to(DType::I64);
   if (!weight.defined() && input.dim() == 2 && t.is_cpu() && (reduction == "mean" || reduction == "sum")) {
     // The common case: every target a class (checked here on the host), so the loss is minus
@@ -219,7 +232,7 @@ BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& targe
     for (int64_t i = 0; i < tc.numel() && !ignored; ++i) {
       ignored = tp[i] == ignore_index;
       EMBER_CHECK(ignored || (tp[i] >= 0 && tp[i] < c),
-                  "[nll_loss] a target index is outside [0, {}) (and is not ignore_index {})", c, ignore_index);
+                  "[{}] target index {} is outside [0, {}) (and is not ignore_index {})", op, tp[i], c, ignore_index);
     }
     if (!ignored) {
       BasicTensor<P> picked = gather(input, 1, tc.unsqueeze(1));
@@ -230,7 +243,7 @@ BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& targe
   {
     BasicTensor<P> tv = where(valid, t, int64_t{0});
     bool ok = tv.numel() == 0 || (tv.ge(int64_t{0}).logical_and(tv.lt(c))).all().template item<bool>();
-    EMBER_CHECK(ok, "[nll_loss] a target index is outside [0, {}) (and is not ignore_index {})", c, ignore_index);
+    EMBER_CHECK(ok, "[{}] a target index is outside [0, {}) (and is not ignore_index {})", op, c, ignore_index);
   }
   BasicTensor<P> safe = where(valid, t, int64_t{0});
   // Move classes last, gather the target's log-probability.
@@ -243,7 +256,16 @@ BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& targe
   // (a placeholder) is -inf: -(-inf) * 0 would be NaN.
   BasicTensor<P> losses = where(valid, picked.neg() * w, 0.0);
   if (reduction == "mean") return losses.sum() / w.sum();
-  return detail::reduce(losses, reduction, "nll_loss");
+  return reduce(losses, reduction, op);
+}
+}  // namespace detail
+
+/// Negative log-likelihood of log-probabilities `input` (N, C[, d...]) or (C) at class
+/// indices `target` (N[, d...]) or (); weight per class; ignore_index targets count nowhere.
+template <class P>
+BasicTensor<P> nll_loss(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& weight = {},
+                        int64_t ignore_index = -100, LossReduction reduction = "mean") {
+  return detail::nll_loss_named(input, target, weight, ignore_index, reduction, "nll_loss");
 }
 
 /// Cross entropy of logits `input` (N, C[, d...]) or (C) against class indices or class
@@ -254,14 +276,18 @@ BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& 
                              LossReduction reduction = "mean", double label_smoothing = 0.0) {
   EMBER_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "[cross_entropy] label_smoothing must be in [0, 1], got {}",
               label_smoothing);
-  EMBER_CHECK(input.dim() >= 1, "[cross_entropy] input must have at least 1 dim");
+  EMBER_CHECK(input.dim() >= 1, "[cross_entropy] input must have at least 1 dim, got a 0-d tensor");
+  EMBER_CHECK(input.is_floating_point(), "[cross_entropy] input must be floating point, got {}", input.dtype());
   int64_t cdim = input.dim() >= 2 ? 1 : 0;
   int64_t c = input.size(cdim);
+  detail::check_class_weight(weight, input, c, "cross_entropy");
+  if (target.is_floating_point())
+    EMBER_CHECK(target.dtype() == input.dtype() && target.device() == input.device(),
+                "[cross_entropy] probability target is {} on {} but the input is {} on {}", target.dtype(),
+                target.device(), input.dtype(), input.device());
   BasicTensor<P> lp = input.log_softmax(cdim);
   BasicTensor<P> wc;  // weight broadcast along the class dim
   if (weight.defined()) {
-    EMBER_CHECK(weight.dim() == 1 && weight.size(0) == c, "[cross_entropy] weight of shape {} must have {} elements",
-                weight.sizes(), c);
     Shape ws(static_cast<size_t>(input.dim()), 1);
     ws[cdim] = c;
     wc = weight.reshape(ws);
@@ -277,7 +303,8 @@ BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& 
     if (reduction == "mean") return input.dim() >= 2 ? losses.sum() / static_cast<double>(losses.numel()) : losses;
     return detail::reduce(losses, reduction, "cross_entropy");
   }
-  BasicTensor<P> nll = functional::nll_loss(lp, target, weight, ignore_index, label_smoothing > 0 ? "none" : reduction);
+  BasicTensor<P> nll =
+      detail::nll_loss_named(lp, target, weight, ignore_index, label_smoothing > 0 ? "none" : reduction, "cross_entropy");
   if (label_smoothing == 0) return nll;
   // Smoothing: (1 - eps) * nll + eps * mean over classes of -log p (weighted as PyTorch does).
   BasicTensor<P> t = target.to(DType::I64);
