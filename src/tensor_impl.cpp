@@ -78,8 +78,21 @@ void release(Storage* s) noexcept {
 
 void grow_storage(Storage& s, size_t nbytes, const char* op) {
   if (nbytes <= s.nbytes) return;
-  EMBER_CHECK(s.capacity != 0, "[{}] the storage is user memory (from_blob) of {} bytes; it cannot grow to {} bytes",
-              op, s.nbytes, nbytes);
+  EMBER_CHECK(s.capacity != 0 || s.movable,
+              "[{}] the tensor's memory is the user's (from_blob), {} bytes; it cannot grow to {} bytes", op, s.nbytes,
+              nbytes);
+  if (s.capacity == 0) {  // movable memory Ember lent: into an allocator block, then released
+    EMBER_CHECK(s.device.is_cpu(), "[{}] movable storage on {} is not supported", op, s.device);
+    const Block b = cpu_allocate(nbytes);
+    if (s.nbytes > 0) std::memcpy(b.ptr, s.data, s.nbytes);
+    if (s.deleter) s.deleter(s.deleter_ctx, s.data);
+    s.deleter = nullptr;
+    s.movable = false;
+    s.data = b.ptr;
+    s.nbytes = nbytes;
+    s.capacity = b.capacity;
+    return;
+  }
   if (nbytes <= s.capacity) {  // the allocator's block already holds it
     s.nbytes = nbytes;
     return;

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
+#include <ember/io/safetensors.hpp>
 
 #include "error_text.hpp"
 #include "support/tensor_values.hpp"
@@ -52,6 +53,10 @@ TEST_CASE("in-place view ops change the tensor's shape, not its values, for ever
 TEST_CASE("in-place view ops refuse bad dims, naming the in-place op") {
   Tensor x = zeros({2, 3, 4});
   CHECK(has(error_of([&] { x.t_(); }), "[t_]"));
+  CHECK(has(error_of([&] { x.as_strided_({2, 2}, {1}); }), "[as_strided_] sizes [2, 2] and strides [1] must have one length"));
+  CHECK(has(error_of([&] { x.as_strided_({5, 5}, {5, 1}); }), "[as_strided_] sizes [5, 5], strides [5, 1] at offset 0 reach element 24 of a storage of 24"));
+  CHECK(has(error_of([&] { x.as_strided_({2}, {-1}); }), "[as_strided_] sizes [2] and strides [-1] must be >= 0"));
+  CHECK(has(error_of([&] { x.as_strided_({2}, {1}, -3); }), "[as_strided_] the storage offset must be >= 0, got -3"));
   CHECK(has(error_of([&] { x.squeeze_(3); }), "[squeeze_]"));
   CHECK(has(error_of([&] { x.unsqueeze_(5); }), "[unsqueeze_]"));
   CHECK(has(error_of([&] { x.transpose_(0, -4); }), "[transpose_]"));
@@ -95,8 +100,27 @@ TEST_CASE("in-place view ops under autograd: the tensor's gradient goes through 
     Tensor r = x * 3;
     Tensor first = r.select(0, 1);
     r.squeeze_(1);
+    r.unsqueeze_(0);  // twice: the view's history still stands
     (first * 5 + r.sum()).sum().backward();
     CHECK(vals(x.grad()) == F{3, 18, 3, 3});
+  }
+  SUBCASE("a root's as_strided_ to fewer elements leaves the views made before usable") {
+    Tensor x = values({1, 2, 3, 4}, {4}).requires_grad_();
+    Tensor r = x * 1;
+    Tensor head = r.narrow(0, 0, 2);
+    r.as_strided_({2}, {1}, 2);  // r is now x's last two elements
+    CHECK(vals(r) == F{3, 4});
+    (head * 2 + r).sum().backward();
+    CHECK(vals(x.grad()) == F{2, 2, 1, 1});
+  }
+  SUBCASE("a gradient retained in the old shape is dropped") {
+    Tensor x = values({1, 3}, {2, 1}).requires_grad_();
+    Tensor a = x * 2;
+    a.retain_grad();
+    (a * 1).sum().backward(Tensor(), true);
+    CHECK(a.grad().sizes() == Shape{2, 1});
+    a.squeeze_();
+    CHECK_FALSE(a.grad().defined());
   }
 }
 
@@ -128,11 +152,19 @@ TEST_CASE("in-place view ops refuse what autograd could not follow") {
 TEST_CASE("resize_ grows the storage in place, keeping its values, and shrinks without copying") {
   Tensor x = arange(6).to(DType::F32);
   Tensor rows = x.view({2, 3});  // shares x's storage
-  x.resize_({2, 5});
+  const void* first = x.data_ptr();
+  x.resize_({2, 5});  // 40 bytes: still inside the allocator's block
+  CHECK(x.data_ptr() == first);
   CHECK(x.sizes() == Shape{2, 5});
   CHECK(x.is_contiguous());
   CHECK(vals(x.reshape({-1}).narrow(0, 0, 6)) == F{0, 1, 2, 3, 4, 5});
-  CHECK(vals(rows) == F{0, 1, 2, 3, 4, 5});  // the grown storage is the views' too
+  const int64_t in_use = allocator_stats().bytes_in_use;
+  x.resize_({100, 100});  // a new block: the values move, the old block goes back
+  CHECK(x.data_ptr() != first);
+  CHECK(rows.data_ptr() == x.data_ptr());  // the grown storage is the views' too
+  CHECK(allocator_stats().bytes_in_use > in_use);
+  CHECK(vals(x.reshape({-1}).narrow(0, 0, 6)) == F{0, 1, 2, 3, 4, 5});
+  CHECK(vals(rows) == F{0, 1, 2, 3, 4, 5});
   x.fill_(7);
   CHECK(vals(rows) == F{7, 7, 7, 7, 7, 7});
   const void* before = x.data_ptr();
@@ -151,8 +183,14 @@ TEST_CASE("resize_ grows the storage in place, keeping its values, and shrinks w
   CHECK(tr.strides() == Shape{3, 1});
 
   Tensor view = arange(10).to(DType::F32).narrow(0, 4, 2);  // offset 4
-  view.resize_({8});  // reaches 4 + 8 elements: the storage grows past 10
+  view.resize_({800});  // reaches 4 + 800 elements: the storage grows past 10
   CHECK(vals(view.narrow(0, 0, 6)) == F{4, 5, 6, 7, 8, 9});
+
+  // A loaded file's tensors are Ember's memory, not the user's: they may grow.
+  const std::vector<uint8_t> bytes = io::save_safetensors_bytes(io::TensorDict{{"w", arange(3).to(DType::F32)}});
+  Tensor w = io::load_safetensors_bytes(bytes.data(), bytes.size())["w"];
+  w.resize_({1000});
+  CHECK(vals(w.narrow(0, 0, 3)) == F{0, 1, 2});
 }
 
 TEST_CASE("resize_ refuses what it cannot do") {
@@ -162,8 +200,20 @@ TEST_CASE("resize_ refuses what it cannot do") {
   Tensor user = from_blob(buf, {4});
   user.resize_({2});  // within the user's memory: allowed
   CHECK(vals(user) == F{1, 2});
-  CHECK(has(error_of([&] { user.resize_({5}); }), "user memory (from_blob) of 16 bytes; it cannot grow to 20 bytes"));
+  CHECK(has(error_of([&] { user.resize_({5}); }), "the tensor's memory is the user's (from_blob), 16 bytes; it cannot grow to 20 bytes"));
   CHECK(user.sizes() == Shape{2});
+  Tensor root = zeros({4}).requires_grad_() * 1;
+  Tensor part = root.detach().narrow(0, 0, 2);
+  Tensor through = root.narrow(0, 0, 2);
+  part.resize_({3});  // a view of a tensor without history: allowed
+  CHECK(has(error_of([&] { through.resize_({3}); }), "[resize_] cannot resize a tensor that requires grad"));
+  Tensor quiet;
+  {
+    NoGradGuard ng;
+    quiet = root.narrow(0, 0, 2);  // no history, but a view of one that requires grad
+  }
+  CHECK(has(error_of([&] { quiet.resize_({3}); }), "[resize_] cannot resize a view (shape [2]) of a tensor that requires grad (shape [4])"));
+  CHECK(quiet.sizes() == Shape{2});
 }
 
 }  // namespace test_inplace_view_ops

@@ -5,6 +5,7 @@
 
 #include "accumulate_grad.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -79,6 +80,11 @@ uint64_t next_sequence() { return g_sequence.fetch_add(1, std::memory_order_rela
 
 namespace {
 const Node* grad_fn_of(const TensorImpl& t) { return t.autograd ? t.autograd->grad_fn.get() : nullptr; }
+/// Whether `root` had history `fn` before only shape changes in place (AutogradMeta::reshaped_from).
+bool reshaped_since(const TensorImpl& root, const Node* fn) {
+  const AutogradMeta* rm = root.autograd;
+  return rm && std::find(rm->reshaped_from.begin(), rm->reshaped_from.end(), fn) != rm->reshaped_from.end();
+}
 /// Serialises the rebuilding of views' histories (a view used on several threads at once).
 std::mutex g_view_mu;
 }  // namespace
@@ -91,7 +97,9 @@ Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
     // Rebuilt when an in-place op gave the root a new history. A root that lost its history
     // (detach_()) leaves its views' histories as they are, as PyTorch does.
     const Node* root_now = grad_fn_of(*t.view_of);
-    if (root_now && m->root_fn != root_now) {
+    if (root_now && m->root_fn != root_now && reshaped_since(*t.view_of, m->root_fn)) {
+      m->root_fn = root_now;  // the same values: this view's history stands
+    } else if (root_now && m->root_fn != root_now) {
       m->view_fn = ops->view_history(t);
       m->root_fn = root_now;
       m->rebuilt = true;
@@ -102,7 +110,7 @@ Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
       // one this view's history was made from), the view's value depends on a history that is
       // gone: no gradient, as PyTorch.
       const AutogradMeta* rm = t.view_of->autograd;
-      if (rm && rm->detached_fn && rm->detached_fn != m->root_fn) {
+      if (rm && rm->detached_fn && rm->detached_fn != m->root_fn && !reshaped_since(*t.view_of, m->root_fn)) {
         m->view_fn.reset();
         m->rebuilt = true;
       }
@@ -159,6 +167,7 @@ void set_history(TensorImpl& out, const std::shared_ptr<Node>& node, uint32_t ou
   AutogradMeta& m = meta_of(out);
   m.grad_fn = node;
   m.output_nr = output_nr;
+  if (!m.reshaped_from.empty()) [[unlikely]] m.reshaped_from.clear();  // a new history (inplace_view_ops.hpp keeps it)
   if (m.retained_grad && m.retained_grad->node != node.get() && node->ops)
     attach_retain_hook(*node, output_nr, m.retained_grad, node->ops);
   if (out.view_of) {

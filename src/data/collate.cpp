@@ -19,7 +19,9 @@ Tensor empty_owned(const Shape& shape, DType dtype) {
   size_t rounded = (bytes + EMBER_ALIGNMENT - 1) / EMBER_ALIGNMENT * EMBER_ALIGNMENT;
   void* p = std::aligned_alloc(EMBER_ALIGNMENT, rounded == 0 ? EMBER_ALIGNMENT : rounded);
   EMBER_CHECK(p != nullptr, "[collate] out of memory allocating a batch of {} bytes (shape {})", bytes, shape);
-  return from_blob(p, shape, TensorOptions(dtype), &free_owned, nullptr);
+  Tensor t = from_blob(p, shape, TensorOptions(dtype), &free_owned, nullptr);
+  t.impl().storage->movable = true;  // Ember's own memory: resize_ may move it
+  return t;
 }
 
 bool is_owned(const Tensor& t) { return t.impl().storage->deleter == &free_owned; }

@@ -90,6 +90,7 @@ Ref<TensorImpl> tensor_from_bytes(const BlobRef& owner, const uint8_t* data, DTy
   if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(itemsize(dtype)) == 0) {
     BlobRef keep = owner;  // released by the storage's deleter
     storage = make_user_storage(const_cast<uint8_t*>(data), nbytes, kCPU, &unref_blob, keep.leak());
+    storage->movable = true;  // the file's bytes are Ember's: resize_ may move them
   } else {
     // Kernels may assume aligned elements; a file that does not align them costs a copy.
     storage = make_storage(nbytes, kCPU);

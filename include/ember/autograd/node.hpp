@@ -141,6 +141,10 @@ struct AutogradMeta {
   /// For a root: its history when detach_() removed it. Views whose history was made from
   /// that one keep it; views of an older value (written in place since) lose their gradient.
   const Node* detached_fn = nullptr;
+  /// For a root: the histories it had before shape changes in place (squeeze_, t_, ...) since
+  /// its last other change of history. Its values did not change, so a view made from one of
+  /// them keeps its history (compared only, as root_fn; the root's history holds them).
+  std::vector<const Node*> reshaped_from;
 };
 
 /// A tensor's metadata, created on first use.

@@ -27,6 +27,9 @@ struct Storage {
   /// For user memory: called as deleter(ctx, data) when the last reference goes.
   void (*deleter)(void* ctx, void* data) = nullptr;
   void* deleter_ctx = nullptr;
+  /// For memory Ember lent itself (a loaded file's bytes, a collated batch), not the user's:
+  /// resize_ may move the data into allocator memory and release this memory early.
+  bool movable = false;
 };
 
 /// Set by autograd::InferenceModeGuard on its thread; storage made meanwhile is unversioned.
@@ -44,7 +47,8 @@ Ref<Storage> make_user_storage(void* data, size_t nbytes, Device device,
                                void (*deleter)(void*, void*), void* ctx);
 void release(Storage* s) noexcept;
 /// Grows `s` to `nbytes` in place (tensor.resize_), its bytes kept and every tensor sharing it
-/// seeing the new memory; user memory cannot grow (an error naming `op`).
+/// seeing the new memory. The user's memory (from_blob) cannot grow (an error naming `op`);
+/// movable memory moves into the allocator's.
 void grow_storage(Storage& s, size_t nbytes, const char* op);
 
 }  // namespace ember::detail

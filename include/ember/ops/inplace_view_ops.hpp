@@ -13,12 +13,17 @@
 /// leaf that requires grad is refused under grad mode, and the storage version moves: a tensor
 /// saved for backward before the change no longer describes the elements it saved. Unlike
 /// PyTorch, a tensor with a history is refused under no-grad mode: its history would keep the
-/// old shape and fail at backward.
+/// old shape and fail at backward; and a view of a leaf that requires grad may change shape
+/// (its gradient still reaches the leaf). Views made of a tensor before it changed shape keep
+/// their histories. A leaf reshaped under no-grad keeps its .grad in the old shape, as PyTorch's;
+/// a gradient retained (retain_grad) in the old shape is dropped.
 
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/autograd/inplace.hpp>
 #include <ember/core/tensor.hpp>
 #include <ember/core/tensor_methods.hpp>
+
+#include <vector>
 
 namespace ember {
 
@@ -53,7 +58,18 @@ BasicTensor<P>& become_view(BasicTensor<P>& t, const BasicTensor<P>& v) {
   ti.refresh();
   bump_version(*ti.storage);
   if constexpr (has_layer<autograd::Autograd, typename P::layers>::value) {
-    if (vi.autograd && vi.autograd->grad_fn) autograd::set_history(ti, vi.autograd->grad_fn, vi.autograd->output_nr);
+    if (vi.autograd && vi.autograd->grad_fn) {
+      autograd::AutogradMeta& m = autograd::meta_of(ti);
+      // A root's views made before keep their histories (its values did not change):
+      // AutogradMeta::reshaped_from, which set_history clears.
+      std::vector<const autograd::Node*> reshaped = std::move(m.reshaped_from);
+      if (m.grad_fn && !ti.view_of) reshaped.push_back(m.grad_fn.get());
+      // A gradient retained in the old shape is not this tensor's any more.
+      if (m.retained_grad && m.retained_grad->grad && m.retained_grad->grad->sizes != ti.sizes)
+        m.retained_grad->grad.reset();
+      autograd::set_history(ti, vi.autograd->grad_fn, vi.autograd->output_nr);
+      if (!ti.view_of) m.reshaped_from = std::move(reshaped);
+    }
   }
   return t;
 }
@@ -96,18 +112,45 @@ BasicTensor<P>& BasicTensor<P>::t_() {
 }
 
 template <class P>
-BasicTensor<P>& BasicTensor<P>::as_strided_(const Shape& sizes, const Shape& strides, std::optional<int64_t> offset) {
-  detail::check_inplace_view_target(*this, "as_strided_");
-  return detail::become_view(*this, as_strided(sizes, strides, offset));
+BasicTensor<P>& BasicTensor<P>::as_strided_(const Shape& new_sizes, const Shape& new_strides,
+                                            std::optional<int64_t> offset) {
+  constexpr const char* op = "as_strided_";
+  detail::check_inplace_view_target(*this, op);
+  // The geometry's own checks under this op's name (as_strided would name itself).
+  const Impl& ti = impl();
+  const int64_t start = offset.value_or(ti.offset);
+  EMBER_CHECK(new_sizes.size() == new_strides.size(), "[{}] sizes {} and strides {} must have one length", op,
+              new_sizes, new_strides);
+  EMBER_CHECK(start >= 0, "[{}] the storage offset must be >= 0, got {}", op, start);
+  int64_t last = start;  // the last element the view reaches
+  for (size_t i = 0; i < new_sizes.size(); ++i) {
+    EMBER_CHECK(new_sizes[i] >= 0 && new_strides[i] >= 0, "[{}] sizes {} and strides {} must be >= 0", op, new_sizes,
+                new_strides);
+    if (new_sizes[i] == 0) last = -1;
+    if (last < 0) continue;
+    int64_t reach;
+    EMBER_CHECK(!__builtin_mul_overflow(new_sizes[i] - 1, new_strides[i], &reach) &&
+                    !__builtin_add_overflow(last, reach, &last),
+                "[{}] sizes {} and strides {} reach past int64", op, new_sizes, new_strides);
+  }
+  const int64_t elements = static_cast<int64_t>(ti.storage->nbytes / itemsize(ti.dtype));
+  EMBER_CHECK(last < elements, "[{}] sizes {}, strides {} at offset {} reach element {} of a storage of {}", op,
+              new_sizes, new_strides, start, last, elements);
+  return detail::become_view(*this, as_strided(new_sizes, new_strides, start));
 }
 
 template <class P>
 BasicTensor<P>& BasicTensor<P>::resize_(const Shape& new_sizes) {
   constexpr const char* op = "resize_";
-  if constexpr (detail::has_layer<autograd::Autograd, typename P::layers>::value)
-    EMBER_CHECK(!requires_grad(), "[{}] cannot resize a tensor that requires grad (shape {}); resize a detach()ed "
-                                  "tensor or make a new one", op, sizes());
   Impl& ti = impl();
+  if constexpr (detail::has_layer<autograd::Autograd, typename P::layers>::value) {
+    EMBER_CHECK(!requires_grad(), "[{}] cannot resize a tensor that requires grad (shape {}); resize a clone()",
+                op, sizes());
+    // A view's elements must stay its root's for autograd to follow writes through it.
+    EMBER_CHECK(!ti.view_of || !autograd::requires_grad(*ti.view_of) || new_sizes == ti.sizes,
+                "[{}] cannot resize a view (shape {}) of a tensor that requires grad (shape {})", op, sizes(),
+                ti.view_of->sizes);
+  }
   if (new_sizes == ti.sizes) return *this;  // strides kept, as PyTorch's
   const int64_t n = checked_numel(new_sizes, op);
   if (n > 0) {
