@@ -44,6 +44,46 @@ const double kInf = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
+TEST_CASE("poisson: counts with the distribution's probabilities, both methods, seeded, refusals") {
+  manual_seed(41);
+  const int64_t n = 40000;
+  // Inversion (rate 3) and rejection (rate 15): each count's frequency against its probability.
+  for (double lam : {3.0, 15.0}) {
+    const std::vector<double> k = values_of(poisson(full({n}, lam, DType::F64)));
+    double mass = std::exp(-lam);  // P(0)
+    for (int64_t c = 0; c <= static_cast<int64_t>(2 * lam); ++c) {
+      if (c > 0) mass *= lam / static_cast<double>(c);
+      const double freq = static_cast<double>(std::count(k.begin(), k.end(), static_cast<double>(c))) / n;
+      CHECK_MESSAGE(std::fabs(freq - mass) < 5 * std::sqrt(mass * (1 - mass) / n) + 1e-4,
+                    "rate ", lam, " count ", c, ": frequency ", freq, " probability ", mass);
+    }
+  }
+  // Moments over both methods' ranges; every draw a non-negative integer.
+  for (double lam : {0.25, 9.99, 10.0, 40.0, 1e6}) {
+    const std::vector<double> k = values_of(poisson(full({n}, lam, DType::F64)));
+    CHECK(std::fabs(mean_of(k) - lam) < 5 * std::sqrt(lam / n));
+    CHECK(var_of(k) == doctest::Approx(lam).epsilon(0.05));
+    CHECK(std::all_of(k.begin(), k.end(), [](double x) { return x >= 0 && x == std::floor(x); }));
+  }
+  const Tensor rates = tensor<float>({0.f, 2.5f, 0.f, 50.f, 1e4f});
+  manual_seed(7);
+  const Tensor a = poisson(rates);
+  manual_seed(7);
+  CHECK(values_of(poisson(rates)) == values_of(a));
+  CHECK(a.dtype() == DType::F32);
+  CHECK(values_of(a)[0] == 0);
+  CHECK(values_of(a)[2] == 0);
+  Generator gen(11);
+  const Tensor g1 = poisson(rates, gen);
+  gen.manual_seed(11);
+  CHECK(values_of(poisson(rates, gen)) == values_of(g1));
+  CHECK_FALSE(poisson(rates.clone().requires_grad_()).requires_grad());  // a sample: no gradient, as normal()
+  CHECK_THROWS_WITH_AS(poisson(tensor<double>({1, -1})), doctest::Contains("[poisson] rates must be finite and >= 0, got -1"), Error);
+  CHECK_THROWS_WITH_AS(poisson(tensor<double>({kNaN})), doctest::Contains("[poisson] rates must be finite"), Error);
+  CHECK_THROWS_WITH_AS(poisson(tensor<double>({kInf})), doctest::Contains("[poisson] rates must be finite"), Error);
+  CHECK_THROWS_WITH_AS(poisson(tensor<int64_t>({1})), doctest::Contains("[poisson] expects floating rates, got i64"), Error);
+}
+
 TEST_CASE("random fills: uniform_, normal_, exponential_ have their moments and ranges") {
   manual_seed(100);
   const int64_t n = 200000;

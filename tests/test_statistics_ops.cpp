@@ -78,6 +78,39 @@ TEST_CASE("median and nanmedian: the lower middle value, its first index, NaN as
   CHECK_ERROR(median(zeros({2, 3}), 2), "[median]", "dim 2");
 }
 
+TEST_CASE("mode: the smallest most frequent value, its last index, NaN counted once each") {
+  const double nan = std::nan("");
+  auto [v, i] = mode(tensor<int64_t>({{1, 2, 2, 3, 3}, {5, 5, 4, 4, 1}}), 1);
+  CHECK(values_of(v) == std::vector<double>{2, 4});
+  CHECK(values_of(i) == std::vector<double>{2, 3});
+  auto [vn, in] = mode(tensor<double>({nan, nan, nan, 1, 1, 2}));
+  CHECK(vn.item<double>() == 1);
+  CHECK(in.item<int64_t>() == 4);
+  auto [va, ia] = mode(tensor<double>({nan, nan}));  // NaN only: the first
+  CHECK(std::isnan(va.item<double>()));
+  CHECK(ia.item<int64_t>() == 0);
+  auto [vk, ik] = mode(tensor<float>({{2, 2, 1, 1}}), 1, true);
+  CHECK(vk.sizes() == Shape{1, 1});
+  CHECK(values_of(vk) == std::vector<double>{1});
+  CHECK(values_of(ik) == std::vector<double>{3});
+  auto [v0, i0] = mode(tensor<int64_t>({{1, 2}, {3, 3}, {3, 1}}), 0);
+  CHECK(values_of(v0) == std::vector<double>{3, 1});
+  CHECK(values_of(i0) == std::vector<double>{2, 2});
+  auto [vs, is] = mode(scalar_tensor(5.0));
+  CHECK(vs.dim() == 0);
+  CHECK(vs.item<float>() == 5);
+  CHECK(is.item<int64_t>() == 0);
+  auto [vb, ib] = mode(tensor<bool>({true, false, true}));
+  CHECK(vb.item<bool>());
+  CHECK(ib.item<int64_t>() == 2);
+  // The gradient goes to the last occurrence of the mode.
+  Tensor x = tensor<double>({1, 2, 2, 0}).requires_grad_();
+  mode(x).first.backward();
+  CHECK(values_of(x.grad()) == std::vector<double>{0, 0, 1, 0});
+  CHECK_THROWS_WITH_AS(mode(empty({2, 0}), 1), doctest::Contains("[mode] cannot take the mode of an empty dim 1"), Error);
+  CHECK_THROWS_WITH_AS(mode(empty({2, 3}), 2), doctest::Contains("[mode]"), Error);
+}
+
 TEST_CASE("quantile and nanquantile: PyTorch's ranks and interpolations") {
   Tensor v = tensor<float>({1.0f, 2.0f, 4.0f, 8.0f, 16.0f});
   Tensor q = tensor<float>({0.3f, 0.5f, 0.625f});

@@ -1,6 +1,7 @@
 #pragma once
 /// Random sampling beyond the factories, as libtorch's: in-place fills (uniform_, normal_,
-/// bernoulli_, exponential_, log_normal_, cauchy_, geometric_, random_), bernoulli, normal, multinomial, randperm, randint_like;
+/// bernoulli_, exponential_, log_normal_, cauchy_, geometric_, random_), bernoulli, normal, poisson,
+/// multinomial, randperm, randint_like;
 /// and comparisons with a tolerance (isclose, allclose, equal).
 ///
 ///   Tensor keep = empty({64, 128}).bernoulli_(0.9);          // a dropout mask
@@ -22,6 +23,8 @@
 #include <cstdint>
 #include <limits>
 #include <numbers>
+#include <string_view>
+#include <vector>
 
 namespace ember {
 
@@ -312,7 +315,92 @@ BasicTensor<P> multinomial(const BasicTensor<P>& probs, int64_t num_samples, boo
   if (probs.dim() == 1) out = out.squeeze(0);
   return out.to(device);
 }
+namespace detail {
+/// A Poisson(lam) draw for lam < 10 from one uniform u in [0, 1): the smallest k whose
+/// cumulative probability exceeds u.
+inline double poisson_by_inversion(double lam, double u) {
+  double p = std::exp(-lam), cdf = p, k = 0;
+  // (p reaching 0: u sat above the cdf's rounded total, a case of probability ~1e-16)
+  while (u >= cdf && p > 0) {
+    k += 1;
+    p *= lam / k;
+    cdf += p;
+  }
+  return k;
+}
+/// Hörmann's transformed rejection (PTRS, 1993) for lam >= 10: one attempt from two uniforms
+/// in [0, 1); NaN when the attempt is rejected. About 1.1 attempts per draw on average.
+struct PoissonPtrs {
+  double lam, log_lam, a, b, log_inv_alpha, vr;
+  explicit PoissonPtrs(double rate) : lam(rate), log_lam(std::log(rate)) {
+    b = 0.931 + 2.53 * std::sqrt(rate);
+    a = -0.059 + 0.02483 * b;
+    log_inv_alpha = std::log(1.1239 + 1.1328 / (b - 3.4));
+    vr = 0.9277 - 3.6224 / (b - 2);
+  }
+  double attempt(double u0, double v) const {
+    const double u = u0 - 0.5, us = 0.5 - std::abs(u);
+    const double k = std::floor((2 * a / us + b) * u + lam + 0.43);  // us = 0: -inf, rejected
+    if (us >= 0.07 && v <= vr) return k;
+    if (k < 0 || (us < 0.013 && v > us)) return std::numeric_limits<double>::quiet_NaN();
+    const bool accept = std::log(v) + log_inv_alpha - std::log(a / (us * us) + b) <=
+                        -lam + k * log_lam - std::lgamma(k + 1);
+    return accept ? k : std::numeric_limits<double>::quiet_NaN();
+  }
+};
+}  // namespace detail
+
+/// One Poisson(rate) count per element of `rates` (finite, >= 0), in rates' dtype and device,
+/// as torch::poisson: inversion below rate 10, Hörmann's PTRS above. A sample, not a function
+/// of the rates: no gradient flows to them (PyTorch's is zero).
+template <class P>
+BasicTensor<P> poisson(const BasicTensor<P>& rates) {
+  constexpr const char* op = "poisson";
+  EMBER_CHECK(rates.defined() && rates.is_floating_point(), "[{}] expects floating rates, got {}", op,
+              rates.defined() ? dtype_name(rates.dtype()) : std::string_view("an undefined tensor"));
+  const BasicTensor<P> r = rates.detach().to(kCPU, DType::F64).contiguous();
+  const int64_t n = r.numel();
+  const double* lam = r.template data_ptr<double>();
+  for (int64_t i = 0; i < n; ++i)
+    EMBER_CHECK(lam[i] >= 0 && std::isfinite(lam[i]), "[{}] rates must be finite and >= 0, got {} (shape {})", op,
+                lam[i], rates.sizes());
+  BasicTensor<P> out = empty<P>(r.sizes(), TensorOptions(DType::F64));
+  double* o = out.template data_ptr<double>();
+  const BasicTensor<P> u = detail::uniform01<P>({n});
+  const double* uv = u.template data_ptr<double>();
+  std::vector<int64_t> pending;  // rates >= 10, drawn by rejection below
+  for (int64_t i = 0; i < n; ++i) {
+    if (lam[i] < 10) o[i] = detail::poisson_by_inversion(lam[i], uv[i]);
+    else pending.push_back(i);
+  }
+  // Rounds of a few attempts for every pending element, fresh uniforms each round, until all
+  // are accepted (the same draws for the same seed, whatever the order of acceptance).
+  constexpr int64_t kAttempts = 4;
+  while (!pending.empty()) {
+    const int64_t m = static_cast<int64_t>(pending.size());
+    const BasicTensor<P> pairs = detail::uniform01<P>({m, 2 * kAttempts});
+    const double* pv = pairs.template data_ptr<double>();
+    std::vector<int64_t> rejected;
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t i = pending[static_cast<size_t>(j)];
+      const detail::PoissonPtrs ptrs(lam[i]);
+      double k = std::numeric_limits<double>::quiet_NaN();
+      for (int64_t t = 0; t < kAttempts && std::isnan(k); ++t)
+        k = ptrs.attempt(pv[j * 2 * kAttempts + 2 * t], pv[j * 2 * kAttempts + 2 * t + 1]);
+      if (std::isnan(k)) rejected.push_back(i);
+      else o[i] = k;
+    }
+    pending.swap(rejected);
+  }
+  return out.to(rates.device(), rates.dtype());
+}
+
 /// libtorch's forms with a generator (core/generator.hpp).
+template <class P, std::same_as<Generator> G>
+BasicTensor<P> poisson(const BasicTensor<P>& rates, const G& gen) {
+  GeneratorGuard use(gen);
+  return poisson(rates);
+}
 template <class P = DefaultPolicy, std::same_as<Generator> G>
 BasicTensor<P> randperm(int64_t n, const G& gen, TensorOptions o = {}) {
   GeneratorGuard use(gen);

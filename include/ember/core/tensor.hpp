@@ -347,6 +347,12 @@ class BasicTensor {
   BasicTensor float_power(const BasicTensor& exponent) const;
   BasicTensor float_power(Scalar exponent) const;
   BasicTensor ldexp(const BasicTensor& e) const;
+  // ops/integer_math.hpp (which <ember/ember.hpp> includes).
+  BasicTensor gcd(const BasicTensor& o) const;
+  BasicTensor lcm(const BasicTensor& o) const;
+  BasicTensor& gcd_(const BasicTensor& o);
+  BasicTensor& lcm_(const BasicTensor& o);
+  std::pair<BasicTensor, BasicTensor> frexp() const;
   BasicTensor true_divide(const BasicTensor& o) const;
   // In place with options (nn modules' inplace flag).
   BasicTensor& leaky_relu_(double slope) { return unary_inplace(ops::UnaryOp::LeakyRelu, {slope}); }

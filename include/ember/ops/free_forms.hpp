@@ -3,7 +3,7 @@
 /// (ember::sum(x, {1}), ember::max(x, 1) for values and indices, ember::max(a, b) for the
 /// elementwise maximum), scans, views (ember::reshape(x, {2, -1}), ember::transpose(x, 0, 1)),
 /// and the small composites libtorch users reach for (where(cond), argwhere, broadcast_to,
-/// split_with_sizes, fliplr, flipud, dist).
+/// split_with_sizes, fliplr, flipud, dist, unravel_index).
 
 #include <ember/ops/shape_ops.hpp>
 
@@ -191,6 +191,33 @@ template <class P>
 BasicTensor<P> argwhere(const BasicTensor<P>& x) {
   return nonzero(x);
 }
+/// The coordinates in a tensor of `shape` of each flat index (torch::unravel_index): one i64
+/// tensor per dim of shape, each of the indices' shape. Indices are integers in
+/// [-numel, numel); a negative one counts from the end.
+template <class P>
+std::vector<BasicTensor<P>> unravel_index(const BasicTensor<P>& indices, const Shape& shape) {
+  constexpr const char* op = "unravel_index";
+  EMBER_CHECK(indices.defined() && !indices.is_floating_point() && indices.dtype() != DType::Bool,
+              "[{}] expects an integer tensor of indices, got {}", op,
+              indices.defined() ? dtype_name(indices.dtype()) : std::string_view("an undefined tensor"));
+  const int64_t n = checked_numel(shape, op);
+  BasicTensor<P> flat = indices.to(DType::I64);
+  std::vector<BasicTensor<P>> coords(shape.size());
+  if (flat.numel() == 0) {  // (a shape with a zero dim takes no index but these)
+    for (auto& c : coords) c = flat.clone();
+    return coords;
+  }
+  const int64_t low = flat.min().template item<int64_t>(), high = flat.max().template item<int64_t>();
+  EMBER_CHECK(low >= -n && high < n, "[{}] index {} is outside [{}, {}) for shape {}", op, low < -n ? low : high, -n, n,
+              shape);
+  flat = where(flat.lt(int64_t{0}), flat + n, flat);
+  for (size_t d = shape.size(); d-- > 0;) {
+    coords[d] = flat.remainder(shape[d]);  // all indices are below n, so shape[d] > 0 here
+    flat = flat.div(shape[d], "floor");
+  }
+  return coords;
+}
+
 template <class P>
 std::vector<BasicTensor<P>> split_with_sizes(const BasicTensor<P>& x, const std::vector<int64_t>& sizes,
                                              int64_t dim = 0) {

@@ -1,5 +1,5 @@
 #pragma once
-/// Building and contracting matrices, as libtorch's: kron, tensordot, trace, block_diag,
+/// Building and contracting matrices, as libtorch's: kron, tensordot, inner, trace, block_diag,
 /// cartesian_prod, tril_indices, triu_indices, diag_embed, diagflat, vander.
 ///
 ///   Tensor K = kron(A, B);                          // the Kronecker product
@@ -78,6 +78,18 @@ BasicTensor<P> tensordot(const BasicTensor<P>& a, const BasicTensor<P>& b, const
   for (int64_t d = 0; d < b.dim(); ++d)
     if (!listed(db, d)) perm_b.push_back(d), out.push_back(y.size(d)), n = detail::checked_mul(n, y.size(d), "tensordot");
   return x.permute(perm_a).reshape({m, k}).mm(y.permute(perm_b).reshape({k, n})).reshape(out);
+}
+
+/// Sums a * b over the last dims of both (torch::inner): a's other dims, then b's. A 0-d
+/// operand multiplies the other.
+template <class P>
+BasicTensor<P> inner(const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  EMBER_CHECK(a.defined() && b.defined(), "[inner] needs two defined tensors");
+  if (a.dim() == 0 || b.dim() == 0) return a.mul(b);
+  EMBER_CHECK(a.size(-1) == b.size(-1), "[inner] the last dims must match, got shapes {} and {}", a.sizes(),
+              b.sizes());
+  EMBER_CHECK(a.dtype() == b.dtype(), "[inner] operands must have one dtype, got {} and {}", a.dtype(), b.dtype());
+  return tensordot(a, b, Shape{a.dim() - 1}, Shape{b.dim() - 1});
 }
 /// Contracts a's last `dims` dims with b's first `dims`.
 template <class P>

@@ -1,5 +1,5 @@
 #pragma once
-/// Order statistics and NaN-aware reductions, as libtorch's: median, nanmedian, quantile,
+/// Order statistics and NaN-aware reductions, as libtorch's: median, nanmedian, mode, quantile,
 /// nanquantile, nanmean, aminmax.
 ///
 ///   auto [m, i] = median(x, 1);                  // the lower middle value of each row, its index
@@ -17,6 +17,7 @@
 #include <ember/ops/functions.hpp>
 #include <ember/ops/shape_ops.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -214,6 +215,46 @@ BasicTensor<P> nanquantile(const BasicTensor<P>& x, double q, std::optional<int6
                            bool keepdim = false, std::string_view interpolation = "linear") {
   const BasicTensor<P> qt = full<P>({}, q, TensorOptions(DType::F64).device(x.device()));
   return detail::quantile_impl(x, qt, dim, keepdim, interpolation, true, "nanquantile");
+}
+
+/// (values, indices) of the most frequent value of each slice along dim, as torch::mode: of
+/// equally frequent values the smallest, and the index of its last occurrence. NaN never
+/// equals NaN, so each NaN counts once (a slice of NaN only gives its first). The values are
+/// differentiable: the gradient goes to that last occurrence.
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> mode(const BasicTensor<P>& x, int64_t dim = -1, bool keepdim = false) {
+  constexpr const char* op = "mode";
+  EMBER_CHECK(x.defined(), "[{}] needs a defined tensor", op);
+  dim = wrap_dim(dim, std::max<int64_t>(x.dim(), 1), op);
+  const BasicTensor<P> src = x.dim() == 0 ? x.reshape({1}) : x;
+  const int64_t n = src.size(dim);
+  EMBER_CHECK(n > 0, "[{}] cannot take the mode of an empty dim {} of shape {}", op, dim, x.sizes());
+  auto [sorted, order] = src.sort(dim);  // stable: a run of equal values ends at its last occurrence
+  // Each slice's longest run of equal values (the first such: the smallest value), on the host.
+  const bool floating = src.is_floating_point();
+  const BasicTensor<P> rows =
+      sorted.detach().movedim(dim, -1).to(kCPU, floating ? DType::F64 : DType::I64).contiguous();
+  Shape kshape = rows.sizes();
+  kshape[kshape.size() - 1] = 1;
+  BasicTensor<P> k = empty<P>(kshape, TensorOptions(DType::I64));
+  int64_t* kp = k.template data_ptr<int64_t>();
+  auto longest_runs = [&](const auto* v) {
+    for (int64_t s = 0; s < rows.numel() / n; ++s) {
+      const auto* row = v + s * n;
+      int64_t best_count = 0;
+      for (int64_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && row[j] == row[i];) ++j;
+        if (j - i > best_count) best_count = j - i, kp[s] = j - 1;
+      }
+    }
+  };
+  if (floating) longest_runs(rows.template data_ptr<double>());
+  else longest_runs(rows.template data_ptr<int64_t>());
+  k = k.movedim(-1, dim).to(src.device());
+  BasicTensor<P> values = sorted.gather(dim, k), indices = order.gather(dim, k);
+  if (x.dim() == 0) return {values.reshape({}), indices.reshape({})};
+  if (!keepdim) values = values.squeeze(dim), indices = indices.squeeze(dim);
+  return {values, indices};
 }
 
 /// The mean of the non-NaN elements over dims (all when empty); NaN where none is left.

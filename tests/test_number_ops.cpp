@@ -1,0 +1,114 @@
+// gcd, lcm, frexp (ops/integer_math.hpp), inner (ops/matrix_builders.hpp) and unravel_index
+// (ops/free_forms.hpp). Expected values are PyTorch 1.13's for the same calls (unravel_index,
+// which 1.13 lacks: NumPy's, with PyTorch 2's negative indices).
+
+#include <doctest/doctest.h>
+#include <ember/ember.hpp>
+
+#include "error_text.hpp"
+#include "support/tensor_values.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace test_number_ops {  // this file's own names in a unity build (tests/meson.build)
+
+using namespace ember;
+using namespace ember::test;
+using ember_test::error_of;
+using ember_test::has;
+
+TEST_CASE("gcd and lcm: signs, zeros, INT64_MIN, broadcasting and promotion") {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  const Tensor a = tensor<int64_t>({-12, 0, 7, 0, kMin});
+  const Tensor b = tensor<int64_t>({18, 0, -21, -5, 0});
+  CHECK(ints(gcd(a, b)) == I{6, 0, 7, 5, kMin});
+  CHECK(ints(lcm(tensor<int64_t>({-4, 0, 6, 3}), tensor<int64_t>({6, 5, -4, -7}))) == I{12, 0, 12, 21});
+  // Broadcasting, and PyTorch's promotion (u8 with i8 is i16 there; Ember's next wider is i32).
+  const Tensor g = gcd(tensor<int64_t>({12, 18, 30}).to(DType::I32).view({3, 1}), tensor<int64_t>({4, 9}).to(DType::I32));
+  CHECK(g.dtype() == DType::I32);
+  CHECK(g.sizes() == Shape{3, 2});
+  CHECK(ints(g) == I{4, 3, 2, 9, 2, 3});
+  CHECK(gcd(tensor<int64_t>({4}).to(DType::U8), tensor<int64_t>({6}).to(DType::I8)).dtype() == DType::I32);
+  CHECK(gcd(tensor<int64_t>({4}).to(DType::U8), scalar_tensor(6, DType::I64)).dtype() == DType::U8);  // 0-d: lower rank
+  CHECK(ints(tensor<int64_t>({8}).gcd(tensor<int64_t>({12}))) == I{4});
+  Tensor x = tensor<int64_t>({4, 6});
+  x.lcm_(tensor<int64_t>({6}));
+  CHECK(ints(x) == I{12, 6});
+  x.gcd_(tensor<int64_t>({8}));
+  CHECK(ints(x) == I{4, 2});
+  CHECK(has(error_of([] { gcd(tensor<float>({4}), tensor<float>({6})); }), "[gcd] expects integer tensors, got f32"));
+  CHECK(has(error_of([] { lcm(tensor<int64_t>({1, 2}), tensor<int64_t>({1, 2, 3})); }), "[lcm]"));
+  CHECK(has(error_of([] { gcd(tensor<bool>({true}), tensor<bool>({true})); }), "[gcd] expects integer tensors"));
+}
+
+TEST_CASE("frexp: mantissa in [0.5, 1) and exponent, subnormals, specials, every floating dtype") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor x = tensor<float>({0.f, -0.f, 1.f, -3.5f, static_cast<float>(inf), 1e-40f, 6.f});
+  auto [m, e] = frexp(x);
+  CHECK(m.dtype() == DType::F32);
+  CHECK(e.dtype() == DType::I32);
+  const F mv = vals(m);
+  CHECK(mv[0] == 0);
+  CHECK(std::signbit(mv[1]));
+  CHECK(mv[2] == 0.5);
+  CHECK(mv[3] == -0.875);
+  CHECK(mv[4] == inf);
+  CHECK(mv[5] == doctest::Approx(0.5444).epsilon(1e-3));
+  CHECK(mv[6] == 0.75);
+  CHECK(ints(e) == I{0, 0, 1, 2, 0, -132, 3});
+  CHECK(std::isnan(vals(frexp(tensor<double>({std::nan("")})).first)[0]));
+  // m * 2^e rebuilds x exactly.
+  const Tensor y = randn({50}, DType::F64) * 1e5;
+  auto [my, ey] = y.frexp();
+  CHECK(vals(my.ldexp(ey)) == vals(y));
+  auto [mh, eh] = frexp(tensor<double>({0.75, 1e-5}).to(DType::F16));
+  CHECK(mh.dtype() == DType::F16);
+  CHECK(vals(mh) == F{0.75, 0.65625});
+  CHECK(ints(eh) == I{0, -16});
+  CHECK(has(error_of([] { frexp(tensor<int64_t>({1})); }), "[frexp] expects a floating tensor, got i64"));
+}
+
+TEST_CASE("inner: sums over both last dims; a 0-d operand multiplies") {
+  const Tensor a = arange(6).to(DType::F64).view({2, 3});
+  const Tensor b = arange(12).to(DType::F64).view({4, 3});
+  const Tensor r = inner(a, b);
+  CHECK(r.sizes() == Shape{2, 4});
+  // row i of a with row j of b, by hand
+  F want;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double s = 0;
+      for (int k = 0; k < 3; ++k) s += (3 * i + k) * (3 * j + k);
+      want.push_back(s);
+    }
+  CHECK(vals(r) == want);
+  CHECK(vals(inner(tensor<double>({1, 2, 3}), tensor<double>({4, 5, 6}))) == F{32});
+  CHECK(vals(inner(scalar_tensor(2.0, DType::F64), tensor<double>({1, 3}))) == F{2, 6});
+  CHECK(has(error_of([&] { inner(a, a.t()); }), "[inner] the last dims must match, got shapes [2, 3] and [3, 2]"));
+  const Tensor la = leaf(a), lb = leaf(b);
+  inner(la, lb).sum().backward();
+  CHECK(vals(la.grad()) == vals(b.sum({0}).expand({2, 3})));
+}
+
+TEST_CASE("unravel_index: coordinates of flat indices, negative ones from the end") {
+  const Tensor idx = tensor<int64_t>({4, 1, 5, -1, 0}).view({5});
+  const std::vector<Tensor> c = unravel_index(idx, {2, 3});
+  REQUIRE(c.size() == 2);
+  CHECK(ints(c[0]) == I{1, 0, 1, 1, 0});
+  CHECK(ints(c[1]) == I{1, 1, 2, 2, 0});
+  CHECK(c[0].dtype() == DType::I64);
+  const std::vector<Tensor> c3 = unravel_index(tensor<int32_t>({{23, 7}}), {2, 3, 4});
+  CHECK(c3[0].sizes() == Shape{1, 2});
+  CHECK(ints(c3[0]) == I{1, 0});
+  CHECK(ints(c3[1]) == I{2, 1});
+  CHECK(ints(c3[2]) == I{3, 3});
+  CHECK(unravel_index(empty({0}, DType::I64), {0, 3})[1].numel() == 0);
+  CHECK(has(error_of([&] { unravel_index(idx, {2, 2}); }), "[unravel_index] index 5 is outside [-4, 4) for shape [2, 2]"));
+  CHECK(has(error_of([&] { unravel_index(tensor<int64_t>({-7}), {2, 3}); }), "index -7 is outside [-6, 6)"));
+  CHECK(has(error_of([] { unravel_index(tensor<float>({1.f}), {2}); }), "[unravel_index] expects an integer tensor"));
+}
+
+}  // namespace test_number_ops
