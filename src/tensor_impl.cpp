@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace ember::detail {
 
@@ -85,12 +86,14 @@ void grow_storage(Storage& s, size_t nbytes, const char* op) {
     EMBER_CHECK(s.device.is_cpu(), "[{}] movable storage on {} is not supported", op, s.device);
     const Block b = cpu_allocate(nbytes);
     if (s.nbytes > 0) std::memcpy(b.ptr, s.data, s.nbytes);
-    if (s.deleter) s.deleter(s.deleter_ctx, s.data);
-    s.deleter = nullptr;
+    // The storage is whole again before the old memory's deleter runs.
+    void* const old_data = std::exchange(s.data, b.ptr);
+    const auto deleter = std::exchange(s.deleter, nullptr);
+    void* const ctx = std::exchange(s.deleter_ctx, nullptr);
     s.movable = false;
-    s.data = b.ptr;
     s.nbytes = nbytes;
     s.capacity = b.capacity;
+    if (deleter) deleter(ctx, old_data);
     return;
   }
   if (nbytes <= s.capacity) {  // the allocator's block already holds it

@@ -39,6 +39,11 @@ TEST_CASE("gcd and lcm: signs, zeros, INT64_MIN, broadcasting and promotion") {
   CHECK(ints(x) == I{12, 6});
   x.gcd_(tensor<int64_t>({8}));
   CHECK(ints(x) == I{4, 2});
+  // Overflow wraps in the dtype, then the magnitude is taken there (PyTorch 1.13's values).
+  const Tensor i32a = tensor<int64_t>({46341, -2147483648LL}).to(DType::I32);
+  const Tensor i32b = tensor<int64_t>({46343, 0}).to(DType::I32);
+  CHECK(ints(lcm(i32a, i32b)) == I{2147386333, 0});
+  CHECK(ints(gcd(i32a, i32b)) == I{1, -2147483648LL});
   CHECK(has(error_of([] { gcd(tensor<float>({4}), tensor<float>({6})); }), "[gcd] expects integer tensors, got f32"));
   CHECK(has(error_of([] { lcm(tensor<int64_t>({1, 2}), tensor<int64_t>({1, 2, 3})); }), "[lcm]"));
   CHECK(has(error_of([] { gcd(tensor<bool>({true}), tensor<bool>({true})); }), "[gcd] expects integer tensors"));
@@ -69,6 +74,18 @@ TEST_CASE("frexp: mantissa in [0.5, 1) and exponent, subnormals, specials, every
   CHECK(vals(mh) == F{0.75, 0.65625});
   CHECK(ints(eh) == I{0, -16});
   CHECK(has(error_of([] { frexp(tensor<int64_t>({1})); }), "[frexp] expects a floating tensor, got i64"));
+  // The mantissa's gradient is 2^-exponent (PyTorch 1.13: [0.25, 8, inf] in f32), its values
+  // those of the plain path.
+  const Tensor z = tensor<float>({3.f, 0.1f, 1e-40f}).requires_grad_();
+  auto [mz, ez] = frexp(z);
+  CHECK(vals(mz) == vals(frexp(z.detach()).first));
+  mz.sum().backward();
+  const F gz = vals(z.grad());
+  CHECK(gz[0] == 0.25);
+  CHECK(gz[1] == 8);
+  CHECK(std::isinf(gz[2]));
+  check_grads([](const TensorList& t) { return frexp(t[0]).first; }, {leaf(tensor<double>({3, -0.1, 7e5}))},
+              "frexp");
 }
 
 TEST_CASE("inner: sums over both last dims; a 0-d operand multiplies") {

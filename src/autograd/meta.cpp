@@ -97,9 +97,9 @@ Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
     // Rebuilt when an in-place op gave the root a new history. A root that lost its history
     // (detach_()) leaves its views' histories as they are, as PyTorch does.
     const Node* root_now = grad_fn_of(*t.view_of);
-    if (root_now && m->root_fn != root_now && reshaped_since(*t.view_of, m->root_fn)) {
-      m->root_fn = root_now;  // the same values: this view's history stands
-    } else if (root_now && m->root_fn != root_now) {
+    // (A root that only changed shape since holds the same values: this view's history stands.
+    // root_fn stays the node this view's graph keeps alive, never one that could be freed.)
+    if (root_now && m->root_fn != root_now && !reshaped_since(*t.view_of, m->root_fn)) {
       m->view_fn = ops->view_history(t);
       m->root_fn = root_now;
       m->rebuilt = true;

@@ -71,6 +71,16 @@ TEST_CASE("autocast: softmax and log_softmax run in f32, and so does a classifie
   CHECK(logits.dtype() == DType::BF16);
   const Tensor loss = nn::F::cross_entropy(logits, tensor({0, 1, 2, 0}).to(DType::I64));
   CHECK(loss.dtype() == DType::F32);
+  // With class weights in f32 or bf16, and with soft labels in f32: all in f32, as PyTorch's.
+  const Tensor labels = tensor({0, 1, 2, 0}).to(DType::I64);
+  const Tensor w = tensor<float>({1.f, 2.f, 0.5f});
+  const Tensor want = nn::F::cross_entropy(logits.to(DType::F32), labels, w);
+  CHECK(nn::F::cross_entropy(logits, labels, w).item<float>() == doctest::Approx(want.item<float>()).epsilon(1e-6));
+  CHECK(nn::F::cross_entropy(logits, labels, w.to(DType::BF16)).dtype() == DType::F32);
+  nn::CrossEntropyLoss weighted(nn::CrossEntropyLossOptions().weight(w));
+  CHECK(weighted(logits, labels).item<float>() == doctest::Approx(want.item<float>()).epsilon(1e-6));
+  const Tensor soft = randn({4, 3}).softmax(1);
+  CHECK(nn::F::cross_entropy(logits, soft).dtype() == DType::F32);
 }
 
 TEST_CASE("autocast: gradients reach f32 parameters as f32, close to an f32 run's") {

@@ -161,8 +161,10 @@ TEST_CASE("losses: cross_entropy and nll_loss with weight, ignore_index and labe
                        doctest::Contains("[nll_loss] weight is f32"), Error);
   CHECK_THROWS_WITH_AS(nn::F::cross_entropy(target, target), doctest::Contains("[cross_entropy] input must be floating"),
                        Error);
-  CHECK_THROWS_WITH_AS(nn::F::cross_entropy(logits, probs_of_other_dtype(logits)),
-                       doctest::Contains("[cross_entropy] probability target is f32"), Error);
+  // Probabilities of another dtype promote, as PyTorch's (f64 logits with f32 labels: f64).
+  const Tensor soft = probs_of_other_dtype(logits);
+  CHECK(nn::F::cross_entropy(logits, soft).item<double>() ==
+        doctest::Approx(nn::F::cross_entropy(logits, soft.to(DType::F64)).item<double>()).epsilon(1e-6));
   nn::CrossEntropyLoss ce(nn::CrossEntropyLossOptions().weight(weight).label_smoothing(0.2).ignore_index(0));
   CHECK(ce(logits, target).item<double>() == doctest::Approx(ref_cross_entropy(lv, n, c, tv, w, 0, 0.2)));
 }

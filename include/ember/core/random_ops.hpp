@@ -344,8 +344,13 @@ struct PoissonPtrs {
     if (us >= 0.07 && v <= vr) return k;
     if (k < 0 || (us < 0.013 && v > us)) return std::numeric_limits<double>::quiet_NaN();
     const bool accept = std::log(v) + log_inv_alpha - std::log(a / (us * us) + b) <=
-                        -lam + k * log_lam - std::lgamma(k + 1);
+                        -lam + k * log_lam - log_factorial(k);
     return accept ? k : std::numeric_limits<double>::quiet_NaN();
+  }
+  /// log(k!) by lgamma_r: std::lgamma writes the global signgam, a race between threads.
+  static double log_factorial(double k) {
+    int sign = 0;
+    return ::lgamma_r(k + 1, &sign);
   }
 };
 }  // namespace detail

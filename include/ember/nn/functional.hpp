@@ -189,14 +189,15 @@ BasicTensor<P> huber_loss(const BasicTensor<P>& input, const BasicTensor<P>& tar
 }
 
 namespace detail {
-/// The checks of a class-weight tensor: one weight per class, in the input's dtype and on its
-/// device (PyTorch refuses another dtype too).
+/// The checks of a class-weight tensor: one weight per class, on the input's device, and (for
+/// class-index targets, which PyTorch refuses otherwise too) in the input's dtype.
 template <class P>
-void check_class_weight(const BasicTensor<P>& weight, const BasicTensor<P>& input, int64_t classes, const char* op) {
+void check_class_weight(const BasicTensor<P>& weight, const BasicTensor<P>& input, int64_t classes, bool same_dtype,
+                        const char* op) {
   if (!weight.defined()) return;
   EMBER_CHECK(weight.dim() == 1 && weight.size(0) == classes, "[{}] weight of shape {} must have {} elements", op,
               weight.sizes(), classes);
-  EMBER_CHECK(weight.dtype() == input.dtype() && weight.device() == input.device(),
+  EMBER_CHECK((!same_dtype || weight.dtype() == input.dtype()) && weight.device() == input.device(),
               "[{}] weight is {} on {} but the input is {} on {}", op, weight.dtype(), weight.device(), input.dtype(),
               input.device());
 }
@@ -205,6 +206,9 @@ void check_class_weight(const BasicTensor<P>& weight, const BasicTensor<P>& inpu
 template <class P>
 BasicTensor<P> nll_loss_named(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& weight,
                               int64_t ignore_index, LossReduction reduction, const char* op) {
+  if (autocast::reduced_on_cpu(input) || autocast::reduced_on_cpu(weight))
+    // Autocast runs nll_loss in f32 (PyTorch's list): a bf16 input or weight meets the other there.
+    return nll_loss_named(to_f32(input), target, to_f32(weight), ignore_index, reduction, op);
   EMBER_CHECK(input.dim() >= 1, "[{}] input must have at least 1 dim, got a 0-d tensor", op);
   EMBER_CHECK(input.is_floating_point(), "[{}] input must be floating point, got {}", op, input.dtype());
   EMBER_CHECK(target.dtype() == DType::I64 || target.dtype() == DType::I32,
@@ -220,7 +224,7 @@ BasicTensor<P> nll_loss_named(const BasicTensor<P>& input, const BasicTensor<P>&
   }
   EMBER_CHECK(target.sizes() == expect, "[{}] target of shape {} does not match input of shape {} (expected {})", op,
               target.sizes(), input.sizes(), expect);
-  check_class_weight(weight, input, c, op);
+  check_class_weight(weight, input, c, true, op);
   BasicTensor<P> t = target.to(DType::I64);
   if (!weight.defined() && input.dim() == 2 && t.is_cpu() && (reduction == "mean" || reduction == "sum")) {
     // The common case: every target a class (checked here on the host), so the loss is minus
@@ -280,11 +284,11 @@ BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& 
   EMBER_CHECK(input.is_floating_point(), "[cross_entropy] input must be floating point, got {}", input.dtype());
   int64_t cdim = input.dim() >= 2 ? 1 : 0;
   int64_t c = input.size(cdim);
-  detail::check_class_weight(weight, input, c, "cross_entropy");
-  if (target.is_floating_point())
-    EMBER_CHECK(target.dtype() == input.dtype() && target.device() == input.device(),
-                "[cross_entropy] probability target is {} on {} but the input is {} on {}", target.dtype(),
-                target.device(), input.dtype(), input.device());
+  // Class indices: nll_loss checks the weight's dtype too. Probabilities promote with the
+  // input and weight, as PyTorch's.
+  detail::check_class_weight(weight, input, c, false, "cross_entropy");
+  EMBER_CHECK(target.device() == input.device(), "[cross_entropy] target is on {} but the input is on {}",
+              target.device(), input.device());
   BasicTensor<P> lp = input.log_softmax(cdim);
   BasicTensor<P> wc;  // weight broadcast along the class dim
   if (weight.defined()) {

@@ -193,7 +193,8 @@ BasicTensor<P> argwhere(const BasicTensor<P>& x) {
 }
 /// The coordinates in a tensor of `shape` of each flat index (torch::unravel_index): one i64
 /// tensor per dim of shape, each of the indices' shape. Indices are integers in
-/// [-numel, numel); a negative one counts from the end.
+/// [-numel, numel); a negative one counts from the end. Others are refused (PyTorch 2 wraps
+/// them silently; NumPy refuses them too).
 template <class P>
 std::vector<BasicTensor<P>> unravel_index(const BasicTensor<P>& indices, const Shape& shape) {
   constexpr const char* op = "unravel_index";

@@ -6,7 +6,8 @@
 ///   auto [mantissa, exponent] = frexp(x);    // x = mantissa * 2^exponent, |mantissa| in [0.5, 1)
 ///
 /// They run on the host (a tensor on another device goes there and back), over the broadcast
-/// operands in one pass; none is differentiable (integers, and frexp's pieces are steps).
+/// operands in one pass. frexp's mantissa is differentiable (2^-exponent, as PyTorch's); the
+/// rest are integers.
 
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
@@ -15,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace ember {
@@ -27,6 +29,24 @@ inline uint64_t magnitude(int64_t v) { return v < 0 ? 0 - static_cast<uint64_t>(
 inline uint64_t gcd_of_magnitudes(uint64_t x, uint64_t y) {
   while (y != 0) x = std::exchange(y, x % y);
   return x;
+}
+
+/// v wrapped to the integers of S, then their magnitude as std::abs gives it there (the most
+/// negative value stays itself): what PyTorch's kernels, computing in S, return.
+template <class S>
+int64_t wrapped_magnitude(uint64_t v) {
+  using U = std::make_unsigned_t<S>;
+  const U u = static_cast<U>(v);
+  const S s = static_cast<S>(u);  // modular (C++20)
+  return s < 0 ? static_cast<S>(static_cast<U>(U(0) - u)) : s;
+}
+inline int64_t wrapped_magnitude(uint64_t v, DType dt) {
+  switch (dt) {
+    case DType::U8: return wrapped_magnitude<uint8_t>(v);
+    case DType::I8: return wrapped_magnitude<int8_t>(v);
+    case DType::I32: return wrapped_magnitude<int32_t>(v);
+    default: return wrapped_magnitude<int64_t>(v);
+  }
 }
 
 /// gcd or lcm of broadcast integer operands, in their promoted dtype (wrapping as the dtype's
@@ -48,8 +68,7 @@ BasicTensor<P> gcd_lcm(const BasicTensor<P>& a, const BasicTensor<P>& b, bool lc
   int64_t* o = out.template data_ptr<int64_t>();
   for (int64_t i = 0; i < out.numel(); ++i) {
     const uint64_t mx = magnitude(xv[i]), my = magnitude(yv[i]), g = gcd_of_magnitudes(mx, my);
-    if (!lcm) o[i] = static_cast<int64_t>(g);
-    else o[i] = g == 0 ? 0 : static_cast<int64_t>(mx / g * my);
+    o[i] = wrapped_magnitude(!lcm ? g : g == 0 ? 0 : mx / g * my, dt);
   }
   return out.to(a.device(), dt);
 }
@@ -57,12 +76,13 @@ BasicTensor<P> gcd_lcm(const BasicTensor<P>& a, const BasicTensor<P>& b, bool lc
 }  // namespace detail
 
 /// The greatest common divisor of each pair, never negative (but gcd(INT64_MIN, 0), whose
-/// magnitude int64 cannot hold); gcd(0, 0) = 0.
+/// magnitude the dtype cannot hold, as for i32's and i8's smallest); gcd(0, 0) = 0.
 template <class P>
 BasicTensor<P> gcd(const BasicTensor<P>& a, const BasicTensor<P>& b) {
   return detail::gcd_lcm(a, b, false, "gcd");
 }
-/// The least common multiple of each pair, never negative; 0 where either is 0.
+/// The least common multiple of each pair; 0 where either is 0. Never negative unless it
+/// overflows the dtype (then wrapped, and its magnitude taken there, as PyTorch's).
 template <class P>
 BasicTensor<P> lcm(const BasicTensor<P>& a, const BasicTensor<P>& b) {
   return detail::gcd_lcm(a, b, true, "lcm");
@@ -70,7 +90,8 @@ BasicTensor<P> lcm(const BasicTensor<P>& a, const BasicTensor<P>& b) {
 
 /// (mantissa, exponent) with x = mantissa * 2^exponent and |mantissa| in [0.5, 1), as
 /// torch::frexp: the mantissa in x's floating dtype, the exponent as i32; 0, infinities and NaN
-/// give themselves and exponent 0.
+/// give themselves and exponent 0. The mantissa's gradient is the incoming one times
+/// 2^-exponent.
 template <class P>
 std::pair<BasicTensor<P>, BasicTensor<P>> frexp(const BasicTensor<P>& x) {
   EMBER_CHECK(x.defined() && x.is_floating_point(), "[frexp] expects a floating tensor, got {}",
@@ -86,6 +107,19 @@ std::pair<BasicTensor<P>, BasicTensor<P>> frexp(const BasicTensor<P>& x) {
     int ex = 0;
     m[i] = std::isfinite(in[i]) ? std::frexp(in[i], &ex) : in[i];
     e[i] = static_cast<int32_t>(ex);
+  }
+  if (x.requires_grad()) {
+    // Differentiable, as PyTorch's (d mantissa / dx = 2^-e): x * 2^-e, in two power-of-two
+    // factors so that neither overflows for a subnormal x; each product is exact.
+    BasicTensor<P> low = empty_like(v), high = empty_like(v);
+    double* lo = low.template data_ptr<double>();
+    double* hi = high.template data_ptr<double>();
+    for (int64_t i = 0; i < v.numel(); ++i) {
+      const int half = -e[i] / 2;
+      lo[i] = std::ldexp(1.0, half);
+      hi[i] = std::ldexp(1.0, -e[i] - half);
+    }
+    return {x * low.to(x.device(), x.dtype()) * high.to(x.device(), x.dtype()), exponent.to(x.device())};
   }
   return {mantissa.to(x.device(), x.dtype()), exponent.to(x.device())};
 }

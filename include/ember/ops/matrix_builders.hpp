@@ -88,7 +88,8 @@ BasicTensor<P> inner(const BasicTensor<P>& a, const BasicTensor<P>& b) {
   if (a.dim() == 0 || b.dim() == 0) return a.mul(b);
   EMBER_CHECK(a.size(-1) == b.size(-1), "[inner] the last dims must match, got shapes {} and {}", a.sizes(),
               b.sizes());
-  EMBER_CHECK(a.dtype() == b.dtype(), "[inner] operands must have one dtype, got {} and {}", a.dtype(), b.dtype());
+  EMBER_CHECK(a.dtype() == b.dtype() && a.device() == b.device(), "[inner] operands must have one dtype and device, "
+              "got {} on {} and {} on {}", a.dtype(), a.device(), b.dtype(), b.device());
   return tensordot(a, b, Shape{a.dim() - 1}, Shape{b.dim() - 1});
 }
 /// Contracts a's last `dims` dims with b's first `dims`.
