@@ -104,6 +104,20 @@ TEST_CASE("in-place view ops under autograd: the tensor's gradient goes through 
     (first * 5 + r.sum()).sum().backward();
     CHECK(vals(x.grad()) == F{3, 18, 3, 3});
   }
+  SUBCASE("a view of a reshaped root follows the root's later writes (PyTorch 1.13's gradients)") {
+    Tensor x = values({1, 2, 3}, {1, 3}).requires_grad_();
+    Tensor y = values({4, 5, 6}, {3}).requires_grad_();
+    Tensor r = x * 1;
+    Tensor v = r.select(0, 0);
+    r.squeeze_();
+    Tensor used = v * 1;  // v's history, checked against the reshaped root: it stands
+    r.copy_(y * 1);       // a new history for r, then one more node
+    r.mul_(2);
+    CHECK(vals(v) == F{8, 10, 12});
+    v.sum().backward();
+    CHECK(vals(y.grad()) == F{2, 2, 2});
+    CHECK((!x.grad().defined() || vals(x.grad()) == F{0, 0, 0}));
+  }
   SUBCASE("a root's as_strided_ to fewer elements leaves the views made before usable") {
     Tensor x = values({1, 2, 3, 4}, {4}).requires_grad_();
     Tensor r = x * 1;
@@ -214,6 +228,31 @@ TEST_CASE("resize_ refuses what it cannot do") {
   }
   CHECK(has(error_of([&] { quiet.resize_({3}); }), "[resize_] cannot resize a view (shape [2]) of a tensor that requires grad (shape [4])"));
   CHECK(quiet.sizes() == Shape{2});
+}
+
+TEST_CASE("set_data: other elements, the same autograd identity") {
+  Tensor w = zeros({2, 2}).requires_grad_();
+  Tensor alias = w;
+  (w * 3).sum().backward();
+  CHECK(vals(w.grad()) == F{3, 3, 3, 3});
+  const Tensor fresh = arange(3).to(DType::F64);
+  w.set_data(fresh);
+  CHECK(alias.sizes() == Shape{3});  // the same tensor
+  CHECK(w.dtype() == DType::F64);
+  CHECK(w.data_ptr() == fresh.data_ptr());
+  CHECK(w.requires_grad());
+  CHECK(w.is_leaf());
+  CHECK(vals(w.grad()) == F{3, 3, 3, 3});  // kept, as PyTorch's
+  w.zero_grad(true);
+  (w * w).sum().backward();
+  CHECK(vals(w.grad()) == F{0, 2, 4});
+  Tensor v = zeros({4}).narrow(0, 0, 2);
+  v.set_data(ones({3}));
+  CHECK_FALSE(v.is_view());  // no longer its old root's elements
+  CHECK(has(error_of([&] { w.set_data(tensor<int64_t>({1})); }), "[set_data] a tensor that requires grad cannot take i64 data"));
+  Tensor h = w * 2;
+  CHECK(has(error_of([&] { h.set_data(ones({3})); }), "[set_data] a tensor with a history"));
+  CHECK(has(error_of([&] { w.set_data(Tensor()); }), "[set_data] the new data is an undefined tensor"));
 }
 
 }  // namespace test_inplace_view_ops

@@ -347,4 +347,43 @@ TEST_CASE("select_scatter, slice_scatter, diagonal_scatter as PyTorch's") {
   CHECK(vals(only_src.grad()) == F{1, 1, 1, 1});
 }
 
+TEST_CASE("Tensor methods: half, bfloat16, is_view, is_same_size, sum_to_size, and in-place forms") {
+  const Tensor x = arange(24).to(DType::F32).view({2, 3, 4});
+  CHECK(x.half().dtype() == DType::F16);
+  CHECK(x.bfloat16().dtype() == DType::BF16);
+  CHECK(x.is_view());  // view() of arange's result
+  CHECK_FALSE(x.clone().is_view());
+  CHECK_FALSE(x.detach().is_view());  // as PyTorch's
+  CHECK(x.narrow(0, 0, 1).is_view());
+  CHECK(x.is_same_size(zeros({2, 3, 4}, DType::I64)));
+  CHECK_FALSE(x.is_same_size(zeros({2, 12})));
+  // PyTorch 1.13: x.sum_to_size(3, 1) -> [60, 92, 124]; (4) -> [60, 66, 72, 78].
+  CHECK(vals(x.sum_to_size({3, 1})) == F{60, 92, 124});
+  CHECK(x.sum_to_size({3, 1}).sizes() == Shape{3, 1});
+  CHECK(x.sum_to_size({1, 3, 4}).sizes() == Shape{1, 3, 4});
+  CHECK(vals(x.sum_to_size({4})) == F{60, 66, 72, 78});
+  CHECK(vals(x.sum_to_size({2, 3, 4})) == vals(x));
+  CHECK(ember_test::has(ember_test::error_of([&] { x.sum_to_size({2, 4}); }), "[sum_to_size] size [2, 4] is not expandable to size [2, 3, 4]"));
+  check_grads([](const TensorList& t) { return t[0].sum_to_size({3, 1}); }, {leaf(randn({2, 3, 4}))}, "sum_to_size");
+
+  Tensor s = tensor<double>({-2, 0, 3});
+  s.sgn_();
+  CHECK(vals(s) == F{-1, 0, 1});
+  Tensor b = tensor<bool>({true, false});
+  CHECK(ints(b.sgn_()) == I{1, 0});
+  Tensor fp = tensor<double>({2, 3});
+  fp.float_power_(2);
+  CHECK(vals(fp) == F{4, 9});
+  fp.float_power_(tensor<double>({0.5, 1}));
+  CHECK(vals(fp) == F{2, 9});
+  CHECK(ember_test::has(ember_test::error_of([] { tensor<float>({2.f}).float_power_(2); }), "[float_power_] the base is f32, but the result is f64"));
+  Tensor ld = tensor<float>({3, -2});
+  ld.ldexp_(tensor<int64_t>({2, 3}));
+  CHECK(vals(ld) == F{12, -16});
+  CHECK(ember_test::has(ember_test::error_of([] { tensor<int64_t>({3}).ldexp_(tensor<int64_t>({1})); }), "[ldexp_]"));
+  Tensor mg = tensor<double>({1.5, 2});  // PyTorch 1.13 in f32: 0.45158270
+  mg.mvlgamma_(2);
+  CHECK(close_relative(mg, F{0.4515827052894549, 0.4515827052894549}, 1e-12));  // lgamma(1.5) + log(pi) / 2
+}
+
 }  // namespace test_libtorch_spellings

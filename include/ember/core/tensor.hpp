@@ -105,6 +105,10 @@ class BasicTensor {
   bool is_cpu() const { return device().is_cpu(); }
   bool is_cuda() const { return device().is_cuda(); }
   bool is_contiguous() const { return impl().contiguous; }
+  /// Whether this tensor was made by a view op of another (narrow, transpose, x[i], ...) and
+  /// shares its elements; detach() and from_blob make no view, as PyTorch's is_view().
+  bool is_view() const { return static_cast<bool>(impl().view_of); }
+  bool is_same_size(const BasicTensor& o) const { return sizes() == o.sizes(); }
   bool is_floating_point() const { return ember::is_floating(dtype()); }
   int64_t element_size() const { return itemsize(dtype()); }
   int64_t nbytes() const { return numel() * element_size(); }
@@ -162,6 +166,9 @@ class BasicTensor {
   template <SingleDim I>
   BasicTensor expand(I size) const { return expand(Shape{static_cast<int64_t>(size)}); }
   BasicTensor expand_as(const BasicTensor& o) const { return expand(o.sizes()); }
+  /// The sum of this tensor down to `shape`, which must expand to this tensor's shape: the
+  /// gradient of expand (ops/shape_ops.hpp).
+  BasicTensor sum_to_size(const Shape& shape) const;
   BasicTensor squeeze() const {
     ops::ViewOp v{ops::ViewKind::Squeeze};
     v.all_dims = true;
@@ -194,6 +201,10 @@ class BasicTensor {
   /// and for user memory (from_blob) that would have to grow.
   BasicTensor& resize_(const Shape& sizes);
   BasicTensor& resize_as_(const BasicTensor& o) { return resize_(o.sizes()); }
+  /// Makes this tensor use `o`'s elements (storage, shape, dtype, device) and keep its own
+  /// autograd identity (requires_grad, .grad, hooks), as libtorch's set_data and Python's
+  /// `x.data = o`. Refused for tensors with a history (their history would not match).
+  void set_data(const BasicTensor& o);
   BasicTensor unflatten(int64_t d, const Shape& sizes) const;
   BasicTensor narrow(int64_t d, int64_t start, int64_t length) const {
     ops::ViewOp v{ops::ViewKind::Narrow};
@@ -279,6 +290,8 @@ class BasicTensor {
   /// This tensor's dtype and device, for factories: zeros({3}, x.options()).
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   BasicTensor cpu() const { return to(kCPU); }
+  BasicTensor half() const { return to(DType::F16); }
+  BasicTensor bfloat16() const { return to(DType::BF16); }
   BasicTensor cuda(int index = 0) const { return to(Device::cuda(index)); }
   BasicTensor& copy_(const BasicTensor& src) {
     dispatch<P>(ops::CopyInto{}, impl(), src.impl());
@@ -339,14 +352,20 @@ class BasicTensor {
   BasicTensor& polygamma_(int64_t n) { return unary_inplace(ops::UnaryOp::Digamma, {static_cast<double>(n)}); }
   /// The multivariate log-gamma function of dimension p (torch.mvlgamma); ops/gamma_ops.hpp.
   BasicTensor mvlgamma(int64_t p) const;
+  BasicTensor& mvlgamma_(int64_t p);
   // ops/special_ops.hpp: composites with libtorch's names.
   BasicTensor deg2rad() const;
   BasicTensor rad2deg() const;
   BasicTensor positive() const;
   BasicTensor sgn() const;
+  BasicTensor& sgn_();
   BasicTensor float_power(const BasicTensor& exponent) const;
   BasicTensor float_power(Scalar exponent) const;
+  /// In place: this tensor must be f64 (the result's dtype), as PyTorch's.
+  BasicTensor& float_power_(const BasicTensor& exponent);
+  BasicTensor& float_power_(Scalar exponent);
   BasicTensor ldexp(const BasicTensor& e) const;
+  BasicTensor& ldexp_(const BasicTensor& e);
   // ops/integer_math.hpp (which <ember/ember.hpp> includes).
   BasicTensor gcd(const BasicTensor& o) const;
   BasicTensor lcm(const BasicTensor& o) const;

@@ -44,6 +44,10 @@ template <class P>
 BasicTensor<P> BasicTensor<P>::mvlgamma(int64_t p) const {
   return ember::mvlgamma(*this, p);
 }
+template <class P>
+BasicTensor<P>& BasicTensor<P>::mvlgamma_(int64_t p) {
+  return assign_result(ember::mvlgamma(*this, p), "mvlgamma_");
+}
 
 /// torch::special's names.
 namespace special {

@@ -1,7 +1,8 @@
 #pragma once
 /// Shape changes in place, as libtorch's: squeeze_, unsqueeze_, t_, transpose_, swapdims_,
-/// as_strided_, resize_, resize_as_. They change the tensor itself (every handle to it sees
-/// the new shape, as every libtorch Tensor sharing one TensorImpl does), not its values.
+/// as_strided_, resize_, resize_as_; and set_data, which gives a tensor other elements
+/// altogether. They change the tensor itself: every handle to it sees the change, as every
+/// libtorch Tensor sharing one TensorImpl does. Only set_data changes values.
 ///   Tensor x = zeros({3});
 ///   x.unsqueeze_(0);   // x is 1x3
 ///   x.resize_({4, 5}); // x is 4x5, its storage grown, its first 3 values kept
@@ -16,7 +17,7 @@
 /// old shape and fail at backward; and a view of a leaf that requires grad may change shape
 /// (its gradient still reaches the leaf). Views made of a tensor before it changed shape keep
 /// their histories. A leaf reshaped under no-grad keeps its .grad in the old shape, as PyTorch's;
-/// a gradient retained (retain_grad) in the old shape is dropped.
+/// a gradient retained (retain_grad) before the change is dropped.
 
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/autograd/inplace.hpp>
@@ -64,9 +65,8 @@ BasicTensor<P>& become_view(BasicTensor<P>& t, const BasicTensor<P>& v) {
       // AutogradMeta::reshaped_from, which set_history clears.
       std::vector<const autograd::Node*> reshaped = std::move(m.reshaped_from);
       if (m.grad_fn && !ti.view_of) reshaped.push_back(m.grad_fn.get());
-      // A gradient retained in the old shape is not this tensor's any more.
-      if (m.retained_grad && m.retained_grad->grad && m.retained_grad->grad->sizes != ti.sizes)
-        m.retained_grad->grad.reset();
+      // A gradient retained in the old geometry is not this tensor's any more.
+      if (m.retained_grad) m.retained_grad->grad.reset();
       autograd::set_history(ti, vi.autograd->grad_fn, vi.autograd->output_nr);
       if (!ti.view_of) m.reshaped_from = std::move(reshaped);
     }
@@ -165,6 +165,31 @@ BasicTensor<P>& BasicTensor<P>::resize_(const Shape& new_sizes) {
   ti.refresh();
   detail::bump_version(*ti.storage);
   return *this;
+}
+
+template <class P>
+void BasicTensor<P>::set_data(const BasicTensor& o) {
+  constexpr const char* op = "set_data";
+  EMBER_CHECK(o.defined(), "[{}] the new data is an undefined tensor", op);
+  Impl& t = impl();
+  const Impl& src = o.impl();
+  if (&t == &src) return;
+  if constexpr (detail::has_layer<autograd::Autograd, typename P::layers>::value) {
+    EMBER_CHECK(!t.autograd || !t.autograd->grad_fn,
+                "[{}] a tensor with a history (produced by {}) cannot take new data; detach() it first", op,
+                t.autograd ? t.autograd->grad_fn->name() : "");
+    EMBER_CHECK(!autograd::requires_grad(t) || ember::is_floating(src.dtype),
+                "[{}] a tensor that requires grad cannot take {} data", op, src.dtype);
+  }
+  // Plain fields first: nothing below can fail.
+  t.storage = src.storage;
+  t.dtype = src.dtype;
+  t.sizes = src.sizes;
+  t.strides = src.strides;
+  t.offset = src.offset;
+  t.wrapped_number = false;
+  t.view_of = {};  // its elements are no longer its old root's
+  t.refresh();
 }
 
 }  // namespace ember

@@ -645,6 +645,19 @@ BasicTensor<P> BasicTensor<P>::new_full(const Shape& sizes, Scalar v) const {
   return ember::full<P>(sizes, v, options());
 }
 
+template <class P>
+BasicTensor<P> BasicTensor<P>::sum_to_size(const Shape& shape) const {
+  const int64_t lead = dim() - static_cast<int64_t>(shape.size());
+  bool expands = lead >= 0;
+  for (size_t i = 0; expands && i < shape.size(); ++i)
+    expands = shape[i] == 1 || shape[i] == size(lead + static_cast<int64_t>(i));
+  EMBER_CHECK(expands, "[sum_to_size] size {} is not expandable to size {}", shape, sizes());
+  Shape dims;  // the leading dims, and those that shape has as 1
+  for (int64_t d = 0; d < dim(); ++d)
+    if (d < lead || (shape[static_cast<size_t>(d - lead)] == 1 && size(d) != 1)) dims.push_back(d);
+  return (dims.empty() ? *this : sum(dims, true)).reshape(shape);
+}
+
 }  // namespace ember
 
 // Index expressions with index tensors (BasicTensor::index, index_put_), which use the ops above.

@@ -68,6 +68,26 @@ BasicTensor<P> BasicTensor<P>::ldexp(const BasicTensor& e) const {
   return mul(e.scalar_like(2.0).pow(e));
 }
 template <class P>
+BasicTensor<P>& BasicTensor<P>::sgn_() {
+  return dtype() == DType::Bool ? *this : sign_();
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::float_power_(const BasicTensor& exponent) {
+  EMBER_CHECK(dtype() == DType::F64, "[float_power_] the base is {}, but the result is f64: only an f64 tensor takes it "
+              "in place", dtype());
+  return assign_result(float_power(exponent), "float_power_");
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::float_power_(Scalar exponent) {
+  EMBER_CHECK(dtype() == DType::F64, "[float_power_] the base is {}, but the result is f64: only an f64 tensor takes it "
+              "in place", dtype());
+  return assign_result(float_power(exponent), "float_power_");
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::ldexp_(const BasicTensor& e) {
+  return assign_result(ldexp(e), "ldexp_");
+}
+template <class P>
 BasicTensor<P> BasicTensor<P>::true_divide(const BasicTensor& o) const {
   detail::check_binary_composite(*this, o, "true_divide");
   return div(o);
