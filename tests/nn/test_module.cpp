@@ -650,6 +650,53 @@ TEST_CASE("nn::Module: non-persistent buffers, to(dtype) keeps gradients, clone 
   CHECK((*cl)[0]->is_training());
 }
 
+TEST_CASE("nn containers: ModuleList::insert renames by position, unregister_module, ModuleDict pop and clear") {
+  nn::ModuleList list(nn::Linear(2, 3), nn::Linear(3, 4));
+  list->insert(1, nn::Tanh());
+  list->insert(0, nn::Linear(1, 2));
+  list->insert(4, nn::ReLU());  // at the end
+  CHECK(list->size() == 5);
+  CHECK(list->at<nn::LinearImpl>(0).weight.sizes() == Shape{2, 1});
+  CHECK(list->at<nn::LinearImpl>(1).weight.sizes() == Shape{3, 2});
+  CHECK(list->ptr<nn::TanhImpl>(2) != nullptr);
+  CHECK(names(list->named_parameters()) ==
+        std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "3.weight", "3.bias"});
+  CHECK_THROWS_WITH_AS(list->insert(6, nn::ReLU()), doctest::Contains("insert at 6 is out of range for 5 modules"),
+                       Error);
+  CHECK_THROWS_WITH_AS(list->insert(0, std::shared_ptr<nn::ReLUImpl>()), doctest::Contains("is empty"), Error);
+  CHECK(list->size() == 5);  // a refused insert leaves the list as it was
+  CHECK(list->named_children().size() == 5);
+  CHECK_THROWS_WITH_AS(list->unregister_module("1"), doctest::Contains("named by position"), Error);
+  nn::Sequential seq(nn::Linear(2, 2), nn::ReLU());
+  CHECK_THROWS_WITH_AS(seq->unregister_module("1"), doctest::Contains("one of a Sequential's layers"), Error);
+  CHECK(seq->named_children().size() == 2);
+
+  struct Net : nn::Module {
+    Net() {
+      register_module("enc", nn::Linear(2, 2));
+      register_module("head", nn::Linear(2, 1));
+    }
+  } net;
+  net.unregister_module("enc");
+  CHECK(names(net.named_parameters()) == std::vector<std::string>{"head.weight", "head.bias"});
+  CHECK(net.state_dict().size() == 2);
+  CHECK_THROWS_WITH_AS(net.unregister_module("enc"), doctest::Contains("[unregister_module] Module has no submodule named 'enc'"),
+                       Error);
+
+  nn::ModuleDict dict;
+  dict->insert("a", nn::Linear(2, 2));
+  dict->insert("b", nn::ReLU());
+  auto popped = dict->pop("a");
+  CHECK(popped->name() == "Linear");
+  CHECK(dict->keys() == std::vector<std::string>{"b"});
+  CHECK(dict->parameters().empty());
+  CHECK_THROWS_WITH_AS(dict->pop("a"), doctest::Contains("no module with key 'a'"), Error);
+  dict->clear();
+  CHECK(dict->empty());
+  dict->insert("a", nn::ReLU());  // the key is free again
+  CHECK(dict->size() == 1);
+}
+
 TEST_CASE("nn containers: replace_module updates what forward runs; clone refuses a type it would slice") {
   nn::Sequential seq(nn::Linear(2, 2), nn::ReLU());
   nn::Linear zero(2, 2);

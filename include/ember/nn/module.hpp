@@ -131,6 +131,11 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
     return holder;
   }
 
+  /// Removes the registered submodule `name` (libtorch's unregister_module): its parameters
+  /// and buffers leave parameters(), state_dict() and the printed tree. Sequential and
+  /// ModuleList refuse (a position names each of their modules); ModuleDict's pop uses it.
+  void unregister_module(const std::string& name);
+
   // ---- traversal ----------------------------------------------------------------------------
   std::vector<TensorT> parameters(bool recurse = true) const;
   BasicTensorList<P> named_parameters(bool recurse = true) const;
@@ -199,6 +204,11 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   /// Called by replace_module before the child `name` is replaced; containers that keep their
   /// own list of children update it (or refuse, by throwing).
   virtual void child_replaced(const std::string& /*name*/, const Replacement& /*r*/) {}
+  /// Called by unregister_module before the child `name` goes; containers may refuse (throw).
+  virtual void child_unregistering(const std::string& /*name*/) {}
+  /// Replaces every child registration at once (ModuleList::insert renames by position); the
+  /// names must be distinct and not those of this module's parameters or buffers.
+  void set_children(std::vector<std::pair<std::string, ModulePtr>> children);
   std::string type_name_;
 
  private:

@@ -81,6 +81,32 @@ void BasicModule<P>::add_child(std::string name, ModulePtr m) {
 }
 
 template <class P>
+void BasicModule<P>::unregister_module(const std::string& name) {
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c.first == name; });
+  EMBER_CHECK(it != children_.end(), "[unregister_module] {} has no submodule named '{}'", type_name_, name);
+  child_unregistering(name);  // may refuse (throws) before anything changed
+  children_.erase(it);
+}
+
+template <class P>
+void BasicModule<P>::set_children(std::vector<std::pair<std::string, ModulePtr>> children) {
+  // Every check first: a refusal leaves the registrations as they were.
+  for (size_t i = 0; i < children.size(); ++i) {
+    const auto& [name, m] = children[i];
+    detail::check_name(name, type_name_, "module");
+    EMBER_CHECK(m != nullptr, "[register_module] submodule '{}' of {} is empty", name, type_name_);
+    auto taken = [&](const auto& list) {
+      return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.first == name; });
+    };
+    EMBER_CHECK(!taken(params_) && !taken(buffers_) &&
+                    std::none_of(children.begin(), children.begin() + static_cast<std::ptrdiff_t>(i),
+                                 [&](const auto& e) { return e.first == name; }),
+                "[register_module] {} already has an attribute named '{}'", type_name_, name);
+  }
+  children_ = std::move(children);
+}
+
+template <class P>
 void BasicModule<P>::collect(BasicTensorList<P>& out, const std::string& prefix, bool params, bool recurse,
                              Memo& modules, Memo& tensors) const {
   if (!modules.insert(this).second) return;  // a module registered twice: listed under its first name

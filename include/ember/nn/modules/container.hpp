@@ -178,6 +178,10 @@ class BasicSequentialImpl : public BasicModule<P> {
       entries_[i] = {name, r.module, r.forward, Kind::Other, r.clones_as_itself};
     }
   }
+  void child_unregistering(const std::string& name) override {
+    EMBER_FAIL("[unregister_module] '{}' is one of a Sequential's layers: removing it would change what forward() "
+               "runs; build a new Sequential instead", name);
+  }
 
  private:
   using Call = TensorT (*)(BasicModule<P>*, const TensorT&);
@@ -254,6 +258,22 @@ class BasicModuleListImpl : public BasicModule<P> {
   Impl& at(size_t i) const {
     return *ptr<Impl>(i);
   }
+  /// Inserts a module before position `index` (size(): at the end), as libtorch's insert: the
+  /// modules after it move one position on, and so do their names ("2" becomes "3", and its
+  /// parameters' names with it).
+  template <class M>
+  void insert(size_t index, M&& m) {
+    EMBER_CHECK(index <= mods_.size(), "[ModuleList] insert at {} is out of range for {} modules", index, mods_.size());
+    ModulePtr p;
+    if constexpr (requires { m.ptr(); }) p = m.ptr();
+    else p = m;
+    std::vector<ModulePtr> mods = mods_;
+    mods.insert(mods.begin() + static_cast<std::ptrdiff_t>(index), std::move(p));
+    std::vector<std::pair<std::string, ModulePtr>> named;
+    for (size_t i = 0; i < mods.size(); ++i) named.emplace_back(std::to_string(i), mods[i]);
+    this->set_children(std::move(named));  // checks first: a refusal leaves the list as it was
+    mods_ = std::move(mods);
+  }
   /// Appends the modules of `other` (shared, not copied), as libtorch's extend.
   void extend(const BasicModuleListImpl& other) {
     EMBER_CHECK(&other != this, "[ModuleList] extend with itself");
@@ -281,6 +301,10 @@ class BasicModuleListImpl : public BasicModule<P> {
   void child_replaced(const std::string& name, const typename BasicModule<P>::Replacement& r) override {
     for (size_t i = 0; i < mods_.size(); ++i)
       if (std::to_string(i) == name) mods_[i] = r.module;
+  }
+  void child_unregistering(const std::string& name) override {
+    EMBER_FAIL("[unregister_module] a ModuleList's modules are named by position ('{}'): removing one would rename "
+               "the others; build a new ModuleList instead", name);
   }
 
  private:
@@ -345,6 +369,14 @@ class BasicModuleDictImpl : public BasicModule<P> {
   Impl& at(const std::string& key) const {
     return *ptr<Impl>(key);
   }
+  /// Removes the module under `key` and returns it, as libtorch's pop.
+  ModulePtr pop(const std::string& key) {
+    ModulePtr m = (*this)[key];  // names the missing key
+    this->unregister_module(key);
+    return m;
+  }
+  /// Removes every module, as libtorch's clear.
+  void clear() { this->set_children({}); }
   /// Inserts the modules of `other` (shared), replacing those under keys this dict has.
   void update(const BasicModuleDictImpl& other) {
     for (const auto& [k, m] : other.items()) {
