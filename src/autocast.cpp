@@ -55,5 +55,6 @@ void keep_cast(const TensorImpl& src, const CastRef& cast) {
 }
 
 void clear_cache() { t_cache.entries.clear(); }
+void forget_cast(const TensorImpl& src) { t_cache.entries.erase(&src); }
 
 }  // namespace ember::autocast::detail

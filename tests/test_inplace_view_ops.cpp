@@ -135,6 +135,11 @@ TEST_CASE("in-place view ops under autograd: the tensor's gradient goes through 
     CHECK(a.grad().sizes() == Shape{2, 1});
     a.squeeze_();
     CHECK_FALSE(a.grad().defined());
+    Tensor b = x.view({1, 2}) * 2;  // a squeeze_ that changes nothing keeps it
+    b.retain_grad();
+    b.sum().backward();
+    b.squeeze_(1);
+    CHECK(b.grad().defined());
   }
 }
 
@@ -249,6 +254,14 @@ TEST_CASE("set_data: other elements, the same autograd identity") {
   Tensor v = zeros({4}).narrow(0, 0, 2);
   v.set_data(ones({3}));
   CHECK_FALSE(v.is_view());  // no longer its old root's elements
+  // A graph made before (holding the old leaf's accumulator) does not capture the new data's
+  // gradients: those take the new shape and dtype.
+  Tensor p = zeros({2, 2}).requires_grad_();
+  Tensor kept = p * 3;
+  p.set_data(arange(3).to(DType::F64));
+  (p * p).sum().backward();
+  CHECK(p.grad().dtype() == DType::F64);
+  CHECK(vals(p.grad()) == F{0, 2, 4});
   CHECK(has(error_of([&] { w.set_data(tensor<int64_t>({1})); }), "[set_data] a tensor that requires grad cannot take i64 data"));
   Tensor h = w * 2;
   CHECK(has(error_of([&] { h.set_data(ones({3})); }), "[set_data] a tensor with a history"));

@@ -12,6 +12,7 @@
 #include "error_text.hpp"
 #include "support/tensor_values.hpp"
 
+#include <cmath>
 #include <vector>
 
 namespace test_libtorch_spellings {  // this file's own names in a unity build (tests/meson.build)
@@ -381,6 +382,18 @@ TEST_CASE("Tensor methods: half, bfloat16, is_view, is_same_size, sum_to_size, a
   ld.ldexp_(tensor<int64_t>({2, 3}));
   CHECK(vals(ld) == F{12, -16});
   CHECK(ember_test::has(ember_test::error_of([] { tensor<int64_t>({3}).ldexp_(tensor<int64_t>({1})); }), "[ldexp_]"));
+  // In place on a tensor with a history: backward reads the value from before the write.
+  Tensor base = tensor<double>({2, 3}).requires_grad_();
+  Tensor powered = base * 1;
+  powered.float_power_(2);
+  powered.sum().backward();
+  CHECK(vals(base.grad()) == F{4, 6});
+  Tensor mant = tensor<double>({1.5, -2}).requires_grad_(), ex = tensor<double>({1, 2}).requires_grad_();
+  Tensor scaled = mant * 1;
+  scaled.ldexp_(ex);
+  scaled.sum().backward();
+  CHECK(vals(mant.grad()) == F{2, 4});
+  CHECK(close_relative(ex.grad(), F{1.5 * 2 * std::log(2.0), -2 * 4 * std::log(2.0)}, 1e-12));
   Tensor mg = tensor<double>({1.5, 2});  // PyTorch 1.13 in f32: 0.45158270
   mg.mvlgamma_(2);
   CHECK(close_relative(mg, F{0.4515827052894549, 0.4515827052894549}, 1e-12));  // lgamma(1.5) + log(pi) / 2

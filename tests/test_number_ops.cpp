@@ -44,6 +44,8 @@ TEST_CASE("gcd and lcm: signs, zeros, INT64_MIN, broadcasting and promotion") {
   const Tensor i32b = tensor<int64_t>({46343, 0}).to(DType::I32);
   CHECK(ints(lcm(i32a, i32b)) == I{2147386333, 0});
   CHECK(ints(gcd(i32a, i32b)) == I{1, -2147483648LL});
+  // Narrower than int: computed in int, then narrowed (PyTorch: lcm(int8 12, int8 -11) = -124).
+  CHECK(ints(lcm(tensor<int64_t>({12}).to(DType::I8), tensor<int64_t>({-11}).to(DType::I8))) == I{-124});
   CHECK(has(error_of([] { gcd(tensor<float>({4}), tensor<float>({6})); }), "[gcd] expects integer tensors, got f32"));
   CHECK(has(error_of([] { lcm(tensor<int64_t>({1, 2}), tensor<int64_t>({1, 2, 3})); }), "[lcm]"));
   CHECK(has(error_of([] { gcd(tensor<bool>({true}), tensor<bool>({true})); }), "[gcd] expects integer tensors"));

@@ -89,6 +89,12 @@ bool reshaped_since(const TensorImpl& root, const Node* fn) {
 std::mutex g_view_mu;
 }  // namespace
 
+void reset_grad_accumulator(TensorImpl& t) {
+  if (!t.autograd) return;
+  std::lock_guard<std::mutex> lock(g_accumulator_mu);
+  t.autograd->grad_accumulator.reset();
+}
+
 Edge gradient_edge(const TensorImpl& t, const PolicyOps* ops) {
   AutogradMeta* m = t.autograd;
   if (!m) return {};

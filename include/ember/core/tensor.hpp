@@ -203,7 +203,8 @@ class BasicTensor {
   BasicTensor& resize_as_(const BasicTensor& o) { return resize_(o.sizes()); }
   /// Makes this tensor use `o`'s elements (storage, shape, dtype, device) and keep its own
   /// autograd identity (requires_grad, .grad, hooks), as libtorch's set_data and Python's
-  /// `x.data = o`. Refused for tensors with a history (their history would not match).
+  /// `x.data = o`. Refused for tensors with a history (their history would not match). Unlike
+  /// libtorch's, the version counter is then o's (Ember keeps it in the storage).
   void set_data(const BasicTensor& o);
   BasicTensor unflatten(int64_t d, const Shape& sizes) const;
   BasicTensor narrow(int64_t d, int64_t start, int64_t length) const {

@@ -40,6 +40,11 @@ template <class P>
 BasicTensor<P> to_f32(const BasicTensor<P>& t) {
   return t.defined() ? t.to(DType::F32) : t;
 }
+/// Under autocast, a bf16/f16 CPU tensor in f32 (what PyTorch's f32 list casts); others as they are.
+template <class P>
+BasicTensor<P> f32_if_reduced(const BasicTensor<P>& t) {
+  return autocast::reduced_on_cpu(t) ? t.to(DType::F32) : t;
+}
 template <class P>
 BasicTensor<P> reduce(const BasicTensor<P>& l, LossReduction reduction, const char* op) {
   if (reduction == "mean") return l.mean();
@@ -207,8 +212,8 @@ template <class P>
 BasicTensor<P> nll_loss_named(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& weight,
                               int64_t ignore_index, LossReduction reduction, const char* op) {
   if (autocast::reduced_on_cpu(input) || autocast::reduced_on_cpu(weight))
-    // Autocast runs nll_loss in f32 (PyTorch's list): a bf16 input or weight meets the other there.
-    return nll_loss_named(to_f32(input), target, to_f32(weight), ignore_index, reduction, op);
+    // Autocast runs nll_loss in f32 (PyTorch's list): the bf16/f16 operands go to f32 there.
+    return nll_loss_named(f32_if_reduced(input), target, f32_if_reduced(weight), ignore_index, reduction, op);
   EMBER_CHECK(input.dim() >= 1, "[{}] input must have at least 1 dim, got a 0-d tensor", op);
   EMBER_CHECK(input.is_floating_point(), "[{}] input must be floating point, got {}", op, input.dtype());
   EMBER_CHECK(target.dtype() == DType::I64 || target.dtype() == DType::I32,
@@ -280,6 +285,10 @@ BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& 
                              LossReduction reduction = "mean", double label_smoothing = 0.0) {
   EMBER_CHECK(label_smoothing >= 0 && label_smoothing <= 1, "[cross_entropy] label_smoothing must be in [0, 1], got {}",
               label_smoothing);
+  if (autocast::reduced_on_cpu(input) || autocast::reduced_on_cpu(weight) || autocast::reduced_on_cpu(target))
+    // Autocast runs cross_entropy in f32 (PyTorch's list), its smoothing and mean included.
+    return cross_entropy(detail::f32_if_reduced(input), detail::f32_if_reduced(target), detail::f32_if_reduced(weight),
+                         ignore_index, reduction, label_smoothing);
   EMBER_CHECK(input.dim() >= 1, "[cross_entropy] input must have at least 1 dim, got a 0-d tensor");
   EMBER_CHECK(input.is_floating_point(), "[cross_entropy] input must be floating point, got {}", input.dtype());
   int64_t cdim = input.dim() >= 2 ? 1 : 0;

@@ -19,6 +19,7 @@
 /// their histories. A leaf reshaped under no-grad keeps its .grad in the old shape, as PyTorch's;
 /// a gradient retained (retain_grad) before the change is dropped.
 
+#include <ember/autocast/layer.hpp>
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/autograd/inplace.hpp>
 #include <ember/core/tensor.hpp>
@@ -53,6 +54,7 @@ template <class P>
 BasicTensor<P>& become_view(BasicTensor<P>& t, const BasicTensor<P>& v) {
   TensorImpl& ti = t.impl();
   const TensorImpl& vi = v.impl();
+  const bool moved = ti.sizes != vi.sizes || ti.strides != vi.strides || ti.offset != vi.offset;
   ti.sizes = vi.sizes;
   ti.strides = vi.strides;
   ti.offset = vi.offset;
@@ -66,7 +68,7 @@ BasicTensor<P>& become_view(BasicTensor<P>& t, const BasicTensor<P>& v) {
       std::vector<const autograd::Node*> reshaped = std::move(m.reshaped_from);
       if (m.grad_fn && !ti.view_of) reshaped.push_back(m.grad_fn.get());
       // A gradient retained in the old geometry is not this tensor's any more.
-      if (m.retained_grad) m.retained_grad->grad.reset();
+      if (m.retained_grad && moved) m.retained_grad->grad.reset();
       autograd::set_history(ti, vi.autograd->grad_fn, vi.autograd->output_nr);
       if (!ti.view_of) m.reshaped_from = std::move(reshaped);
     }
@@ -181,7 +183,11 @@ void BasicTensor<P>::set_data(const BasicTensor& o) {
     EMBER_CHECK(!autograd::requires_grad(t) || ember::is_floating(src.dtype),
                 "[{}] a tensor that requires grad cannot take {} data", op, src.dtype);
   }
-  // Plain fields first: nothing below can fail.
+  if constexpr (detail::has_layer<autograd::Autograd, typename P::layers>::value)
+    if (t.sizes != src.sizes || t.dtype != src.dtype || t.device() != src.device())
+      autograd::reset_grad_accumulator(t);  // graphs made before keep theirs, in the old shape
+  autocast::detail::forget_cast(t);  // a cast of the old elements
+  // Plain fields: nothing below can fail.
   t.storage = src.storage;
   t.dtype = src.dtype;
   t.sizes = src.sizes;

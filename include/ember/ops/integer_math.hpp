@@ -31,14 +31,16 @@ inline uint64_t gcd_of_magnitudes(uint64_t x, uint64_t y) {
   return x;
 }
 
-/// v wrapped to the integers of S, then their magnitude as std::abs gives it there (the most
-/// negative value stays itself): what PyTorch's kernels, computing in S, return.
+/// The magnitude v as PyTorch's kernels, computing in S, return it: for int and wider, v
+/// wrapped to S, then std::abs there (the most negative value stays itself); for narrower
+/// types, computed in int (C++'s promotion) and only then narrowed, so no second abs.
 template <class S>
 int64_t wrapped_magnitude(uint64_t v) {
   using U = std::make_unsigned_t<S>;
   const U u = static_cast<U>(v);
   const S s = static_cast<S>(u);  // modular (C++20)
-  return s < 0 ? static_cast<S>(static_cast<U>(U(0) - u)) : s;
+  if constexpr (sizeof(S) < sizeof(int)) return s;
+  else return s < 0 ? static_cast<S>(static_cast<U>(U(0) - u)) : s;
 }
 inline int64_t wrapped_magnitude(uint64_t v, DType dt) {
   switch (dt) {

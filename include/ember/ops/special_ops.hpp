@@ -75,17 +75,17 @@ template <class P>
 BasicTensor<P>& BasicTensor<P>::float_power_(const BasicTensor& exponent) {
   EMBER_CHECK(dtype() == DType::F64, "[float_power_] the base is {}, but the result is f64: only an f64 tensor takes it "
               "in place", dtype());
-  return assign_result(float_power(exponent), "float_power_");
+  return assign_result(input_for_inplace(exponent).float_power(exponent), "float_power_");
 }
 template <class P>
 BasicTensor<P>& BasicTensor<P>::float_power_(Scalar exponent) {
   EMBER_CHECK(dtype() == DType::F64, "[float_power_] the base is {}, but the result is f64: only an f64 tensor takes it "
               "in place", dtype());
-  return assign_result(float_power(exponent), "float_power_");
+  return assign_result(input_for_inplace().float_power(exponent), "float_power_");
 }
 template <class P>
 BasicTensor<P>& BasicTensor<P>::ldexp_(const BasicTensor& e) {
-  return assign_result(ldexp(e), "ldexp_");
+  return assign_result(input_for_inplace(e).ldexp(e), "ldexp_");
 }
 template <class P>
 BasicTensor<P> BasicTensor<P>::true_divide(const BasicTensor& o) const {
