@@ -17,6 +17,11 @@ struct Entry {
   CastRef src, cast;
   ember::detail::Ref<ember::detail::Storage> storage;  ///< held: its address cannot be reused meanwhile
   uint32_t version;
+  // The source's geometry and dtype when cast: set_data (and module.to) may give it others over
+  // the same storage without a version bump.
+  Shape sizes, strides;
+  int64_t offset;
+  DType dtype;
 };
 struct Cache {
   std::unordered_map<const TensorImpl*, Entry> entries;
@@ -42,19 +47,20 @@ const TensorImpl* find_cast(const TensorImpl& src, DType dtype) {
   auto it = t_cache.entries.find(&src);
   if (it == t_cache.entries.end()) return nullptr;
   const Entry& e = it->second;
-  if (e.cast->dtype == dtype && e.storage.get() == src.storage.get() && e.version == version_of(src))
+  if (e.cast->dtype == dtype && e.storage.get() == src.storage.get() && e.version == version_of(src) &&
+      e.dtype == src.dtype && e.offset == src.offset && e.sizes == src.sizes && e.strides == src.strides)
     return e.cast.get();
-  t_cache.entries.erase(it);  // written in place, given new storage, or cast to another dtype
+  t_cache.entries.erase(it);  // written in place, given new storage or geometry, or cast to another dtype
   return nullptr;
 }
 
 void keep_cast(const TensorImpl& src, const CastRef& cast) {
   if (t_cache.entries.size() >= t_cache.swept_at) sweep(t_cache);
   t_cache.entries.insert_or_assign(
-      &src, Entry{CastRef::share(const_cast<TensorImpl*>(&src)), cast, src.storage, version_of(src)});
+      &src, Entry{CastRef::share(const_cast<TensorImpl*>(&src)), cast, src.storage, version_of(src), src.sizes,
+                  src.strides, src.offset, src.dtype});
 }
 
 void clear_cache() { t_cache.entries.clear(); }
-void forget_cast(const TensorImpl& src) { t_cache.entries.erase(&src); }
 
 }  // namespace ember::autocast::detail

@@ -388,6 +388,10 @@ TEST_CASE("Tensor methods: half, bfloat16, is_view, is_same_size, sum_to_size, a
   powered.float_power_(2);
   powered.sum().backward();
   CHECK(vals(base.grad()) == F{4, 6});
+  Tensor self_power = base * 1;
+  self_power.float_power_(self_power);  // x^x: the copy serves as base and exponent
+  self_power.sum().backward();
+  CHECK(close_relative(base.grad(), F{4 + 4 * (std::log(2.0) + 1), 6 + 27 * (std::log(3.0) + 1)}, 1e-12));
   Tensor mant = tensor<double>({1.5, -2}).requires_grad_(), ex = tensor<double>({1, 2}).requires_grad_();
   Tensor scaled = mant * 1;
   scaled.ldexp_(ex);

@@ -81,14 +81,23 @@ TEST_CASE("autocast: softmax and log_softmax run in f32, and so does a classifie
   CHECK(weighted(logits, labels).item<float>() == doctest::Approx(want.item<float>()).epsilon(1e-6));
   const Tensor soft = randn({4, 3}).softmax(1);
   CHECK(nn::F::cross_entropy(logits, soft).dtype() == DType::F32);
-  // Label smoothing's mean in f32 too (a bf16 count of targets is exact only to 256).
-  const Tensor many_logits = randn({600, 3}).to(DType::BF16);
-  const Tensor many_labels = randint(0, 3, {600});
+  // Label smoothing's mean in f32 too (601 targets: bf16 would count 600).
+  const Tensor many_logits = randn({601, 3}).to(DType::BF16);
+  const Tensor many_labels = randint(0, 3, {601});
   const Tensor smooth = nn::F::cross_entropy(many_logits, many_labels, {}, -100, "mean", 0.1);
   CHECK(smooth.dtype() == DType::F32);
   CHECK(smooth.item<float>() ==
         doctest::Approx(nn::F::cross_entropy(many_logits.to(DType::F32), many_labels, {}, -100, "mean", 0.1)
                             .item<float>()).epsilon(1e-6));
+}
+
+TEST_CASE("autocast: a parameter given other elements over the same storage is cast again") {
+  Tensor p = tensor<float>({{1.f, 2.f}, {3.f, 4.f}}).requires_grad_();
+  const Tensor x = eye(2);
+  AutocastGuard autocast;
+  CHECK(equal(x.matmul(p).to(DType::F32).reshape({-1}), tensor<float>({1.f, 2.f, 3.f, 4.f})));
+  p.set_data(p.detach().t());  // the same storage and version, transposed
+  CHECK(equal(x.matmul(p).to(DType::F32).reshape({-1}), tensor<float>({1.f, 3.f, 2.f, 4.f})));
 }
 
 TEST_CASE("autocast: gradients reach f32 parameters as f32, close to an f32 run's") {

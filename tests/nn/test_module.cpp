@@ -695,6 +695,17 @@ TEST_CASE("nn containers: ModuleList::insert renames by position, unregister_mod
   CHECK(dict->empty());
   dict->insert("a", nn::ReLU());  // the key is free again
   CHECK(dict->size() == 1);
+  CHECK_THROWS_WITH_AS(list->insert(0, nn::ModuleList(nullptr)), doctest::Contains("[ModuleList] insert at 0: the module is empty"),
+                       Error);
+}
+
+TEST_CASE("module.to with a graph from before still alive: new graphs accumulate in the new dtype") {
+  nn::Linear lin(2, 1);
+  const Tensor kept = lin(randn({3, 2})).sum();  // holds the f32 weight's accumulator
+  lin->to(DType::F64);
+  lin(randn({3, 2}, DType::F64)).sum().backward();
+  CHECK(lin->weight.grad().dtype() == DType::F64);
+  CHECK(lin->weight.grad().sizes() == Shape{1, 2});
 }
 
 TEST_CASE("nn containers: replace_module updates what forward runs; clone refuses a type it would slice") {

@@ -55,8 +55,6 @@ inline constexpr bool kFloat32 =
 /// written in place since.
 const TensorImpl* find_cast(const TensorImpl& src, DType dtype);
 void keep_cast(const TensorImpl& src, const CastRef& cast);
-/// Drops the cached cast of `src` (its elements changed without a version bump: set_data).
-void forget_cast(const TensorImpl& src);
 /// Whether src is a parameter whose casts may be cached (a leaf that requires grad).
 bool cacheable(const TensorImpl& src);
 

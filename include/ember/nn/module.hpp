@@ -132,8 +132,11 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   }
 
   /// Removes the registered submodule `name` (libtorch's unregister_module): its parameters
-  /// and buffers leave parameters(), state_dict() and the printed tree. Sequential and
-  /// ModuleList refuse (a position names each of their modules); ModuleDict's pop uses it.
+  /// and buffers leave parameters(), state_dict(), to() and train()/eval(). A module whose
+  /// forward() calls the child through a member (most layers: MultiheadAttention's out_proj,
+  /// a Transformer's layers) keeps calling it, untrained and unmoved, as libtorch's; remove
+  /// only children forward() does not use. Sequential and ModuleList refuse (a position names
+  /// each of their modules); ModuleDict's pop uses it.
   void unregister_module(const std::string& name);
 
   // ---- traversal ----------------------------------------------------------------------------

@@ -19,7 +19,6 @@
 /// their histories. A leaf reshaped under no-grad keeps its .grad in the old shape, as PyTorch's;
 /// a gradient retained (retain_grad) before the change is dropped.
 
-#include <ember/autocast/layer.hpp>
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/autograd/inplace.hpp>
 #include <ember/core/tensor.hpp>
@@ -183,11 +182,9 @@ void BasicTensor<P>::set_data(const BasicTensor& o) {
     EMBER_CHECK(!autograd::requires_grad(t) || ember::is_floating(src.dtype),
                 "[{}] a tensor that requires grad cannot take {} data", op, src.dtype);
   }
-  if constexpr (detail::has_layer<autograd::Autograd, typename P::layers>::value)
-    if (t.sizes != src.sizes || t.dtype != src.dtype || t.device() != src.device())
-      autograd::reset_grad_accumulator(t);  // graphs made before keep theirs, in the old shape
-  autocast::detail::forget_cast(t);  // a cast of the old elements
-  // Plain fields: nothing below can fail.
+  const bool other_kind = t.sizes != src.sizes || t.dtype != src.dtype || t.device() != src.device();
+  // Plain fields: nothing below can fail. (Autocast's cached cast of the old elements is
+  // dropped when next looked up: it compares the geometry and dtype it was made from.)
   t.storage = src.storage;
   t.dtype = src.dtype;
   t.sizes = src.sizes;
@@ -196,6 +193,8 @@ void BasicTensor<P>::set_data(const BasicTensor& o) {
   t.wrapped_number = false;
   t.view_of = {};  // its elements are no longer its old root's
   t.refresh();
+  if constexpr (detail::has_layer<autograd::Autograd, typename P::layers>::value)
+    if (other_kind) autograd::reset_grad_accumulator(t);  // graphs made before keep theirs
 }
 
 }  // namespace ember

@@ -75,7 +75,8 @@ template <class P>
 BasicTensor<P>& BasicTensor<P>::float_power_(const BasicTensor& exponent) {
   EMBER_CHECK(dtype() == DType::F64, "[float_power_] the base is {}, but the result is f64: only an f64 tensor takes it "
               "in place", dtype());
-  return assign_result(input_for_inplace(exponent).float_power(exponent), "float_power_");
+  const BasicTensor base = input_for_inplace(exponent);  // x.float_power_(x): the copy on both sides
+  return assign_result(base.float_power(exponent.is_same(*this) ? base : exponent), "float_power_");
 }
 template <class P>
 BasicTensor<P>& BasicTensor<P>::float_power_(Scalar exponent) {
@@ -85,7 +86,8 @@ BasicTensor<P>& BasicTensor<P>::float_power_(Scalar exponent) {
 }
 template <class P>
 BasicTensor<P>& BasicTensor<P>::ldexp_(const BasicTensor& e) {
-  return assign_result(input_for_inplace(e).ldexp(e), "ldexp_");
+  const BasicTensor base = input_for_inplace(e);
+  return assign_result(base.ldexp(e.is_same(*this) ? base : e), "ldexp_");
 }
 template <class P>
 BasicTensor<P> BasicTensor<P>::true_divide(const BasicTensor& o) const {

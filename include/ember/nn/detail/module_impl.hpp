@@ -26,6 +26,8 @@ void convert_in_place(BasicTensor<P>& t, F&& convert) {
   BasicTensor<P> v = convert(t), g;
   if constexpr (autograd::detail::has_autograd<P>()) g = t.grad();
   replace_data(t.impl(), v.impl());
+  // A graph made before keeps its accumulator (old dtype/device); new graphs get a new one.
+  if constexpr (autograd::detail::has_autograd<P>()) autograd::reset_grad_accumulator(t.impl());
   t.zero_grad();
   if constexpr (autograd::detail::has_autograd<P>())
     if (g.defined()) t.set_grad(convert(g));

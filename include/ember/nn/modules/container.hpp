@@ -267,6 +267,7 @@ class BasicModuleListImpl : public BasicModule<P> {
     ModulePtr p;
     if constexpr (requires { m.ptr(); }) p = m.ptr();
     else p = m;
+    EMBER_CHECK(p != nullptr, "[ModuleList] insert at {}: the module is empty", index);
     std::vector<ModulePtr> mods = mods_;
     mods.insert(mods.begin() + static_cast<std::ptrdiff_t>(index), std::move(p));
     std::vector<std::pair<std::string, ModulePtr>> named;
@@ -376,7 +377,9 @@ class BasicModuleDictImpl : public BasicModule<P> {
     return m;
   }
   /// Removes every module, as libtorch's clear.
-  void clear() { this->set_children({}); }
+  void clear() {
+    for (const std::string& k : keys()) this->unregister_module(k);
+  }
   /// Inserts the modules of `other` (shared), replacing those under keys this dict has.
   void update(const BasicModuleDictImpl& other) {
     for (const auto& [k, m] : other.items()) {
