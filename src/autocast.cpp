@@ -1,7 +1,8 @@
 // The per-thread cache of parameter casts made under an AutocastGuard with grad mode off
 // (include/ember/autocast/layer.hpp). Entries hold their source, so a pointer can never be
 // reused by another tensor while it is cached; an entry is valid while its source keeps the
-// same storage (Module::to swaps storages under the same TensorImpl) at the same version.
+// same storage (Module::to swaps storages under the same TensorImpl) at the same version, with
+// the same geometry and dtype (set_data and in-place view ops change those without a write).
 // Entries whose source only the cache still holds (a model that was replaced inside a
 // long-lived guard) are dropped whenever the cache has doubled since the last sweep.
 

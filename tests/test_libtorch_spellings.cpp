@@ -398,6 +398,11 @@ TEST_CASE("Tensor methods: half, bfloat16, is_view, is_same_size, sum_to_size, a
   scaled.sum().backward();
   CHECK(vals(mant.grad()) == F{2, 4});
   CHECK(close_relative(ex.grad(), F{1.5 * 2 * std::log(2.0), -2 * 4 * std::log(2.0)}, 1e-12));
+  Tensor lm = tensor<double>({1, 2}).requires_grad_();
+  Tensor self_scaled = lm * 1;
+  self_scaled.ldexp_(self_scaled);  // x 2^x: d/dx = 2^x (1 + x ln 2)
+  self_scaled.sum().backward();
+  CHECK(close_relative(lm.grad(), F{2 * (1 + std::log(2.0)), 4 * (1 + 2 * std::log(2.0))}, 1e-12));
   Tensor mg = tensor<double>({1.5, 2});  // PyTorch 1.13 in f32: 0.45158270
   mg.mvlgamma_(2);
   CHECK(close_relative(mg, F{0.4515827052894549, 0.4515827052894549}, 1e-12));  // lgamma(1.5) + log(pi) / 2

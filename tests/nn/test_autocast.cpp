@@ -94,10 +94,13 @@ TEST_CASE("autocast: softmax and log_softmax run in f32, and so does a classifie
 TEST_CASE("autocast: a parameter given other elements over the same storage is cast again") {
   Tensor p = tensor<float>({{1.f, 2.f}, {3.f, 4.f}}).requires_grad_();
   const Tensor x = eye(2);
+  NoGradGuard no_grad;  // where parameters' casts are cached
   AutocastGuard autocast;
   CHECK(equal(x.matmul(p).to(DType::F32).reshape({-1}), tensor<float>({1.f, 2.f, 3.f, 4.f})));
   p.set_data(p.detach().t());  // the same storage and version, transposed
   CHECK(equal(x.matmul(p).to(DType::F32).reshape({-1}), tensor<float>({1.f, 3.f, 2.f, 4.f})));
+  p.t_();  // an in-place view op moves the version: cast again too
+  CHECK(equal(x.matmul(p).to(DType::F32).reshape({-1}), tensor<float>({1.f, 2.f, 3.f, 4.f})));
 }
 
 TEST_CASE("autocast: gradients reach f32 parameters as f32, close to an f32 run's") {

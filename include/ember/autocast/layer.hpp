@@ -52,7 +52,7 @@ inline constexpr bool kFloat32 =
 
 /// A cast of `src` made under this guard with grad mode off, or null (src/autocast.cpp). Only
 /// parameters (leaves that require grad) are cached, and an entry is dropped once `src` was
-/// written in place since.
+/// written in place, or given other storage, geometry or dtype, since.
 const TensorImpl* find_cast(const TensorImpl& src, DType dtype);
 void keep_cast(const TensorImpl& src, const CastRef& cast);
 /// Whether src is a parameter whose casts may be cached (a leaf that requires grad).

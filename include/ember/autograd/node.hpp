@@ -149,8 +149,8 @@ struct AutogradMeta {
 
 /// A tensor's metadata, created on first use.
 AutogradMeta& meta_of(TensorImpl& t);
-/// Forgets a leaf's AccumulateGrad (set_data gave the leaf another shape, dtype or device:
-/// graphs made before keep theirs, new ones get a new one).
+/// Forgets a leaf's AccumulateGrad (set_data or module.to gave the leaf another shape, dtype or
+/// device: graphs made before keep theirs, new ones get a new one).
 void reset_grad_accumulator(TensorImpl& t);
 inline AutogradMeta* meta_if(const TensorImpl& t) { return t.autograd; }
 /// Whether t takes part in autograd: a leaf marked requires_grad, or an op result with a grad_fn.
