@@ -697,6 +697,12 @@ TEST_CASE("nn containers: ModuleList::insert renames by position, unregister_mod
   CHECK(dict->size() == 1);
   CHECK_THROWS_WITH_AS(list->insert(0, nn::ModuleList(nullptr)), doctest::Contains("[ModuleList] insert at 0: the module is empty"),
                        Error);
+  // Ember's modules whose forward() calls member submodules refuse: it would still run them.
+  nn::MultiheadAttention mha(4, 2);
+  CHECK_THROWS_WITH_AS(mha->unregister_module("out_proj"),
+                       doctest::Contains("[unregister_module] MultiheadAttention's forward() uses its submodule 'out_proj'"),
+                       Error);
+  CHECK(names(mha->named_parameters()).size() == 4);
 }
 
 TEST_CASE("module.to with a graph from before still alive: new graphs accumulate in the new dtype") {

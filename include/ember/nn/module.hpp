@@ -132,11 +132,12 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   }
 
   /// Removes the registered submodule `name` (libtorch's unregister_module): its parameters
-  /// and buffers leave parameters(), state_dict(), to() and train()/eval(). A module whose
-  /// forward() calls the child through a member (most layers: MultiheadAttention's out_proj,
-  /// a Transformer's layers) keeps calling it, untrained and unmoved, as libtorch's; remove
-  /// only children forward() does not use. Sequential and ModuleList refuse (a position names
-  /// each of their modules); ModuleDict's pop uses it.
+  /// and buffers leave parameters(), state_dict(), to() and train()/eval(). A user's module
+  /// whose forward() calls the child through a member keeps calling it, untrained and unmoved,
+  /// as libtorch's: remove only children forward() does not use. Ember's own such modules
+  /// (MultiheadAttention, the Transformer family, AdaptiveLogSoftmaxWithLoss, AveragedModel)
+  /// refuse, and so do Sequential and ModuleList (a position names each of their modules);
+  /// ModuleDict's pop uses it.
   void unregister_module(const std::string& name);
 
   // ---- traversal ----------------------------------------------------------------------------
@@ -233,6 +234,14 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
 };
 
 using Module = BasicModule<>;
+
+namespace detail {
+/// Ember's modules whose forward() calls submodules held as members refuse unregister_module.
+inline void refuse_member_child(const std::string& module, const std::string& child) {
+  EMBER_FAIL("[unregister_module] {}'s forward() uses its submodule '{}': removed, it would still run, no longer "
+             "trained, moved or saved", module, child);
+}
+}  // namespace detail
 
 /// Base for modules that can be deep-copied: Derived must rebuild its parameters and
 /// submodules in reset() (as libtorch's Cloneable requires); clone() copy-constructs Derived

@@ -214,6 +214,9 @@ class AveragedModelImpl : public nn::BasicModule<P> {
                   theirs[i].first, theirs[i].second.sizes(), mine[i].second.sizes());
   }
   BasicAvgFn<P> avg_fn_;
+ protected:
+  // forward() calls its submodules through members: removing one would leave it running.
+  void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 
 /// The shared handle: `optim::AveragedModel ema(net, optim::get_ema_multi_avg_fn(0.99))`.

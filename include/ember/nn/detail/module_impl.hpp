@@ -94,7 +94,8 @@ template <class P>
 void BasicModule<P>::set_children(std::vector<std::pair<std::string, ModulePtr>> children) {
   // Every check first: a refusal leaves the registrations as they were.
   for (size_t i = 0; i < children.size(); ++i) {
-    const auto& [name, m] = children[i];
+    const std::string& name = children[i].first;  // (not a structured binding: lambdas capture it)
+    const ModulePtr& m = children[i].second;
     detail::check_name(name, type_name_, "module");
     EMBER_CHECK(m != nullptr, "[register_module] submodule '{}' of {} is empty", name, type_name_);
     auto taken = [&](const auto& list) {

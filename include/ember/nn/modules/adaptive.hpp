@@ -158,6 +158,9 @@ class BasicAdaptiveLogSoftmaxWithLossImpl : public Cloneable<BasicAdaptiveLogSof
     return up(down(x));
   }
   std::vector<std::pair<Linear, Linear>> projections;  ///< the tail's, for direct calls
+ protected:
+  // forward() calls its submodules through members: removing one would leave it running.
+  void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 using AdaptiveLogSoftmaxWithLossImpl = BasicAdaptiveLogSoftmaxWithLossImpl<>;
 EMBER_MODULE(AdaptiveLogSoftmaxWithLoss);

@@ -340,6 +340,9 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
     }
     return mask;
   }
+ protected:
+  // forward() calls its submodules through members: removing one would leave it running.
+  void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 using MultiheadAttentionImpl = BasicMultiheadAttentionImpl<>;
 EMBER_MODULE(MultiheadAttention);
@@ -464,6 +467,9 @@ class BasicTransformerEncoderLayerImpl : public Cloneable<BasicTransformerEncode
   Linear linear1{nullptr}, linear2{nullptr};
   Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr};
   LayerNorm norm1{nullptr}, norm2{nullptr};
+ protected:
+  // forward() calls its submodules through members: removing one would leave it running.
+  void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 using TransformerEncoderLayerImpl = BasicTransformerEncoderLayerImpl<>;
 EMBER_MODULE(TransformerEncoderLayer);
@@ -531,6 +537,9 @@ class BasicTransformerDecoderLayerImpl : public Cloneable<BasicTransformerDecode
   Linear linear1{nullptr}, linear2{nullptr};
   Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr}, dropout3{nullptr};
   LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+ protected:
+  // forward() calls its submodules through members: removing one would leave it running.
+  void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 using TransformerDecoderLayerImpl = BasicTransformerDecoderLayerImpl<>;
 EMBER_MODULE(TransformerDecoderLayer);
@@ -580,6 +589,9 @@ class BasicTransformerEncoderImpl : public BasicModule<P> {
   }
   ModuleList layers;
   LayerNorm norm{nullptr};
+ protected:
+  // forward() calls its submodules through members: removing one would leave it running.
+  void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 using TransformerEncoderImpl = BasicTransformerEncoderImpl<>;
 EMBER_MODULE(TransformerEncoder);
@@ -611,6 +623,9 @@ class BasicTransformerDecoderImpl : public BasicModule<P> {
   }
   ModuleList layers;
   LayerNorm norm{nullptr};
+ protected:
+  // forward() calls its submodules through members: removing one would leave it running.
+  void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 using TransformerDecoderImpl = BasicTransformerDecoderImpl<>;
 EMBER_MODULE(TransformerDecoder);
@@ -666,6 +681,9 @@ class BasicTransformerImpl : public BasicModule<P> {
   TransformerOptions options;
   TransformerEncoder encoder{nullptr};
   TransformerDecoder decoder{nullptr};
+ protected:
+  // forward() calls its submodules through members: removing one would leave it running.
+  void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 using TransformerImpl = BasicTransformerImpl<>;
 EMBER_MODULE(Transformer);
