@@ -90,6 +90,40 @@ TEST_CASE("frexp: mantissa in [0.5, 1) and exponent, subnormals, specials, every
               "frexp");
 }
 
+TEST_CASE("nextafter: the neighbouring value toward the other operand, as PyTorch 1.13's") {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  const Tensor a = tensor<double>({1, 0, 1, nan, -0.0, 3});
+  const Tensor b = tensor<double>({2, 1, 1, 1, 0, -inf});
+  const F f32 = vals(nextafter(a.to(DType::F32), b.to(DType::F32)));
+  CHECK(f32[0] == 1.0000001192092896);
+  CHECK(f32[1] == 1.401298464324817e-45);
+  CHECK(f32[2] == 1);
+  CHECK(std::isnan(f32[3]));
+  CHECK(f32[4] == 0);
+  CHECK_FALSE(std::signbit(f32[4]));  // b itself where they are equal
+  CHECK(f32[5] == 2.999999761581421);
+  const F f64 = vals(a.nextafter(b));
+  CHECK(f64[0] == 1.0000000000000002);
+  CHECK(f64[1] == 5e-324);
+  CHECK(f64[5] == 2.9999999999999996);
+  const Tensor bf = nextafter(tensor<double>({1, 1, 0, -2}).to(DType::BF16), tensor<double>({2, 0, -1, -inf}).to(DType::BF16));
+  CHECK(bf.dtype() == DType::BF16);
+  const F bv = vals(bf);
+  CHECK(bv[0] == 1.0078125);  // PyTorch 1.13: 1.0078
+  CHECK(bv[1] == 1 - 1.0 / 256);
+  CHECK(bv[2] < 0);
+  CHECK(bv[2] > -1e-38);
+  CHECK(bv[3] == -2.015625);
+  CHECK(nextafter(tensor<float>({1.f}), tensor<double>({2.0})).dtype() == DType::F64);  // promoted
+  Tensor inplace = tensor<float>({1.f, 2.f});
+  inplace.nextafter_(tensor<float>({0.f}));
+  CHECK(vals(inplace) == F{0.99999994039535522, 1.9999998807907104});
+  CHECK(ember_test::has(ember_test::error_of([] { nextafter(tensor<int64_t>({1}), tensor<int64_t>({2})); }),
+                        "[nextafter] expects f32, f64 or bf16 tensors, got i64 and i64"));
+  CHECK(ember_test::has(ember_test::error_of([] { nextafter(tensor<float>({1}).to(DType::F16), tensor<float>({2}).to(DType::F16)); }),
+                        "[nextafter] expects f32, f64 or bf16"));
+}
+
 TEST_CASE("inner: sums over both last dims; a 0-d operand multiplies") {
   const Tensor a = arange(6).to(DType::F64).view({2, 3});
   const Tensor b = arange(12).to(DType::F64).view({4, 3});

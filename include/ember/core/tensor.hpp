@@ -373,6 +373,8 @@ class BasicTensor {
   BasicTensor& gcd_(const BasicTensor& o);
   BasicTensor& lcm_(const BasicTensor& o);
   std::pair<BasicTensor, BasicTensor> frexp() const;
+  BasicTensor nextafter(const BasicTensor& o) const;
+  BasicTensor& nextafter_(const BasicTensor& o);
   BasicTensor true_divide(const BasicTensor& o) const;
   // In place with options (nn modules' inplace flag).
   BasicTensor& leaky_relu_(double slope) { return unary_inplace(ops::UnaryOp::LeakyRelu, {slope}); }

@@ -1,6 +1,7 @@
 #pragma once
 /// Number-theoretic and bit-level elementwise functions, as libtorch's: gcd, lcm (integers,
-/// broadcasting, PyTorch's type promotion) and frexp (mantissa and exponent of floats).
+/// broadcasting, PyTorch's type promotion), frexp (mantissa and exponent of floats) and
+/// nextafter (the neighbouring representable value).
 ///
 ///   Tensor g = gcd(a, b);                    // gcd(-12, 18) = 6, gcd(0, 0) = 0
 ///   auto [mantissa, exponent] = frexp(x);    // x = mantissa * 2^exponent, |mantissa| in [0.5, 1)
@@ -16,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -126,6 +128,53 @@ std::pair<BasicTensor<P>, BasicTensor<P>> frexp(const BasicTensor<P>& x) {
   return {mantissa.to(x.device(), x.dtype()), exponent.to(x.device())};
 }
 
+namespace detail {
+/// The next value after x toward y in dtype dt (f64, f32 or bf16; x and y are values of it).
+inline double next_toward(double x, double y, DType dt) {
+  if (dt == DType::F64) return std::nextafter(x, y);
+  if (dt == DType::F32) return static_cast<double>(std::nextafter(static_cast<float>(x), static_cast<float>(y)));
+  // bf16: the IEEE step on its 16 bits (its values order as its bit patterns, by sign).
+  if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
+  if (x == y) return y;
+  if (x == 0) return static_cast<float>(BFloat16::from_bits(static_cast<uint16_t>((std::signbit(y) ? 0x8000 : 0) | 1)));
+  const uint16_t bits = BFloat16(static_cast<float>(x)).bits;
+  return static_cast<float>(
+      BFloat16::from_bits(static_cast<uint16_t>((x < y) == (x > 0) ? bits + 1 : bits - 1)));
+}
+}  // namespace detail
+
+/// The next representable value after each element of `a` toward `b` (broadcast), as
+/// torch::nextafter: f32, f64 and bf16 (PyTorch 1.13 refuses f16 too); `b` itself where they
+/// are equal. Not differentiable (PyTorch has no formula either).
+template <class P>
+BasicTensor<P> nextafter(const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  constexpr const char* op = "nextafter";
+  EMBER_CHECK(a.defined() && b.defined(), "[{}] needs two defined tensors", op);
+  EMBER_CHECK(a.device() == b.device(), "[{}] the tensors are on {} and {}", op, a.device(), b.device());
+  const detail::TensorImpl* operands[] = {&a.impl(), &b.impl()};
+  const DType dt = ops::result_type(operands);
+  EMBER_CHECK(dt == DType::F32 || dt == DType::F64 || dt == DType::BF16,
+              "[{}] expects f32, f64 or bf16 tensors, got {} and {}", op, a.dtype(), b.dtype());
+  const Shape shape = ops::broadcast_shapes(a.sizes(), b.sizes(), op);
+  // f64 holds every f32 and bf16 value, and the results, exactly.
+  const BasicTensor<P> x = broadcast_to(a.detach(), shape).to(kCPU, DType::F64).contiguous();
+  const BasicTensor<P> y = broadcast_to(b.detach(), shape).to(kCPU, DType::F64).contiguous();
+  BasicTensor<P> out = empty<P>(shape, TensorOptions(DType::F64));
+  const double* xv = x.template data_ptr<double>();
+  const double* yv = y.template data_ptr<double>();
+  double* o = out.template data_ptr<double>();
+  for (int64_t i = 0; i < out.numel(); ++i) o[i] = detail::next_toward(xv[i], yv[i], dt);
+  return out.to(a.device(), dt);
+}
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::nextafter(const BasicTensor& o) const {
+  return ember::nextafter(*this, o);
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::nextafter_(const BasicTensor& o) {
+  return assign_result(ember::nextafter(*this, o), "nextafter_");
+}
 template <class P>
 BasicTensor<P> BasicTensor<P>::gcd(const BasicTensor& o) const {
   return ember::gcd(*this, o);
