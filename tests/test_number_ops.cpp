@@ -115,6 +115,11 @@ TEST_CASE("nextafter: the neighbouring value toward the other operand, as PyTorc
   CHECK(bv[2] > -1e-38);
   CHECK(bv[3] == -2.015625);
   CHECK(nextafter(tensor<float>({1.f}), tensor<double>({2.0})).dtype() == DType::F64);  // promoted
+  // Operands rounded to the result's dtype first, as PyTorch's: equal there, so b.
+  const Tensor one_bf16 = tensor<double>({1}).to(DType::BF16);
+  CHECK(vals(nextafter(one_bf16, scalar_tensor(1.001, DType::F64))) == F{1});
+  CHECK(vals(nextafter(tensor<int64_t>({257}), tensor<double>({256}).to(DType::BF16))) == F{256});
+  CHECK(vals(nextafter(scalar_tensor(1e-50, DType::F64), tensor<double>({0}).to(DType::BF16))) == F{0});
   Tensor inplace = tensor<float>({1.f, 2.f});
   inplace.nextafter_(tensor<float>({0.f}));
   CHECK(vals(inplace) == F{0.99999994039535522, 1.9999998807907104});

@@ -7,8 +7,8 @@
 ///   auto [mantissa, exponent] = frexp(x);    // x = mantissa * 2^exponent, |mantissa| in [0.5, 1)
 ///
 /// They run on the host (a tensor on another device goes there and back), over the broadcast
-/// operands in one pass. frexp's mantissa is differentiable (2^-exponent, as PyTorch's); the
-/// rest are integers.
+/// operands in one pass. frexp's mantissa is differentiable (2^-exponent, as PyTorch's); gcd
+/// and lcm are integers; nextafter has no gradient (PyTorch has no formula).
 
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
@@ -156,9 +156,10 @@ BasicTensor<P> nextafter(const BasicTensor<P>& a, const BasicTensor<P>& b) {
   EMBER_CHECK(dt == DType::F32 || dt == DType::F64 || dt == DType::BF16,
               "[{}] expects f32, f64 or bf16 tensors, got {} and {}", op, a.dtype(), b.dtype());
   const Shape shape = ops::broadcast_shapes(a.sizes(), b.sizes(), op);
-  // f64 holds every f32 and bf16 value, and the results, exactly.
-  const BasicTensor<P> x = broadcast_to(a.detach(), shape).to(kCPU, DType::F64).contiguous();
-  const BasicTensor<P> y = broadcast_to(b.detach(), shape).to(kCPU, DType::F64).contiguous();
+  // Both rounded to the result's dtype first, as PyTorch's kernel sees them (a 0-d f64 1.001
+  // with a bf16 tensor is bf16's 1); f64 then holds them and the results exactly.
+  const BasicTensor<P> x = broadcast_to(a.detach(), shape).to(kCPU, dt).to(DType::F64).contiguous();
+  const BasicTensor<P> y = broadcast_to(b.detach(), shape).to(kCPU, dt).to(DType::F64).contiguous();
   BasicTensor<P> out = empty<P>(shape, TensorOptions(DType::F64));
   const double* xv = x.template data_ptr<double>();
   const double* yv = y.template data_ptr<double>();
