@@ -50,4 +50,18 @@ extern void (*g_grad_meta_deleter)(AutogradMeta*);
 
 bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides);
 
+/// Gives `t` the elements of `src` (storage, dtype, geometry) in place, so that every handle
+/// to t sees them: set_data and module.to(). t is no longer a view of its old root, nor a
+/// wrapped number; its autograd identity is left to the caller. Cannot fail.
+inline void adopt_elements(TensorImpl& t, const TensorImpl& src) {
+  t.storage = src.storage;
+  t.dtype = src.dtype;
+  t.sizes = src.sizes;
+  t.strides = src.strides;
+  t.offset = src.offset;
+  t.wrapped_number = false;
+  t.view_of = {};
+  t.refresh();
+}
+
 }  // namespace ember::detail

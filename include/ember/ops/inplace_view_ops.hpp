@@ -117,26 +117,9 @@ BasicTensor<P>& BasicTensor<P>::as_strided_(const Shape& new_sizes, const Shape&
                                             std::optional<int64_t> offset) {
   constexpr const char* op = "as_strided_";
   detail::check_inplace_view_target(*this, op);
-  // The geometry's own checks under this op's name (as_strided would name itself).
-  const Impl& ti = impl();
-  const int64_t start = offset.value_or(ti.offset);
-  EMBER_CHECK(new_sizes.size() == new_strides.size(), "[{}] sizes {} and strides {} must have one length", op,
-              new_sizes, new_strides);
-  EMBER_CHECK(start >= 0, "[{}] the storage offset must be >= 0, got {}", op, start);
-  int64_t last = start;  // the last element the view reaches
-  for (size_t i = 0; i < new_sizes.size(); ++i) {
-    EMBER_CHECK(new_sizes[i] >= 0 && new_strides[i] >= 0, "[{}] sizes {} and strides {} must be >= 0", op, new_sizes,
-                new_strides);
-    if (new_sizes[i] == 0) last = -1;
-    if (last < 0) continue;
-    int64_t reach;
-    EMBER_CHECK(!__builtin_mul_overflow(new_sizes[i] - 1, new_strides[i], &reach) &&
-                    !__builtin_add_overflow(last, reach, &last),
-                "[{}] sizes {} and strides {} reach past int64", op, new_sizes, new_strides);
-  }
-  const int64_t elements = static_cast<int64_t>(ti.storage->nbytes / itemsize(ti.dtype));
-  EMBER_CHECK(last < elements, "[{}] sizes {}, strides {} at offset {} reach element {} of a storage of {}", op,
-              new_sizes, new_strides, start, last, elements);
+  // The geometry's checks under this op's name (as_strided would name itself).
+  const int64_t start = offset.value_or(impl().offset);
+  ops::check_as_strided(impl(), new_sizes, new_strides, start, op);
   return detail::become_view(*this, as_strided(new_sizes, new_strides, start));
 }
 
@@ -183,16 +166,9 @@ void BasicTensor<P>::set_data(const BasicTensor& o) {
                 "[{}] a tensor that requires grad cannot take {} data", op, src.dtype);
   }
   const bool other_kind = t.sizes != src.sizes || t.dtype != src.dtype || t.device() != src.device();
-  // Plain fields: nothing below can fail. (Autocast's cached cast of the old elements is
+  // Nothing below can fail. (Autocast's cached cast of the old elements is
   // dropped when next looked up: it compares the geometry and dtype it was made from.)
-  t.storage = src.storage;
-  t.dtype = src.dtype;
-  t.sizes = src.sizes;
-  t.strides = src.strides;
-  t.offset = src.offset;
-  t.wrapped_number = false;
-  t.view_of = {};  // its elements are no longer its old root's
-  t.refresh();
+  detail::adopt_elements(t, src);
   if constexpr (detail::has_layer<autograd::Autograd, typename P::layers>::value)
     if (other_kind) autograd::reset_grad_accumulator(t);  // graphs made before keep theirs
 }

@@ -10,22 +10,13 @@
 namespace ember::nn {
 
 namespace detail {
-/// Swaps the values of `t` for `v`'s in place, so that every handle to t sees them (module.to()).
-inline void replace_data(ember::detail::TensorImpl& t, const ember::detail::TensorImpl& v) {
-  t.storage = v.storage;
-  t.dtype = v.dtype;
-  t.offset = v.offset;
-  t.sizes = v.sizes;
-  t.strides = v.strides;
-  t.refresh();
-}
 /// Replaces t's values by convert(t) in place (handles stay valid); its gradient goes along,
 /// converted the same way (PyTorch's _apply converts param.grad too).
 template <class P, class F>
 void convert_in_place(BasicTensor<P>& t, F&& convert) {
   BasicTensor<P> v = convert(t), g;
   if constexpr (autograd::detail::has_autograd<P>()) g = t.grad();
-  replace_data(t.impl(), v.impl());
+  ember::detail::adopt_elements(t.impl(), v.impl());
   // A graph made before keeps its accumulator (old dtype/device); new graphs get a new one.
   if constexpr (autograd::detail::has_autograd<P>()) autograd::reset_grad_accumulator(t.impl());
   t.zero_grad();
@@ -312,7 +303,7 @@ void BasicModule<P>::copy_state_into(BasicModule& dst) const {
       EMBER_CHECK(it != to.end(), "[clone] reset() of {} did not recreate {} '{}'", type_name_, what, n);
       if (!t.defined()) continue;
       TensorT fresh = t.detach().clone();
-      detail::replace_data(it->second.impl(), fresh.impl());
+      ember::detail::adopt_elements(it->second.impl(), fresh.impl());
       if (t.requires_grad() != it->second.requires_grad()) it->second.requires_grad_(t.requires_grad());
     }
   };
