@@ -33,6 +33,12 @@ TEST_CASE("gcd and lcm: signs, zeros, INT64_MIN, broadcasting and promotion") {
   CHECK(ints(g) == I{4, 3, 2, 9, 2, 3});
   CHECK(gcd(tensor<int64_t>({4}).to(DType::U8), tensor<int64_t>({6}).to(DType::I8)).dtype() == DType::I32);
   CHECK(gcd(tensor<int64_t>({4}).to(DType::U8), scalar_tensor(6, DType::I64)).dtype() == DType::U8);  // 0-d: lower rank
+  // The 0-d operand is first cast to the result dtype, as PyTorch's kernel sees it: 300 is
+  // i8's 44 (PyTorch 1.13: gcd = 2, lcm = -124) and -4 is u8's 252.
+  const Tensor i8_6 = tensor<int64_t>({6}).to(DType::I8);
+  CHECK(ints(gcd(i8_6, scalar_tensor(300, DType::I64))) == I{2});
+  CHECK(ints(lcm(i8_6, scalar_tensor(300, DType::I64))) == I{-124});
+  CHECK(ints(gcd(tensor<int64_t>({6}).to(DType::U8), scalar_tensor(-4, DType::I64))) == I{6});
   CHECK(ints(tensor<int64_t>({8}).gcd(tensor<int64_t>({12}))) == I{4});
   Tensor x = tensor<int64_t>({4, 6});
   x.lcm_(tensor<int64_t>({6}));

@@ -14,6 +14,7 @@
 #include <ember/core/tensor_methods.hpp>
 #include <ember/ops/descriptors.hpp>
 #include <ember/ops/free_forms.hpp>
+#include <ember/ops/special_ops.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -53,19 +54,25 @@ inline int64_t wrapped_magnitude(uint64_t v, DType dt) {
   }
 }
 
+/// `v` broadcast to `shape` on the host, contiguous, its values first rounded to the op's
+/// result dtype `dt` (as PyTorch's kernels see them: a 0-d i64 300 beside an i8 tensor is 44)
+/// and then held in `wide`, which holds every value of dt exactly.
+template <class P>
+BasicTensor<P> host_operand(const BasicTensor<P>& v, const Shape& shape, DType dt, DType wide) {
+  return broadcast_to(v.detach(), shape).to(kCPU, dt).to(wide).contiguous();
+}
+
 /// gcd or lcm of broadcast integer operands, in their promoted dtype (wrapping as the dtype's
 /// integers do where lcm overflows, as PyTorch's).
 template <class P>
 BasicTensor<P> gcd_lcm(const BasicTensor<P>& a, const BasicTensor<P>& b, bool lcm, const char* op) {
-  EMBER_CHECK(a.defined() && b.defined(), "[{}] needs two defined tensors", op);
-  EMBER_CHECK(a.device() == b.device(), "[{}] the tensors are on {} and {}", op, a.device(), b.device());
+  const Shape shape = check_binary_composite(a, b, op);
   const TensorImpl* operands[] = {&a.impl(), &b.impl()};
   const DType dt = ops::result_type(operands);
   EMBER_CHECK(!is_floating(dt) && dt != DType::Bool, "[{}] expects integer tensors, got {} and {}", op, a.dtype(),
               b.dtype());
-  const Shape shape = ops::broadcast_shapes(a.sizes(), b.sizes(), op);
-  const BasicTensor<P> x = broadcast_to(a, shape).to(kCPU, DType::I64).contiguous();
-  const BasicTensor<P> y = broadcast_to(b, shape).to(kCPU, DType::I64).contiguous();
+  const BasicTensor<P> x = host_operand(a, shape, dt, DType::I64);
+  const BasicTensor<P> y = host_operand(b, shape, dt, DType::I64);
   BasicTensor<P> out = empty<P>(shape, TensorOptions(DType::I64));
   const int64_t* xv = x.template data_ptr<int64_t>();
   const int64_t* yv = y.template data_ptr<int64_t>();
@@ -149,17 +156,14 @@ inline double next_toward(double x, double y, DType dt) {
 template <class P>
 BasicTensor<P> nextafter(const BasicTensor<P>& a, const BasicTensor<P>& b) {
   constexpr const char* op = "nextafter";
-  EMBER_CHECK(a.defined() && b.defined(), "[{}] needs two defined tensors", op);
-  EMBER_CHECK(a.device() == b.device(), "[{}] the tensors are on {} and {}", op, a.device(), b.device());
+  const Shape shape = detail::check_binary_composite(a, b, op);
   const detail::TensorImpl* operands[] = {&a.impl(), &b.impl()};
   const DType dt = ops::result_type(operands);
   EMBER_CHECK(dt == DType::F32 || dt == DType::F64 || dt == DType::BF16,
               "[{}] expects f32, f64 or bf16 tensors, got {} and {}", op, a.dtype(), b.dtype());
-  const Shape shape = ops::broadcast_shapes(a.sizes(), b.sizes(), op);
-  // Both rounded to the result's dtype first, as PyTorch's kernel sees them (a 0-d f64 1.001
-  // with a bf16 tensor is bf16's 1); f64 then holds them and the results exactly.
-  const BasicTensor<P> x = broadcast_to(a.detach(), shape).to(kCPU, dt).to(DType::F64).contiguous();
-  const BasicTensor<P> y = broadcast_to(b.detach(), shape).to(kCPU, dt).to(DType::F64).contiguous();
+  // A 0-d f64 1.001 beside a bf16 tensor is bf16's 1 there; f64 holds the results exactly.
+  const BasicTensor<P> x = detail::host_operand(a, shape, dt, DType::F64);
+  const BasicTensor<P> y = detail::host_operand(b, shape, dt, DType::F64);
   BasicTensor<P> out = empty<P>(shape, TensorOptions(DType::F64));
   const double* xv = x.template data_ptr<double>();
   const double* yv = y.template data_ptr<double>();

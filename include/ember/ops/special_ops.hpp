@@ -22,12 +22,13 @@
 namespace ember {
 
 namespace detail {
-/// The checks of a binary composite under its own name (the ops it calls would name themselves).
+/// The checks of a binary composite under its own name (the ops it calls would name
+/// themselves); returns the broadcast shape.
 template <class P>
-void check_binary_composite(const BasicTensor<P>& a, const BasicTensor<P>& b, const char* op) {
+Shape check_binary_composite(const BasicTensor<P>& a, const BasicTensor<P>& b, const char* op) {
   EMBER_CHECK(a.defined() && b.defined(), "[{}] needs two defined tensors", op);
   EMBER_CHECK(a.device() == b.device(), "[{}] the tensors are on {} and {}", op, a.device(), b.device());
-  (void)ops::broadcast_shapes(a.sizes(), b.sizes(), op);
+  return ops::broadcast_shapes(a.sizes(), b.sizes(), op);
 }
 }  // namespace detail
 
