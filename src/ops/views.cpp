@@ -58,6 +58,26 @@ bool view_strides(const TensorImpl& x, IntArrayRef shape, Shape& strides) {
   return view_d == -1;
 }
 
+void check_as_strided(const TensorImpl& x, const Shape& sizes, const Shape& strides, int64_t start, const char* op) {
+  EMBER_CHECK(sizes.size() == strides.size(), "[{}] sizes {} and strides {} must have one length", op, sizes,
+              strides);
+  EMBER_CHECK(start >= 0, "[{}] the storage offset must be >= 0, got {}", op, start);
+  int64_t last = start;  // the last element the view reaches; -1 when it has none
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EMBER_CHECK(sizes[i] >= 0 && strides[i] >= 0, "[{}] sizes {} and strides {} must be >= 0", op, sizes, strides);
+    if (sizes[i] == 0) last = -1;
+    if (last < 0) continue;
+    int64_t reach;
+    EMBER_CHECK(!__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) && !__builtin_add_overflow(last, reach, &last),
+                "[{}] sizes {} and strides {} at offset {}: the last element's index overflows", op, sizes, strides,
+                start);
+  }
+  const int64_t elements = static_cast<int64_t>(x.storage->nbytes / itemsize(x.dtype));
+  EMBER_CHECK(last < elements, "[{}] sizes {}, strides {} at offset {} reach element {} of a storage of {}", op, sizes,
+              strides, start, last, elements);
+  checked_numel(sizes, op);  // zero strides reach few elements but may count past int64
+}
+
 TensorRef ViewOp::make(const TensorImpl& x) const {
   const char* op = name();
   int64_t n = x.ndim();
@@ -106,26 +126,7 @@ TensorRef ViewOp::make(const TensorImpl& x) const {
       break;
     }
     case ViewKind::AsStrided: {
-      EMBER_CHECK(shape.size() == strides.size(), "[as_strided] sizes {} and strides {} differ in rank", shape,
-                  strides);
-      int64_t max_index = start;
-      bool empty = false;
-      for (size_t i = 0; i < shape.size(); ++i) {
-        EMBER_CHECK(shape[i] >= 0 && strides[i] >= 0, "[as_strided] negative size or stride in {} / {}", shape,
-                    strides);
-        int64_t reach = 0;  // (shape[i] - 1) * strides[i], added to max_index, both overflow-checked
-        if (shape[i] == 0) empty = true;
-        else
-          EMBER_CHECK(!__builtin_mul_overflow(shape[i] - 1, strides[i], &reach) &&
-                          !__builtin_add_overflow(max_index, reach, &max_index),
-                      "[as_strided] sizes {} strides {} offset {}: the last element's index overflows", shape, strides,
-                      start);
-      }
-      EMBER_CHECK(start >= 0, "[as_strided] negative storage offset {}", start);
-      EMBER_CHECK(empty || max_index < static_cast<int64_t>(x.storage->nbytes) / itemsize(x.dtype),
-                  "[as_strided] sizes {} strides {} offset {} reach outside the storage of {} bytes", shape, strides,
-                  start, x.storage->nbytes);
-      checked_numel(shape, "as_strided");  // zero strides reach few elements but may count past int64
+      check_as_strided(x, shape, strides, start, "as_strided");
       sizes = shape;
       st = strides;
       offset = start;

@@ -30,6 +30,8 @@ struct ViewOp {
   TensorRef make(const TensorImpl& x) const;  // src/ops/views.cpp
 };
 
+/// Checks that as_strided's geometry stays within x's storage and int64; fails naming `op`.
+void check_as_strided(const TensorImpl& x, const Shape& sizes, const Shape& strides, int64_t start, const char* op);
 /// The shape `view`/`reshape` resolve to (one -1 inferred); fails naming `op`.
 Shape infer_shape(IntArrayRef shape, int64_t numel, const char* op);
 /// Strides for viewing x as `shape` without a copy, if possible.
