@@ -207,6 +207,16 @@ void check_class_weight(const BasicTensor<P>& weight, const BasicTensor<P>& inpu
               input.device());
 }
 
+/// The checks nll_loss and cross_entropy share: a floating input of rank >= 1 (classes along
+/// dim 1, or dim 0 unbatched) and a target on its device.
+template <class P>
+void check_class_loss_input(const BasicTensor<P>& input, const BasicTensor<P>& target, const char* op) {
+  EMBER_CHECK(input.dim() >= 1, "[{}] input must have at least 1 dim, got a 0-d tensor", op);
+  EMBER_CHECK(input.is_floating_point(), "[{}] input must be floating point, got {}", op, input.dtype());
+  EMBER_CHECK(target.device() == input.device(), "[{}] target is on {} but the input is on {}", op, target.device(),
+              input.device());
+}
+
 /// nll_loss, its errors naming `op` (cross_entropy's own name when it calls this).
 template <class P>
 BasicTensor<P> nll_loss_named(const BasicTensor<P>& input, const BasicTensor<P>& target, const BasicTensor<P>& weight,
@@ -214,12 +224,9 @@ BasicTensor<P> nll_loss_named(const BasicTensor<P>& input, const BasicTensor<P>&
   if (autocast::reduced_on_cpu(input) || autocast::reduced_on_cpu(weight))
     // Autocast runs nll_loss in f32 (PyTorch's list): the bf16/f16 operands go to f32 there.
     return nll_loss_named(f32_if_reduced(input), target, f32_if_reduced(weight), ignore_index, reduction, op);
-  EMBER_CHECK(input.dim() >= 1, "[{}] input must have at least 1 dim, got a 0-d tensor", op);
-  EMBER_CHECK(input.is_floating_point(), "[{}] input must be floating point, got {}", op, input.dtype());
+  check_class_loss_input(input, target, op);
   EMBER_CHECK(target.dtype() == DType::I64 || target.dtype() == DType::I32,
               "[{}] target must hold class indices (i64), got {}", op, target.dtype());
-  EMBER_CHECK(target.device() == input.device(), "[{}] target is on {} but the input is on {}", op, target.device(),
-              input.device());
   bool batched = input.dim() >= 2;
   int64_t c = batched ? input.size(1) : input.size(0);
   Shape expect;
@@ -289,15 +296,12 @@ BasicTensor<P> cross_entropy(const BasicTensor<P>& input, const BasicTensor<P>& 
     // Autocast runs cross_entropy in f32 (PyTorch's list), its smoothing and mean included.
     return cross_entropy(detail::f32_if_reduced(input), detail::f32_if_reduced(target), detail::f32_if_reduced(weight),
                          ignore_index, reduction, label_smoothing);
-  EMBER_CHECK(input.dim() >= 1, "[cross_entropy] input must have at least 1 dim, got a 0-d tensor");
-  EMBER_CHECK(input.is_floating_point(), "[cross_entropy] input must be floating point, got {}", input.dtype());
+  detail::check_class_loss_input(input, target, "cross_entropy");
   int64_t cdim = input.dim() >= 2 ? 1 : 0;
   int64_t c = input.size(cdim);
   // Class indices: nll_loss checks the weight's dtype too. Probabilities promote with the
   // input and weight, as PyTorch's.
   detail::check_class_weight(weight, input, c, false, "cross_entropy");
-  EMBER_CHECK(target.device() == input.device(), "[cross_entropy] target is on {} but the input is on {}",
-              target.device(), input.device());
   BasicTensor<P> lp = input.log_softmax(cdim);
   BasicTensor<P> wc;  // weight broadcast along the class dim
   if (weight.defined()) {
