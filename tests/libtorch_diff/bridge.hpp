@@ -158,6 +158,9 @@ struct Result {
 ///        bias_k and bias_v (1, 1, E) or both empty; heads, need_weights, average_attn_weights,
 ///        add_zero_attn) -> output, weights (empty when not needed): the MultiheadAttention modules
 ///        with these projections; gradients for q, k, v and them
+///   mha_f (as mha, then static_k and static_v (N * heads, S', E / heads) or both empty; heads,
+///        need_weights, average_attn_weights, add_zero_attn, separate projections, self-attention
+///        (k and v are q)) -> output, weights: F::multi_head_attention_forward, not training
 ///   interpolate1d (x; out, mode (0 nearest, 1 linear, 3 nearest-exact, 4 area), align_corners, scale or 0)
 ///   interpolate3d (x; out d h w, mode (as 1d, 1 trilinear), align_corners, scale d h w or 0 0 0)
 ///   interpolate_aa (x; out h w, mode (1 bilinear, 2 bicubic), align_corners): with antialias
@@ -213,7 +216,7 @@ inline bool differentiable_input(const Call& c, size_t i) {
   const std::string& op = c.op;
   if (op == "batch_norm") return i != 1 && i != 2;
   // Not the masks, which come last.
-  if (op == "mha") return i < 9 || i > 10;
+  if (op == "mha" || op == "mha_f") return i < 9 || i > 10;
   if (op == "encoder_layer") return i + 2 < c.ins.size();
   if (op == "decoder_layer") return i + 4 < c.ins.size();
   if (op == "transformer") return i + 6 < c.ins.size();

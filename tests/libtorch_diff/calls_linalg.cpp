@@ -241,6 +241,40 @@ void attention_calls(Report& rep, const std::string& filter) {
       named_call(rep, filter, "mha", ins, {d(heads), d(need), d(average), d(zero_attn)}, true, true);
     }
   }
+  // The functional form: the same inputs, with packed or separate projections, self-attention
+  // (k and v are q), and static keys and values (then no bias_k / bias_v, as libtorch).
+  reseed("attention_functional");
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 24; ++n) {
+      const int heads = pick(1, 3), hd = pick(1, 3), E = heads * hd, L = pick(1, 4), S = pick(1, 4), N = pick(1, 2);
+      const bool self = n % 4 == 1, separate = !self && n % 3 == 0, static_kv = !self && n % 4 == 2;
+      const int kd = separate ? pick(1, 5) : E;
+      const int Ss = static_kv ? pick(1, 4) : S;  // keys the masks see
+      const bool bias = n % 5 != 0;
+      const Buf none = make_buf(t, {}, {0});
+      std::vector<Buf> ins = {random_operand(t, {L, N, E}), random_operand(t, {S, N, kd}), random_operand(t, {S, N, kd})};
+      for (int j = 0; j < 3; ++j) ins.push_back(random_buf(t, {E, j == 0 ? E : kd}, {-0.6, 0.6}, false));
+      ins.push_back(bias ? random_buf(t, {3 * E}, {-0.3, 0.3}, false) : none);
+      ins.push_back(random_buf(t, {E, E}, {-0.6, 0.6}, false));
+      ins.push_back(bias ? random_buf(t, {E}, {-0.3, 0.3}, false) : none);
+      const int keys = self ? L : Ss;
+      std::vector<Val> kpm, bm;
+      for (int i = 0; i < N * keys; ++i) kpm.push_back({0, i % keys != 0 && pick(0, 2) == 0});
+      for (int i = 0; i < L * keys; ++i) bm.push_back({0, i % keys != 0 && pick(0, 2) == 0});
+      // A padding mask on every other pair of calls: with and without static keys and self-attention.
+      ins.push_back((n / 2) % 2 ? make_buf(DT::Bool, kpm, {N, keys}) : make_buf(DT::Bool, {}, {0}));
+      const int mask_kind = pick(0, 2);
+      ins.push_back(mask_kind == 0   ? make_buf(t, {}, {0})
+                    : mask_kind == 1 ? make_buf(DT::Bool, bm, {L, keys})
+                                     : random_buf(t, {L, keys}, {-2, 1}, false));
+      const bool bias_kv = !static_kv && n % 5 == 2, zero_attn = n % 3 == 2;
+      for (int j = 0; j < 2; ++j) ins.push_back(bias_kv ? random_buf(t, {1, 1, E}, {-0.6, 0.6}, false) : none);
+      for (int j = 0; j < 2; ++j) ins.push_back(static_kv ? random_buf(t, {N * heads, Ss, hd}, {-1, 1}, false) : none);
+      const int need = pick(0, 1), average = pick(0, 1);
+      named_call(rep, filter, "mha_f", ins, {d(heads), d(need), d(average), d(zero_attn), d(separate), d(self)}, true,
+                 true);
+    }
+  }
 }
 
 namespace {

@@ -480,6 +480,24 @@ Result named(const Call& c) {
     const std::vector<ember::Tensor> gs = input_gradients(out, xs, c.order);
     return gradient_result(mha_gradients_by_input(gs, packed, has_bias, bias_kv, e));
   }
+  if (op == "mha_f") {
+    // F::multi_head_attention_forward with the given projections, packed or separate.
+    const bool separate = arg(4) != 0, self = arg(5) != 0;
+    const ember::Tensor k = self ? x : in.at(1), v = self ? x : in.at(2);
+    ember::nn::F::MultiheadAttentionForwardFuncOptions o(
+        x.size(-1), arg(0), separate ? ember::Tensor() : ember::cat({in.at(3), in.at(4), in.at(5)}, 0), opt(6),
+        opt(11), opt(12), arg(3) != 0, 0.0, in.at(7), opt(8));
+    o.training(false).key_padding_mask(opt(9)).need_weights(arg(1) != 0).attn_mask(opt(10));
+    o.average_attn_weights(arg(2) != 0).static_k(opt(13)).static_v(opt(14));
+    if (separate) o.use_separate_proj_weight(true).q_proj_weight(in.at(3)).k_proj_weight(in.at(4)).v_proj_weight(in.at(5));
+    auto [out, weights] = ember::nn::F::multi_head_attention_forward(x, k, v, o);
+    if (!c.grad) {
+      r.out = from_ember(out);
+      r.more.push_back(weights.defined() ? from_ember(weights) : Buf{DT::F32, {0}, {}});
+      return r;
+    }
+    return gradient_result(input_gradients(out, in, c.order));
+  }
   if (op == "lstm" || op == "gru" || op == "rnn_tanh" || op == "rnn_relu") {
     // The module with the given weights copied in; its parameters' gradients are reported
     // in the inputs' order (after x, h0[, c0]).

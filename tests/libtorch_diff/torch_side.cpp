@@ -695,6 +695,30 @@ Result named(const Call& c) {
     const std::vector<at::Tensor> gs = input_gradients(std::get<0>(outs), xs, c.order);
     return gradient_result(mha_gradients_by_input(gs, packed, has_bias, bias_kv, e));
   }
+  if (op == "mha_f") {
+    namespace F = torch::nn::functional;
+    const bool separate = arg(4) != 0, self = arg(5) != 0;
+    const at::Tensor k = self ? x : in.at(1), v = self ? x : in.at(2);
+    F::MultiheadAttentionForwardFuncOptions o(x.size(-1), arg(0),
+                                              separate ? at::Tensor() : at::cat({in.at(3), in.at(4), in.at(5)}, 0),
+                                              opt_mask(6), opt_mask(11), opt_mask(12), arg(3) != 0, 0.0, in.at(7),
+                                              opt_mask(8));
+    // A boolean attn_mask as PyTorch's Python form takes it (true: -inf); libtorch 1.13's C++
+    // form adds it as 0/1.
+    at::Tensor attn = opt_mask(10);
+    if (attn.defined() && attn.scalar_type() == at::kBool)
+      attn = at::zeros(attn.sizes(), x.options()).masked_fill(attn, -std::numeric_limits<double>::infinity());
+    o.training(false).key_padding_mask(opt_mask(9)).need_weights(arg(1) != 0).attn_mask(attn);
+    o.average_attn_weights(arg(2) != 0).static_k(opt_mask(13)).static_v(opt_mask(14));
+    if (separate) o.use_separate_proj_weight(true).q_proj_weight(in.at(3)).k_proj_weight(in.at(4)).v_proj_weight(in.at(5));
+    auto outs = F::multi_head_attention_forward(x, k, v, o);
+    if (!c.grad) {
+      r.out = from_torch(std::get<0>(outs));
+      r.more.push_back(std::get<1>(outs).defined() ? from_torch(std::get<1>(outs)) : Buf{DT::F32, {0}, {}});
+      return r;
+    }
+    return gradient_result(input_gradients(std::get<0>(outs), in, c.order));
+  }
   if (op == "lstm" || op == "gru" || op == "rnn_tanh" || op == "rnn_relu") {
     const bool lstm = op == "lstm";
     const std::vector<at::Tensor> params(in.begin() + (lstm ? 3 : 2), in.end());

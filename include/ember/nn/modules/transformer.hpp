@@ -1,17 +1,16 @@
 #pragma once
-/// scaled_dot_product_attention, MultiheadAttention, TransformerEncoderLayer/DecoderLayer,
+/// MultiheadAttention, TransformerEncoderLayer/DecoderLayer,
 /// TransformerEncoder/Decoder and Transformer, with PyTorch's submodule names
 /// (self_attn.in_proj_weight, linear1, norm1, ...) so that PyTorch weights load by name.
 
 #include <ember/nn/functional.hpp>
+#include <ember/nn/functional_attention.hpp>
 #include <ember/nn/init.hpp>
 #include <ember/nn/module.hpp>
 #include <ember/nn/modules/container.hpp>
 #include <ember/nn/modules/layers.hpp>
 #include <ember/nn/modules/linear.hpp>
 #include <ember/nn/options.hpp>
-#include <ember/ops/attention_op.hpp>
-#include <ember/ops/masked_softmax.hpp>
 
 #include <cmath>
 #include <functional>
@@ -21,124 +20,6 @@
 #include <type_traits>
 
 namespace ember::nn {
-
-namespace detail {
-/// Whether attention can run as the fused CPU op (ops/attention_op.hpp): CPU float32/float64
-/// inputs of one dtype with equal leading dims, no dropout, and a mask (if any) that is not
-/// differentiated, is boolean or of q's dtype (another float dtype would promote the result),
-/// and broadcasts to the scores' shape without enlarging it. Anything else takes the
-/// composite form.
-template <class P>
-bool fused_attention_ok(const BasicTensor<P>& q, const BasicTensor<P>& k, const BasicTensor<P>& v,
-                        const BasicTensor<P>& mask, bool dropout) {
-  if (dropout || !q.device().is_cpu() || !k.device().is_cpu() || !v.device().is_cpu()) return false;
-  if ((q.dtype() != DType::F32 && q.dtype() != DType::F64) || k.dtype() != q.dtype() || v.dtype() != q.dtype())
-    return false;
-  for (int64_t d = 0; d + 2 < q.dim(); ++d)
-    if (k.size(d) != q.size(d) || v.size(d) != q.size(d)) return false;
-  if (!mask.defined()) return true;
-  if (mask.requires_grad() || !mask.device().is_cpu() || mask.dim() > q.dim()) return false;
-  if (mask.dtype() != DType::Bool && mask.dtype() != q.dtype()) return false;
-  for (int64_t i = 1; i <= mask.dim(); ++i) {  // aligned from the right with (..., L, S)
-    const int64_t want = i == 1 ? k.size(-2) : q.size(-i);
-    if (mask.size(-i) != 1 && mask.size(-i) != want) return false;
-  }
-  return true;
-}
-}  // namespace detail
-
-namespace functional {
-
-/// softmax(q k^T * scale + mask) v over the last two dims. attn_mask: boolean (true = may
-/// attend) or additive float, broadcast to (..., L, S); is_causal masks j > i. A query whose
-/// every key is masked gets zeros (PyTorch >= 2.5; older versions gave NaN). enable_gqa:
-/// grouped-query attention, as PyTorch's: k (..., Hk, S, E) and v (..., Hv, S, Ev) with fewer
-/// heads than q (..., Hq, L, E), each count dividing Hq; query head h reads key head
-/// h / (Hq / Hk) and value head h / (Hq / Hv).
-template <class P>
-BasicTensor<P> scaled_dot_product_attention(const BasicTensor<P>& q, const BasicTensor<P>& k, const BasicTensor<P>& v,
-                                            const BasicTensor<P>& attn_mask = {}, double dropout_p = 0.0,
-                                            bool is_causal = false, std::optional<double> scale = {},
-                                            bool training = true, bool enable_gqa = false) {
-  EMBER_CHECK(q.dim() >= 2 && k.dim() == q.dim() && v.dim() == q.dim() && q.size(-1) == k.size(-1) &&
-                  k.size(-2) == v.size(-2),
-              "[scaled_dot_product_attention] shapes q {}, k {}, v {} do not fit (..., L, E), (..., S, E), (..., S, Ev)",
-              q.sizes(), k.sizes(), v.sizes());
-  if (enable_gqa && q.dim() >= 3 && (k.size(-3) != q.size(-3) || v.size(-3) != q.size(-3))) {
-    const int64_t hq = q.size(-3), hk = k.size(-3), hv = v.size(-3);
-    EMBER_CHECK(hk > 0 && hv > 0 && hq % hk == 0 && hq % hv == 0,
-                "[scaled_dot_product_attention] enable_gqa: the key and value heads must divide the query's {}; got "
-                "shapes q {}, k {}, v {}",
-                hq, q.sizes(), k.sizes(), v.sizes());
-    bool same_lead = hk == hv;
-    for (int64_t d = 0; d + 3 < q.dim(); ++d) same_lead = same_lead && k.size(d) == q.size(d) && v.size(d) == q.size(d);
-    if (same_lead && !attn_mask.defined() && !is_causal) {
-      // Without a mask, each key/value head's query heads are one longer sequence of
-      // queries (..., Hk, group * L, E): no copy of k and v.
-      Shape grouped = q.sizes(), out_shape = q.sizes();
-      grouped[grouped.size() - 3] = hk;
-      grouped[grouped.size() - 2] = hq / hk * q.size(-2);
-      out_shape[out_shape.size() - 1] = v.size(-1);
-      return scaled_dot_product_attention(q.reshape(grouped), k, v, {}, dropout_p, false, scale, training)
-          .reshape(out_shape);
-    }
-    return scaled_dot_product_attention(q, k.repeat_interleave(hq / hk, -3), v.repeat_interleave(hq / hv, -3),
-                                        attn_mask, dropout_p, is_causal, scale, training);
-  }
-  EMBER_CHECK(!(is_causal && attn_mask.defined()),
-              "[scaled_dot_product_attention] pass either attn_mask or is_causal, not both");
-  // Under autocast a bf16 query (from a Linear) may meet an f32 (or f16/bf16) additive mask:
-  // it is added to the scores, which promotes. Not f64: the probabilities would be f64, which
-  // autocast does not cast for the product with v.
-  EMBER_CHECK(!attn_mask.defined() || attn_mask.dtype() == DType::Bool || attn_mask.dtype() == q.dtype() ||
-                  (autocast::is_enabled() && attn_mask.is_floating_point() && attn_mask.dtype() != DType::F64),
-              "[scaled_dot_product_attention] attn_mask must be bool or the query's dtype {}, got {}", q.dtype(),
-              attn_mask.dtype());
-  int64_t l = q.size(-2), s = k.size(-2);
-  double sc = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-  if (nn::detail::fused_attention_ok(q, k, v, attn_mask, dropout_p > 0 && training)) {
-    // One fused op over (B, H, L, E) (ops/attention_op.hpp): other leading dims fold into B.
-    Shape lead;
-    int64_t batch = 1;  // the leading dims folded (explicitly: -1 cannot be inferred for empty inputs)
-    for (int64_t d = 0; d + 2 < q.dim(); ++d) lead.push_back(q.size(d)), batch *= q.size(d);
-    const bool four = q.dim() == 4;
-    auto as4 = [&](const BasicTensor<P>& t) { return four ? t : t.reshape({batch, 1, t.size(-2), t.size(-1)}); };
-    BasicTensor<P> mask4;
-    if (attn_mask.defined()) {
-      BasicTensor<P> m = attn_mask.dtype() == DType::Bool
-                             ? where(attn_mask, 0.0, full<P>({}, -std::numeric_limits<double>::infinity(),
-                                                             TensorOptions(q.dtype()).device(q.device())))
-                             : attn_mask.to(q.dtype());
-      Shape full_shape = lead;
-      full_shape.push_back(l);
-      full_shape.push_back(s);
-      m = m.expand(full_shape);
-      mask4 = four ? m : m.reshape({batch, 1, l, s});
-    }
-    BasicTensor<P> q4 = as4(q), k4 = as4(k), v4 = as4(v);
-    auto r = dispatch<P>(ops::Attention{sc, is_causal, 0}, q4.impl(), &k4.impl(), &v4.impl(),
-                         mask4.defined() ? &mask4.impl() : nullptr);
-    BasicTensor<P> out = BasicTensor<P>::wrap(std::move(r.out));
-    if (four) return out;
-    Shape out_shape = lead;
-    out_shape.push_back(l);
-    out_shape.push_back(v.size(-1));
-    return out.reshape(out_shape);
-  }
-  BasicTensor<P> scores = q.matmul(k.mT()) * sc;
-  const double neg_inf = -std::numeric_limits<double>::infinity();
-  if (is_causal) {
-    BasicTensor<P> allowed = tril(ones<P>({l, s}, TensorOptions(DType::Bool).device(q.device())));
-    scores = where(allowed, scores, neg_inf);
-  } else if (attn_mask.defined()) {
-    scores = attn_mask.dtype() == DType::Bool ? where(attn_mask, scores, neg_inf) : scores + attn_mask;
-  }
-  BasicTensor<P> w = attn_mask.defined() ? ember::detail::softmax_masked_rows_zero(scores) : scores.softmax(-1);
-  if (dropout_p > 0) w = dropout(w, dropout_p, training);
-  return w.matmul(v);
-}
-
-}  // namespace functional
 
 struct MultiheadAttentionOptions {
   MultiheadAttentionOptions(int64_t embed_dim, int64_t num_heads) : embed_dim_(embed_dim), num_heads_(num_heads) {}
@@ -210,74 +91,18 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
                                       const TensorT& key_padding_mask = {}, bool need_weights = true,
                                       const TensorT& attn_mask = {}, bool average_attn_weights = true,
                                       bool is_causal = false) {
-    int64_t e = options.embed_dim(), heads = options.num_heads(), hd = e / heads;
-    bool unbatched = query.dim() == 2;
-    auto to_lne = [&](const TensorT& t) {
-      if (unbatched) return t.unsqueeze(1);
-      return options.batch_first() ? t.transpose(0, 1) : t;
-    };
-    TensorT q = to_lne(query), k = to_lne(key), v = to_lne(value);
-    const int64_t kdim = options.kdim().value_or(e), vdim = options.vdim().value_or(e);
-    EMBER_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && q.size(2) == e && k.size(2) == kdim &&
-                    v.size(2) == vdim && k.size(0) == v.size(0) && q.size(1) == k.size(1) && q.size(1) == v.size(1),
-                "[MultiheadAttention] expects query (L, N, {}), key (S, N, {}) and value (S, N, {}), got {}, {}, {}",
-                e, kdim, vdim, query.sizes(), key.sizes(), value.sizes());
-    int64_t l = q.size(0), s = k.size(0), n = q.size(1);
-    // Self-attention (query, key and value one tensor) as one packed projection and the fused
-    // op: no per-head copies either way, one gradient for in_proj_weight (PyTorch packs it
-    // the same way). Needs the fused op's conditions, and no weights to differentiate.
-    const bool self_attention = in_proj_weight.defined() && &query.impl() == &key.impl() &&
-                                &key.impl() == &value.impl() && !bias_k.defined() && !options.add_zero_attn();
-    const bool weights_need_grad =
-        need_weights && autograd::GradMode::is_enabled() &&
-        (query.requires_grad() || (in_proj_weight.defined() && in_proj_weight.requires_grad()) ||
-         (in_proj_bias.defined() && in_proj_bias.requires_grad()));
-    if (self_attention && !weights_need_grad &&
-        nn::detail::fused_attention_ok(q, q, q, attn_mask, options.dropout() > 0 && this->is_training()) &&
-        !(key_padding_mask.defined() && key_padding_mask.requires_grad())) {
-      TensorT qkv = linear(q, in_proj_weight, in_proj_bias);  // (L, N, 3E)
-      const bool causal_only = is_causal && !attn_mask.defined() && !key_padding_mask.defined();
-      TensorT mask = causal_only ? TensorT() : additive_mask(attn_mask, key_padding_mask, is_causal, q, n, l, s, unbatched);
-      if (mask.defined()) mask = mask.to(q.dtype()).expand({n, heads, l, s});
-      auto r = dispatch<P>(ops::Attention{1.0 / std::sqrt(static_cast<double>(hd)), causal_only, heads}, qkv.impl(),
-                           nullptr, nullptr, mask.defined() ? &mask.impl() : nullptr);
-      // Unaveraged weights are a copy: the probabilities are also what the op's backward reads.
-      TensorT w = TensorT::wrap(std::move(r.probs));
-      return finish(TensorT::wrap(std::move(r.out)), need_weights && !average_attn_weights ? w.clone() : w,
-                    need_weights, average_attn_weights, unbatched);
-    }
-    auto proj = [&](const TensorT& x, int64_t i) {
-      TensorT w = in_proj_weight.defined() ? in_proj_weight.narrow(0, i * e, e)
-                                           : (i == 0 ? q_proj_weight : i == 1 ? k_proj_weight : v_proj_weight);
-      TensorT b = in_proj_bias.defined() ? in_proj_bias.narrow(0, i * e, e) : TensorT();
-      // (T, N, E) -> (N, heads, T, hd)
-      return linear(x, w, b).reshape({x.size(0), n, heads, hd}).permute({1, 2, 0, 3});
-    };
-    TensorT qh = proj(q, 0), kh = proj(k, 1), vh = proj(v, 2);
-    TensorT mask = additive_mask(attn_mask, key_padding_mask, is_causal, q, n, l, s, unbatched);
-    // Appended keys (bias_k, then a zero key), which every query may attend to: the masks get
-    // a 0 column for each.
-    int64_t appended = 0;
-    auto append = [&](const TensorT& key_part, const TensorT& value_part) {
-      kh = cat({kh, key_part}, 2), vh = cat({vh, value_part}, 2);
-      ++appended;
-    };
-    if (bias_k.defined()) {
-      // (1, 1, E) -> (N, heads, 1, hd): head h reads features h * hd .. (h + 1) * hd.
-      auto per_head = [&](const TensorT& b) { return b.reshape({1, heads, 1, hd}).expand({n, heads, 1, hd}); };
-      append(per_head(bias_k), per_head(bias_v));
-    }
-    if (options.add_zero_attn()) {
-      TensorT z = zeros<P>({n, heads, 1, hd}, TensorOptions(kh.dtype()).device(kh.device()));
-      append(z, z);
-    }
-    if (mask.defined() && appended > 0) mask = ember::pad(mask, {0, appended});
-    TensorT scores = qh.matmul(kh.mT()) * (1.0 / std::sqrt(static_cast<double>(hd)));
-    if (mask.defined()) scores = scores + mask;
-    TensorT w = mask.defined() ? ember::detail::softmax_masked_rows_zero(scores) : scores.softmax(-1);
-    if (options.dropout() > 0) w = F::dropout(w, options.dropout(), this->is_training());
-    TensorT ctx = w.matmul(vh).permute({2, 0, 1, 3}).reshape({l, n, e});  // (L, N, E)
-    return finish(ctx, w, need_weights, average_attn_weights, unbatched);
+    detail::MhaCall<P> c;
+    c.op = "MultiheadAttention";
+    c.embed_dim = options.embed_dim(), c.num_heads = options.num_heads();
+    c.in_proj_weight = in_proj_weight, c.in_proj_bias = in_proj_bias;
+    c.q_proj_weight = q_proj_weight, c.k_proj_weight = k_proj_weight, c.v_proj_weight = v_proj_weight;
+    c.bias_k = bias_k, c.bias_v = bias_v, c.add_zero_attn = options.add_zero_attn();
+    c.out_proj_weight = out_proj->weight, c.out_proj_bias = out_proj->bias;
+    c.key_padding_mask = key_padding_mask, c.attn_mask = attn_mask;
+    c.dropout_p = options.dropout(), c.training = this->is_training();
+    c.need_weights = need_weights, c.average_attn_weights = average_attn_weights, c.is_causal = is_causal;
+    c.batch_first = options.batch_first();
+    return detail::mha_forward(query, key, value, c);
   }
   MultiheadAttentionOptions options;
   TensorT in_proj_weight, in_proj_bias;
@@ -285,61 +110,6 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
   TensorT bias_k, bias_v;                               ///< with add_bias_kv
   Linear out_proj{nullptr};
 
- private:
-  /// The output projection of the (L, N, E) context in the caller's layout, and the
-  /// (N, heads, L, S) attention weights w averaged over heads or as they are, when wanted.
-  std::pair<TensorT, TensorT> finish(const TensorT& ctx, const TensorT& w, bool need_weights, bool average,
-                                     bool unbatched) {
-    TensorT out = out_proj(ctx);
-    if (unbatched) out = out.squeeze(1);
-    else if (options.batch_first()) out = out.transpose(0, 1);
-    TensorT weights;
-    if (need_weights) {
-      weights = average ? w.mean({1}) : w;
-      if (unbatched) weights = weights.squeeze(0);
-    }
-    return {out, weights};
-  }
-
-  /// Additive mask, broadcastable to (N, heads, L, S), combining attn_mask, key_padding_mask
-  /// and is_causal; undefined when there is none.
-  TensorT additive_mask(const TensorT& attn_mask, const TensorT& key_padding_mask, bool is_causal, const TensorT& q,
-                        int64_t n, int64_t l, int64_t s, bool unbatched) const {
-    const int64_t heads = options.num_heads();
-    const double neg_inf = -std::numeric_limits<double>::infinity();
-    TensorT mask;
-    auto add_mask = [&](const TensorT& m) { mask = mask.defined() ? mask + m : m; };
-    if (attn_mask.defined()) {
-      // PyTorch's shapes: (L, S), or one mask per batch entry and head (N * heads, L, S);
-      // unbatched, (heads, L, S).
-      EMBER_CHECK((attn_mask.dim() == 2 && attn_mask.sizes() == Shape({l, s})) ||
-                      (attn_mask.dim() == 3 && attn_mask.sizes() == Shape({n * heads, l, s})),
-                  "[MultiheadAttention] attn_mask of shape {} is neither ({}, {}) nor ({}, {}, {})", attn_mask.sizes(),
-                  l, s, n * heads, l, s);
-      EMBER_CHECK(attn_mask.dtype() == DType::Bool || attn_mask.is_floating_point(),
-                  "[MultiheadAttention] attn_mask must be bool or floating, got {}", attn_mask.dtype());
-      TensorT am = attn_mask.dtype() == DType::Bool ? where(attn_mask, neg_inf, zeros_like(attn_mask, TensorOptions(q.dtype())))
-                                                     : attn_mask.to(q.dtype());
-      if (am.dim() == 3) am = am.reshape({n, heads, l, s});
-      add_mask(am);
-    }
-    if (is_causal && !attn_mask.defined()) {
-      TensorT allowed = tril(ones<P>({l, s}, TensorOptions(DType::Bool).device(q.device())));
-      add_mask(where(allowed, 0.0, full<P>({l, s}, neg_inf, TensorOptions(q.dtype()).device(q.device()))));
-    }
-    if (key_padding_mask.defined()) {
-      TensorT kpm = unbatched ? key_padding_mask.unsqueeze(0) : key_padding_mask;
-      EMBER_CHECK(kpm.sizes() == Shape({n, s}), "[MultiheadAttention] key_padding_mask must be ({}, {}), got {}", n, s,
-                  key_padding_mask.sizes());
-      EMBER_CHECK(kpm.dtype() == DType::Bool || kpm.is_floating_point(),
-                  "[MultiheadAttention] key_padding_mask must be bool or floating, got {}", kpm.dtype());
-      TensorT kp = kpm.dtype() == DType::Bool
-                       ? where(kpm, neg_inf, zeros_like(kpm, TensorOptions(q.dtype())))
-                       : kpm.to(q.dtype());
-      add_mask(kp.reshape({n, 1, 1, s}));
-    }
-    return mask;
-  }
  protected:
   // forward() calls its submodules through members: removing one would leave it running.
   void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
