@@ -408,4 +408,163 @@ TEST_CASE("Tensor methods: half, bfloat16, is_view, is_same_size, sum_to_size, a
   CHECK(close_relative(mg, F{0.4515827052894549, 0.4515827052894549}, 1e-12));  // lgamma(1.5) + log(pi) / 2
 }
 
+TEST_CASE("alias spellings (arccos, negative, fix, multiply, less_equal, ...) are their targets in every form") {
+  const Tensor x = tensor<double>({-0.75, -0.25, 0.0, 0.5, 0.9});
+  const Tensor y = tensor<double>({0.5, -0.25, 2.0, 0.5, -3.0});
+  auto same = [](const Tensor& a, const Tensor& b) {
+    return a.dtype() == b.dtype() && a.sizes() == b.sizes() && a.equal(b);
+  };
+  CHECK(same(x.arccos(), x.acos()));
+  CHECK(same(arcsin(x), x.asin()));
+  CHECK(same(x.arctan(), atan(x)));
+  CHECK(same((x + 2).arccosh(), (x + 2).acosh()));
+  CHECK(same(x.arcsinh(), x.asinh()));
+  CHECK(same(x.arctanh(), x.atanh()));
+  CHECK(same(x.absolute(), x.abs()));
+  CHECK(same(negative(x), x.neg()));
+  CHECK(same(x.fix(), x.trunc()));
+  CHECK(same(x.arctan2(y), atan2(x, y)));
+  CHECK(same(multiply(x, y), x * y));
+  CHECK(same(x.multiply(3), x * 3));
+  CHECK(same(x.divide(y), x / y));
+  CHECK(same(subtract(x, y), x - y));
+  CHECK(same(subtract(x, y, 2), x - 2 * y));
+  CHECK(same(x.subtract(y, 0.5), x - 0.5 * y));
+  CHECK(same(x.greater(y), x.gt(y)));
+  CHECK(same(greater_equal(x, y), x.ge(y)));
+  CHECK(same(x.less(0.0), x.lt(0.0)));
+  CHECK(same(less_equal(x, y), x.le(y)));
+  CHECK(same(x.not_equal(y), x != y));
+  CHECK(same(greater(2.0, x), x.lt(2.0)));
+  // In place, through the targets' in-place forms.
+  Tensor a = x.clone();
+  a.negative_();
+  CHECK(same(a, -x));
+  a.multiply_(y).subtract_(1.0).fix_();
+  CHECK(same(a, ((-x) * y - 1.0).trunc()));
+  Tensor b = x.clone();
+  b.greater_(y);  // as gt_: the comparison written as 0/1 in b's dtype
+  CHECK(same(b, x.gt(y).to(DType::F64)));
+  // divide with a rounding mode, and div_'s in-place form of it (integer tensors stay integer:
+  // PyTorch 1.13 gives [3, -4] for [7, -7] floor-divided by 2 in place).
+  Tensor n = tensor<int64_t>({7, -7});
+  n.div_(2, "floor");
+  CHECK(n.dtype() == DType::I64);
+  CHECK(ints(n) == I{3, -4});
+  Tensor m = tensor<int64_t>({7, -7});
+  m.divide_(tensor<int64_t>({2, 2}), "trunc");
+  CHECK(ints(m) == I{3, -3});
+  CHECK(ints(divide(tensor<int64_t>({7, -7}), tensor<int64_t>({2, 2}), "floor")) == I{3, -4});
+  CHECK(same(x.divide(2.0, "floor"), x.div(2.0, "floor")));
+  // True division cannot be written into an integer tensor in place.
+  CHECK_ERROR(tensor<int64_t>({7}).div_(2, ""), "[div_]");
+}
+
+TEST_CASE("concat, concatenate, row_stack, ger, narrow_copy, is_nonzero and can_cast") {
+  const Tensor a = tensor<double>({{1, 2}, {3, 4}}), b = tensor<double>({{5, 6}});
+  CHECK(a.allclose(a + 1e-9));
+  CHECK(!a.equal(a + 1e-9));
+  CHECK(!a.equal(b));
+  CHECK(ints(a.isclose(a + tensor<double>({{0, 1}, {0, 0}}))) == I{1, 0, 1, 1});
+  CHECK(concat({a, b}).equal(cat({a, b})));
+  CHECK(concatenate(std::vector<Tensor>{a, b}, 0).equal(cat({a, b})));
+  CHECK(concat({a, a}, 1).sizes() == Shape({2, 4}));
+  CHECK(row_stack({tensor<double>({1, 2}), tensor<double>({3, 4})}).equal(a));
+  CHECK(ger(tensor<double>({1, 2}), tensor<double>({3, 4, 5})).equal(tensor<double>({{3, 4, 5}, {6, 8, 10}})));
+  CHECK(tensor<double>({1, 2}).ger(tensor<double>({1})).equal(tensor<double>({{1}, {2}})));
+  // narrow_copy: contiguous, its own memory.
+  const Tensor big = arange(12).view({3, 4});
+  Tensor c = big.narrow_copy(1, 1, 2);
+  CHECK(c.is_contiguous());
+  CHECK(ints(c) == I{1, 2, 5, 6, 9, 10});
+  c.fill_(0);
+  CHECK(big.sum().item<int64_t>() == 66);
+  CHECK_ERROR(big.narrow_copy(1, 3, 2), "[narrow]");
+  // is_nonzero: one element; NaN is true and -0 false (PyTorch 1.13).
+  CHECK(tensor<double>({std::nan("")}).is_nonzero());
+  CHECK(!tensor<double>({-0.0}).is_nonzero());
+  CHECK(scalar_tensor(3, DType::I64).is_nonzero());
+  CHECK(!tensor<bool>({false}).view({1, 1}).is_nonzero());
+  CHECK_ERROR(tensor<double>({1, 2}).is_nonzero(), "[is_nonzero] needs a tensor of one element, got shape [2]");
+  CHECK_ERROR(Tensor().is_nonzero(), "[is_nonzero]");
+  // can_cast: torch.can_cast's table (PyTorch 1.13), rows from, columns to, in DType order
+  // bool u8 i8 i32 i64 f16 bf16 f32 f64.
+  const char* table[] = {"111111111", "011111111", "011111111", "011111111", "011111111",
+                         "000001111", "000001111", "000001111", "000001111"};
+  for (int from = 0; from < kNumDTypes; ++from)
+    for (int to = 0; to < kNumDTypes; ++to)
+      CHECK_MESSAGE(can_cast(static_cast<DType>(from), static_cast<DType>(to)) == (table[from][to] == '1'), from, " -> ", to);
+}
+
+TEST_CASE("method forms of nanmean, nanmedian, aminmax, quantile, bincount, histc, unique_consecutive, msort") {
+  const Tensor x = tensor<double>({{3, std::nan(""), 1}, {2, 5, 4}});
+  CHECK(x.nanmean().equal(nanmean(x)));
+  CHECK(x.nanmean({1}, true).equal(nanmean(x, {1}, true)));
+  CHECK(x.nanmedian().equal(nanmedian(x)));
+  CHECK(x.nanmedian(1).first.equal(nanmedian(x, 1).first));
+  CHECK(x.nanmedian(1).second.equal(nanmedian(x, 1).second));
+  const Tensor y = tensor<double>({{3, 0, 1}, {2, 5, 4}});
+  CHECK(y.aminmax().first.item<double>() == 0);
+  CHECK(y.aminmax(1, true).second.equal(tensor<double>({{3}, {5}})));
+  CHECK(y.quantile(0.5, 1).equal(quantile(y, 0.5, 1)));
+  CHECK(y.quantile(tensor<double>({0.25, 0.75})).equal(quantile(y, tensor<double>({0.25, 0.75}))));
+  CHECK(y.quantile(0.4, std::nullopt, false, "nearest").equal(quantile(y, 0.4, std::nullopt, false, "nearest")));
+  CHECK(x.nanquantile(0.5, 1).equal(nanquantile(x, 0.5, 1)));
+  CHECK(x.nanquantile(tensor<double>({0.5}), 1).equal(nanquantile(x, tensor<double>({0.5}), 1)));
+  const Tensor idx = tensor<int64_t>({0, 2, 2, 5});
+  CHECK(ints(idx.bincount()) == I{1, 0, 2, 0, 0, 1});
+  CHECK(idx.bincount(tensor<double>({0.5, 1, 1, 2}), 7).equal(bincount(idx, tensor<double>({0.5, 1, 1, 2}), 7)));
+  CHECK(y.histc(3, 0, 6).equal(histc(y, 3, 0, 6)));
+  const Tensor runs = tensor<int64_t>({1, 1, 2, 2, 2, 1});
+  auto [values, inverse, counts] = runs.unique_consecutive(true, true);
+  CHECK(ints(values) == I{1, 2, 1});
+  CHECK(ints(inverse) == I{0, 0, 1, 1, 1, 2});
+  CHECK(ints(counts) == I{2, 3, 1});
+  CHECK(y.msort().equal(tensor<double>({{2, 0, 1}, {3, 5, 4}})));
+}
+
+TEST_CASE("take, put and put_: the tensor read as 1-d, negative indices, accumulation, gradients, errors") {
+  // PyTorch 1.13: a transposed [[1, 2], [3, 4]] reads 1 3 2 4.
+  const Tensor t = tensor<double>({{1, 2}, {3, 4}}).t();
+  const Tensor idx = tensor<int64_t>({{0, -1}, {1, 2}});
+  CHECK(t.take(idx).sizes() == Shape({2, 2}));
+  CHECK(vals(take(t, idx)) == F{1, 4, 3, 2});
+  CHECK(scalar_tensor(5.0).take(tensor<int64_t>({0, 0})).equal(tensor<double>({5, 5})));
+  // put_ on a transposed view writes through to its base (PyTorch 1.13's result).
+  Tensor base = arange(6).view({2, 3});
+  Tensor view = base.t();
+  view.put_(tensor<int64_t>({1, 4}), tensor<int64_t>({10, 20}));
+  CHECK(ints(view) == I{0, 10, 1, 4, 20, 5});
+  CHECK(ints(base) == I{0, 1, 20, 10, 4, 5});
+  // Accumulated, repeated indices add up; put leaves its input alone.
+  const Tensor z = zeros({2, 2});
+  const Tensor acc = z.put(tensor<int64_t>({0, 0, -1}), tensor<float>({1, 2, 3}), true);
+  CHECK(vals(acc) == F{3, 0, 0, 3});
+  CHECK(z.abs().sum().item<double>() == 0);
+  CHECK(vals(put(z, tensor<int64_t>({2}), tensor<float>({7}))) == F{0, 0, 7, 0});
+  // Gradients: take's reaches the elements read (twice for a repeated index); put's reaches
+  // the source and the elements not overwritten.
+  check_grads([&](const TensorList& in) { return in[0].t().take(tensor<int64_t>({{0, 3}, {3, -2}})); },
+              {leaf(randn({2, 2}))}, "take");
+  check_grads([&](const TensorList& in) { return in[0].put(tensor<int64_t>({1, -1}), in[1]); },
+              {leaf(randn({2, 3})), leaf(randn({2}))}, "put");
+  check_grads([&](const TensorList& in) { return in[0].put(tensor<int64_t>({1, 1, 4}), in[1], true); },
+              {leaf(randn({5})), leaf(randn({3}))}, "put accumulate");
+  Tensor w = randn({3}).requires_grad_();
+  Tensor y = w * 1.0;
+  y.put_(tensor<int64_t>({0}), scalar_tensor(9.0, DType::F32).reshape({1}));
+  y.sum().backward();
+  CHECK(vals(w.grad()) == F{0, 1, 1});
+  // Errors name the op.
+  CHECK_ERROR(t.take(tensor<int64_t>({4})), "[take] index 4 is out of range for a tensor of 4 elements");
+  CHECK_ERROR(t.take(tensor<int64_t>({-5})), "[take] index -5 is out of range");
+  CHECK_ERROR(t.take(tensor<int64_t>({1}).to(DType::I32)), "[take] index must be i64, got i32");
+  CHECK_ERROR(z.put(tensor<int64_t>({1}), tensor<double>({1})), "[put] source must have the tensor's dtype f32, got f64");
+  CHECK_ERROR(z.put(tensor<int64_t>({1, 0}), tensor<float>({1})),
+              "[put] source (1 elements) and index (2 elements) must have one count");
+  Tensor zz = zeros({2});
+  CHECK_ERROR(zz.put_(tensor<int64_t>({2}), tensor<float>({1})), "[put_] index 2 is out of range");
+  CHECK(zz.abs().sum().item<double>() == 0);  // nothing written by a refused call
+}
+
 }  // namespace test_libtorch_spellings

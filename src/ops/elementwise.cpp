@@ -33,13 +33,6 @@ std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> l
   return promote_types(*higher, *lower);
 }
 
-/// PyTorch's can_cast: no float -> integer, no non-bool -> bool.
-bool can_cast(DType from, DType to) {
-  if (is_floating(from) && !is_floating(to)) return false;
-  if (from != DType::Bool && to == DType::Bool) return false;
-  return true;
-}
-
 
 void check_same_device(const TensorImpl& a, const TensorImpl& b, const char* op) {
   EMBER_CHECK(a.device() == b.device() || b.wrapped_number || a.wrapped_number,

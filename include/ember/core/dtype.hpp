@@ -50,6 +50,13 @@ constexpr DType promote_types(DType a, DType b) {
   return a > b ? a : b;
 }
 
+/// Whether in-place ops may write a `from` result into a `to` tensor, as torch::can_cast: not
+/// floating into integers, not anything but bool into bool.
+constexpr bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  return from == DType::Bool || to != DType::Bool;
+}
+
 /// The default floating dtype (torch.get_default_dtype()).
 inline constexpr DType kDefaultFloat = DType::F32;
 

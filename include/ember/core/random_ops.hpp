@@ -452,4 +452,17 @@ bool equal(const BasicTensor<P>& a, const BasicTensor<P>& b) {
   return a.numel() == 0 || a.detach().eq(b.detach()).all().template item<bool>();
 }
 
+template <class P>
+bool BasicTensor<P>::equal(const BasicTensor& o) const {
+  return ember::equal(*this, o);
+}
+template <class P>
+bool BasicTensor<P>::allclose(const BasicTensor& o, double rtol, double atol, bool equal_nan) const {
+  return ember::allclose(*this, o, rtol, atol, equal_nan);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::isclose(const BasicTensor& o, double rtol, double atol, bool equal_nan) const {
+  return ember::isclose(*this, o, rtol, atol, equal_nan);
+}
+
 }  // namespace ember

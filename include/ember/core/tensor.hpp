@@ -112,6 +112,9 @@ class BasicTensor {
   bool is_floating_point() const { return ember::is_floating(dtype()); }
   int64_t element_size() const { return itemsize(dtype()); }
   int64_t nbytes() const { return numel() * element_size(); }
+  /// The value of a one-element tensor as a condition (libtorch's is_nonzero): 0, -0 and false
+  /// are false, NaN true; any other count of elements is an error.
+  bool is_nonzero() const;
   /// The version of the storage, bumped by every in-place write (shared by views).
   uint32_t version() const { return impl().storage->version.load(std::memory_order_relaxed); }
   bool is_same(const BasicTensor& o) const { return impl_.get() == o.impl_.get(); }
@@ -376,6 +379,35 @@ class BasicTensor {
   BasicTensor nextafter(const BasicTensor& o) const;
   BasicTensor& nextafter_(const BasicTensor& o);
   BasicTensor true_divide(const BasicTensor& o) const;
+  // Method forms of free functions, as libtorch's Tensor has them (defined beside each:
+  // ops/order_statistics.hpp, ops/counting.hpp, ops/set_ops.hpp, ops/functions.hpp).
+  BasicTensor nanmean(const Shape& dims = {}, bool keepdim = false) const;
+  BasicTensor nanmedian() const;
+  std::pair<BasicTensor, BasicTensor> nanmedian(int64_t dim, bool keepdim = false) const;
+  std::pair<BasicTensor, BasicTensor> aminmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  BasicTensor quantile(double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                       std::string_view interpolation = "linear") const;
+  BasicTensor quantile(const BasicTensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                       std::string_view interpolation = "linear") const;
+  BasicTensor nanquantile(double q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                          std::string_view interpolation = "linear") const;
+  BasicTensor nanquantile(const BasicTensor& q, std::optional<int64_t> dim = std::nullopt, bool keepdim = false,
+                          std::string_view interpolation = "linear") const;
+  BasicTensor bincount(const BasicTensor& weights = {}, int64_t minlength = 0) const;
+  BasicTensor histc(int64_t bins = 100, double min = 0, double max = 0) const;
+  std::tuple<BasicTensor, BasicTensor, BasicTensor> unique_consecutive(bool return_inverse = false,
+                                                                       bool return_counts = false,
+                                                                       std::optional<int64_t> dim = std::nullopt) const;
+  BasicTensor msort() const;
+  // Comparisons with a tolerance (core/random_ops.hpp).
+  /// The same shape and equal elements (NaN equals nothing), as torch::equal.
+  bool equal(const BasicTensor& o) const;
+  bool allclose(const BasicTensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  BasicTensor isclose(const BasicTensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  /// narrow(dim, start, length) as a new contiguous tensor (torch.narrow_copy).
+  BasicTensor narrow_copy(int64_t dim, int64_t start, int64_t length) const {
+    return narrow(dim, start, length).clone();
+  }
   // In place with options (nn modules' inplace flag).
   BasicTensor& leaky_relu_(double slope) { return unary_inplace(ops::UnaryOp::LeakyRelu, {slope}); }
   BasicTensor& elu_(double alpha) { return unary_inplace(ops::UnaryOp::Elu, {alpha}); }
@@ -418,6 +450,28 @@ class BasicTensor {
   BasicTensor& sub_(const BasicTensor& o, Scalar alpha) { return sub_(alpha_scaled(o, alpha, "sub_")); }
   BasicTensor div(const BasicTensor& o, const std::string& rounding_mode) const;
   BasicTensor div(Scalar o, const std::string& rounding_mode) const { return div(scalar_like(o), rounding_mode); }
+  BasicTensor& div_(const BasicTensor& o, const std::string& rounding_mode) {
+    return assign_result(div(o, rounding_mode), "div_");
+  }
+  BasicTensor& div_(Scalar o, const std::string& rounding_mode) { return div_(scalar_like(o), rounding_mode); }
+  // libtorch's alias spellings (ops/alias_list.def): x.arccos() is x.acos(), x.less(y) x.lt(y).
+#define EMBER_UNARY_ALIAS(alias, target)          \
+  BasicTensor alias() const { return target(); } \
+  BasicTensor& alias##_() { return target##_(); }
+#define EMBER_BINARY_ALIAS(alias, target)                                      \
+  BasicTensor alias(const BasicTensor& o) const { return target(o); }          \
+  BasicTensor alias(Scalar o) const { return target(o); }                      \
+  BasicTensor& alias##_(const BasicTensor& o) { return target##_(o); }         \
+  BasicTensor& alias##_(Scalar o) { return target##_(o); }
+#include <ember/ops/alias_list.def>
+#undef EMBER_BINARY_ALIAS
+#undef EMBER_UNARY_ALIAS
+  BasicTensor subtract(const BasicTensor& o, Scalar alpha) const { return sub(o, alpha); }
+  BasicTensor& subtract_(const BasicTensor& o, Scalar alpha) { return sub_(o, alpha); }
+  BasicTensor divide(const BasicTensor& o, const std::string& rounding_mode) const { return div(o, rounding_mode); }
+  BasicTensor divide(Scalar o, const std::string& rounding_mode) const { return div(o, rounding_mode); }
+  BasicTensor& divide_(const BasicTensor& o, const std::string& rounding_mode) { return div_(o, rounding_mode); }
+  BasicTensor& divide_(Scalar o, const std::string& rounding_mode) { return div_(o, rounding_mode); }
   /// start + weight (end - start) for |weight| < 0.5, else end - (end - start)(1 - weight), as
   /// PyTorch: exact at both ends. Floating tensors of one dtype.
   BasicTensor lerp(const BasicTensor& end, const BasicTensor& weight) const {
@@ -582,6 +636,13 @@ class BasicTensor {
                                bool include_self = true);
   BasicTensor& index_add_(int64_t dim, const BasicTensor& index, const BasicTensor& src, Scalar alpha = 1);
   BasicTensor& index_copy_(int64_t dim, const BasicTensor& index, const BasicTensor& src);
+  /// The elements at `index` (i64, any shape; negative from the end) of this tensor read as
+  /// 1-d in row-major order; the result has index's shape (torch.take).
+  BasicTensor take(const BasicTensor& index) const;
+  /// Writes source's elements at `index` of this tensor read as 1-d (torch.put_); with
+  /// accumulate, adds them (repeated indices add up). Defined in ops/inplace_index_ops.hpp.
+  BasicTensor put(const BasicTensor& index, const BasicTensor& source, bool accumulate = false) const;
+  BasicTensor& put_(const BasicTensor& index, const BasicTensor& source, bool accumulate = false);
   BasicTensor nonzero() const;
   std::pair<BasicTensor, BasicTensor> sort(int64_t dim = -1, bool descending = false) const;
   BasicTensor argsort(int64_t dim = -1, bool descending = false) const;
@@ -656,6 +717,8 @@ class BasicTensor {
     }
     return mat(ops::MatmulKind::Outer, o);
   }
+  /// outer's old name (torch.ger).
+  BasicTensor ger(const BasicTensor& o) const { return outer(o); }
   BasicTensor addmm(const BasicTensor& m1, const BasicTensor& m2, Scalar beta = 1, Scalar alpha = 1) const {
     return wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Addmm, beta.to_double(), alpha.to_double()}, m1.impl(),
                             m2.impl(), &impl()));

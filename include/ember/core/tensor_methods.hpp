@@ -35,6 +35,14 @@ T BasicTensor<P>::item() const {
 }
 
 template <class P>
+bool BasicTensor<P>::is_nonzero() const {
+  EMBER_CHECK(defined() && numel() == 1, "[is_nonzero] needs a tensor of one element, got shape {}",
+              defined() ? sizes() : Shape());
+  BasicTensor host = is_cpu() ? *this : cpu();
+  return detail::read_scalar(host.impl(), "is_nonzero").template to<double>() != 0.0;  // NaN is true
+}
+
+template <class P>
 BasicTensor<P> BasicTensor<P>::reshape(const Shape& shape) const {
   Shape target = ops::infer_shape(shape, numel(), "reshape");
   Shape st;

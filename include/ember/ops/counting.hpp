@@ -330,4 +330,13 @@ std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input,
   return detail::histogram_over(input, BasicTensor<P>(), bins, weight, density);
 }
 
+template <class P>
+BasicTensor<P> BasicTensor<P>::bincount(const BasicTensor& weights, int64_t minlength) const {
+  return ember::bincount(*this, weights, minlength);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::histc(int64_t bins, double min, double max) const {
+  return ember::histc(*this, bins, min, max);
+}
+
 }  // namespace ember

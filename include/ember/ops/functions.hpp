@@ -77,6 +77,37 @@ template <class P>
 BasicTensor<P> div(const BasicTensor<P>& a, const BasicTensor<P>& b, const std::string& rounding_mode) {
   return a.div(b, rounding_mode);
 }
+
+// libtorch's alias spellings (ops/alias_list.def): ember::arccos(x) is ember::acos(x).
+#define EMBER_UNARY_ALIAS(alias, target)        \
+  template <class P>                            \
+  BasicTensor<P> alias(const BasicTensor<P>& x) { \
+    return target(x);                           \
+  }
+#define EMBER_BINARY_ALIAS(alias, target)                                  \
+  template <class P>                                                       \
+  BasicTensor<P> alias(const BasicTensor<P>& a, const BasicTensor<P>& b) { \
+    return target(a, b);                                                   \
+  }                                                                        \
+  template <class P>                                                       \
+  BasicTensor<P> alias(const BasicTensor<P>& a, Scalar b) {                \
+    return target(a, b);                                                   \
+  }                                                                        \
+  template <class P>                                                       \
+  BasicTensor<P> alias(Scalar a, const BasicTensor<P>& b) {                \
+    return target(a, b);                                                   \
+  }
+#include <ember/ops/alias_list.def>
+#undef EMBER_BINARY_ALIAS
+#undef EMBER_UNARY_ALIAS
+template <class P>
+BasicTensor<P> subtract(const BasicTensor<P>& a, const BasicTensor<P>& b, Scalar alpha) {
+  return a.sub(b, alpha);
+}
+template <class P>
+BasicTensor<P> divide(const BasicTensor<P>& a, const BasicTensor<P>& b, const std::string& rounding_mode) {
+  return a.div(b, rounding_mode);
+}
 template <class P>
 BasicTensor<P> where(const BasicTensor<P>& cond, const BasicTensor<P>& a, const BasicTensor<P>& b) {
   return a.where(cond, b);
@@ -137,6 +168,10 @@ template <class P>
 BasicTensor<P> outer(const BasicTensor<P>& a, const BasicTensor<P>& b) {
   return a.outer(b);
 }
+template <class P>
+BasicTensor<P> ger(const BasicTensor<P>& a, const BasicTensor<P>& b) {
+  return a.outer(b);
+}
 /// x == +inf (isposinf) or -inf (isneginf); all false for integer and bool tensors.
 template <class P>
 BasicTensor<P> isposinf(const BasicTensor<P>& x) {
@@ -162,6 +197,10 @@ template <class P>
 BasicTensor<P> msort(const BasicTensor<P>& x) {
   if (x.dim() == 0) return x.clone();
   return x.sort(0).first;
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::msort() const {
+  return ember::msort(*this);
 }
 /// {var, mean} and {std, mean} over dims (all without), as torch::var_mean / std_mean.
 template <class P>

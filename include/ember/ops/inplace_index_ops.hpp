@@ -178,4 +178,62 @@ BasicTensor<P>& BasicTensor<P>::masked_fill_(const BasicTensor& mask, const Basi
   return copy_(detail::inplace_source(*this, "masked_fill_", value).masked_fill(mask, value));
 }
 
+namespace detail {
+/// `index` (i64, any shape) as positions into x read as 1-d: flattened, each checked on the
+/// host to lie in [-numel, numel), negatives moved from the end.
+template <class P>
+BasicTensor<P> flat_positions(const BasicTensor<P>& x, const BasicTensor<P>& index, const char* op) {
+  EMBER_CHECK(x.defined() && index.defined(), "[{}] needs defined tensors", op);
+  EMBER_CHECK(index.dtype() == DType::I64, "[{}] index must be i64, got {}", op, index.dtype());
+  EMBER_CHECK(index.device() == x.device(), "[{}] index is on {} but the tensor is on {}", op, index.device(),
+              x.device());
+  const int64_t n = x.numel();
+  const BasicTensor<P> flat = index.reshape({-1});
+  const BasicTensor<P> host = flat.to(kCPU).contiguous();
+  const int64_t* p = host.template data_ptr<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i)
+    EMBER_CHECK(p[i] >= -n && p[i] < n, "[{}] index {} is out of range for a tensor of {} elements", op, p[i], n);
+  return where(flat.lt(int64_t{0}), flat + n, flat);
+}
+/// put's result, computed out of place from `self`.
+template <class P>
+BasicTensor<P> put_into(const BasicTensor<P>& self, const BasicTensor<P>& index, const BasicTensor<P>& source,
+                        bool accumulate, const char* op) {
+  EMBER_CHECK(source.defined(), "[{}] needs a defined source", op);
+  EMBER_CHECK(source.dtype() == self.dtype(), "[{}] source must have the tensor's dtype {}, got {}", op, self.dtype(),
+              source.dtype());
+  EMBER_CHECK(source.device() == self.device(), "[{}] source is on {} but the tensor is on {}", op, source.device(),
+              self.device());
+  EMBER_CHECK(index.defined() && source.numel() == index.numel(),
+              "[{}] source ({} elements) and index ({} elements) must have one count", op, source.numel(),
+              index.defined() ? index.numel() : 0);
+  const BasicTensor<P> at = flat_positions(self, index, op);
+  const BasicTensor<P> flat = self.reshape({-1}), values = source.reshape({-1});
+  return (accumulate ? flat.index_add(0, at, values) : flat.index_copy(0, at, values)).reshape(self.sizes());
+}
+}  // namespace detail
+
+template <class P>
+BasicTensor<P> BasicTensor<P>::take(const BasicTensor& index) const {
+  const BasicTensor at = detail::flat_positions(*this, index, "take");
+  return reshape({-1}).index_select(0, at).reshape(index.sizes());
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::put(const BasicTensor& index, const BasicTensor& source, bool accumulate) const {
+  return detail::put_into(*this, index, source, accumulate, "put");
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::put_(const BasicTensor& index, const BasicTensor& source, bool accumulate) {
+  return copy_(detail::put_into(detail::inplace_source(*this, "put_", source), index, source, accumulate, "put_"));
+}
+template <class P>
+BasicTensor<P> take(const BasicTensor<P>& x, const BasicTensor<P>& index) {
+  return x.take(index);
+}
+template <class P>
+BasicTensor<P> put(const BasicTensor<P>& x, const BasicTensor<P>& index, const BasicTensor<P>& source,
+                   bool accumulate = false) {
+  return x.put(index, source, accumulate);
+}
+
 }  // namespace ember

@@ -275,4 +275,41 @@ std::pair<BasicTensor<P>, BasicTensor<P>> aminmax(const BasicTensor<P>& x, std::
   return {x.amin(dims, keepdim), x.amax(dims, keepdim)};
 }
 
+template <class P>
+BasicTensor<P> BasicTensor<P>::nanmean(const Shape& dims, bool keepdim) const {
+  return ember::nanmean(*this, dims, keepdim);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::nanmedian() const {
+  return ember::nanmedian(*this);
+}
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> BasicTensor<P>::nanmedian(int64_t dim, bool keepdim) const {
+  return ember::nanmedian(*this, dim, keepdim);
+}
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> BasicTensor<P>::aminmax(std::optional<int64_t> dim, bool keepdim) const {
+  return ember::aminmax(*this, dim, keepdim);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::quantile(double q, std::optional<int64_t> dim, bool keepdim,
+                                        std::string_view interpolation) const {
+  return ember::quantile(*this, q, dim, keepdim, interpolation);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::quantile(const BasicTensor& q, std::optional<int64_t> dim, bool keepdim,
+                                        std::string_view interpolation) const {
+  return ember::quantile(*this, q, dim, keepdim, interpolation);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::nanquantile(double q, std::optional<int64_t> dim, bool keepdim,
+                                           std::string_view interpolation) const {
+  return ember::nanquantile(*this, q, dim, keepdim, interpolation);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::nanquantile(const BasicTensor& q, std::optional<int64_t> dim, bool keepdim,
+                                           std::string_view interpolation) const {
+  return ember::nanquantile(*this, q, dim, keepdim, interpolation);
+}
+
 }  // namespace ember

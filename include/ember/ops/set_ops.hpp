@@ -247,4 +247,10 @@ BasicTensor<P> combinations(const BasicTensor<P>& x, int64_t r = 2, bool with_re
   return x.index_select(0, positions.to(x.device())).view({static_cast<int64_t>(rows), r});
 }
 
+template <class P>
+std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> BasicTensor<P>::unique_consecutive(
+    bool return_inverse, bool return_counts, std::optional<int64_t> dim) const {
+  return ember::unique_consecutive(*this, return_inverse, return_counts, dim);
+}
+
 }  // namespace ember

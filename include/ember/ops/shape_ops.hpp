@@ -107,6 +107,31 @@ template <class P>
 BasicTensor<P> vstack(std::initializer_list<BasicTensor<P>> ts) {
   return detail::vstack_impl<P>(detail::as_span(ts));
 }
+/// libtorch's other names for cat and vstack.
+template <class P>
+BasicTensor<P> concat(const std::vector<BasicTensor<P>>& ts, int64_t dim = 0) {
+  return cat(ts, dim);
+}
+template <class P>
+BasicTensor<P> concat(std::initializer_list<BasicTensor<P>> ts, int64_t dim = 0) {
+  return cat(ts, dim);
+}
+template <class P>
+BasicTensor<P> concatenate(const std::vector<BasicTensor<P>>& ts, int64_t dim = 0) {
+  return cat(ts, dim);
+}
+template <class P>
+BasicTensor<P> concatenate(std::initializer_list<BasicTensor<P>> ts, int64_t dim = 0) {
+  return cat(ts, dim);
+}
+template <class P>
+BasicTensor<P> row_stack(const std::vector<BasicTensor<P>>& ts) {
+  return vstack(ts);
+}
+template <class P>
+BasicTensor<P> row_stack(std::initializer_list<BasicTensor<P>> ts) {
+  return vstack(ts);
+}
 
 /// Pieces of `size` along dim (the last may be smaller); views.
 template <class P>
