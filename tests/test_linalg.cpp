@@ -200,7 +200,12 @@ TEST_CASE("linalg: qr, eigh and svd: identities of the factors, every mode") {
       CHECK(max_abs_diff(p.matmul(a).matmul(p), p) < tol * 100);
       CHECK(max_abs_diff(pinverse(a), p) < tol);
     }
-    const Tensor sym = random_spd({3, 5, 5}, t) - eye(5, 5).to(t) * 3.0;  // indefinite
+    // Indefinite with eigenvalues bounded away from 0 (Q diag(d) Q^T): pinv and inv then agree
+    // to the dtype's precision whatever the draw (random_spd - 3 I could come near singular).
+    const Tensor qm = std::get<0>(linalg::qr(uniform({3, 5, 5}, {-1.0, 1.0}).to(t)));
+    const Tensor spectrum = tensor<double>({-3.0, -1.5, -0.75, 1.0, 2.5}).to(t);
+    const Tensor rotated = (qm * spectrum.unsqueeze(-2)).matmul(qm.mT());
+    const Tensor sym = (rotated + rotated.mT()) * 0.5;
     auto [w, v] = linalg::eigh(sym);
     CHECK(max_abs_diff(v * w.unsqueeze(-2), sym.matmul(v)) < tol * 10);
     CHECK(max_abs_diff(w, w.sort(-1).first) == 0);  // ascending
