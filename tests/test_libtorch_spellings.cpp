@@ -456,8 +456,28 @@ TEST_CASE("alias spellings (arccos, negative, fix, multiply, less_equal, ...) ar
   CHECK(ints(m) == I{3, -3});
   CHECK(ints(divide(tensor<int64_t>({7, -7}), tensor<int64_t>({2, 2}), "floor")) == I{3, -4});
   CHECK(same(x.divide(2.0, "floor"), x.div(2.0, "floor")));
+  CHECK(same(divide(x, 2.0, "trunc"), x.div(2.0, "trunc")));
+  CHECK(same(subtract(x, 2.0, 3.0), x - 6.0));
+  CHECK(same(x.subtract(2.0, 0.5), x - 1.0));
+  Tensor sub_in_place = x.clone();
+  sub_in_place.subtract_(1.0, 2.0);
+  CHECK(same(sub_in_place, x - 2.0));
   // True division cannot be written into an integer tensor in place.
   CHECK_ERROR(tensor<int64_t>({7}).div_(2, ""), "[div_]");
+  CHECK_ERROR(x.clone().div_(2, "round"), "[div_] rounding_mode must be 'trunc', 'floor' or empty, got 'round'");
+  // In place with a rounding mode is recorded as the in-place op (PyTorch 1.13's gradients):
+  // true division's divisor gradient -x / w^2, floor's zero.
+  const Tensor w = tensor<float>({1, 2, 4}).requires_grad_();
+  Tensor q = ones({3}) * 2;
+  q.div_(w, "");
+  q.sum().backward();
+  CHECK(vals(w.grad()) == F{-2, -0.5, -0.125});
+  const Tensor v = tensor<float>({3, 5}).requires_grad_();
+  Tensor fl = v * 1;
+  fl.div_(2, "floor");
+  fl.sum().backward();
+  CHECK(vals(fl.detach()) == F{1, 2});
+  CHECK(vals(v.grad()) == F{0, 0});
 }
 
 TEST_CASE("concat, concatenate, row_stack, ger, narrow_copy, is_nonzero and can_cast") {
@@ -565,6 +585,65 @@ TEST_CASE("take, put and put_: the tensor read as 1-d, negative indices, accumul
   Tensor zz = zeros({2});
   CHECK_ERROR(zz.put_(tensor<int64_t>({2}), tensor<float>({1})), "[put_] index 2 is out of range");
   CHECK(zz.abs().sum().item<double>() == 0);  // nothing written by a refused call
+}
+
+TEST_CASE("renorm: slices over maxnorm scaled to it, PyTorch 1.13's values and gradients") {
+  const Tensor x = tensor<double>({{1, 2, 3}, {4, 5, 6}, {0.1, -0.2, 0.1}});
+  const Tensor w = tensor<double>({{1, -2, 0.5}, {0.3, 1, -1}, {2, 1, 1}});
+  const Tensor a = x.detach().requires_grad_();
+  const Tensor y = a.renorm(2, 0, 5);
+  CHECK(close_relative(y, F{1, 2, 3, 2.2792115032187334, 2.8490143790234166, 3.4188172548281, 0.1, -0.2, 0.1}, 1e-14));
+  (y * w).sum().backward();
+  CHECK(close_relative(a.grad(), F{1, -2, 0.5, 0.16502083293037978, 0.5624028385409018, -0.5786829205212213, 2, 1, 1},
+                       1e-12));
+  const Tensor b = x.detach().requires_grad_();
+  const Tensor z = renorm(b, 3, 1, 2.5);  // slices along dim 1 (columns), p = 3
+  CHECK(close_relative(z, F{0.6217750892611907, 0.9795142115168848, 1.2018729740053211, 2.487100357044763,
+                            2.448785528792212, 2.4037459480106422, 0.06217750892611908, -0.09795142115168848,
+                            0.04006243246684404},
+                       1e-13));
+  (z * w).sum().backward();
+  CHECK(close_relative(b.grad(), F{0.5988175935747728, -0.9912971321511674, 0.26559881960163256, -0.1807874042043291,
+                                   0.41611385179417537, -0.13947769559879072, 1.2433206035655173, 0.48987493496478524,
+                                   0.40069686539873745},
+                       1e-12));
+  check_grads([](const TensorList& in) { return in[0].renorm(1.5, -1, 1.0); }, {leaf(randn({3, 4}))}, "renorm");
+  // The inf-norm, in place, and f32.
+  Tensor c = tensor<float>({{3, -4}, {0.5, 0.25}});
+  c.renorm_(INFINITY, 0, 2);
+  CHECK(close_relative(c, F{1.5, -2, 0.5, 0.25}, 1e-6));
+  CHECK_ERROR(tensor<double>({1, 2}).renorm(2, 0, 1), "[renorm] needs a tensor of at least 2 dims, got shape [2]");
+  CHECK_ERROR(x.renorm(0, 0, 1), "[renorm] p must be > 0, got 0");
+  CHECK_ERROR(x.renorm(2, 0, -1), "[renorm] maxnorm must be >= 0, got -1");
+  CHECK_ERROR(x.renorm(2, 2, 1), "[renorm]");
+  CHECK_ERROR(tensor<int64_t>({{1, 2}}).renorm(2, 0, 1), "[renorm] needs a floating tensor, got i64");
+}
+
+TEST_CASE("index_reduce: prod, mean, amax, amin with and without self; PyTorch 1.13's values") {
+  const Tensor s = tensor<double>({{1, 2}, {3, 4}, {5, 6}});
+  const Tensor idx = tensor<int64_t>({0, 2, 0});
+  const Tensor t = ones({3, 2}, kFloat64);
+  CHECK(vals(t.index_reduce(0, idx, s, "prod")) == F{5, 12, 1, 1, 3, 4});
+  CHECK(vals(t.index_reduce(0, idx, s, "mean", false)) == F{3, 4, 1, 1, 3, 4});
+  CHECK(vals(index_reduce(t, 0, idx, s, "amax")) == F{5, 6, 1, 1, 3, 4});
+  CHECK(vals(t.index_reduce(0, idx, s, "amin", false)) == F{1, 2, 1, 1, 3, 4});
+  // Along dim 1, mean including self: (1 + 3 + 5) / 3 and (1 + 2 + 4) / 3.
+  const Tensor t2 = ones({2, 3}, kFloat64);
+  CHECK(close_relative(t2.index_reduce(1, tensor<int64_t>({2, 2}), tensor<double>({{2, 3}, {4, 5}}), "mean"),
+                       F{1, 1, 2, 1, 1, 10.0 / 3}, 1e-15));
+  Tensor inplace = t.clone();
+  inplace.index_reduce_(0, idx, s, "prod");
+  CHECK(vals(inplace) == F{5, 12, 1, 1, 3, 4});
+  check_grads([&](const TensorList& in) { return in[0].index_reduce(0, idx, in[1], "prod"); },
+              {leaf(randn({3, 2})), leaf(randn({3, 2}))}, "index_reduce prod");
+  check_grads([&](const TensorList& in) { return in[0].index_reduce(1, tensor<int64_t>({1, 1, 0}), in[1], "mean", false); },
+              {leaf(randn({2, 2})), leaf(randn({2, 3}))}, "index_reduce mean");
+  CHECK_ERROR(t.index_reduce(0, idx, s, "sum"), "[index_reduce] reduce must be prod, mean, amax or amin, got 'sum'");
+  CHECK_ERROR(t.index_reduce(0, tensor<int64_t>({0, 3, 0}), s, "prod"), "[index_reduce] index 3 is out of range for dim 0 of size 3");
+  CHECK_ERROR(t.index_reduce(0, idx, s.narrow(0, 0, 2), "prod"), "[index_reduce] source of shape [2, 2] must have shape [3, 2]");
+  CHECK_ERROR(t.index_reduce(0, idx.to(DType::I32), s, "prod"), "[index_reduce] index must be a 1-d i64 tensor");
+  CHECK_ERROR(t.index_reduce(0, idx, s.to(DType::F32), "prod"), "[index_reduce] source (f32 on cpu)");
+  CHECK_ERROR(t.index_reduce(2, idx, s, "prod"), "[index_reduce]");
 }
 
 }  // namespace test_libtorch_spellings

@@ -379,6 +379,11 @@ class BasicTensor {
   BasicTensor nextafter(const BasicTensor& o) const;
   BasicTensor& nextafter_(const BasicTensor& o);
   BasicTensor true_divide(const BasicTensor& o) const;
+  // ops/incomplete_gamma.hpp: P(this, x) and Q(this, x).
+  BasicTensor igamma(const BasicTensor& x) const;
+  BasicTensor igammac(const BasicTensor& x) const;
+  BasicTensor& igamma_(const BasicTensor& x);
+  BasicTensor& igammac_(const BasicTensor& x);
   // Method forms of free functions, as libtorch's Tensor has them (defined beside each:
   // ops/order_statistics.hpp, ops/counting.hpp, ops/set_ops.hpp, ops/functions.hpp).
   BasicTensor nanmean(const Shape& dims = {}, bool keepdim = false) const;
@@ -404,7 +409,8 @@ class BasicTensor {
   bool equal(const BasicTensor& o) const;
   bool allclose(const BasicTensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
   BasicTensor isclose(const BasicTensor& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
-  /// narrow(dim, start, length) as a new contiguous tensor (torch.narrow_copy).
+  /// narrow(dim, start, length) as a new tensor (contiguous; PyTorch's keeps a dense input's
+  /// strides) of its own memory (torch.narrow_copy).
   BasicTensor narrow_copy(int64_t dim, int64_t start, int64_t length) const {
     return narrow(dim, start, length).clone();
   }
@@ -450,8 +456,14 @@ class BasicTensor {
   BasicTensor& sub_(const BasicTensor& o, Scalar alpha) { return sub_(alpha_scaled(o, alpha, "sub_")); }
   BasicTensor div(const BasicTensor& o, const std::string& rounding_mode) const;
   BasicTensor div(Scalar o, const std::string& rounding_mode) const { return div(scalar_like(o), rounding_mode); }
+  /// In place with a rounding mode: the in-place binary ops themselves (autograd records them
+  /// as in-place ops, as div_(o)).
   BasicTensor& div_(const BasicTensor& o, const std::string& rounding_mode) {
-    return assign_result(div(o, rounding_mode), "div_");
+    if (rounding_mode == "trunc") return div_trunc_(o);
+    if (rounding_mode == "floor") return div_floor_(o);
+    EMBER_CHECK(rounding_mode.empty() || rounding_mode == "true",
+                "[div_] rounding_mode must be 'trunc', 'floor' or empty, got '{}'", rounding_mode);
+    return div_(o);
   }
   BasicTensor& div_(Scalar o, const std::string& rounding_mode) { return div_(scalar_like(o), rounding_mode); }
   // libtorch's alias spellings (ops/alias_list.def): x.arccos() is x.acos(), x.less(y) x.lt(y).
@@ -467,7 +479,9 @@ class BasicTensor {
 #undef EMBER_BINARY_ALIAS
 #undef EMBER_UNARY_ALIAS
   BasicTensor subtract(const BasicTensor& o, Scalar alpha) const { return sub(o, alpha); }
+  BasicTensor subtract(Scalar o, Scalar alpha) const { return sub(scalar_like(o), alpha); }
   BasicTensor& subtract_(const BasicTensor& o, Scalar alpha) { return sub_(o, alpha); }
+  BasicTensor& subtract_(Scalar o, Scalar alpha) { return sub_(scalar_like(o), alpha); }
   BasicTensor divide(const BasicTensor& o, const std::string& rounding_mode) const { return div(o, rounding_mode); }
   BasicTensor divide(Scalar o, const std::string& rounding_mode) const { return div(o, rounding_mode); }
   BasicTensor& divide_(const BasicTensor& o, const std::string& rounding_mode) { return div_(o, rounding_mode); }
@@ -636,6 +650,16 @@ class BasicTensor {
                                bool include_self = true);
   BasicTensor& index_add_(int64_t dim, const BasicTensor& index, const BasicTensor& src, Scalar alpha = 1);
   BasicTensor& index_copy_(int64_t dim, const BasicTensor& index, const BasicTensor& src);
+  /// Reduces source's slices along dim into this tensor's slices index[i] ("prod", "mean",
+  /// "amax" or "amin"; include_self: this tensor's values take part), as torch.index_reduce.
+  /// Defined in ops/inplace_index_ops.hpp.
+  BasicTensor index_reduce(int64_t dim, const BasicTensor& index, const BasicTensor& source, std::string_view reduce,
+                           bool include_self = true) const;
+  BasicTensor& index_reduce_(int64_t dim, const BasicTensor& index, const BasicTensor& source,
+                             std::string_view reduce, bool include_self = true);
+  /// Each slice along dim whose p-norm exceeds maxnorm scaled to norm maxnorm (torch.renorm).
+  BasicTensor renorm(double p, int64_t dim, double maxnorm) const;
+  BasicTensor& renorm_(double p, int64_t dim, double maxnorm);
   /// The elements at `index` (i64, any shape; negative from the end) of this tensor read as
   /// 1-d in row-major order; the result has index's shape (torch.take).
   BasicTensor take(const BasicTensor& index) const;
@@ -826,8 +850,7 @@ class BasicTensor {
   BasicTensor& assign_result(const BasicTensor& value, const char* op) {
     EMBER_CHECK(value.sizes() == sizes(), "[{}] the result of shape {} cannot be written in place into a tensor of shape {}",
                 op, value.sizes(), sizes());
-    EMBER_CHECK((is_floating(dtype()) || !is_floating(value.dtype())) &&
-                    (dtype() != DType::Bool || value.dtype() == DType::Bool),
+    EMBER_CHECK(can_cast(value.dtype(), dtype()),
                 "[{}] result type {} cannot be written in place into a tensor of dtype {}", op, value.dtype(), dtype());
     return copy_(value);
   }

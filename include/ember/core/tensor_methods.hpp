@@ -283,4 +283,24 @@ BasicTensor<P> BasicTensor<P>::norm(double p, const Shape& dims, bool keepdim) c
   return detail::masked_at_zero(powered.sum(dims, keepdim), [p](const BasicTensor& v) { return v.pow(1.0 / p); });
 }
 
+template <class P>
+BasicTensor<P> BasicTensor<P>::renorm(double p, int64_t dim, double maxnorm) const {
+  EMBER_CHECK(defined() && this->dim() >= 2, "[renorm] needs a tensor of at least 2 dims, got shape {}",
+              defined() ? sizes() : Shape());
+  EMBER_CHECK(is_floating_point(), "[renorm] needs a floating tensor, got {}", dtype());
+  EMBER_CHECK(p > 0, "[renorm] p must be > 0, got {}", p);
+  EMBER_CHECK(maxnorm >= 0, "[renorm] maxnorm must be >= 0, got {}", maxnorm);
+  const int64_t d = wrap_dim(dim, this->dim(), "renorm");
+  Shape others;  // the norm of each slice along d runs over every other dim
+  for (int64_t i = 0; i < this->dim(); ++i)
+    if (i != d) others.push_back(i);
+  const BasicTensor norms = norm(p, others, true);
+  // PyTorch's factor, with its 1e-7 guard; slices within the bound are untouched (factor 1).
+  return mul(scalar_like(maxnorm).div(norms + 1e-7).where(norms.gt(maxnorm), scalar_like(1.0).to(norms.dtype())));
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::renorm_(double p, int64_t dim, double maxnorm) {
+  return assign_result(renorm(p, dim, maxnorm), "renorm_");
+}
+
 }  // namespace ember

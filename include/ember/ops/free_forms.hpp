@@ -236,4 +236,9 @@ BasicTensor<P> flipud(const BasicTensor<P>& x) {
   return flip(x, {0});
 }
 
+template <class P>
+BasicTensor<P> renorm(const BasicTensor<P>& x, double p, int64_t dim, double maxnorm) {
+  return x.renorm(p, dim, maxnorm);
+}
+
 }  // namespace ember

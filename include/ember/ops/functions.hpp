@@ -109,6 +109,14 @@ BasicTensor<P> divide(const BasicTensor<P>& a, const BasicTensor<P>& b, const st
   return a.div(b, rounding_mode);
 }
 template <class P>
+BasicTensor<P> divide(const BasicTensor<P>& a, Scalar b, const std::string& rounding_mode) {
+  return a.div(b, rounding_mode);
+}
+template <class P>
+BasicTensor<P> subtract(const BasicTensor<P>& a, Scalar b, Scalar alpha) {
+  return a.subtract(b, alpha);
+}
+template <class P>
 BasicTensor<P> where(const BasicTensor<P>& cond, const BasicTensor<P>& a, const BasicTensor<P>& b) {
   return a.where(cond, b);
 }

@@ -236,4 +236,49 @@ BasicTensor<P> put(const BasicTensor<P>& x, const BasicTensor<P>& index, const B
   return x.put(index, source, accumulate);
 }
 
+/// torch.index_reduce: x's slices index[i] along dim reduced with source's slice i by "prod",
+/// "mean", "amax" or "amin"; with include_self, x's own values take part (a mean counts them as
+/// one more element). Slices no index names keep x's values. index: 1-d i64 in [0, size).
+template <class P>
+BasicTensor<P> index_reduce(const BasicTensor<P>& x, int64_t dim, const BasicTensor<P>& index,
+                            const BasicTensor<P>& source, std::string_view reduce, bool include_self = true) {
+  constexpr const char* op = "index_reduce";
+  EMBER_CHECK(x.defined() && index.defined() && source.defined(), "[{}] needs defined tensors", op);
+  EMBER_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
+              "[{}] reduce must be prod, mean, amax or amin, got '{}'", op, reduce);
+  if (x.dim() == 0)  // a 0-d tensor is its one slice
+    return index_reduce(x.reshape({1}), dim, index, source.reshape({-1}), reduce, include_self).reshape({});
+  const int64_t d = wrap_dim(dim, x.dim(), op);
+  EMBER_CHECK(index.dim() <= 1 && index.dtype() == DType::I64, "[{}] index must be a 1-d i64 tensor, got {} of shape {}",
+              op, index.dtype(), index.sizes());
+  EMBER_CHECK(source.dtype() == x.dtype() && source.device() == x.device() && index.device() == x.device(),
+              "[{}] source ({} on {}) and index (on {}) must match the tensor ({} on {})", op, source.dtype(),
+              source.device(), index.device(), x.dtype(), x.device());
+  Shape want = x.sizes();
+  want[static_cast<size_t>(d)] = index.numel();
+  EMBER_CHECK(source.sizes() == want, "[{}] source of shape {} must have shape {} (the tensor's {} with index's {} along dim {})",
+              op, source.sizes(), want, x.sizes(), index.numel(), d);
+  const BasicTensor<P> host = index.reshape({-1}).to(kCPU).contiguous();
+  const int64_t* p = host.template data_ptr<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i)
+    EMBER_CHECK(p[i] >= 0 && p[i] < x.size(d), "[{}] index {} is out of range for dim {} of size {}", op, p[i], d,
+                x.size(d));
+  // Each element of source is reduced into the element of x at index[i] along d: scatter_reduce
+  // with the index spread over source's shape.
+  Shape along(static_cast<size_t>(x.dim()), 1);
+  along[static_cast<size_t>(d)] = index.numel();
+  return x.scatter_reduce(d, index.reshape(along).expand(source.sizes()), source, reduce, include_self);
+}
+template <class P>
+BasicTensor<P> BasicTensor<P>::index_reduce(int64_t dim, const BasicTensor& index, const BasicTensor& source,
+                                            std::string_view reduce, bool include_self) const {
+  return ember::index_reduce(*this, dim, index, source, reduce, include_self);
+}
+template <class P>
+BasicTensor<P>& BasicTensor<P>::index_reduce_(int64_t dim, const BasicTensor& index, const BasicTensor& source,
+                                              std::string_view reduce, bool include_self) {
+  return copy_(ember::index_reduce(detail::inplace_source(*this, "index_reduce_", source), dim, index, source, reduce,
+                                   include_self));
+}
+
 }  // namespace ember

@@ -12,6 +12,7 @@
 /// its values by an ulp.
 
 #include <ember/core/factories.hpp>
+#include <ember/core/tensor_methods.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -96,16 +97,22 @@ BasicTensor<P> bartlett_window(int64_t length, TensorOptions o = {}) {
 }
 
 /// I0(beta sqrt(1 - (2n / m - 1)^2)) / I0(beta), beta 12 by default (I0: the modified Bessel
-/// function of the first kind, order 0). A beta past about 700 overflows I0 (NaN), as PyTorch's.
+/// function of the first kind, order 0, Ember's i0). A beta past about 700 overflows I0: the
+/// middle is NaN then, as PyTorch's. A NaN or infinite beta is refused (PyTorch gives NaN).
 template <class P = DefaultPolicy>
 BasicTensor<P> kaiser_window(int64_t length, bool periodic, double beta, TensorOptions o = {}) {
-  EMBER_CHECK(std::isfinite(beta), "[kaiser_window] beta must be finite, got {}", beta);
+  constexpr const char* op = "kaiser_window";
+  EMBER_CHECK(std::isfinite(beta), "[{}] beta must be finite, got {}", op, beta);
+  const DType t = o.dtype_or(kDefaultFloat);
+  EMBER_CHECK(is_floating(t), "[{}] needs a floating dtype, got {}", op, t);
   beta = std::abs(beta);  // I0 is even: a negative beta gives the same window (PyTorch accepts it too)
-  const double scale = std::cyl_bessel_i(0.0, beta);
-  return detail::window<P>(length, periodic, o, "kaiser_window", [&](double i, double m) {
+  // I0's arguments in f64, then I0 over them at once (length 1: the window is [1]).
+  const BasicTensor<P> args = detail::window<P>(length, periodic, TensorOptions(DType::F64), op, [&](double i, double m) {
     const double r = 2 * i / m - 1;
-    return std::cyl_bessel_i(0.0, beta * std::sqrt(std::max(0.0, 1 - r * r))) / scale;
+    return beta * std::sqrt(std::max(0.0, 1 - r * r));
   });
+  const BasicTensor<P> w = length == 1 ? args : args.i0().div(full<P>({}, beta, TensorOptions(DType::F64)).i0());
+  return detail::with_grad_option<P>(w.to(o.device_or(kCPU), t), o);
 }
 template <class P = DefaultPolicy>
 BasicTensor<P> kaiser_window(int64_t length, bool periodic, TensorOptions o = {}) {
