@@ -26,6 +26,7 @@
 #include <ember/ops/special_ops.hpp>
 #include <ember/ops/integer_math.hpp>
 #include <ember/ops/windows.hpp>
+#include <ember/ops/incomplete_gamma.hpp>
 #include <ember/ops/set_ops.hpp>
 #include <ember/ops/order_statistics.hpp>
 #include <ember/ops/counting.hpp>

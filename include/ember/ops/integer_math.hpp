@@ -54,14 +54,6 @@ inline int64_t wrapped_magnitude(uint64_t v, DType dt) {
   }
 }
 
-/// `v` broadcast to `shape` on the host, contiguous, its values first rounded to the op's
-/// result dtype `dt` (as PyTorch's kernels see them: a 0-d i64 300 beside an i8 tensor is 44)
-/// and then held in `wide`, which holds every value of dt exactly.
-template <class P>
-BasicTensor<P> host_operand(const BasicTensor<P>& v, const Shape& shape, DType dt, DType wide) {
-  return broadcast_to(v.detach(), shape).to(kCPU, dt).to(wide).contiguous();
-}
-
 /// gcd or lcm of broadcast integer operands, in their promoted dtype (wrapping as the dtype's
 /// integers do where lcm overflows, as PyTorch's).
 template <class P>

@@ -30,6 +30,14 @@ Shape check_binary_composite(const BasicTensor<P>& a, const BasicTensor<P>& b, c
   EMBER_CHECK(a.device() == b.device(), "[{}] the tensors are on {} and {}", op, a.device(), b.device());
   return ops::broadcast_shapes(a.sizes(), b.sizes(), op);
 }
+
+/// `v` broadcast to `shape` on the host, contiguous, its values first rounded to the op's
+/// result dtype `dt` (as PyTorch's kernels see them: a 0-d i64 300 beside an i8 tensor is 44)
+/// and then held in `wide`, which holds every value of dt exactly.
+template <class P>
+BasicTensor<P> host_operand(const BasicTensor<P>& v, const Shape& shape, DType dt, DType wide) {
+  return broadcast_to(v.detach(), shape).to(kCPU, dt).to(wide).contiguous();
+}
 }  // namespace detail
 
 template <class P>
