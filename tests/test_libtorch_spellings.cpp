@@ -612,6 +612,14 @@ TEST_CASE("renorm: slices over maxnorm scaled to it, PyTorch 1.13's values and g
   Tensor c = tensor<float>({{3, -4}, {0.5, 0.25}});
   c.renorm_(INFINITY, 0, 2);
   CHECK(close_relative(c, F{1.5, -2, 0.5, 0.25}, 1e-6));
+  // renorm_ recorded: from a copy, as renorm saves its input (PyTorch 1.13's gradient).
+  const Tensor rw = tensor<double>({{3, 4}, {1, 0}}).requires_grad_();
+  Tensor rr = rw * 1;
+  rr.renorm_(2, 0, 1);
+  (rr * tensor<double>({{1, 2}, {3, 4}})).sum().backward();
+  CHECK(close_relative(rw.grad(), F{-0.0639999934400002, 0.04800000607999975, 3, 4}, 1e-12));
+  // bf16 in f32, rounded once.
+  CHECK(tensor<float>({{3, 4}}).to(DType::BF16).renorm(2, 0, 1).dtype() == DType::BF16);
   CHECK_ERROR(tensor<double>({1, 2}).renorm(2, 0, 1), "[renorm] needs a tensor of at least 2 dims, got shape [2]");
   CHECK_ERROR(x.renorm(0, 0, 1), "[renorm] p must be > 0, got 0");
   CHECK_ERROR(x.renorm(2, 0, -1), "[renorm] maxnorm must be >= 0, got -1");
@@ -641,7 +649,15 @@ TEST_CASE("index_reduce: prod, mean, amax, amin with and without self; PyTorch 1
   CHECK_ERROR(t.index_reduce(0, idx, s, "sum"), "[index_reduce] reduce must be prod, mean, amax or amin, got 'sum'");
   CHECK_ERROR(t.index_reduce(0, tensor<int64_t>({0, 3, 0}), s, "prod"), "[index_reduce] index 3 is out of range for dim 0 of size 3");
   CHECK_ERROR(t.index_reduce(0, idx, s.narrow(0, 0, 2), "prod"), "[index_reduce] source of shape [2, 2] must have shape [3, 2]");
-  CHECK_ERROR(t.index_reduce(0, idx.to(DType::I32), s, "prod"), "[index_reduce] index must be a 1-d i64 tensor");
+  CHECK(vals(t.index_reduce(0, idx.to(DType::I32), s, "prod")) == F{5, 12, 1, 1, 3, 4});  // i32 indices too
+  CHECK_ERROR(t.index_reduce(0, idx.to(DType::F32), s, "prod"), "[index_reduce] index must be a 1-d i64 or i32 tensor");
+  // 0-d: a slice of one element (self or source).
+  CHECK(scalar_tensor(2.0, DType::F64).index_reduce(0, tensor<int64_t>({0}), tensor<double>({5}), "prod").item<double>() == 10);
+  CHECK(vals(tensor<double>({2, 3}).index_reduce(0, tensor<int64_t>({1}), scalar_tensor(4.0, DType::F64), "amax")) == F{2, 4});
+  CHECK_ERROR(scalar_tensor(2.0, DType::F64).index_reduce(0, tensor<int64_t>({0}), tensor<double>({5, 6}), "prod"),
+              "[index_reduce] source of shape [2] must have one element per index (1)");
+  CHECK_ERROR(tensor<bool>({true}).index_reduce(0, tensor<int64_t>({0}), tensor<bool>({false}), "amax"),
+              "[index_reduce] is not defined for bool tensors");
   CHECK_ERROR(t.index_reduce(0, idx, s.to(DType::F32), "prod"), "[index_reduce] source (f32 on cpu)");
   CHECK_ERROR(t.index_reduce(2, idx, s, "prod"), "[index_reduce]");
 }

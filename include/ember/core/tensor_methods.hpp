@@ -290,6 +290,7 @@ BasicTensor<P> BasicTensor<P>::renorm(double p, int64_t dim, double maxnorm) con
   EMBER_CHECK(is_floating_point(), "[renorm] needs a floating tensor, got {}", dtype());
   EMBER_CHECK(p > 0, "[renorm] p must be > 0, got {}", p);
   EMBER_CHECK(maxnorm >= 0, "[renorm] maxnorm must be >= 0, got {}", maxnorm);
+  if (is_reduced_float(dtype())) return to(DType::F32).renorm(p, dim, maxnorm).to(dtype());  // in f32, rounded once
   const int64_t d = wrap_dim(dim, this->dim(), "renorm");
   Shape others;  // the norm of each slice along d runs over every other dim
   for (int64_t i = 0; i < this->dim(); ++i)
@@ -300,7 +301,8 @@ BasicTensor<P> BasicTensor<P>::renorm(double p, int64_t dim, double maxnorm) con
 }
 template <class P>
 BasicTensor<P>& BasicTensor<P>::renorm_(double p, int64_t dim, double maxnorm) {
-  return assign_result(renorm(p, dim, maxnorm), "renorm_");
+  // From a copy while recorded: renorm saves its input, which the write-back moves on.
+  return assign_result(input_for_inplace().renorm(p, dim, maxnorm), "renorm_");
 }
 
 }  // namespace ember

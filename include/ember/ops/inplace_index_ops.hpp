@@ -246,11 +246,19 @@ BasicTensor<P> index_reduce(const BasicTensor<P>& x, int64_t dim, const BasicTen
   EMBER_CHECK(x.defined() && index.defined() && source.defined(), "[{}] needs defined tensors", op);
   EMBER_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
               "[{}] reduce must be prod, mean, amax or amin, got '{}'", op, reduce);
-  if (x.dim() == 0)  // a 0-d tensor is its one slice
-    return index_reduce(x.reshape({1}), dim, index, source.reshape({-1}), reduce, include_self).reshape({});
+  EMBER_CHECK(x.dtype() != DType::Bool, "[{}] is not defined for bool tensors", op);
+  EMBER_CHECK(index.dim() <= 1 && (index.dtype() == DType::I64 || index.dtype() == DType::I32),
+              "[{}] index must be a 1-d i64 or i32 tensor, got {} of shape {}", op, index.dtype(), index.sizes());
+  if (index.dtype() == DType::I32) return index_reduce(x, dim, index.to(DType::I64), source, reduce, include_self);
+  if (x.dim() <= 1 && source.dim() <= 1 && (x.dim() == 0 || source.dim() == 0)) {
+    // A 0-d tensor is a slice of one element, as PyTorch's (a 0-d self, or a 0-d source).
+    (void)wrap_dim(dim, 1, op);
+    EMBER_CHECK(source.numel() == index.numel(), "[{}] source of shape {} must have one element per index ({})", op,
+                source.sizes(), index.numel());
+    const BasicTensor<P> r = index_reduce(x.reshape({-1}), 0, index, source.reshape({-1}), reduce, include_self);
+    return r.reshape(x.sizes());
+  }
   const int64_t d = wrap_dim(dim, x.dim(), op);
-  EMBER_CHECK(index.dim() <= 1 && index.dtype() == DType::I64, "[{}] index must be a 1-d i64 tensor, got {} of shape {}",
-              op, index.dtype(), index.sizes());
   EMBER_CHECK(source.dtype() == x.dtype() && source.device() == x.device() && index.device() == x.device(),
               "[{}] source ({} on {}) and index (on {}) must match the tensor ({} on {})", op, source.dtype(),
               source.device(), index.device(), x.dtype(), x.device());

@@ -97,8 +97,9 @@ BasicTensor<P> bartlett_window(int64_t length, TensorOptions o = {}) {
 }
 
 /// I0(beta sqrt(1 - (2n / m - 1)^2)) / I0(beta), beta 12 by default (I0: the modified Bessel
-/// function of the first kind, order 0, Ember's i0). A beta past about 700 overflows I0: the
-/// middle is NaN then, as PyTorch's. A NaN or infinite beta is refused (PyTorch gives NaN).
+/// function of the first kind, order 0, Ember's i0), in f64 and rounded once: a beta past
+/// about 700 overflows I0 and the middle is NaN (PyTorch computes in the output dtype: an f32
+/// window is NaN there from beta ~ 89). A NaN or infinite beta is refused (PyTorch gives NaN).
 template <class P = DefaultPolicy>
 BasicTensor<P> kaiser_window(int64_t length, bool periodic, double beta, TensorOptions o = {}) {
   constexpr const char* op = "kaiser_window";
