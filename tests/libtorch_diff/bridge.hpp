@@ -158,6 +158,8 @@ struct Result {
 ///        bias_k and bias_v (1, 1, E) or both empty; heads, need_weights, average_attn_weights,
 ///        add_zero_attn) -> output, weights (empty when not needed): the MultiheadAttention modules
 ///        with these projections; gradients for q, k, v and them
+///   lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell (x (N, I), h (N, H), c (N, H) for lstm_cell or empty,
+///        w_ih, w_hh, b_ih and b_hh or empty) -> h (and c): one step of torch's functional cells
 ///   mha_f (as mha, then static_k and static_v (N * heads, S', E / heads) or both empty; heads,
 ///        need_weights, average_attn_weights, add_zero_attn, separate projections, self-attention
 ///        (k and v are q)) -> output, weights: F::multi_head_attention_forward, not training

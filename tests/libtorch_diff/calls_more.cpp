@@ -348,6 +348,22 @@ void rnn_calls(Report& rep, const std::string& filter) {
       named_call(rep, filter, op, ins, packed_args, true, true);
     }
   }
+  // The functional cells (torch::lstm_cell, ...): one step with the weights passed in.
+  reseed("rnn cells");
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 16; ++n) {
+      const char* op =
+          std::array<const char*, 4>{"lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"}[static_cast<size_t>(n % 4)];
+      const int gates = n % 4 == 0 ? 4 : n % 4 == 1 ? 3 : 1, N = pick(1, 3), in = pick(1, 4), H = pick(1, 4);
+      const bool bias = n % 3 != 0;
+      std::vector<Buf> ins = {random_buf(t, {N, in}, {-2, 2}, false), random_buf(t, {N, H}, {-1, 1}, false),
+                              n % 4 == 0 ? random_buf(t, {N, H}, {-1, 1}, false) : make_buf(t, {}, {0}),
+                              random_buf(t, {gates * H, in}, {-0.8, 0.8}, false),
+                              random_buf(t, {gates * H, H}, {-0.8, 0.8}, false)};
+      for (int b = 0; b < 2; ++b) ins.push_back(bias ? random_buf(t, {gates * H}, {-0.5, 0.5}, false) : make_buf(t, {}, {0}));
+      named_call(rep, filter, op, ins, {}, true, true);
+    }
+  }
 }
 
 /// Functions PyTorch writes in Python (torch/nn/functional.py): the libtorch side composes

@@ -480,6 +480,20 @@ Result named(const Call& c) {
     const std::vector<ember::Tensor> gs = input_gradients(out, xs, c.order);
     return gradient_result(mha_gradients_by_input(gs, packed, has_bias, bias_kv, e));
   }
+  if (op == "lstm_cell" || op == "gru_cell" || op == "rnn_tanh_cell" || op == "rnn_relu_cell") {
+    // x, h, c (lstm) or empty, w_ih, w_hh, b_ih and b_hh or empty -> h (and c)
+    ember::Tensor h, c2;
+    if (op == "lstm_cell") std::tie(h, c2) = ember::lstm_cell(x, {in.at(1), in.at(2)}, in.at(3), in.at(4), opt(5), opt(6));
+    else if (op == "gru_cell") h = ember::gru_cell(x, in.at(1), in.at(3), in.at(4), opt(5), opt(6));
+    else if (op == "rnn_tanh_cell") h = ember::rnn_tanh_cell(x, in.at(1), in.at(3), in.at(4), opt(5), opt(6));
+    else h = ember::rnn_relu_cell(x, in.at(1), in.at(3), in.at(4), opt(5), opt(6));
+    if (!c.grad) {
+      r.out = from_ember(h);
+      if (c2.defined()) r.more.push_back(from_ember(c2));
+      return r;
+    }
+    return gradient_result(input_gradients(c2.defined() ? h + c2 * 0.5 : h, in, c.order));
+  }
   if (op == "mha_f") {
     // F::multi_head_attention_forward with the given projections, packed or separate.
     const bool separate = arg(4) != 0, self = arg(5) != 0;

@@ -695,6 +695,19 @@ Result named(const Call& c) {
     const std::vector<at::Tensor> gs = input_gradients(std::get<0>(outs), xs, c.order);
     return gradient_result(mha_gradients_by_input(gs, packed, has_bias, bias_kv, e));
   }
+  if (op == "lstm_cell" || op == "gru_cell" || op == "rnn_tanh_cell" || op == "rnn_relu_cell") {
+    at::Tensor h, c2;
+    if (op == "lstm_cell") std::tie(h, c2) = at::lstm_cell(x, {in.at(1), in.at(2)}, in.at(3), in.at(4), opt_mask(5), opt_mask(6));
+    else if (op == "gru_cell") h = at::gru_cell(x, in.at(1), in.at(3), in.at(4), opt_mask(5), opt_mask(6));
+    else if (op == "rnn_tanh_cell") h = at::rnn_tanh_cell(x, in.at(1), in.at(3), in.at(4), opt_mask(5), opt_mask(6));
+    else h = at::rnn_relu_cell(x, in.at(1), in.at(3), in.at(4), opt_mask(5), opt_mask(6));
+    if (!c.grad) {
+      r.out = from_torch(h);
+      if (c2.defined()) r.more.push_back(from_torch(c2));
+      return r;
+    }
+    return gradient_result(input_gradients(c2.defined() ? h + c2 * 0.5 : h, in, c.order));
+  }
   if (op == "mha_f") {
     namespace F = torch::nn::functional;
     const bool separate = arg(4) != 0, self = arg(5) != 0;

@@ -449,4 +449,65 @@ TEST_CASE("packed sequences: pack/pad round trips, and a packed LSTM equals one 
                        doctest::Contains("h0 must have shape (4, 3, 5)"), Error);
 }
 
+TEST_CASE("functional cells (lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell): the gate equations, errors") {
+  manual_seed(91);
+  const Tensor x = randn({2, 3}, kFloat64), h = randn({2, 4}, kFloat64), c = randn({2, 4}, kFloat64);
+  const Tensor wi = randn({16, 3}, kFloat64), wh = randn({16, 4}, kFloat64), bi = randn({16}, kFloat64),
+               bh = randn({16}, kFloat64);
+  auto part = [](const Tensor& t, int64_t k) { return t.narrow(-1, 4 * k, 4); };
+  // LSTM: gates i, f, g, o in PyTorch's order.
+  const Tensor gates = x.matmul(wi.t()) + bi + h.matmul(wh.t()) + bh;
+  const Tensor c_want = part(gates, 1).sigmoid() * c + part(gates, 0).sigmoid() * part(gates, 2).tanh();
+  const Tensor h_want = part(gates, 3).sigmoid() * c_want.tanh();
+  auto [h1, c1] = lstm_cell(x, {h, c}, wi, wh, bi, bh);
+  CHECK(max_diff(h1, h_want) < 1e-14);
+  CHECK(max_diff(c1, c_want) < 1e-14);
+  // Unbatched, and without biases.
+  auto [h1u, c1u] = lstm_cell(x[0], {h[0], c[0]}, wi, wh);
+  CHECK(h1u.sizes() == Shape({4}));
+  CHECK(max_diff(h1u, std::get<0>(lstm_cell(x.narrow(0, 0, 1), {h.narrow(0, 0, 1), c.narrow(0, 0, 1)}, wi, wh))[0]) <
+        1e-15);
+  // GRU: r, z, n; n = tanh(W_in x + b_in + r (W_hn h + b_hn)).
+  const Tensor wi3 = wi.narrow(0, 0, 12), wh3 = wh.narrow(0, 0, 12), bi3 = bi.narrow(0, 0, 12), bh3 = bh.narrow(0, 0, 12);
+  const Tensor xg = x.matmul(wi3.t()) + bi3, hg = h.matmul(wh3.t()) + bh3;
+  const Tensor r = (part(xg, 0) + part(hg, 0)).sigmoid(), z = (part(xg, 1) + part(hg, 1)).sigmoid();
+  const Tensor n = (part(xg, 2) + r * part(hg, 2)).tanh();
+  CHECK(max_diff(gru_cell(x, h, wi3, wh3, bi3, bh3), (1 - z) * n + z * h) < 1e-14);
+  // Plain RNN cells.
+  const Tensor w1 = wi.narrow(0, 0, 4), v1 = wh.narrow(0, 0, 4);
+  CHECK(max_diff(rnn_tanh_cell(x, h, w1, v1), (x.matmul(w1.t()) + h.matmul(v1.t())).tanh()) < 1e-14);
+  CHECK(max_diff(rnn_relu_cell(x, h, w1, v1, bi.narrow(0, 0, 4)),
+                 (x.matmul(w1.t()) + bi.narrow(0, 0, 4) + h.matmul(v1.t())).relu()) < 1e-14);
+  // The same as the modules with these weights.
+  nn::GRUCell cell(3, 4);
+  cell->to(DType::F64);
+  {
+    NoGradGuard no_grad;
+    cell->weight_ih.copy_(wi3), cell->weight_hh.copy_(wh3), cell->bias_ih.copy_(bi3), cell->bias_hh.copy_(bh3);
+  }
+  CHECK(max_diff(cell(x, h), gru_cell(x, h, wi3, wh3, bi3, bh3)) == 0.0);
+  // Gradients, to second order.
+  std::string why;
+  CHECK_MESSAGE(autograd::gradcheck([&](const std::vector<Tensor>& in) { return std::get<1>(lstm_cell(in[0], {in[1], c}, in[2], wh, bi, bh)); },
+                                    {x.detach().requires_grad_(), h.detach().requires_grad_(), wi.detach().requires_grad_()}, {}, &why),
+                why);
+  CHECK_MESSAGE(autograd::gradgradcheck([&](const std::vector<Tensor>& in) { return gru_cell(in[0], in[1], wi3, wh3); },
+                                        {x.detach().requires_grad_(), h.detach().requires_grad_()}, {}, &why),
+                why);
+  // Errors name the function.
+  CHECK_THROWS_WITH_AS(lstm_cell(x, {h}, wi, wh), doctest::Contains("[lstm_cell] expects two states (h, c), got 1"), Error);
+  CHECK_THROWS_WITH_AS(rnn_tanh_cell(x, h.narrow(1, 0, 2), w1, v1),
+                       doctest::Contains("[rnn_tanh_cell] a state of shape [2, 2] does not fit input [2, 3] (expected [2, 4])"),
+                       Error);
+  CHECK_THROWS_WITH_AS(rnn_tanh_cell(x, h, w1, v1, bi.narrow(0, 0, 3)),
+                       doctest::Contains("[rnn_tanh_cell] a bias of shape [3] must be (4)"), Error);
+  CHECK_THROWS_WITH_AS(gru_cell(x.narrow(1, 0, 2), h, wi3, wh3),
+                       doctest::Contains("[gru_cell] w_ih of shape [12, 3] must be (12, 2)"), Error);
+  CHECK_THROWS_WITH_AS(gru_cell(x, h, wi3, wh), doctest::Contains("[gru_cell] w_hh of shape [16, 4] must be (3 * hidden, hidden)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(rnn_relu_cell(randn({2, 2, 3}), h, w1, v1), doctest::Contains("[rnn_relu_cell] expects an (N, input)"),
+                       Error);
+  CHECK_THROWS_WITH_AS(gru_cell(x, Tensor(), wi3, wh3), doctest::Contains("[gru_cell] needs a defined input"), Error);
+}
+
 }  // namespace test_sequence

@@ -486,4 +486,78 @@ EMBER_MODULE(RNNCell);
 EMBER_MODULE(LSTMCell);
 EMBER_MODULE(GRUCell);
 
+namespace detail {
+/// One step of a cell with the weights given, as libtorch's functional cells: input (N, I) or
+/// unbatched (I); states (N, H) or (H); w_ih (G H, I), w_hh (G H, H), biases (G H) or
+/// undefined, G the kind's gate count. Returns (h, c) (c undefined but for LSTM).
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> functional_cell(RnnKind kind, const BasicTensor<P>& input,
+                                                          const BasicTensor<P>& h, const BasicTensor<P>& c,
+                                                          const BasicTensor<P>& w_ih, const BasicTensor<P>& w_hh,
+                                                          const BasicTensor<P>& b_ih, const BasicTensor<P>& b_hh,
+                                                          const char* op) {
+  EMBER_CHECK(input.defined() && h.defined() && w_ih.defined() && w_hh.defined() && (kind != RnnKind::Lstm || c.defined()),
+              "[{}] needs a defined input, state{} and weights", op, kind == RnnKind::Lstm ? "s" : "");
+  const int64_t gates = gate_count(kind);
+  EMBER_CHECK(w_hh.dim() == 2 && w_hh.size(0) == gates * w_hh.size(1),
+              "[{}] w_hh of shape {} must be ({} * hidden, hidden)", op, w_hh.sizes(), gates);
+  const int64_t hidden = w_hh.size(1);
+  EMBER_CHECK(input.dim() == 1 || input.dim() == 2, "[{}] expects an (N, input) or (input) input, got shape {}", op,
+              input.sizes());
+  EMBER_CHECK(w_ih.dim() == 2 && w_ih.size(0) == gates * hidden && w_ih.size(1) == input.size(-1),
+              "[{}] w_ih of shape {} must be ({}, {}) for input {} and hidden size {}", op, w_ih.sizes(), gates * hidden,
+              input.size(-1), input.sizes(), hidden);
+  for (const BasicTensor<P>* b : {&b_ih, &b_hh})
+    EMBER_CHECK(!b->defined() || b->sizes() == Shape({gates * hidden}), "[{}] a bias of shape {} must be ({})", op,
+                b->sizes(), gates * hidden);
+  Shape state = input.sizes();
+  state[state.size() - 1] = hidden;
+  for (const BasicTensor<P>* st : {&h, &c})
+    EMBER_CHECK(!st->defined() || st->sizes() == state, "[{}] a state of shape {} does not fit input {} (expected {})",
+                op, st->sizes(), input.sizes(), state);
+  const bool unbatched = input.dim() == 1;
+  auto batched = [&](const BasicTensor<P>& t) { return unbatched && t.defined() ? t.unsqueeze(0) : t; };
+  auto [h2, c2] = rnn_step<P>(kind, linear(batched(input), w_ih, b_ih), batched(h), batched(c), w_hh, b_hh);
+  if (unbatched) return {h2.squeeze(0), c2.defined() ? c2.squeeze(0) : c2};
+  return {h2, c2};
+}
+}  // namespace detail
+
 }  // namespace ember::nn
+
+namespace ember {
+
+/// libtorch's functional cells (torch::lstm_cell, ...): one step with the weights passed in,
+/// the computation of nn::LSTMCell, GRUCell and RNNCell. hx of lstm_cell is {h, c}.
+template <class P>
+std::tuple<BasicTensor<P>, BasicTensor<P>> lstm_cell(const BasicTensor<P>& input, const std::vector<BasicTensor<P>>& hx,
+                                                     const BasicTensor<P>& w_ih, const BasicTensor<P>& w_hh,
+                                                     const BasicTensor<P>& b_ih = {}, const BasicTensor<P>& b_hh = {}) {
+  EMBER_CHECK(hx.size() == 2, "[lstm_cell] expects two states (h, c), got {}", hx.size());
+  auto [h, c] = nn::detail::functional_cell(nn::RnnKind::Lstm, input, hx[0], hx[1], w_ih, w_hh, b_ih, b_hh, "lstm_cell");
+  return {h, c};
+}
+template <class P>
+BasicTensor<P> gru_cell(const BasicTensor<P>& input, const BasicTensor<P>& hx, const BasicTensor<P>& w_ih,
+                        const BasicTensor<P>& w_hh, const BasicTensor<P>& b_ih = {}, const BasicTensor<P>& b_hh = {}) {
+  return nn::detail::functional_cell(nn::RnnKind::Gru, input, hx, BasicTensor<P>(), w_ih, w_hh, b_ih, b_hh, "gru_cell")
+      .first;
+}
+template <class P>
+BasicTensor<P> rnn_tanh_cell(const BasicTensor<P>& input, const BasicTensor<P>& hx, const BasicTensor<P>& w_ih,
+                             const BasicTensor<P>& w_hh, const BasicTensor<P>& b_ih = {},
+                             const BasicTensor<P>& b_hh = {}) {
+  return nn::detail::functional_cell(nn::RnnKind::RnnTanh, input, hx, BasicTensor<P>(), w_ih, w_hh, b_ih, b_hh,
+                                     "rnn_tanh_cell")
+      .first;
+}
+template <class P>
+BasicTensor<P> rnn_relu_cell(const BasicTensor<P>& input, const BasicTensor<P>& hx, const BasicTensor<P>& w_ih,
+                             const BasicTensor<P>& w_hh, const BasicTensor<P>& b_ih = {},
+                             const BasicTensor<P>& b_hh = {}) {
+  return nn::detail::functional_cell(nn::RnnKind::RnnRelu, input, hx, BasicTensor<P>(), w_ih, w_hh, b_ih, b_hh,
+                                     "rnn_relu_cell")
+      .first;
+}
+
+}  // namespace ember
