@@ -529,7 +529,7 @@ inline const char* known_element(const Call& c, DT result, const std::string& ca
              "the padding's 0), libtorch +0";
     if ((op == "conv1d" || op == "conv2d" || op == "conv3d" || op == "conv_transpose1d" || op == "conv_transpose2d" ||
          op == "conv_transpose3d" ||
-         op == "sdpa" || (c.grad && (op == "rnn_relu" || op == "mha" || op == "mha_f" || is_transformer_module(op)))) &&
+         op == "sdpa" || (c.grad && (op == "rnn_relu" || op == "rnn_relu_cell" || op == "mha" || op == "mha_f" || is_transformer_module(op)))) &&
         (c.ins.size() == 2 || c.grad))
       return "an exact zero output without bias (a window over padding), or an exact zero gradient: Ember's sum "
              "starts from the first product (0 * -w = -0), libtorch's from +0";
