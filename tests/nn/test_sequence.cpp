@@ -494,6 +494,26 @@ TEST_CASE("functional cells (lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell):
   CHECK_MESSAGE(autograd::gradgradcheck([&](const std::vector<Tensor>& in) { return gru_cell(in[0], in[1], wi3, wh3); },
                                         {x.detach().requires_grad_(), h.detach().requires_grad_()}, {}, &why),
                 why);
+  // Hidden size 0: empty states, as PyTorch's (the gates were once cut by dividing by it);
+  // the cell modules too.
+  auto [h0, c0] = lstm_cell(x, {zeros({2, 0}, kFloat64), zeros({2, 0}, kFloat64)}, zeros({0, 3}, kFloat64),
+                            zeros({0, 0}, kFloat64));
+  CHECK(h0.sizes() == Shape({2, 0}));
+  CHECK(c0.sizes() == Shape({2, 0}));
+  CHECK(gru_cell(x, zeros({2, 0}, kFloat64), zeros({0, 3}, kFloat64), zeros({0, 0}, kFloat64)).sizes() == Shape({2, 0}));
+  nn::LSTMCell empty_cell(3, 0);
+  CHECK(empty_cell(randn({2, 3})).first.sizes() == Shape({2, 0}));
+  // Both outputs of lstm_cell against finite differences in every argument.
+  CHECK_MESSAGE(autograd::gradcheck(
+                    [&](const std::vector<Tensor>& in) {
+                      auto [ho, co] = lstm_cell(in[0], {in[1], in[2]}, in[3], in[4], in[5], in[6]);
+                      return ho + co * 0.5;
+                    },
+                    {x.detach().requires_grad_(), h.detach().requires_grad_(), c.detach().requires_grad_(),
+                     wi.detach().requires_grad_(), wh.detach().requires_grad_(), bi.detach().requires_grad_(),
+                     bh.detach().requires_grad_()},
+                    {}, &why),
+                why);
   // Errors name the function.
   CHECK_THROWS_WITH_AS(lstm_cell(x, {h}, wi, wh), doctest::Contains("[lstm_cell] expects two states (h, c), got 1"), Error);
   CHECK_THROWS_WITH_AS(rnn_tanh_cell(x, h.narrow(1, 0, 2), w1, v1),

@@ -87,6 +87,7 @@ std::vector<BasicTensor<P>> pieces(const BasicTensor<P>& x, int64_t dim, const s
 /// x cut into equal pieces of `size` along dim.
 template <class P>
 std::vector<BasicTensor<P>> pieces(const BasicTensor<P>& x, int64_t dim, int64_t size, bool squeeze) {
+  EMBER_CHECK(size > 0, "[RNN] pieces of size {} along dim {} of shape {}", size, dim, x.sizes());
   return pieces(x, dim, std::vector<int64_t>(static_cast<size_t>(x.size(dim) / size), size), squeeze);
 }
 
@@ -102,13 +103,15 @@ std::pair<BasicTensor<P>, BasicTensor<P>> rnn_step(RnnKind kind, const BasicTens
     case RnnKind::RnnTanh: return {(xg + hg).tanh(), {}};
     case RnnKind::RnnRelu: return {(xg + hg).relu(), {}};
     case RnnKind::Lstm: {
-      std::vector<BasicTensor<P>> g = pieces(xg + hg, last, hs, false);  // i f g o
+      // Counted, not divided: a hidden size of 0 gives four empty gates (PyTorch's (N, 0) states).
+      std::vector<BasicTensor<P>> g = pieces(xg + hg, last, std::vector<int64_t>(4, hs), false);  // i f g o
       BasicTensor<P> i = g[0].sigmoid(), f = g[1].sigmoid(), cand = g[2].tanh(), o = g[3].sigmoid();
       BasicTensor<P> c2 = f * c + i * cand, h2 = o * c2.tanh();
       return {w_hr.defined() ? linear(h2, w_hr) : h2, c2};
     }
     case RnnKind::Gru: {
-      std::vector<BasicTensor<P>> x3 = pieces(xg, last, hs, false), h3 = pieces(hg, last, hs, false);  // r z n
+      const std::vector<int64_t> three(3, hs);
+      std::vector<BasicTensor<P>> x3 = pieces(xg, last, three, false), h3 = pieces(hg, last, three, false);  // r z n
       BasicTensor<P> r = (x3[0] + h3[0]).sigmoid();
       BasicTensor<P> z = (x3[1] + h3[1]).sigmoid();
       BasicTensor<P> n = (x3[2] + r * h3[2]).tanh();
@@ -162,7 +165,7 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
                 options.proj_size());
     int64_t h = options.hidden_size(), g = ember::detail::checked_mul(detail::gate_count(K), h, op),
             dirs = options.bidirectional() ? 2 : 1, out = output_size();
-    double bound = 1.0 / std::sqrt(static_cast<double>(h));
+    double bound = h > 0 ? 1.0 / std::sqrt(static_cast<double>(h)) : 0.0;  // as PyTorch: 0 for an empty layer
     weights.clear();
     for (int64_t l = 0; l < options.num_layers(); ++l)
       for (int64_t d = 0; d < dirs; ++d) {
@@ -420,7 +423,7 @@ class BasicRNNCellImplBase : public Cloneable<Derived, P> {
     EMBER_CHECK(K != RnnKind::RnnTanh || nonlinearity == "tanh" || nonlinearity == "relu",
                 "[RNNCell] unknown nonlinearity '{}' (tanh or relu)", nonlinearity);
     int64_t g = detail::gate_count(K) * hidden_size;
-    double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
+    double bound = hidden_size > 0 ? 1.0 / std::sqrt(static_cast<double>(hidden_size)) : 0.0;  // as PyTorch
     weight_ih = this->register_parameter("weight_ih", empty<P>({g, input_size}));
     weight_hh = this->register_parameter("weight_hh", empty<P>({g, hidden_size}));
     bias_ih = this->register_parameter("bias_ih", bias ? empty<P>({g}) : TensorT());
@@ -528,7 +531,8 @@ std::pair<BasicTensor<P>, BasicTensor<P>> functional_cell(RnnKind kind, const Ba
 namespace ember {
 
 /// libtorch's functional cells (torch::lstm_cell, ...): one step with the weights passed in,
-/// the computation of nn::LSTMCell, GRUCell and RNNCell. hx of lstm_cell is {h, c}.
+/// the computation of nn::LSTMCell, GRUCell and RNNCell. hx of lstm_cell is {h, c}. An
+/// unbatched (I) input with (H) states is Ember's extension (libtorch's needs (N, I)).
 template <class P>
 std::tuple<BasicTensor<P>, BasicTensor<P>> lstm_cell(const BasicTensor<P>& input, const std::vector<BasicTensor<P>>& hx,
                                                      const BasicTensor<P>& w_ih, const BasicTensor<P>& w_hh,
