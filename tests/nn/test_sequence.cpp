@@ -528,6 +528,9 @@ TEST_CASE("functional cells (lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell):
   CHECK_THROWS_WITH_AS(rnn_relu_cell(randn({2, 2, 3}), h, w1, v1), doctest::Contains("[rnn_relu_cell] expects an (N, input)"),
                        Error);
   CHECK_THROWS_WITH_AS(gru_cell(x, Tensor(), wi3, wh3), doctest::Contains("[gru_cell] needs a defined input"), Error);
+  CHECK_THROWS_WITH_AS(gru_cell(x, h, wi3.to(DType::F32), wh3),
+                       doctest::Contains("[gru_cell] states, weights and biases must be f64 on cpu as the input, got one f32 on cpu"),
+                       Error);
 }
 
 }  // namespace test_sequence

@@ -513,6 +513,10 @@ std::pair<BasicTensor<P>, BasicTensor<P>> functional_cell(RnnKind kind, const Ba
   for (const BasicTensor<P>* b : {&b_ih, &b_hh})
     EMBER_CHECK(!b->defined() || b->sizes() == Shape({gates * hidden}), "[{}] a bias of shape {} must be ({})", op,
                 b->sizes(), gates * hidden);
+  for (const BasicTensor<P>* t : {&h, &c, &w_ih, &w_hh, &b_ih, &b_hh})
+    EMBER_CHECK(!t->defined() || (t->dtype() == input.dtype() && t->device() == input.device()),
+                "[{}] states, weights and biases must be {} on {} as the input, got one {} on {}", op, input.dtype(),
+                input.device(), t->dtype(), t->device());
   Shape state = input.sizes();
   state[state.size() - 1] = hidden;
   for (const BasicTensor<P>* st : {&h, &c})
