@@ -7,6 +7,7 @@
 /// by step, each step's products through linear (weight gradients come out in the weights'
 /// layout, the bias gradient in the same pass).
 
+#include <ember/autocast/autocast_mode.hpp>
 #include <ember/autograd/function.hpp>
 #include <ember/nn/functional.hpp>
 #include <ember/nn/init.hpp>
@@ -389,6 +390,46 @@ EMBER_MODULE(RNN);
 EMBER_MODULE(LSTM);
 EMBER_MODULE(GRU);
 
+namespace detail {
+/// One step of a cell with the weights given, as libtorch's functional cells: input (N, I) or
+/// unbatched (I); states (N, H) or (H); w_ih (G H, I), w_hh (G H, H), biases (G H) or
+/// undefined, G the kind's gate count. Returns (h, c) (c undefined but for LSTM).
+template <class P>
+std::pair<BasicTensor<P>, BasicTensor<P>> functional_cell(RnnKind kind, const BasicTensor<P>& input,
+                                                          const BasicTensor<P>& h, const BasicTensor<P>& c,
+                                                          const BasicTensor<P>& w_ih, const BasicTensor<P>& w_hh,
+                                                          const BasicTensor<P>& b_ih, const BasicTensor<P>& b_hh,
+                                                          const char* op) {
+  EMBER_CHECK(input.defined() && h.defined() && w_ih.defined() && w_hh.defined() && (kind != RnnKind::Lstm || c.defined()),
+              "[{}] needs a defined input, state{} and weights", op, kind == RnnKind::Lstm ? "s" : "");
+  const int64_t gates = gate_count(kind);
+  EMBER_CHECK(w_hh.dim() == 2 && w_hh.size(0) == gates * w_hh.size(1),
+              "[{}] w_hh of shape {} must be ({} * hidden, hidden)", op, w_hh.sizes(), gates);
+  const int64_t hidden = w_hh.size(1);
+  EMBER_CHECK(input.dim() == 1 || input.dim() == 2, "[{}] expects an (N, input) or (input) input, got shape {}", op,
+              input.sizes());
+  EMBER_CHECK(w_ih.dim() == 2 && w_ih.size(0) == gates * hidden && w_ih.size(1) == input.size(-1),
+              "[{}] w_ih of shape {} must be ({}, {}) for input {} and hidden size {}", op, w_ih.sizes(), gates * hidden,
+              input.size(-1), input.sizes(), hidden);
+  for (const BasicTensor<P>* b : {&b_ih, &b_hh})
+    EMBER_CHECK(!b->defined() || b->sizes() == Shape({gates * hidden}), "[{}] a bias of shape {} must be ({})", op,
+                b->sizes(), gates * hidden);
+  // Under autocast the projections may meet another floating dtype (linear casts them).
+  for (const BasicTensor<P>* t : {&h, &c, &w_ih, &w_hh, &b_ih, &b_hh})
+    EMBER_CHECK(!t->defined() || ((t->dtype() == input.dtype() || autocast::is_enabled()) && t->device() == input.device()),
+                "[{}] states, weights and biases must be {} on {} as the input, got one {} on {}", op, input.dtype(),
+                input.device(), t->dtype(), t->device());
+  // The states must be exactly (N, hidden) for an (N, input) input: broadcasting would hide a
+  // state of another batch (PyTorch: "Input batch size 2 doesn't match hidden batch size 1").
+  Shape state = input.sizes();
+  state[state.size() - 1] = hidden;
+  for (const BasicTensor<P>* st : {&h, &c})
+    EMBER_CHECK(!st->defined() || st->sizes() == state, "[{}] a state of shape {} does not fit input {} (expected {})",
+                op, st->sizes(), input.sizes(), state);
+  return rnn_step<P>(kind, linear(input, w_ih, b_ih), h, c, w_hh, b_hh);  // 1-d (unbatched) as well
+}
+}  // namespace detail
+
 /// libtorch's cell options: RNNCell(RNNCellOptions(8, 16).nonlinearity(kReLU)).
 struct RNNCellOptions {
   RNNCellOptions(int64_t input_size, int64_t hidden_size) : input_size_(input_size), hidden_size_(hidden_size) {}
@@ -441,18 +482,13 @@ class BasicRNNCellImplBase : public Cloneable<Derived, P> {
                 "[{}] expects (N, {}) or ({}) input, got shape {}", this->name(), input_size, input_size, x.sizes());
     Shape hs = x.sizes();
     hs[hs.size() - 1] = hidden_size;
-    // The states must be exactly (N, hidden) for an (N, input) x: broadcasting would hide a
-    // state of another batch (PyTorch: "Input batch size 2 doesn't match hidden batch size 1").
-    for (const TensorT* st : {&h0, &c0})
-      EMBER_CHECK(!st->defined() || st->sizes() == hs, "[{}] a state of shape {} does not fit input {} (expected {})",
-                  this->name(), st->sizes(), x.sizes(), hs);
     TensorT h = h0.defined() ? h0 : zeros<P>(hs, TensorOptions(x.dtype()).device(x.device()));
     TensorT c = K == RnnKind::Lstm ? (c0.defined() ? c0 : zeros<P>(hs, TensorOptions(x.dtype()).device(x.device())))
                                    : TensorT();
-    TensorT xg = linear(x, weight_ih, bias_ih);
     RnnKind kind = K;
     if (K != RnnKind::Lstm && K != RnnKind::Gru) kind = nonlinearity == "relu" ? RnnKind::RnnRelu : RnnKind::RnnTanh;
-    return detail::rnn_step<P>(kind, xg, h, c, weight_hh, bias_hh);
+    // The functional cell's step, which checks the states' shapes (and dtypes) under this name.
+    return detail::functional_cell<P>(kind, x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, this->name().c_str());
   }
   std::string extra_repr() const override { return fmt::format("{}, {}", input_size, hidden_size); }
   int64_t input_size, hidden_size;
@@ -489,46 +525,6 @@ EMBER_MODULE(RNNCell);
 EMBER_MODULE(LSTMCell);
 EMBER_MODULE(GRUCell);
 
-namespace detail {
-/// One step of a cell with the weights given, as libtorch's functional cells: input (N, I) or
-/// unbatched (I); states (N, H) or (H); w_ih (G H, I), w_hh (G H, H), biases (G H) or
-/// undefined, G the kind's gate count. Returns (h, c) (c undefined but for LSTM).
-template <class P>
-std::pair<BasicTensor<P>, BasicTensor<P>> functional_cell(RnnKind kind, const BasicTensor<P>& input,
-                                                          const BasicTensor<P>& h, const BasicTensor<P>& c,
-                                                          const BasicTensor<P>& w_ih, const BasicTensor<P>& w_hh,
-                                                          const BasicTensor<P>& b_ih, const BasicTensor<P>& b_hh,
-                                                          const char* op) {
-  EMBER_CHECK(input.defined() && h.defined() && w_ih.defined() && w_hh.defined() && (kind != RnnKind::Lstm || c.defined()),
-              "[{}] needs a defined input, state{} and weights", op, kind == RnnKind::Lstm ? "s" : "");
-  const int64_t gates = gate_count(kind);
-  EMBER_CHECK(w_hh.dim() == 2 && w_hh.size(0) == gates * w_hh.size(1),
-              "[{}] w_hh of shape {} must be ({} * hidden, hidden)", op, w_hh.sizes(), gates);
-  const int64_t hidden = w_hh.size(1);
-  EMBER_CHECK(input.dim() == 1 || input.dim() == 2, "[{}] expects an (N, input) or (input) input, got shape {}", op,
-              input.sizes());
-  EMBER_CHECK(w_ih.dim() == 2 && w_ih.size(0) == gates * hidden && w_ih.size(1) == input.size(-1),
-              "[{}] w_ih of shape {} must be ({}, {}) for input {} and hidden size {}", op, w_ih.sizes(), gates * hidden,
-              input.size(-1), input.sizes(), hidden);
-  for (const BasicTensor<P>* b : {&b_ih, &b_hh})
-    EMBER_CHECK(!b->defined() || b->sizes() == Shape({gates * hidden}), "[{}] a bias of shape {} must be ({})", op,
-                b->sizes(), gates * hidden);
-  for (const BasicTensor<P>* t : {&h, &c, &w_ih, &w_hh, &b_ih, &b_hh})
-    EMBER_CHECK(!t->defined() || (t->dtype() == input.dtype() && t->device() == input.device()),
-                "[{}] states, weights and biases must be {} on {} as the input, got one {} on {}", op, input.dtype(),
-                input.device(), t->dtype(), t->device());
-  Shape state = input.sizes();
-  state[state.size() - 1] = hidden;
-  for (const BasicTensor<P>* st : {&h, &c})
-    EMBER_CHECK(!st->defined() || st->sizes() == state, "[{}] a state of shape {} does not fit input {} (expected {})",
-                op, st->sizes(), input.sizes(), state);
-  const bool unbatched = input.dim() == 1;
-  auto batched = [&](const BasicTensor<P>& t) { return unbatched && t.defined() ? t.unsqueeze(0) : t; };
-  auto [h2, c2] = rnn_step<P>(kind, linear(batched(input), w_ih, b_ih), batched(h), batched(c), w_hh, b_hh);
-  if (unbatched) return {h2.squeeze(0), c2.defined() ? c2.squeeze(0) : c2};
-  return {h2, c2};
-}
-}  // namespace detail
 
 }  // namespace ember::nn
 
