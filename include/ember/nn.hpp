@@ -22,6 +22,7 @@
 #include <ember/nn/module.hpp>
 #include <ember/nn/modules/activation.hpp>
 #include <ember/nn/modules/adaptive.hpp>
+#include <ember/nn/modules/any.hpp>
 #include <ember/nn/modules/channel.hpp>
 #include <ember/nn/modules/container.hpp>
 #include <ember/nn/modules/conv.hpp>

@@ -18,6 +18,7 @@
 #include <ember/core/ordered_dict.hpp>
 #include <ember/core/tensor.hpp>
 #include <ember/core/tensor_methods.hpp>
+#include <ember/nn/detail/module_calls.hpp>
 
 #include <algorithm>
 #include <concepts>
@@ -45,22 +46,6 @@ struct LoadResult {
   std::vector<std::string> missing_keys;     ///< in the module, not in the dict
   std::vector<std::string> unexpected_keys;  ///< in the dict, not in the module
 };
-
-namespace detail {
-/// Whether M::clone() makes an M: M declares its own clone() (the member pointer's class is
-/// M itself), or is nn::Cloneable<M>. A class derived from a module without either clones as
-/// its base (Sequential refuses to clone it as itself).
-template <class C, class F>
-C member_class(F C::*);  // the class that declares a member (unevaluated use only)
-template <class M>
-constexpr bool clones_as_itself() {
-  if constexpr (requires { &M::clone; }) {
-    if constexpr (std::is_same_v<decltype(member_class(&M::clone)), M>) return true;
-  }
-  if constexpr (requires { typename M::cloned_type; }) return std::is_same_v<typename M::cloned_type, M>;
-  return false;
-}
-}  // namespace detail
 
 template <class P = DefaultPolicy>
 class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
@@ -112,22 +97,20 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   template <class M>
   std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> m) {
     static_assert(std::is_base_of_v<BasicModule, M>, "replace_module needs an nn::Module");
-    EMBER_CHECK(m != nullptr, "[replace_module] the replacement for '{}' of {} is empty", name, type_name_);
-    for (auto& [n, c] : children_)
-      if (n == name) {
-        Replacement r{m, nullptr, detail::clones_as_itself<M>()};
-        if constexpr (requires(M& x, const TensorT& t) { { x.forward(t) } -> std::convertible_to<TensorT>; })
-          r.forward = [](BasicModule* b, const TensorT& x) -> TensorT { return static_cast<M*>(b)->forward(x); };
-        child_replaced(name, r);  // may refuse (throws) before anything changed
-        c = m;
-        return m;
-      }
-    EMBER_FAIL("[replace_module] {} has no submodule named '{}'", type_name_, name);
+    const detail::ModuleCalls<P>* calls = nullptr;
+    if constexpr (detail::CallableModule<M, P>) calls = &detail::module_calls<M, P>;
+    replace_child(name, m, calls);
+    return m;
   }
+  /// For module holders, and nn::AnyModule (whose calls are those of the type it was made from).
   template <class H>
     requires requires(H h) { h.ptr(); }
   H replace_module(const std::string& name, H holder) {
-    replace_module(name, holder.ptr());
+    if constexpr (requires(const H& h) { { h.calls() } -> std::same_as<const detail::ModuleCalls<P>*>; }) {
+      replace_child(name, holder.ptr(), holder.calls());
+    } else {
+      replace_module(name, holder.ptr());
+    }
     return holder;
   }
 
@@ -198,13 +181,22 @@ class BasicModule : public std::enable_shared_from_this<BasicModule<P>> {
   const std::vector<std::pair<std::string, ModulePtr>>& child_list() const { return children_; }
   /// Sets this module's training flag only (clone() of containers: the children keep theirs).
   void set_training_flag(bool on) { training_ = on; }
-  /// What replace_module hands a container: the new module and, when it has one, a call of
-  /// its forward(Tensor).
+  /// What replace_module hands a container: the new module and, when it has a forward()
+  /// that containers can call, the calls made for its type (nullptr otherwise).
   struct Replacement {
     ModulePtr module;
-    TensorT (*forward)(BasicModule*, const TensorT&);
-    bool clones_as_itself;  ///< module->clone() makes the type `forward` casts to
+    const detail::ModuleCalls<P>* calls;
   };
+  void replace_child(const std::string& name, ModulePtr m, const detail::ModuleCalls<P>* calls) {
+    EMBER_CHECK(m != nullptr, "[replace_module] the replacement for '{}' of {} is empty", name, type_name_);
+    for (auto& [n, c] : children_)
+      if (n == name) {
+        child_replaced(name, Replacement{m, calls});  // may refuse (throws) before anything changed
+        c = std::move(m);
+        return;
+      }
+    EMBER_FAIL("[replace_module] {} has no submodule named '{}'", type_name_, name);
+  }
   /// Called by replace_module before the child `name` is replaced; containers that keep their
   /// own list of children update it (or refuse, by throwing).
   virtual void child_replaced(const std::string& /*name*/, const Replacement& /*r*/) {}

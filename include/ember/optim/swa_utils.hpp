@@ -147,8 +147,8 @@ class AveragedModelImpl : public nn::BasicModule<P> {
 
   /// The averaged weights' forward.
   template <class... A>
-  decltype(auto) forward(A&&... a) {
-    return module->forward(std::forward<A>(a)...);
+  auto forward(A&&... a) -> decltype(std::declval<M&>().forward(std::forward<A>(a)...)) {  // SFINAE-friendly:
+    return module->forward(std::forward<A>(a)...);  // AnyModule and Sequential ask which calls it takes
   }
 
   /// Folds `model`'s current weights into the average (the first call copies them). The

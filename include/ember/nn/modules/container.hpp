@@ -5,11 +5,14 @@
 ///   nn::Sequential net({{"conv", nn::Conv2d(1, 8, 3)}, {"act", nn::ReLU()}});   // conv.weight
 
 #include <ember/nn/module.hpp>
+#include <ember/nn/modules/any.hpp>
 #include <ember/nn/modules/linear.hpp>  // Sequential runs Linear + ReLU as Linear::forward_relu
 
+#include <array>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -70,8 +73,8 @@ class BasicSequentialImpl : public BasicModule<P> {
     for (const BasicNamedModule<P>& m : named) m.append_(*this, m.name_);
   }
 
-  /// Appends a module (handle or shared_ptr to one with forward(Tensor) -> Tensor) or a
-  /// callable Tensor -> Tensor, named by its position ("0", "1", ...).
+  /// Appends a module (a handle, a shared_ptr or an AnyModule) or a callable Tensor -> Tensor,
+  /// named by its position ("0", "1", ...). A module may take and return anything (see forward).
   template <class M>
   void push_back(M&& m) {
     push_back(std::to_string(entries_.size()), std::forward<M>(m));
@@ -80,18 +83,23 @@ class BasicSequentialImpl : public BasicModule<P> {
   template <class M>
   void push_back(std::string name, M&& m) {
     using D = std::decay_t<M>;
-    if constexpr (requires(const D& h) { h.ptr(); }) {
+    if constexpr (std::is_same_v<D, BasicAnyModule<P>>) {
+      EMBER_CHECK(!m.is_empty(), "[Sequential] push_back of an empty AnyModule");
+      add_entry(std::move(name), m.ptr(), m.calls(), Kind::Other);
+    } else if constexpr (requires(const D& h) { h.ptr(); }) {
       add(std::move(name), m.ptr());
-    } else if constexpr (requires(const D& p) { p->forward(std::declval<const TensorT&>()); }) {
+    } else if constexpr (requires { typename D::element_type; } &&
+                         requires(const D& p) { static_cast<std::shared_ptr<typename D::element_type>>(p); }) {
       add(std::move(name), m);
     } else {
       static_assert(std::is_invocable_r_v<TensorT, D&, const TensorT&>,
-                    "Sequential takes modules with forward(Tensor) or callables Tensor -> Tensor");
+                    "Sequential takes modules, AnyModules, or callables Tensor -> Tensor");
       add(std::move(name),
           std::make_shared<BasicFunctionalImpl<P>>(typename BasicFunctionalImpl<P>::Fn(std::forward<M>(m))));
     }
   }
-  /// Runs the modules in order, with two rewrites that compute the same values and gradients:
+  /// Runs the modules in order. When each takes a Tensor and returns one, with two rewrites
+  /// that compute the same values and gradients:
   ///  - A ReLU directly followed by a max pooling runs as the pooling then the ReLU (ReLU is
   ///    monotone and NaN-propagating, so it commutes with taking a window's maximum; the
   ///    window's winner is the same element, or the gradient is zero either way), at a quarter
@@ -99,8 +107,10 @@ class BasicSequentialImpl : public BasicModule<P> {
   ///  - A Linear directly followed by a ReLU runs as one linear_relu, the ReLU applied in the
   ///    product's stores: the output is written once and one tensor is made instead of two.
   /// Only modules added as Ember's own ReLU, MaxPool1d/2d and Linear types are rewritten; a
-  /// type derived from them, added as itself, runs as written.
+  /// type derived from them, added as itself, runs as written. Otherwise as the general
+  /// forward below, the result taken as a Tensor.
   TensorT forward(const TensorT& x) {
+    if (!tensor_chain_) return forward<TensorT>(AnyValue(x));
     TensorT y = x;
     for (size_t i = 0; i < entries_.size(); ++i) {
       const Entry& e = entries_[i];
@@ -109,11 +119,50 @@ class BasicSequentialImpl : public BasicModule<P> {
         ++i;
       } else if (e.kind == Kind::Relu && i + 1 < entries_.size() && entries_[i + 1].kind == Kind::MaxPool) {
         const Entry& pool = entries_[++i];
-        y = e.call(e.module.get(), pool.call(pool.module.get(), y));
+        y = e.calls->tensor_call(e.module.get(), pool.calls->tensor_call(pool.module.get(), y));
       } else {
-        y = e.call(e.module.get(), y);
+        y = e.calls->tensor_call(e.module.get(), y);
       }
     }
+    return y;
+  }
+  /// The general form, as libtorch's Sequential::forward<R>(inputs...): the first module takes
+  /// the arguments, each next module the result of the one before; the last result is
+  /// returned as an R. ember::Error names the module whose forward() does not take what it
+  /// is given.
+  ///   nn::Sequential net(nn::LSTM(8, 16), TakeOutput(), nn::Linear(16, 2));
+  ///   Tensor y = net->forward(x);                       // LSTM's pair reaches TakeOutput
+  ///   Tensor z = pair_net->forward(a, b);               // a first module of two arguments
+  template <class R = TensorT, class... A>
+  R forward(A&&... args) {
+    if constexpr (std::is_same_v<R, TensorT> && sizeof...(A) == 1 &&
+                  (std::is_same_v<std::remove_cvref_t<A>, TensorT> && ...)) {
+      if (tensor_chain_) return forward(static_cast<const TensorT&>(args)...);
+    }
+    std::array<AnyValue, sizeof...(A)> values{nn::detail::to_any_value(std::forward<A>(args))...};
+    AnyValue result = forward_values(values);
+    if constexpr (std::is_same_v<R, AnyValue>) {
+      return result;
+    } else {
+      EMBER_CHECK(result.holds<R>(), "[Sequential] {} returned a {}, not the {} asked for",
+                  entries_.empty() ? std::string("the empty Sequential")
+                                   : fmt::format("the last module ({})", entries_.back().module->name()),
+                  nn::detail::readable_type_name(result.type_name()),
+                  nn::detail::readable_type_name(nn::detail::type_name<R>()));
+      return std::move(result).template get<R>();
+    }
+  }
+  /// The same with the arguments as AnyValues (they may be moved from), the result as one;
+  /// an empty Sequential returns its one argument.
+  AnyValue forward_values(std::span<AnyValue> args) {
+    if (entries_.empty()) {
+      EMBER_CHECK(args.size() == 1, "[Sequential] an empty Sequential passes on one argument, got {}", args.size());
+      return std::move(args[0]);
+    }
+    AnyValue y = entries_[0].calls->call(entries_[0].module.get(), args, "Sequential", 0);
+    for (size_t i = 1; i < entries_.size(); ++i)
+      y = entries_[i].calls->call(entries_[i].module.get(), std::span<AnyValue>(&y, 1), "Sequential",
+                                  static_cast<int64_t>(i));
     return y;
   }
   size_t size() const { return entries_.size(); }
@@ -144,8 +193,7 @@ class BasicSequentialImpl : public BasicModule<P> {
       for (const Entry& mine : entries_)
         EMBER_CHECK(mine.name != name, "[Sequential] extend: the position {} is already the name of a module", name);
     }
-    for (const Entry& e : other.entries_)
-      add_entry(std::to_string(entries_.size()), e.module, e.call, e.kind, e.clones_as_itself);
+    for (const Entry& e : other.entries_) add_entry(std::to_string(entries_.size()), e.module, e.calls, e.kind);
   }
   template <class H>
     requires requires(const H& h) { h.ptr(); }
@@ -157,12 +205,12 @@ class BasicSequentialImpl : public BasicModule<P> {
     for (size_t i = 0; i < entries_.size(); ++i) {
       const Entry& e = entries_[i];
       // Each entry's call casts to the type it was added as; the clone must be of that type.
-      EMBER_CHECK(e.clones_as_itself,
+      EMBER_CHECK(e.calls->clones_as_itself,
                   "[Sequential] module {} ({}) cannot be cloned as its own type: its clone() is inherited from a "
                   "base class and would make a base object (give it a clone() of its own, e.g. derive it from "
                   "nn::Cloneable<YourImpl> and rebuild it in reset())",
                   i, e.module->name());
-      copy->add_entry(e.name, e.module->clone(), e.call, e.kind, true);
+      copy->add_entry(e.name, e.module->clone(), e.calls, e.kind);
     }
     copy->set_training_flag(this->is_training());  // the children keep their own
     return copy;
@@ -172,10 +220,12 @@ class BasicSequentialImpl : public BasicModule<P> {
   void child_replaced(const std::string& name, const typename BasicModule<P>::Replacement& r) override {
     for (size_t i = 0; i < entries_.size(); ++i) {
       if (entries_[i].name != name) continue;
-      EMBER_CHECK(r.forward != nullptr, "[Sequential] the replacement for module {} ({}) has no forward(Tensor)", i,
+      EMBER_CHECK(r.calls != nullptr,
+                  "[Sequential] the replacement for module {} ({}) has no forward() a Sequential can call", i,
                   r.module->name());
       // Kind::Other: forward()'s rewrites are only for Ember's own types as added.
-      entries_[i] = {name, r.module, r.forward, Kind::Other, r.clones_as_itself};
+      entries_[i] = {name, r.module, r.calls, Kind::Other};
+      update_tensor_chain();
     }
   }
   void child_unregistering(const std::string& name) override {
@@ -184,30 +234,36 @@ class BasicSequentialImpl : public BasicModule<P> {
   }
 
  private:
-  using Call = TensorT (*)(BasicModule<P>*, const TensorT&);
   enum class Kind : uint8_t { Other, Relu, MaxPool, Linear };  // see forward
   struct Entry {
     std::string name;
     ModulePtr module;
-    Call call;
+    const nn::detail::ModuleCalls<P>* calls;  // made for the type it was added as
     Kind kind;
-    bool clones_as_itself;  // clone() makes an Impl (the type `call` casts to)
   };
   template <class Impl>
   void add(std::string name, const std::shared_ptr<Impl>& m) {
-    Call call = [](BasicModule<P>* b, const TensorT& x) -> TensorT { return static_cast<Impl*>(b)->forward(x); };
+    static_assert(nn::detail::CallableModule<Impl, P>,
+                  "Sequential takes modules whose forward() returns a value and takes its arguments by value or "
+                  "const reference (nn/detail/module_calls.hpp)");
     constexpr Kind kind = std::is_same_v<Impl, BasicReLUImpl<P>>    ? Kind::Relu
                           : std::is_same_v<Impl, BasicLinearImpl<P>> ? Kind::Linear
                           : std::is_same_v<Impl, BasicMaxPoolImpl<1, P>> || std::is_same_v<Impl, BasicMaxPoolImpl<2, P>>
                               ? Kind::MaxPool
                               : Kind::Other;
-    add_entry(std::move(name), m, call, kind, nn::detail::clones_as_itself<Impl>());
+    add_entry(std::move(name), m, &nn::detail::module_calls<Impl, P>, kind);
   }
-  void add_entry(std::string name, ModulePtr m, Call call, Kind kind, bool clones_as_itself) {
+  void add_entry(std::string name, ModulePtr m, const nn::detail::ModuleCalls<P>* calls, Kind kind) {
     this->register_module(name, m);
-    entries_.push_back({std::move(name), std::move(m), call, kind, clones_as_itself});
+    entries_.push_back({std::move(name), std::move(m), calls, kind});
+    tensor_chain_ = tensor_chain_ && calls->tensor_call != nullptr;
+  }
+  void update_tensor_chain() {
+    tensor_chain_ = true;
+    for (const Entry& e : entries_) tensor_chain_ = tensor_chain_ && e.calls->tensor_call != nullptr;
   }
   std::vector<Entry> entries_;
+  bool tensor_chain_ = true;  // every module takes a Tensor and returns one: forward(Tensor)'s path
 };
 using SequentialImpl = BasicSequentialImpl<>;
 /// EMBER_MODULE(Sequential) plus the named form: a braced list cannot go through the
