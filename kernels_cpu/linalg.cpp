@@ -175,6 +175,22 @@ void qr(const T* a, T* q, T* r, int64_t batch, int64_t m, int64_t n, bool comple
 }
 
 template <class T>
+void geqrf(const T* a, T* qr, T* tau, int64_t batch, int64_t m, int64_t n) {
+  const int64_t k = std::min(m, n);
+  for_each_block(batch, m * n * k, [&](int64_t begin, int64_t end) {
+    if (k == 0) return;  // nothing to factor, nothing to write
+    Eigen::HouseholderQR<RowMat<T>> f(m, n);
+    for (int64_t i = begin; i < end; ++i) {
+      f.compute(Eigen::Map<const RowMat<T>>(a + i * m * n, m, n));
+      // Eigen keeps LAPACK's form: R on and above the diagonal, each reflector's essential
+      // part below it (v(0) = 1 implied), H = I - tau v v^T with beta = -sign(alpha) |x|.
+      Eigen::Map<RowMat<T>>(qr + i * m * n, m, n) = f.matrixQR();
+      Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(tau + i * k, k) = f.hCoeffs();
+    }
+  });
+}
+
+template <class T>
 void solve_triangular(const T* a, const T* b, T* x, int64_t batch, int64_t n, int64_t k, bool upper, bool unit) {
   for_each_block(batch, n * n * k, [&](int64_t begin, int64_t end) {
     if (n == 0 || k == 0) return;
@@ -196,6 +212,7 @@ void solve_triangular(const T* a, const T* b, T* x, int64_t batch, int64_t n, in
   template int64_t lu_factor<T>(const T*, T*, int32_t*, int64_t, int64_t, int64_t);                   \
   template int64_t cholesky<T>(const T*, T*, int64_t, int64_t, bool);                                  \
   template void qr<T>(const T*, T*, T*, int64_t, int64_t, int64_t, bool);                              \
+  template void geqrf<T>(const T*, T*, T*, int64_t, int64_t, int64_t);                                 \
   template void solve_triangular<T>(const T*, const T*, T*, int64_t, int64_t, int64_t, bool, bool);
 EMBER_LINALG_INSTANTIATE(float)
 EMBER_LINALG_INSTANTIATE(double)

@@ -662,4 +662,43 @@ TEST_CASE("index_reduce: prod, mean, amax, amin with and without self; PyTorch 1
   CHECK_ERROR(t.index_reduce(2, idx, s, "prod"), "[index_reduce]");
 }
 
+TEST_CASE("libtorch spellings: unsafe_chunk/unsafe_split, constant_pad_nd, chain_matmul, frobenius_norm, nuclear_norm") {
+  const Tensor x = arange(10, kFloat64).reshape({2, 5});
+  const std::vector<Tensor> c = x.unsafe_chunk(2, 1), s = unsafe_split(x, 2, 1);
+  REQUIRE(c.size() == 2);
+  REQUIRE(s.size() == 3);
+  CHECK(c[1].sizes() == Shape({2, 2}));
+  CHECK(vals(c[1]) == F{3, 4, 8, 9});
+  CHECK(vals(unsafe_chunk(x, 2, 0)[1]) == F{5, 6, 7, 8, 9});
+  CHECK(vals(x.unsafe_split(3, 1)[1]) == F{3, 4, 8, 9});
+  // torch.constant_pad_nd(torch.ones(2, 2), [1, 1], 3.0): [[3, 1, 1, 3], [3, 1, 1, 3]]; negative amounts crop.
+  CHECK(vals(constant_pad_nd(ones({2, 2}, kFloat64), {1, 1}, 3.0)) == F{3, 1, 1, 3, 3, 1, 1, 3});
+  CHECK(vals(constant_pad_nd(x, {-1, 0, 0, -1})) == F{1, 2, 3, 4});
+  // chain_matmul: multi_dot's product; one matrix is a copy; 2-d only.
+  const Tensor a = randn({2, 3}, kFloat64), b = randn({3, 4}, kFloat64), d = randn({4, 2}, kFloat64);
+  CHECK((chain_matmul(std::vector<Tensor>{a, b, d}) - a.matmul(b).matmul(d)).abs().max().item<double>() < 1e-12);
+  const Tensor one = chain_matmul(std::vector<Tensor>{a});
+  CHECK(one.equal(a));
+  CHECK(one.data_ptr() != a.data_ptr());
+  CHECK_ERROR(chain_matmul(std::vector<Tensor>{}), "[chain_matmul] expects one or more matrices");
+  CHECK_ERROR(chain_matmul(std::vector<Tensor>{a, randn({3}, kFloat64)}), "[chain_matmul] matrix 1 must be 2-d, got shape [3]");
+  // frobenius_norm over one dim (a vector norm) or two; nuclear_norm of a 2-d input or over two dims.
+  const Tensor m = tensor<double>({{3, 0}, {0, -4}});
+  CHECK(frobenius_norm(m, {0, 1}).item<double>() == 5.0);
+  CHECK(vals(frobenius_norm(m, {1})) == F{3, 4});
+  CHECK(frobenius_norm(m, {0, 1}, true).sizes() == Shape({1, 1}));
+  CHECK_ERROR(frobenius_norm(randn({2, 2, 2}), {0, 1, 2}), "[frobenius_norm] expects at most 2 dims, got 3");
+  CHECK(frobenius_norm(m, {}).item<double>() == 5.0);  // dim=[]: every element, as PyTorch's
+  CHECK(frobenius_norm(m.unsqueeze(0)).item<double>() == 5.0);
+  CHECK(nuclear_norm(m).item<double>() == doctest::Approx(7.0).epsilon(1e-14));
+  CHECK(nuclear_norm(m, true).sizes() == Shape({1, 1}));
+  CHECK(nuclear_norm(m.unsqueeze(0).expand({3, 2, 2}), {1, 2}).sizes() == Shape({3}));
+  CHECK_ERROR(nuclear_norm(randn({2, 2, 2})), "[nuclear_norm] expects a 2-d tensor (or two dims), got shape [2, 2, 2]");
+  // The Householder methods (linalg/householder.hpp).
+  const Tensor h = randn({4, 3}, kFloat64);
+  auto [qr, tau] = h.geqrf();
+  CHECK((qr.orgqr(tau) - std::get<0>(linalg::qr(h))).abs().max().item<double>() < 1e-12);
+  CHECK(qr.ormqr(tau, ones({4, 1}, kFloat64), true, true).equal(ormqr(qr, tau, ones({4, 1}, kFloat64), true, true)));
+}
+
 }  // namespace test_libtorch_spellings

@@ -12,6 +12,7 @@
 #include <limits>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "error_text.hpp"
@@ -82,6 +83,67 @@ TEST_CASE("poisson: counts with the distribution's probabilities, both methods, 
   CHECK_THROWS_WITH_AS(poisson(tensor<double>({kNaN})), doctest::Contains("[poisson] rates must be finite"), Error);
   CHECK_THROWS_WITH_AS(poisson(tensor<double>({kInf})), doctest::Contains("[poisson] rates must be finite"), Error);
   CHECK_THROWS_WITH_AS(poisson(tensor<int64_t>({1})), doctest::Contains("[poisson] expects floating rates, got i64"), Error);
+}
+
+TEST_CASE("binomial: counts with the distribution's probabilities, both methods, mirrored p, seeded, refusals") {
+  manual_seed(43);
+  const int64_t draws = 40000;
+  // Each count's frequency against its probability: inversion (n 12, p 0.3: n p 3.6), rejection
+  // (n 60, p 0.4: 24), and both mirrored (p 0.7 and 0.6 draw n - Binomial(n, 1 - p)).
+  for (const std::pair<double, double>& np : {std::pair<double, double>{12, 0.3}, {60, 0.4}, {12, 0.7}, {60, 0.6}}) {
+    const double n = np.first, p = np.second;
+    const std::vector<double> k = values_of(binomial(full({draws}, n, DType::F64), full({draws}, p, DType::F64)));
+    for (int64_t c = 0; c <= static_cast<int64_t>(n); ++c) {
+      const double mass = std::exp(std::lgamma(n + 1) - std::lgamma(c + 1.0) - std::lgamma(n - c + 1) +
+                                   c * std::log(p) + (n - c) * std::log1p(-p));
+      const double freq = static_cast<double>(std::count(k.begin(), k.end(), static_cast<double>(c))) / draws;
+      CHECK_MESSAGE(std::fabs(freq - mass) < 5 * std::sqrt(mass * (1 - mass) / draws) + 1e-4, "n ", n, " p ", p,
+                    " count ", c, ": frequency ", freq, " probability ", mass);
+    }
+  }
+  // Moments over both methods' ranges; every draw a whole number in [0, n].
+  for (const std::pair<double, double>& np :
+       {std::pair<double, double>{1, 0.5}, {1000, 0.00999}, {1000, 0.01}, {100, 0.905}, {100, 0.9}, {1e6, 0.3},
+        {1e9, 0.999}, {1e13, 0.5}}) {
+    const double n = np.first, p = np.second;
+    const std::vector<double> k = values_of(binomial(full({draws}, n, DType::F64), full({}, p, DType::F64)));
+    const double var = n * p * (1 - p);
+    CHECK(std::fabs(mean_of(k) - n * p) < 5 * std::sqrt(var / draws));
+    CHECK(var_of(k) == doctest::Approx(var).epsilon(0.05));
+    CHECK(std::all_of(k.begin(), k.end(), [n](double x) { return x >= 0 && x <= n && x == std::floor(x); }));
+  }
+  // Edges: p 0 and 1, count 0; prob broadcasts; the result has count's dtype; seeded.
+  const Tensor count = tensor<float>({0.f, 5.f, 5.f, 3e4f, 7.f});
+  const Tensor prob = tensor<float>({0.5f, 0.f, 1.f, 0.5f, 0.25f});
+  manual_seed(9);
+  const Tensor a = binomial(count, prob);
+  CHECK(a.dtype() == DType::F32);
+  const std::vector<double> av = values_of(a);
+  CHECK(av[0] == 0);
+  CHECK(av[1] == 0);
+  CHECK(av[2] == 5);
+  manual_seed(9);
+  CHECK(values_of(binomial(count, prob)) == av);
+  Generator gen(12);
+  const Tensor g1 = binomial(count, prob, gen);
+  gen.manual_seed(12);
+  CHECK(values_of(binomial(count, prob, gen)) == values_of(g1));
+  CHECK(binomial(full({2, 3}, 4.0), tensor<float>({0.1f, 0.5f, 0.9f})).sizes() == Shape({2, 3}));
+  CHECK_FALSE(binomial(count.clone().requires_grad_(), prob).requires_grad());
+  CHECK_THROWS_WITH_AS(binomial(tensor<double>({1.5}), tensor<double>({0.5})),
+                       doctest::Contains("[binomial] count must hold whole numbers >= 0, got 1.5"), Error);
+  CHECK_THROWS_WITH_AS(binomial(tensor<double>({-1}), tensor<double>({0.5})),
+                       doctest::Contains("count must hold whole numbers >= 0"), Error);
+  CHECK_THROWS_WITH_AS(binomial(tensor<double>({kInf}), tensor<double>({0.5})),
+                       doctest::Contains("count must hold whole numbers >= 0"), Error);
+  CHECK_THROWS_WITH_AS(binomial(tensor<double>({2}), tensor<double>({kNaN})),
+                       doctest::Contains("[binomial] prob must be in [0, 1], got nan"), Error);
+  CHECK_THROWS_WITH_AS(binomial(tensor<double>({2}), tensor<double>({1.5})), doctest::Contains("prob must be in [0, 1]"),
+                       Error);
+  CHECK_THROWS_WITH_AS(binomial(tensor<int64_t>({2}), tensor<double>({0.5})),
+                       doctest::Contains("expects floating count and prob, got i64 and f64"), Error);
+  CHECK_THROWS_WITH_AS(binomial(full({3}, 2.0), full({2, 3}, 0.5)),
+                       doctest::Contains("prob of shape [2, 3] does not broadcast to count's shape [3]"), Error);
 }
 
 TEST_CASE("random fills: uniform_, normal_, exponential_ have their moments and ranges") {

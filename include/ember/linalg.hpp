@@ -809,6 +809,45 @@ BasicTensor<P> matrix_power(const BasicTensor<P>& a, int64_t n) {
   return linalg::matrix_power(a, n);
 }
 
+/// torch::chain_matmul (the older form of linalg::multi_dot): 2-d matrices only; one is
+/// returned as a copy.
+template <class P>
+BasicTensor<P> chain_matmul(const std::vector<BasicTensor<P>>& ms) {
+  constexpr const char* op = "chain_matmul";
+  EMBER_CHECK(!ms.empty(), "[{}] expects one or more matrices", op);
+  for (size_t i = 0; i < ms.size(); ++i)
+    EMBER_CHECK(ms[i].defined() && ms[i].dim() == 2, "[{}] matrix {} must be 2-d, got {}", op, i,
+                ms[i].defined() ? fmt::format("shape {}", ms[i].sizes()) : std::string("an undefined tensor"));
+  return ms.size() == 1 ? ms[0].clone() : linalg::multi_dot(ms);
+}
+
+/// torch::frobenius_norm (the older form): the 2-norm over one dim or two (a matrix's
+/// Frobenius norm).
+template <class P>
+BasicTensor<P> frobenius_norm(const BasicTensor<P>& x, const Shape& dims, bool keepdim = false) {
+  EMBER_CHECK(dims.size() <= 2, "[frobenius_norm] expects at most 2 dims, got {}", dims.size());
+  if (dims.empty()) return linalg::vector_norm(x, 2, std::nullopt, keepdim);  // every element, as PyTorch's dim=[]
+  return linalg::vector_norm(x, 2, dims, keepdim);
+}
+/// Over every element.
+template <class P>
+BasicTensor<P> frobenius_norm(const BasicTensor<P>& x) {
+  return linalg::vector_norm(x, 2);
+}
+
+/// torch::nuclear_norm (the older form): the sum of singular values of a 2-d input, or over
+/// two dims of any input.
+template <class P>
+BasicTensor<P> nuclear_norm(const BasicTensor<P>& x, bool keepdim = false) {
+  EMBER_CHECK(x.defined() && x.dim() == 2, "[nuclear_norm] expects a 2-d tensor (or two dims), got {}",
+              x.defined() ? fmt::format("shape {}", x.sizes()) : std::string("an undefined tensor"));
+  return linalg::matrix_norm(x, "nuc", {-2, -1}, keepdim);
+}
+template <class P>
+BasicTensor<P> nuclear_norm(const BasicTensor<P>& x, const Shape& dims, bool keepdim = false) {
+  return linalg::matrix_norm(x, "nuc", dims, keepdim);
+}
+
 /// torch::qr (the older form): some = true is mode "reduced", false "complete".
 template <class P>
 std::tuple<BasicTensor<P>, BasicTensor<P>> qr(const BasicTensor<P>& a, bool some = true) {
@@ -901,3 +940,6 @@ std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> BasicTensor<P>::svd(b
 }
 
 }  // namespace ember
+
+// geqrf, householder_product, ormqr, and the Tensor methods they define (they build on the above).
+#include <ember/linalg/householder.hpp>

@@ -6,6 +6,7 @@
 #include <ember/optim/swa_utils.hpp>
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -307,6 +308,15 @@ TEST_CASE("nn::Sequential over modules of other signatures: forward<R>(inputs...
   CHECK(around->forward(in3).equal(want));
   nn::Sequential around_general(nn::AnyModule(std::make_shared<StaticImpl>()), nn::Identity());
   CHECK_THROWS_AS(around_general->forward(in3), Error);  // Static takes no Tensor
+
+  // Iteration yields AnyModules, as libtorch's, callable and kept up to date by replace_module.
+  std::vector<std::string> kinds;
+  for (const nn::AnyModule& m : *chain) kinds.push_back(m.ptr()->name());
+  CHECK(kinds == std::vector<std::string>{"Linear", "ReLU"});
+  nn::AnyModule last = *std::prev(chain->end());
+  CHECK(last.forward(-ones({2})).equal(zeros({2})));
+  chain->replace_module("1", nn::Tanh());
+  CHECK(std::prev(chain->end())->ptr()->name() == "Tanh");
 
   // An empty Sequential passes its one argument on.
   nn::Sequential none;

@@ -1,6 +1,6 @@
 #pragma once
 // What the op tests share to read results and check gradients: a tensor's values as doubles or
-// int64s, an f64 leaf that requires grad, and gradcheck + gradgradcheck under one name.
+// int64s, the largest difference of two tensors, an f64 leaf that requires grad, and gradcheck + gradgradcheck under one name.
 
 #include <doctest/doctest.h>
 #include <ember/autograd/gradcheck.hpp>
@@ -38,6 +38,11 @@ inline bool close_relative(const Tensor& got, const F& want, double tol) {
     }
   }
   return true;
+}
+/// The largest |a - b| over same-shaped tensors, in f64.
+inline double max_abs_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  return (a.to(DType::F64) - b.to(DType::F64)).abs().max().item<double>();
 }
 /// t in f64, detached, requiring grad: a gradcheck input.
 inline Tensor leaf(const Tensor& t) { return t.to(DType::F64).detach().requires_grad_(); }

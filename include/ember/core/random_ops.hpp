@@ -1,6 +1,7 @@
 #pragma once
 /// Random sampling beyond the factories, as libtorch's: in-place fills (uniform_, normal_,
 /// bernoulli_, exponential_, log_normal_, cauchy_, geometric_, random_), bernoulli, normal, poisson,
+/// binomial,
 /// multinomial, randperm, randint_like;
 /// and comparisons with a tolerance (isclose, allclose, equal).
 ///
@@ -316,12 +317,39 @@ BasicTensor<P> multinomial(const BasicTensor<P>& probs, int64_t num_samples, boo
   return out.to(device);
 }
 namespace detail {
+/// Draws for the `pending` elements by a rejection method: make(i) gives element i's sampler,
+/// whose attempt(u, v) takes two uniforms in [0, 1) and returns the draw or NaN (rejected);
+/// accept(i, draw) stores it. Rounds of a few attempts for every pending element, fresh
+/// uniforms each round, until all are accepted (the same draws for the same seed, whatever
+/// the order of acceptance).
+template <class P, class Make, class Accept>
+void draw_by_rejection(std::vector<int64_t> pending, Make&& make, Accept&& accept) {
+  constexpr int64_t kAttempts = 4;
+  while (!pending.empty()) {
+    const int64_t m = static_cast<int64_t>(pending.size());
+    const BasicTensor<P> pairs = uniform01<P>({m, 2 * kAttempts});
+    const double* w = pairs.template data_ptr<double>();
+    std::vector<int64_t> rejected;
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t i = pending[static_cast<size_t>(j)];
+      const auto sampler = make(i);
+      double k = std::numeric_limits<double>::quiet_NaN();
+      for (int64_t t = 0; t < kAttempts && std::isnan(k); ++t)
+        k = sampler.attempt(w[j * 2 * kAttempts + 2 * t], w[j * 2 * kAttempts + 2 * t + 1]);
+      if (std::isnan(k)) rejected.push_back(i);
+      else accept(i, k);
+    }
+    pending.swap(rejected);
+  }
+}
+
 /// A Poisson(lam) draw for lam < 10 from one uniform u in [0, 1): the smallest k whose
 /// cumulative probability exceeds u.
 inline double poisson_by_inversion(double lam, double u) {
   double p = std::exp(-lam), cdf = p, k = 0;
-  // (p reaching 0: u sat above the cdf's rounded total, a case of probability ~1e-16)
-  while (u >= cdf && p > 0) {
+  // (p negligible against the cdf, past the mode: u sat above the cdf's rounded total, a
+  // case of probability ~1e-16; the count stops in the tail instead of running on)
+  while (u >= cdf && p > 1e-17 * cdf) {
     k += 1;
     p *= lam / k;
     cdf += p;
@@ -378,29 +406,119 @@ BasicTensor<P> poisson(const BasicTensor<P>& rates) {
     if (lam[i] < 10) o[i] = detail::poisson_by_inversion(lam[i], uv[i]);
     else pending.push_back(i);
   }
-  // Rounds of a few attempts for every pending element, fresh uniforms each round, until all
-  // are accepted (the same draws for the same seed, whatever the order of acceptance).
-  constexpr int64_t kAttempts = 4;
-  while (!pending.empty()) {
-    const int64_t m = static_cast<int64_t>(pending.size());
-    const BasicTensor<P> pairs = detail::uniform01<P>({m, 2 * kAttempts});
-    const double* pv = pairs.template data_ptr<double>();
-    std::vector<int64_t> rejected;
-    for (int64_t j = 0; j < m; ++j) {
-      const int64_t i = pending[static_cast<size_t>(j)];
-      const detail::PoissonPtrs ptrs(lam[i]);
-      double k = std::numeric_limits<double>::quiet_NaN();
-      for (int64_t t = 0; t < kAttempts && std::isnan(k); ++t)
-        k = ptrs.attempt(pv[j * 2 * kAttempts + 2 * t], pv[j * 2 * kAttempts + 2 * t + 1]);
-      if (std::isnan(k)) rejected.push_back(i);
-      else o[i] = k;
-    }
-    pending.swap(rejected);
-  }
+  detail::draw_by_rejection<P>(
+      std::move(pending), [&](int64_t i) { return detail::PoissonPtrs(lam[i]); }, [&](int64_t i, double k) { o[i] = k; });
   return out.to(rates.device(), rates.dtype());
 }
 
+namespace detail {
+/// A Binomial(n, p) draw for n min(p, 1 - p) < 10 from one uniform u in [0, 1), p <= 1/2:
+/// the smallest k whose cumulative probability exceeds u (the pmf by its ratio recursion,
+/// from (1 - p)^n = exp(n log1p(-p)), which does not underflow here).
+inline double binomial_by_inversion(double n, double p, double u) {
+  const double ratio = p / (1 - p);
+  double pmf = std::exp(n * std::log1p(-p)), cdf = pmf, k = 0;
+  while (u >= cdf && k < n && pmf > 1e-17 * cdf) {  // (the rounded total: see poisson_by_inversion)
+    pmf *= ratio * (n - k) / (k + 1);
+    k += 1;
+    cdf += pmf;
+  }
+  return k;
+}
+/// Hörmann's transformed rejection with squeeze (BTRS, 1993) for n min(p, 1 - p) >= 10,
+/// p <= 1/2: one attempt from two uniforms in [0, 1); NaN when it is rejected. About 1.15
+/// attempts per draw on average.
+struct BinomialBtrs {
+  double n, p, spq, a, b, c, vr, alpha, r, m;
+  BinomialBtrs(double count, double prob) : n(count), p(prob) {
+    spq = std::sqrt(n * p * (1 - p));
+    b = 1.15 + 2.53 * spq;
+    a = -0.0873 + 0.0248 * b + 0.01 * p;
+    c = n * p + 0.5;
+    vr = 0.92 - 4.2 / b;
+    alpha = (2.83 + 5.1 / b) * spq;
+    r = p / (1 - p);
+    m = std::floor((n + 1) * p);  // the mode
+  }
+  double attempt(double u0, double v) const {
+    const double u = u0 - 0.5, us = 0.5 - std::abs(u);
+    const double k = std::floor((2 * a / us + b) * u + c);  // us = 0: -inf, rejected
+    if (k < 0 || k > n) return std::numeric_limits<double>::quiet_NaN();
+    if (us >= 0.07 && v <= vr) return k;
+    // The exact test, log of the scaled uniform against log(pmf(k) / pmf(m)) by Stirling's
+    // series: differences of log-factorials of size n log n would cancel away the precision
+    // at counts of 1e11 and more; these terms stay of the size of the result.
+    const double lhs = std::log(v * alpha / (a / (us * us) + b));
+    const double rhs = (m + 0.5) * std::log((m + 1) / (r * (n - m + 1))) + (n + 1) * std::log1p((k - m) / (n - k + 1)) +
+                       (k + 0.5) * std::log(r * (n - k + 1) / (k + 1)) + stirling_tail(m) + stirling_tail(n - m) -
+                       stirling_tail(k) - stirling_tail(n - k);
+    return lhs <= rhs ? k : std::numeric_limits<double>::quiet_NaN();
+  }
+  /// log(k!) less Stirling's approximation (k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2:
+  /// exact through lgamma for small k, the series' next terms above.
+  static double stirling_tail(double k) {
+    if (k <= 9) {
+      return PoissonPtrs::log_factorial(k) -
+             ((k + 0.5) * std::log(k + 1) - (k + 1) + 0.5 * std::log(2 * std::numbers::pi));
+    }
+    const double kp1sq = (k + 1) * (k + 1);
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1);
+  }
+};
+}  // namespace detail
+
+/// One Binomial(count, prob) draw per element, as torch::binomial: `count` (floating, whole
+/// numbers >= 0) gives the shape, dtype and device; `prob` (in [0, 1], any floating dtype)
+/// broadcasts to it. Inversion where count min(p, 1 - p) < 10, Hörmann's BTRS above
+/// (PyTorch's split). A sample: no gradient flows to count or prob. Stricter than PyTorch's
+/// on purpose: a negative, fractional or infinite count and a prob outside [0, 1] or NaN are
+/// errors (PyTorch returns 0, count or NaN for them without a word).
+template <class P>
+BasicTensor<P> binomial(const BasicTensor<P>& count, const BasicTensor<P>& prob) {
+  constexpr const char* op = "binomial";
+  EMBER_CHECK(count.defined() && prob.defined(), "[{}] got an undefined tensor", op);
+  EMBER_CHECK(count.is_floating_point() && prob.is_floating_point(),
+              "[{}] expects floating count and prob, got {} and {}", op, count.dtype(), prob.dtype());
+  EMBER_CHECK(count.device() == prob.device(), "[{}] expects count and prob on one device, got {} and {}", op,
+              count.device(), prob.device());
+  EMBER_CHECK(ops::broadcast_shapes(count.sizes(), prob.sizes(), op) == count.sizes(),
+              "[{}] prob of shape {} does not broadcast to count's shape {}", op, prob.sizes(), count.sizes());
+  const BasicTensor<P> nt = count.detach().to(kCPU, DType::F64).contiguous();
+  const BasicTensor<P> pt = prob.detach().to(kCPU, DType::F64).expand(count.sizes()).contiguous();
+  const int64_t total = nt.numel();
+  const double* nv = nt.template data_ptr<double>();
+  const double* pv = pt.template data_ptr<double>();
+  for (int64_t i = 0; i < total; ++i) {
+    EMBER_CHECK(nv[i] >= 0 && std::isfinite(nv[i]) && nv[i] == std::floor(nv[i]),
+                "[{}] count must hold whole numbers >= 0, got {} (shape {})", op, nv[i], count.sizes());
+    EMBER_CHECK(pv[i] >= 0 && pv[i] <= 1, "[{}] prob must be in [0, 1], got {} (shape {})", op, pv[i],
+                prob.sizes());
+  }
+  BasicTensor<P> out = empty<P>(nt.sizes(), TensorOptions(DType::F64));
+  double* o = out.template data_ptr<double>();
+  const BasicTensor<P> u = detail::uniform01<P>({total});
+  const double* uv = u.template data_ptr<double>();
+  // Drawn with p <= 1/2 (a count of the rarer outcome), mirrored back.
+  auto mirrored = [&](int64_t i, double k) { return pv[i] > 0.5 ? nv[i] - k : k; };
+  std::vector<int64_t> pending;  // drawn by rejection below
+  for (int64_t i = 0; i < total; ++i) {
+    const double p = std::min(pv[i], 1 - pv[i]);
+    if (p == 0 || nv[i] == 0) o[i] = mirrored(i, 0);
+    else if (nv[i] * p < 10) o[i] = mirrored(i, detail::binomial_by_inversion(nv[i], p, uv[i]));
+    else pending.push_back(i);
+  }
+  detail::draw_by_rejection<P>(
+      std::move(pending), [&](int64_t i) { return detail::BinomialBtrs(nv[i], std::min(pv[i], 1 - pv[i])); },
+      [&](int64_t i, double k) { o[i] = mirrored(i, k); });
+  return out.to(count.device(), count.dtype());
+}
+
 /// libtorch's forms with a generator (core/generator.hpp).
+template <class P, std::same_as<Generator> G>
+BasicTensor<P> binomial(const BasicTensor<P>& count, const BasicTensor<P>& prob, const G& gen) {
+  GeneratorGuard use(gen);
+  return binomial(count, prob);
+}
 template <class P, std::same_as<Generator> G>
 BasicTensor<P> poisson(const BasicTensor<P>& rates, const G& gen) {
   GeneratorGuard use(gen);

@@ -335,6 +335,9 @@ class BasicTensor {
   std::tuple<BasicTensor, BasicTensor> triangular_solve(const BasicTensor& a, bool upper = true,
                                                         bool transpose = false, bool unitriangular = false) const;
   std::tuple<BasicTensor, BasicTensor> qr(bool some = true) const;
+  std::tuple<BasicTensor, BasicTensor> geqrf() const;  // linalg/householder.hpp
+  BasicTensor orgqr(const BasicTensor& tau) const;
+  BasicTensor ormqr(const BasicTensor& tau, const BasicTensor& other, bool left = true, bool transpose = false) const;
   std::tuple<BasicTensor, BasicTensor, BasicTensor> svd(bool some = true, bool compute_uv = true) const;
 
   // ---- elementwise (out of place, in place) ---------------------------------------------------
@@ -459,11 +462,7 @@ class BasicTensor {
   /// In place with a rounding mode: the in-place binary ops themselves (autograd records them
   /// as in-place ops, as div_(o)).
   BasicTensor& div_(const BasicTensor& o, const std::string& rounding_mode) {
-    if (rounding_mode == "trunc") return div_trunc_(o);
-    if (rounding_mode == "floor") return div_floor_(o);
-    EMBER_CHECK(rounding_mode.empty() || rounding_mode == "true",
-                "[div_] rounding_mode must be 'trunc', 'floor' or empty, got '{}'", rounding_mode);
-    return div_(o);
+    return binary_inplace(division(rounding_mode, "div_"), o);
   }
   BasicTensor& div_(Scalar o, const std::string& rounding_mode) { return div_(scalar_like(o), rounding_mode); }
   // libtorch's alias spellings (ops/alias_list.def): x.arccos() is x.acos(), x.less(y) x.lt(y).
@@ -621,6 +620,9 @@ class BasicTensor {
   std::vector<BasicTensor> tensor_split(const std::vector<int64_t>& indices, int64_t dim = 0) const;
   BasicTensor ravel() const;
   std::vector<BasicTensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  /// libtorch's unsafe_ forms: the same views (Ember's autograd needs no view tracking to skip).
+  std::vector<BasicTensor> unsafe_chunk(int64_t chunks, int64_t dim = 0) const { return chunk(chunks, dim); }
+  std::vector<BasicTensor> unsafe_split(int64_t size, int64_t dim = 0) const { return split(size, dim); }
   std::vector<BasicTensor> unbind(int64_t dim = 0) const;
   BasicTensor index_select(int64_t dim, const BasicTensor& index) const;
   BasicTensor gather(int64_t dim, const BasicTensor& index) const;
@@ -839,6 +841,14 @@ class BasicTensor {
     if (op == ops::UnaryOp::Sign && dtype() == DType::Bool) return *this;  // the identity
     dispatch<P>(ops::Unary{op, p}, impl(), impl_.get());
     return *this;
+  }
+  /// The division a rounding mode names: "trunc", "floor", or none (empty, or "true").
+  static ops::BinaryOp division(const std::string& rounding_mode, const char* op) {
+    if (rounding_mode == "trunc") return ops::BinaryOp::DivTrunc;
+    if (rounding_mode == "floor") return ops::BinaryOp::DivFloor;
+    EMBER_CHECK(rounding_mode.empty() || rounding_mode == "true",
+                "[{}] rounding_mode must be 'trunc', 'floor' or empty, got '{}'", op, rounding_mode);
+    return ops::BinaryOp::Div;
   }
   BasicTensor binary(ops::BinaryOp op, const BasicTensor& o) const {
     return wrap(dispatch<P>(ops::Binary{op}, impl(), o.impl()));

@@ -161,11 +161,7 @@ BasicTensor<P> BasicTensor<P>::scalar_like(Scalar v) const {
 
 template <class P>
 BasicTensor<P> BasicTensor<P>::div(const BasicTensor& o, const std::string& mode) const {
-  if (mode == "trunc") return div_trunc(o);
-  if (mode == "floor") return div_floor(o);
-  EMBER_CHECK(mode.empty() || mode == "true", "[div] rounding_mode must be 'trunc', 'floor' or empty, got '{}'",
-              mode);
-  return div(o);
+  return binary(division(mode, "div"), o);
 }
 
 template <class P>

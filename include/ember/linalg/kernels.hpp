@@ -37,6 +37,12 @@ int64_t cholesky(const T* a, T* l, int64_t batch, int64_t n, bool upper);
 template <class T>
 void qr(const T* a, T* q, T* r, int64_t batch, int64_t m, int64_t n, bool complete);
 
+/// LAPACK's geqrf: qr gets R on and above the diagonal and the Householder vectors'
+/// essential parts below it (each v has v(0) = 1, not stored), tau the k = min(m, n) scalars
+/// of H_i = I - tau_i v_i v_i^T, A = H_0 ... H_{k-1} R.
+template <class T>
+void geqrf(const T* a, T* qr, T* tau, int64_t batch, int64_t m, int64_t n);
+
 /// Eigenvalues (ascending) and, unless v == nullptr, orthonormal eigenvectors (columns) of
 /// symmetric matrices given by their lower (upper: upper) triangle. Returns the first matrix
 /// on which the iteration did not converge, or -1.

@@ -22,6 +22,7 @@
 #include <ember/ops/shape_ops.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <tuple>
 
@@ -181,6 +182,15 @@ BasicTensor<P>& BasicTensor<P>::masked_fill_(const BasicTensor& mask, const Basi
 namespace detail {
 /// `index` (i64, any shape) as positions into x read as 1-d: flattened, each checked on the
 /// host to lie in [-numel, numel), negatives moved from the end.
+/// The first element of an i64 index tensor (read on the host) outside [lo, hi), or none.
+template <class P>
+std::optional<int64_t> index_outside(const BasicTensor<P>& index, int64_t lo, int64_t hi) {
+  const BasicTensor<P> host = index.reshape({-1}).to(kCPU).contiguous();
+  const int64_t* p = host.template data_ptr<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i)
+    if (p[i] < lo || p[i] >= hi) return p[i];
+  return std::nullopt;
+}
 template <class P>
 BasicTensor<P> flat_positions(const BasicTensor<P>& x, const BasicTensor<P>& index, const char* op) {
   EMBER_CHECK(x.defined() && index.defined(), "[{}] needs defined tensors", op);
@@ -189,10 +199,8 @@ BasicTensor<P> flat_positions(const BasicTensor<P>& x, const BasicTensor<P>& ind
               x.device());
   const int64_t n = x.numel();
   const BasicTensor<P> flat = index.reshape({-1});
-  const BasicTensor<P> host = flat.to(kCPU).contiguous();
-  const int64_t* p = host.template data_ptr<int64_t>();
-  for (int64_t i = 0; i < host.numel(); ++i)
-    EMBER_CHECK(p[i] >= -n && p[i] < n, "[{}] index {} is out of range for a tensor of {} elements", op, p[i], n);
+  if (const std::optional<int64_t> bad = index_outside(flat, -n, n))
+    EMBER_FAIL("[{}] index {} is out of range for a tensor of {} elements", op, *bad, n);
   return where(flat.lt(int64_t{0}), flat + n, flat);
 }
 /// put's result, computed out of place from `self`.
@@ -266,11 +274,8 @@ BasicTensor<P> index_reduce(const BasicTensor<P>& x, int64_t dim, const BasicTen
   want[static_cast<size_t>(d)] = index.numel();
   EMBER_CHECK(source.sizes() == want, "[{}] source of shape {} must have shape {} (the tensor's {} with index's {} along dim {})",
               op, source.sizes(), want, x.sizes(), index.numel(), d);
-  const BasicTensor<P> host = index.reshape({-1}).to(kCPU).contiguous();
-  const int64_t* p = host.template data_ptr<int64_t>();
-  for (int64_t i = 0; i < host.numel(); ++i)
-    EMBER_CHECK(p[i] >= 0 && p[i] < x.size(d), "[{}] index {} is out of range for dim {} of size {}", op, p[i], d,
-                x.size(d));
+  if (const std::optional<int64_t> bad = detail::index_outside(index, 0, x.size(d)))
+    EMBER_FAIL("[{}] index {} is out of range for dim {} of size {}", op, *bad, d, x.size(d));
   // Each element of source is reduced into the element of x at index[i] along d: scatter_reduce
   // with the index spread over source's shape.
   Shape along(static_cast<size_t>(x.dim()), 1);

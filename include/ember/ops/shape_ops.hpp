@@ -173,6 +173,15 @@ std::vector<BasicTensor<P>> chunk(const BasicTensor<P>& x, int64_t chunks, int64
   int64_t size = (x.size(d) + chunks - 1) / chunks;
   return split(x, std::max<int64_t>(size, 1), d);
 }
+/// libtorch's unsafe_ forms of chunk and split: the same views.
+template <class P>
+std::vector<BasicTensor<P>> unsafe_chunk(const BasicTensor<P>& x, int64_t chunks, int64_t dim = 0) {
+  return chunk(x, chunks, dim);
+}
+template <class P>
+std::vector<BasicTensor<P>> unsafe_split(const BasicTensor<P>& x, int64_t size, int64_t dim = 0) {
+  return split(x, size, dim);
+}
 template <class P>
 std::vector<BasicTensor<P>> unbind(const BasicTensor<P>& x, int64_t dim = 0) {
   detail::check_not_0d(x.dim(), "unbind");
@@ -439,6 +448,12 @@ BasicTensor<P> pad(const BasicTensor<P>& x, const std::vector<int64_t>& pad, std
     r = index_select(r, d, x.is_cpu() ? idx : idx.to(x.device()));
   }
   return r;
+}
+
+/// torch::constant_pad_nd: pad in mode "constant" (negative amounts crop).
+template <class P>
+BasicTensor<P> constant_pad_nd(const BasicTensor<P>& x, const std::vector<int64_t>& amounts, double value = 0.0) {
+  return pad(x, amounts, "constant", value);
 }
 
 template <class P>

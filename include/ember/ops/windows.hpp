@@ -22,10 +22,18 @@
 namespace ember {
 
 namespace detail {
+struct KeepWindow {
+  template <class T>
+  const T& operator()(const T& w) const {
+    return w;
+  }
+};
 /// The window of `length` points whose point i is value(i, m) for the symmetric window over
-/// i = 0 .. m (m = length - 1, or length when periodic).
-template <class P, class F>
-BasicTensor<P> window(int64_t length, bool periodic, const TensorOptions& o, const char* op, F&& value) {
+/// i = 0 .. m (m = length - 1, or length when periodic), in f64; `finish` maps that f64
+/// tensor (kaiser_window: I0 over it) before it is rounded once to the requested dtype.
+template <class P, class F, class Finish = KeepWindow>
+BasicTensor<P> window(int64_t length, bool periodic, const TensorOptions& o, const char* op, F&& value,
+                      Finish&& finish = {}) {
   EMBER_CHECK(length >= 0, "[{}] the window length must be >= 0, got {}", op, length);
   const DType t = o.dtype_or(kDefaultFloat);
   EMBER_CHECK(is_floating(t), "[{}] needs a floating dtype, got {}", op, t);
@@ -33,7 +41,7 @@ BasicTensor<P> window(int64_t length, bool periodic, const TensorOptions& o, con
   double* v = w.template data_ptr<double>();
   const int64_t m = periodic ? length : length - 1;
   for (int64_t i = 0; i < length; ++i) v[i] = length == 1 ? 1.0 : value(static_cast<double>(i), static_cast<double>(m));
-  return with_grad_option<P>(w.to(o.device_or(kCPU), t), o);
+  return with_grad_option<P>(BasicTensor<P>(finish(w)).to(o.device_or(kCPU), t), o);
 }
 /// alpha - beta cos(2 pi i / m): Hann (0.5, 0.5) and Hamming.
 template <class P>
@@ -104,16 +112,17 @@ template <class P = DefaultPolicy>
 BasicTensor<P> kaiser_window(int64_t length, bool periodic, double beta, TensorOptions o = {}) {
   constexpr const char* op = "kaiser_window";
   EMBER_CHECK(std::isfinite(beta), "[{}] beta must be finite, got {}", op, beta);
-  const DType t = o.dtype_or(kDefaultFloat);
-  EMBER_CHECK(is_floating(t), "[{}] needs a floating dtype, got {}", op, t);
   beta = std::abs(beta);  // I0 is even: a negative beta gives the same window (PyTorch accepts it too)
   // I0's arguments in f64, then I0 over them at once (length 1: the window is [1]).
-  const BasicTensor<P> args = detail::window<P>(length, periodic, TensorOptions(DType::F64), op, [&](double i, double m) {
-    const double r = 2 * i / m - 1;
-    return beta * std::sqrt(std::max(0.0, 1 - r * r));
-  });
-  const BasicTensor<P> w = length == 1 ? args : args.i0().div(full<P>({}, beta, TensorOptions(DType::F64)).i0());
-  return detail::with_grad_option<P>(w.to(o.device_or(kCPU), t), o);
+  return detail::window<P>(
+      length, periodic, o, op,
+      [&](double i, double m) {
+        const double r = 2 * i / m - 1;
+        return beta * std::sqrt(std::max(0.0, 1 - r * r));
+      },
+      [&](const BasicTensor<P>& args) {
+        return length == 1 ? args : args.i0().div(full<P>({}, beta, TensorOptions(DType::F64)).i0());
+      });
 }
 template <class P = DefaultPolicy>
 BasicTensor<P> kaiser_window(int64_t length, bool periodic, TensorOptions o = {}) {

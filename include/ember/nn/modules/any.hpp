@@ -37,6 +37,9 @@ AnyValue to_any_value(A&& a) {
 }
 }  // namespace detail
 
+template <class P>
+class BasicSequentialImpl;
+
 template <class P = DefaultPolicy>
 class BasicAnyModule {
  public:
@@ -128,6 +131,8 @@ class BasicAnyModule {
   const detail::ModuleCalls<P>* calls() const { return calls_; }
 
  private:
+  friend class BasicSequentialImpl<P>;
+  BasicAnyModule(ModulePtr module, const detail::ModuleCalls<P>* calls) : module_(std::move(module)), calls_(calls) {}
   void check_not_empty(const char* what) const {
     EMBER_CHECK(module_ != nullptr, "[AnyModule] {}() of an empty AnyModule", what);
   }

@@ -167,6 +167,9 @@ class BasicSequentialImpl : public BasicModule<P> {
   }
   size_t size() const { return entries_.size(); }
   bool is_empty() const { return entries_.empty(); }
+  /// The modules in order as AnyModules, as libtorch's: for (const nn::AnyModule& m : *seq) m.ptr() ...
+  auto begin() const { return modules_.begin(); }
+  auto end() const { return modules_.end(); }
   ModulePtr operator[](size_t i) const {
     EMBER_CHECK(i < entries_.size(), "[Sequential] index {} is out of range for {} modules", i, entries_.size());
     return entries_[i].module;
@@ -225,6 +228,7 @@ class BasicSequentialImpl : public BasicModule<P> {
                   r.module->name());
       // Kind::Other: forward()'s rewrites are only for Ember's own types as added.
       entries_[i] = {name, r.module, r.calls, Kind::Other};
+      modules_[i] = BasicAnyModule<P>(r.module, r.calls);
       update_tensor_chain();
     }
   }
@@ -255,6 +259,9 @@ class BasicSequentialImpl : public BasicModule<P> {
   }
   void add_entry(std::string name, ModulePtr m, const nn::detail::ModuleCalls<P>* calls, Kind kind) {
     this->register_module(name, m);
+    modules_.reserve(entries_.size() + 1);  // both grow or neither
+    entries_.reserve(entries_.size() + 1);
+    modules_.push_back(BasicAnyModule<P>(m, calls));
     entries_.push_back({std::move(name), std::move(m), calls, kind});
     tensor_chain_ = tensor_chain_ && calls->tensor_call != nullptr;
   }
@@ -263,6 +270,7 @@ class BasicSequentialImpl : public BasicModule<P> {
     for (const Entry& e : entries_) tensor_chain_ = tensor_chain_ && e.calls->tensor_call != nullptr;
   }
   std::vector<Entry> entries_;
+  std::vector<BasicAnyModule<P>> modules_;  // entries_' modules and calls, for iteration
   bool tensor_chain_ = true;  // every module takes a Tensor and returns one: forward(Tensor)'s path
 };
 using SequentialImpl = BasicSequentialImpl<>;
