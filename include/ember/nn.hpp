@@ -12,6 +12,7 @@
 #include <ember/nn/functional_dropout.hpp>
 #include <ember/nn/functional_sampling.hpp>
 #include <ember/nn/functional_fold.hpp>
+#include <ember/nn/functional_fractional_pool.hpp>
 #include <ember/nn/functional_grid.hpp>
 #include <ember/nn/functional_resample.hpp>
 #include <ember/nn/functional_layers.hpp>
@@ -28,6 +29,7 @@
 #include <ember/nn/modules/conv.hpp>
 #include <ember/nn/modules/distance.hpp>
 #include <ember/nn/modules/fold.hpp>
+#include <ember/nn/modules/fractional_pool.hpp>
 #include <ember/nn/modules/layers.hpp>
 #include <ember/nn/modules/linear.hpp>
 #include <ember/nn/modules/loss.hpp>

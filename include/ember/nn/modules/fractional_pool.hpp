@@ -1,0 +1,44 @@
+#pragma once
+/// FractionalMaxPool2d and FractionalMaxPool3d, as libtorch's: fractional max pooling
+/// (nn/functional_fractional_pool.hpp) with new window positions at every call, unless the
+/// options fix them (_random_samples).
+
+#include <ember/nn/functional_fractional_pool.hpp>
+#include <ember/nn/module.hpp>
+
+#include <tuple>
+
+namespace ember::nn {
+
+/// FractionalMaxPool2d / 3d: new window positions at every call unless the options fix them.
+template <int ND, class P = DefaultPolicy>
+class BasicFractionalMaxPoolImpl : public Cloneable<BasicFractionalMaxPoolImpl<ND, P>, P> {
+ public:
+  explicit BasicFractionalMaxPoolImpl(const FractionalMaxPoolOptions<ND>& o)
+      : Cloneable<BasicFractionalMaxPoolImpl<ND, P>, P>(ND == 2 ? "FractionalMaxPool2d" : "FractionalMaxPool3d"),
+        options(o) {
+    reset();
+  }
+  /// Checks the options, as libtorch's reset().
+  void reset() override {
+    const char* op = ND == 2 ? "FractionalMaxPool2d" : "FractionalMaxPool3d";
+    EMBER_CHECK(options.output_size().has_value() != options.output_ratio().has_value(),
+                "[{}] needs exactly one of output_size and output_ratio", op);
+    if (options.output_ratio())
+      for (double r : *options.output_ratio())
+        EMBER_CHECK(r > 0 && r < 1, "[{}] output_ratio must be in (0, 1), got {}", op, r);
+  }
+  BasicTensor<P> forward(const BasicTensor<P>& x) { return std::get<0>(forward_with_indices(x)); }
+  std::tuple<BasicTensor<P>, BasicTensor<P>> forward_with_indices(const BasicTensor<P>& x) {
+    return functional::detail::fractional_max_pool(x, ND, options.kernel_size(), options.output_size(),
+                                                   options.output_ratio(), options._random_samples(),
+                                                   this->name().c_str());
+  }
+  FractionalMaxPoolOptions<ND> options;
+};
+using FractionalMaxPool2dImpl = BasicFractionalMaxPoolImpl<2>;
+using FractionalMaxPool3dImpl = BasicFractionalMaxPoolImpl<3>;
+EMBER_MODULE(FractionalMaxPool2d);
+EMBER_MODULE(FractionalMaxPool3d);
+
+}  // namespace ember::nn
