@@ -59,7 +59,7 @@ struct OverloadedImpl : nn::Cloneable<OverloadedImpl> {
 struct StaticImpl : nn::Cloneable<StaticImpl> {
   StaticImpl() : nn::Cloneable<StaticImpl>("Static") {}
   void reset() override {}
-  static size_t forward(std::string_view text, int64_t extra) { return text.size() + static_cast<size_t>(extra); }
+  static double forward(std::string_view text, int64_t extra) { return static_cast<double>(text.size()) + static_cast<double>(extra); }
 };
 
 /// The libtorch pattern: a subclass of Sequential with a forward of its own, which must be
@@ -162,13 +162,13 @@ TEST_CASE("nn::AnyModule calls any module's forward with its own arguments and r
                        Error);
   // A static forward, a string_view from a C string, the result as an AnyValue.
   nn::AnyModule stat(std::make_shared<StaticImpl>());
-  CHECK(stat.forward<size_t>("abc", 2) == 5);
-  CHECK(stat.forward<nn::AnyValue>("abcd", 1).get<size_t>() == 5);
-  CHECK_THROWS_WITH_AS(stat.forward<size_t>(static_cast<const char*>(nullptr), 1),
+  CHECK(stat.forward<double>("abc", 2) == 5.0);
+  CHECK(stat.forward<nn::AnyValue>("abcd", 1).get<double>() == 5.0);
+  CHECK_THROWS_WITH_AS(stat.forward<double>(static_cast<const char*>(nullptr), 1),
                        doctest::Contains("takes argument 0 as std::basic_string_view"), Error);
   // A result of another type than asked: both named, with the module.
   CHECK_THROWS_WITH_AS(stat.forward<int>("a", 1),
-                       doctest::Contains("[AnyModule] Static's forward() returned a long unsigned int, not the int"),
+                       doctest::Contains("[AnyModule] Static's forward() returned a double, not the int asked for"),
                        Error);
 
   // Ember's modules with several arguments, defaults and non-Tensor results.
