@@ -62,11 +62,22 @@ TEST_CASE("fractional_max_pool2d/3d: PyTorch's values and indices for fixed samp
   const Tensor x3 = arange(240, DType::F32).reshape({1, 2, 4, 5, 6}).sin();
   const Tensor s3 = tensor<float>({0.3f, 0.6f, 0.1f, 0.95f, 0.05f, 0.5f}).reshape({1, 2, 3});
   auto [y3, i3] = F::fractional_max_pool3d_with_indices(
-      x3, F::FractionalMaxPool3dFuncOptions({2, 3, 2}).output_ratio(std::vector<double>{0.5, 0.5, 0.5})._random_samples(s3));
+      x3, F::FractionalMaxPool3dFuncOptions({2, 3, 2}).output_ratio(F::DoubleArgs{0.5, 0.5, 0.5})._random_samples(s3));
   CHECK(y3.sizes() == Shape({1, 2, 2, 2, 3}));
   CHECK(longs(i3) == std::vector<int64_t>{1, 33, 46, 13, 14, 58, 102, 63, 77, 102, 116, 77,
                                           1, 45, 46, 13, 45, 58, 102, 63, 70, 114, 75, 89});
   CHECK(y3.equal(x3.flatten(2).gather(2, i3.flatten(2)).reshape(y3.sizes())));
+  // f32 intervals differ from f64 ones here (PyTorch 1.13: window 17 starts at 18 in f32, at
+  // 17 in f64): x = arange(25) along W, H = 2, kernel 2, output (1, 22), u_w = 0x3ede9bd2.
+  const Tensor xw = arange(25, DType::F32).repeat({2, 1}).reshape({1, 1, 2, 25});
+  const Tensor sw = tensor<float>({0.43478256464004517f, 0.0f}).reshape({1, 1, 2});
+  const auto fo = F::FractionalMaxPool2dFuncOptions(2).output_size(F::IntArgs{1, 22});
+  const std::vector<int64_t> f32_want{1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 21, 22, 23, 24};
+  const std::vector<int64_t> f64_want{1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 20, 21, 22, 23, 24};
+  CHECK(longs(std::get<1>(F::fractional_max_pool2d_with_indices(xw, F::FractionalMaxPool2dFuncOptions(fo)._random_samples(sw)))) ==
+        f32_want);
+  CHECK(longs(std::get<1>(F::fractional_max_pool2d_with_indices(
+            xw.to(DType::F64), F::FractionalMaxPool2dFuncOptions(fo)._random_samples(sw.to(DType::F64))))) == f64_want);
 }
 
 TEST_CASE("fractional_max_pool2d: a reference loop over random samples; NaN, ties, unbatched, the module") {
@@ -100,22 +111,42 @@ TEST_CASE("fractional_max_pool2d: a reference loop over random samples; NaN, tie
   };
   CHECK(std::get<1>(one(tensor<double>({3, 3, 3, 1}).reshape({1, 1, 2, 2}))).item<int64_t>() == 0);
   CHECK(std::get<1>(one(tensor<double>({nan, 1, 2, nan}).reshape({1, 1, 2, 2}))).item<int64_t>() == 3);
-  CHECK(std::isnan(std::get<0>(one(tensor<double>({nan, 1, nan, 4}).reshape({1, 1, 2, 2}))).item<double>()));
+  const auto [nan_v, nan_i] = one(tensor<double>({nan, 1, nan, 4}).reshape({1, 1, 2, 2}));
+  CHECK(std::isnan(nan_v.item<double>()));
+  CHECK(nan_i.item<int64_t>() == 2);
   // Unbatched (C, H, W), samples (1, C, 2).
   const Tensor y0 = F::fractional_max_pool2d(
       x[0], F::FractionalMaxPool2dFuncOptions({2, 3}).output_size(F::IntArgs{4, 5})._random_samples(s.narrow(0, 0, 1)));
   CHECK(y0.equal(y[0]));
   // Drawn samples: seeded, and every window inside the input (the output_ratio form).
   manual_seed(5);
-  const Tensor a = F::fractional_max_pool2d(x, F::FractionalMaxPool2dFuncOptions(3).output_ratio(std::vector<double>{0.5}));
+  const auto [a, ai] = F::fractional_max_pool2d_with_indices(x, F::FractionalMaxPool2dFuncOptions(3).output_ratio(0.5));
   manual_seed(5);
-  CHECK(a.equal(F::fractional_max_pool2d(x, F::FractionalMaxPool2dFuncOptions(3).output_ratio(std::vector<double>{0.5}))));
+  CHECK(a.equal(F::fractional_max_pool2d(x, F::FractionalMaxPool2dFuncOptions(3).output_ratio(0.5))));
   CHECK(a.sizes() == Shape({3, 2, 4, 5}));
+  CHECK(ai.min().item<int64_t>() >= 0);
+  CHECK(ai.max().item<int64_t>() < 99);
+  CHECK(a.equal(x.flatten(2).gather(2, ai.flatten(2)).reshape(a.sizes())));
+  // As PyTorch's functional form: output_size wins over output_ratio; empty batches, channels
+  // and outputs give empty results.
+  CHECK(F::fractional_max_pool2d(x, F::FractionalMaxPool2dFuncOptions(2).output_size(F::IntArgs{3}).output_ratio(0.5))
+            .sizes() == Shape({3, 2, 3, 3}));
+  CHECK(F::fractional_max_pool2d(randn({0, 1, 4, 4}), F::FractionalMaxPool2dFuncOptions(2).output_size(F::IntArgs{2}))
+            .sizes() == Shape({0, 1, 2, 2}));
+  CHECK(F::fractional_max_pool2d(randn({0, 4, 4}), F::FractionalMaxPool2dFuncOptions(2).output_size(F::IntArgs{2}))
+            .sizes() == Shape({0, 2, 2}));
+  CHECK(F::fractional_max_pool2d(x, F::FractionalMaxPool2dFuncOptions(2).output_ratio(0.05)).sizes() ==
+        Shape({3, 2, 0, 0}));
   // The module: fixed samples give the functional form's values; f32 too.
   nn::FractionalMaxPool2d pool(nn::FractionalMaxPool2dOptions({2, 3}).output_size(F::IntArgs{4, 5})._random_samples(s));
   CHECK(pool(x).equal(y));
   CHECK(std::get<1>(pool->forward_with_indices(x)).equal(idx));
-  CHECK(pool(x.to(DType::F32)).sizes() == Shape({3, 2, 4, 5}));
+  // The samples are a buffer: listed, and moved with the module (they must have the input's dtype).
+  CHECK(pool->buffers().size() == 1);
+  CHECK_THROWS_WITH_AS(pool(x.to(DType::F32)), doctest::Contains("of the input's dtype f32"), Error);
+  pool->to(DType::F32);
+  CHECK(pool(x.to(DType::F32)).equal(F::fractional_max_pool2d(
+      x.to(DType::F32), F::FractionalMaxPool2dFuncOptions({2, 3}).output_size(F::IntArgs{4, 5})._random_samples(s.to(DType::F32)))));
   nn::FractionalMaxPool3d pool3(nn::FractionalMaxPool3dOptions(2).output_size(F::IntArgs{2}));
   CHECK(pool3(randn({1, 2, 4, 4, 4})).sizes() == Shape({1, 2, 2, 2, 2}));
 }
@@ -134,7 +165,7 @@ TEST_CASE("fractional_max_pool2d/3d: gradients to each window's winner, against 
   const Tensor x3 = (randperm(2 * 5 * 5 * 5, DType::F64).reshape({2, 5, 5, 5}) * 0.1).requires_grad_(true);
   const Tensor s3 = rand({1, 2, 3}, DType::F64);
   auto f3 = [&](const std::vector<Tensor>& v) {
-    return F::fractional_max_pool3d(v[0], F::FractionalMaxPool3dFuncOptions({2, 2, 3}).output_size(F::IntArgs{3})._random_samples(s3));
+    return F::fractional_max_pool3d(v[0], F::FractionalMaxPool3dFuncOptions({2, 2, 3}).output_size(F::IntArgs{3, 3, 2})._random_samples(s3));
   };
   CHECK_MESSAGE(autograd::gradcheck(f3, {x3}, {}, &why), why);
   // Overlapping windows: a winner of two windows gets both gradients.
@@ -145,31 +176,44 @@ TEST_CASE("fractional_max_pool2d/3d: gradients to each window's winner, against 
   CHECK(ones_in.grad().select(2, 1).select(2, 1).item<double>() == 4.0);
 }
 
+TEST_CASE("fractional_max_pool2d/3d: another policy's tensors (InferencePolicy: no layers)") {
+  const BasicTensor<InferencePolicy> x = randn<InferencePolicy>({1, 2, 5, 5});
+  const auto y = F::fractional_max_pool2d(x, F::FractionalMaxPool2dFuncOptions(2).output_size(F::IntArgs{3}));
+  CHECK(y.sizes() == Shape({1, 2, 3, 3}));
+  CHECK(F::fractional_max_pool3d(randn<InferencePolicy>({2, 5, 5, 5}), F::FractionalMaxPool3dFuncOptions(2).output_ratio(0.5))
+            .sizes() == Shape({2, 2, 2, 2}));
+}
+
 TEST_CASE("fractional_max_pool2d/3d: bad input is an ember::Error naming the op and the values") {
   const Tensor x = randn({1, 1, 10, 7});
   using O = F::FractionalMaxPool2dFuncOptions;
   CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(x, O(4).output_size(F::IntArgs{8, 5})),
                        doctest::Contains("[fractional_max_pool2d] kernel size 4 is too large for 8 outputs from input size 10 in dim 0"),
                        Error);
-  CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(x, O(2)), doctest::Contains("needs exactly one of output_size and output_ratio"),
-                       Error);
-  CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(x, O(2).output_size(F::IntArgs{2}).output_ratio(std::vector<double>{0.5})),
-                       doctest::Contains("needs exactly one"), Error);
-  CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(x, O(2).output_ratio(std::vector<double>{1.0})),
-                       doctest::Contains("output_ratio must be in (0, 1), got 1"), Error);
+  CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(x, O(2)), doctest::Contains("needs output_size or output_ratio"), Error);
+  CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(x, O(2).output_ratio(-0.5)),
+                       doctest::Contains("output_ratio must be finite and >= 0, got -0.5"), Error);
+  CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(x, O(2).output_ratio(1.0)), doctest::Contains("too large"), Error);
+  // 3-d takes PyTorch 1.13's strict bound: output + kernel - 1 < input.
+  CHECK_THROWS_WITH_AS(F::fractional_max_pool3d(randn({1, 1, 4, 4, 4}), F::FractionalMaxPool3dFuncOptions(2).output_size(F::IntArgs{3})),
+                       doctest::Contains("needs output + kernel - 1 < input"), Error);
   CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(randn({10, 7}), O(2).output_size(F::IntArgs{2})),
                        doctest::Contains("expects a 3-d or 4-d (batched) input, got shape [10, 7]"), Error);
   CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(ones({1, 1, 4, 4}, DType::I64), O(2).output_size(F::IntArgs{2})),
                        doctest::Contains("expects a floating input, got i64"), Error);
   CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(x, O(2).output_size(F::IntArgs{2})._random_samples(rand({1, 1, 3}))),
-                       doctest::Contains("_random_samples must be a floating tensor of shape [1, 1, 2]"), Error);
-  CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(x, O(2).output_size(F::IntArgs{2})._random_samples(full({1, 1, 2}, 1.0))),
-                       doctest::Contains("_random_samples must be in [0, 1), got 1"), Error);
+                       doctest::Contains("_random_samples must be a tensor of shape [1, 1, 2]"), Error);
+  CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(x, O(2).output_size(F::IntArgs{2})._random_samples(full({1, 1, 2}, 1.5))),
+                       doctest::Contains("_random_samples must be in [0, 1], got 1.5"), Error);
+  CHECK(F::fractional_max_pool2d(x, O(2).output_size(F::IntArgs{2})._random_samples(full({1, 1, 2}, 1.0))).sizes() ==
+        Shape({1, 1, 2, 2}));
   CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(x, O({2, 2, 2}).output_size(F::IntArgs{2})),
                        doctest::Contains("kernel_size must have 1 or 2 values, got 3"), Error);
-  CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(randn({1, 0, 4, 4}), O(2).output_size(F::IntArgs{2})),
-                       doctest::Contains("expects non-empty dims"), Error);
-  CHECK_THROWS_WITH_AS(nn::FractionalMaxPool2d(nn::FractionalMaxPool2dOptions(2).output_ratio(std::vector<double>{0.0})),
+  CHECK_THROWS_WITH_AS(F::fractional_max_pool2d(randn({1, 1, 0, 4}), O(2).output_size(F::IntArgs{2})),
+                       doctest::Contains("expects non-empty spatial dims"), Error);
+  CHECK_THROWS_WITH_AS(nn::FractionalMaxPool2d(nn::FractionalMaxPool2dOptions(2).output_size(F::IntArgs{2}).output_ratio(0.5)),
+                       doctest::Contains("[FractionalMaxPool2d] needs exactly one of output_size and output_ratio"), Error);
+  CHECK_THROWS_WITH_AS(nn::FractionalMaxPool2d(nn::FractionalMaxPool2dOptions(2).output_ratio(0.0)),
                        doctest::Contains("[FractionalMaxPool2d] output_ratio must be in (0, 1), got 0"), Error);
 }
 

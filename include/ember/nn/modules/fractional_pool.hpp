@@ -19,7 +19,7 @@ class BasicFractionalMaxPoolImpl : public Cloneable<BasicFractionalMaxPoolImpl<N
         options(o) {
     reset();
   }
-  /// Checks the options, as libtorch's reset().
+  /// Checks the options and registers _random_samples as a buffer, as libtorch's reset().
   void reset() override {
     const char* op = ND == 2 ? "FractionalMaxPool2d" : "FractionalMaxPool3d";
     EMBER_CHECK(options.output_size().has_value() != options.output_ratio().has_value(),
@@ -27,14 +27,16 @@ class BasicFractionalMaxPoolImpl : public Cloneable<BasicFractionalMaxPoolImpl<N
     if (options.output_ratio())
       for (double r : *options.output_ratio())
         EMBER_CHECK(r > 0 && r < 1, "[{}] output_ratio must be in (0, 1), got {}", op, r);
+    _random_samples = this->register_buffer("_random_samples", functional::detail::option_tensor<P>(options._random_samples()));
   }
   BasicTensor<P> forward(const BasicTensor<P>& x) { return std::get<0>(forward_with_indices(x)); }
   std::tuple<BasicTensor<P>, BasicTensor<P>> forward_with_indices(const BasicTensor<P>& x) {
     return functional::detail::fractional_max_pool(x, ND, options.kernel_size(), options.output_size(),
-                                                   options.output_ratio(), options._random_samples(),
+                                                   options.output_ratio(), Tensor(_random_samples.impl_ref()),
                                                    this->name().c_str());
   }
   FractionalMaxPoolOptions<ND> options;
+  BasicTensor<P> _random_samples;  ///< the options' samples as a buffer (moved by to()); undefined: drawn per call
 };
 using FractionalMaxPool2dImpl = BasicFractionalMaxPoolImpl<2>;
 using FractionalMaxPool3dImpl = BasicFractionalMaxPoolImpl<3>;
