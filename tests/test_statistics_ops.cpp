@@ -397,4 +397,58 @@ TEST_CASE("histogram: counts and bin edges as PyTorch's, weights, density, given
   CHECK_ERROR(histogram(x, tensor<float>({{0.0f, 1.0f}})), "[histogram]", "1-d");
 }
 
+TEST_CASE("histogramdd: counts and bin edges as PyTorch's, weights, density, given edges, refusals") {
+  // Every expected value is PyTorch 1.13's for the same call.
+  const Tensor x = tensor<float>({{0, 1}, {1, 2}, {2, 2}, {0.5, 1.5}, {3, 0}});
+  auto [h, e] = histogramdd(x, std::vector<int64_t>{2, 3});
+  CHECK(h.sizes() == Shape({2, 3}));
+  CHECK(values_of(h) == std::vector<double>{0, 1, 2, 1, 0, 1});
+  REQUIRE(e.size() == 2);
+  CHECK(values_of(e[0]) == std::vector<double>{0, 1.5, 3});
+  CHECK(same_values(values_of(e[1]), {0, 0.6667, 1.3333, 2}, 1e-4));
+  CHECK(h.dtype() == DType::F32);
+  // One count for every dim, a range, weights, density: [[0, 0.5], [0, 0.5]].
+  auto [hw, ew] = histogramdd(x, 2, std::vector<double>{0, 2, 0, 2}, tensor<float>({1, 2, 3, 4, 5}), true);
+  CHECK(values_of(hw) == std::vector<double>{0, 0.5, 0, 0.5});
+  CHECK(values_of(ew[1]) == std::vector<double>{0, 1, 2});
+  // Given edges: [[2], [3]].
+  auto [he, ee] = histogramdd(x, std::vector<Tensor>{tensor<float>({0, 1, 3}), tensor<float>({0, 2})});
+  CHECK(he.sizes() == Shape({2, 1}));
+  CHECK(values_of(he) == std::vector<double>{2, 3});
+  // No points: each range [0, 1]; one point: [v - 0.5, v + 0.5]; points of any batch shape.
+  auto [h0, e0] = histogramdd(zeros({0, 2}), 2);
+  CHECK(values_of(h0) == std::vector<double>{0, 0, 0, 0});
+  CHECK(values_of(e0[1]) == std::vector<double>{0, 0.5, 1});
+  auto [h1, e1] = histogramdd(tensor<float>({{1, 1}}), 2);
+  CHECK(values_of(h1) == std::vector<double>{0, 0, 0, 1});
+  CHECK(values_of(e1[0]) == std::vector<double>{0.5, 1, 1.5});
+  CHECK(histogramdd(tensor<float>({1, 1, 2, 3}).reshape({1, 2, 2}), 2).first.sizes() == Shape({2, 2}));
+  // Three coordinates against a reference count; a NaN coordinate leaves its point out (NumPy's
+  // rule, as Ember's histogram; PyTorch 1.13 counts it in a last bin).
+  manual_seed(3);
+  const Tensor p = rand({200, 3}, DType::F64);
+  auto [h3, e3] = histogramdd(p, std::vector<int64_t>{2, 3, 4}, std::vector<double>{0, 1, 0, 1, 0, 1});
+  std::vector<double> want(24, 0);
+  const std::vector<double> pv = values_of(p);
+  for (size_t i = 0; i < 200; ++i)
+    want[static_cast<size_t>(static_cast<int64_t>(pv[i * 3] * 2) * 12 + static_cast<int64_t>(pv[i * 3 + 1] * 3) * 4 +
+                             static_cast<int64_t>(pv[i * 3 + 2] * 4))] += 1;
+  CHECK(values_of(h3) == want);
+  auto [hn, en] = histogramdd(tensor<float>({{NAN, 1}, {0, 1}}), 2, std::vector<double>{0, 1, 0, 1});
+  CHECK(values_of(hn) == std::vector<double>{0, 1, 0, 0});
+  CHECK_ERROR(histogramdd(tensor<float>({1, 2}), 2), "[histogramdd]", "(*, D)", "[2]");
+  CHECK_ERROR(histogramdd(x, std::vector<int64_t>{2}), "[histogramdd]", "each of the 2 dims, got 1");
+  CHECK_ERROR(histogramdd(x, std::vector<int64_t>{2, 0}), "[histogramdd]", "bins must be positive, got 0 for dim 1");
+  CHECK_ERROR(histogramdd(x, 2, std::vector<double>{0, 1}), "[histogramdd]", "range has 4 values", "got 2");
+  CHECK_ERROR(histogramdd(x, 2, std::vector<double>{0, 1, 2, 1}), "[histogramdd]", "[2, 1] for dim 1");
+  CHECK_ERROR(histogramdd(tensor<float>({{1, NAN}}), 2), "[histogramdd]", "not finite");
+  CHECK_ERROR(histogramdd(x, 2, std::nullopt, ones({4})), "[histogramdd]", "weight has shape [4]", "[5]");
+  CHECK_ERROR(histogramdd(x, std::vector<Tensor>{tensor<float>({0, 1}), tensor<double>({0, 1})}), "[histogramdd]",
+              "dim 1", "f64");
+  CHECK_ERROR(histogramdd(x, std::vector<Tensor>{tensor<float>({0, 1}), tensor<float>({1, 0})}), "[histogramdd]",
+              "must not decrease");
+  CHECK_ERROR(histogramdd(x, std::vector<Tensor>{tensor<float>({0, 1})}), "[histogramdd]", "each of the 2 dims, got 1");
+  CHECK_ERROR(histogramdd(arange(4).reshape({2, 2}), 2), "[histogramdd]", "i64");
+}
+
 }  // namespace test_statistics_ops

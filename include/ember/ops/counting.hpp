@@ -1,5 +1,6 @@
 #pragma once
-/// Binning and counting, as libtorch's: searchsorted, bucketize, bincount, histc, histogram.
+/// Binning and counting, as libtorch's: searchsorted, bucketize, bincount, histc, histogram,
+/// histogramdd.
 ///
 ///   Tensor bin = bucketize(x, edges);            // the bucket of each x among sorted edges
 ///   Tensor n = bincount(labels, {}, classes);    // a count per class label
@@ -239,6 +240,51 @@ void check_histogram_input(const BasicTensor<P>& input) {
   EMBER_CHECK(input.dtype() == DType::F32 || input.dtype() == DType::F64,
               "[histogram] expects an f32 or f64 tensor, got {}", input.dtype());
 }
+/// The counting of histogram and histogramdd: n points of d coordinates each (row-major),
+/// edges[j] (bins[j] + 1 of them, non-decreasing) along coordinate j; a point outside them
+/// or with a NaN coordinate is left out (NumPy's rule); the last bin of each coordinate takes
+/// its right edge; weights (one per point) add instead of ones; density divides by the total
+/// and each bin's volume. The result is row-major over (bins[0], ..., bins[d - 1]).
+inline std::vector<double> count_in_bins(const double* points, int64_t n, int64_t d,
+                                         const std::vector<const double*>& edges, const std::vector<int64_t>& bins,
+                                         const double* weights, bool density, const char* op) {
+  int64_t cells = 1;
+  for (int64_t j = 0; j < d; ++j) {
+    const double* edge = edges[static_cast<size_t>(j)];
+    for (int64_t k = 0; k < bins[static_cast<size_t>(j)]; ++k)
+      EMBER_CHECK(edge[k] <= edge[k + 1], "[{}] bin edges must not decrease, got {} then {}", op, edge[k], edge[k + 1]);
+    cells *= bins[static_cast<size_t>(j)];
+  }
+  std::vector<double> hist(static_cast<size_t>(cells), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t cell = 0;
+    bool inside = true;
+    for (int64_t j = 0; j < d && inside; ++j) {
+      const double v = points[i * d + j];
+      const double* edge = edges[static_cast<size_t>(j)];
+      const int64_t nb = bins[static_cast<size_t>(j)];
+      inside = v >= edge[0] && v <= edge[nb];
+      // The last edge not above v (the last bin also takes its right edge).
+      if (inside) cell = cell * nb + std::min<int64_t>(search_position(edge, nb + 1, v, true) - 1, nb - 1);
+    }
+    if (inside) hist[static_cast<size_t>(cell)] += weights != nullptr ? weights[i] : 1.0;
+  }
+  if (density) {
+    double total = 0;
+    for (double h : hist) total += h;
+    for (int64_t c = 0; c < cells; ++c) {
+      double volume = 1;
+      for (int64_t j = d - 1, rest = c; j >= 0; --j) {
+        const int64_t nb = bins[static_cast<size_t>(j)], k = rest % nb;
+        volume *= edges[static_cast<size_t>(j)][k + 1] - edges[static_cast<size_t>(j)][k];
+        rest /= nb;
+      }
+      hist[static_cast<size_t>(c)] /= total * volume;
+    }
+  }
+  return hist;
+}
+
 /// torch::histogram's counting over given edges (non-decreasing; the last bin includes its
 /// right edge): values outside them and NaN are left out (NumPy's rule; PyTorch 1.13 counts
 /// a NaN in the last bin); weights add instead of ones;
@@ -257,23 +303,10 @@ std::pair<BasicTensor<P>, BasicTensor<P>> histogram_over(const BasicTensor<P>& i
   if (!x.defined()) x = host_values(input, true);
   const BasicTensor<P> e = host_values(edges, true);
   const BasicTensor<P> w = weight.defined() ? host_values(weight, true) : BasicTensor<P>();
-  const double* v = x.template data_ptr<double>();
-  const double* edge = e.template data_ptr<double>();
-  const int64_t bins = e.numel() - 1, n = x.numel();
-  for (int64_t k = 0; k < bins; ++k)
-    EMBER_CHECK(edge[k] <= edge[k + 1], "[{}] bin edges must not decrease, got {} then {}", op, edge[k], edge[k + 1]);
-  std::vector<double> hist(static_cast<size_t>(bins), 0.0);
-  for (int64_t i = 0; i < n; ++i) {
-    if (!(v[i] >= edge[0] && v[i] <= edge[bins])) continue;
-    // The last edge not above v (the last bin also takes its right edge).
-    const int64_t b = std::min<int64_t>(search_position(edge, bins + 1, v[i], true) - 1, bins - 1);
-    hist[static_cast<size_t>(b)] += w.defined() ? w.template data_ptr<double>()[i] : 1.0;
-  }
-  if (density) {
-    double total = 0;
-    for (double h : hist) total += h;
-    for (int64_t k = 0; k < bins; ++k) hist[static_cast<size_t>(k)] /= total * (edge[k + 1] - edge[k]);
-  }
+  const int64_t bins = e.numel() - 1;
+  std::vector<double> hist = count_in_bins(x.template data_ptr<double>(), x.numel(), 1,
+                                                 {e.template data_ptr<double>()}, {bins},
+                                                 w.defined() ? w.template data_ptr<double>() : nullptr, density, op);
   BasicTensor<P> h = from_blob<P>(hist.data(), {bins}, TensorOptions(DType::F64)).clone();
   return {h.to(input.device(), input.dtype()), edges.detach().clone()};
 }
@@ -328,6 +361,124 @@ std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input,
   EMBER_CHECK(bins.dtype() == input.dtype(), "[{}] bin edges are {} but the input is {}", op, bins.dtype(),
               input.dtype());
   return detail::histogram_over(input, BasicTensor<P>(), bins, weight, density);
+}
+
+namespace detail {
+/// histogramdd over given edges (each 1-d, >= 2 edges, the input's dtype and device).
+template <class P>
+std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd_over(const BasicTensor<P>& input,
+                                                                        std::vector<BasicTensor<P>> edges,
+                                                                        const BasicTensor<P>& weight, bool density) {
+  constexpr const char* op = "histogramdd";
+  const int64_t d = input.size(-1);
+  EMBER_CHECK(static_cast<int64_t>(edges.size()) == d, "[{}] expects bin edges for each of the {} dims, got {}", op, d,
+              edges.size());
+  const Shape points = Shape(IntArrayRef(input.sizes().data(), input.sizes().size() - 1));
+  EMBER_CHECK(!weight.defined() || weight.sizes() == points,
+              "[{}] weight has shape {} but expects one per point, shape {} (the input's without its last dim)", op,
+              weight.defined() ? weight.sizes() : Shape{}, points);
+  EMBER_CHECK(!weight.defined() || (weight.dtype() == input.dtype() && weight.device() == input.device()),
+              "[{}] weight ({} on {}) must match the input ({} on {})", op, weight.dtype(), weight.device(),
+              input.dtype(), input.device());
+  std::vector<BasicTensor<P>> host(edges.size());
+  std::vector<const double*> edge(edges.size());
+  std::vector<int64_t> bins(edges.size());
+  for (size_t j = 0; j < edges.size(); ++j) {
+    const BasicTensor<P>& e = edges[j];
+    EMBER_CHECK(e.defined() && e.dim() == 1 && e.numel() >= 2,
+                "[{}] bin edges of dim {} must be 1-d with at least 2 edges, got {}", op, j,
+                e.defined() ? fmt::format("shape {}", e.sizes()) : std::string("an undefined tensor"));
+    EMBER_CHECK(e.dtype() == input.dtype() && e.device() == input.device(),
+                "[{}] bin edges of dim {} ({} on {}) must match the input ({} on {})", op, j, e.dtype(), e.device(),
+                input.dtype(), input.device());
+    host[j] = host_values(e, true);
+    edge[j] = host[j].template data_ptr<double>();
+    bins[j] = e.numel() - 1;
+  }
+  const BasicTensor<P> x = host_values(input, true);
+  const BasicTensor<P> w = weight.defined() ? host_values(weight, true) : BasicTensor<P>();
+  std::vector<double> hist = count_in_bins(x.template data_ptr<double>(), d == 0 ? 0 : x.numel() / d, d, edge, bins,
+                                           w.defined() ? w.template data_ptr<double>() : nullptr, density, op);
+  const BasicTensor<P> h = from_blob<P>(hist.data(), Shape(IntArrayRef(bins.data(), bins.size())),
+                                        TensorOptions(DType::F64))
+                               .clone()
+                               .to(input.device(), input.dtype());
+  for (BasicTensor<P>& e : edges) e = e.detach().clone();
+  return {h, std::move(edges)};
+}
+template <class P>
+void check_histogramdd_input(const BasicTensor<P>& input) {
+  EMBER_CHECK(input.defined() && (input.dtype() == DType::F32 || input.dtype() == DType::F64),
+              "[histogramdd] expects an f32 or f64 tensor, got {}",
+              input.defined() ? dtype_name(input.dtype()) : std::string_view("an undefined tensor"));
+  EMBER_CHECK(input.dim() >= 2, "[histogramdd] expects points of D coordinates, shape (*, D), got shape {}",
+              input.sizes());
+}
+}  // namespace detail
+
+/// torch::histogramdd: a D-dimensional histogram of the points in `input` (*, D), bins[j]
+/// equal bins along coordinate j over range {min_0, max_0, min_1, max_1, ...} (the data's
+/// own range per coordinate without one, as histogram's); {counts (bins[0], ..., bins[D-1]),
+/// the D bin edges}. A point outside the range, or with a NaN coordinate, is left out.
+/// weight: one per point (the input's shape without its last dim); density: the counts
+/// integrate to 1.
+template <class P>
+std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd(const BasicTensor<P>& input,
+                                                                   const std::vector<int64_t>& bins,
+                                                                   std::optional<std::vector<double>> range = std::nullopt,
+                                                                   const BasicTensor<P>& weight = {},
+                                                                   bool density = false) {
+  constexpr const char* op = "histogramdd";
+  detail::check_histogramdd_input(input);
+  const int64_t d = input.size(-1);
+  EMBER_CHECK(static_cast<int64_t>(bins.size()) == d, "[{}] expects a bin count for each of the {} dims, got {}", op,
+              d, bins.size());
+  EMBER_CHECK(!range || static_cast<int64_t>(range->size()) == 2 * d,
+              "[{}] a {}-dimensional histogram's range has {} values (min and max per dim), got {}", op, d, 2 * d,
+              range ? range->size() : 0);
+  const BasicTensor<P> x = range || input.numel() == 0 ? BasicTensor<P>() : detail::host_values(input, true);
+  std::vector<BasicTensor<P>> edges;
+  for (int64_t j = 0; j < d; ++j) {
+    EMBER_CHECK(bins[static_cast<size_t>(j)] > 0, "[{}] bins must be positive, got {} for dim {}", op,
+                bins[static_cast<size_t>(j)], j);
+    double lo = 0, hi = 0;
+    if (range) {
+      lo = (*range)[static_cast<size_t>(2 * j)], hi = (*range)[static_cast<size_t>(2 * j + 1)];
+      EMBER_CHECK(lo <= hi, "[{}] the range's min must not exceed its max, got [{}, {}] for dim {}", op, lo, hi, j);
+    } else if (input.numel() > 0) {
+      // This coordinate of every point (NaN makes the range NaN: refused below).
+      const double* v = x.template data_ptr<double>();
+      std::vector<double> column(static_cast<size_t>(x.numel() / d));
+      for (size_t i = 0; i < column.size(); ++i) column[i] = v[static_cast<int64_t>(i) * d + j];
+      std::tie(lo, hi) = detail::value_range(column.data(), static_cast<int64_t>(column.size()));
+    } else {
+      hi = 1;
+    }
+    EMBER_CHECK(std::isfinite(lo) && std::isfinite(hi), "[{}] the range [{}, {}] of dim {} is not finite", op, lo, hi,
+                j);
+    if (lo == hi) lo -= 0.5, hi += 0.5;
+    edges.push_back(linspace<P>(lo, hi, bins[static_cast<size_t>(j)] + 1, TensorOptions(input.dtype())).to(input.device()));
+  }
+  return detail::histogramdd_over(input, std::move(edges), weight, density);
+}
+/// The same bin count for every coordinate.
+template <class P>
+std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd(const BasicTensor<P>& input, int64_t bins,
+                                                                   std::optional<std::vector<double>> range = std::nullopt,
+                                                                   const BasicTensor<P>& weight = {},
+                                                                   bool density = false) {
+  detail::check_histogramdd_input(input);
+  return histogramdd(input, std::vector<int64_t>(static_cast<size_t>(input.size(-1)), bins), std::move(range), weight,
+                     density);
+}
+/// Over given bin edges, one 1-d tensor per coordinate (non-decreasing, the input's dtype and device).
+template <class P>
+std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd(const BasicTensor<P>& input,
+                                                                   const std::vector<BasicTensor<P>>& bins,
+                                                                   const BasicTensor<P>& weight = {},
+                                                                   bool density = false) {
+  detail::check_histogramdd_input(input);
+  return detail::histogramdd_over(input, bins, weight, density);
 }
 
 template <class P>
