@@ -398,7 +398,7 @@ TEST_CASE("histogram: counts and bin edges as PyTorch's, weights, density, given
 }
 
 TEST_CASE("histogramdd: counts and bin edges as PyTorch's, weights, density, given edges, refusals") {
-  // Every expected value is PyTorch 1.13's for the same call.
+  // Every expected value is PyTorch 1.13's for the same call, but the NaN case (noted there).
   const Tensor x = tensor<float>({{0, 1}, {1, 2}, {2, 2}, {0.5, 1.5}, {3, 0}});
   auto [h, e] = histogramdd(x, std::vector<int64_t>{2, 3});
   CHECK(h.sizes() == Shape({2, 3}));
@@ -422,7 +422,14 @@ TEST_CASE("histogramdd: counts and bin edges as PyTorch's, weights, density, giv
   auto [h1, e1] = histogramdd(tensor<float>({{1, 1}}), 2);
   CHECK(values_of(h1) == std::vector<double>{0, 0, 0, 1});
   CHECK(values_of(e1[0]) == std::vector<double>{0.5, 1, 1.5});
-  CHECK(histogramdd(tensor<float>({1, 1, 2, 3}).reshape({1, 2, 2}), 2).first.sizes() == Shape({2, 2}));
+  CHECK(values_of(histogramdd(tensor<float>({1, 1, 2, 3}).reshape({1, 2, 2}), 2).first) == std::vector<double>{1, 0, 0, 1});
+  CHECK(values_of(histogramdd(tensor<float>({1, 1, 2, 3}).reshape({1, 2, 2}), 2, std::nullopt, tensor<float>({{2, 5}})).first) ==
+        std::vector<double>{2, 0, 0, 5});
+  // Density over bins of unequal widths (volumes 1 x 0.5, 1 x 1.5, 2 x 0.5, 2 x 1.5).
+  auto [hv, ev] = histogramdd(x, std::vector<Tensor>{tensor<float>({0, 1, 3}), tensor<float>({0, 0.5, 2})}, Tensor(), true);
+  CHECK(same_values(values_of(hv), {0, 0.26666668, 0.2, 0.13333334}, 1e-6));
+  // No coordinates: a 0-d count of the points (PyTorch's tensor(0.) for zeros(5, 0)).
+  CHECK(histogramdd(zeros({5, 0}), std::vector<int64_t>{}).first.dim() == 0);
   // Three coordinates against a reference count; a NaN coordinate leaves its point out (NumPy's
   // rule, as Ember's histogram; PyTorch 1.13 counts it in a last bin).
   manual_seed(3);
@@ -449,6 +456,10 @@ TEST_CASE("histogramdd: counts and bin edges as PyTorch's, weights, density, giv
               "must not decrease");
   CHECK_ERROR(histogramdd(x, std::vector<Tensor>{tensor<float>({0, 1})}), "[histogramdd]", "each of the 2 dims, got 1");
   CHECK_ERROR(histogramdd(arange(4).reshape({2, 2}), 2), "[histogramdd]", "i64");
+  CHECK_ERROR(histogramdd(tensor<float>({{0.5f, 0.5f, 0.5f}}), std::vector<int64_t>{1 << 21, 1 << 21, 1 << 22},
+                          std::vector<double>{0, 1, 0, 1, 0, 1}),
+              "[histogramdd]", "number of cells overflows");
+  CHECK_ERROR(histogramdd(x, 2, std::vector<double>{NAN, 1, 0, 1}), "[histogramdd]", "not finite");
 }
 
 }  // namespace test_statistics_ops

@@ -253,7 +253,11 @@ inline std::vector<double> count_in_bins(const double* points, int64_t n, int64_
     const double* edge = edges[static_cast<size_t>(j)];
     for (int64_t k = 0; k < bins[static_cast<size_t>(j)]; ++k)
       EMBER_CHECK(edge[k] <= edge[k + 1], "[{}] bin edges must not decrease, got {} then {}", op, edge[k], edge[k + 1]);
-    cells *= bins[static_cast<size_t>(j)];
+    // (a product past what a vector holds would be an out-of-bounds write below)
+    EMBER_CHECK(!__builtin_mul_overflow(cells, bins[static_cast<size_t>(j)], &cells) &&
+                    cells <= std::numeric_limits<int64_t>::max() / static_cast<int64_t>(sizeof(double)),
+                "[{}] the number of cells overflows: {} bins along dim {} after {} cells", op,
+                bins[static_cast<size_t>(j)], j, cells);
   }
   std::vector<double> hist(static_cast<size_t>(cells), 0.0);
   for (int64_t i = 0; i < n; ++i) {
@@ -328,7 +332,7 @@ std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input,
   BasicTensor<P> x;  // the input on the host, once, when the range comes from it
   if (range) {
     lo = range->first, hi = range->second;
-    EMBER_CHECK(lo <= hi, "[{}] the range's min must not exceed its max, got [{}, {}]", op, lo, hi);
+    EMBER_CHECK(!(lo > hi), "[{}] the range's min must not exceed its max, got [{}, {}]", op, lo, hi);
   } else if (input.numel() > 0) {
     x = detail::host_values(input, true);
     std::tie(lo, hi) = detail::value_range(x.template data_ptr<double>(), x.numel());
@@ -444,7 +448,8 @@ std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd(const BasicTe
     double lo = 0, hi = 0;
     if (range) {
       lo = (*range)[static_cast<size_t>(2 * j)], hi = (*range)[static_cast<size_t>(2 * j + 1)];
-      EMBER_CHECK(lo <= hi, "[{}] the range's min must not exceed its max, got [{}, {}] for dim {}", op, lo, hi, j);
+      EMBER_CHECK(!(lo > hi), "[{}] the range's min must not exceed its max, got [{}, {}] for dim {}", op, lo, hi,
+                  j);  // (NaN passes here, to be named "not finite" below)
     } else if (input.numel() > 0) {
       // This coordinate of every point (NaN makes the range NaN: refused below).
       const double* v = x.template data_ptr<double>();
