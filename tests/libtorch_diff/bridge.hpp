@@ -152,6 +152,7 @@ struct Result {
 ///   hardshrink softshrink (x; lambda)       tanhshrink logsigmoid (x)       threshold (x; threshold, value)
 ///   softmin (x; dim)       lp_pool1d (x; p, kernel, stride, ceil)       lp_pool2d (x; p, kernel h w, stride h w, ceil)
 ///   adaptive_avg_pool3d (x; out d h w)       adaptive_max_pool3d (x; out d h w) -> values, indices
+///   fractional_max_pool2d (x, samples (N, C, 2); kernel h w, out h w) -> values, indices
 ///   conv_transpose3d (x, w, b; stride, padding, output_padding (3 each), groups, dilation (3))
 ///   mha (q (L, N, E), k (S, N, kdim), v (S, N, vdim), w_q, w_k, w_v, in_proj_bias or empty, out_proj
 ///        weight, out_proj bias or empty, key_padding_mask (N, S) or empty, attn_mask (L, S) or empty,
@@ -196,6 +197,7 @@ struct Result {
 ///   linalg_lstsq (a, b; driver: 0 gelsy 1 gelsd 2 gels 3 gelss) -> solution, residuals
 ///   linalg_lu_factor (a) -> LU, pivots       linalg_lu (a) -> L, U       linalg_lu_U (a) -> U
 ///   linalg_lu_solve (a, b; left, adjoint): lu_factor(a), then lu_solve
+///   geqrf (a) -> packed QR, tau       householder_product (a, tau)       ormqr (a, tau, other; left, transpose)
 /// calls_arrange.cpp's (-9: no dim / no N; has_*: whether that optional operand follows):
 ///   movedim (x; n, sources..., destinations...)       rot90 (x; k, dim0, dim1)
 ///   roll_dims (x; shift0, shift1, dim0, dim1)       take_along_dim (x, indices; dim)
@@ -230,6 +232,7 @@ inline bool differentiable_input(const Call& c, size_t i) {
   if (op == "cross_entropy" || op == "nll_loss") return i == 0;
   if (op == "bce_with_logits" || op == "binary_cross_entropy") return i < 2;  // not weight nor pos_weight
   if (op == "multi_margin_loss" || op == "soft_margin_loss" || op == "hinge_embedding_loss") return i == 0;
+  if (op == "fractional_max_pool2d") return i == 0;  // not the samples (libtorch refuses their gradient)
   // q reaches the result only through the linear interpolation's weight (code 0).
   if (op == "quantile" || op == "nanquantile") return i == 0 || c.args.at(3) == 0;
   return true;

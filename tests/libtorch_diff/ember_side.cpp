@@ -638,6 +638,12 @@ Result named(const Call& c) {
     auto [q, r] = L::qr(x);
     return two({q, r});
   }
+  if (op == "geqrf") {
+    auto [qr, tau] = ember::geqrf(x);
+    return two({qr, tau});
+  }
+  if (op == "householder_product") return one(L::householder_product(x, in.at(1)));
+  if (op == "ormqr") return one(ember::ormqr(x, in.at(1), in.at(2), arg(0) != 0, arg(1) != 0));
   if (op == "linalg_lstsq") {
     static const char* const drivers[] = {"gelsy", "gelsd", "gels", "gelss"};
     auto [sol, res, rank, sv] = L::lstsq(x, in.at(1), std::nullopt, drivers[arg(0)]);
@@ -740,6 +746,12 @@ Result named(const Call& c) {
   if (op == "lp_pool2d") return one(F::lp_pool2d(x, c.args.at(0), ints(1, 2), ints(3, 2), arg(5) != 0));
   if (op == "adaptive_avg_pool3d") return one(F::adaptive_avg_pool3d(x, ints(0, 3)));
   if (op == "adaptive_max_pool3d") return two(F::adaptive_max_pool3d_with_indices(x, ints(0, 3)));
+  if (op == "fractional_max_pool2d") {
+    const std::vector<int64_t> a = ints(0, 4);
+    auto [v, i] = F::fractional_max_pool2d_with_indices(
+        x, F::FractionalMaxPool2dFuncOptions({a[0], a[1]}).output_size(F::IntArgs{a[2], a[3]})._random_samples(in.at(1)));
+    return two({v, i});
+  }
   if (op == "conv_transpose3d")
     return one(F::conv_transpose3d(x, in.at(1), bias(2), ints(0, 3), ints(3, 3), ints(6, 3), arg(9), ints(10, 3)));
   if (op == "max_unpool1d") {  // the kernel that makes `out` the default size at stride 1, as max_unpool2d's

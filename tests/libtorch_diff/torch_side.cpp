@@ -881,6 +881,9 @@ Result named(const Call& c) {
   if (op == "linalg_matrix_rank") return one(at::linalg_matrix_rank(x, c10::optional<double>(), c10::optional<double>(), false));
   if (op == "linalg_svdvals") return one(at::linalg_svdvals(x));
   if (op == "linalg_qr") return two(at::linalg_qr(x));
+  if (op == "geqrf") return two(at::geqrf(x));
+  if (op == "householder_product") return one(at::linalg_householder_product(x, in.at(1)));
+  if (op == "ormqr") return one(at::ormqr(x, in.at(1), in.at(2), arg(0) != 0, arg(1) != 0));
   if (op == "linalg_lstsq") {
     static const char* const drivers[] = {"gelsy", "gelsd", "gels", "gelss"};
     auto r = at::linalg_lstsq(x, in.at(1), c10::nullopt, c10::string_view(drivers[arg(0)]));
@@ -991,6 +994,10 @@ Result named(const Call& c) {
   }
   if (op == "adaptive_avg_pool3d") return one(at::adaptive_avg_pool3d(x, ints(0, 3)));
   if (op == "adaptive_max_pool3d") return two(at::adaptive_max_pool3d(x, ints(0, 3)));
+  if (op == "fractional_max_pool2d") {
+    const std::vector<int64_t> a = ints(0, 4);
+    return two(at::fractional_max_pool2d(x, {a[0], a[1]}, {a[2], a[3]}, in.at(1)));
+  }
   if (op == "conv_transpose3d")
     return one(at::conv_transpose3d(x, in.at(1), bias(2), ints(0, 3), ints(3, 3), ints(6, 3), arg(9), ints(10, 3)));
   if (op == "max_unpool1d")
