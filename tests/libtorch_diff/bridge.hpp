@@ -152,6 +152,7 @@ struct Result {
 ///   hardshrink softshrink (x; lambda)       tanhshrink logsigmoid (x)       threshold (x; threshold, value)
 ///   softmin (x; dim)       lp_pool1d (x; p, kernel, stride, ceil)       lp_pool2d (x; p, kernel h w, stride h w, ceil)
 ///   adaptive_avg_pool3d (x; out d h w)       adaptive_max_pool3d (x; out d h w) -> values, indices
+///   histogram histogramdd (x[, weight]; bins, has range, min, max (each dim), density) -> counts, (first) edges
 ///   fractional_max_pool2d (x, samples (N, C, 2); kernel h w, out h w) -> values, indices
 ///   conv_transpose3d (x, w, b; stride, padding, output_padding (3 each), groups, dilation (3))
 ///   mha (q (L, N, E), k (S, N, kdim), v (S, N, vdim), w_q, w_k, w_v, in_proj_bias or empty, out_proj

@@ -8,9 +8,7 @@
 
 #include "harness.hpp"
 
-#include <algorithm>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace ediff {
@@ -95,24 +93,6 @@ void decomposition_calls(Report& rep, const std::string& filter) {
       named_call(rep, filter, "linalg_svdvals", {m}, {}, true, true);
       named_call(rep, filter, "linalg_pinv", {m}, {0}, true, true);
       named_call(rep, filter, "linalg_qr", {m}, {}, true, true);  // Householder's signs: as LAPACK's
-      // LAPACK's packed form and its products: geqrf (not differentiable), householder_product
-      // (m >= n) and ormqr's four forms, with k = min(m, n) or fewer reflectors.
-      const int64_t rows = shape[shape.size() - 2], cols = shape.back(), k = std::min(rows, cols) - (t == DT::F64 ? 1 : 0);
-      std::vector<int64_t> tau_shape(shape.begin(), shape.end() - 1);
-      tau_shape.back() = k;
-      const Buf tau = random_buf(t, tau_shape, {0.5, 1.8}, false);
-      named_call(rep, filter, "geqrf", {m}, {}, true, false);
-      if (rows >= cols) named_call(rep, filter, "householder_product", {m, tau}, {}, true, true);
-      std::vector<int64_t> other_shape = shape;
-      other_shape.back() = 2;
-      for (int left : {0, 1})
-        for (int transpose : {0, 1}) {
-          std::vector<int64_t> o = other_shape;
-          if (!left) std::swap(o[o.size() - 1], o[o.size() - 2]);
-          // (values only: libtorch 1.13 has no ormqr derivative; Ember's is gradchecked in
-          // tests/test_householder.cpp)
-          named_call(rep, filter, "ormqr", {m, tau, random_operand(t, o)}, {d(left), d(transpose)}, true, false);
-        }
       named_call(rep, filter, "linalg_lstsq", {m, random_operand(t, {shape[shape.size() - 2]})}, {1}, true, false);
       for (const char* lu_op : {"linalg_lu_factor", "linalg_lu", "linalg_lu_U"})
         named_call(rep, filter, lu_op, {m}, {}, true, true);

@@ -87,14 +87,6 @@ void more_nn_calls(Report& rep, const std::string& filter) {
       const std::vector<double> out3 = {d(pick(1, 4)), d(pick(1, 4)), d(pick(1, 4))};
       named_call(rep, filter, "adaptive_avg_pool3d", {x3}, out3, false, true);
       named_call(rep, filter, "adaptive_max_pool3d", {x3}, out3, false, true);
-      // Fractional max pooling with given samples (N, C, 2), in x's dtype: kernel, output size
-      // within input - kernel + 1 (and beyond: refused alike).
-      const int fh = pick(2, 7), fw = pick(2, 7), fkh = pick(1, 2), fkw = pick(1, 3);
-      const Buf xf = random_buf(t, {2, C, fh, fw}, {-2, 2}, false);
-      const Buf samples = random_buf(t, {2, C, 2}, {0, 0.999}, false);
-      named_call(rep, filter, "fractional_max_pool2d", {xf, samples},
-                 {d(fkh), d(fkw), d(pick(1, std::max(1, fh - fkh + 1))), d(pick(1, fw - fkw + 1 + (n % 7 == 0 ? 1 : 0)))},
-                 false, true);
       // conv_transpose3d: weight (C_in, C_out / groups, k...); output_padding < stride or dilation.
       const int groups = pick(1, 2), ci = C * groups, co = pick(1, 2) * groups, st = pick(1, 2), dil = pick(1, 2);
       const Buf xt = random_buf(t, {1, ci, pick(1, 4), pick(1, 4), pick(1, 4)}, {-2, 2}, false);

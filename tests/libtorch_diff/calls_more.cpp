@@ -10,6 +10,8 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
+#include <tuple>
 
 namespace ediff {
 namespace {
@@ -428,6 +430,70 @@ void optimizer_calls(Report& rep, const std::string& filter) {
       const std::vector<double> adagrad = {lr, any({0.0, 0.1}), wd, any({0.0, 0.1}), any({1e-10, 1e-3})};
       named_call(rep, filter, "adagrad", {param, grads}, adagrad, true, false);
     }
+  }
+}
+
+/// Ops added after the families above were drawn, each family on its own random stream (so
+/// that adding them changed no other call's inputs): geqrf, householder_product, ormqr,
+/// fractional_max_pool2d with given samples, histogram and histogramdd.
+void late_op_calls(Report& rep, const std::string& filter) {
+  reseed("householder");
+  for (DT t : {DT::F32, DT::F64}) {
+    for (auto shape : {std::vector<int64_t>{2, 5, 3}, std::vector<int64_t>{2, 3, 5}, std::vector<int64_t>{4, 4}}) {
+      // LAPACK's packed form and its products: geqrf (not differentiable), householder_product
+      // (m >= n) and ormqr's four forms, with k = min(m, n) or fewer reflectors.
+      const Buf m = random_operand(t, shape);
+      const int64_t rows = shape[shape.size() - 2], cols = shape.back(), k = std::min(rows, cols) - (t == DT::F64 ? 1 : 0);
+      std::vector<int64_t> tau_shape(shape.begin(), shape.end() - 1);
+      tau_shape.back() = k;
+      const Buf tau = random_buf(t, tau_shape, {0.5, 1.8}, false);
+      named_call(rep, filter, "geqrf", {m}, {}, true, false);
+      if (rows >= cols) named_call(rep, filter, "householder_product", {m, tau}, {}, true, true);
+      std::vector<int64_t> other_shape = shape;
+      other_shape.back() = 2;
+      for (int left : {0, 1})
+        for (int transpose : {0, 1}) {
+          std::vector<int64_t> o = other_shape;
+          if (!left) std::swap(o[o.size() - 1], o[o.size() - 2]);
+          // (values only: libtorch 1.13 has no ormqr derivative; Ember's is gradchecked in
+          // tests/test_householder.cpp)
+          named_call(rep, filter, "ormqr", {m, tau, random_operand(t, o)}, {d(left), d(transpose)}, true, false);
+        }
+    }
+  }
+  reseed("fractional pooling");
+  for (DT t : {DT::F32, DT::F64}) {
+    for (int n = 0; n < 30; ++n) {
+      // Given samples (N, C, 2) in x's dtype; output sizes within input - kernel + 1, and
+      // beyond (refused alike).
+      const int C = pick(1, 3), fh = pick(2, 7), fw = pick(2, 7), fkh = pick(1, 2), fkw = pick(1, 3);
+      const Buf xf = random_buf(t, {2, C, fh, fw}, {-2, 2}, false);
+      const Buf samples = random_buf(t, {2, C, 2}, {0, 0.999}, false);
+      named_call(rep, filter, "fractional_max_pool2d", {xf, samples},
+                 {d(fkh), d(fkw), d(pick(1, std::max(1, fh - fkh + 1))), d(pick(1, fw - fkw + 1 + (n % 7 == 0 ? 1 : 0)))},
+                 false, true);
+    }
+  }
+  reseed("histogram");
+  for (DT t : kAllDT) {
+    // histogram (bins, with a range, min, max, density) and histogramdd (the same for every
+    // dim) -> counts, (first) edges; without NaN (PyTorch 1.13 counts it in a last bin, Ember
+    // leaves it out, as NumPy). Weights: a second operand.
+    const Buf samples = random_buf(t, {40}, {-3, 3}, false);
+    const Buf points = random_buf(t, {12, 3}, {-3, 3}, false), weights = random_buf(t, {12}, {0, 2}, false);
+    for (auto [bins, ranged, lo, hi, density] :
+         {std::tuple{4, 0, 0.0, 0.0, 0}, {3, 1, -1.0, 2.0, 0}, {5, 1, -2.0, 2.0, 1}, {1, 0, 0.0, 0.0, 1}, {2, 1, 1.0, 1.0, 0}}) {
+      const std::vector<double> a = {d(bins), d(ranged), lo, hi, d(density)};
+      named_call(rep, filter, "histogram", {samples}, a, false, false);
+      named_call(rep, filter, "histogram", {points, random_buf(t, {12, 3}, {0, 2}, false)}, a, false, false);
+      named_call(rep, filter, "histogramdd", {points}, a, false, false);
+      named_call(rep, filter, "histogramdd", {points, weights}, a, false, false);
+    }
+    named_call(rep, filter, "histogramdd", {random_buf(t, {0, 2}, {-1, 1}, false)}, {2, 0, 0, 0, 0}, false, false);
+    named_call(rep, filter, "histogramdd", {random_buf(t, {2, 2, 2}, {-1, 1}, false)}, {2, 0, 0, 0, 0}, false, false);
+    named_call(rep, filter, "histogram", {samples}, {0, 0, 0, 0, 0}, false, false);        // bins: refused
+    named_call(rep, filter, "histogramdd", {samples}, {2, 0, 0, 0, 0}, false, false);      // 1-d: refused
+    named_call(rep, filter, "histogramdd", {points}, {2, 1, 1.0, -1.0, 0}, false, false);  // min > max
   }
 }
 

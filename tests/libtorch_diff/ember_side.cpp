@@ -773,6 +773,20 @@ Result named(const Call& c) {
     if (op == "bucketize") return one(ember::bucketize(x, in.at(1), false, arg(0) != 0));
     if (op == "bincount") return one(ember::bincount(x, in.size() > 1 ? in.at(1) : ember::Tensor(), arg(0)));
     if (op == "histc") return one(ember::histc(x, arg(0), c.args.at(1), c.args.at(2)));
+    if (op == "histogram") {
+      std::optional<std::pair<double, double>> range;
+      if (arg(1) != 0) range = std::pair{c.args.at(2), c.args.at(3)};
+      return two(ember::histogram(x, arg(0), range, in.size() > 1 ? in.at(1) : ember::Tensor(), arg(4) != 0));
+    }
+    if (op == "histogramdd") {
+      std::optional<std::vector<double>> range;
+      if (arg(1) != 0) {
+        range.emplace();
+        for (int64_t j = 0; j < x.size(-1); ++j) range->insert(range->end(), {c.args.at(2), c.args.at(3)});
+      }
+      auto [h, edges] = ember::histogramdd(x, arg(0), range, in.size() > 1 ? in.at(1) : ember::Tensor(), arg(4) != 0);
+      return two({h, edges.empty() ? ember::Tensor() : edges[0]});
+    }
     if (op == "median" || op == "nanmedian") {
       const bool nan = op == "nanmedian";
       if (arg(0) == -9) return one(nan ? ember::nanmedian(x) : ember::median(x));

@@ -69,6 +69,7 @@ void layer_calls(Report& rep, const std::string& filter);
 void rnn_calls(Report& rep, const std::string& filter);
 void python_composite_calls(Report& rep, const std::string& filter);
 void optimizer_calls(Report& rep, const std::string& filter);
+void late_op_calls(Report& rep, const std::string& filter);
 /// calls_linalg.cpp.
 void linalg_calls(Report& rep, const std::string& filter);
 void more_nn_calls(Report& rep, const std::string& filter);

@@ -302,6 +302,10 @@ inline const char* known_call(const Call& c, const std::string& category, const 
       ember.error.find("is not a value of the tensor's dtype") != std::string::npos)
     return "index_add with an alpha the integer or bool tensor cannot hold (0.5, or 2 for bool): libtorch converts "
            "it silently (0.5 -> 0); Ember refuses, as its add does";
+  if (category == "accept" && !ember.ok && torch.ok && (c.op == "histogram" || c.op == "histogramdd") &&
+      (c.ins.at(0).dt == DT::F16 || c.ins.at(0).dt == DT::BF16))
+    return "histogram/histogramdd of f16 or bf16: Ember refuses (edges in so few bits collapse; PyTorch 1.13's own "
+           "CPU kernels refuse Half); libtorch's C++ op computes them here";
   if (category == "shape" && v1() && c.op == "unique" && c.ins.at(0).dt == DT::BF16 && t_has_both_zeros(torch))
     return "libtorch 1.13's bf16 unique keeps -0 and +0 apart (its f32 unique merges them, as Ember does for every "
            "dtype)";

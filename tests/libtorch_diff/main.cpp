@@ -1074,6 +1074,7 @@ int main(int argc, char** argv) {
   ediff::rnn_calls(rep, filter);
   ediff::python_composite_calls(rep, filter);
   ediff::optimizer_calls(rep, filter);
+  ediff::late_op_calls(rep, filter);
   ediff::linalg_calls(rep, filter);
   ediff::more_nn_calls(rep, filter);
   ediff::attention_calls(rep, filter);

@@ -1016,6 +1016,16 @@ Result named(const Call& c) {
     if (op == "bincount")
       return one(at::bincount(x, in.size() > 1 ? c10::optional<at::Tensor>(in.at(1)) : c10::optional<at::Tensor>(), arg(0)));
     if (op == "histc") return one(at::histc(x, arg(0), c.args.at(1), c.args.at(2)));
+    if (op == "histogram" || op == "histogramdd") {
+      std::vector<double> range;
+      const int64_t dims = op == "histogram" ? 1 : x.size(-1);
+      for (int64_t j = 0; j < dims && arg(1) != 0; ++j) range.insert(range.end(), {c.args.at(2), c.args.at(3)});
+      const c10::optional<at::ArrayRef<double>> r = arg(1) != 0 ? c10::optional<at::ArrayRef<double>>(range) : c10::nullopt;
+      const c10::optional<at::Tensor> w = in.size() > 1 ? c10::optional<at::Tensor>(in.at(1)) : c10::nullopt;
+      if (op == "histogram") return two(at::histogram(x, arg(0), r, w, arg(4) != 0));
+      auto [h, edges] = at::histogramdd(x, arg(0), r, w, arg(4) != 0);
+      return two(std::make_tuple(h, edges.empty() ? at::Tensor() : edges[0]));
+    }
     if (op == "median" || op == "nanmedian") {
       const bool nan = op == "nanmedian";
       if (arg(0) == -9) return one(nan ? at::nanmedian(x) : at::median(x));
