@@ -339,6 +339,12 @@ TEST_CASE("bincount and histc") {
   // 2053 both round to 2052): the bins of [2051, 2053] in f64, not a division by zero; a
   // value f64 itself cannot widen is refused.
   CHECK(values_of(histc(full({2}, 2052.0, DType::F16), 3)) == std::vector<double>{0, 2, 0});
+  // The order of the steps: (x - min) / (max - min) * bins, each rounded to the dtype, as
+  // PyTorch 1.13's bf16 kernel ([1, 0, 0, 0, 0, 0, 2]; 2.078125 sits at 5.976 of 7 bins,
+  // which bf16 rounds to 6; multiplying first gives 5.969). f32: [1, 0, 0, 0, 0, 1, 1].
+  const Tensor edge = tensor<float>({-2.296875f, 2.078125f, 2.828125f});
+  CHECK(values_of(histc(edge.to(DType::BF16), 7)) == std::vector<double>{1, 0, 0, 0, 0, 0, 2});
+  CHECK(values_of(histc(edge, 7)) == std::vector<double>{1, 0, 0, 0, 0, 1, 1});
   CHECK_ERROR(histc(full({2}, 1e300, DType::F64), 3), "[histc]", "empty");
   Tensor many = histc(tensor<float>({0.25f, 0.75f}).to(DType::F16), 70000, 0, 1);  // more bins than f16 holds
   CHECK(many.select(0, 17500).item<double>() == 1);
