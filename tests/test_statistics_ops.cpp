@@ -418,9 +418,13 @@ TEST_CASE("histogramdd: counts and bin edges as PyTorch's, weights, density, giv
   CHECK(values_of(hw) == std::vector<double>{0, 0.5, 0, 0.5});
   CHECK(values_of(ew[1]) == std::vector<double>{0, 1, 2});
   // Given edges: [[2], [3]].
-  auto [he, ee] = histogramdd(x, std::vector<Tensor>{tensor<float>({0, 1, 3}), tensor<float>({0, 2})});
+  std::vector<Tensor> given{tensor<float>({0, 1, 3}), tensor<float>({0, 2})};
+  auto [he, ee] = histogramdd(x, given);
   CHECK(he.sizes() == Shape({2, 1}));
   CHECK(values_of(he) == std::vector<double>{2, 3});
+  // The edges returned are copies: the caller's tensors stay theirs (as PyTorch's).
+  given[0].fill_(7.0);
+  CHECK(values_of(ee[0]) == std::vector<double>{0, 1, 3});
   // No points: each range [0, 1]; one point: [v - 0.5, v + 0.5]; points of any batch shape.
   auto [h0, e0] = histogramdd(zeros({0, 2}), 2);
   CHECK(values_of(h0) == std::vector<double>{0, 0, 0, 0});

@@ -370,11 +370,14 @@ std::pair<BasicTensor<P>, BasicTensor<P>> histogram(const BasicTensor<P>& input,
 }
 
 namespace detail {
-/// histogramdd over given edges (each 1-d, >= 2 edges, the input's dtype and device).
+/// histogramdd over given edges (each 1-d, >= 2 edges, the input's dtype and device). `x` is
+/// the input's values on the host in f64 (host_values), when the caller has them; `own_edges`:
+/// the caller made the edges for this call (returned as they are, not copied).
 template <class P>
-std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd_over(const BasicTensor<P>& input,
+std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd_over(const BasicTensor<P>& input, BasicTensor<P> x,
                                                                         std::vector<BasicTensor<P>> edges,
-                                                                        const BasicTensor<P>& weight, bool density) {
+                                                                        const BasicTensor<P>& weight, bool density,
+                                                                        bool own_edges) {
   constexpr const char* op = "histogramdd";
   const int64_t d = input.size(-1);
   EMBER_CHECK(static_cast<int64_t>(edges.size()) == d, "[{}] expects bin edges for each of the {} dims, got {}", op, d,
@@ -401,7 +404,7 @@ std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd_over(const Ba
     edge[j] = host[j].template data_ptr<double>();
     bins[j] = e.numel() - 1;
   }
-  const BasicTensor<P> x = host_values(input, true);
+  if (!x.defined()) x = host_values(input, true);
   const BasicTensor<P> w = weight.defined() ? host_values(weight, true) : BasicTensor<P>();
   std::vector<double> hist = count_in_bins(x.template data_ptr<double>(), d == 0 ? 0 : x.numel() / d, d, edge, bins,
                                            w.defined() ? w.template data_ptr<double>() : nullptr, density, op);
@@ -409,7 +412,8 @@ std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd_over(const Ba
                                         TensorOptions(DType::F64))
                                .clone()
                                .to(input.device(), input.dtype());
-  for (BasicTensor<P>& e : edges) e = e.detach().clone();
+  if (!own_edges)
+    for (BasicTensor<P>& e : edges) e = e.detach().clone();
   return {h, std::move(edges)};
 }
 template <class P>
@@ -442,7 +446,7 @@ std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd(const BasicTe
   EMBER_CHECK(!range || static_cast<int64_t>(range->size()) == 2 * d,
               "[{}] a {}-dimensional histogram's range has {} values (min and max per dim), got {}", op, d, 2 * d,
               range ? range->size() : 0);
-  const BasicTensor<P> x = range || input.numel() == 0 ? BasicTensor<P>() : detail::host_values(input, true);
+  BasicTensor<P> x = range || input.numel() == 0 ? BasicTensor<P>() : detail::host_values(input, true);
   std::vector<BasicTensor<P>> edges;
   for (int64_t j = 0; j < d; ++j) {
     EMBER_CHECK(bins[static_cast<size_t>(j)] > 0, "[{}] bins must be positive, got {} for dim {}", op,
@@ -466,7 +470,7 @@ std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd(const BasicTe
     if (lo == hi) lo -= 0.5, hi += 0.5;
     edges.push_back(linspace<P>(lo, hi, bins[static_cast<size_t>(j)] + 1, TensorOptions(input.dtype())).to(input.device()));
   }
-  return detail::histogramdd_over(input, std::move(edges), weight, density);
+  return detail::histogramdd_over(input, std::move(x), std::move(edges), weight, density, /*own_edges=*/true);
 }
 /// The same bin count for every coordinate.
 template <class P>
@@ -485,7 +489,7 @@ std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd(const BasicTe
                                                                    const BasicTensor<P>& weight = {},
                                                                    bool density = false) {
   detail::check_histogramdd_input(input);
-  return detail::histogramdd_over(input, bins, weight, density);
+  return detail::histogramdd_over(input, BasicTensor<P>(), bins, weight, density, /*own_edges=*/false);
 }
 
 template <class P>
