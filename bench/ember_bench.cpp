@@ -324,6 +324,8 @@ std::vector<Workload> workloads() {
                           std::pair{"transformer_small_step", &bench::nn_workloads::transformer_small_step}})
     w.push_back({name, Kind::Throughput, "steps/s", 1e9, true, fn});
   w.push_back({"mlp_infer_b1", Kind::Overhead, "us", 0, true, bench::nn_workloads::mlp_infer_b1});
+  w.push_back({"mlp_infer_b1_inference_policy", Kind::Overhead, "us", 0, true,
+               bench::nn_workloads::mlp_infer_b1_inference_policy});
   // The same two under bf16 autocast (libtorch: at::autocast with the CPU dtype bf16).
   w.push_back({"transformer_small_step_bf16", Kind::Throughput, "steps/s", 1e9, true,
                bench::nn_workloads::transformer_small_step_bf16});

@@ -32,13 +32,23 @@ struct AutocastScope {
 
 RunFn make_nn(const std::string& name) {
   namespace tn = torch::nn;
-  if (name == "mlp_robotics_step" || name == "mlp_infer_b1" || name == "mlp_infer_b1_bf16") {
+  if (name == "mlp_robotics_step" || name == "mlp_infer_b1" || name == "mlp_infer_b1_bf16" ||
+      name == "mlp_infer_b1_inference_policy") {
     torch::manual_seed(1);
     auto net = std::make_shared<tn::Sequential>(tn::Linear(64, 256), tn::ReLU(), tn::Linear(256, 256), tn::ReLU(),
                                                 tn::Linear(256, 8));
     if (name != "mlp_robotics_step") {
       auto x = std::make_shared<torch::Tensor>(torch::randn({1, 64}));
       const bool bf16 = name == "mlp_infer_b1_bf16";
+      if (name == "mlp_infer_b1_inference_policy") {
+        return [net, x](int64_t iters) {
+          c10::InferenceMode guard;  // no autograd bookkeeping at all (Ember: InferencePolicy)
+          for (int64_t i = 0; i < iters; ++i) {
+            torch::Tensor y = (*net)->forward(*x);
+            escape(y.data_ptr());
+          }
+        };
+      }
       return [net, x, bf16](int64_t iters) {
         torch::NoGradGuard ng;
         AutocastScope autocast(bf16);

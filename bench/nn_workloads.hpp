@@ -130,6 +130,27 @@ inline RunFn mlp_infer(bool bf16) {
     }
   };
 }
+/// The same MLP (the same weights) built for InferencePolicy, as an embedded deployment would:
+/// no layer on the op path (no autograd, autocast or profiler checks). libtorch's twin runs
+/// under InferenceMode, its lightest form of inference.
+inline RunFn mlp_infer_b1_inference_policy(int) {
+  using IP = InferencePolicy;
+  struct S {
+    std::shared_ptr<nn::BasicSequentialImpl<IP>> net = std::make_shared<nn::BasicSequentialImpl<IP>>(
+        std::make_shared<nn::BasicLinearImpl<IP>>(64, 256), std::make_shared<nn::BasicReLUImpl<IP>>(),
+        std::make_shared<nn::BasicLinearImpl<IP>>(256, 256), std::make_shared<nn::BasicReLUImpl<IP>>(),
+        std::make_shared<nn::BasicLinearImpl<IP>>(256, 8));
+    BasicTensor<IP> x = randn<IP>({1, 64});
+  };
+  manual_seed(5);
+  auto s = std::make_shared<S>();
+  return [s](int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      BasicTensor<IP> y = s->net->forward(s->x);
+      escape(y.raw_data());
+    }
+  };
+}
 inline RunFn mlp_infer_b1(int) { return mlp_infer(false); }
 inline RunFn mlp_infer_b1_bf16(int) { return mlp_infer(true); }
 

@@ -32,6 +32,7 @@
 #include <ember/ops/counting.hpp>
 #include <ember/linalg.hpp>
 #include <ember/autograd/tensor_autograd.hpp>
+#include <ember/core/to_policy.hpp>
 #include <ember/runtime/log.hpp>
 #include <ember/runtime/threading.hpp>
 

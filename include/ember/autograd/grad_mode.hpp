@@ -4,8 +4,13 @@
 /// Each thread starts with grad mode on, inference mode and anomaly detection off.
 
 #include <ember/core/storage.hpp>
+#include <ember/dispatch/policy.hpp>
+
+#include <type_traits>
 
 namespace ember::autograd {
+
+struct Autograd;  // the layer (autograd/layer.hpp)
 
 namespace detail {
 struct ThreadModes {
@@ -79,6 +84,27 @@ class DetectAnomalyGuard {
  private:
   bool prev_;
 };
+
+namespace detail {
+template <class P>
+constexpr bool has_autograd() {
+  return ember::detail::has_layer<Autograd, typename P::layers>::value;
+}
+/// Grad mode as the ops of policy P see it: off, known at compile time, for a policy without
+/// the Autograd layer (nothing can record; generic code then reads no thread-local state and
+/// an inference program links no autograd symbol).
+template <class P>
+bool grad_enabled() {
+  if constexpr (has_autograd<P>()) return GradMode::is_enabled();
+  else return false;
+}
+struct NoGuard {
+  NoGuard() noexcept {}  // user-provided: a guard variable is not "unused" (-Wunused-variable)
+};
+/// NoGradGuard in code generic over the policy: nothing at all where P records nothing.
+template <class P>
+using NoGradGuardFor = std::conditional_t<has_autograd<P>(), NoGradGuard, NoGuard>;
+}  // namespace detail
 
 }  // namespace ember::autograd
 

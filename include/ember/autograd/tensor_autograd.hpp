@@ -16,10 +16,6 @@ namespace ember {
 
 namespace autograd::detail {
 template <class P>
-constexpr bool has_autograd() {
-  return ember::detail::has_layer<Autograd, typename P::layers>::value;
-}
-template <class P>
 void require_autograd() {
   static_assert(has_autograd<P>(), "this policy has no autograd::Autograd layer: it cannot record gradients");
 }
@@ -71,7 +67,7 @@ void BasicTensor<P>::zero_grad(bool set_to_none) {
   if (set_to_none) {
     m->grad.reset();
   } else {
-    autograd::NoGradGuard ng;
+    autograd::detail::NoGradGuardFor<P> ng;
     BasicTensor(m->grad).zero_();
   }
 }
@@ -111,7 +107,12 @@ bool BasicTensor<P>::retains_grad() const {
 
 template <class P>
 BasicTensor<P> BasicTensor<P>::detach() const {
-  return BasicTensor(autograd::detached(impl()));
+  if constexpr (autograd::detail::has_autograd<P>()) {
+    return BasicTensor(autograd::detached(impl()));
+  } else {  // no autograd metadata to drop: a plain alias of the same elements
+    const Impl& t = impl();
+    return BasicTensor(ember::detail::make_view(t.storage, t.dtype, t.sizes, t.strides, t.offset));
+  }
 }
 
 template <class P>

@@ -69,7 +69,8 @@ inline double largest_finite(DType t) {
 /// so that a refused fill does not advance the generator).
 template <class P>
 void check_fill_target(const BasicTensor<P>& t, const char* op) {
-  if (autograd::GradMode::is_enabled()) autograd::detail::check_inplace_target(t.impl(), op, "");
+  if constexpr (autograd::detail::has_autograd<P>())
+    if (autograd::GradMode::is_enabled()) autograd::detail::check_inplace_target(t.impl(), op, "");
 }
 }  // namespace detail
 

@@ -248,7 +248,7 @@ class Cloneable : public BasicModule<P> {
   /// (Re)creates the parameters, buffers and submodules from the options.
   virtual void reset() = 0;
   std::shared_ptr<BasicModule<P>> clone() const override {
-    autograd::NoGradGuard ng;
+    autograd::detail::NoGradGuardFor<P> ng;
     auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
     copy->clear_registrations();
     copy->reset();
@@ -295,6 +295,14 @@ class ModuleHolder {
  private:
   std::shared_ptr<Impl> impl_;
 };
+
+namespace detail {
+/// The handle type for a module of policy P held by another module of P: the library's named
+/// holder (nn::Linear) under DefaultPolicy, so that members keep the types users know, and a
+/// plain ModuleHolder of P's Impl under any other policy (BasicLinear<InferencePolicy>).
+template <class P, class DefaultHolder, class Impl>
+using PolicyHolder = std::conditional_t<std::is_same_v<P, DefaultPolicy>, DefaultHolder, ModuleHolder<Impl>>;
+}  // namespace detail
 
 /// The module tree as to_string() prints it: `std::cout << *net` and `std::cout << net`.
 template <class P>

@@ -33,10 +33,15 @@ namespace detail {
 /// recorded (see above). With grad mode on, refuses a leaf that requires grad, by the op's name.
 template <class P>
 BasicTensor<P> inplace_source(const BasicTensor<P>& self, const char* op, const BasicTensor<P>& other = {}) {
-  if (!autograd::GradMode::is_enabled()) return self;  // under NoGradGuard: straight through
-  autograd::detail::check_inplace_target(self.impl(), op, "");
-  const bool recorded = self.requires_grad() || (other.defined() && other.requires_grad());
-  return recorded ? self.clone() : self;
+  if constexpr (autograd::detail::has_autograd<P>()) {
+    if (!autograd::GradMode::is_enabled()) return self;  // under NoGradGuard: straight through
+    autograd::detail::check_inplace_target(self.impl(), op, "");
+    const bool recorded = self.requires_grad() || (other.defined() && other.requires_grad());
+    return recorded ? self.clone() : self;
+  } else {
+    (void)op, (void)other;
+    return self;
+  }
 }
 /// A 0-d value tensor for x: on x's device, in x's dtype; an integer or bool x takes only a
 /// value it can hold (as the Scalar forms), checked on the host.

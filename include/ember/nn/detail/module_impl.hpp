@@ -47,12 +47,14 @@ template <class P>
 auto BasicModule<P>::register_parameter(std::string name, TensorT t, bool requires_grad) -> TensorT& {
   check_free_name(name, "parameter");
   if (t.defined()) {
-    EMBER_CHECK(!requires_grad || t.is_floating_point(),
+    EMBER_CHECK(!requires_grad || t.is_floating_point() || !autograd::detail::has_autograd<P>(),
                 "[register_parameter] parameter '{}' of {} must be floating point to require grad, got {}", name,
                 type_name_, t.dtype());
     EMBER_CHECK(t.is_leaf(), "[register_parameter] parameter '{}' of {} must be a leaf tensor (detach it first)",
                 name, type_name_);
-    if (requires_grad != t.requires_grad()) t.requires_grad_(requires_grad);
+    // A policy without the Autograd layer records no gradients: its parameters are plain tensors.
+    if constexpr (autograd::detail::has_autograd<P>())
+      if (requires_grad != t.requires_grad()) t.requires_grad_(requires_grad);
   }
   params_.emplace_back(std::move(name), std::move(t));
   return params_.back().second;
@@ -205,7 +207,7 @@ void BasicModule<P>::train(bool on) {
 template <class P>
 void BasicModule<P>::to(DType dtype) {
   EMBER_CHECK(is_floating(dtype), "[module.to] modules convert to floating dtypes only, got {}", dtype);
-  autograd::NoGradGuard ng;
+  autograd::detail::NoGradGuardFor<P> ng;
   auto convert = [&](TensorT& t) {
     if (!t.defined() || !t.is_floating_point() || t.dtype() == dtype) return;
     detail::convert_in_place(t, [&](const TensorT& x) { return x.to(dtype); });
@@ -217,7 +219,7 @@ void BasicModule<P>::to(DType dtype) {
 
 template <class P>
 void BasicModule<P>::to(Device device) {
-  autograd::NoGradGuard ng;
+  autograd::detail::NoGradGuardFor<P> ng;
   auto move = [&](TensorT& t) {
     if (!t.defined() || t.device() == device) return;
     detail::convert_in_place(t, [&](const TensorT& x) { return x.to(device); });
@@ -280,7 +282,7 @@ LoadResult BasicModule<P>::load_state_dict(const BasicTensorList<P>& dict, bool 
     for (const auto& m : mismatches) msg += "\n  mismatch " + m;
     if (strict || !mismatches.empty()) EMBER_FAIL("{}", msg);
   }
-  autograd::NoGradGuard ng;
+  autograd::detail::NoGradGuardFor<P> ng;
   for (const auto& [name, src] : dict)
     if (const TensorT* dst = mine.find(name)) TensorT(*dst).copy_(src);
   return r;
@@ -304,7 +306,8 @@ void BasicModule<P>::copy_state_into(BasicModule& dst) const {
       if (!t.defined()) continue;
       TensorT fresh = t.detach().clone();
       ember::detail::adopt_elements(it->second.impl(), fresh.impl());
-      if (t.requires_grad() != it->second.requires_grad()) it->second.requires_grad_(t.requires_grad());
+      if constexpr (autograd::detail::has_autograd<P>())
+        if (t.requires_grad() != it->second.requires_grad()) it->second.requires_grad_(t.requires_grad());
     }
   };
   copy_list(params_, dst.params_, "parameter");

@@ -72,15 +72,15 @@ class BasicAdaptiveLogSoftmaxWithLossImpl : public Cloneable<BasicAdaptiveLogSof
     shortlist_size = bounds[0];
     n_clusters = static_cast<int64_t>(bounds.size()) - 1;
     head = this->register_module(
-        "head", Linear(LinearOptions(in, shortlist_size + n_clusters).bias(options.head_bias())));
-    tail = this->register_module("tail", ModuleList());
+        "head", BasicLinear<P>(LinearOptions(in, shortlist_size + n_clusters).bias(options.head_bias())));
+    tail = this->register_module("tail", BasicModuleList<P>());
     projections.clear();
     for (int64_t i = 0; i < n_clusters; ++i) {
       // PyTorch's int(in_features // div_value ** (i + 1)).
       const auto hidden = static_cast<int64_t>(std::floor(static_cast<double>(in) / std::pow(options.div_value(), i + 1)));
       const int64_t out = bounds[static_cast<size_t>(i + 1)] - bounds[static_cast<size_t>(i)];
-      Linear down(LinearOptions(in, hidden).bias(false)), up(LinearOptions(hidden, out).bias(false));
-      tail->push_back(Sequential(down, up));
+      BasicLinear<P> down(LinearOptions(in, hidden).bias(false)), up(LinearOptions(hidden, out).bias(false));
+      tail->push_back(BasicSequential<P>(down, up));
       projections.emplace_back(down, up);
     }
   }
@@ -147,8 +147,8 @@ class BasicAdaptiveLogSoftmaxWithLossImpl : public Cloneable<BasicAdaptiveLogSof
   std::string extra_repr() const override { return ""; }
 
   AdaptiveLogSoftmaxWithLossOptions options;
-  Linear head{nullptr};
-  ModuleList tail{nullptr};
+  BasicLinear<P> head{nullptr};
+  BasicModuleList<P> tail{nullptr};
   std::vector<int64_t> bounds;  ///< cutoffs, then n_classes
   int64_t shortlist_size = 0, n_clusters = 0;
 
@@ -157,7 +157,7 @@ class BasicAdaptiveLogSoftmaxWithLossImpl : public Cloneable<BasicAdaptiveLogSof
     auto& [down, up] = projections[static_cast<size_t>(i)];
     return up(down(x));
   }
-  std::vector<std::pair<Linear, Linear>> projections;  ///< the tail's, for direct calls
+  std::vector<std::pair<BasicLinear<P>, BasicLinear<P>>> projections;  ///< the tail's, for direct calls
  protected:
   // forward() calls its submodules through members: removing one would leave it running.
   void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }

@@ -284,6 +284,8 @@ class Sequential : public ModuleHolder<SequentialImpl> {
   Sequential(std::initializer_list<NamedModule> named)                     // NOLINT
       : ModuleHolder<SequentialImpl>(std::make_shared<SequentialImpl>(named)) {}
 };
+template <class P = DefaultPolicy>
+using BasicSequential = detail::PolicyHolder<P, Sequential, BasicSequentialImpl<P>>;
 
 /// Holds submodules in order; has no forward (iterate it yourself).
 template <class P = DefaultPolicy>
@@ -381,6 +383,8 @@ class BasicModuleListImpl : public BasicModule<P> {
 };
 using ModuleListImpl = BasicModuleListImpl<>;
 EMBER_MODULE(ModuleList);
+template <class P = DefaultPolicy>
+using BasicModuleList = detail::PolicyHolder<P, ModuleList, BasicModuleListImpl<P>>;
 
 /// Submodules by key, in insertion order.
 template <class P = DefaultPolicy>

@@ -38,6 +38,8 @@ class BasicDropoutImpl : public Cloneable<BasicDropoutImpl<P>, P> {
 };
 using DropoutImpl = BasicDropoutImpl<>;
 EMBER_MODULE(Dropout);
+template <class P = DefaultPolicy>
+using BasicDropout = detail::PolicyHolder<P, Dropout, BasicDropoutImpl<P>>;
 
 template <class P = DefaultPolicy>
 class BasicDropout2dImpl : public Cloneable<BasicDropout2dImpl<P>, P> {
@@ -166,7 +168,7 @@ class BasicEmbeddingImpl : public Cloneable<BasicEmbeddingImpl<P>, P> {
     weight = this->register_parameter("weight", empty<P>({n, options.embedding_dim()}));
     init::normal_(weight);
     if (options.padding_idx()) {
-      autograd::NoGradGuard ng;
+      autograd::detail::NoGradGuardFor<P> ng;
       weight.select(0, *options.padding_idx()).fill_(0.0);
     }
   }
@@ -232,7 +234,7 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
     weight = this->register_parameter("weight", empty<P>({n, options.embedding_dim()}));
     init::normal_(weight);
     if (options.padding_idx()) {
-      autograd::NoGradGuard ng;
+      autograd::detail::NoGradGuardFor<P> ng;
       weight.select(0, *options.padding_idx()).fill_(0.0);
     }
   }
@@ -292,6 +294,8 @@ class BasicLayerNormImpl : public Cloneable<BasicLayerNormImpl<P>, P> {
 };
 using LayerNormImpl = BasicLayerNormImpl<>;
 EMBER_MODULE(LayerNorm);
+template <class P = DefaultPolicy>
+using BasicLayerNorm = detail::PolicyHolder<P, LayerNorm, BasicLayerNormImpl<P>>;
 
 struct RMSNormOptions {
   RMSNormOptions(Shape normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT

@@ -62,6 +62,9 @@ class BasicLinearImpl : public Cloneable<BasicLinearImpl<P>, P> {
 };
 using LinearImpl = BasicLinearImpl<>;
 EMBER_MODULE(Linear);
+/// Linear's handle for any policy (nn::Linear under DefaultPolicy).
+template <class P = DefaultPolicy>
+using BasicLinear = detail::PolicyHolder<P, Linear, BasicLinearImpl<P>>;
 
 struct BilinearOptions {
   BilinearOptions(int64_t in1, int64_t in2, int64_t out) : in1_features_(in1), in2_features_(in2), out_features_(out) {}

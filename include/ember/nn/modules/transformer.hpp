@@ -71,7 +71,7 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
       for (TensorT* w : {&q_proj_weight, &k_proj_weight, &v_proj_weight}) init::xavier_uniform_(*w);
     }
     in_proj_bias = this->register_parameter("in_proj_bias", options.bias() ? zeros<P>({3 * e}) : TensorT());
-    out_proj = this->register_module("out_proj", Linear(LinearOptions(e, e).bias(options.bias())));
+    out_proj = this->register_module("out_proj", BasicLinear<P>(LinearOptions(e, e).bias(options.bias())));
     if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
     bias_k = bias_v = TensorT();
     if (options.add_bias_kv()) {
@@ -108,7 +108,7 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
   TensorT in_proj_weight, in_proj_bias;
   TensorT q_proj_weight, k_proj_weight, v_proj_weight;  ///< with kdim or vdim != embed_dim
   TensorT bias_k, bias_v;                               ///< with add_bias_kv
-  Linear out_proj{nullptr};
+  BasicLinear<P> out_proj{nullptr};
 
  protected:
   // forward() calls its submodules through members: removing one would leave it running.
@@ -116,6 +116,8 @@ class BasicMultiheadAttentionImpl : public Cloneable<BasicMultiheadAttentionImpl
 };
 using MultiheadAttentionImpl = BasicMultiheadAttentionImpl<>;
 EMBER_MODULE(MultiheadAttention);
+template <class P = DefaultPolicy>
+using BasicMultiheadAttention = detail::PolicyHolder<P, MultiheadAttention, BasicMultiheadAttentionImpl<P>>;
 
 namespace detail {
 /// The feed-forward activation of the transformer options, as libtorch's activation_t: a
@@ -202,17 +204,17 @@ class BasicTransformerEncoderLayerImpl : public Cloneable<BasicTransformerEncode
   void reset() override {
     detail::check_activation<P>(options);
     int64_t d = options.d_model();
-    self_attn = this->register_module("self_attn", MultiheadAttention(MultiheadAttentionOptions(d, options.nhead())
+    self_attn = this->register_module("self_attn", BasicMultiheadAttention<P>(MultiheadAttentionOptions(d, options.nhead())
                                                                            .dropout(options.dropout())
                                                                            .bias(options.bias())
                                                                            .batch_first(options.batch_first())));
-    linear1 = this->register_module("linear1", Linear(LinearOptions(d, options.dim_feedforward()).bias(options.bias())));
-    dropout = this->register_module("dropout", Dropout(options.dropout()));
-    linear2 = this->register_module("linear2", Linear(LinearOptions(options.dim_feedforward(), d).bias(options.bias())));
-    norm1 = this->register_module("norm1", LayerNorm(LayerNormOptions({d}).eps(options.layer_norm_eps()).bias(options.bias())));
-    norm2 = this->register_module("norm2", LayerNorm(LayerNormOptions({d}).eps(options.layer_norm_eps()).bias(options.bias())));
-    dropout1 = this->register_module("dropout1", Dropout(options.dropout()));
-    dropout2 = this->register_module("dropout2", Dropout(options.dropout()));
+    linear1 = this->register_module("linear1", BasicLinear<P>(LinearOptions(d, options.dim_feedforward()).bias(options.bias())));
+    dropout = this->register_module("dropout", BasicDropout<P>(options.dropout()));
+    linear2 = this->register_module("linear2", BasicLinear<P>(LinearOptions(options.dim_feedforward(), d).bias(options.bias())));
+    norm1 = this->register_module("norm1", BasicLayerNorm<P>(LayerNormOptions({d}).eps(options.layer_norm_eps()).bias(options.bias())));
+    norm2 = this->register_module("norm2", BasicLayerNorm<P>(LayerNormOptions({d}).eps(options.layer_norm_eps()).bias(options.bias())));
+    dropout1 = this->register_module("dropout1", BasicDropout<P>(options.dropout()));
+    dropout2 = this->register_module("dropout2", BasicDropout<P>(options.dropout()));
   }
   TensorT forward(const TensorT& src, const TensorT& src_mask = {}, const TensorT& src_key_padding_mask = {},
                   bool is_causal = false) {
@@ -233,16 +235,18 @@ class BasicTransformerEncoderLayerImpl : public Cloneable<BasicTransformerEncode
     return x;
   }
   TransformerLayerOptions options;
-  MultiheadAttention self_attn{nullptr};
-  Linear linear1{nullptr}, linear2{nullptr};
-  Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr};
-  LayerNorm norm1{nullptr}, norm2{nullptr};
+  BasicMultiheadAttention<P> self_attn{nullptr};
+  BasicLinear<P> linear1{nullptr}, linear2{nullptr};
+  BasicDropout<P> dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr};
+  BasicLayerNorm<P> norm1{nullptr}, norm2{nullptr};
  protected:
   // forward() calls its submodules through members: removing one would leave it running.
   void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 using TransformerEncoderLayerImpl = BasicTransformerEncoderLayerImpl<>;
 EMBER_MODULE(TransformerEncoderLayer);
+template <class P = DefaultPolicy>
+using BasicTransformerEncoderLayer = detail::PolicyHolder<P, TransformerEncoderLayer, BasicTransformerEncoderLayerImpl<P>>;
 
 template <class P = DefaultPolicy>
 class BasicTransformerDecoderLayerImpl : public Cloneable<BasicTransformerDecoderLayerImpl<P>, P> {
@@ -256,23 +260,23 @@ class BasicTransformerDecoderLayerImpl : public Cloneable<BasicTransformerDecode
     detail::check_activation<P>(options);
     int64_t d = options.d_model();
     auto mha = [&] {
-      return MultiheadAttention(MultiheadAttentionOptions(d, options.nhead())
+      return BasicMultiheadAttention<P>(MultiheadAttentionOptions(d, options.nhead())
                                     .dropout(options.dropout())
                                     .bias(options.bias())
                                     .batch_first(options.batch_first()));
     };
-    auto ln = [&] { return LayerNorm(LayerNormOptions({d}).eps(options.layer_norm_eps()).bias(options.bias())); };
+    auto ln = [&] { return BasicLayerNorm<P>(LayerNormOptions({d}).eps(options.layer_norm_eps()).bias(options.bias())); };
     self_attn = this->register_module("self_attn", mha());
     multihead_attn = this->register_module("multihead_attn", mha());
-    linear1 = this->register_module("linear1", Linear(LinearOptions(d, options.dim_feedforward()).bias(options.bias())));
-    dropout = this->register_module("dropout", Dropout(options.dropout()));
-    linear2 = this->register_module("linear2", Linear(LinearOptions(options.dim_feedforward(), d).bias(options.bias())));
+    linear1 = this->register_module("linear1", BasicLinear<P>(LinearOptions(d, options.dim_feedforward()).bias(options.bias())));
+    dropout = this->register_module("dropout", BasicDropout<P>(options.dropout()));
+    linear2 = this->register_module("linear2", BasicLinear<P>(LinearOptions(options.dim_feedforward(), d).bias(options.bias())));
     norm1 = this->register_module("norm1", ln());
     norm2 = this->register_module("norm2", ln());
     norm3 = this->register_module("norm3", ln());
-    dropout1 = this->register_module("dropout1", Dropout(options.dropout()));
-    dropout2 = this->register_module("dropout2", Dropout(options.dropout()));
-    dropout3 = this->register_module("dropout3", Dropout(options.dropout()));
+    dropout1 = this->register_module("dropout1", BasicDropout<P>(options.dropout()));
+    dropout2 = this->register_module("dropout2", BasicDropout<P>(options.dropout()));
+    dropout3 = this->register_module("dropout3", BasicDropout<P>(options.dropout()));
   }
   /// tgt_is_causal / memory_is_causal without the matching mask: a causal mask (query i sees
   /// keys 0..i), as MultiheadAttention's is_causal.
@@ -303,16 +307,18 @@ class BasicTransformerDecoderLayerImpl : public Cloneable<BasicTransformerDecode
     return x;
   }
   TransformerLayerOptions options;
-  MultiheadAttention self_attn{nullptr}, multihead_attn{nullptr};
-  Linear linear1{nullptr}, linear2{nullptr};
-  Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr}, dropout3{nullptr};
-  LayerNorm norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
+  BasicMultiheadAttention<P> self_attn{nullptr}, multihead_attn{nullptr};
+  BasicLinear<P> linear1{nullptr}, linear2{nullptr};
+  BasicDropout<P> dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr}, dropout3{nullptr};
+  BasicLayerNorm<P> norm1{nullptr}, norm2{nullptr}, norm3{nullptr};
  protected:
   // forward() calls its submodules through members: removing one would leave it running.
   void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 using TransformerDecoderLayerImpl = BasicTransformerDecoderLayerImpl<>;
 EMBER_MODULE(TransformerDecoderLayer);
+template <class P = DefaultPolicy>
+using BasicTransformerDecoderLayer = detail::PolicyHolder<P, TransformerDecoderLayer, BasicTransformerDecoderLayerImpl<P>>;
 
 /// libtorch's TransformerEncoderOptions: the layer to copy (or its options), how many
 /// copies, and an optional final norm.
@@ -340,13 +346,16 @@ template <class P = DefaultPolicy>
 class BasicTransformerEncoderImpl : public BasicModule<P> {
  public:
   using TensorT = BasicTensor<P>;
+  /// The options hold DefaultPolicy's modules; another policy passes its own layer and norm.
   explicit BasicTransformerEncoderImpl(const TransformerEncoderOptions& o)
+    requires std::is_same_v<P, DefaultPolicy>
       : BasicTransformerEncoderImpl(o.encoder_layer(), o.num_layers(), o.norm()) {}
-  BasicTransformerEncoderImpl(const TransformerEncoderLayer& layer, int64_t num_layers, LayerNorm norm = nullptr)
+  BasicTransformerEncoderImpl(const BasicTransformerEncoderLayer<P>& layer, int64_t num_layers,
+                            BasicLayerNorm<P> norm = nullptr)
       : BasicModule<P>("TransformerEncoder") {
     EMBER_CHECK(num_layers >= 1, "[TransformerEncoder] num_layers must be positive, got {}", num_layers);
     for (int64_t i = 0; i < num_layers; ++i)
-      layers->push_back(std::dynamic_pointer_cast<TransformerEncoderLayerImpl>(layer->clone()));
+      layers->push_back(std::dynamic_pointer_cast<BasicTransformerEncoderLayerImpl<P>>(layer->clone()));
     this->register_module("layers", layers);
     if (!norm.is_empty()) this->norm = this->register_module("norm", norm);
   }
@@ -354,29 +363,34 @@ class BasicTransformerEncoderImpl : public BasicModule<P> {
                   bool is_causal = false) {
     TensorT x = src;
     for (size_t i = 0; i < layers->size(); ++i)
-      x = layers->template ptr<TransformerEncoderLayerImpl>(i)->forward(x, mask, src_key_padding_mask, is_causal);
+      x = layers->template ptr<BasicTransformerEncoderLayerImpl<P>>(i)->forward(x, mask, src_key_padding_mask, is_causal);
     return norm.is_empty() ? x : norm(x);
   }
-  ModuleList layers;
-  LayerNorm norm{nullptr};
+  BasicModuleList<P> layers;
+  BasicLayerNorm<P> norm{nullptr};
  protected:
   // forward() calls its submodules through members: removing one would leave it running.
   void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 using TransformerEncoderImpl = BasicTransformerEncoderImpl<>;
 EMBER_MODULE(TransformerEncoder);
+template <class P = DefaultPolicy>
+using BasicTransformerEncoder = detail::PolicyHolder<P, TransformerEncoder, BasicTransformerEncoderImpl<P>>;
 
 template <class P = DefaultPolicy>
 class BasicTransformerDecoderImpl : public BasicModule<P> {
  public:
   using TensorT = BasicTensor<P>;
+  /// The options hold DefaultPolicy's modules; another policy passes its own layer and norm.
   explicit BasicTransformerDecoderImpl(const TransformerDecoderOptions& o)
+    requires std::is_same_v<P, DefaultPolicy>
       : BasicTransformerDecoderImpl(o.decoder_layer(), o.num_layers(), o.norm()) {}
-  BasicTransformerDecoderImpl(const TransformerDecoderLayer& layer, int64_t num_layers, LayerNorm norm = nullptr)
+  BasicTransformerDecoderImpl(const BasicTransformerDecoderLayer<P>& layer, int64_t num_layers,
+                            BasicLayerNorm<P> norm = nullptr)
       : BasicModule<P>("TransformerDecoder") {
     EMBER_CHECK(num_layers >= 1, "[TransformerDecoder] num_layers must be positive, got {}", num_layers);
     for (int64_t i = 0; i < num_layers; ++i)
-      layers->push_back(std::dynamic_pointer_cast<TransformerDecoderLayerImpl>(layer->clone()));
+      layers->push_back(std::dynamic_pointer_cast<BasicTransformerDecoderLayerImpl<P>>(layer->clone()));
     this->register_module("layers", layers);
     if (!norm.is_empty()) this->norm = this->register_module("norm", norm);
   }
@@ -386,19 +400,21 @@ class BasicTransformerDecoderImpl : public BasicModule<P> {
                   bool memory_is_causal = false) {
     TensorT x = tgt;
     for (size_t i = 0; i < layers->size(); ++i)
-      x = layers->template ptr<TransformerDecoderLayerImpl>(i)->forward(x, memory, tgt_mask, memory_mask,
+      x = layers->template ptr<BasicTransformerDecoderLayerImpl<P>>(i)->forward(x, memory, tgt_mask, memory_mask,
                                                                         tgt_key_padding_mask, memory_key_padding_mask,
                                                                         tgt_is_causal, memory_is_causal);
     return norm.is_empty() ? x : norm(x);
   }
-  ModuleList layers;
-  LayerNorm norm{nullptr};
+  BasicModuleList<P> layers;
+  BasicLayerNorm<P> norm{nullptr};
  protected:
   // forward() calls its submodules through members: removing one would leave it running.
   void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
 };
 using TransformerDecoderImpl = BasicTransformerDecoderImpl<>;
 EMBER_MODULE(TransformerDecoder);
+template <class P = DefaultPolicy>
+using BasicTransformerDecoder = detail::PolicyHolder<P, TransformerDecoder, BasicTransformerDecoderImpl<P>>;
 
 struct TransformerOptions : detail::TransformerActivationArg<TransformerOptions> {
   EMBER_ARG(int64_t, d_model) = 512;
@@ -426,9 +442,11 @@ class BasicTransformerImpl : public BasicModule<P> {
                   .norm_first(o.norm_first())
                   .bias(o.bias());
     lo.activation_of(o);
-    auto ln = [&] { return LayerNorm(LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps()).bias(o.bias())); };
-    encoder = this->register_module("encoder", TransformerEncoder(TransformerEncoderLayer(lo), o.num_encoder_layers(), ln()));
-    decoder = this->register_module("decoder", TransformerDecoder(TransformerDecoderLayer(lo), o.num_decoder_layers(), ln()));
+    auto ln = [&] { return BasicLayerNorm<P>(LayerNormOptions({o.d_model()}).eps(o.layer_norm_eps()).bias(o.bias())); };
+    encoder = this->register_module(
+        "encoder", BasicTransformerEncoder<P>(BasicTransformerEncoderLayer<P>(lo), o.num_encoder_layers(), ln()));
+    decoder = this->register_module(
+        "decoder", BasicTransformerDecoder<P>(BasicTransformerDecoderLayer<P>(lo), o.num_decoder_layers(), ln()));
     // PyTorch re-initialises every matrix parameter with xavier_uniform_.
     for (TensorT p : this->parameters())
       if (p.dim() > 1) init::xavier_uniform_(p);
@@ -449,8 +467,8 @@ class BasicTransformerImpl : public BasicModule<P> {
     return triu(m, 1);
   }
   TransformerOptions options;
-  TransformerEncoder encoder{nullptr};
-  TransformerDecoder decoder{nullptr};
+  BasicTransformerEncoder<P> encoder{nullptr};
+  BasicTransformerDecoder<P> decoder{nullptr};
  protected:
   // forward() calls its submodules through members: removing one would leave it running.
   void child_unregistering(const std::string& child) override { nn::detail::refuse_member_child(this->name(), child); }
