@@ -5,7 +5,10 @@
 //
 // The model maps (q1, q2, dq1, dq2, tau1, tau2) to the joint accelerations; the simulator
 // is the rigid-body model of two uniform links (mass matrix, Coriolis and gravity terms)
-// written out below. The last line is `key=value` pairs for scripts: val_mse=...
+// written out below. After training, the model is deployed as a controller's firmware would
+// run it: rebuilt for InferencePolicy (no autograd code on its path) from the trained weights,
+// and checked to predict exactly what the trained model does. The last line is `key=value`
+// pairs for scripts: val_mse=... deployed_max_diff=...
 
 #include <ember/nn.hpp>
 #include <ember/optim.hpp>
@@ -74,9 +77,18 @@ std::pair<Tensor, Tensor> sample(const TwoLinkArm& arm, int n, std::mt19937_64& 
 }
 
 /// sin/cos features of the angles make the periodic dynamics easy to fit.
-Tensor features(const Tensor& x) {
-  Tensor q = x.narrow(1, 0, 2);
-  return cat({q.sin(), q.cos(), x.narrow(1, 2, 4)}, 1);
+template <class P>
+BasicTensor<P> features(const BasicTensor<P>& x) {
+  BasicTensor<P> q = x.narrow(1, 0, 2);
+  return cat(std::vector<BasicTensor<P>>{q.sin(), q.cos(), x.narrow(1, 2, 4)}, 1);
+}
+
+/// The network, for the training policy or the deployed one.
+template <class P>
+std::shared_ptr<nn::BasicSequentialImpl<P>> make_model() {
+  return std::make_shared<nn::BasicSequentialImpl<P>>(nn::BasicLinear<P>(8, 128), nn::BasicSiLU<P>(),
+                                                      nn::BasicLinear<P>(128, 128), nn::BasicSiLU<P>(),
+                                                      nn::BasicLinear<P>(128, 2));
 }
 
 }  // namespace
@@ -88,7 +100,7 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(args.seed);
     TwoLinkArm arm;
 
-    nn::Sequential model(nn::Linear(8, 128), nn::SiLU(), nn::Linear(128, 128), nn::SiLU(), nn::Linear(128, 2));
+    nn::Sequential model(make_model<DefaultPolicy>());
     optim::Adam opt(model->parameters(), optim::AdamOptions(args.lr));
     nn::MSELoss mse;
 
@@ -106,12 +118,23 @@ int main(int argc, char** argv) {
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double val;
+    Tensor predicted;
     {
       autograd::NoGradGuard ng;
-      val = mse(model(features(vx)), vy).item<double>();
+      predicted = model(features(vx));
+      val = mse(predicted, vy).item<double>();
     }
-    std::printf("ticks=%d batch=%d seconds=%.2f us_per_tick=%.1f val_mse=%.5f\n", args.ticks, args.batch, secs,
-                1e6 * secs / args.ticks, val);
+
+    // Deployment: the same network for InferencePolicy, loaded with the trained weights (in
+    // memory here; a device would nn::load the file that nn::save wrote).
+    using Deployed = BasicTensor<InferencePolicy>;
+    auto deployed = make_model<InferencePolicy>();
+    deployed->load_state_dict(to_policy<InferencePolicy>(model->state_dict()));
+    const Deployed on_device = deployed->forward(features(to_policy<InferencePolicy>(vx)));
+    const double deployed_diff = (predicted - to_policy<DefaultPolicy>(on_device)).abs().max().item<double>();
+    std::printf("ticks=%d batch=%d seconds=%.2f us_per_tick=%.1f val_mse=%.5f deployed_max_diff=%g\n", args.ticks,
+                args.batch, secs, 1e6 * secs / args.ticks, val, deployed_diff);
+    return deployed_diff == 0.0 ? 0 : 1;
     return 0;
   });
 }

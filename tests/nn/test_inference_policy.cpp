@@ -60,7 +60,41 @@ struct TwoLayerImpl : nn::Cloneable<TwoLayerImpl<P>, P> {
   BasicTensor<P> forward(const BasicTensor<P>& x) { return fc2(fc1(x).relu()); }
   nn::BasicLinear<P> fc1{nullptr}, fc2{nullptr};
 };
+/// The same with more kinds of handle: every module has one (nn::BasicConv2d<P>, ...).
+template <class P>
+struct SmallCnnImpl : nn::Cloneable<SmallCnnImpl<P>, P> {
+  SmallCnnImpl() : nn::Cloneable<SmallCnnImpl<P>, P>("SmallCnn") { reset(); }
+  void reset() override {
+    pad = this->register_module("pad", nn::BasicReflectionPad2d<P>(nn::IntArgs{1}));
+    conv = this->register_module("conv", nn::BasicConv2d<P>(3, 4, nn::IntArgs{3}));
+    bn = this->register_module("bn", nn::BasicBatchNorm2d<P>(nn::BatchNormOptions(4)));
+    act = this->register_module("act", nn::BasicGELU<P>());
+    pool = this->register_module("pool", nn::BasicMaxPool2d<P>(nn::IntArgs{2}));
+    rnn = this->register_module("rnn", nn::BasicGRU<P>(nn::GRUOptions(16, 5).batch_first(true)));
+    loss = this->register_module("loss", nn::BasicMSELoss<P>());
+  }
+  /// (N, 3, 8, 8) -> 4 channels of 4x4 -> a sequence of 4 channels of 16 features -> GRU.
+  BasicTensor<P> forward(const BasicTensor<P>& x) {
+    BasicTensor<P> h = pool(act(bn(conv(pad(x)))));
+    BasicTensor<P> y = rnn(h.flatten(2)).first;
+    return loss(y, zeros_like(y));
+  }
+  nn::BasicReflectionPad2d<P> pad{nullptr};
+  nn::BasicConv2d<P> conv{nullptr};
+  nn::BasicBatchNorm2d<P> bn{nullptr};
+  nn::BasicGELU<P> act{nullptr};
+  nn::BasicMaxPool2d<P> pool{nullptr};
+  nn::BasicGRU<P> rnn{nullptr};
+  nn::BasicMSELoss<P> loss{nullptr};
+};
+
 // Under DefaultPolicy the policy's handles are the named ones, members included.
+static_assert(std::is_same_v<nn::BasicConv2d<DefaultPolicy>, nn::Conv2d>);
+static_assert(std::is_same_v<nn::BasicGELU<>, nn::GELU>);
+static_assert(std::is_same_v<nn::BasicReflectionPad2d<>, nn::ReflectionPad2d>);
+static_assert(std::is_same_v<nn::BasicMSELoss<>, nn::MSELoss>);
+static_assert(std::is_same_v<nn::BasicLSTM<>, nn::LSTM>);
+static_assert(std::is_same_v<nn::BasicAdaptiveAvgPool2d<IP>, nn::ModuleHolder<nn::BasicAdaptivePoolImpl<2, false, IP>>>);
 static_assert(std::is_same_v<nn::BasicLinear<DefaultPolicy>, nn::Linear>);
 static_assert(std::is_same_v<nn::BasicSequential<DefaultPolicy>, nn::Sequential>);
 static_assert(std::is_same_v<decltype(nn::MultiheadAttentionImpl::out_proj), nn::Linear>);
@@ -165,6 +199,7 @@ TEST_CASE("InferencePolicy: layers hold the same parameters and compute the same
       },
       false, 0.0, x2, tensor<int64_t>({0, 5, 11, 3, 9}));
   check_same_as_default([]<class P>() { return std::make_shared<TwoLayerImpl<P>>(); }, false, 0.0, x2);
+  check_same_as_default([]<class P>() { return std::make_shared<SmallCnnImpl<P>>(); }, true, kRecurrentTolerance, img);
 }
 
 TEST_CASE("InferencePolicy: attention and the Transformer family") {

@@ -22,7 +22,9 @@ namespace ember::nn {
     BasicTensor<P> forward(const BasicTensor<P>& x) { return expr; }                      \
   };                                                                                      \
   using Name##Impl = Basic##Name##Impl<>;                                                 \
-  EMBER_MODULE(Name)
+  EMBER_MODULE(Name);                                                                     \
+  template <class P = DefaultPolicy>                                                      \
+  using Basic##Name = detail::PolicyHolder<P, Name, Basic##Name##Impl<P>>
 
 EMBER_ACTIVATION_MODULE(Sigmoid, F::sigmoid(x));
 EMBER_ACTIVATION_MODULE(Tanh, F::tanh(x));
@@ -52,7 +54,9 @@ EMBER_ACTIVATION_MODULE(Tanhshrink, F::tanhshrink(x));
     Name##Options options;                                                                \
   };                                                                                      \
   using Name##Impl = Basic##Name##Impl<>;                                                 \
-  EMBER_MODULE(Name)
+  EMBER_MODULE(Name);                                                                     \
+  template <class P = DefaultPolicy>                                                      \
+  using Basic##Name = detail::PolicyHolder<P, Name, Basic##Name##Impl<P>>
 
 EMBER_INPLACE_ACTIVATION_MODULE(ReLU, F::relu(x), relu_());
 EMBER_INPLACE_ACTIVATION_MODULE(ReLU6, F::relu6(x), relu6_());
@@ -120,7 +124,9 @@ struct SoftshrinkOptions {
     bool inplace = false;                                                                       \
   };                                                                                            \
   using Name##Impl = Basic##Name##Impl<>;                                                       \
-  EMBER_MODULE(Name)
+  EMBER_MODULE(Name);                                                                           \
+  template <class P = DefaultPolicy>                                                            \
+  using Basic##Name = detail::PolicyHolder<P, Name, Basic##Name##Impl<P>>
 
 EMBER_PARAM_ACTIVATION_MODULE(LeakyReLU, negative_slope, negative_slope, 0.01, F::leaky_relu(x, negative_slope),
                               if (inplace) return BasicTensor<P>(x).leaky_relu_(negative_slope);, "negative_slope={}", !std::isnan(negative_slope),
@@ -169,6 +175,8 @@ class BasicThresholdImpl : public Cloneable<BasicThresholdImpl<P>, P> {
 };
 using ThresholdImpl = BasicThresholdImpl<>;
 EMBER_MODULE(Threshold);
+template <class P = DefaultPolicy>
+using BasicThreshold = detail::PolicyHolder<P, Threshold, BasicThresholdImpl<P>>;
 
 struct PReLUOptions {
   EMBER_ARG(int64_t, num_parameters) = 1;
@@ -196,6 +204,8 @@ class BasicPReLUImpl : public Cloneable<BasicPReLUImpl<P>, P> {
 };
 using PReLUImpl = BasicPReLUImpl<>;
 EMBER_MODULE(PReLU);
+template <class P = DefaultPolicy>
+using BasicPReLU = detail::PolicyHolder<P, PReLU, BasicPReLUImpl<P>>;
 
 struct GLUOptions {
   GLUOptions(int64_t dim = -1) : dim_(dim) {}  // NOLINT: implicit, as in libtorch
@@ -215,6 +225,8 @@ class BasicGLUImpl : public Cloneable<BasicGLUImpl<P>, P> {
 };
 using GLUImpl = BasicGLUImpl<>;
 EMBER_MODULE(GLU);
+template <class P = DefaultPolicy>
+using BasicGLU = detail::PolicyHolder<P, GLU, BasicGLUImpl<P>>;
 
 struct GELUOptions {
   EMBER_ARG(std::string, approximate) = "none";  ///< none or tanh (kNone, kTanh)
@@ -237,6 +249,8 @@ class BasicGELUImpl : public Cloneable<BasicGELUImpl<P>, P> {
 };
 using GELUImpl = BasicGELUImpl<>;
 EMBER_MODULE(GELU);
+template <class P = DefaultPolicy>
+using BasicGELU = detail::PolicyHolder<P, GELU, BasicGELUImpl<P>>;
 
 struct SoftplusOptions {
   EMBER_ARG(double, beta) = 1.0;
@@ -256,6 +270,8 @@ class BasicSoftplusImpl : public Cloneable<BasicSoftplusImpl<P>, P> {
 };
 using SoftplusImpl = BasicSoftplusImpl<>;
 EMBER_MODULE(Softplus);
+template <class P = DefaultPolicy>
+using BasicSoftplus = detail::PolicyHolder<P, Softplus, BasicSoftplusImpl<P>>;
 
 struct HardtanhOptions {
   EMBER_ARG(double, min_val) = -1.0;
@@ -286,6 +302,8 @@ class BasicHardtanhImpl : public Cloneable<BasicHardtanhImpl<P>, P> {
 };
 using HardtanhImpl = BasicHardtanhImpl<>;
 EMBER_MODULE(Hardtanh);
+template <class P = DefaultPolicy>
+using BasicHardtanh = detail::PolicyHolder<P, Hardtanh, BasicHardtanhImpl<P>>;
 
 /// The dim of Softmax, LogSoftmax and Softmin.
 struct SoftmaxOptions {
@@ -308,6 +326,8 @@ class BasicSoftmaxImpl : public Cloneable<BasicSoftmaxImpl<P>, P> {
 };
 using SoftmaxImpl = BasicSoftmaxImpl<>;
 EMBER_MODULE(Softmax);
+template <class P = DefaultPolicy>
+using BasicSoftmax = detail::PolicyHolder<P, Softmax, BasicSoftmaxImpl<P>>;
 
 template <class P = DefaultPolicy>
 class BasicLogSoftmaxImpl : public Cloneable<BasicLogSoftmaxImpl<P>, P> {
@@ -321,6 +341,8 @@ class BasicLogSoftmaxImpl : public Cloneable<BasicLogSoftmaxImpl<P>, P> {
 };
 using LogSoftmaxImpl = BasicLogSoftmaxImpl<>;
 EMBER_MODULE(LogSoftmax);
+template <class P = DefaultPolicy>
+using BasicLogSoftmax = detail::PolicyHolder<P, LogSoftmax, BasicLogSoftmaxImpl<P>>;
 
 /// Softmin over `dim`: softmax(-x).
 template <class P = DefaultPolicy>
@@ -335,6 +357,8 @@ class BasicSoftminImpl : public Cloneable<BasicSoftminImpl<P>, P> {
 };
 using SoftminImpl = BasicSoftminImpl<>;
 EMBER_MODULE(Softmin);
+template <class P = DefaultPolicy>
+using BasicSoftmin = detail::PolicyHolder<P, Softmin, BasicSoftminImpl<P>>;
 
 struct RReLUOptions {
   EMBER_ARG(double, lower) = 1.0 / 8;
@@ -363,6 +387,8 @@ class BasicRReLUImpl : public Cloneable<BasicRReLUImpl<P>, P> {
 };
 using RReLUImpl = BasicRReLUImpl<>;
 EMBER_MODULE(RReLU);
+template <class P = DefaultPolicy>
+using BasicRReLU = detail::PolicyHolder<P, RReLU, BasicRReLUImpl<P>>;
 
 /// Softmax over the channels (dim -3) of a (C, H, W) or (N, C, H, W) input.
 template <class P = DefaultPolicy>
@@ -377,5 +403,7 @@ class BasicSoftmax2dImpl : public Cloneable<BasicSoftmax2dImpl<P>, P> {
 };
 using Softmax2dImpl = BasicSoftmax2dImpl<>;
 EMBER_MODULE(Softmax2d);
+template <class P = DefaultPolicy>
+using BasicSoftmax2d = detail::PolicyHolder<P, Softmax2d, BasicSoftmax2dImpl<P>>;
 
 }  // namespace ember::nn

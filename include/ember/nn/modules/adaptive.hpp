@@ -164,5 +164,7 @@ class BasicAdaptiveLogSoftmaxWithLossImpl : public Cloneable<BasicAdaptiveLogSof
 };
 using AdaptiveLogSoftmaxWithLossImpl = BasicAdaptiveLogSoftmaxWithLossImpl<>;
 EMBER_MODULE(AdaptiveLogSoftmaxWithLoss);
+template <class P = DefaultPolicy>
+using BasicAdaptiveLogSoftmaxWithLoss = detail::PolicyHolder<P, AdaptiveLogSoftmaxWithLoss, BasicAdaptiveLogSoftmaxWithLossImpl<P>>;
 
 }  // namespace ember::nn

@@ -35,6 +35,8 @@ class BasicLocalResponseNormImpl : public Cloneable<BasicLocalResponseNormImpl<P
 };
 using LocalResponseNormImpl = BasicLocalResponseNormImpl<>;
 EMBER_MODULE(LocalResponseNorm);
+template <class P = DefaultPolicy>
+using BasicLocalResponseNorm = detail::PolicyHolder<P, LocalResponseNorm, BasicLocalResponseNormImpl<P>>;
 
 struct ChannelShuffleOptions {
   ChannelShuffleOptions(int64_t groups) : groups_(groups) {}  // NOLINT: implicit, as libtorch's
@@ -55,5 +57,7 @@ class BasicChannelShuffleImpl : public Cloneable<BasicChannelShuffleImpl<P>, P> 
 };
 using ChannelShuffleImpl = BasicChannelShuffleImpl<>;
 EMBER_MODULE(ChannelShuffle);
+template <class P = DefaultPolicy>
+using BasicChannelShuffle = detail::PolicyHolder<P, ChannelShuffle, BasicChannelShuffleImpl<P>>;
 
 }  // namespace ember::nn

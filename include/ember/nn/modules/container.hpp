@@ -36,6 +36,8 @@ class BasicFunctionalImpl : public Cloneable<BasicFunctionalImpl<P>, P> {
 };
 using FunctionalImpl = BasicFunctionalImpl<>;
 EMBER_MODULE(Functional);
+template <class P = DefaultPolicy>
+using BasicFunctional = detail::PolicyHolder<P, Functional, BasicFunctionalImpl<P>>;
 
 template <class P>
 class BasicSequentialImpl;
@@ -469,6 +471,8 @@ class BasicModuleDictImpl : public BasicModule<P> {
 };
 using ModuleDictImpl = BasicModuleDictImpl<>;
 EMBER_MODULE(ModuleDict);
+template <class P = DefaultPolicy>
+using BasicModuleDict = detail::PolicyHolder<P, ModuleDict, BasicModuleDictImpl<P>>;
 
 /// Parameters in order, named "0", "1", ...
 template <class P = DefaultPolicy>
@@ -507,6 +511,8 @@ class BasicParameterListImpl : public BasicModule<P> {
 };
 using ParameterListImpl = BasicParameterListImpl<>;
 EMBER_MODULE(ParameterList);
+template <class P = DefaultPolicy>
+using BasicParameterList = detail::PolicyHolder<P, ParameterList, BasicParameterListImpl<P>>;
 
 /// Parameters by key, in insertion order (keys follow register_parameter's rules: no '.',
 /// not empty, unique: inserting under a taken key is an error, where PyTorch's pd[k] = p
@@ -568,5 +574,7 @@ class BasicParameterDictImpl : public BasicModule<P> {
 };
 using ParameterDictImpl = BasicParameterDictImpl<>;
 EMBER_MODULE(ParameterDict);
+template <class P = DefaultPolicy>
+using BasicParameterDict = detail::PolicyHolder<P, ParameterDict, BasicParameterDictImpl<P>>;
 
 }  // namespace ember::nn

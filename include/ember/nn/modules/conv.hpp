@@ -99,8 +99,14 @@ using Conv1dImpl = BasicConvImpl<1>;
 using Conv2dImpl = BasicConvImpl<2>;
 using Conv3dImpl = BasicConvImpl<3>;
 EMBER_MODULE(Conv1d);
+template <class P = DefaultPolicy>
+using BasicConv1d = detail::PolicyHolder<P, Conv1d, BasicConvImpl<1, P>>;
 EMBER_MODULE(Conv2d);
+template <class P = DefaultPolicy>
+using BasicConv2d = detail::PolicyHolder<P, Conv2d, BasicConvImpl<2, P>>;
 EMBER_MODULE(Conv3d);
+template <class P = DefaultPolicy>
+using BasicConv3d = detail::PolicyHolder<P, Conv3d, BasicConvImpl<3, P>>;
 using Conv1dOptions = ConvOptions;
 using Conv2dOptions = ConvOptions;
 using Conv3dOptions = ConvOptions;
@@ -177,8 +183,14 @@ using ConvTranspose1dImpl = BasicConvTransposeImpl<1>;
 using ConvTranspose2dImpl = BasicConvTransposeImpl<2>;
 using ConvTranspose3dImpl = BasicConvTransposeImpl<3>;
 EMBER_MODULE(ConvTranspose1d);
+template <class P = DefaultPolicy>
+using BasicConvTranspose1d = detail::PolicyHolder<P, ConvTranspose1d, BasicConvTransposeImpl<1, P>>;
 EMBER_MODULE(ConvTranspose2d);
+template <class P = DefaultPolicy>
+using BasicConvTranspose2d = detail::PolicyHolder<P, ConvTranspose2d, BasicConvTransposeImpl<2, P>>;
 EMBER_MODULE(ConvTranspose3d);
+template <class P = DefaultPolicy>
+using BasicConvTranspose3d = detail::PolicyHolder<P, ConvTranspose3d, BasicConvTransposeImpl<3, P>>;
 
 struct PoolOptions {
   PoolOptions(IntArgs kernel_size) : kernel_size_(std::move(kernel_size)) {}  // NOLINT
@@ -246,8 +258,14 @@ using MaxPool1dImpl = BasicMaxPoolImpl<1>;
 using MaxPool2dImpl = BasicMaxPoolImpl<2>;
 using MaxPool3dImpl = BasicMaxPoolImpl<3>;
 EMBER_MODULE(MaxPool1d);
+template <class P = DefaultPolicy>
+using BasicMaxPool1d = detail::PolicyHolder<P, MaxPool1d, BasicMaxPoolImpl<1, P>>;
 EMBER_MODULE(MaxPool2d);
+template <class P = DefaultPolicy>
+using BasicMaxPool2d = detail::PolicyHolder<P, MaxPool2d, BasicMaxPoolImpl<2, P>>;
 EMBER_MODULE(MaxPool3d);
+template <class P = DefaultPolicy>
+using BasicMaxPool3d = detail::PolicyHolder<P, MaxPool3d, BasicMaxPoolImpl<3, P>>;
 
 template <int ND, class P = DefaultPolicy>
 class BasicAvgPoolImpl : public Cloneable<BasicAvgPoolImpl<ND, P>, P> {
@@ -268,8 +286,14 @@ using AvgPool1dImpl = BasicAvgPoolImpl<1>;
 using AvgPool2dImpl = BasicAvgPoolImpl<2>;
 using AvgPool3dImpl = BasicAvgPoolImpl<3>;
 EMBER_MODULE(AvgPool1d);
+template <class P = DefaultPolicy>
+using BasicAvgPool1d = detail::PolicyHolder<P, AvgPool1d, BasicAvgPoolImpl<1, P>>;
 EMBER_MODULE(AvgPool2d);
+template <class P = DefaultPolicy>
+using BasicAvgPool2d = detail::PolicyHolder<P, AvgPool2d, BasicAvgPoolImpl<2, P>>;
 EMBER_MODULE(AvgPool3d);
+template <class P = DefaultPolicy>
+using BasicAvgPool3d = detail::PolicyHolder<P, AvgPool3d, BasicAvgPoolImpl<3, P>>;
 
 struct LPPoolOptions {
   LPPoolOptions(double norm_type, IntArgs kernel_size) : norm_type_(norm_type), kernel_size_(std::move(kernel_size)) {}
@@ -310,8 +334,14 @@ using LPPool1dImpl = BasicLPPoolImpl<1>;
 using LPPool2dImpl = BasicLPPoolImpl<2>;
 using LPPool3dImpl = BasicLPPoolImpl<3>;
 EMBER_MODULE(LPPool1d);
+template <class P = DefaultPolicy>
+using BasicLPPool1d = detail::PolicyHolder<P, LPPool1d, BasicLPPoolImpl<1, P>>;
 EMBER_MODULE(LPPool2d);
+template <class P = DefaultPolicy>
+using BasicLPPool2d = detail::PolicyHolder<P, LPPool2d, BasicLPPoolImpl<2, P>>;
 EMBER_MODULE(LPPool3d);
+template <class P = DefaultPolicy>
+using BasicLPPool3d = detail::PolicyHolder<P, LPPool3d, BasicLPPoolImpl<3, P>>;
 
 // libtorch's names for the adaptive pools' options: the output size.
 using AdaptiveAvgPool1dOptions = int64_t;
@@ -387,11 +417,23 @@ using AdaptiveMaxPool1dImpl = BasicAdaptiveMaxPool1dImpl<>;
 using AdaptiveMaxPool2dImpl = BasicAdaptiveMaxPool2dImpl<>;
 using AdaptiveMaxPool3dImpl = BasicAdaptiveMaxPool3dImpl<>;
 EMBER_MODULE(AdaptiveAvgPool1d);
+template <class P = DefaultPolicy>
+using BasicAdaptiveAvgPool1d = detail::PolicyHolder<P, AdaptiveAvgPool1d, BasicAdaptiveAvgPool1dImpl<P>>;
 EMBER_MODULE(AdaptiveAvgPool2d);
+template <class P = DefaultPolicy>
+using BasicAdaptiveAvgPool2d = detail::PolicyHolder<P, AdaptiveAvgPool2d, BasicAdaptiveAvgPool2dImpl<P>>;
 EMBER_MODULE(AdaptiveAvgPool3d);
+template <class P = DefaultPolicy>
+using BasicAdaptiveAvgPool3d = detail::PolicyHolder<P, AdaptiveAvgPool3d, BasicAdaptiveAvgPool3dImpl<P>>;
 EMBER_MODULE(AdaptiveMaxPool1d);
+template <class P = DefaultPolicy>
+using BasicAdaptiveMaxPool1d = detail::PolicyHolder<P, AdaptiveMaxPool1d, BasicAdaptiveMaxPool1dImpl<P>>;
 EMBER_MODULE(AdaptiveMaxPool2d);
+template <class P = DefaultPolicy>
+using BasicAdaptiveMaxPool2d = detail::PolicyHolder<P, AdaptiveMaxPool2d, BasicAdaptiveMaxPool2dImpl<P>>;
 EMBER_MODULE(AdaptiveMaxPool3d);
+template <class P = DefaultPolicy>
+using BasicAdaptiveMaxPool3d = detail::PolicyHolder<P, AdaptiveMaxPool3d, BasicAdaptiveMaxPool3dImpl<P>>;
 
 struct BatchNormOptions {
   BatchNormOptions(int64_t num_features) : num_features_(num_features) {}  // NOLINT
@@ -468,8 +510,14 @@ using BatchNorm1dImpl = BasicBatchNormImpl<1>;
 using BatchNorm2dImpl = BasicBatchNormImpl<2>;
 using BatchNorm3dImpl = BasicBatchNormImpl<3>;
 EMBER_MODULE(BatchNorm1d);
+template <class P = DefaultPolicy>
+using BasicBatchNorm1d = detail::PolicyHolder<P, BatchNorm1d, BasicBatchNormImpl<1, P>>;
 EMBER_MODULE(BatchNorm2d);
+template <class P = DefaultPolicy>
+using BasicBatchNorm2d = detail::PolicyHolder<P, BatchNorm2d, BasicBatchNormImpl<2, P>>;
 EMBER_MODULE(BatchNorm3d);
+template <class P = DefaultPolicy>
+using BasicBatchNorm3d = detail::PolicyHolder<P, BatchNorm3d, BasicBatchNormImpl<3, P>>;
 
 struct GroupNormOptions {
   GroupNormOptions(int64_t num_groups, int64_t num_channels) : num_groups_(num_groups), num_channels_(num_channels) {}
@@ -511,6 +559,8 @@ class BasicGroupNormImpl : public Cloneable<BasicGroupNormImpl<P>, P> {
 };
 using GroupNormImpl = BasicGroupNormImpl<>;
 EMBER_MODULE(GroupNorm);
+template <class P = DefaultPolicy>
+using BasicGroupNorm = detail::PolicyHolder<P, GroupNorm, BasicGroupNormImpl<P>>;
 
 struct InstanceNormOptions {
   explicit InstanceNormOptions(int64_t num_features) : num_features_(num_features) {}
@@ -578,8 +628,14 @@ using InstanceNorm1dImpl = BasicInstanceNormImpl<1>;
 using InstanceNorm2dImpl = BasicInstanceNormImpl<2>;
 using InstanceNorm3dImpl = BasicInstanceNormImpl<3>;
 EMBER_MODULE(InstanceNorm1d);
+template <class P = DefaultPolicy>
+using BasicInstanceNorm1d = detail::PolicyHolder<P, InstanceNorm1d, BasicInstanceNormImpl<1, P>>;
 EMBER_MODULE(InstanceNorm2d);
+template <class P = DefaultPolicy>
+using BasicInstanceNorm2d = detail::PolicyHolder<P, InstanceNorm2d, BasicInstanceNormImpl<2, P>>;
 EMBER_MODULE(InstanceNorm3d);
+template <class P = DefaultPolicy>
+using BasicInstanceNorm3d = detail::PolicyHolder<P, InstanceNorm3d, BasicInstanceNormImpl<3, P>>;
 
 /// libtorch's Upsample options: a size (one value for every spatial dim, or one per dim) or
 /// scale factors (likewise), mode nearest, linear, bilinear, bicubic or trilinear (kNearest,
@@ -646,6 +702,8 @@ class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
 };
 using UpsampleImpl = BasicUpsampleImpl<>;
 EMBER_MODULE(Upsample);
+template <class P = DefaultPolicy>
+using BasicUpsample = detail::PolicyHolder<P, Upsample, BasicUpsampleImpl<P>>;
 
 struct PixelShuffleOptions {
   explicit PixelShuffleOptions(int64_t upscale_factor) : upscale_factor_(upscale_factor) {}
@@ -664,6 +722,8 @@ class BasicPixelShuffleImpl : public Cloneable<BasicPixelShuffleImpl<P>, P> {
 };
 using PixelShuffleImpl = BasicPixelShuffleImpl<>;
 EMBER_MODULE(PixelShuffle);
+template <class P = DefaultPolicy>
+using BasicPixelShuffle = detail::PolicyHolder<P, PixelShuffle, BasicPixelShuffleImpl<P>>;
 
 struct PixelUnshuffleOptions {
   explicit PixelUnshuffleOptions(int64_t downscale_factor) : downscale_factor_(downscale_factor) {}
@@ -683,6 +743,8 @@ class BasicPixelUnshuffleImpl : public Cloneable<BasicPixelUnshuffleImpl<P>, P> 
 };
 using PixelUnshuffleImpl = BasicPixelUnshuffleImpl<>;
 EMBER_MODULE(PixelUnshuffle);
+template <class P = DefaultPolicy>
+using BasicPixelUnshuffle = detail::PolicyHolder<P, PixelUnshuffle, BasicPixelUnshuffleImpl<P>>;
 
 struct MaxUnpoolOptions {
   MaxUnpoolOptions(IntArgs kernel_size) : kernel_size_(std::move(kernel_size)) {}  // NOLINT
@@ -726,7 +788,13 @@ using MaxUnpool1dImpl = BasicMaxUnpoolImpl<1>;
 using MaxUnpool2dImpl = BasicMaxUnpoolImpl<2>;
 using MaxUnpool3dImpl = BasicMaxUnpoolImpl<3>;
 EMBER_MODULE(MaxUnpool1d);
+template <class P = DefaultPolicy>
+using BasicMaxUnpool1d = detail::PolicyHolder<P, MaxUnpool1d, BasicMaxUnpoolImpl<1, P>>;
 EMBER_MODULE(MaxUnpool2d);
+template <class P = DefaultPolicy>
+using BasicMaxUnpool2d = detail::PolicyHolder<P, MaxUnpool2d, BasicMaxUnpoolImpl<2, P>>;
 EMBER_MODULE(MaxUnpool3d);
+template <class P = DefaultPolicy>
+using BasicMaxUnpool3d = detail::PolicyHolder<P, MaxUnpool3d, BasicMaxUnpoolImpl<3, P>>;
 
 }  // namespace ember::nn

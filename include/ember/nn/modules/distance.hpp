@@ -30,6 +30,8 @@ class BasicCosineSimilarityImpl : public Cloneable<BasicCosineSimilarityImpl<P>,
 };
 using CosineSimilarityImpl = BasicCosineSimilarityImpl<>;
 EMBER_MODULE(CosineSimilarity);
+template <class P = DefaultPolicy>
+using BasicCosineSimilarity = detail::PolicyHolder<P, CosineSimilarity, BasicCosineSimilarityImpl<P>>;
 
 struct PairwiseDistanceOptions {
   EMBER_ARG(double, p) = 2.0;
@@ -54,5 +56,7 @@ class BasicPairwiseDistanceImpl : public Cloneable<BasicPairwiseDistanceImpl<P>,
 };
 using PairwiseDistanceImpl = BasicPairwiseDistanceImpl<>;
 EMBER_MODULE(PairwiseDistance);
+template <class P = DefaultPolicy>
+using BasicPairwiseDistance = detail::PolicyHolder<P, PairwiseDistance, BasicPairwiseDistanceImpl<P>>;
 
 }  // namespace ember::nn

@@ -55,6 +55,8 @@ class BasicUnfoldImpl : public Cloneable<BasicUnfoldImpl<P>, P> {
 };
 using UnfoldImpl = BasicUnfoldImpl<>;
 EMBER_MODULE(Unfold);
+template <class P = DefaultPolicy>
+using BasicUnfold = detail::PolicyHolder<P, Unfold, BasicUnfoldImpl<P>>;
 
 template <class P = DefaultPolicy>
 class BasicFoldImpl : public Cloneable<BasicFoldImpl<P>, P> {
@@ -78,5 +80,7 @@ class BasicFoldImpl : public Cloneable<BasicFoldImpl<P>, P> {
 };
 using FoldImpl = BasicFoldImpl<>;
 EMBER_MODULE(Fold);
+template <class P = DefaultPolicy>
+using BasicFold = detail::PolicyHolder<P, Fold, BasicFoldImpl<P>>;
 
 }  // namespace ember::nn

@@ -41,6 +41,10 @@ class BasicFractionalMaxPoolImpl : public Cloneable<BasicFractionalMaxPoolImpl<N
 using FractionalMaxPool2dImpl = BasicFractionalMaxPoolImpl<2>;
 using FractionalMaxPool3dImpl = BasicFractionalMaxPoolImpl<3>;
 EMBER_MODULE(FractionalMaxPool2d);
+template <class P = DefaultPolicy>
+using BasicFractionalMaxPool2d = detail::PolicyHolder<P, FractionalMaxPool2d, BasicFractionalMaxPoolImpl<2, P>>;
 EMBER_MODULE(FractionalMaxPool3d);
+template <class P = DefaultPolicy>
+using BasicFractionalMaxPool3d = detail::PolicyHolder<P, FractionalMaxPool3d, BasicFractionalMaxPoolImpl<3, P>>;
 
 }  // namespace ember::nn

@@ -56,6 +56,8 @@ class BasicDropout2dImpl : public Cloneable<BasicDropout2dImpl<P>, P> {
 };
 using Dropout2dImpl = BasicDropout2dImpl<>;
 EMBER_MODULE(Dropout2d);
+template <class P = DefaultPolicy>
+using BasicDropout2d = detail::PolicyHolder<P, Dropout2d, BasicDropout2dImpl<P>>;
 
 // libtorch's names for the other dropout layers' options.
 using Dropout1dOptions = DropoutOptions;
@@ -105,9 +107,17 @@ using Dropout3dImpl = BasicDropoutVariantImpl<DropoutKind::Channels3d>;
 using AlphaDropoutImpl = BasicDropoutVariantImpl<DropoutKind::Alpha>;
 using FeatureAlphaDropoutImpl = BasicDropoutVariantImpl<DropoutKind::FeatureAlpha>;
 EMBER_MODULE(Dropout1d);
+template <class P = DefaultPolicy>
+using BasicDropout1d = detail::PolicyHolder<P, Dropout1d, BasicDropoutVariantImpl<DropoutKind::Channels1d, P>>;
 EMBER_MODULE(Dropout3d);
+template <class P = DefaultPolicy>
+using BasicDropout3d = detail::PolicyHolder<P, Dropout3d, BasicDropoutVariantImpl<DropoutKind::Channels3d, P>>;
 EMBER_MODULE(AlphaDropout);
+template <class P = DefaultPolicy>
+using BasicAlphaDropout = detail::PolicyHolder<P, AlphaDropout, BasicDropoutVariantImpl<DropoutKind::Alpha, P>>;
 EMBER_MODULE(FeatureAlphaDropout);
+template <class P = DefaultPolicy>
+using BasicFeatureAlphaDropout = detail::PolicyHolder<P, FeatureAlphaDropout, BasicDropoutVariantImpl<DropoutKind::FeatureAlpha, P>>;
 
 struct EmbeddingFromPretrainedOptions {
   EMBER_ARG(bool, freeze) = true;  ///< the weight does not require grad
@@ -326,5 +336,7 @@ class BasicRMSNormImpl : public Cloneable<BasicRMSNormImpl<P>, P> {
 };
 using RMSNormImpl = BasicRMSNormImpl<>;
 EMBER_MODULE(RMSNorm);
+template <class P = DefaultPolicy>
+using BasicRMSNorm = detail::PolicyHolder<P, RMSNorm, BasicRMSNormImpl<P>>;
 
 }  // namespace ember::nn

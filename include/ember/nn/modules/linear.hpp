@@ -101,6 +101,8 @@ class BasicBilinearImpl : public Cloneable<BasicBilinearImpl<P>, P> {
 };
 using BilinearImpl = BasicBilinearImpl<>;
 EMBER_MODULE(Bilinear);
+template <class P = DefaultPolicy>
+using BasicBilinear = detail::PolicyHolder<P, Bilinear, BasicBilinearImpl<P>>;
 
 template <class P = DefaultPolicy>
 class BasicIdentityImpl : public Cloneable<BasicIdentityImpl<P>, P> {
@@ -111,6 +113,8 @@ class BasicIdentityImpl : public Cloneable<BasicIdentityImpl<P>, P> {
 };
 using IdentityImpl = BasicIdentityImpl<>;
 EMBER_MODULE(Identity);
+template <class P = DefaultPolicy>
+using BasicIdentity = detail::PolicyHolder<P, Identity, BasicIdentityImpl<P>>;
 
 struct FlattenOptions {
   EMBER_ARG(int64_t, start_dim) = 1;
@@ -129,6 +133,8 @@ class BasicFlattenImpl : public Cloneable<BasicFlattenImpl<P>, P> {
 };
 using FlattenImpl = BasicFlattenImpl<>;
 EMBER_MODULE(Flatten);
+template <class P = DefaultPolicy>
+using BasicFlatten = detail::PolicyHolder<P, Flatten, BasicFlattenImpl<P>>;
 
 struct UnflattenOptions {
   UnflattenOptions(int64_t dim, Shape sizes) : dim_(dim), sizes_(std::move(sizes)) {}
@@ -150,6 +156,8 @@ class BasicUnflattenImpl : public Cloneable<BasicUnflattenImpl<P>, P> {
 };
 using UnflattenImpl = BasicUnflattenImpl<>;
 EMBER_MODULE(Unflatten);
+template <class P = DefaultPolicy>
+using BasicUnflatten = detail::PolicyHolder<P, Unflatten, BasicUnflattenImpl<P>>;
 
 extern template class BasicLinearImpl<DefaultPolicy>;
 extern template class BasicBilinearImpl<DefaultPolicy>;

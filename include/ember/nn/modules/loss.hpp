@@ -28,7 +28,9 @@ namespace ember::nn {
     LossReduction reduction;                                                              \
   };                                                                                      \
   using Name##Impl = Basic##Name##Impl<>;                                                 \
-  EMBER_MODULE(Name)
+  EMBER_MODULE(Name);                                                                     \
+  template <class P = DefaultPolicy>                                                      \
+  using Basic##Name = detail::PolicyHolder<P, Name, Basic##Name##Impl<P>>
 
 /// libtorch's options of the losses with only a reduction: MSELoss(MSELossOptions(kSum)).
 struct MSELossOptions {
@@ -62,6 +64,8 @@ class BasicSmoothL1LossImpl : public Cloneable<BasicSmoothL1LossImpl<P>, P> {
 };
 using SmoothL1LossImpl = BasicSmoothL1LossImpl<>;
 EMBER_MODULE(SmoothL1Loss);
+template <class P = DefaultPolicy>
+using BasicSmoothL1Loss = detail::PolicyHolder<P, SmoothL1Loss, BasicSmoothL1LossImpl<P>>;
 
 struct HuberLossOptions {
   HuberLossOptions(LossReduction reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: as libtorch
@@ -84,6 +88,8 @@ class BasicHuberLossImpl : public Cloneable<BasicHuberLossImpl<P>, P> {
 };
 using HuberLossImpl = BasicHuberLossImpl<>;
 EMBER_MODULE(HuberLoss);
+template <class P = DefaultPolicy>
+using BasicHuberLoss = detail::PolicyHolder<P, HuberLoss, BasicHuberLossImpl<P>>;
 
 struct CrossEntropyLossOptions {
   EMBER_ARG(Tensor, weight);
@@ -111,6 +117,8 @@ class BasicCrossEntropyLossImpl : public Cloneable<BasicCrossEntropyLossImpl<P>,
 };
 using CrossEntropyLossImpl = BasicCrossEntropyLossImpl<>;
 EMBER_MODULE(CrossEntropyLoss);
+template <class P = DefaultPolicy>
+using BasicCrossEntropyLoss = detail::PolicyHolder<P, CrossEntropyLoss, BasicCrossEntropyLossImpl<P>>;
 
 struct NLLLossOptions {
   EMBER_ARG(Tensor, weight);
@@ -133,6 +141,8 @@ class BasicNLLLossImpl : public Cloneable<BasicNLLLossImpl<P>, P> {
 };
 using NLLLossImpl = BasicNLLLossImpl<>;
 EMBER_MODULE(NLLLoss);
+template <class P = DefaultPolicy>
+using BasicNLLLoss = detail::PolicyHolder<P, NLLLoss, BasicNLLLossImpl<P>>;
 
 struct BCELossOptions {
   EMBER_ARG(Tensor, weight);
@@ -160,6 +170,8 @@ class BasicBCELossImpl : public Cloneable<BasicBCELossImpl<P>, P> {
 };
 using BCELossImpl = BasicBCELossImpl<>;
 EMBER_MODULE(BCELoss);
+template <class P = DefaultPolicy>
+using BasicBCELoss = detail::PolicyHolder<P, BCELoss, BasicBCELossImpl<P>>;
 
 struct BCEWithLogitsLossOptions {
   EMBER_ARG(Tensor, weight);
@@ -186,6 +198,8 @@ class BasicBCEWithLogitsLossImpl : public Cloneable<BasicBCEWithLogitsLossImpl<P
 };
 using BCEWithLogitsLossImpl = BasicBCEWithLogitsLossImpl<>;
 EMBER_MODULE(BCEWithLogitsLoss);
+template <class P = DefaultPolicy>
+using BasicBCEWithLogitsLoss = detail::PolicyHolder<P, BCEWithLogitsLoss, BasicBCEWithLogitsLossImpl<P>>;
 
 struct KLDivLossOptions {
   KLDivLossOptions(LossReduction reduction = "mean") : reduction_(std::move(reduction)) {}  // NOLINT: as libtorch
@@ -208,6 +222,8 @@ class BasicKLDivLossImpl : public Cloneable<BasicKLDivLossImpl<P>, P> {
 };
 using KLDivLossImpl = BasicKLDivLossImpl<>;
 EMBER_MODULE(KLDivLoss);
+template <class P = DefaultPolicy>
+using BasicKLDivLoss = detail::PolicyHolder<P, KLDivLoss, BasicKLDivLossImpl<P>>;
 
 /// The margin and reduction of CosineEmbeddingLoss and MarginRankingLoss.
 struct CosineEmbeddingLossOptions {
@@ -234,6 +250,8 @@ class BasicCosineEmbeddingLossImpl : public Cloneable<BasicCosineEmbeddingLossIm
 };
 using CosineEmbeddingLossImpl = BasicCosineEmbeddingLossImpl<>;
 EMBER_MODULE(CosineEmbeddingLoss);
+template <class P = DefaultPolicy>
+using BasicCosineEmbeddingLoss = detail::PolicyHolder<P, CosineEmbeddingLoss, BasicCosineEmbeddingLossImpl<P>>;
 
 template <class P = DefaultPolicy>
 class BasicMarginRankingLossImpl : public Cloneable<BasicMarginRankingLossImpl<P>, P> {
@@ -252,6 +270,8 @@ class BasicMarginRankingLossImpl : public Cloneable<BasicMarginRankingLossImpl<P
 };
 using MarginRankingLossImpl = BasicMarginRankingLossImpl<>;
 EMBER_MODULE(MarginRankingLoss);
+template <class P = DefaultPolicy>
+using BasicMarginRankingLoss = detail::PolicyHolder<P, MarginRankingLoss, BasicMarginRankingLossImpl<P>>;
 
 struct TripletMarginLossOptions {
   EMBER_ARG(double, margin) = 1.0;
@@ -280,6 +300,8 @@ class BasicTripletMarginLossImpl : public Cloneable<BasicTripletMarginLossImpl<P
 };
 using TripletMarginLossImpl = BasicTripletMarginLossImpl<>;
 EMBER_MODULE(TripletMarginLoss);
+template <class P = DefaultPolicy>
+using BasicTripletMarginLoss = detail::PolicyHolder<P, TripletMarginLoss, BasicTripletMarginLossImpl<P>>;
 
 struct CTCLossOptions {
   EMBER_ARG(int64_t, blank) = 0;
@@ -312,5 +334,7 @@ class BasicCTCLossImpl : public Cloneable<BasicCTCLossImpl<P>, P> {
 };
 using CTCLossImpl = BasicCTCLossImpl<>;
 EMBER_MODULE(CTCLoss);
+template <class P = DefaultPolicy>
+using BasicCTCLoss = detail::PolicyHolder<P, CTCLoss, BasicCTCLossImpl<P>>;
 
 }  // namespace ember::nn

@@ -73,7 +73,9 @@ struct GaussianNLLLossOptions {
     Name##Options options;                                                                                  \
   };                                                                                                        \
   using Name##Impl = Basic##Name##Impl<>;                                                                   \
-  EMBER_MODULE(Name)
+  EMBER_MODULE(Name);                                                                                       \
+  template <class P = DefaultPolicy>                                                                        \
+  using Basic##Name = detail::PolicyHolder<P, Name, Basic##Name##Impl<P>>
 
 EMBER_OPTIONS_LOSS(SoftMarginLoss, F::soft_margin_loss(input, target, options.reduction()));
 EMBER_OPTIONS_LOSS(MultiLabelMarginLoss, F::multilabel_margin_loss(input, target, options.reduction()));
@@ -99,7 +101,9 @@ EMBER_OPTIONS_LOSS(PoissonNLLLoss, F::poisson_nll_loss(input, target, options.lo
     BasicTensor<P> weight;                                                                                  \
   };                                                                                                        \
   using Name##Impl = Basic##Name##Impl<>;                                                                   \
-  EMBER_MODULE(Name)
+  EMBER_MODULE(Name);                                                                                       \
+  template <class P = DefaultPolicy>                                                                        \
+  using Basic##Name = detail::PolicyHolder<P, Name, Basic##Name##Impl<P>>
 
 EMBER_WEIGHTED_LOSS(MultiMarginLoss, F::multi_margin_loss(input, target, options.p(), options.margin(), weight,
                                                          options.reduction()));
@@ -120,6 +124,8 @@ class BasicGaussianNLLLossImpl : public Cloneable<BasicGaussianNLLLossImpl<P>, P
 };
 using GaussianNLLLossImpl = BasicGaussianNLLLossImpl<>;
 EMBER_MODULE(GaussianNLLLoss);
+template <class P = DefaultPolicy>
+using BasicGaussianNLLLoss = detail::PolicyHolder<P, GaussianNLLLoss, BasicGaussianNLLLossImpl<P>>;
 
 namespace detail {
 /// The options' distance (a function of the default policy's tensors, as libtorch's options
@@ -150,5 +156,7 @@ class BasicTripletMarginWithDistanceLossImpl : public Cloneable<BasicTripletMarg
 };
 using TripletMarginWithDistanceLossImpl = BasicTripletMarginWithDistanceLossImpl<>;
 EMBER_MODULE(TripletMarginWithDistanceLoss);
+template <class P = DefaultPolicy>
+using BasicTripletMarginWithDistanceLoss = detail::PolicyHolder<P, TripletMarginWithDistanceLoss, BasicTripletMarginWithDistanceLossImpl<P>>;
 
 }  // namespace ember::nn

@@ -95,13 +95,19 @@ class BasicPadImpl : public Cloneable<BasicPadImpl<K, ND, P>, P> {
   double value;                  ///< the fill (ConstantPad; 0 otherwise)
 };
 
-#define EMBER_PAD_LAYERS(Kind)                            \
-  using Kind##Pad1dImpl = BasicPadImpl<PadKind::Kind, 1>; \
-  using Kind##Pad2dImpl = BasicPadImpl<PadKind::Kind, 2>; \
-  using Kind##Pad3dImpl = BasicPadImpl<PadKind::Kind, 3>; \
-  EMBER_MODULE(Kind##Pad1d);                              \
-  EMBER_MODULE(Kind##Pad2d);                              \
-  EMBER_MODULE(Kind##Pad3d)
+#define EMBER_PAD_LAYERS(Kind)                                                                        \
+  using Kind##Pad1dImpl = BasicPadImpl<PadKind::Kind, 1>;                                             \
+  using Kind##Pad2dImpl = BasicPadImpl<PadKind::Kind, 2>;                                             \
+  using Kind##Pad3dImpl = BasicPadImpl<PadKind::Kind, 3>;                                             \
+  EMBER_MODULE(Kind##Pad1d);                                                                          \
+  EMBER_MODULE(Kind##Pad2d);                                                                          \
+  EMBER_MODULE(Kind##Pad3d);                                                                          \
+  template <class P = DefaultPolicy>                                                                  \
+  using Basic##Kind##Pad1d = detail::PolicyHolder<P, Kind##Pad1d, BasicPadImpl<PadKind::Kind, 1, P>>; \
+  template <class P = DefaultPolicy>                                                                  \
+  using Basic##Kind##Pad2d = detail::PolicyHolder<P, Kind##Pad2d, BasicPadImpl<PadKind::Kind, 2, P>>; \
+  template <class P = DefaultPolicy>                                                                  \
+  using Basic##Kind##Pad3d = detail::PolicyHolder<P, Kind##Pad3d, BasicPadImpl<PadKind::Kind, 3, P>>
 EMBER_PAD_LAYERS(Reflection);
 EMBER_PAD_LAYERS(Replication);
 EMBER_PAD_LAYERS(Circular);

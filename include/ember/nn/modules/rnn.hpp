@@ -387,8 +387,14 @@ using RNNImpl = BasicRNNImpl<>;
 using LSTMImpl = BasicLSTMImpl<>;
 using GRUImpl = BasicGRUImpl<>;
 EMBER_MODULE(RNN);
+template <class P = DefaultPolicy>
+using BasicRNN = detail::PolicyHolder<P, RNN, BasicRNNImpl<P>>;
 EMBER_MODULE(LSTM);
+template <class P = DefaultPolicy>
+using BasicLSTM = detail::PolicyHolder<P, LSTM, BasicLSTMImpl<P>>;
 EMBER_MODULE(GRU);
+template <class P = DefaultPolicy>
+using BasicGRU = detail::PolicyHolder<P, GRU, BasicGRUImpl<P>>;
 
 namespace detail {
 /// One step of a cell with the weights given, as libtorch's functional cells: input (N, I) or
@@ -522,8 +528,14 @@ using RNNCellImpl = BasicRNNCellImpl<>;
 using LSTMCellImpl = BasicLSTMCellImpl<>;
 using GRUCellImpl = BasicGRUCellImpl<>;
 EMBER_MODULE(RNNCell);
+template <class P = DefaultPolicy>
+using BasicRNNCell = detail::PolicyHolder<P, RNNCell, BasicRNNCellImpl<P>>;
 EMBER_MODULE(LSTMCell);
+template <class P = DefaultPolicy>
+using BasicLSTMCell = detail::PolicyHolder<P, LSTMCell, BasicLSTMCellImpl<P>>;
 EMBER_MODULE(GRUCell);
+template <class P = DefaultPolicy>
+using BasicGRUCell = detail::PolicyHolder<P, GRUCell, BasicGRUCellImpl<P>>;
 
 
 }  // namespace ember::nn

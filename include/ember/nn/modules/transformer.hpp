@@ -475,5 +475,7 @@ class BasicTransformerImpl : public BasicModule<P> {
 };
 using TransformerImpl = BasicTransformerImpl<>;
 EMBER_MODULE(Transformer);
+template <class P = DefaultPolicy>
+using BasicTransformer = detail::PolicyHolder<P, Transformer, BasicTransformerImpl<P>>;
 
 }  // namespace ember::nn
