@@ -35,6 +35,18 @@ AnyValue to_any_value(A&& a) {
   if constexpr (std::is_same_v<std::remove_cvref_t<A>, AnyValue>) return std::forward<A>(a);  // passed on as it is
   else return AnyValue(std::forward<A>(a));
 }
+/// A forward's result as the R its caller asked for (AnyValue: as it is, no check); otherwise
+/// "[op] <who()> returned a X, not the Y asked for" (who() is only called then).
+template <class R, class Who>
+R result_as(AnyValue&& result, const char* op, Who&& who) {
+  if constexpr (std::is_same_v<R, AnyValue>) {
+    return std::move(result);
+  } else {
+    EMBER_CHECK(result.holds<R>(), "[{}] {} returned a {}, not the {} asked for", op, who(),
+                readable_type_name(result.type_name()), readable_type_name(type_name<R>()));
+    return std::move(result).template get<R>();  // given up, not copied
+  }
+}
 }  // namespace detail
 
 template <class P>
@@ -74,15 +86,8 @@ class BasicAnyModule {
                   (std::is_same_v<std::remove_cvref_t<A>, TensorT> && ...)) {
       if (calls_ != nullptr && calls_->tensor_call != nullptr) return calls_->tensor_call(module_.get(), args...);
     }
-    AnyValue result = any_forward(std::forward<A>(args)...);
-    if constexpr (std::is_same_v<R, AnyValue>) {
-      return result;
-    } else {
-      EMBER_CHECK(result.holds<R>(), "[AnyModule] {}'s forward() returned a {}, not the {} asked for",
-                  module_->name(), detail::readable_type_name(result.type_name()),
-                  detail::readable_type_name(detail::type_name<R>()));
-      return std::move(result).template get<R>();  // given up, not copied
-    }
+    return detail::result_as<R>(any_forward(std::forward<A>(args)...), "AnyModule",
+                                [&] { return fmt::format("{}'s forward()", module_->name()); });
   }
   /// forward(args...) with its result as an AnyValue; AnyValue arguments pass on as they are.
   template <class... A>

@@ -115,15 +115,15 @@ class BasicSequentialImpl : public BasicModule<P> {
     if (!tensor_chain_) return forward<TensorT>(AnyValue(x));
     TensorT y = x;
     for (size_t i = 0; i < entries_.size(); ++i) {
-      const Entry& e = entries_[i];
-      if (e.kind == Kind::Linear && i + 1 < entries_.size() && entries_[i + 1].kind == Kind::Relu) {
-        y = static_cast<BasicLinearImpl<P>*>(e.module.get())->forward_relu(y);
+      const BasicAnyModule<P>& m = modules_[i];
+      if (entries_[i].kind == Kind::Linear && i + 1 < entries_.size() && entries_[i + 1].kind == Kind::Relu) {
+        y = static_cast<BasicLinearImpl<P>*>(m.ptr().get())->forward_relu(y);
         ++i;
-      } else if (e.kind == Kind::Relu && i + 1 < entries_.size() && entries_[i + 1].kind == Kind::MaxPool) {
-        const Entry& pool = entries_[++i];
-        y = e.calls->tensor_call(e.module.get(), pool.calls->tensor_call(pool.module.get(), y));
+      } else if (entries_[i].kind == Kind::Relu && i + 1 < entries_.size() && entries_[i + 1].kind == Kind::MaxPool) {
+        const BasicAnyModule<P>& pool = modules_[++i];
+        y = m.calls()->tensor_call(m.ptr().get(), pool.calls()->tensor_call(pool.ptr().get(), y));
       } else {
-        y = e.calls->tensor_call(e.module.get(), y);
+        y = m.calls()->tensor_call(m.ptr().get(), y);
       }
     }
     return y;
@@ -142,17 +142,10 @@ class BasicSequentialImpl : public BasicModule<P> {
       if (tensor_chain_) return forward(static_cast<const TensorT&>(args)...);
     }
     std::array<AnyValue, sizeof...(A)> values{nn::detail::to_any_value(std::forward<A>(args))...};
-    AnyValue result = forward_values(values);
-    if constexpr (std::is_same_v<R, AnyValue>) {
-      return result;
-    } else {
-      EMBER_CHECK(result.holds<R>(), "[Sequential] {} returned a {}, not the {} asked for",
-                  entries_.empty() ? std::string("the empty Sequential")
-                                   : fmt::format("the last module ({})", entries_.back().module->name()),
-                  nn::detail::readable_type_name(result.type_name()),
-                  nn::detail::readable_type_name(nn::detail::type_name<R>()));
-      return std::move(result).template get<R>();
-    }
+    return nn::detail::result_as<R>(forward_values(values), "Sequential", [&] {
+      return modules_.empty() ? std::string("the empty Sequential")
+                              : fmt::format("the last module ({})", modules_.back().ptr()->name());
+    });
   }
   /// The same with the arguments as AnyValues (they may be moved from), the result as one;
   /// an empty Sequential returns its one argument.
@@ -161,10 +154,10 @@ class BasicSequentialImpl : public BasicModule<P> {
       EMBER_CHECK(args.size() == 1, "[Sequential] an empty Sequential passes on one argument, got {}", args.size());
       return std::move(args[0]);
     }
-    AnyValue y = entries_[0].calls->call(entries_[0].module.get(), args, "Sequential", 0);
-    for (size_t i = 1; i < entries_.size(); ++i)
-      y = entries_[i].calls->call(entries_[i].module.get(), std::span<AnyValue>(&y, 1), "Sequential",
-                                  static_cast<int64_t>(i));
+    AnyValue y = modules_[0].calls()->call(modules_[0].ptr().get(), args, "Sequential", 0);
+    for (size_t i = 1; i < modules_.size(); ++i)
+      y = modules_[i].calls()->call(modules_[i].ptr().get(), std::span<AnyValue>(&y, 1), "Sequential",
+                                    static_cast<int64_t>(i));
     return y;
   }
   size_t size() const { return entries_.size(); }
@@ -174,7 +167,7 @@ class BasicSequentialImpl : public BasicModule<P> {
   auto end() const { return modules_.end(); }
   ModulePtr operator[](size_t i) const {
     EMBER_CHECK(i < entries_.size(), "[Sequential] index {} is out of range for {} modules", i, entries_.size());
-    return entries_[i].module;
+    return modules_[i].ptr();
   }
   /// The module at i as its concrete type (checked).
   template <class Impl>
@@ -198,7 +191,9 @@ class BasicSequentialImpl : public BasicModule<P> {
       for (const Entry& mine : entries_)
         EMBER_CHECK(mine.name != name, "[Sequential] extend: the position {} is already the name of a module", name);
     }
-    for (const Entry& e : other.entries_) add_entry(std::to_string(entries_.size()), e.module, e.calls, e.kind);
+    for (size_t k = 0; k < other.entries_.size(); ++k)
+      add_entry(std::to_string(entries_.size()), other.modules_[k].ptr(), other.modules_[k].calls(),
+                other.entries_[k].kind);
   }
   template <class H>
     requires requires(const H& h) { h.ptr(); }
@@ -208,14 +203,15 @@ class BasicSequentialImpl : public BasicModule<P> {
   ModulePtr clone() const override {
     auto copy = std::make_shared<BasicSequentialImpl>();
     for (size_t i = 0; i < entries_.size(); ++i) {
-      const Entry& e = entries_[i];
+      const ModulePtr& m = modules_[i].ptr();
+      const nn::detail::ModuleCalls<P>* calls = modules_[i].calls();
       // Each entry's call casts to the type it was added as; the clone must be of that type.
-      EMBER_CHECK(e.calls->clones_as_itself,
+      EMBER_CHECK(calls->clones_as_itself,
                   "[Sequential] module {} ({}) cannot be cloned as its own type: its clone() is inherited from a "
                   "base class and would make a base object (give it a clone() of its own, e.g. derive it from "
                   "nn::Cloneable<YourImpl> and rebuild it in reset())",
-                  i, e.module->name());
-      copy->add_entry(e.name, e.module->clone(), e.calls, e.kind);
+                  i, m->name());
+      copy->add_entry(entries_[i].name, m->clone(), calls, entries_[i].kind);
     }
     copy->set_training_flag(this->is_training());  // the children keep their own
     return copy;
@@ -229,7 +225,7 @@ class BasicSequentialImpl : public BasicModule<P> {
                   "[Sequential] the replacement for module {} ({}) has no forward() a Sequential can call", i,
                   r.module->name());
       // Kind::Other: forward()'s rewrites are only for Ember's own types as added.
-      entries_[i] = {name, r.module, r.calls, Kind::Other};
+      entries_[i].kind = Kind::Other;
       modules_[i] = BasicAnyModule<P>(r.module, r.calls);
       update_tensor_chain();
     }
@@ -241,10 +237,10 @@ class BasicSequentialImpl : public BasicModule<P> {
 
  private:
   enum class Kind : uint8_t { Other, Relu, MaxPool, Linear };  // see forward
+  /// The i-th module's name and kind; its module and calls (made for the type it was added
+  /// as) are modules_[i].
   struct Entry {
     std::string name;
-    ModulePtr module;
-    const nn::detail::ModuleCalls<P>* calls;  // made for the type it was added as
     Kind kind;
   };
   template <class Impl>
@@ -263,16 +259,16 @@ class BasicSequentialImpl : public BasicModule<P> {
     this->register_module(name, m);
     modules_.reserve(entries_.size() + 1);  // both grow or neither
     entries_.reserve(entries_.size() + 1);
-    modules_.push_back(BasicAnyModule<P>(m, calls));
-    entries_.push_back({std::move(name), std::move(m), calls, kind});
+    modules_.push_back(BasicAnyModule<P>(std::move(m), calls));
+    entries_.push_back({std::move(name), kind});
     tensor_chain_ = tensor_chain_ && calls->tensor_call != nullptr;
   }
   void update_tensor_chain() {
     tensor_chain_ = true;
-    for (const Entry& e : entries_) tensor_chain_ = tensor_chain_ && e.calls->tensor_call != nullptr;
+    for (const BasicAnyModule<P>& m : modules_) tensor_chain_ = tensor_chain_ && m.calls()->tensor_call != nullptr;
   }
   std::vector<Entry> entries_;
-  std::vector<BasicAnyModule<P>> modules_;  // entries_' modules and calls, for iteration
+  std::vector<BasicAnyModule<P>> modules_;  // parallel to entries_; what begin()/end() iterate
   bool tensor_chain_ = true;  // every module takes a Tensor and returns one: forward(Tensor)'s path
 };
 using SequentialImpl = BasicSequentialImpl<>;
