@@ -72,7 +72,7 @@ void check_finite(const BasicTensor<P>& a, const char* op, Triangle part = Trian
 /// Whether an op on `a` records a node: then it needs the factors its backward uses.
 template <class P>
 bool recording(const BasicTensor<P>& a) {
-  return autograd::detail::grad_enabled<P>() && a.requires_grad();
+  return ember::detail::grad_enabled<P>() && a.requires_grad();
 }
 
 /// a and b expanded to their common batch dims (all but the last `keep_a` / `keep_b` dims).
@@ -411,7 +411,7 @@ BasicTensor<P> matrix_rank(const BasicTensor<P>& a, std::optional<double> atol, 
   detail::check_matrices(a, op, hermitian);
   detail::check_finite(a, op);
   const auto [at, rt] = detail::tolerances(a, atol, rtol, op);
-  autograd::detail::NoGradGuardFor<P> no_grad;
+  ember::detail::NoGradGuardFor<P> no_grad;
   const BasicTensor<P> s = hermitian ? eigvalsh(a).abs() : svdvals(a);
   const BasicTensor<P> smax = s.numel() == 0 ? s : s.amax({-1}, true);
   return s.gt(smax * rt).logical_and(s.gt(at)).sum({-1}, false, DType::I64);
@@ -464,7 +464,7 @@ std::tuple<BasicTensor<P>, BasicTensor<P>, BasicTensor<P>, BasicTensor<P>> lstsq
   const TensorOptions none = TensorOptions(a.dtype()).device(a.device());
   BasicTensor<P> rank, values, residuals;
   {
-    autograd::detail::NoGradGuardFor<P> no_grad;
+    ember::detail::NoGradGuardFor<P> no_grad;
     const BasicTensor<P> s = detail::Svd<P>::apply(ae, false, false)[1];
     const BasicTensor<P> smax = s.numel() == 0 ? s : s.amax({-1}, true);
     const BasicTensor<P> kept = s.gt(smax * rt).sum({-1}, false, DType::I64);  // the numerical rank

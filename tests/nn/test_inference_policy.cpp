@@ -94,6 +94,8 @@ static_assert(std::is_same_v<nn::BasicGELU<>, nn::GELU>);
 static_assert(std::is_same_v<nn::BasicReflectionPad2d<>, nn::ReflectionPad2d>);
 static_assert(std::is_same_v<nn::BasicMSELoss<>, nn::MSELoss>);
 static_assert(std::is_same_v<nn::BasicLSTM<>, nn::LSTM>);
+static_assert(std::is_same_v<nn::BasicEmbedding<>, nn::Embedding>);
+static_assert(std::is_same_v<nn::BasicEmbeddingBag<IP>, nn::ModuleHolder<nn::BasicEmbeddingBagImpl<IP>>>);
 static_assert(std::is_same_v<nn::BasicAdaptiveAvgPool2d<IP>, nn::ModuleHolder<nn::BasicAdaptivePoolImpl<2, false, IP>>>);
 static_assert(std::is_same_v<nn::BasicLinear<DefaultPolicy>, nn::Linear>);
 static_assert(std::is_same_v<nn::BasicSequential<DefaultPolicy>, nn::Sequential>);

@@ -90,12 +90,19 @@ template <class P>
 constexpr bool has_autograd() {
   return ember::detail::has_layer<Autograd, typename P::layers>::value;
 }
+}  // namespace detail
+
+}  // namespace ember::autograd
+
+namespace ember::detail {
+// In ember::detail, not autograd's namespace: unoptimised builds keep these as functions, and
+// an inference program's symbols must not name autograd (tests/footprint's nm check).
 /// Grad mode as the ops of policy P see it: off, known at compile time, for a policy without
 /// the Autograd layer (nothing can record; generic code then reads no thread-local state and
 /// an inference program links no autograd symbol).
 template <class P>
 bool grad_enabled() {
-  if constexpr (has_autograd<P>()) return GradMode::is_enabled();
+  if constexpr (autograd::detail::has_autograd<P>()) return autograd::GradMode::is_enabled();
   else return false;
 }
 struct NoGuard {
@@ -103,10 +110,8 @@ struct NoGuard {
 };
 /// NoGradGuard in code generic over the policy: nothing at all where P records nothing.
 template <class P>
-using NoGradGuardFor = std::conditional_t<has_autograd<P>(), NoGradGuard, NoGuard>;
-}  // namespace detail
-
-}  // namespace ember::autograd
+using NoGradGuardFor = std::conditional_t<autograd::detail::has_autograd<P>(), autograd::NoGradGuard, NoGuard>;
+}  // namespace ember::detail
 
 namespace ember {
 // Also under ember::, as libtorch has torch::NoGradGuard.

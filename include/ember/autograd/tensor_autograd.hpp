@@ -38,7 +38,8 @@ BasicTensor<P>& BasicTensor<P>::requires_grad_(bool on) {
 
 template <class P>
 bool BasicTensor<P>::requires_grad() const {
-  return autograd::requires_grad(impl());
+  if constexpr (autograd::detail::has_autograd<P>()) return autograd::requires_grad(impl());
+  else return false;  // (and no call into autograd code, even unoptimised)
 }
 
 template <class P>
@@ -67,7 +68,7 @@ void BasicTensor<P>::zero_grad(bool set_to_none) {
   if (set_to_none) {
     m->grad.reset();
   } else {
-    autograd::detail::NoGradGuardFor<P> ng;
+    ember::detail::NoGradGuardFor<P> ng;
     BasicTensor(m->grad).zero_();
   }
 }
@@ -82,7 +83,8 @@ std::shared_ptr<autograd::Node> BasicTensor<P>::grad_fn() const {
 
 template <class P>
 bool BasicTensor<P>::is_leaf() const {
-  return autograd::is_leaf(impl());
+  if constexpr (autograd::detail::has_autograd<P>()) return autograd::is_leaf(impl());
+  else return true;
 }
 
 template <class P>

@@ -4,7 +4,8 @@
 ///   auto served = std::make_shared<nn::BasicSequentialImpl<InferencePolicy>>(...);
 ///   served->load_state_dict(ember::to_policy<InferencePolicy>(trained->state_dict()));
 /// No copy: the result shares storage with x (writes through either are seen by both), and it
-/// carries no autograd history or requires_grad (like x.detach()).
+/// carries no autograd history or requires_grad (like x.detach()); a 0-d tensor made from a
+/// C++ number keeps promoting like one.
 
 #include <ember/core/error.hpp>
 #include <ember/core/ordered_dict.hpp>
@@ -22,13 +23,15 @@ BasicTensor<Q> to_policy(const BasicTensor<P>& x) {
               "first (.to(Device::cpu()))",
               x.sizes(), x.device());
   const detail::TensorImpl& t = x.impl();
-  return BasicTensor<Q>(detail::make_view(t.storage, t.dtype, t.sizes, t.strides, t.offset));
+  detail::Ref<detail::TensorImpl> view = detail::make_view(t.storage, t.dtype, t.sizes, t.strides, t.offset);
+  view->wrapped_number = t.wrapped_number;
+  return BasicTensor<Q>(std::move(view));
 }
 
 /// Every tensor of a state dict (or any named list), names and order kept.
 template <class Q, class P>
 OrderedDict<std::string, BasicTensor<Q>> to_policy(const OrderedDict<std::string, BasicTensor<P>>& dict) {
-  OrderedDict<std::string, BasicTensor<Q>> out;
+  OrderedDict<std::string, BasicTensor<Q>> out(dict.key_description());
   for (const auto& item : dict) out.insert(item.first, to_policy<Q>(item.second));
   return out;
 }

@@ -384,13 +384,13 @@ BasicTensor<P> binary_cross_entropy(const BasicTensor<P>& input, const BasicTens
                                     const BasicTensor<P>& weight = {}, LossReduction reduction = "mean") {
   detail::check_same_shape(input, target, "binary_cross_entropy");
   {
-    autograd::detail::NoGradGuardFor<P> ng;
+    ember::detail::NoGradGuardFor<P> ng;
     bool ok = input.numel() == 0 || input.ge(0.0).logical_and(input.le(1.0)).all().template item<bool>();
     EMBER_CHECK(ok, "[binary_cross_entropy] input values must be probabilities in [0, 1]");
   }
   BasicTensor<P> l;
   if constexpr (autograd::detail::has_autograd<P>()) {
-    if (autograd::detail::grad_enabled<P>() && (input.requires_grad() || target.requires_grad()))
+    if (ember::detail::grad_enabled<P>() && (input.requires_grad() || target.requires_grad()))
       l = detail::BinaryCrossEntropy<P>::apply(input, target);
   }
   if (!l.defined()) l = detail::bce_terms(input, target);

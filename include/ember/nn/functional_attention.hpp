@@ -332,7 +332,7 @@ std::pair<BasicTensor<P>, BasicTensor<P>> mha_forward(const BasicTensor<P>& quer
                               &key.impl() == &value.impl() && !c.bias_k.defined() && !c.add_zero_attn &&
                               !c.static_k.defined() && !c.static_v.defined();
   const bool weights_need_grad =
-      c.need_weights && autograd::detail::grad_enabled<P>() &&
+      c.need_weights && ember::detail::grad_enabled<P>() &&
       (query.requires_grad() || (c.in_proj_weight.defined() && c.in_proj_weight.requires_grad()) ||
        (c.in_proj_bias.defined() && c.in_proj_bias.requires_grad()));
   auto finish = [&](const TensorT& ctx, const TensorT& w) -> std::pair<TensorT, TensorT> {

@@ -200,7 +200,7 @@ ConvAlgorithm conv_algorithm_for(const BasicTensor<P>& x, const BasicTensor<P>& 
   // CNN's 64x32x14x14 input, 0.1% of its step); a finite input whose sum overflows takes the
   // other paths too, which is only slower.
   const auto finite_input = [&] {
-    autograd::detail::NoGradGuardFor<P> no_grad;
+    ember::detail::NoGradGuardFor<P> no_grad;
     return std::isfinite(x.sum().template item<double>());
   };
   if (a == ConvAlgorithm::Winograd || a == ConvAlgorithm::Winograd2x2 || a == ConvAlgorithm::Winograd4x4)
@@ -632,7 +632,7 @@ BasicTensor<P> avg_pool_nd(const BasicTensor<P>& x, int nd, IntArgs kernel, IntA
   // Divisor per window: taps inside input + symmetric padding (count_include_pad) or inside the input only.
   BasicTensor<P> div;
   {
-    autograd::detail::NoGradGuardFor<P> ng;
+    ember::detail::NoGradGuardFor<P> ng;
     Shape one{1, 1};
     for (int d = 0; d < nd; ++d) one.push_back(xb.size(2 + d));
     ops::ConvGeometry gc = g;
@@ -775,7 +775,7 @@ BasicTensor<P> adaptive_avg_windows(const BasicTensor<P>& x, int64_t dim, int64_
 /// test reads the output, usually much smaller than the input.
 template <class P>
 bool all_finite(const BasicTensor<P>& y) {
-  autograd::detail::NoGradGuardFor<P> ng;
+  ember::detail::NoGradGuardFor<P> ng;
   return y.numel() == 0 || y.isfinite().all().template item<bool>();
 }
 }  // namespace detail
@@ -939,7 +939,7 @@ BasicTensor<P> batch_norm(const BasicTensor<P>& x, BasicTensor<P> running_mean, 
                           double momentum = 0.1, double eps = 1e-5) {
   EMBER_CHECK(x.dim() >= 2, "[batch_norm] expects (N, C, ...) input, got shape {}", x.sizes());
   // As PyTorch: the running statistics are updated in place and never differentiated.
-  EMBER_CHECK(!autograd::detail::grad_enabled<P>() || !((running_mean.defined() && running_mean.requires_grad()) ||
+  EMBER_CHECK(!ember::detail::grad_enabled<P>() || !((running_mean.defined() && running_mean.requires_grad()) ||
                                                      (running_var.defined() && running_var.requires_grad())),
               "[batch_norm] running_mean and running_var must not require grad (they are not differentiable)");
   int64_t c = x.size(1);
@@ -954,7 +954,7 @@ BasicTensor<P> batch_norm(const BasicTensor<P>& x, BasicTensor<P> running_mean, 
                          bias.defined() ? &bias.impl() : nullptr, eval_stats ? &running_mean.impl() : nullptr,
                          eval_stats ? &running_var.impl() : nullptr);
     if (training && running_mean.defined()) {
-      autograd::detail::NoGradGuardFor<P> ng;
+      ember::detail::NoGradGuardFor<P> ng;
       const int64_t count = x.numel() / c;
       // The statistics are f64 (ops/norm_ops.hpp): the update in the running tensors' dtype, as PyTorch's.
       running_mean.mul_(1 - momentum).add_(BasicTensor<P>::wrap(std::move(r.mean)).to(x.dtype()) * momentum);
@@ -978,7 +978,7 @@ BasicTensor<P> batch_norm(const BasicTensor<P>& x, BasicTensor<P> running_mean, 
     auto [v, m] = xc.var_mean(dims, 0, false);
     mean = m, var = v;
     if (running_mean.defined()) {
-      autograd::detail::NoGradGuardFor<P> ng;
+      ember::detail::NoGradGuardFor<P> ng;
       running_mean.mul_(1 - momentum).add_((m.detach() * momentum).to(running_mean.dtype()));
       running_var.mul_(1 - momentum).add_((v.detach() * (momentum * count / (count - 1.0))).to(running_var.dtype()));
     }
@@ -1084,7 +1084,7 @@ BasicTensor<P> instance_norm_stats(const BasicTensor<P>& x, BasicTensor<P> runni
   }
   BasicTensor<P> y = instance_norm(x, weight, bias, eps);
   if (running_mean.defined() && x.numel() > 0) {
-    autograd::detail::NoGradGuardFor<P> ng;
+    ember::detail::NoGradGuardFor<P> ng;
     BasicTensor<P> per = x.detach().reshape({x.size(0), c, -1});
     running_mean.mul_(1 - momentum).add_(per.mean({2}).mean({0}).to(running_mean.dtype()) * momentum);
     running_var.mul_(1 - momentum).add_(per.var({2}, 1).mean({0}).to(running_var.dtype()) * momentum);

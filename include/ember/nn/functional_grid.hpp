@@ -201,7 +201,7 @@ BasicTensor<P> grid_sample(const BasicTensor<P>& input, const BasicTensor<P>& gr
     // backward through the samples alone then gives the grid a zero gradient instead of
     // failing. nan_to_num keeps a weight of 1 at non-finite coordinates.
     BasicTensor<P> ones = ones_like(folded[0]);
-    if (grid.requires_grad() && autograd::detail::grad_enabled<P>())
+    if (grid.requires_grad() && ember::detail::grad_enabled<P>())
       ones = ones + (at[0] - at[0].detach()).nan_to_num(0.0, 0.0, 0.0);
     out = detail::grid_tap(flat, dims, size, at, ones);
   } else {

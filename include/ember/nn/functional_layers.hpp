@@ -60,7 +60,7 @@ void embedding_renorm_(const BasicTensor<P>& weight, std::vector<int64_t> index,
   const int64_t rows = weight.size(0);
   for (int64_t i : {index.empty() ? 0 : index.front(), index.empty() ? 0 : index.back()})
     EMBER_CHECK(index.empty() || (i >= 0 && i < rows), "[{}] index {} is out of range for {} embeddings", op, i, rows);
-  autograd::detail::NoGradGuardFor<P> ng;
+  ember::detail::NoGradGuardFor<P> ng;
   for (int64_t i : index) {
     BasicTensor<P> row = weight.select(0, i);
     const double norm = row.norm(norm_type).template item<double>();
@@ -89,7 +89,7 @@ struct ScaleGradient : autograd::Function<ScaleGradient<P>, P> {
 template <class P>
 BasicTensor<P> scale_grad_by_freq(const BasicTensor<P>& rows, const std::vector<int64_t>& index) {
   if constexpr (autograd::detail::has_autograd<P>()) {
-    if (!autograd::detail::grad_enabled<P>() || !rows.requires_grad()) return rows;
+    if (!ember::detail::grad_enabled<P>() || !rows.requires_grad()) return rows;
     std::unordered_map<int64_t, int64_t> count;
     for (int64_t i : index) ++count[i];
     std::vector<double> inv(index.size());

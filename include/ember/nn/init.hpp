@@ -38,7 +38,7 @@ inline double calculate_gain(std::string_view nonlinearity, double param = 0.01)
 namespace detail {
 template <class P>
 void assign(BasicTensor<P>& t, const BasicTensor<P>& values) {
-  autograd::detail::NoGradGuardFor<P> ng;
+  ember::detail::NoGradGuardFor<P> ng;
   t.copy_(values);
 }
 template <class P>
@@ -64,7 +64,7 @@ BasicTensor<P> normal_(BasicTensor<P> t, double mean = 0.0, double std = 1.0) {
 }
 template <class P>
 BasicTensor<P> constant_(BasicTensor<P> t, double v) {
-  autograd::detail::NoGradGuardFor<P> ng;
+  ember::detail::NoGradGuardFor<P> ng;
   t.fill_(v);
   return t;
 }

@@ -248,7 +248,7 @@ class Cloneable : public BasicModule<P> {
   /// (Re)creates the parameters, buffers and submodules from the options.
   virtual void reset() = 0;
   std::shared_ptr<BasicModule<P>> clone() const override {
-    autograd::detail::NoGradGuardFor<P> ng;
+    ember::detail::NoGradGuardFor<P> ng;
     auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
     copy->clear_registrations();
     copy->reset();

@@ -18,7 +18,7 @@ namespace ember::nn::utils {
 template <class P>
 BasicTensor<P> clip_grad_norm_(const std::vector<BasicTensor<P>>& params, double max_norm, double norm_type = 2.0,
                                bool error_if_nonfinite = false) {
-  autograd::detail::NoGradGuardFor<P> ng;
+  ember::detail::NoGradGuardFor<P> ng;
   std::vector<BasicTensor<P>> norms;
   for (const auto& p : params) {
     BasicTensor<P> g = p.grad();
@@ -47,7 +47,7 @@ BasicTensor<P> clip_grad_norm_(const std::vector<BasicTensor<P>>& params, double
 template <class P>
 void clip_grad_value_(const std::vector<BasicTensor<P>>& params, double clip_value) {
   EMBER_CHECK(clip_value >= 0, "[clip_grad_value_] clip_value must be non-negative, got {}", clip_value);
-  autograd::detail::NoGradGuardFor<P> ng;
+  ember::detail::NoGradGuardFor<P> ng;
   for (const auto& p : params) {
     BasicTensor<P> g = p.grad();
     if (g.defined()) g.clamp_(-clip_value, clip_value);
@@ -70,7 +70,7 @@ void vector_to_parameters(const BasicTensor<P>& vec, const std::vector<BasicTens
   for (const auto& p : params) total += p.numel();
   EMBER_CHECK(vec.dim() == 1 && vec.numel() == total,
               "[vector_to_parameters] a vector of shape {} does not hold the {} parameter elements", vec.sizes(), total);
-  autograd::detail::NoGradGuardFor<P> ng;
+  ember::detail::NoGradGuardFor<P> ng;
   int64_t off = 0;
   for (auto p : params) {
     p.copy_(vec.narrow(0, off, p.numel()).view(p.sizes()));

@@ -196,7 +196,7 @@ template <class P>
 BasicTensor<P> incomplete_gamma_op(const BasicTensor<P>& a, const BasicTensor<P>& x, bool lower) {
   const char* op = lower ? "igamma" : "igammac";
   if constexpr (autograd::detail::has_autograd<P>()) {
-    if (autograd::detail::grad_enabled<P>() && (a.requires_grad() || x.requires_grad())) {
+    if (ember::detail::grad_enabled<P>() && (a.requires_grad() || x.requires_grad())) {
       (void)check_binary_composite(a, x, op);  // errors under the op's name before recording
       return IncompleteGamma<P>::apply(a, x, lower);
     }

@@ -37,11 +37,11 @@ void check_inplace_view_target(const BasicTensor<P>& t, const char* op) {
     const TensorImpl& ti = t.impl();
     if (!autograd::requires_grad(ti)) return;
     const bool leaf = autograd::is_leaf(ti);
-    EMBER_CHECK(!leaf || !autograd::detail::grad_enabled<P>(),
+    EMBER_CHECK(!leaf || !ember::detail::grad_enabled<P>(),
                 "[{}] a leaf tensor that requires grad (shape {}) cannot change shape in place; do it under "
                 "NoGradGuard, or use the out-of-place form",
                 op, ti.sizes);
-    EMBER_CHECK(leaf || autograd::detail::grad_enabled<P>(),
+    EMBER_CHECK(leaf || ember::detail::grad_enabled<P>(),
                 "[{}] under no-grad mode a tensor with a history (shape {}, produced by {}) cannot change shape in "
                 "place: its history would keep the old shape; use the out-of-place form",
                 op, ti.sizes, ti.autograd->grad_fn->name());

@@ -19,7 +19,7 @@ BasicTensor<P> softmax_masked_rows_zero(const BasicTensor<P>& scores) {
   if (scores.dim() == 0 || scores.size(-1) == 0) return scores.softmax(-1);
   BasicTensor<P> dead;
   {
-    autograd::detail::NoGradGuardFor<P> ng;  // the test is not part of the function
+    ember::detail::NoGradGuardFor<P> ng;  // the test is not part of the function
     dead = scores.amax({-1}, true).eq(-std::numeric_limits<double>::infinity());
     if (!dead.any().template item<bool>()) dead = BasicTensor<P>();
   }

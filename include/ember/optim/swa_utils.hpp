@@ -157,7 +157,7 @@ class AveragedModelImpl : public nn::BasicModule<P> {
   /// brought to the average's device and dtype first (PyTorch moves only the device). A user
   /// function that throws midway leaves the tensors before it updated.
   void update_parameters(const nn::BasicModule<P>& model) {
-    autograd::detail::NoGradGuardFor<P> no_grad;
+    ember::detail::NoGradGuardFor<P> no_grad;
     auto mine = averaged(*module, options.use_buffers()), theirs = averaged(model, options.use_buffers());
     check_match(mine, theirs, options.use_buffers() ? "parameters and buffers" : "parameters");
     nn::BasicTensorList<P> mine_buffers, their_buffers;

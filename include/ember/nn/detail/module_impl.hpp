@@ -47,7 +47,8 @@ template <class P>
 auto BasicModule<P>::register_parameter(std::string name, TensorT t, bool requires_grad) -> TensorT& {
   check_free_name(name, "parameter");
   if (t.defined()) {
-    EMBER_CHECK(!requires_grad || t.is_floating_point() || !autograd::detail::has_autograd<P>(),
+    constexpr bool records = autograd::detail::has_autograd<P>();
+    EMBER_CHECK(!requires_grad || t.is_floating_point() || !records,
                 "[register_parameter] parameter '{}' of {} must be floating point to require grad, got {}", name,
                 type_name_, t.dtype());
     EMBER_CHECK(t.is_leaf(), "[register_parameter] parameter '{}' of {} must be a leaf tensor (detach it first)",
@@ -207,7 +208,7 @@ void BasicModule<P>::train(bool on) {
 template <class P>
 void BasicModule<P>::to(DType dtype) {
   EMBER_CHECK(is_floating(dtype), "[module.to] modules convert to floating dtypes only, got {}", dtype);
-  autograd::detail::NoGradGuardFor<P> ng;
+  ember::detail::NoGradGuardFor<P> ng;
   auto convert = [&](TensorT& t) {
     if (!t.defined() || !t.is_floating_point() || t.dtype() == dtype) return;
     detail::convert_in_place(t, [&](const TensorT& x) { return x.to(dtype); });
@@ -219,7 +220,7 @@ void BasicModule<P>::to(DType dtype) {
 
 template <class P>
 void BasicModule<P>::to(Device device) {
-  autograd::detail::NoGradGuardFor<P> ng;
+  ember::detail::NoGradGuardFor<P> ng;
   auto move = [&](TensorT& t) {
     if (!t.defined() || t.device() == device) return;
     detail::convert_in_place(t, [&](const TensorT& x) { return x.to(device); });
@@ -282,7 +283,7 @@ LoadResult BasicModule<P>::load_state_dict(const BasicTensorList<P>& dict, bool 
     for (const auto& m : mismatches) msg += "\n  mismatch " + m;
     if (strict || !mismatches.empty()) EMBER_FAIL("{}", msg);
   }
-  autograd::detail::NoGradGuardFor<P> ng;
+  ember::detail::NoGradGuardFor<P> ng;
   for (const auto& [name, src] : dict)
     if (const TensorT* dst = mine.find(name)) TensorT(*dst).copy_(src);
   return r;

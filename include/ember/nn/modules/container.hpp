@@ -256,9 +256,9 @@ class BasicSequentialImpl : public BasicModule<P> {
     add_entry(std::move(name), m, &nn::detail::module_calls<Impl, P>, kind);
   }
   void add_entry(std::string name, ModulePtr m, const nn::detail::ModuleCalls<P>* calls, Kind kind) {
-    this->register_module(name, m);
-    modules_.reserve(entries_.size() + 1);  // both grow or neither
+    modules_.reserve(entries_.size() + 1);  // both grow or neither, and before the child is registered
     entries_.reserve(entries_.size() + 1);
+    this->register_module(name, m);
     modules_.push_back(BasicAnyModule<P>(std::move(m), calls));
     entries_.push_back({std::move(name), kind});
     tensor_chain_ = tensor_chain_ && calls->tensor_call != nullptr;

@@ -473,7 +473,7 @@ class BasicBatchNormImpl : public Cloneable<BasicBatchNormImpl<ND, P>, P> {
   /// reset_running_stats); nothing without running statistics.
   void reset_running_stats() {
     if (!options.track_running_stats()) return;
-    autograd::detail::NoGradGuardFor<P> ng;
+    ember::detail::NoGradGuardFor<P> ng;
     running_mean.zero_();
     running_var.fill_(1.0);
     num_batches_tracked.zero_();
@@ -492,7 +492,7 @@ class BasicBatchNormImpl : public Cloneable<BasicBatchNormImpl<ND, P>, P> {
     bool use_batch = this->is_training() || !options.track_running_stats();
     double factor = options.momentum().value_or(0.0);
     if (this->is_training() && options.track_running_stats()) {
-      autograd::detail::NoGradGuardFor<P> ng;
+      ember::detail::NoGradGuardFor<P> ng;
       num_batches_tracked.add_(int64_t{1});
       if (!options.momentum()) factor = 1.0 / static_cast<double>(num_batches_tracked.template item<int64_t>());
     }

@@ -178,7 +178,7 @@ class BasicEmbeddingImpl : public Cloneable<BasicEmbeddingImpl<P>, P> {
     weight = this->register_parameter("weight", empty<P>({n, options.embedding_dim()}));
     init::normal_(weight);
     if (options.padding_idx()) {
-      autograd::detail::NoGradGuardFor<P> ng;
+      ember::detail::NoGradGuardFor<P> ng;
       weight.select(0, *options.padding_idx()).fill_(0.0);
     }
   }
@@ -206,6 +206,8 @@ class Embedding : public ModuleHolder<EmbeddingImpl> {
   /// the whole of EmbeddingImpl.
   static Embedding from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o = {});
 };
+template <class P = DefaultPolicy>
+using BasicEmbedding = detail::PolicyHolder<P, Embedding, BasicEmbeddingImpl<P>>;
 
 struct EmbeddingBagOptions {
   EmbeddingBagOptions(int64_t num_embeddings, int64_t embedding_dim)
@@ -244,7 +246,7 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
     weight = this->register_parameter("weight", empty<P>({n, options.embedding_dim()}));
     init::normal_(weight);
     if (options.padding_idx()) {
-      autograd::detail::NoGradGuardFor<P> ng;
+      ember::detail::NoGradGuardFor<P> ng;
       weight.select(0, *options.padding_idx()).fill_(0.0);
     }
   }
@@ -273,6 +275,8 @@ class EmbeddingBag : public ModuleHolder<EmbeddingBagImpl> {
   /// A table holding a copy of `embeddings` (2-d, floating); frozen unless freeze(false).
   static EmbeddingBag from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o = {});
 };
+template <class P = DefaultPolicy>
+using BasicEmbeddingBag = detail::PolicyHolder<P, EmbeddingBag, BasicEmbeddingBagImpl<P>>;
 
 struct LayerNormOptions {
   LayerNormOptions(Shape normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT

@@ -75,7 +75,7 @@ template <class P>
 std::vector<BasicTensor<P>> pieces(const BasicTensor<P>& x, int64_t dim, const std::vector<int64_t>& sizes,
                                    bool squeeze) {
   if constexpr (autograd::detail::has_autograd<P>()) {
-    if (x.requires_grad() && autograd::detail::grad_enabled<P>()) return Pieces<P>::apply(x, dim, sizes, squeeze);
+    if (x.requires_grad() && ember::detail::grad_enabled<P>()) return Pieces<P>::apply(x, dim, sizes, squeeze);
   }
   std::vector<BasicTensor<P>> out;
   int64_t at = 0;
