@@ -14,10 +14,19 @@ namespace bench::nn_workloads {
 
 using namespace ember;
 
+/// The robotics MLP, 64-256-256-8 with ReLU, for policy P (training, batch-1 inference, and
+/// batch-1 inference under InferencePolicy use the same network and, from one seed, weights).
+template <class P = DefaultPolicy>
+nn::BasicSequential<P> robotics_mlp() {
+  // Braces: the layers are made (and draw their weights) left to right.
+  return nn::BasicSequential<P>{nn::BasicLinear<P>(64, 256), nn::BasicReLU<P>(), nn::BasicLinear<P>(256, 256),
+                                nn::BasicReLU<P>(), nn::BasicLinear<P>(256, 8)};
+}
+
 /// 64-256-256-8 ReLU MLP, batch 32, MSE, Adam.
 inline RunFn mlp_robotics_step(int) {
   struct S {
-    nn::Sequential net{nn::Linear(64, 256), nn::ReLU(), nn::Linear(256, 256), nn::ReLU(), nn::Linear(256, 8)};
+    nn::Sequential net = robotics_mlp();
     optim::Adam opt{net->parameters(), optim::AdamOptions(1e-3)};
     Tensor x = randn({32, 64}), y = randn({32, 8});
   };
@@ -116,7 +125,7 @@ inline RunFn transformer_small_step_bf16(int) { return transformer_step(true); }
 /// AutocastGuard (a serving loop's: the parameters' bf16 copies are made once and reused).
 inline RunFn mlp_infer(bool bf16) {
   struct S {
-    nn::Sequential net{nn::Linear(64, 256), nn::ReLU(), nn::Linear(256, 256), nn::ReLU(), nn::Linear(256, 8)};
+    nn::Sequential net = robotics_mlp();
     Tensor x = randn({1, 64});
   };
   manual_seed(5);
@@ -136,17 +145,14 @@ inline RunFn mlp_infer(bool bf16) {
 inline RunFn mlp_infer_b1_inference_policy(int) {
   using IP = InferencePolicy;
   struct S {
-    std::shared_ptr<nn::BasicSequentialImpl<IP>> net = std::make_shared<nn::BasicSequentialImpl<IP>>(
-        std::make_shared<nn::BasicLinearImpl<IP>>(64, 256), std::make_shared<nn::BasicReLUImpl<IP>>(),
-        std::make_shared<nn::BasicLinearImpl<IP>>(256, 256), std::make_shared<nn::BasicReLUImpl<IP>>(),
-        std::make_shared<nn::BasicLinearImpl<IP>>(256, 8));
+    nn::BasicSequential<IP> net = robotics_mlp<IP>();
     BasicTensor<IP> x = randn<IP>({1, 64});
   };
   manual_seed(5);
   auto s = std::make_shared<S>();
   return [s](int64_t iters) {
     for (int64_t i = 0; i < iters; ++i) {
-      BasicTensor<IP> y = s->net->forward(s->x);
+      BasicTensor<IP> y = s->net(s->x);
       escape(y.raw_data());
     }
   };

@@ -22,10 +22,9 @@ BasicTensor<Q> to_policy(const BasicTensor<P>& x) {
               "[to_policy] the tensor (shape {}) is on {}, a device the target policy has no backend for; move it "
               "first (.to(Device::cpu()))",
               x.sizes(), x.device());
-  const detail::TensorImpl& t = x.impl();
-  detail::Ref<detail::TensorImpl> view = detail::make_view(t.storage, t.dtype, t.sizes, t.strides, t.offset);
-  view->wrapped_number = t.wrapped_number;
-  return BasicTensor<Q>(std::move(view));
+  BasicTensor<Q> out(x.detach().impl_ref());  // detach's fresh alias: no autograd metadata
+  out.impl().wrapped_number = x.impl().wrapped_number;
+  return out;
 }
 
 /// Every tensor of a state dict (or any named list), names and order kept.

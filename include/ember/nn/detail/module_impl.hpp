@@ -54,7 +54,7 @@ auto BasicModule<P>::register_parameter(std::string name, TensorT t, bool requir
     EMBER_CHECK(t.is_leaf(), "[register_parameter] parameter '{}' of {} must be a leaf tensor (detach it first)",
                 name, type_name_);
     // A policy without the Autograd layer records no gradients: its parameters are plain tensors.
-    if constexpr (autograd::detail::has_autograd<P>())
+    if constexpr (records)
       if (requires_grad != t.requires_grad()) t.requires_grad_(requires_grad);
   }
   params_.emplace_back(std::move(name), std::move(t));
