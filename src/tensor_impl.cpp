@@ -159,7 +159,7 @@ Ref<TensorImpl> make_tensor(IntArrayRef sizes, DType dtype, Device device, const
   t->dtype = dtype;
   // Fill the pooled impl's inline shapes in place (no temporaries to move through).
   t->sizes.assign(sizes);
-  t->strides.resize(sizes.size());
+  t->strides.assign(sizes);  // sized by a copy, overwritten below (resize's zero fill was a memset call)
   int64_t acc = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     t->strides[i] = acc;
