@@ -7,13 +7,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 namespace test_dispatch {  // this file's own names in a unity build (tests/meson.build)
 
@@ -163,6 +169,88 @@ TEST_CASE("Profile: an op's optional operands are listed among its shapes") {
     CHECK(e.shapes.find("[3, 5]") != std::string::npos);
   }
   CHECK(found);
+}
+
+// Kernels<Cpu>::binary runs add/sub/mul/div of up to 16 contiguous f32/f64 elements itself
+// (kernels_cpu/dispatch.cpp), other sizes and layouts through the instruction-set builds.
+// Both must agree bit for bit with the scalar reference, on either side of the threshold, in
+// place, with the target as an operand, and with special values.
+template <class T>
+void check_tiny_arithmetic(DType dtype) {
+  constexpr T kInf = std::numeric_limits<T>::infinity();
+  constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
+  const T specials[] = {T(0), T(-0.0), kInf, -kInf, kNaN, std::numeric_limits<T>::denorm_min(),
+                        std::numeric_limits<T>::max(), T(1) / T(3), T(-2.5), T(1e-30)};
+  using Fn = T (*)(T, T);
+  const std::pair<const char*, Fn> ops[] = {{"add", [](T a, T b) { return a + b; }},
+                                            {"sub", [](T a, T b) { return a - b; }},
+                                            {"mul", [](T a, T b) { return a * b; }},
+                                            {"div", [](T a, T b) { return a / b; }}};
+  auto same = [](T got, T want) {
+    if (std::isnan(want)) return bool(std::isnan(got));
+    using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    return std::bit_cast<U>(got) == std::bit_cast<U>(want);  // -0 vs 0 counts
+  };
+  auto apply = [](const char* op, const Tensor& a, const Tensor& b) {
+    const std::string_view o(op);
+    return o == "add" ? a + b : o == "sub" ? a - b : o == "mul" ? a * b : a / b;
+  };
+  auto apply_ = [](const char* op, Tensor& a, const Tensor& b) {
+    const std::string_view o(op);
+    if (o == "add") a.add_(b);
+    else if (o == "sub") a.sub_(b);
+    else if (o == "mul") a.mul_(b);
+    else a.div_(b);
+  };
+  for (int64_t n : {1, 2, 3, 4, 7, 8, 15, 16, 17, 24, 33}) {
+    std::vector<T> x(n), y(n);
+    for (int64_t k = 0; k < n; ++k) {
+      x[k] = specials[k % 10] + T(k % 3) * T(0.75);
+      y[k] = specials[(k * 7 + 3) % 10] - T(k % 4) * T(1.25);
+    }
+    const Tensor a = from_blob(x.data(), {n}, dtype).clone();
+    const Tensor b = from_blob(y.data(), {n}, dtype).clone();
+    // The same values through strided views (every other element of a buffer twice as long):
+    // never the tiny path.
+    const Tensor a2 = zeros({n, 2}, TensorOptions().dtype(dtype)), b2 = zeros_like(a2);
+    a2.select(1, 0).copy_(a);
+    b2.select(1, 0).copy_(b);
+    for (const auto& op : ops) {
+      const char* name = op.first;
+      const Fn fn = op.second;
+      CAPTURE(name);
+      CAPTURE(n);
+      const Tensor r = apply(name, a, b);
+      const Tensor strided = apply(name, a2.select(1, 0), b2.select(1, 0));
+      Tensor in_place = a.clone();
+      apply_(name, in_place, b);
+      Tensor self_op = a.clone();  // the target is both operands
+      apply_(name, self_op, self_op);
+      REQUIRE(r.dtype() == dtype);
+      const T* rp = r.template data_ptr<T>();
+      const Tensor sc = strided.contiguous();
+      for (int64_t k = 0; k < n; ++k) {
+        CAPTURE(k);
+        CHECK(same(rp[k], fn(x[k], y[k])));
+        CHECK(same(sc.template data_ptr<T>()[k], fn(x[k], y[k])));
+        CHECK(same(in_place.template data_ptr<T>()[k], fn(x[k], y[k])));
+        CHECK(same(self_op.template data_ptr<T>()[k], fn(x[k], x[k])));
+      }
+    }
+  }
+}
+
+TEST_CASE("tiny contiguous f32/f64 add, sub, mul, div agree with the SIMD loops bit for bit") {
+  check_tiny_arithmetic<float>(DType::F32);
+  check_tiny_arithmetic<double>(DType::F64);
+  // Mixed dtypes and a broadcast operand take the general path, with the same answers.
+  const Tensor h = ones({4}, TensorOptions().dtype(DType::F64)) * 0.5;
+  const Tensor f = tensor<float>({1.f, 2.f, 3.f, 4.f});
+  const Tensor mixed = f + h;
+  CHECK(mixed.dtype() == DType::F64);
+  CHECK(mixed.template data_ptr<double>()[3] == 4.5);
+  const Tensor row = f.view({1, 4}) * tensor<float>({2.f}).view({1, 1});
+  CHECK(row.template data_ptr<float>()[2] == 6.f);
 }
 
 }  // namespace test_dispatch
