@@ -72,15 +72,19 @@ bool attention_heads(const ops::AttentionHeads&);
 bool attention_heads_backward(const ops::AttentionHeads&);
 }
 #define EMBER_HAVE_AVX512_BUILD 1
-// The bf16 GEMM on CPUs with AVX512_BF16 (kernels_cpu/gemm_bf16.cpp). False: a layout it does
-// not take (an empty inner dimension, C with strided columns), for the general path.
+// The bf16 GEMM on CPUs with AVX512_BF16 (kernels_cpu/gemm_bf16.cpp), with AMX tiles where
+// `amx` (the CPU has AMX-BF16 and the OS granted the tile state). False: a layout it does not
+// take (an empty inner dimension, C with strided columns), for the general path.
 namespace ember::cpu::avx512bf16 {
 bool gemm(detail::TensorImpl& out, const detail::TensorImpl& a, const detail::TensorImpl& b, double alpha,
-          double beta);
+          double beta, bool amx);
 }
 namespace ember::detail {
 /// Whether bf16 products run the AVX512_BF16 GEMM (the AVX-512 build is in use and the CPU has
 /// AVX512_BF16).
 bool cpu_uses_bf16_gemm();
+/// Whether that GEMM uses AMX tiles (AMX-BF16, the tile state granted, EMBER_MAX_CPU_ISA not
+/// below amx).
+bool cpu_uses_amx();
 }  // namespace ember::detail
 #endif

@@ -14,20 +14,24 @@
 #if defined(EMBER_HAVE_AVX2_BUILD)
 #include <cpuid.h>
 #endif
+#if defined(EMBER_HAVE_AVX512_BUILD) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace ember::detail {
 namespace {
 
 enum class Isa : uint8_t { Base, Avx2 };
 
-/// EMBER_MAX_CPU_ISA=base|avx2|avx512 caps the build chosen (like oneDNN's ONEDNN_MAX_CPU_ISA):
-/// it lets one machine run the tests through every build, and lets a user rule out a build.
-/// Read once, at the first kernel call.
+/// EMBER_MAX_CPU_ISA=base|avx2|avx512|amx caps the build chosen (like oneDNN's
+/// ONEDNN_MAX_CPU_ISA): it lets one machine run the tests through every build, and lets a user
+/// rule out a build. Read once, at the first kernel call.
 int max_isa_level() {
   const char* v = std::getenv("EMBER_MAX_CPU_ISA");
-  if (!v) return 2;
+  if (!v) return 3;
   const std::string_view s(v);
-  return s == "base" ? 0 : s == "avx2" ? 1 : 2;
+  return s == "base" ? 0 : s == "avx2" ? 1 : s == "avx512" ? 2 : 3;
 }
 
 #if defined(EMBER_HAVE_AVX2_BUILD)
@@ -81,6 +85,31 @@ inline bool bf16_gemm() {
   static const bool value = detect_bf16_gemm();
   return value;
 }
+/// AMX-TILE and AMX-BF16 (CPUID leaf 7, EDX bits 24 and 22), the tile state enabled by the OS
+/// (XCR0 bits 17 and 18), and on Linux the permission to use it: since 5.16 a process must ask
+/// for the 8 KB of tile data (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA) before
+/// its first AMX instruction, which otherwise faults. Other systems: not used.
+bool detect_amx() {
+#if defined(__linux__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!bf16_gemm() || max_isa_level() < 3 || __get_cpuid_count(7, 0, &a, &b, &c, &d) == 0 ||
+      (d & (1u << 24)) == 0 || (d & (1u << 22)) == 0)
+    return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & (3u << 17)) != (3u << 17)) return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+  log(LogLevel::Info, "CPU kernels: AMX tiles for bf16 products");
+  return true;
+#else
+  return false;
+#endif
+}
+inline bool amx() {
+  static const bool value = detect_amx();
+  return value;
+}
 #endif
 
 /// The four arithmetic ops on tiny contiguous f32/f64 operands of one dtype (a controller's
@@ -121,6 +150,7 @@ bool tiny_arithmetic(ops::BinaryOp op, TensorImpl& out, const TensorImpl& a, con
 #if defined(EMBER_HAVE_AVX512_BUILD)
 bool cpu_uses_avx512_build() { return avx512(); }
 bool cpu_uses_bf16_gemm() { return bf16_gemm(); }
+bool cpu_uses_amx() { return amx(); }
 #endif
 #if defined(EMBER_HAVE_AVX2_BUILD)
 bool cpu_uses_avx2_build() { return isa() == Isa::Avx2; }
@@ -204,7 +234,7 @@ void Kernels<Cpu>::gemm(TensorImpl& out, const TensorImpl& a, const TensorImpl& 
   if (is_integral(out.dtype)) EMBER_CPU_FORWARD(int_gemm, out, a, b, alpha, beta);
 #if defined(EMBER_HAVE_AVX512_BUILD)
   if (out.dtype == DType::BF16 && a.dtype == DType::BF16 && b.dtype == DType::BF16 && bf16_gemm() &&
-      cpu::avx512bf16::gemm(out, a, b, alpha, beta))
+      cpu::avx512bf16::gemm(out, a, b, alpha, beta, amx()))
     return;
 #endif
   if (is_reduced_float(out.dtype)) {

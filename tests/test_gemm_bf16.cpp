@@ -1,5 +1,7 @@
 // bf16 matrix products (kernels_cpu/gemm_bf16.cpp on CPUs with AVX512_BF16: the packed GEMM,
-// and dot products for up to four rows against a weight read in place; the f32 GEMM on upcast
+// with AMX micro-tiles from 16 rows where the CPU has AMX (tests/meson.build runs these cases
+// again with EMBER_MAX_CPU_ISA=avx512 for the VDPBF16PS micro-kernel), and dot products for
+// up to four rows against a weight read in place; the f32 GEMM on upcast
 // copies elsewhere) against a double reference over the bf16 values: products of two
 // bf16 are exact, so the only errors are the f32 sums and the final rounding to bf16. Tile
 // edges (12 rows, 32 columns), odd inner dimensions (a zero-padded last pair), one and two
@@ -19,7 +21,8 @@
 #if defined(__x86_64__)
 namespace ember::detail {
 bool cpu_uses_bf16_gemm();  // kernels_cpu/dispatch.cpp
-}
+bool cpu_uses_amx();
+}  // namespace ember::detail
 #endif
 
 namespace test_gemm_bf16 {  // this file's own names in a unity build (tests/meson.build)
@@ -78,8 +81,9 @@ void check_one_and_two_threads(const Tensor& a, const Tensor& b) {
 
 TEST_CASE("bf16 matmul: which kernel runs") {
 #if defined(__x86_64__)
-  const std::string kernel =
-      detail::cpu_uses_bf16_gemm() ? "the AVX512_BF16 GEMM" : "the f32 GEMM on upcast copies";
+  const std::string kernel = detail::cpu_uses_amx()         ? "the AVX512_BF16 GEMM with AMX tiles from 16 rows"
+                             : detail::cpu_uses_bf16_gemm() ? "the AVX512_BF16 GEMM"
+                                                            : "the f32 GEMM on upcast copies";
   MESSAGE("bf16 products on this CPU: " << kernel);
 #endif
   CHECK(matmul(ones({2, 3}).to(DType::BF16), ones({3, 2}).to(DType::BF16)).dtype() == DType::BF16);
@@ -91,7 +95,10 @@ TEST_CASE("bf16 matmul matches a double reference for every layout, edge and sli
     int64_t m, n, k;
   };
   const Dims dims[] = {{1, 1, 1},    {1, 70, 33},   {5, 1, 17},     {12, 32, 2},   {13, 33, 3},
-                       {25, 64, 64}, {7, 600, 40},  {40, 31, 1025}, {3, 5, 2100},  {100, 100, 257}};
+                       {25, 64, 64}, {7, 600, 40},  {40, 31, 1025}, {3, 5, 2100},  {100, 100, 257},
+                       // AMX micro-tiles (32 x 32, 32 of the inner dimension per tile): one
+                       // tile of rows, a partial second, a padded last pair block
+                       {16, 17, 33}, {33, 65, 31}, {64, 32, 96}};
   for (const Dims& d : dims)
     for (int la = 0; la < 3; ++la)
       for (int lb = 0; lb < 3; ++lb) {
@@ -100,6 +107,24 @@ TEST_CASE("bf16 matmul matches a double reference for every layout, edge and sli
         check_one_and_two_threads(a, b);
       }
   set_num_threads(1);
+}
+
+TEST_CASE("bf16 matmul: the padding of a last partial pair block is zero, whatever the buffers held") {
+  // AMX micro-tiles read 32 elements of the inner dimension at a time from the packing
+  // buffers: a product with infinities first leaves them there, and a product whose inner
+  // dimension is no multiple of 32 must then read zeros past its end in both operands
+  // (inf * 0 would be NaN). The VDPBF16PS path pads pairs the same way.
+  manual_seed(41);
+  for (int la = 0; la < 2; ++la)
+    for (int lb = 0; lb < 2; ++lb) {
+      INFO("layouts ", la, lb);
+      set_num_threads(1);
+      const Tensor big_a = full({160, 1024}, std::numeric_limits<float>::infinity()).to(DType::BF16);
+      const Tensor big_b = full({1024, 64}, -std::numeric_limits<float>::infinity()).to(DType::BF16);
+      (void)big_a.matmul(big_b);
+      const Tensor a = bf16_operand(40, 33, la), b = bf16_operand(33, 40, lb);
+      CHECK(worst_ratio(a.matmul(b), a, b) <= 1.0);  // inf / NaN: an infinite ratio
+    }
 }
 
 TEST_CASE("bf16 matmul: two inner slices with several column blocks, row blocks and row chunks") {
