@@ -81,6 +81,14 @@ RunFn make(const std::string& name) {
       }
     };
   }
+  if (name == "op_overhead_add_inplace_4") {
+    auto a = std::make_shared<torch::Tensor>(torch::randn({4}));
+    auto b = std::make_shared<torch::Tensor>(torch::randn({4}));
+    return [a, b](int64_t iters) {
+      for (int64_t i = 0; i < iters; ++i) a->add_(*b);
+      escape(a->unsafeGetTensorImpl());
+    };
+  }
   if (name == "backward_overhead_mul_sum_4") {
     auto x = std::make_shared<torch::Tensor>(torch::randn({4}, torch::requires_grad()));
     auto w = std::make_shared<torch::Tensor>(torch::randn({4}));

@@ -43,7 +43,8 @@ void check_same_device(const TensorImpl& a, const TensorImpl& b, const char* op)
 /// result dtype differs from the target's).
 void make_output(Prepared& p, IntArrayRef shape, DType result, TensorImpl* out, const char* op) {
   if (!out) {
-    p.out = detail::make_tensor(shape, result, p.in[0]->device(), op);
+    p.out_owned = detail::make_tensor(shape, result, p.in[0]->device(), op);
+    p.out = p.out_owned.get();
     return;
   }
   EMBER_CHECK(Shape(shape) == out->sizes, "[{}_] in-place op would broadcast its output of shape {} to shape {}",
@@ -56,9 +57,10 @@ void make_output(Prepared& p, IntArrayRef shape, DType result, TensorImpl* out, 
   detail::bump_version(*out->storage);
   p.target = out;
   if (result == out->dtype && out->contiguous) {
-    p.out = Ref<TensorImpl>::share(out);
+    p.out = out;
   } else {
-    p.out = detail::make_tensor(shape, result, out->device(), op);
+    p.out_owned = detail::make_tensor(shape, result, out->device(), op);
+    p.out = p.out_owned.get();
     p.cast_back = true;
   }
 }
@@ -260,7 +262,8 @@ Prepared prepare_binary(const Binary& b, const TensorImpl& x, const TensorImpl& 
     } else {
       p.result_holder = detail::make_tensor(shape, result, x.device(), op);
       p.target = p.result_holder.get();
-      p.out = detail::make_tensor(shape, DType::F32, x.device(), op);
+      p.out_owned = detail::make_tensor(shape, DType::F32, x.device(), op);
+      p.out = p.out_owned.get();
       p.cast_back = true;
     }
     return p;

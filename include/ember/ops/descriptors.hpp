@@ -24,7 +24,11 @@ using TensorRef = Ref<TensorImpl>;
 /// Inputs are borrowed (the caller holds them for the whole call); only casts and broadcast
 /// views made on the way are owned here. No reference-count traffic on the common path.
 struct Prepared {
-  TensorRef out;                   ///< where the kernel writes
+  /// Where the kernel writes: an in-place target itself (borrowed, as the inputs: taking a
+  /// reference was two of the five atomic read-modify-writes of a 4-element a.add_(b)), or a
+  /// new tensor held by out_owned.
+  TensorImpl* out = nullptr;
+  TensorRef out_owned;
   const TensorImpl* in[3] = {};    ///< the inputs as the kernel sees them
   TensorRef owned[3];              ///< keeps casts and broadcast views of in[i] alive
   int n_in = 0;
@@ -35,7 +39,10 @@ struct Prepared {
   TensorRef result_holder;         ///< a new result that target points to (out: a temporary)
 
   /// What the op returns: the new tensor, or the in-place target.
-  TensorRef take_result() { return target ? Ref<TensorImpl>::share(target) : std::move(out); }
+  TensorRef take_result() {
+    if (result_holder) return std::move(result_holder);
+    return target ? Ref<TensorImpl>::share(target) : std::move(out_owned);
+  }
 };
 
 /// Broadcasts the (already cast) inputs to out's shape.
