@@ -208,10 +208,13 @@ void check_tiny_arithmetic(DType dtype) {
       x[k] = specials[k % 10] + T(k % 3) * T(0.75);
       y[k] = specials[(k * 7 + 3) % 10] - T(k % 4) * T(1.25);
     }
-    const Tensor a = from_blob(x.data(), {n}, dtype).clone();
-    const Tensor b = from_blob(y.data(), {n}, dtype).clone();
+    // Contiguous views at an offset into larger buffers (the kernel must start at data()).
+    Tensor a = zeros({n + 3}, TensorOptions().dtype(dtype)).narrow(0, 3, n);
+    Tensor b = zeros({n + 5}, TensorOptions().dtype(dtype)).narrow(0, 5, n);
+    a.copy_(from_blob(x.data(), {n}, dtype));
+    b.copy_(from_blob(y.data(), {n}, dtype));
     // The same values through strided views (every other element of a buffer twice as long):
-    // never the tiny path.
+    // not the tiny path, for n > 1.
     const Tensor a2 = zeros({n, 2}, TensorOptions().dtype(dtype)), b2 = zeros_like(a2);
     a2.select(1, 0).copy_(a);
     b2.select(1, 0).copy_(b);
@@ -222,7 +225,8 @@ void check_tiny_arithmetic(DType dtype) {
       CAPTURE(n);
       const Tensor r = apply(name, a, b);
       const Tensor strided = apply(name, a2.select(1, 0), b2.select(1, 0));
-      Tensor in_place = a.clone();
+      Tensor in_place = zeros({n + 1}, TensorOptions().dtype(dtype)).narrow(0, 1, n);
+      in_place.copy_(a);
       apply_(name, in_place, b);
       Tensor self_op = a.clone();  // the target is both operands
       apply_(name, self_op, self_op);
