@@ -31,11 +31,18 @@ Shape infer_shape(IntArrayRef shape, int64_t numel, const char* op) {
 // Can x be viewed as `shape`? Walks chunks of x's dims that are contiguous among themselves
 // (as PyTorch's computeStride does) and assigns strides to the new dims within each chunk.
 bool view_strides(const TensorImpl& x, IntArrayRef shape, Shape& strides) {
-  strides = Shape(shape.size());
   if (x.numel == 0 || x.contiguous) {
-    strides = contiguous_strides(shape);
+    // Row-major strides written in place: sized by a copy of the shape, no zero fill and no
+    // temporary (those were two memset calls of a ~65 ns x.view(...)).
+    strides.assign(shape);
+    int64_t acc = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+      strides[i] = acc;
+      acc = next_contiguous_stride(acc, shape[i]);
+    }
     return true;
   }
+  strides = Shape(shape.size());
   int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
   int64_t chunk_base_stride = x.ndim() ? x.strides.back() : 1;
   int64_t tensor_numel = 1, view_numel = 1;
@@ -78,19 +85,31 @@ void check_as_strided(const TensorImpl& x, const Shape& sizes, const Shape& stri
   checked_numel(sizes, op);  // zero strides reach few elements but may count past int64
 }
 
+namespace {
+/// The view of x with this geometry; it records the tensor it views (x's root) for autograd.
+TensorRef view_of_root(const TensorImpl& x, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  TensorRef out = detail::make_view(x.storage, x.dtype, sizes, strides, offset);
+  out->view_of = x.view_of ? x.view_of : TensorRef::share(const_cast<TensorImpl*>(&x));
+  return out;
+}
+}  // namespace
+
 TensorRef ViewOp::make(const TensorImpl& x) const {
   const char* op = name();
+  if (kind == ViewKind::View) {  // the commonest: its geometry is new, not x's edited
+    const Shape sizes = infer_shape(shape, x.numel, op);
+    Shape st;
+    EMBER_CHECK(view_strides(x, sizes, st),
+                "[view] shape {} is incompatible with the input's size {} and strides {}; use reshape", sizes,
+                x.sizes, x.strides);
+    return view_of_root(x, sizes, st, x.offset);
+  }
   int64_t n = x.ndim();
   Shape sizes = x.sizes, st = x.strides;
   int64_t offset = x.offset;
   switch (kind) {
-    case ViewKind::View: {
-      sizes = infer_shape(shape, x.numel, op);
-      EMBER_CHECK(view_strides(x, sizes, st),
-                  "[view] shape {} is incompatible with the input's size {} and strides {}; use reshape", sizes,
-                  x.sizes, x.strides);
-      break;
-    }
+    case ViewKind::View:
+      break;  // above
     case ViewKind::Permute: {
       EMBER_CHECK(shape.ndim() == n, "[permute] {} dims given for a tensor of rank {}", shape.size(), n);
       uint64_t seen = 0;
@@ -212,9 +231,7 @@ TensorRef ViewOp::make(const TensorImpl& x) const {
     case ViewKind::Alias:
       break;
   }
-  TensorRef out = detail::make_view(x.storage, x.dtype, sizes, st, offset);
-  out->view_of = x.view_of ? x.view_of : TensorRef::share(const_cast<TensorImpl*>(&x));
-  return out;
+  return view_of_root(x, sizes, st, offset);
 }
 
 }  // namespace ember::ops
