@@ -20,6 +20,7 @@
 // machine where noise only ever slows a run down; the table also shows their median.
 
 #include "layer_workloads.hpp"
+#include "overhead_workloads.hpp"
 #include "op_workloads.hpp"
 #include "nn_workloads.hpp"
 #include "workloads.hpp"
@@ -116,27 +117,6 @@ struct Workload {
 };
 
 // ---- Ember's workloads ------------------------------------------------------------------------
-
-RunFn ember_add4(int) {
-  auto a = std::make_shared<ember::Tensor>(ember::randn({4}));
-  auto b = std::make_shared<ember::Tensor>(ember::randn({4}));
-  return [a, b](int64_t iters) {
-    for (int64_t i = 0; i < iters; ++i) {
-      ember::Tensor c = *a + *b;
-      bench::escape(c.raw_data());
-    }
-  };
-}
-
-/// In place: no allocation, so what remains is dispatch, checks and the version counter.
-RunFn ember_add4_inplace(int) {
-  auto a = std::make_shared<ember::Tensor>(ember::randn({4}));
-  auto b = std::make_shared<ember::Tensor>(ember::randn({4}));
-  return [a, b](int64_t iters) {
-    for (int64_t i = 0; i < iters; ++i) a->add_(*b);
-    bench::escape(a->raw_data());
-  };
-}
 
 RunFn ember_gemm(int64_t n, ember::DType dtype) {
   auto a = std::make_shared<ember::Tensor>(ember::randn({n, n}).to(dtype));
@@ -313,8 +293,9 @@ RunFn fread_ref(int) {
 
 std::vector<Workload> workloads() {
   std::vector<Workload> w;
-  w.push_back({"op_overhead_add_4", Kind::Overhead, "ns", 0, true, ember_add4});
-  w.push_back({"op_overhead_add_inplace_4", Kind::Overhead, "ns", 0, true, ember_add4_inplace});
+  w.push_back({"op_overhead_add_4", Kind::Overhead, "ns", 0, true, bench::overhead::add4});
+  w.push_back({"op_overhead_add_inplace_4", Kind::Overhead, "ns", 0, true, bench::overhead::add4_inplace});
+  w.push_back({"op_overhead_view_4", Kind::Overhead, "ns", 0, true, bench::overhead::view4});
   for (int64_t n : {64, 256, 1024, 2048})
     w.push_back({"sgemm_" + std::to_string(n), Kind::Throughput, "GFLOP/s", 2.0 * n * n * n, true,
                  [n](int) { return ember_gemm(n, ember::DType::F32); }});

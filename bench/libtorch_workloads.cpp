@@ -89,6 +89,15 @@ RunFn make(const std::string& name) {
       escape(a->unsafeGetTensorImpl());
     };
   }
+  if (name == "op_overhead_view_4") {
+    auto a = std::make_shared<torch::Tensor>(torch::randn({4}));
+    return [a](int64_t iters) {
+      for (int64_t i = 0; i < iters; ++i) {
+        torch::Tensor v = a->view({2, 2});
+        escape(v.unsafeGetTensorImpl());
+      }
+    };
+  }
   if (name == "backward_overhead_mul_sum_4") {
     auto x = std::make_shared<torch::Tensor>(torch::randn({4}, torch::requires_grad()));
     auto w = std::make_shared<torch::Tensor>(torch::randn({4}));
