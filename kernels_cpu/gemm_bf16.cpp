@@ -237,6 +237,20 @@ inline void store16(__m512 acc, const TileOut& o, int64_t row, int64_t col, __mm
   _mm256_mask_storeu_epi16(cp, mask, f32_to_bf16(v));
 }
 
+/// The lanes of a micro-tile row's two 16-column halves that fall inside C (ncols valid).
+struct HalfMasks {
+  __mmask16 lo, hi;
+};
+inline HalfMasks half_masks(int64_t ncols) {
+  return {ncols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << ncols) - 1),
+          ncols >= 32 ? __mmask16(0xFFFF) : ncols <= 16 ? __mmask16(0) : __mmask16((1u << (ncols - 16)) - 1)};
+}
+/// One row of an NR-column micro-tile (its two halves) into the tile's destination.
+inline void store_row(__m512 lo, __m512 hi, const TileOut& o, int64_t row, int64_t col, HalfMasks m) {
+  store16(lo, o, row, col, m.lo);
+  if (m.hi) store16(hi, o, row, col + 16, m.hi);
+}
+
 /// The micro-kernel: R rows (R <= MR) x NR columns (ncols valid) over `pairs` pairs of the
 /// inner dimension. `row`/`col` place the tile in C and in the partial block.
 template <int R>
@@ -254,12 +268,8 @@ void tile(const uint32_t* a, const uint32_t* b, int64_t pairs, const TileOut& o,
       c1[i] = _mm512_dpbf16_ps(c1[i], ai, b1);
     }
   }
-  const __mmask16 m0 = ncols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << ncols) - 1);
-  const __mmask16 m1 = ncols >= 32 ? __mmask16(0xFFFF) : ncols <= 16 ? __mmask16(0) : __mmask16((1u << (ncols - 16)) - 1);
-  for (int i = 0; i < R; ++i) {
-    store16(c0[i], o, row + i, col, m0);
-    if (m1) store16(c1[i], o, row + i, col + 16, m1);
-  }
+  const HalfMasks m = half_masks(ncols);
+  for (int i = 0; i < R; ++i) store_row(c0[i], c1[i], o, row + i, col, m);
 }
 
 using TileFn = void (*)(const uint32_t*, const uint32_t*, int64_t, const TileOut&, int64_t, int64_t, int64_t);
@@ -441,18 +451,12 @@ void product_rows_amx(uint16_t* c, int64_t ldc, const Operand& a, const Operand&
         amx_configure();
         TileOut o{c + ic * ldc + jc, ldc, partial ? partial + ic * NC : nullptr, pc == 0, k1 == k, alpha, beta};
         for (int64_t jr = 0; jr < nc; jr += NR) {
-          const int64_t ncols = std::min(NR, nc - jr);
-          const __mmask16 m0 = ncols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << ncols) - 1);
-          const __mmask16 m1 = ncols >= 32 ? __mmask16(0xFFFF)
-                               : ncols <= 16 ? __mmask16(0)
-                                             : __mmask16((1u << (ncols - 16)) - 1);
+          const HalfMasks m = half_masks(std::min(NR, nc - jr));
           for (int64_t ir = 0; ir < mc; ir += kAmxRows) {
             amx_tile(pa + ir * pp, pp, pb + (jr / NR) * pp * NR, pp / kTilePairs, buf);
             const int64_t rows = std::min(kAmxRows, mc - ir);
-            for (int64_t i = 0; i < rows; ++i) {
-              store16(_mm512_load_ps(buf + i * NR), o, ir + i, jr, m0);
-              if (m1) store16(_mm512_load_ps(buf + i * NR + 16), o, ir + i, jr + 16, m1);
-            }
+            for (int64_t i = 0; i < rows; ++i)
+              store_row(_mm512_load_ps(buf + i * NR), _mm512_load_ps(buf + i * NR + 16), o, ir + i, jr, m);
           }
         }
       }
