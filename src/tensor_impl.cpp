@@ -159,12 +159,7 @@ Ref<TensorImpl> make_tensor(IntArrayRef sizes, DType dtype, Device device, const
   t->dtype = dtype;
   // Fill the pooled impl's inline shapes in place (no temporaries to move through).
   t->sizes.assign(sizes);
-  t->strides.assign(sizes);  // sized by a copy, overwritten below (resize's zero fill was a memset call)
-  int64_t acc = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    t->strides[i] = acc;
-    acc = next_contiguous_stride(acc, sizes[i]);
-  }
+  set_contiguous_strides(t->strides, sizes);
   t->numel = n;
   t->contiguous = true;
   return ref;

@@ -102,6 +102,39 @@ TEST_CASE("views share storage and have the expected strides") {
   CHECK(values(x.diagonal(0, 1, 2).select(0, 0)) == std::vector<float>{0, 5, 10});
 }
 
+TEST_CASE("contiguous strides are written in place, inline or on the heap, over views and broadcasts") {
+  // set_contiguous_strides sizes its target without a zero fill (Shape::resize_for_overwrite):
+  // every stride must still be written, from a shape that held more, fewer or no dims before,
+  // past the inline capacity too, and with empty dims (whose strides count them as 1).
+  Shape st{7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7};  // heap-held: more than EMBER_MAX_INLINE_DIMS
+  set_contiguous_strides(st, Shape{2, 3, 4});
+  CHECK(st == Shape{12, 4, 1});
+  set_contiguous_strides(st, Shape{2, 1, 1, 1, 1, 1, 1, 1, 1, 3, 5});
+  CHECK(st == Shape{15, 15, 15, 15, 15, 15, 15, 15, 15, 5, 1});
+  Shape small{9};
+  set_contiguous_strides(small, Shape{4, 0, 3});
+  CHECK(small == Shape{3, 3, 1});
+  set_contiguous_strides(small, Shape{});
+  CHECK(small.empty());
+  CHECK(contiguous_strides(Shape{5, 6}) == Shape{6, 1});
+  Shape grown{1, 2};
+  grown.resize_for_overwrite(12);
+  CHECK(grown.size() == 12);
+  CHECK((grown[0] == 1 && grown[1] == 2));  // the kept entries survive the move to the heap
+  // The paths that use it: a new tensor, a view of a contiguous or permuted one, an expand and
+  // a broadcast operand, each at rank 10 (past the inline dims on an 8-dim build).
+  Tensor x = zeros({1, 2, 1, 3, 1, 2, 1, 2, 1, 2});
+  CHECK(x.strides() == Shape{48, 24, 24, 8, 8, 4, 4, 2, 2, 1});
+  CHECK(x.view({2, 3, 2, 2, 2, 1, 1, 1, 1, 1}).strides() == Shape{24, 8, 4, 2, 1, 1, 1, 1, 1, 1});
+  Tensor y = arange(24).to(DType::F32).view({2, 3, 4}).permute({2, 0, 1});  // strides 1, 12, 4
+  CHECK(y.view({4, 6}).strides() == Shape{1, 4});  // the two trailing dims merge
+  Tensor e = ones({3, 1}).expand({2, 1, 3, 4});
+  CHECK(e.strides() == Shape{0, 0, 1, 0});
+  Tensor b = ones({1, 4}) + ones({3, 1});
+  CHECK(b.sizes() == Shape{3, 4});
+  CHECK(values(b) == std::vector<float>(12, 2.f));
+}
+
 TEST_CASE("index with slices, None and Ellipsis") {
   Tensor x = arange(60).view({3, 4, 5});
   CHECK(x.index({Slice(0, 3, 2)}).sizes() == Shape{2, 4, 5});

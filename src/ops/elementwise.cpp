@@ -86,7 +86,8 @@ bool scales_in_f32(BinaryOp op, DType compute, const TensorImpl& x, const Tensor
 
 Shape broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
   size_t n = std::max(a.size(), b.size());
-  Shape out(n);
+  Shape out;
+  out.resize_for_overwrite(n);  // every dim written below
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
@@ -155,7 +156,8 @@ TensorRef broadcast_to(const TensorImpl& x, IntArrayRef shape, const char* op) {
   EMBER_CHECK(shape.size() >= x.sizes.size(), "[{}] cannot broadcast shape {} to {}", op, x.sizes,
               Shape(shape).str());
   size_t lead = shape.size() - x.sizes.size();
-  Shape strides(shape.size());
+  Shape strides;
+  strides.resize_for_overwrite(shape.size());  // every stride written below
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i < lead) {
       strides[i] = 0;

@@ -32,17 +32,10 @@ Shape infer_shape(IntArrayRef shape, int64_t numel, const char* op) {
 // (as PyTorch's computeStride does) and assigns strides to the new dims within each chunk.
 bool view_strides(const TensorImpl& x, IntArrayRef shape, Shape& strides) {
   if (x.numel == 0 || x.contiguous) {
-    // Row-major strides written in place: sized by a copy of the shape, no zero fill and no
-    // temporary (those were two memset calls of a ~65 ns x.view(...)).
-    strides.assign(shape);
-    int64_t acc = 1;
-    for (size_t i = shape.size(); i-- > 0;) {
-      strides[i] = acc;
-      acc = next_contiguous_stride(acc, shape[i]);
-    }
+    set_contiguous_strides(strides, shape);  // in place: no temporary, no zero fill
     return true;
   }
-  strides = Shape(shape.size());
+  strides.resize_for_overwrite(shape.size());  // every entry is written when this returns true
   int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
   int64_t chunk_base_stride = x.ndim() ? x.strides.back() : 1;
   int64_t tensor_numel = 1, view_numel = 1;
@@ -126,7 +119,7 @@ TensorRef ViewOp::make(const TensorImpl& x) const {
       EMBER_CHECK(shape.ndim() >= n, "[expand] cannot expand shape {} to fewer dims {}", x.sizes, shape);
       size_t lead = shape.size() - n;
       sizes = shape;
-      st = Shape(shape.size());
+      st.resize_for_overwrite(shape.size());  // every entry written below
       for (size_t i = 0; i < shape.size(); ++i) {
         if (i < lead) {
           EMBER_CHECK(shape[i] >= 0, "[expand] new leading dim {} must be given, got {}", i, shape[i]);

@@ -72,6 +72,13 @@ class Shape {
     if (n > size_) std::fill(data() + size_, data() + n, 0);
     size_ = static_cast<uint32_t>(n);
   }
+  /// Sets the size to n and leaves any new entries unset, for a caller that writes every one
+  /// of them next: resize's zero fill compiles to a memset call or a `rep stos`, whose
+  /// start-up costs more than the few dims it clears.
+  void resize_for_overwrite(size_t n) {
+    if (n > capacity()) grow(n);
+    size_ = static_cast<uint32_t>(n);
+  }
   void push_back(int64_t v) {
     if (size_ == capacity()) grow(size_ * 2);
     data()[size_++] = v;
@@ -188,15 +195,21 @@ inline int64_t next_contiguous_stride(int64_t acc, int64_t d) {
   return __builtin_mul_overflow(acc, std::max<int64_t>(d, 1), &r) ? std::numeric_limits<int64_t>::max() : r;
 }
 
+/// Writes contiguous (row-major) strides for `dims` into `strides`, in place: no temporary
+/// and no zero fill, for the paths that make a tensor or a view on every op.
+inline void set_contiguous_strides(Shape& strides, IntArrayRef dims) {
+  strides.resize_for_overwrite(dims.size());
+  int64_t acc = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    strides[i] = acc;
+    acc = next_contiguous_stride(acc, dims[i]);
+  }
+}
+
 /// Contiguous (row-major) strides for `dims`.
 inline Shape contiguous_strides(IntArrayRef dims) {
   Shape s;
-  s.resize(dims.size());
-  int64_t acc = 1;
-  for (size_t i = dims.size(); i-- > 0;) {
-    s[i] = acc;
-    acc = next_contiguous_stride(acc, dims[i]);
-  }
+  set_contiguous_strides(s, dims);
   return s;
 }
 
