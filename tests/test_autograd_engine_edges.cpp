@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 #include <ember/autograd/function.hpp>
+#include <ember/autograd/function_node.hpp>
 #include <ember/ember.hpp>
 
 #include <atomic>
@@ -81,6 +82,28 @@ TEST_CASE("autograd edges: concurrent backward through one freed graph errors cl
     CHECK(ok + errs == 4);
     CHECK(ok >= 1);
   }
+}
+
+TEST_CASE("autograd edges: a node's lock lets one thread at a time in, and wakes the ones asleep on it") {
+  // FnNode's NodeLock (autograd/function_node.hpp) guards its closure against a concurrent
+  // backward freeing it. Each thread reads the counter, sometimes yields while holding the
+  // lock (so that others find it held and sleep), and writes it back: an increment lost to
+  // another thread, or a thread never woken, fails here (and under CI's TSan).
+  autograd::detail::NodeLock lock;
+  int counter = 0;
+  constexpr int kThreads = 4, kEach = 20000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) {
+        autograd::detail::NodeLockGuard hold(lock);
+        const int seen = counter;
+        if (i % 256 == 0) std::this_thread::yield();
+        counter = seen + 1;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(counter == kThreads * kEach);
 }
 
 TEST_CASE("autograd edges: a view keeps its history when its base is detach_()ed") {

@@ -9,7 +9,7 @@
 #include <ember/core/tensor.hpp>
 #include <ember/core/tensor_methods.hpp>
 
-#include <mutex>
+#include <atomic>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,6 +51,42 @@ struct Saved {
   T<P> get(const Node& n) const { return T<P>(s.unpack(n)); }
 };
 
+/// The lock of one FnNode's closure, in place of a std::mutex, whose header (<mutex>, with
+/// chrono and system_error) every program that includes Ember parsed for this one member. It
+/// is held while one backward pass runs the node's formula or frees it. A futex-style lock on
+/// C++20's atomic wait: 0 free, 1 held, 2 held with a thread asleep on it; an unlock wakes a
+/// sleeper only when there may be one (atomic_flag's notify bumped a process-wide counter on
+/// every unlock). Two passes meeting on one node are rare; the second sleeps, as on a mutex.
+class NodeLock {
+ public:
+  void lock() noexcept {
+    int seen = 0;
+    if (state_.compare_exchange_strong(seen, 1, std::memory_order_acquire)) return;
+    if (seen != 2) seen = state_.exchange(2, std::memory_order_acquire);
+    while (seen != 0) {  // held: mark it contended and sleep until it changes
+      state_.wait(2, std::memory_order_relaxed);
+      seen = state_.exchange(2, std::memory_order_acquire);
+    }
+  }
+  void unlock() noexcept {
+    if (state_.exchange(0, std::memory_order_release) == 2) state_.notify_one();
+  }
+
+ private:
+  std::atomic<int> state_{0};
+};
+/// Holds a NodeLock for its scope.
+class NodeLockGuard {
+ public:
+  explicit NodeLockGuard(NodeLock& l) noexcept : l_(l) { l_.lock(); }
+  ~NodeLockGuard() { l_.unlock(); }
+  NodeLockGuard(const NodeLockGuard&) = delete;
+  NodeLockGuard& operator=(const NodeLockGuard&) = delete;
+
+ private:
+  NodeLock& l_;
+};
+
 /// A node whose backward is the lambda F(const Node&, Grads<P>&) -> Grads<P> (one per input).
 template <class P, class F>
 struct FnNode final : Node {
@@ -58,7 +94,7 @@ struct FnNode final : Node {
   std::vector<TensorRef> apply(std::vector<TensorRef>& grads) override {
     // Backward passes on several threads may share this node: one may free the closure while
     // another runs it. The second then gets the 'second time' error, not a freed closure.
-    std::lock_guard<std::mutex> lock(mu_);
+    NodeLockGuard hold(lock_);
     EMBER_CHECK(fn_.has_value(),
                 "[backward] trying to backward through {} a second time: the graph was freed by the first "
                 "backward; pass retain_graph=true to the first backward to go through it again",
@@ -74,14 +110,14 @@ struct FnNode final : Node {
   }
   void release_saved() override {
     if (!saved_tensors) return;  // nothing to free: the formula may run again
-    std::lock_guard<std::mutex> lock(mu_);
+    NodeLockGuard hold(lock_);
     fn_.reset();
   }
   std::string name() const override { return backward_name(op_); }
 
  private:
   const char* op_;
-  std::mutex mu_;
+  NodeLock lock_;
   std::optional<F> fn_;
 };
 

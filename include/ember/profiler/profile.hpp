@@ -21,7 +21,6 @@
 #include <ember/core/tensor_impl.hpp>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <span>
