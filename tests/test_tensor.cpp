@@ -121,18 +121,29 @@ TEST_CASE("contiguous strides are written in place, inline or on the heap, over 
   grown.resize_for_overwrite(12);
   CHECK(grown.size() == 12);
   CHECK((grown[0] == 1 && grown[1] == 2));  // the kept entries survive the move to the heap
-  // The paths that use it: a new tensor, a view of a contiguous or permuted one, an expand and
-  // a broadcast operand, each at rank 10 (past the inline dims on an 8-dim build).
+  // The paths that use it, inline and at rank 10 (past the inline dims of the default 8-dim
+  // build): a new tensor, a view of a contiguous or a transposed one, an expand, a broadcast.
   Tensor x = zeros({1, 2, 1, 3, 1, 2, 1, 2, 1, 2});
   CHECK(x.strides() == Shape{48, 24, 24, 8, 8, 4, 4, 2, 2, 1});
   CHECK(x.view({2, 3, 2, 2, 2, 1, 1, 1, 1, 1}).strides() == Shape{24, 8, 4, 2, 1, 1, 1, 1, 1, 1});
   Tensor y = arange(24).to(DType::F32).view({2, 3, 4}).permute({2, 0, 1});  // strides 1, 12, 4
   CHECK(y.view({4, 6}).strides() == Shape{1, 4});  // the two trailing dims merge
-  Tensor e = ones({3, 1}).expand({2, 1, 3, 4});
-  CHECK(e.strides() == Shape{0, 0, 1, 0});
+  CHECK_THROWS_AS(y.view({24}), Error);
+  Tensor z = arange(48).to(DType::F32).view({2, 3, 2, 2, 1, 1, 1, 1, 1, 2}).transpose(0, 1);
+  Tensor zv = z.view({3, 2, 4, 1, 1, 1, 1, 1, 1, 2});  // dims 2..9 are one contiguous run
+  CHECK(zv.strides() == Shape{8, 24, 2, 2, 2, 2, 2, 2, 2, 1});
+  CHECK(zv.data_ptr() == z.data_ptr());
+  CHECK(values(zv) == values(z.contiguous().view({3, 2, 4, 1, 1, 1, 1, 1, 1, 2})));
+  CHECK(ones({3, 1}).expand({2, 1, 3, 4}).strides() == Shape{0, 0, 1, 0});
+  Tensor e = ones({3, 1}).expand({1, 1, 1, 1, 1, 1, 1, 2, 3, 4});
+  CHECK(e.strides() == Shape{0, 0, 0, 0, 0, 0, 0, 0, 1, 0});
+  CHECK(values(e) == std::vector<float>(24, 1.f));
   Tensor b = ones({1, 4}) + ones({3, 1});
   CHECK(b.sizes() == Shape{3, 4});
   CHECK(values(b) == std::vector<float>(12, 2.f));
+  Tensor b10 = arange(4).to(DType::F32).view({1, 1, 1, 1, 1, 1, 1, 1, 1, 4}) + ones({3, 1});
+  CHECK(b10.sizes() == Shape{1, 1, 1, 1, 1, 1, 1, 1, 3, 4});
+  CHECK(values(b10) == std::vector<float>{1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4});
 }
 
 TEST_CASE("index with slices, None and Ellipsis") {

@@ -47,7 +47,10 @@ bool view_strides(const TensorImpl& x, IntArrayRef shape, Shape& strides) {
         view_numel *= shape[view_d];
         --view_d;
       }
-      if (view_numel != tensor_numel) return false;
+      if (view_numel != tensor_numel) {
+        strides.resize_for_overwrite(0);  // not half-written strides
+        return false;
+      }
       if (td > 0) {
         chunk_base_stride = x.strides[td - 1];
         tensor_numel = 1;
@@ -55,6 +58,7 @@ bool view_strides(const TensorImpl& x, IntArrayRef shape, Shape& strides) {
       }
     }
   }
+  if (view_d != -1) strides.resize_for_overwrite(0);
   return view_d == -1;
 }
 

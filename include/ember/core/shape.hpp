@@ -196,7 +196,8 @@ inline int64_t next_contiguous_stride(int64_t acc, int64_t d) {
 }
 
 /// Writes contiguous (row-major) strides for `dims` into `strides`, in place: no temporary
-/// and no zero fill, for the paths that make a tensor or a view on every op.
+/// and no zero fill, for the paths that make a tensor or a view on every op. `dims` must not
+/// point into `strides` (it is read while `strides` is written, and may move when it grows).
 inline void set_contiguous_strides(Shape& strides, IntArrayRef dims) {
   strides.resize_for_overwrite(dims.size());
   int64_t acc = 1;

@@ -34,7 +34,8 @@ struct ViewOp {
 void check_as_strided(const TensorImpl& x, const Shape& sizes, const Shape& strides, int64_t start, const char* op);
 /// The shape `view`/`reshape` resolve to (one -1 inferred); fails naming `op`.
 Shape infer_shape(IntArrayRef shape, int64_t numel, const char* op);
-/// Strides for viewing x as `shape` without a copy, if possible.
+/// Strides for viewing x as `shape` without a copy, if possible; false (and `strides` emptied)
+/// when not.
 bool view_strides(const TensorImpl& x, IntArrayRef shape, Shape& strides);
 
 }  // namespace ember::ops
