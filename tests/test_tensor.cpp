@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 #include <ember/ember.hpp>
+#include <ember/ops/view_ops.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -129,6 +130,9 @@ TEST_CASE("contiguous strides are written in place, inline or on the heap, over 
   Tensor y = arange(24).to(DType::F32).view({2, 3, 4}).permute({2, 0, 1});  // strides 1, 12, 4
   CHECK(y.view({4, 6}).strides() == Shape{1, 4});  // the two trailing dims merge
   CHECK_THROWS_AS(y.view({24}), Error);
+  Shape refused{5, 5, 5};
+  CHECK_FALSE(ops::view_strides(*y.impl_ref(), Shape{24}, refused));
+  CHECK(refused.empty());  // emptied, not left half written
   Tensor z = arange(48).to(DType::F32).view({2, 3, 2, 2, 1, 1, 1, 1, 1, 2}).transpose(0, 1);
   Tensor zv = z.view({3, 2, 4, 1, 1, 1, 1, 1, 1, 2});  // dims 2..9 are one contiguous run
   CHECK(zv.strides() == Shape{8, 24, 2, 2, 2, 2, 2, 2, 2, 1});
