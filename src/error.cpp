@@ -1,5 +1,7 @@
 #include <ember/core/error.hpp>
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +36,22 @@ void raise_error(std::string message) {
 }
 
 void raise_error_cstr(const char* message) { raise_error(std::string(message)); }
+
+void raise_formatted(fmt::string_view format, fmt::format_args args) {
+#if EMBER_HAS_EXCEPTIONS
+  std::string message;
+  try {
+    message = fmt::vformat(format, args);
+  } catch (const fmt::format_error& e) {
+    // A message the compile-time check never saw (a user's own EMBER_CHECK in a build without
+    // EMBER_CHECKED_FORMATS): the failure is still reported, with the text that was meant.
+    message = fmt::format("[ember] malformed error message \"{}\": {}", format, e.what());
+  }
+  raise_error(std::move(message));
+#else
+  raise_error(fmt::vformat(format, args));
+#endif
+}
 
 }  // namespace detail
 }  // namespace ember

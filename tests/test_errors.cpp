@@ -191,4 +191,21 @@ TEST_CASE("errors: reductions without an identity") {
   CHECK_ERROR(zeros({0}).item<float>(), "[item", "[0]");
 }
 
+TEST_CASE("errors: a message formatted at run time, as in users' builds, reads as the checked one") {
+  // Users' programs (no EMBER_CHECKED_FORMATS) reach raise_fmt, Ember's own build
+  // raise_fmt_checked; both must say the same.
+  const Shape s{2, 3};
+  const std::string expected = fmt::format("[op] shapes {} and {} at dim {} of {}", s, Shape{4}, -1, DType::F16);
+  CHECK(has(expected, "[2, 3]"));
+  CHECK(error_of([&] { detail::raise_fmt("[op] shapes {} and {} at dim {} of {}", s, Shape{4}, -1, DType::F16); }) ==
+        expected);
+  CHECK(error_of([&] {
+          detail::raise_fmt_checked("[op] shapes {} and {} at dim {} of {}", s, Shape{4}, -1, DType::F16);
+        }) == expected);
+  // A malformed message (only a run-time format string can be one) still raises an Error
+  // that quotes it, never fmt's own exception.
+  CHECK_ERROR(detail::raise_fmt("[op] unclosed {", 1), "malformed error message", "[op] unclosed {");
+  CHECK_ERROR(detail::raise_fmt("[op] {} and {}", 1), "malformed error message", "[op] {} and {}");
+}
+
 }  // namespace test_errors
