@@ -12,28 +12,12 @@
 // derivatives.hpp first (it includes this file at its end): its detail::ops_of is used here.
 #include <ember/autograd/derivatives.hpp>
 #include <ember/autograd/function_node.hpp>
+#include <ember/autograd/inplace_check.hpp>
 #include <ember/autograd/layer.hpp>
 
 namespace ember::autograd {
 
 namespace detail {
-
-/// `op` names the operation in errors with `suffix` appended: built-in ops are named without
-/// their in-place underscore, an autograd::Function marking a tensor dirty by its own name.
-inline void check_inplace_target(const TensorImpl& t, const char* op, const char* suffix = "_") {
-  const AutogradMeta* m = t.autograd;
-  EMBER_CHECK(!(m && m->requires_grad && !m->grad_fn),
-              "[{}{}] a leaf tensor that requires grad (shape {}) is used in an in-place operation; update it "
-              "under NoGradGuard (as optimisers do), or work on a clone",
-              op, suffix, t.sizes);
-  if (t.view_of) {
-    const AutogradMeta* bm = t.view_of->autograd;
-    EMBER_CHECK(!(bm && bm->requires_grad && !bm->grad_fn),
-                "[{}{}] a view (shape {}) of a leaf tensor that requires grad (shape {}) is used in an in-place "
-                "operation; update the leaf under NoGradGuard, or work on a clone",
-                op, suffix, t.sizes, t.view_of->sizes);
-  }
-}
 
 /// After `target` was overwritten with the values of `value` (null: a constant), make its
 /// history (and its root's, when it is a view) say so.

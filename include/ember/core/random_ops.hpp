@@ -15,7 +15,7 @@
 /// count. The draws are not PyTorch's (another generator).
 
 #include <ember/autograd/grad_mode.hpp>
-#include <ember/autograd/inplace.hpp>
+#include <ember/autograd/inplace_check.hpp>
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
 

@@ -16,7 +16,7 @@
 /// yet.
 
 #include <ember/autograd/grad_mode.hpp>
-#include <ember/autograd/inplace.hpp>
+#include <ember/autograd/inplace_check.hpp>
 #include <ember/core/factories.hpp>
 #include <ember/core/tensor_methods.hpp>
 #include <ember/ops/shape_ops.hpp>

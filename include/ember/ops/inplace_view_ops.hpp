@@ -20,7 +20,7 @@
 /// a gradient retained (retain_grad) before the change is dropped.
 
 #include <ember/autograd/grad_mode.hpp>
-#include <ember/autograd/inplace.hpp>
+#include <ember/autograd/inplace_check.hpp>
 #include <ember/core/tensor.hpp>
 #include <ember/core/tensor_methods.hpp>
 
