@@ -16,6 +16,13 @@ namespace {
 std::atomic<long> g_news{0};
 }
 
+// GCC 12 inlines the replacements below into their callers and then warns that free() is
+// called on memory from operator new (-Wmismatched-new-delete): both are these replacements,
+// which allocate with malloc. Its diagnostics carry this file's lines, so the pragma holds.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 void* operator new(std::size_t n) {
   g_news.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(n ? n : 1)) return p;

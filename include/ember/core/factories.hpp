@@ -4,6 +4,7 @@
 
 #include <ember/core/generator.hpp>
 #include <ember/core/tensor.hpp>
+#include <ember/core/tensor_instances.hpp>
 #include <ember/dispatch/default_policy.hpp>
 
 #include <cmath>
@@ -502,5 +503,8 @@ BasicTensor<P> tensor(std::initializer_list<std::initializer_list<T>> rows, Tens
   const Shape shape = rows.size() == 0 ? Shape{0} : Shape{static_cast<int64_t>(rows.size()), cols};
   return detail::tensor_from_staged<T, P>(staged, shape, o);
 }
+
+// The common factories' DefaultPolicy instances are compiled into the library.
+EMBER_TENSOR_FACTORY_INSTANCES(extern template)
 
 }  // namespace ember

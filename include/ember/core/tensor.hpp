@@ -270,8 +270,8 @@ class BasicTensor {
 
   // ---- copies and conversions -----------------------------------------------------------------
   BasicTensor contiguous() const { return is_contiguous() ? *this : clone(); }
-  BasicTensor clone() const { return wrap(dispatch<P>(ops::To{dtype(), device()}, impl())); }
-  BasicTensor to(DType t) const { return t == dtype() ? *this : wrap(dispatch<P>(ops::To{t, device()}, impl())); }
+  BasicTensor clone() const;
+  BasicTensor to(DType t) const;
   BasicTensor to(Device d) const;
   BasicTensor to(Device d, DType t) const { return to(d).to(t); }
   /// libtorch's flags: `copy` gives a new tensor even when neither dtype nor device changes;
@@ -297,14 +297,8 @@ class BasicTensor {
   BasicTensor half() const { return to(DType::F16); }
   BasicTensor bfloat16() const { return to(DType::BF16); }
   BasicTensor cuda(int index = 0) const { return to(Device::cuda(index)); }
-  BasicTensor& copy_(const BasicTensor& src) {
-    dispatch<P>(ops::CopyInto{}, impl(), src.impl());
-    return *this;
-  }
-  BasicTensor& fill_(Scalar v) {
-    dispatch<P>(ops::Fill{v}, impl());
-    return *this;
-  }
+  BasicTensor& copy_(const BasicTensor& src);
+  BasicTensor& fill_(Scalar v);
   BasicTensor& zero_() { return fill_(0); }
   // Random fills in place, from the global generator (manual_seed) or the thread's
   // GeneratorGuard generator (core/generator.hpp). Defined in
@@ -440,9 +434,7 @@ class BasicTensor {
   /// min(max(x, lo), hi), NaN where x or a bound is NaN, with PyTorch 2's gradients: to the
   /// side that gives the value (hi when lo > hi), shared where x ties a bound of an ordered
   /// pair, kept by a NaN x (ops::ClampTensors, autograd/derivatives.hpp).
-  BasicTensor clamp(const BasicTensor& lo, const BasicTensor& hi) const {
-    return wrap(dispatch<P>(ops::ClampTensors{}, impl(), lo.impl(), hi.impl()));
-  }
+  BasicTensor clamp(const BasicTensor& lo, const BasicTensor& hi) const;
   BasicTensor nan_to_num(double nan, std::optional<double> posinf = {}, std::optional<double> neginf = {}) const;
   BasicTensor round(int64_t decimals) const;
 
@@ -487,10 +479,7 @@ class BasicTensor {
   BasicTensor& divide_(Scalar o, const std::string& rounding_mode) { return div_(o, rounding_mode); }
   /// start + weight (end - start) for |weight| < 0.5, else end - (end - start)(1 - weight), as
   /// PyTorch: exact at both ends. Floating tensors of one dtype.
-  BasicTensor lerp(const BasicTensor& end, const BasicTensor& weight) const {
-    check_lerp(end, &weight);
-    return wrap(dispatch<P>(ops::Lerp{}, impl(), end.impl(), weight.impl()));
-  }
+  BasicTensor lerp(const BasicTensor& end, const BasicTensor& weight) const;
   BasicTensor lerp(const BasicTensor& end, Scalar weight) const {
     check_lerp(end, nullptr);
     const double w = weight.to_double();
@@ -526,9 +515,7 @@ class BasicTensor {
   /// NumPy's name for clamp.
   BasicTensor clip(std::optional<Scalar> lo, std::optional<Scalar> hi = std::nullopt) const { return clamp(lo, hi); }
   BasicTensor& clip_(std::optional<Scalar> lo, std::optional<Scalar> hi = std::nullopt) { return clamp_(lo, hi); }
-  BasicTensor where(const BasicTensor& cond, const BasicTensor& other) const {
-    return wrap(dispatch<P>(ops::Where{}, cond.impl(), impl(), other.impl()));
-  }
+  BasicTensor where(const BasicTensor& cond, const BasicTensor& other) const;
   BasicTensor masked_fill(const BasicTensor& mask, Scalar v) const;
 
   // ---- reductions -----------------------------------------------------------------------------
@@ -541,9 +528,7 @@ class BasicTensor {
   }
 #include <ember/ops/reduce_list.def>
 #undef EMBER_REDUCE_OP
-  BasicTensor sum(const Shape& dims, bool keepdim, DType t) const {
-    return wrap(dispatch<P>(ops::Reduce{ops::ReduceOp::Sum, dims, keepdim, t}, impl()));
-  }
+  BasicTensor sum(const Shape& dims, bool keepdim, DType t) const;
   template <SingleDim I>
   BasicTensor sum(I dim, bool keepdim, DType t) const { return sum(Shape{static_cast<int64_t>(dim)}, keepdim, t); }
   BasicTensor max() const { return amax(); }
@@ -599,8 +584,8 @@ class BasicTensor {
     EMBER_CHECK(p == "fro", "[norm] p must be a number or \"fro\", got \"{}\"", p);
     return norm2(dims, keepdim);
   }
-  BasicTensor softmax(int64_t d) const { return wrap(dispatch<P>(ops::Softmax{d, false}, impl())); }
-  BasicTensor log_softmax(int64_t d) const { return wrap(dispatch<P>(ops::Softmax{d, true}, impl())); }
+  BasicTensor softmax(int64_t d) const;
+  BasicTensor log_softmax(int64_t d) const;
   /// Computed in `t` (this tensor converted first), as libtorch's dtype argument.
   BasicTensor softmax(int64_t d, DType t) const { return to(t).softmax(d); }
   BasicTensor log_softmax(int64_t d, DType t) const { return to(t).log_softmax(d); }
@@ -745,14 +730,8 @@ class BasicTensor {
   }
   /// outer's old name (torch.ger).
   BasicTensor ger(const BasicTensor& o) const { return outer(o); }
-  BasicTensor addmm(const BasicTensor& m1, const BasicTensor& m2, Scalar beta = 1, Scalar alpha = 1) const {
-    return wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Addmm, beta.to_double(), alpha.to_double()}, m1.impl(),
-                            m2.impl(), &impl()));
-  }
-  BasicTensor baddbmm(const BasicTensor& b1, const BasicTensor& b2, Scalar beta = 1, Scalar alpha = 1) const {
-    return wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Baddbmm, beta.to_double(), alpha.to_double()},
-                            b1.impl(), b2.impl(), &impl()));
-  }
+  BasicTensor addmm(const BasicTensor& m1, const BasicTensor& m2, Scalar beta = 1, Scalar alpha = 1) const;
+  BasicTensor baddbmm(const BasicTensor& b1, const BasicTensor& b2, Scalar beta = 1, Scalar alpha = 1) const;
   BasicTensor& addmm_(const BasicTensor& m1, const BasicTensor& m2, Scalar beta = 1, Scalar alpha = 1) {
     return assign_result(addmm(m1, m2, beta, alpha), "addmm_");
   }
@@ -823,25 +802,13 @@ class BasicTensor {
 
   /// Runs descriptor `op` through the policy on this tensor's impl and wraps the result.
   template <class Op>
-  BasicTensor apply(const Op& op) const {
-    return wrap(dispatch<P>(op, impl()));
-  }
+  BasicTensor apply(const Op& op) const;
   static BasicTensor wrap(ImplRef r) { return BasicTensor(std::move(r)); }
 
  private:
   BasicTensor vop(ops::ViewKind k, const Shape& s) const { return apply(ops::ViewOp{k, s}); }
-  BasicTensor unary(ops::UnaryOp op, ops::UnaryParams p = {}) const {
-    if (dtype() == DType::Bool) {  // as PyTorch: sign of a bool is itself, its square an i64
-      if (op == ops::UnaryOp::Sign) return clone();
-      if (op == ops::UnaryOp::Square) return to(DType::I64).square();
-    }
-    return apply(ops::Unary{op, p});
-  }
-  BasicTensor& unary_inplace(ops::UnaryOp op, ops::UnaryParams p = {}) {
-    if (op == ops::UnaryOp::Sign && dtype() == DType::Bool) return *this;  // the identity
-    dispatch<P>(ops::Unary{op, p}, impl(), impl_.get());
-    return *this;
-  }
+  BasicTensor unary(ops::UnaryOp op, ops::UnaryParams p = {}) const;
+  BasicTensor& unary_inplace(ops::UnaryOp op, ops::UnaryParams p = {});
   /// The division a rounding mode names: "trunc", "floor", or none (empty, or "true").
   static ops::BinaryOp division(const std::string& rounding_mode, const char* op) {
     if (rounding_mode == "trunc") return ops::BinaryOp::DivTrunc;
@@ -850,9 +817,7 @@ class BasicTensor {
                 "[{}] rounding_mode must be 'trunc', 'floor' or empty, got '{}'", op, rounding_mode);
     return ops::BinaryOp::Div;
   }
-  BasicTensor binary(ops::BinaryOp op, const BasicTensor& o) const {
-    return wrap(dispatch<P>(ops::Binary{op}, impl(), o.impl()));
-  }
+  BasicTensor binary(ops::BinaryOp op, const BasicTensor& o) const;
   /// Writes an in-place composite's result, computed out of place, into this tensor (a
   /// recorded copy_ under autograd), after PyTorch's checks: the shape must not grow by
   /// broadcasting, and the result type must cast to this dtype (no float into an integer
@@ -875,10 +840,7 @@ class BasicTensor {
       if (requires_grad() || (others.requires_grad() || ...)) return clone();
     return *this;
   }
-  BasicTensor& binary_inplace(ops::BinaryOp op, const BasicTensor& o) {
-    dispatch<P>(ops::Binary{op}, impl(), o.impl(), impl_.get());
-    return *this;
-  }
+  BasicTensor& binary_inplace(ops::BinaryOp op, const BasicTensor& o);
   /// o * alpha for add/sub, with PyTorch's rules: no floating alpha for an integer result, and
   /// for a bool result alpha is a bool (any non-zero: o itself).
   BasicTensor alpha_scaled(const BasicTensor& o, Scalar alpha, const char* op) const {
@@ -915,38 +877,15 @@ class BasicTensor {
     p.ib = hi && !hi->is_floating() ? hi->to_int() : 0;
     return p;
   }
-  BasicTensor reduce(ops::ReduceOp op, const Shape& dims, bool keepdim) const {
-    BasicTensor r = wrap(dispatch<P>(ops::Reduce{op, dims, keepdim, std::nullopt}, impl()));
-    // all/any of uint8 give uint8, as PyTorch's (a legacy of masks stored as bytes).
-    if ((op == ops::ReduceOp::All || op == ops::ReduceOp::Any) && dtype() == DType::U8) return r.to(DType::U8);
-    return r;
-  }
-  std::pair<BasicTensor, BasicTensor> arg(detail::ArgReduceOp op, int64_t d, bool keepdim, bool values) const {
-    auto [v, i] = dispatch<P>(ops::ArgReduce{op, d, keepdim, values}, impl());
-    return {wrap(std::move(v)), wrap(std::move(i))};
-  }
-  std::pair<BasicTensor, BasicTensor> cum(detail::CumOp op, int64_t d) const {
-    auto [v, i] = dispatch<P>(ops::Cumulative{op, d}, impl());
-    return {wrap(std::move(v)), i ? wrap(std::move(i)) : BasicTensor()};
-  }
-  BasicTensor mat(ops::MatmulKind k, const BasicTensor& o) const {
-    if (k == ops::MatmulKind::Matmul && dim() >= 3 && o.dim() == 2 && size(-1) == o.size(0) && size(-1) > 0 &&
-        dtype() == o.dtype() && device() == o.device()) {
-      // (..., m, k) @ (k, n): fold the batch dims into the rows, as PyTorch does, so that this
-      // is one GEMM and the weight's gradient is one GEMM too (not a per-batch product that
-      // is then summed over the batch). Mismatched operands take the general path, whose
-      // errors name matmul.
-      Shape s = sizes();
-      const int64_t kk = s.back();
-      BasicTensor y = wrap(dispatch<P>(ops::Matmul{ops::MatmulKind::Mm}, reshape({-1, kk}).impl(), o.impl(),
-                                       static_cast<const Impl*>(nullptr)));
-      s[s.size() - 1] = o.size(1);
-      return y.reshape(s);
-    }
-    return wrap(dispatch<P>(ops::Matmul{k}, impl(), o.impl(), static_cast<const Impl*>(nullptr)));
-  }
+  BasicTensor reduce(ops::ReduceOp op, const Shape& dims, bool keepdim) const;
+  std::pair<BasicTensor, BasicTensor> arg(detail::ArgReduceOp op, int64_t d, bool keepdim, bool values) const;
+  std::pair<BasicTensor, BasicTensor> cum(detail::CumOp op, int64_t d) const;
+  BasicTensor mat(ops::MatmulKind k, const BasicTensor& o) const;
 
   ImplRef impl_;
 };
 
 }  // namespace ember
+
+// The members that enter the layer chain, and their DefaultPolicy instances in the library.
+#include <ember/core/tensor_entries.hpp>

@@ -1,0 +1,12 @@
+// The DefaultPolicy instances of the tensor API's entries into the layer chain and of the
+// common factories, compiled once here; users' programs declare them `extern template`
+// (include/ember/core/tensor_instances.hpp holds the one list).
+
+#include <ember/ember.hpp>
+
+namespace ember {
+
+EMBER_TENSOR_MEMBER_INSTANCES(template)
+EMBER_TENSOR_FACTORY_INSTANCES(template)
+
+}  // namespace ember
