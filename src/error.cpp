@@ -49,6 +49,7 @@ void raise_formatted(fmt::string_view format, fmt::format_args args) {
   }
   raise_error(std::move(message));
 #else
+  // Only checked messages get here (error.hpp: builds without exceptions always check).
   raise_error(fmt::vformat(format, args));
 #endif
 }

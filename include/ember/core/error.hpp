@@ -43,7 +43,7 @@ namespace detail {
 [[noreturn]] void raise_error(std::string message);
 [[noreturn]] void raise_error_cstr(const char* message);
 /// Formats `format` with fmt's type-erased `args` and raises the result. A malformed format
-/// string (possible only where EMBER_CHECKED_FORMATS was off) raises an Error that quotes it.
+/// string (possible only where the check below was off) raises an Error that quotes it.
 [[noreturn]] void raise_formatted(fmt::string_view format, fmt::format_args args);
 
 /// What EMBER_CHECK and EMBER_FAIL call in users' programs: the format string is read at run
@@ -55,18 +55,25 @@ template <class... Args>
   raise_formatted(format, fmt::make_format_args(args...));
 }
 
-/// What they call where EMBER_CHECKED_FORMATS is defined: Ember's own build (library, tests,
-/// examples, benchmarks) defines it, so every message in the headers and sources is checked
-/// against its arguments at compile time there, and users do not pay for the check again.
+/// What they call where EMBER_CHECKED_FORMATS is defined: fmt checks each message against its
+/// arguments at compile time. Ember's own build (library, tests, examples, benchmarks) defines
+/// it, so every message that build instantiates is checked there; users who want their own
+/// EMBER_CHECK messages checked define it too. Builds without exceptions always check: a
+/// malformed message could not be reported through the error handler there (libfmt would
+/// throw through code compiled without exceptions).
+///
+/// The two paths differ only in when the format string is validated, never in the message or
+/// the behaviour, so inline code compiled both ways (the library's copy and a user's) is
+/// interchangeable; keep it that way.
 template <class... Args>
-[[noreturn]] void raise_fmt_checked(fmt::format_string<const Args&...> format, const Args&... args) {
+[[noreturn]] void raise_fmt_checked(fmt::format_string<Args...> format, const Args&... args) {
   raise_formatted(format, fmt::make_format_args(args...));
 }
 }  // namespace detail
 
 }  // namespace ember
 
-#if defined(EMBER_CHECKED_FORMATS)
+#if defined(EMBER_CHECKED_FORMATS) || !EMBER_HAS_EXCEPTIONS
 #define EMBER_DETAIL_RAISE_FMT ::ember::detail::raise_fmt_checked
 #else
 #define EMBER_DETAIL_RAISE_FMT ::ember::detail::raise_fmt
