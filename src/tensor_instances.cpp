@@ -1,5 +1,5 @@
-// The DefaultPolicy instances of the tensor API's entries into the layer chain and of the
-// common factories, compiled once here; users' programs declare them `extern template`
+// The DefaultPolicy instances of the tensor API's entries into the layer chain, of the common
+// factories and of backward, compiled once here; users' programs declare them `extern template`
 // (include/ember/core/tensor_instances.hpp holds the one list).
 
 #include <ember/ember.hpp>
@@ -8,5 +8,7 @@ namespace ember {
 
 EMBER_TENSOR_MEMBER_INSTANCES(template)
 EMBER_TENSOR_FACTORY_INSTANCES(template)
+EMBER_TENSOR_FUNCTION_INSTANCES(template)
+EMBER_TENSOR_AUTOGRAD_INSTANCES(template)
 
 }  // namespace ember

@@ -20,8 +20,11 @@ int main() {
   Tensor idx = arange(0, 4, 1, TensorOptions(DType::I64));
   Tensor e = eye(4).index({Slice(0, 2)}).copy_(linspace(0, 1, 4).expand({2, 4}));
   e.fill_(1.0);
+  Tensor p = randn({3, 4}).requires_grad_();
+  linear(x, p, b).relu().sum().backward();
   Tensor m = x.amax({1}) + x.argmax(1).to(DType::F32) + x.cumsum(0).select(0, 7);
-  std::printf("%f %f %lld %f %d\n", v.sum().item<float>(), c.item<double>(),
-              static_cast<long long>(idx.sum().item<int64_t>()), m.sum().item<float>(), e.all().item<bool>());
+  std::printf("%f %f %lld %f %d %f\n", v.sum().item<float>(), c.item<double>(),
+              static_cast<long long>(idx.sum().item<int64_t>()), m.sum().item<float>(), e.all().item<bool>(),
+              p.grad().sum().item<float>());
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <ember/autograd/grad_mode.hpp>
 #include <ember/autograd/layer.hpp>
 #include <ember/core/tensor.hpp>
+#include <ember/core/tensor_instances.hpp>
 
 #include <initializer_list>
 #include <optional>
@@ -262,5 +263,8 @@ void BasicTensor<P>::backward(const BasicTensor& grad, std::optional<bool> retai
                               const std::vector<BasicTensor>& inputs) const {
   autograd::backward<P>({*this}, {grad}, retain_graph, create_graph, inputs);
 }
+
+// backward's DefaultPolicy instances are compiled into the library.
+EMBER_TENSOR_AUTOGRAD_INSTANCES(extern template)
 
 }  // namespace ember

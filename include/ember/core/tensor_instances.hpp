@@ -1,8 +1,9 @@
 #pragma once
 /// The DefaultPolicy instances of the tensor API that the library compiles once
 /// (src/tensor_instances.cpp) and users' programs only declare (`extern template`, where
-/// core/tensor_entries.hpp and core/factories.hpp expand these lists): the members that enter
-/// the layer chain and the common factories. One list for both sides, so they cannot drift.
+/// core/tensor_entries.hpp, core/factories.hpp, ops/functions.hpp and
+/// autograd/tensor_autograd.hpp expand these lists): the members and functions that enter the
+/// layer chain, the common factories and backward. One list for both sides, so they cannot drift.
 ///
 /// Other policies instantiate these templates in the program that uses them, as before.
 
@@ -54,3 +55,14 @@
   PREFIX Tensor rand<DefaultPolicy>(const Shape&, TensorOptions);                    \
   PREFIX Tensor randn<DefaultPolicy>(const Shape&, TensorOptions);                   \
   PREFIX Tensor randint<DefaultPolicy>(int64_t, int64_t, const Shape&, TensorOptions);
+
+/// Free functions of ops/functions.hpp that enter the chain themselves (PREFIX as above).
+#define EMBER_TENSOR_FUNCTION_INSTANCES(PREFIX)                                            \
+  PREFIX Tensor linear<DefaultPolicy>(const Tensor&, const Tensor&, const Tensor&);        \
+  PREFIX Tensor detail::linear_rows<DefaultPolicy>(const Tensor&, const Tensor&, const Tensor&, bool);
+
+/// Backward through the engine (autograd/tensor_autograd.hpp; PREFIX as above).
+#define EMBER_TENSOR_AUTOGRAD_INSTANCES(PREFIX)                                                        \
+  PREFIX void autograd::backward<DefaultPolicy>(const std::vector<Tensor>&, const std::vector<Tensor>&, \
+                                                std::optional<bool>, bool, const std::vector<Tensor>&); \
+  PREFIX void Tensor::backward(const Tensor&, std::optional<bool>, bool, const std::vector<Tensor>&) const;

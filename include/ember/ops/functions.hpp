@@ -3,6 +3,7 @@
 
 #include <ember/autocast/autocast_mode.hpp>
 #include <ember/core/format_text.hpp>
+#include <ember/core/tensor_instances.hpp>
 #include <ember/core/tensor_methods.hpp>
 
 #include <fmt/core.h>
@@ -304,6 +305,9 @@ template <class P>
 std::ostream& operator<<(std::ostream& os, const BasicTensor<P>& t) {
   return os << to_string(t);
 }
+
+// linear's DefaultPolicy instances are compiled into the library.
+EMBER_TENSOR_FUNCTION_INSTANCES(extern template)
 
 }  // namespace ember
 
