@@ -817,7 +817,7 @@ BasicTensor<P> chain_matmul(const std::vector<BasicTensor<P>>& ms) {
   EMBER_CHECK(!ms.empty(), "[{}] expects one or more matrices", op);
   for (size_t i = 0; i < ms.size(); ++i)
     EMBER_CHECK(ms[i].defined() && ms[i].dim() == 2, "[{}] matrix {} must be 2-d, got {}", op, i,
-                ms[i].defined() ? fmt::format("shape {}", ms[i].sizes()) : std::string("an undefined tensor"));
+                ms[i].defined() ? EMBER_FORMAT("shape {}", ms[i].sizes()) : std::string("an undefined tensor"));
   return ms.size() == 1 ? ms[0].clone() : linalg::multi_dot(ms);
 }
 
@@ -840,7 +840,7 @@ BasicTensor<P> frobenius_norm(const BasicTensor<P>& x) {
 template <class P>
 BasicTensor<P> nuclear_norm(const BasicTensor<P>& x, bool keepdim = false) {
   EMBER_CHECK(x.defined() && x.dim() == 2, "[nuclear_norm] expects a 2-d tensor (or two dims), got {}",
-              x.defined() ? fmt::format("shape {}", x.sizes()) : std::string("an undefined tensor"));
+              x.defined() ? EMBER_FORMAT("shape {}", x.sizes()) : std::string("an undefined tensor"));
   return linalg::matrix_norm(x, "nuc", {-2, -1}, keepdim);
 }
 template <class P>

@@ -118,7 +118,7 @@ bool gradcheck(F fn, const std::vector<BasicTensor<P>>& inputs, GradcheckOptions
                 (std::isnan(numeric) && std::isnan(analytic_j));
       if (!ok) {
         if (why) {
-          *why = fmt::format("gradient of input {} (shape {}) differs at element {}: analytic {}, numeric {}", i,
+          *why = EMBER_FORMAT("gradient of input {} (shape {}) differs at element {}: analytic {}, numeric {}", i,
                              inputs[i].sizes(), j, analytic_j, numeric);
         }
         return false;

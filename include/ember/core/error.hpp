@@ -69,14 +69,24 @@ template <class... Args>
 [[noreturn]] void raise_fmt_checked(fmt::format_string<Args...> format, const Args&... args) {
   raise_formatted(format, fmt::make_format_args(args...));
 }
+
+/// fmt::format with the format string read at run time, for EMBER_FORMAT in users' builds.
+template <class... Args>
+std::string format_runtime(fmt::string_view format, const Args&... args) {
+  return fmt::vformat(format, fmt::make_format_args(args...));
+}
 }  // namespace detail
 
 }  // namespace ember
 
 #if defined(EMBER_CHECKED_FORMATS) || !EMBER_HAS_EXCEPTIONS
 #define EMBER_DETAIL_RAISE_FMT ::ember::detail::raise_fmt_checked
+/// EMBER_FORMAT("p={}, eps={}", p, eps): fmt::format for the headers' text (module reprs, the
+/// parts of messages), checked at compile time where the messages are (see raise_fmt_checked).
+#define EMBER_FORMAT(...) ::fmt::format(__VA_ARGS__)
 #else
 #define EMBER_DETAIL_RAISE_FMT ::ember::detail::raise_fmt
+#define EMBER_FORMAT(...) ::ember::detail::format_runtime(__VA_ARGS__)
 #endif
 
 /// EMBER_CHECK(cond, "[op] expected {}, got {}", a, b): fails with a formatted message.

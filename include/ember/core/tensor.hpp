@@ -853,7 +853,7 @@ class BasicTensor {
   void check_lerp(const BasicTensor& end, const BasicTensor* weight) const {
     EMBER_CHECK(is_floating_point() && end.dtype() == dtype() && (!weight || weight->dtype() == dtype()),
                 "[lerp] expects floating tensors of one dtype, got {} and {}{}", dtype(), end.dtype(),
-                weight ? fmt::format(" (weight {})", weight->dtype()) : std::string());
+                weight ? EMBER_FORMAT(" (weight {})", weight->dtype()) : std::string());
   }
   DType clamp_result_type(const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) const {
     auto any = [&](bool (Scalar::*kind)() const) { return (lo && ((*lo).*kind)()) || (hi && ((*hi).*kind)()); };

@@ -502,7 +502,7 @@ template <class P>
 std::vector<int64_t> lengths_of(const BasicTensor<P>& t, const char* what) {
   EMBER_CHECK(t.defined() && t.dim() <= 1 && !t.is_floating_point() && t.dtype() != DType::Bool,
               "[ctc_loss] {} must be a 0-d or 1-d integer tensor, got {}", what,
-              t.defined() ? fmt::format("{} of shape {}", t.dtype(), t.sizes()) : std::string("an undefined tensor"));
+              t.defined() ? EMBER_FORMAT("{} of shape {}", t.dtype(), t.sizes()) : std::string("an undefined tensor"));
   return host_indices(t.to(DType::I64));
 }
 }  // namespace detail

@@ -74,7 +74,7 @@ BasicTensor<P> multi_margin_loss(const BasicTensor<P>& input, const BasicTensor<
   const bool single = input.dim() == 1;
   EMBER_CHECK(single ? target.numel() == 1 && target.dim() <= 1 : target.dim() == 1 && target.size(0) == input.size(0),
               "[{}] input of shape {} needs {} targets, got shape {}", op, input.sizes(),
-              single ? "one (0-d or [1])" : fmt::format("[{}]", input.size(0)), target.sizes());
+              single ? "one (0-d or [1])" : EMBER_FORMAT("[{}]", input.size(0)), target.sizes());
   EMBER_CHECK(!weight.defined() || (weight.dim() == 1 && weight.size(0) == c),
               "[{}] weight must have shape [{}], got {}", op, c, weight.defined() ? weight.sizes() : Shape{});
   (void)detail::host_labels(target, 0, c, op);

@@ -411,7 +411,7 @@ BasicTensor<P> max_unpool_nd(const BasicTensor<P>& x, const BasicTensor<P>& indi
   EMBER_CHECK(is_floating(x.dtype()), "[{}] needs a floating-point input, got {}", op, x.dtype());
   EMBER_CHECK(indices.defined() && indices.dtype() == DType::I64 && indices.sizes() == x.sizes(),
               "[{}] indices must be i64 of the input's shape {}, got {} of shape {}", op, x.sizes(),
-              indices.defined() ? fmt::format("{}", indices.dtype()) : "none",
+              indices.defined() ? EMBER_FORMAT("{}", indices.dtype()) : "none",
               indices.defined() ? indices.sizes() : Shape{});
   EMBER_CHECK(indices.device() == x.device(), "[{}] indices are on {}, the input on {}", op, indices.device(),
               x.device());

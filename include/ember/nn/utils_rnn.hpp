@@ -38,7 +38,7 @@ class BasicPackedSequence {
     EMBER_CHECK(batch_sizes_.defined() && batch_sizes_.dim() == 1 && batch_sizes_.device() == Device::cpu() &&
                     (batch_sizes_.dtype() == DType::I64 || batch_sizes_.dtype() == DType::I32),
                 "[PackedSequence] batch_sizes must be a 1-d integer tensor on the CPU, got {}",
-                batch_sizes_.defined() ? fmt::format("{} of shape {} on {}", batch_sizes_.dtype(), batch_sizes_.sizes(),
+                batch_sizes_.defined() ? EMBER_FORMAT("{} of shape {} on {}", batch_sizes_.dtype(), batch_sizes_.sizes(),
                                                      batch_sizes_.device())
                                        : std::string("none"));
     if (!sorted_indices_.defined()) {
@@ -109,7 +109,7 @@ template <class P>
 std::vector<int64_t> host_lengths(const BasicTensor<P>& lengths, const char* op) {
   EMBER_CHECK(lengths.defined() && lengths.dim() == 1 && (lengths.dtype() == DType::I64 || lengths.dtype() == DType::I32),
               "[{}] lengths must be a 1-d integer tensor, got {}", op,
-              lengths.defined() ? fmt::format("{} of shape {}", lengths.dtype(), lengths.sizes()) : "none");
+              lengths.defined() ? EMBER_FORMAT("{} of shape {}", lengths.dtype(), lengths.sizes()) : "none");
   BasicTensor<P> l = lengths.to(DType::I64).to(Device::cpu()).contiguous();
   const int64_t* p = l.template data_ptr<int64_t>();
   return std::vector<int64_t>(p, p + l.numel());

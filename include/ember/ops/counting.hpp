@@ -146,7 +146,7 @@ BasicTensor<P> bincount(const BasicTensor<P>& input, const BasicTensor<P>& weigh
   EMBER_CHECK(minlength >= 0, "[{}] minlength must be non-negative, got {}", op, minlength);
   EMBER_CHECK(!weights.defined() || input.size(0) == 0 || (weights.dim() == 1 && weights.size(0) == input.size(0)),
               "[{}] weights must be 1-d with the input's length {}, got shape {}", op, input.size(0),
-              weights.defined() ? fmt::format("{}", weights.sizes()) : std::string());
+              weights.defined() ? EMBER_FORMAT("{}", weights.sizes()) : std::string());
   const BasicTensor<P> idx = detail::host_values(input, false);
   const int64_t* v = idx.template data_ptr<int64_t>();
   const int64_t n = input.size(0);
@@ -396,7 +396,7 @@ std::pair<BasicTensor<P>, std::vector<BasicTensor<P>>> histogramdd_over(const Ba
     const BasicTensor<P>& e = edges[j];
     EMBER_CHECK(e.defined() && e.dim() == 1 && e.numel() >= 2,
                 "[{}] bin edges of dim {} must be 1-d with at least 2 edges, got {}", op, j,
-                e.defined() ? fmt::format("shape {}", e.sizes()) : std::string("an undefined tensor"));
+                e.defined() ? EMBER_FORMAT("shape {}", e.sizes()) : std::string("an undefined tensor"));
     EMBER_CHECK(e.dtype() == input.dtype() && e.device() == input.device(),
                 "[{}] bin edges of dim {} ({} on {}) must match the input ({} on {})", op, j, e.dtype(), e.device(),
                 input.dtype(), input.device());

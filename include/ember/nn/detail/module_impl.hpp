@@ -265,21 +265,21 @@ LoadResult BasicModule<P>::load_state_dict(const BasicTensorList<P>& dict, bool 
     if (dst == nullptr) {
       r.unexpected_keys.push_back(name);
     } else if (!src.defined()) {
-      mismatches.push_back(fmt::format("'{}': undefined tensor in the state dict", name));
+      mismatches.push_back(EMBER_FORMAT("'{}': undefined tensor in the state dict", name));
     } else if (src.sizes() != dst->sizes()) {
-      mismatches.push_back(fmt::format("'{}': shape {} in the state dict, {} in the module", name, src.sizes(),
+      mismatches.push_back(EMBER_FORMAT("'{}': shape {} in the state dict, {} in the module", name, src.sizes(),
                                        dst->sizes()));
     } else if (src.dtype() != dst->dtype()) {
-      mismatches.push_back(fmt::format("'{}': dtype {} in the state dict, {} in the module", name, src.dtype(),
+      mismatches.push_back(EMBER_FORMAT("'{}': dtype {} in the state dict, {} in the module", name, src.dtype(),
                                        dst->dtype()));
     }
   }
   for (const auto& [name, t] : mine)
     if (!dict.contains(name)) r.missing_keys.push_back(name);
   if (!mismatches.empty() || (strict && (!r.missing_keys.empty() || !r.unexpected_keys.empty()))) {
-    std::string msg = fmt::format("[load_state_dict] the state dict does not fit {}:", type_name_);
-    for (const auto& k : r.missing_keys) msg += fmt::format("\n  missing key '{}'", k);
-    for (const auto& k : r.unexpected_keys) msg += fmt::format("\n  unexpected key '{}'", k);
+    std::string msg = EMBER_FORMAT("[load_state_dict] the state dict does not fit {}:", type_name_);
+    for (const auto& k : r.missing_keys) msg += EMBER_FORMAT("\n  missing key '{}'", k);
+    for (const auto& k : r.unexpected_keys) msg += EMBER_FORMAT("\n  unexpected key '{}'", k);
     for (const auto& m : mismatches) msg += "\n  mismatch " + m;
     if (strict || !mismatches.empty()) EMBER_FAIL("{}", msg);
   }
@@ -361,7 +361,7 @@ template <class P>
 std::string BasicModule<P>::to_string() const {
   std::string out;
   print_tree(out, 0);
-  out += fmt::format("\nparameters: {} ({} trainable)", num_parameters(), num_parameters(true));
+  out += EMBER_FORMAT("\nparameters: {} ({} trainable)", num_parameters(), num_parameters(true));
   return out;
 }
 

@@ -118,7 +118,7 @@ struct SoftshrinkOptions {
       return expr;                                                                              \
     }                                                                                           \
     std::string extra_repr() const override {                                                   \
-      return fmt::format(repr, Arg) + (inplace ? ", inplace=True" : "");                        \
+      return EMBER_FORMAT(repr, Arg) + (inplace ? ", inplace=True" : "");                        \
     }                                                                                           \
     double Arg;                                                                                 \
     bool inplace = false;                                                                       \
@@ -168,7 +168,7 @@ class BasicThresholdImpl : public Cloneable<BasicThresholdImpl<P>, P> {
     return F::threshold(x, threshold, value);
   }
   std::string extra_repr() const override {
-    return fmt::format("threshold={}, value={}{}", threshold, value, inplace ? ", inplace=True" : "");
+    return EMBER_FORMAT("threshold={}, value={}{}", threshold, value, inplace ? ", inplace=True" : "");
   }
   double threshold, value;
   bool inplace = false;
@@ -197,7 +197,7 @@ class BasicPReLUImpl : public Cloneable<BasicPReLUImpl<P>, P> {
   explicit BasicPReLUImpl(const PReLUOptions& o) : BasicPReLUImpl(o.num_parameters(), o.init()) {}
   void reset() override { weight = this->register_parameter("weight", full<P>({num_parameters}, init)); }
   TensorT forward(const TensorT& x) { return F::prelu(x, weight); }
-  std::string extra_repr() const override { return fmt::format("num_parameters={}", num_parameters); }
+  std::string extra_repr() const override { return EMBER_FORMAT("num_parameters={}", num_parameters); }
   int64_t num_parameters;
   double init;
   TensorT weight;
@@ -220,7 +220,7 @@ class BasicGLUImpl : public Cloneable<BasicGLUImpl<P>, P> {
   explicit BasicGLUImpl(const GLUOptions& o) : BasicGLUImpl(o.dim()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::glu(x, dim); }
-  std::string extra_repr() const override { return fmt::format("dim={}", dim); }
+  std::string extra_repr() const override { return EMBER_FORMAT("dim={}", dim); }
   int64_t dim;
 };
 using GLUImpl = BasicGLUImpl<>;
@@ -265,7 +265,7 @@ class BasicSoftplusImpl : public Cloneable<BasicSoftplusImpl<P>, P> {
   explicit BasicSoftplusImpl(const SoftplusOptions& o) : BasicSoftplusImpl(o.beta(), o.threshold()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::softplus(x, beta, threshold); }
-  std::string extra_repr() const override { return fmt::format("beta={}, threshold={}", beta, threshold); }
+  std::string extra_repr() const override { return EMBER_FORMAT("beta={}, threshold={}", beta, threshold); }
   double beta, threshold;
 };
 using SoftplusImpl = BasicSoftplusImpl<>;
@@ -295,7 +295,7 @@ class BasicHardtanhImpl : public Cloneable<BasicHardtanhImpl<P>, P> {
     return F::hardtanh(x, min_val, max_val);
   }
   std::string extra_repr() const override {
-    return fmt::format("min_val={}, max_val={}{}", min_val, max_val, inplace ? ", inplace=True" : "");
+    return EMBER_FORMAT("min_val={}, max_val={}{}", min_val, max_val, inplace ? ", inplace=True" : "");
   }
   double min_val, max_val;
   bool inplace = false;
@@ -321,7 +321,7 @@ class BasicSoftmaxImpl : public Cloneable<BasicSoftmaxImpl<P>, P> {
   explicit BasicSoftmaxImpl(const SoftmaxOptions& o) : BasicSoftmaxImpl(o.dim()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::softmax(x, dim); }
-  std::string extra_repr() const override { return fmt::format("dim={}", dim); }
+  std::string extra_repr() const override { return EMBER_FORMAT("dim={}", dim); }
   int64_t dim;
 };
 using SoftmaxImpl = BasicSoftmaxImpl<>;
@@ -336,7 +336,7 @@ class BasicLogSoftmaxImpl : public Cloneable<BasicLogSoftmaxImpl<P>, P> {
   explicit BasicLogSoftmaxImpl(const SoftmaxOptions& o) : BasicLogSoftmaxImpl(o.dim()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::log_softmax(x, dim); }
-  std::string extra_repr() const override { return fmt::format("dim={}", dim); }
+  std::string extra_repr() const override { return EMBER_FORMAT("dim={}", dim); }
   int64_t dim;
 };
 using LogSoftmaxImpl = BasicLogSoftmaxImpl<>;
@@ -352,7 +352,7 @@ class BasicSoftminImpl : public Cloneable<BasicSoftminImpl<P>, P> {
   explicit BasicSoftminImpl(const SoftmaxOptions& o) : BasicSoftminImpl(o.dim()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::softmin(x, dim); }
-  std::string extra_repr() const override { return fmt::format("dim={}", dim); }
+  std::string extra_repr() const override { return EMBER_FORMAT("dim={}", dim); }
   int64_t dim;
 };
 using SoftminImpl = BasicSoftminImpl<>;
@@ -380,7 +380,7 @@ class BasicRReLUImpl : public Cloneable<BasicRReLUImpl<P>, P> {
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::rrelu(x, lower, upper, this->is_training(), inplace); }
   std::string extra_repr() const override {
-    return fmt::format("lower={}, upper={}{}", lower, upper, inplace ? ", inplace=True" : "");
+    return EMBER_FORMAT("lower={}, upper={}{}", lower, upper, inplace ? ", inplace=True" : "");
   }
   double lower, upper;
   bool inplace = false;

@@ -59,7 +59,7 @@ class BasicAdaptiveLogSoftmaxWithLossImpl : public Cloneable<BasicAdaptiveLogSof
     std::string listed;
     for (size_t i = 0; i < c.size(); ++i) {
       ok = ok && c[i] >= 1 && c[i] <= n - 1 && (i == 0 || c[i] > c[i - 1]);
-      listed += fmt::format("{}{}", i ? ", " : "", c[i]);
+      listed += EMBER_FORMAT("{}{}", i ? ", " : "", c[i]);
     }
     EMBER_CHECK(ok,
                 "[AdaptiveLogSoftmaxWithLoss] cutoffs must be unique, increasing integers in [1, n_classes - 1 = {}], "

@@ -87,7 +87,7 @@ class BasicAnyModule {
       if (calls_ != nullptr && calls_->tensor_call != nullptr) return calls_->tensor_call(module_.get(), args...);
     }
     return detail::result_as<R>(any_forward(std::forward<A>(args)...), "AnyModule",
-                                [&] { return fmt::format("{}'s forward()", module_->name()); });
+                                [&] { return EMBER_FORMAT("{}'s forward()", module_->name()); });
   }
   /// forward(args...) with its result as an AnyValue; AnyValue arguments pass on as they are.
   template <class... A>

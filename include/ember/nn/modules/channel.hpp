@@ -29,7 +29,7 @@ class BasicLocalResponseNormImpl : public Cloneable<BasicLocalResponseNormImpl<P
     return F::local_response_norm(x, options.size(), options.alpha(), options.beta(), options.k());
   }
   std::string extra_repr() const override {
-    return fmt::format("{}, alpha={}, beta={}, k={}", options.size(), options.alpha(), options.beta(), options.k());
+    return EMBER_FORMAT("{}, alpha={}, beta={}, k={}", options.size(), options.alpha(), options.beta(), options.k());
   }
   LocalResponseNormOptions options;
 };
@@ -52,7 +52,7 @@ class BasicChannelShuffleImpl : public Cloneable<BasicChannelShuffleImpl<P>, P> 
   }
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::channel_shuffle(x, groups); }
-  std::string extra_repr() const override { return fmt::format("groups={}", groups); }
+  std::string extra_repr() const override { return EMBER_FORMAT("groups={}", groups); }
   int64_t groups;
 };
 using ChannelShuffleImpl = BasicChannelShuffleImpl<>;

@@ -144,7 +144,7 @@ class BasicSequentialImpl : public BasicModule<P> {
     std::array<AnyValue, sizeof...(A)> values{nn::detail::to_any_value(std::forward<A>(args))...};
     return nn::detail::result_as<R>(forward_values(values), "Sequential", [&] {
       return modules_.empty() ? std::string("the empty Sequential")
-                              : fmt::format("the last module ({})", modules_.back().ptr()->name());
+                              : EMBER_FORMAT("the last module ({})", modules_.back().ptr()->name());
     });
   }
   /// The same with the arguments as AnyValues (they may be moved from), the result as one;
@@ -497,7 +497,7 @@ class BasicParameterListImpl : public BasicModule<P> {
   std::string extra_repr() const override {
     std::string s;
     for (size_t i = 0; i < params_.size(); ++i)
-      s += fmt::format("{}({}): Parameter containing: [{} of size {}]", i ? "\n" : "", i, params_[i].dtype(),
+      s += EMBER_FORMAT("{}({}): Parameter containing: [{} of size {}]", i ? "\n" : "", i, params_[i].dtype(),
                        params_[i].sizes());
     return s;
   }
@@ -555,7 +555,7 @@ class BasicParameterDictImpl : public BasicModule<P> {
   std::string extra_repr() const override {
     std::string s;
     for (size_t i = 0; i < items_.size(); ++i)
-      s += fmt::format("{}({}): Parameter containing: [{} of size {}]", i ? "\n" : "", items_[i].first,
+      s += EMBER_FORMAT("{}({}): Parameter containing: [{} of size {}]", i ? "\n" : "", items_[i].first,
                        items_[i].second.dtype(), items_[i].second.sizes());
     return s;
   }

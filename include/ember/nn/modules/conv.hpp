@@ -29,7 +29,7 @@ const char* nd_name(const char* (&&names)[3]) {
 
 inline std::string repr_args(const IntArgs& v, int nd) {
   std::string s = "(";
-  for (int d = 0; d < nd; ++d) s += fmt::format("{}{}", d ? ", " : "", v.size() == 1 ? v[0] : v[d]);
+  for (int d = 0; d < nd; ++d) s += EMBER_FORMAT("{}{}", d ? ", " : "", v.size() == 1 ? v[0] : v[d]);
   return s + (nd == 1 ? ",)" : ")");
 }
 
@@ -82,14 +82,14 @@ class BasicConvImpl : public Cloneable<BasicConvImpl<ND, P>, P> {
                                   options.padding_mode(), options.dilation(), options.groups(), this->name().c_str());
   }
   std::string extra_repr() const override {
-    std::string s = fmt::format("{}, {}, kernel_size={}, stride={}", options.in_channels(), options.out_channels(),
+    std::string s = EMBER_FORMAT("{}, {}, kernel_size={}, stride={}", options.in_channels(), options.out_channels(),
                                 repr_args(options.kernel_size(), ND), repr_args(options.stride(), ND));
-    if (!options.padding_str().empty()) s += fmt::format(", padding={}", options.padding_str());
-    else if (options.padding() != IntArgs{0}) s += fmt::format(", padding={}", repr_args(options.padding(), ND));
-    if (options.dilation() != IntArgs{1}) s += fmt::format(", dilation={}", repr_args(options.dilation(), ND));
-    if (options.groups() != 1) s += fmt::format(", groups={}", options.groups());
+    if (!options.padding_str().empty()) s += EMBER_FORMAT(", padding={}", options.padding_str());
+    else if (options.padding() != IntArgs{0}) s += EMBER_FORMAT(", padding={}", repr_args(options.padding(), ND));
+    if (options.dilation() != IntArgs{1}) s += EMBER_FORMAT(", dilation={}", repr_args(options.dilation(), ND));
+    if (options.groups() != 1) s += EMBER_FORMAT(", groups={}", options.groups());
     if (!options.bias()) s += ", bias=False";
-    if (options.padding_mode() != "zeros") s += fmt::format(", padding_mode={}", options.padding_mode());
+    if (options.padding_mode() != "zeros") s += EMBER_FORMAT(", padding_mode={}", options.padding_mode());
     return s;
   }
   ConvOptions options;
@@ -170,7 +170,7 @@ class BasicConvTransposeImpl : public Cloneable<BasicConvTransposeImpl<ND, P>, P
                                 options.groups(), options.dilation(), op);
   }
   std::string extra_repr() const override {
-    return fmt::format("{}, {}, kernel_size={}, stride={}", options.in_channels(), options.out_channels(),
+    return EMBER_FORMAT("{}, {}, kernel_size={}, stride={}", options.in_channels(), options.out_channels(),
                        repr_args(options.kernel_size(), ND), repr_args(options.stride(), ND));
   }
   ConvTransposeOptions options;
@@ -242,13 +242,13 @@ class BasicMaxPoolImpl : public Cloneable<BasicMaxPoolImpl<ND, P>, P> {
   }
   std::string extra_repr() const override {
     IntArgs st = options.stride().empty() ? options.kernel_size() : options.stride();
-    return fmt::format("kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
-                       options.kernel_size().size() == 1 ? fmt::format("{}", options.kernel_size()[0])
+    return EMBER_FORMAT("kernel_size={}, stride={}, padding={}, dilation={}, ceil_mode={}",
+                       options.kernel_size().size() == 1 ? EMBER_FORMAT("{}", options.kernel_size()[0])
                                                          : repr_args(options.kernel_size(), ND),
-                       st.size() == 1 ? fmt::format("{}", st[0]) : repr_args(st, ND),
-                       options.padding().size() == 1 ? fmt::format("{}", options.padding()[0])
+                       st.size() == 1 ? EMBER_FORMAT("{}", st[0]) : repr_args(st, ND),
+                       options.padding().size() == 1 ? EMBER_FORMAT("{}", options.padding()[0])
                                                      : repr_args(options.padding(), ND),
-                       options.dilation().size() == 1 ? fmt::format("{}", options.dilation()[0])
+                       options.dilation().size() == 1 ? EMBER_FORMAT("{}", options.dilation()[0])
                                                       : repr_args(options.dilation(), ND),
                        options.ceil_mode() ? "True" : "False");
   }
@@ -323,8 +323,8 @@ class BasicLPPoolImpl : public Cloneable<BasicLPPoolImpl<ND, P>, P> {
                                  options.ceil_mode(), this->name().c_str());
   }
   std::string extra_repr() const override {
-    auto arg = [](const IntArgs& v) { return v.size() == 1 ? fmt::format("{}", v[0]) : repr_args(v, ND); };
-    return fmt::format("norm_type={}, kernel_size={}, stride={}, ceil_mode={}", options.norm_type(),
+    auto arg = [](const IntArgs& v) { return v.size() == 1 ? EMBER_FORMAT("{}", v[0]) : repr_args(v, ND); };
+    return EMBER_FORMAT("norm_type={}, kernel_size={}, stride={}, ceil_mode={}", options.norm_type(),
                        arg(options.kernel_size()), options.stride().empty() ? "None" : arg(options.stride()),
                        options.ceil_mode() ? "True" : "False");
   }
@@ -385,8 +385,8 @@ class BasicAdaptivePoolImpl : public Cloneable<BasicAdaptivePoolImpl<ND, Max, P>
     return F::detail::adaptive_max_pool_nd(x, ND, resolved(x), true, this->name().c_str());
   }
   std::string extra_repr() const override {
-    auto one = [](const std::optional<int64_t>& v) { return v ? fmt::format("{}", *v) : std::string("None"); };
-    if (ND == 1) return fmt::format("output_size={}", one(output_size[0]));
+    auto one = [](const std::optional<int64_t>& v) { return v ? EMBER_FORMAT("{}", *v) : std::string("None"); };
+    if (ND == 1) return EMBER_FORMAT("output_size={}", one(output_size[0]));
     std::string s = "output_size=(";
     for (int d = 0; d < ND; ++d) s += (d ? ", " : "") + one(output_size.size() == 1 ? output_size[0] : output_size[d]);
     return s + ")";
@@ -499,8 +499,8 @@ class BasicBatchNormImpl : public Cloneable<BasicBatchNormImpl<ND, P>, P> {
     return F::batch_norm(x, running_mean, running_var, weight, bias, use_batch, factor, options.eps());
   }
   std::string extra_repr() const override {
-    return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", options.num_features(),
-                       options.eps(), options.momentum() ? fmt::format("{}", *options.momentum()) : "None",
+    return EMBER_FORMAT("{}, eps={}, momentum={}, affine={}, track_running_stats={}", options.num_features(),
+                       options.eps(), options.momentum() ? EMBER_FORMAT("{}", *options.momentum()) : "None",
                        options.affine() ? "True" : "False", options.track_running_stats() ? "True" : "False");
   }
   BatchNormOptions options;
@@ -550,7 +550,7 @@ class BasicGroupNormImpl : public Cloneable<BasicGroupNormImpl<P>, P> {
     return F::group_norm(x, num_groups, weight, bias, eps);
   }
   std::string extra_repr() const override {
-    return fmt::format("{}, {}, eps={}, affine={}", num_groups, num_channels, eps, affine ? "True" : "False");
+    return EMBER_FORMAT("{}, {}, eps={}, affine={}", num_groups, num_channels, eps, affine ? "True" : "False");
   }
   int64_t num_groups, num_channels;
   double eps;
@@ -614,7 +614,7 @@ class BasicInstanceNormImpl : public Cloneable<BasicInstanceNormImpl<ND, P>, P> 
                                           eps);
   }
   std::string extra_repr() const override {
-    return fmt::format("{}, eps={}, momentum={}, affine={}, track_running_stats={}", num_features, eps, momentum,
+    return EMBER_FORMAT("{}, eps={}, momentum={}, affine={}, track_running_stats={}", num_features, eps, momentum,
                        affine ? "True" : "False", track_running_stats ? "True" : "False");
   }
   int64_t num_features;
@@ -685,14 +685,14 @@ class BasicUpsampleImpl : public Cloneable<BasicUpsampleImpl<P>, P> {
   }
   std::string extra_repr() const override {
     std::string s;
-    if (size.size() == 1) s = fmt::format("size={}", size[0]);
+    if (size.size() == 1) s = EMBER_FORMAT("size={}", size[0]);
     else if (!size.empty()) s = "size=" + repr_args(size, static_cast<int>(size.size()));
     else if (std::all_of(scale_factor.begin(), scale_factor.end(), [&](double f) { return f == scale_factor[0]; }))
-      s = fmt::format("scale_factor={}", scale_factor[0]);
+      s = EMBER_FORMAT("scale_factor={}", scale_factor[0]);
     else
       for (size_t d = 0; d < scale_factor.size(); ++d)
-        s += fmt::format("{}{}", d ? ", " : "scale_factor=(", scale_factor[d]) + (d + 1 == scale_factor.size() ? ")" : "");
-    return fmt::format("{}, mode='{}'", s, mode);
+        s += EMBER_FORMAT("{}{}", d ? ", " : "scale_factor=(", scale_factor[d]) + (d + 1 == scale_factor.size() ? ")" : "");
+    return EMBER_FORMAT("{}, mode='{}'", s, mode);
   }
   IntArgs size;
   std::vector<double> scale_factor;  ///< used when size is empty
@@ -717,7 +717,7 @@ class BasicPixelShuffleImpl : public Cloneable<BasicPixelShuffleImpl<P>, P> {
   explicit BasicPixelShuffleImpl(const PixelShuffleOptions& o) : BasicPixelShuffleImpl(o.upscale_factor()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::pixel_shuffle(x, upscale_factor); }
-  std::string extra_repr() const override { return fmt::format("upscale_factor={}", upscale_factor); }
+  std::string extra_repr() const override { return EMBER_FORMAT("upscale_factor={}", upscale_factor); }
   int64_t upscale_factor;
 };
 using PixelShuffleImpl = BasicPixelShuffleImpl<>;
@@ -738,7 +738,7 @@ class BasicPixelUnshuffleImpl : public Cloneable<BasicPixelUnshuffleImpl<P>, P> 
   explicit BasicPixelUnshuffleImpl(const PixelUnshuffleOptions& o) : BasicPixelUnshuffleImpl(o.downscale_factor()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::pixel_unshuffle(x, downscale_factor); }
-  std::string extra_repr() const override { return fmt::format("downscale_factor={}", downscale_factor); }
+  std::string extra_repr() const override { return EMBER_FORMAT("downscale_factor={}", downscale_factor); }
   int64_t downscale_factor;
 };
 using PixelUnshuffleImpl = BasicPixelUnshuffleImpl<>;
@@ -779,7 +779,7 @@ class BasicMaxUnpoolImpl : public Cloneable<BasicMaxUnpoolImpl<ND, P>, P> {
   }
   std::string extra_repr() const override {
     IntArgs st = options.stride().empty() ? options.kernel_size() : options.stride();
-    return fmt::format("kernel_size={}, stride={}, padding={}", repr_args(options.kernel_size(), ND),
+    return EMBER_FORMAT("kernel_size={}, stride={}, padding={}", repr_args(options.kernel_size(), ND),
                        repr_args(st, ND), repr_args(options.padding(), ND));
   }
   MaxUnpoolOptions options;

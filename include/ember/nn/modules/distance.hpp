@@ -25,7 +25,7 @@ class BasicCosineSimilarityImpl : public Cloneable<BasicCosineSimilarityImpl<P>,
   BasicTensor<P> forward(const BasicTensor<P>& x1, const BasicTensor<P>& x2) {
     return F::cosine_similarity(x1, x2, options.dim(), options.eps());
   }
-  std::string extra_repr() const override { return fmt::format("dim={}, eps={}", options.dim(), options.eps()); }
+  std::string extra_repr() const override { return EMBER_FORMAT("dim={}, eps={}", options.dim(), options.eps()); }
   CosineSimilarityOptions options;
 };
 using CosineSimilarityImpl = BasicCosineSimilarityImpl<>;
@@ -50,7 +50,7 @@ class BasicPairwiseDistanceImpl : public Cloneable<BasicPairwiseDistanceImpl<P>,
     return F::pairwise_distance(x1, x2, options.p(), options.eps(), options.keepdim());
   }
   std::string extra_repr() const override {
-    return fmt::format("p={}, eps={}, keepdim={}", options.p(), options.eps(), options.keepdim() ? "True" : "False");
+    return EMBER_FORMAT("p={}, eps={}, keepdim={}", options.p(), options.eps(), options.keepdim() ? "True" : "False");
   }
   PairwiseDistanceOptions options;
 };

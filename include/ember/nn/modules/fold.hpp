@@ -32,7 +32,7 @@ struct FoldOptions {
 namespace detail {
 /// PyTorch's repr of a fold argument: a number stays a number, a pair is a tuple.
 inline std::string fold_arg_repr(const IntArgs& v) {
-  return v.size() == 1 ? fmt::format("{}", v[0]) : repr_args(v, static_cast<int>(v.size()));
+  return v.size() == 1 ? EMBER_FORMAT("{}", v[0]) : repr_args(v, static_cast<int>(v.size()));
 }
 }  // namespace detail
 
@@ -47,7 +47,7 @@ class BasicUnfoldImpl : public Cloneable<BasicUnfoldImpl<P>, P> {
     return F::unfold(x, options.kernel_size(), options.dilation(), options.padding(), options.stride());
   }
   std::string extra_repr() const override {
-    return fmt::format("kernel_size={}, dilation={}, padding={}, stride={}", detail::fold_arg_repr(options.kernel_size()),
+    return EMBER_FORMAT("kernel_size={}, dilation={}, padding={}, stride={}", detail::fold_arg_repr(options.kernel_size()),
                        detail::fold_arg_repr(options.dilation()), detail::fold_arg_repr(options.padding()),
                        detail::fold_arg_repr(options.stride()));
   }
@@ -71,7 +71,7 @@ class BasicFoldImpl : public Cloneable<BasicFoldImpl<P>, P> {
                    options.stride());
   }
   std::string extra_repr() const override {
-    return fmt::format("output_size={}, kernel_size={}, dilation={}, padding={}, stride={}",
+    return EMBER_FORMAT("output_size={}, kernel_size={}, dilation={}, padding={}, stride={}",
                        detail::fold_arg_repr(options.output_size()), detail::fold_arg_repr(options.kernel_size()),
                        detail::fold_arg_repr(options.dilation()), detail::fold_arg_repr(options.padding()),
                        detail::fold_arg_repr(options.stride()));

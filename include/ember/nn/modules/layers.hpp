@@ -32,7 +32,7 @@ class BasicDropoutImpl : public Cloneable<BasicDropoutImpl<P>, P> {
   explicit BasicDropoutImpl(const DropoutOptions& o) : BasicDropoutImpl(o.p()) { inplace = o.inplace(); }
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::dropout(x, p, this->is_training(), inplace); }
-  std::string extra_repr() const override { return fmt::format("p={}, inplace={}", p, inplace ? "True" : "False"); }
+  std::string extra_repr() const override { return EMBER_FORMAT("p={}, inplace={}", p, inplace ? "True" : "False"); }
   double p;
   bool inplace = false;
 };
@@ -50,7 +50,7 @@ class BasicDropout2dImpl : public Cloneable<BasicDropout2dImpl<P>, P> {
   explicit BasicDropout2dImpl(const DropoutOptions& o) : BasicDropout2dImpl(o.p()) { inplace = o.inplace(); }
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return F::dropout2d(x, p, this->is_training(), inplace); }
-  std::string extra_repr() const override { return fmt::format("p={}, inplace={}", p, inplace ? "True" : "False"); }
+  std::string extra_repr() const override { return EMBER_FORMAT("p={}, inplace={}", p, inplace ? "True" : "False"); }
   double p;
   bool inplace = false;
 };
@@ -88,7 +88,7 @@ class BasicDropoutVariantImpl : public Cloneable<BasicDropoutVariantImpl<K, P>, 
       default: return F::feature_alpha_dropout(x, p, training, inplace);
     }
   }
-  std::string extra_repr() const override { return fmt::format("p={}, inplace={}", p, inplace ? "True" : "False"); }
+  std::string extra_repr() const override { return EMBER_FORMAT("p={}, inplace={}", p, inplace ? "True" : "False"); }
   double p;
   bool inplace = false;
 
@@ -154,8 +154,8 @@ void check_embedding_options(const O& o, const char* op) {
 template <class O>
 std::string embedding_options_repr(const O& o) {
   std::string s;
-  if (o.max_norm()) s += fmt::format(", max_norm={}", *o.max_norm());
-  if (o.norm_type() != 2.0) s += fmt::format(", norm_type={}", o.norm_type());
+  if (o.max_norm()) s += EMBER_FORMAT(", max_norm={}", *o.max_norm());
+  if (o.norm_type() != 2.0) s += EMBER_FORMAT(", norm_type={}", o.norm_type());
   if (o.scale_grad_by_freq()) s += ", scale_grad_by_freq=True";
   return s;
 }
@@ -187,8 +187,8 @@ class BasicEmbeddingImpl : public Cloneable<BasicEmbeddingImpl<P>, P> {
                         options.scale_grad_by_freq());
   }
   std::string extra_repr() const override {
-    std::string s = fmt::format("{}, {}", options.num_embeddings(), options.embedding_dim());
-    if (options.padding_idx()) s += fmt::format(", padding_idx={}", *options.padding_idx());
+    std::string s = EMBER_FORMAT("{}, {}", options.num_embeddings(), options.embedding_dim());
+    if (options.padding_idx()) s += EMBER_FORMAT(", padding_idx={}", *options.padding_idx());
     return s + detail::embedding_options_repr(options);
   }
   EmbeddingOptions options;
@@ -256,10 +256,10 @@ class BasicEmbeddingBagImpl : public Cloneable<BasicEmbeddingBagImpl<P>, P> {
                             options.include_last_offset());
   }
   std::string extra_repr() const override {
-    std::string s = fmt::format("{}, {}", options.num_embeddings(), options.embedding_dim()) +
-                    detail::embedding_options_repr(options) + fmt::format(", mode='{}'", options.mode());
+    std::string s = EMBER_FORMAT("{}, {}", options.num_embeddings(), options.embedding_dim()) +
+                    detail::embedding_options_repr(options) + EMBER_FORMAT(", mode='{}'", options.mode());
     if (options.include_last_offset()) s += ", include_last_offset=True";
-    if (options.padding_idx()) s += fmt::format(", padding_idx={}", *options.padding_idx());
+    if (options.padding_idx()) s += EMBER_FORMAT(", padding_idx={}", *options.padding_idx());
     return s;
   }
   EmbeddingBagOptions options;
@@ -300,7 +300,7 @@ class BasicLayerNormImpl : public Cloneable<BasicLayerNormImpl<P>, P> {
   }
   TensorT forward(const TensorT& x) { return F::layer_norm(x, options.normalized_shape(), weight, bias, options.eps()); }
   std::string extra_repr() const override {
-    return fmt::format("{}, eps={}, elementwise_affine={}", options.normalized_shape(), options.eps(),
+    return EMBER_FORMAT("{}, eps={}, elementwise_affine={}", options.normalized_shape(), options.eps(),
                        options.elementwise_affine() ? "True" : "False");
   }
   LayerNormOptions options;
@@ -331,8 +331,8 @@ class BasicRMSNormImpl : public Cloneable<BasicRMSNormImpl<P>, P> {
   }
   TensorT forward(const TensorT& x) { return F::rms_norm(x, options.normalized_shape(), weight, options.eps()); }
   std::string extra_repr() const override {
-    return fmt::format("{}, eps={}, elementwise_affine={}", options.normalized_shape(),
-                       options.eps() ? fmt::format("{}", *options.eps()) : "None",
+    return EMBER_FORMAT("{}, eps={}, elementwise_affine={}", options.normalized_shape(),
+                       options.eps() ? EMBER_FORMAT("{}", *options.eps()) : "None",
                        options.elementwise_affine() ? "True" : "False");
   }
   RMSNormOptions options;

@@ -54,7 +54,7 @@ class BasicLinearImpl : public Cloneable<BasicLinearImpl<P>, P> {
     return linear_relu(x, weight, bias);
   }
   std::string extra_repr() const override {
-    return fmt::format("in_features={}, out_features={}, bias={}", options.in_features(), options.out_features(),
+    return EMBER_FORMAT("in_features={}, out_features={}, bias={}", options.in_features(), options.out_features(),
                        options.bias() ? "True" : "False");
   }
   LinearOptions options;
@@ -93,7 +93,7 @@ class BasicBilinearImpl : public Cloneable<BasicBilinearImpl<P>, P> {
   }
   TensorT forward(const TensorT& x1, const TensorT& x2) { return F::bilinear(x1, x2, weight, bias); }
   std::string extra_repr() const override {
-    return fmt::format("in1_features={}, in2_features={}, out_features={}, bias={}", options.in1_features(),
+    return EMBER_FORMAT("in1_features={}, in2_features={}, out_features={}, bias={}", options.in1_features(),
                        options.in2_features(), options.out_features(), options.bias() ? "True" : "False");
   }
   BilinearOptions options;
@@ -127,7 +127,7 @@ class BasicFlattenImpl : public Cloneable<BasicFlattenImpl<P>, P> {
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return x.flatten(options.start_dim(), options.end_dim()); }
   std::string extra_repr() const override {
-    return fmt::format("start_dim={}, end_dim={}", options.start_dim(), options.end_dim());
+    return EMBER_FORMAT("start_dim={}, end_dim={}", options.start_dim(), options.end_dim());
   }
   FlattenOptions options;
 };
@@ -150,7 +150,7 @@ class BasicUnflattenImpl : public Cloneable<BasicUnflattenImpl<P>, P> {
   explicit BasicUnflattenImpl(const UnflattenOptions& o) : BasicUnflattenImpl(o.dim(), o.sizes()) {}
   void reset() override {}
   BasicTensor<P> forward(const BasicTensor<P>& x) { return x.unflatten(dim, sizes); }
-  std::string extra_repr() const override { return fmt::format("dim={}, unflattened_size={}", dim, sizes); }
+  std::string extra_repr() const override { return EMBER_FORMAT("dim={}, unflattened_size={}", dim, sizes); }
   int64_t dim;
   Shape sizes;
 };

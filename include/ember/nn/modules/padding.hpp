@@ -87,9 +87,9 @@ class BasicPadImpl : public Cloneable<BasicPadImpl<K, ND, P>, P> {
   }
   std::string extra_repr() const override {
     std::string s = "(";
-    for (size_t i = 0; i < padding.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", padding[i]);
+    for (size_t i = 0; i < padding.size(); ++i) s += EMBER_FORMAT("{}{}", i ? ", " : "", padding[i]);
     s += ")";
-    return K == PadKind::Constant ? fmt::format("padding={}, value={}", s, value) : s;
+    return K == PadKind::Constant ? EMBER_FORMAT("padding={}, value={}", s, value) : s;
   }
   std::vector<int64_t> padding;  ///< 2 x ND values, last dim first
   double value;                  ///< the fill (ConstantPad; 0 otherwise)

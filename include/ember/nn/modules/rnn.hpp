@@ -307,12 +307,12 @@ class BasicRNNImplBase : public Cloneable<Derived, P> {
 
  public:
   std::string extra_repr() const override {
-    std::string s = fmt::format("{}, {}", options.input_size(), options.hidden_size());
-    if (options.proj_size() > 0) s += fmt::format(", proj_size={}", options.proj_size());
-    if (options.num_layers() != 1) s += fmt::format(", num_layers={}", options.num_layers());
+    std::string s = EMBER_FORMAT("{}, {}", options.input_size(), options.hidden_size());
+    if (options.proj_size() > 0) s += EMBER_FORMAT(", proj_size={}", options.proj_size());
+    if (options.num_layers() != 1) s += EMBER_FORMAT(", num_layers={}", options.num_layers());
     if (!options.bias()) s += ", bias=False";
     if (options.batch_first()) s += ", batch_first=True";
-    if (options.dropout() != 0) s += fmt::format(", dropout={}", options.dropout());
+    if (options.dropout() != 0) s += EMBER_FORMAT(", dropout={}", options.dropout());
     if (options.bidirectional()) s += ", bidirectional=True";
     return s;
   }
@@ -496,7 +496,7 @@ class BasicRNNCellImplBase : public Cloneable<Derived, P> {
     // The functional cell's step, which checks the states' shapes (and dtypes) under this name.
     return detail::functional_cell<P>(kind, x, h, c, weight_ih, weight_hh, bias_ih, bias_hh, this->name().c_str());
   }
-  std::string extra_repr() const override { return fmt::format("{}, {}", input_size, hidden_size); }
+  std::string extra_repr() const override { return EMBER_FORMAT("{}, {}", input_size, hidden_size); }
   int64_t input_size, hidden_size;
   bool bias;
   std::string nonlinearity;
