@@ -37,22 +37,22 @@ void raise_error(std::string message) {
 
 void raise_error_cstr(const char* message) { raise_error(std::string(message)); }
 
-void raise_formatted(fmt::string_view format, fmt::format_args args) {
+std::string vformat_or_raise(fmt::string_view format, fmt::format_args args) {
 #if EMBER_HAS_EXCEPTIONS
-  std::string message;
   try {
-    message = fmt::vformat(format, args);
+    return fmt::vformat(format, args);
   } catch (const fmt::format_error& e) {
-    // A message the compile-time check never saw (a user's own EMBER_CHECK in a build without
-    // EMBER_CHECKED_FORMATS): the failure is still reported, with the text that was meant.
-    message = fmt::format("[ember] malformed error message \"{}\": {}", format, e.what());
+    // A format string the compile-time check never saw (a user's own EMBER_CHECK or a header's
+    // EMBER_FORMAT in a build without EMBER_CHECKED_FORMATS): reported with the text that was meant.
+    raise_error(fmt::format("[ember] malformed format string \"{}\": {}", format, e.what()));
   }
-  raise_error(std::move(message));
 #else
-  // Only checked messages get here (error.hpp: builds without exceptions always check).
-  raise_error(fmt::vformat(format, args));
+  // Only checked format strings get here (error.hpp: builds without exceptions always check).
+  return fmt::vformat(format, args);
 #endif
 }
+
+void raise_formatted(fmt::string_view format, fmt::format_args args) { raise_error(vformat_or_raise(format, args)); }
 
 }  // namespace detail
 }  // namespace ember

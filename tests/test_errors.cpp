@@ -204,8 +204,11 @@ TEST_CASE("errors: a message formatted at run time, as in users' builds, reads a
         }) == expected);
   // A malformed message (only a run-time format string can be one) still raises an Error
   // that quotes it, never fmt's own exception.
-  CHECK_ERROR(detail::raise_fmt("[op] unclosed {", 1), "malformed error message", "[op] unclosed {");
-  CHECK_ERROR(detail::raise_fmt("[op] {} and {}", 1), "malformed error message", "[op] {} and {}");
+  CHECK_ERROR(detail::raise_fmt("[op] unclosed {", 1), "malformed format string", "[op] unclosed {");
+  CHECK_ERROR(detail::raise_fmt("[op] {} and {}", 1), "malformed format string", "[op] {} and {}");
+  // EMBER_FORMAT's run-time path (module reprs in users' builds) says the same, as an Error.
+  CHECK(detail::format_runtime("p={}, shape {}", 0.5, s) == "p=0.5, shape [2, 3]");
+  CHECK_ERROR(detail::format_runtime("p={:q}", 0.5), "malformed format string", "p={:q}");
 }
 
 }  // namespace test_errors

@@ -45,6 +45,9 @@ namespace detail {
 /// Formats `format` with fmt's type-erased `args` and raises the result. A malformed format
 /// string (possible only where the check below was off) raises an Error that quotes it.
 [[noreturn]] void raise_formatted(fmt::string_view format, fmt::format_args args);
+/// fmt::vformat, except that a malformed format string raises an Error that quotes it (as
+/// raise_formatted does) instead of letting fmt::format_error out.
+std::string vformat_or_raise(fmt::string_view format, fmt::format_args args);
 
 /// What EMBER_CHECK and EMBER_FAIL call in users' programs: the format string is read at run
 /// time, when a check fails. fmt's compile-time check of every message (its consteval
@@ -73,7 +76,7 @@ template <class... Args>
 /// fmt::format with the format string read at run time, for EMBER_FORMAT in users' builds.
 template <class... Args>
 std::string format_runtime(fmt::string_view format, const Args&... args) {
-  return fmt::vformat(format, fmt::make_format_args(args...));
+  return vformat_or_raise(format, fmt::make_format_args(args...));
 }
 }  // namespace detail
 
